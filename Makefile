@@ -1,0 +1,34 @@
+# `make demo` and `make test` each create .venv when missing and install into it.
+# The stamp files make a second run skip pip when pyproject.toml has not changed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(VENV)/.installed $@
+
+demo: $(VENV)/.installed
+	$(BIN)/triage demo --out demo-out
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -n 2
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python -m benchmarks.run_all
+
+clean:
+	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache

@@ -1,0 +1,54 @@
+"""The ``triage`` command line.
+
+Each group of commands lives in its own ``triage.cli_*`` module that exposes
+``register(app)``; this module only assembles them, so that adding a command
+never means editing another command's code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+from rich.console import Console
+
+from triage.errors import InputError
+
+app = typer.Typer(
+    name="triage",
+    help="Learn and apply the triage of performance change-point alerts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+
+@app.callback()
+def _root() -> None:
+    """Learn and apply the triage of performance change-point alerts."""
+
+
+# Order here is the order of `triage --help`.
+COMMAND_MODULES: list[str] = [
+    "triage.cli_data",
+]
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(_name).register(app)
+
+err_console = Console(stderr=True)
+
+
+def main() -> None:
+    """Console entry point: bad input exits 2 with one readable line, not a traceback."""
+    try:
+        app()
+    except InputError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
