@@ -1,0 +1,318 @@
+"""Moving-window two-sample detectors: Mozilla Perfherder's t-test and the hybrid tests.
+
+Both follow the scan of Perfherder's ``detect_changes`` (mozilla/treeherder,
+``treeherder/perfalert/perfalert/__init__.py`` and, since the Mozilla
+change-point study of Besbes et al., ``treeherder/perf/methods/BaseDetector.py``),
+re-implemented here from its description:
+
+* For each revision ``i >= 1`` the *back* window is the values just before
+  ``i`` and the *fore* window is ``i`` and the values after it (12 by default).
+  The back window holds ``min_back_window`` (12) values normally, and grows by
+  one revision per revision since the last hit, up to ``max_back_window`` (24):
+  a long quiet stretch gets a longer, steadier baseline.
+* A revision is a candidate when both windows are full, its statistic passes
+  the threshold, and neither neighbour (``i - 1``, ``i + 1``) is strictly
+  stronger -- so among adjacent candidates the strongest one is kept.
+* Perfherder then drops alerts whose relative change of the (uniform) window
+  means is below the alert threshold (2 %).
+
+One value per commit here (our loaders aggregate replicates first), so window
+sizes are counts of commits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from scipy import stats
+
+from triage.detectors.base import ChangePoint, Detector
+
+#: Perfherder stores an infinite t (both windows constant) as 1000.
+T_CAP = 1000.0
+#: -log10 of the smallest normal double: the score of an underflowed p-value.
+P_SCORE_CAP = -math.log10(np.finfo(float).tiny)
+
+
+def _windows(n: int, i: int, back_len: int, fore_window: int) -> tuple[slice, slice]:
+    return slice(i - back_len, i), slice(i, min(n, i + fore_window))
+
+
+def _relative_change_pct(before: float, after: float) -> float:
+    """Perfherder's alert magnitude, 100*|after - before| / |before| (0 when before is 0)."""
+    if before == 0:
+        return 0.0
+    return 100.0 * abs(after - before) / abs(before)
+
+
+def perfherder_t(back: np.ndarray, fore: np.ndarray) -> float:
+    """Perfherder's t-value between a back and a fore window (absolute value).
+
+    ``back`` is ordered nearest-first (``x[i-1], x[i-2], ...``) and ``fore``
+    from ``x[i]`` on. The means are *linearly weighted* (weight ``(n-k)/n`` for
+    the ``k``-th nearest value, Perfherder's bug 879903: changes next to the
+    revision count more than the far edge of a window); the variances are the
+    plain sum of squares around that weighted mean over ``n - 1``. Returns
+    ``inf`` when the means differ and both windows are constant, 0 when the
+    means are equal or a window is empty.
+    """
+    n1, n2 = len(back), len(fore)
+    if n1 == 0 or n2 == 0:
+        return 0.0
+    w1 = (n1 - np.arange(n1)) / n1
+    w2 = (n2 - np.arange(n2)) / n2
+    m1 = float(back @ w1 / w1.sum())
+    m2 = float(fore @ w2 / w2.sum())
+    delta = m2 - m1
+    if delta == 0:
+        return 0.0
+    v1 = float(np.sum((back - m1) ** 2) / (n1 - 1)) if n1 > 1 else 0.0
+    v2 = float(np.sum((fore - m2) ** 2) / (n2 - 1)) if n2 > 1 else 0.0
+    if v1 == 0 and v2 == 0:
+        return math.inf
+    return abs(delta) / math.sqrt(v1 / n1 + v2 / n2)
+
+
+class _MovingWindowScan(Detector):
+    """The Perfherder scan; subclasses supply the two-sample statistic.
+
+    ``_statistic(back, fore) -> (value, hit)``: ``hit`` says whether the value
+    passes the threshold (it also resets the back-window growth).
+    ``_stronger(a, b)``: whether statistic ``a`` is strictly stronger than ``b``.
+    """
+
+    min_back_window: int
+    max_back_window: int
+    fore_window: int
+    magnitude: float
+
+    def _statistic(self, back: np.ndarray, fore: np.ndarray) -> tuple[float, bool]:
+        raise NotImplementedError
+
+    def _stronger(self, a: float, b: float) -> bool:
+        raise NotImplementedError
+
+    def _no_evidence(self) -> float:
+        raise NotImplementedError
+
+    def _check(self) -> None:
+        if not (1 <= self.min_back_window <= self.max_back_window):
+            raise ValueError("need 1 <= min_back_window <= max_back_window")
+        if self.fore_window < 1:
+            raise ValueError("fore_window must be >= 1")
+
+    def scan(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Statistic, back-window length and fore-window length per revision, each shape (n,).
+
+        Revision 0 has no back window: its statistic is the no-evidence value.
+        """
+        self._check()
+        n = len(x)
+        stat = np.full(n, self._no_evidence(), dtype=np.float64)
+        back_len = np.zeros(n, dtype=np.int64)
+        fore_len = np.zeros(n, dtype=np.int64)
+        since_hit = 0
+        for i in range(1, n):
+            b = min(i, min(max(since_hit, self.min_back_window), self.max_back_window))
+            bs, fs = _windows(n, i, b, self.fore_window)
+            back = x[bs][::-1]  # nearest first, as the weights expect
+            fore = x[fs]
+            stat[i], hit = self._statistic(back, fore)
+            back_len[i], fore_len[i] = b, fs.stop - fs.start
+            since_hit = 0 if hit else since_hit + 1
+        return stat, back_len, fore_len
+
+    def _passes(self, value: float) -> bool:
+        raise NotImplementedError
+
+    def _find(self, x: np.ndarray) -> list[ChangePoint]:
+        n = len(x)
+        stat, back_len, fore_len = self.scan(x)
+        found: list[int] = []
+        for i in range(1, n):
+            if back_len[i] < self.min_back_window or fore_len[i] < self.fore_window:
+                continue  # not enough data yet: Perfherder waits for more
+            if not self._passes(stat[i]):
+                continue
+            if self._stronger(stat[i - 1], stat[i]):
+                continue
+            if i + 1 < n and self._stronger(stat[i + 1], stat[i]):
+                continue
+            found.append(i)
+        found = self._break_ties(found, stat)
+        out = []
+        for i in found:
+            bs, fs = _windows(n, i, int(back_len[i]), self.fore_window)
+            before, after = float(np.mean(x[bs])), float(np.mean(x[fs]))
+            pct = _relative_change_pct(before, after)
+            if pct < self.magnitude:
+                continue
+            out.append(self._change_point(i, stat[i], before, after, pct))
+        return out
+
+    def _break_ties(self, found: list[int], stat: np.ndarray) -> list[int]:
+        return found
+
+    def _change_point(self, i: int, value: float, before: float, after: float, pct: float) -> ChangePoint:
+        raise NotImplementedError
+
+
+class Perfherder(_MovingWindowScan):
+    """Mozilla Perfherder's alert detector (Student-style t on moving windows).
+
+    Parameters
+    ----------
+    min_back_window, max_back_window : back window, in commits (12, up to 24)
+    fore_window : fore window, in commits (12)
+    t_threshold : a candidate needs ``t > t_threshold`` (7)
+    magnitude : minimum relative change of the window means, in percent (2)
+
+    ``score`` is the t-value (infinite t stored as 1000, as Perfherder does);
+    fields ``t``, ``mean_before``, ``mean_after``, ``rel_change_pct``.
+    """
+
+    name = "perfherder"
+
+    def __init__(
+        self,
+        min_back_window: int = 12,
+        max_back_window: int = 24,
+        fore_window: int = 12,
+        t_threshold: float = 7.0,
+        magnitude: float = 2.0,
+    ):
+        self.min_back_window = min_back_window
+        self.max_back_window = max_back_window
+        self.fore_window = fore_window
+        self.t_threshold = t_threshold
+        self.magnitude = magnitude
+
+    def _no_evidence(self) -> float:
+        return 0.0
+
+    def _statistic(self, back: np.ndarray, fore: np.ndarray) -> tuple[float, bool]:
+        t = perfherder_t(back, fore)
+        return t, t > self.t_threshold
+
+    def _passes(self, value: float) -> bool:
+        return value > self.t_threshold
+
+    def _stronger(self, a: float, b: float) -> bool:
+        return a > b
+
+    def _change_point(self, i, value, before, after, pct) -> ChangePoint:
+        return ChangePoint(
+            i,
+            min(float(value), T_CAP),
+            {"t": float(value), "mean_before": before, "mean_after": after, "rel_change_pct": pct},
+        )
+
+
+def _pvalue(fn: Callable[[np.ndarray, np.ndarray], float]) -> Callable[[np.ndarray, np.ndarray], float]:
+    def safe(a: np.ndarray, b: np.ndarray) -> float:
+        if len(a) < 2 or len(b) < 2:
+            return 1.0
+        try:
+            p = float(fn(a, b))
+        except (ValueError, FloatingPointError, ZeroDivisionError):
+            return 1.0
+        return 1.0 if math.isnan(p) else p
+
+    return safe
+
+
+#: The two-sample tests of the Mozilla change-point study, as p-value functions.
+HYBRID_TESTS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "welch": _pvalue(lambda a, b: stats.ttest_ind(a, b, equal_var=False).pvalue),
+    "mwu": _pvalue(lambda a, b: stats.mannwhitneyu(a, b, alternative="two-sided").pvalue),
+    "ks": _pvalue(lambda a, b: stats.ks_2samp(a, b).pvalue),
+    "cvm": _pvalue(lambda a, b: stats.cramervonmises_2samp(a, b).pvalue),
+    "levene": _pvalue(lambda a, b: stats.levene(a, b).pvalue),
+}
+
+
+class HybridTest(_MovingWindowScan):
+    """Perfherder's windows with another two-sample test (the Mozilla change-point study).
+
+    Besbes et al. replaced Perfherder's t by Welch's t-test, Mann-Whitney U,
+    Kolmogorov-Smirnov, Cramer-von Mises or Levene (scipy) and kept the rest
+    of the scan: a revision is a candidate when ``p < alpha`` and no
+    neighbour has a strictly smaller p, then the 2 % magnitude filter applies.
+
+    Strong changes make p underflow to exactly 0 on several adjacent
+    revisions, which all survive the "no neighbour strictly smaller" rule; as
+    in the study, only the *last* of such a run of equal p-values is kept.
+    (That places a very strong step up to a few commits late; Perfherder's
+    own t does not saturate and has no such tie.)
+
+    Parameters
+    ----------
+    test : one of ``welch``, ``mwu``, ``ks``, ``cvm``, ``levene``
+    alpha : p-value threshold (0.05)
+    magnitude : minimum relative change of the window means, in percent (2);
+        0 disables the filter (useful for ``levene``, which tests variances)
+    min_back_window, max_back_window, fore_window : as :class:`Perfherder`
+
+    ``score`` is ``-log10(p)`` (an underflowed p scores ~307.7); fields
+    ``p_value``, ``test``, ``mean_before``, ``mean_after``, ``rel_change_pct``.
+    """
+
+    name = "hybrid"
+
+    def __init__(
+        self,
+        test: str = "welch",
+        alpha: float = 0.05,
+        magnitude: float = 2.0,
+        min_back_window: int = 12,
+        max_back_window: int = 24,
+        fore_window: int = 12,
+    ):
+        self.test = test
+        self.alpha = alpha
+        self.magnitude = magnitude
+        self.min_back_window = min_back_window
+        self.max_back_window = max_back_window
+        self.fore_window = fore_window
+
+    def _check(self) -> None:
+        super()._check()
+        if self.test not in HYBRID_TESTS:
+            raise ValueError(f"unknown test {self.test!r} (use one of {', '.join(HYBRID_TESTS)})")
+        if not 0 < self.alpha < 1:
+            raise ValueError("alpha must be in (0, 1)")
+
+    def _no_evidence(self) -> float:
+        return 1.0
+
+    def _statistic(self, back: np.ndarray, fore: np.ndarray) -> tuple[float, bool]:
+        p = HYBRID_TESTS[self.test](back, fore)
+        return p, p < self.alpha
+
+    def _passes(self, value: float) -> bool:
+        return value < self.alpha
+
+    def _stronger(self, a: float, b: float) -> bool:
+        return a < b
+
+    def _break_ties(self, found: list[int], stat: np.ndarray) -> list[int]:
+        # Adjacent candidates can only coexist when their p-values are equal
+        # (in practice both underflowed to 0): keep the last of each run.
+        keep = []
+        for k, i in enumerate(found):
+            nxt = found[k + 1] if k + 1 < len(found) else None
+            if nxt == i + 1 and stat[nxt] == stat[i]:
+                continue
+            keep.append(i)
+        return keep
+
+    def _change_point(self, i, value, before, after, pct) -> ChangePoint:
+        p = float(value)
+        score = -math.log10(p) if p > np.finfo(float).tiny else P_SCORE_CAP
+        return ChangePoint(
+            i,
+            score,
+            {"p_value": p, "test": self.test, "mean_before": before, "mean_after": after, "rel_change_pct": pct},
+        )
