@@ -33,6 +33,7 @@ def _root() -> None:
 # Order here is the order of `triage --help`.
 COMMAND_MODULES: list[str] = [
     "triage.cli_data",
+    "triage.cli_features",
 ]
 
 for _name in COMMAND_MODULES:

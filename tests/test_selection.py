@@ -1,0 +1,253 @@
+"""Genetic feature selection (features.selection) on a generated feature matrix."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from features.selection import (
+    REQUIRED_KEYS,
+    FeatureSet,
+    GeneticSelector,
+    cv_score,
+    genes_of,
+    grouped_splits,
+    load_feature_set,
+    save_feature_set,
+    select_features,
+    training_rows,
+)
+from triage.errors import InputError
+
+INFORMATIVE = ["pre_mean", "after_mean", "norm_sd_after"]
+
+
+def make_matrix(seed: int = 0, n_series: int = 12, per_series: int = 20, n_noise: int = 20) -> pd.DataFrame:
+    """A feature matrix in the features.extract contract.
+
+    The label is decided by two independent signals, the mean shift
+    (``after_mean - pre_mean``) and ``norm_sd_after``, so a subset needs all
+    three columns to do well; ``pre_noise*`` columns are independent noise.
+    Every 17th row is ``not_triaged`` and must be ignored.
+    """
+    rng = np.random.default_rng(seed)
+    n = n_series * per_series
+    shift, spread = rng.standard_normal(n), rng.standard_normal(n)
+    tp = shift + spread + 0.3 * rng.standard_normal(n) > 0
+    labels = np.where(tp, "true_positive", "false_positive").astype(object)
+    labels[::17] = "not_triaged"
+    frame = pd.DataFrame(
+        {
+            "series_id": np.repeat([f"s{i}" for i in range(n_series)], per_series),
+            "commit": [f"c{i}" for i in range(n)],
+            "index": np.tile(np.arange(per_series) * 10, n_series),
+            "timestamp": pd.NaT,
+            "label": labels,
+            "truth_label": "",
+        }
+    )
+    frame["pre_mean"] = rng.standard_normal(n)
+    frame["after_mean"] = frame["pre_mean"] + shift
+    frame["norm_sd_after"] = spread
+    for j in range(n_noise):
+        frame[f"pre_noise{j}"] = rng.standard_normal(n)
+    return frame
+
+
+def small_selector(**kw) -> GeneticSelector:
+    params = dict(population=16, generations=6, patience=3, n_estimators=15, n_splits=3, seed=0)
+    params.update(kw)
+    return GeneticSelector(**params)
+
+
+@pytest.fixture(scope="module")
+def matrix() -> pd.DataFrame:
+    return make_matrix()
+
+
+@pytest.fixture(scope="module")
+def selected(matrix) -> FeatureSet:
+    return select_features(matrix, selector=small_selector())
+
+
+def test_training_rows_keep_triaged_rows_and_feature_columns(matrix):
+    X, y, groups, columns = training_rows(matrix)
+    triaged = matrix["label"].isin(["true_positive", "false_positive"])
+    assert X.shape == (int(triaged.sum()), 23)
+    assert columns[:3] == INFORMATIVE and "label" not in columns and "index" not in columns
+    assert y.sum() == (matrix.loc[triaged, "label"] == "true_positive").sum()
+    assert set(groups) == set(matrix["series_id"])
+
+
+def test_infinite_feature_names_series_and_index(matrix):
+    bad = matrix.copy()
+    bad.loc[5, "pre_noise3"] = np.inf
+    with pytest.raises(ValueError, match=r"series 's0', index 50: feature 'pre_noise3'"):
+        training_rows(bad)
+
+
+def test_folds_never_split_a_series(matrix):
+    X, y, groups, _ = training_rows(matrix)
+    splits = grouped_splits(y, groups, n_splits=4, seed=1)
+    assert len(splits) == 4
+    seen = np.zeros(len(y), dtype=int)
+    for train, test in splits:
+        assert not set(groups[train]) & set(groups[test])
+        seen[test] += 1
+    assert (seen == 1).all()
+
+
+def test_grouped_splits_need_two_series_and_two_classes():
+    with pytest.raises(ValueError, match="at least 2 series"):
+        grouped_splits(np.array([0, 1, 0]), np.array(["a", "a", "a"]))
+    with pytest.raises(ValueError, match="one class"):
+        grouped_splits(np.array([1, 1, 1]), np.array(["a", "b", "c"]))
+
+
+def test_informative_columns_beat_noise_in_cv_score(matrix):
+    X, y, groups, columns = training_rows(matrix)
+    splits = grouped_splits(y, groups, 3, 0)
+    informative = cv_score(X, y, splits, np.array([0, 1, 2]), n_estimators=15)
+    noise = cv_score(X, y, splits, np.arange(3, X.shape[1]), n_estimators=15)
+    auc = cv_score(X, y, splits, np.array([0, 1, 2]), metric="auc", n_estimators=15)
+    assert informative > 0.8 > 0.65 > noise
+    assert auc > 0.85
+    assert cv_score(X, y, splits, np.array([], dtype=int)) == 0.0
+
+
+def test_ga_keeps_the_informative_columns_and_drops_most_noise(selected, matrix):
+    assert set(INFORMATIVE) <= set(selected.names)
+    noise_kept = [n for n in selected.names if n.startswith("pre_noise")]
+    # The initial population switches on half the genes (10 noise columns on average).
+    assert len(noise_kept) < 10
+    X, y, groups, _ = training_rows(matrix)
+    everything = cv_score(X, y, grouped_splits(y, groups, 3, 0), np.arange(X.shape[1]), n_estimators=15)
+    assert selected.fitness >= everything
+    assert selected.metric == "accuracy" and selected.seed == 0
+    assert 1 <= selected.generations <= 6
+    assert selected.n_evaluated <= 16 * (selected.generations + 1)
+    history = selected.extra["history"]
+    assert [h["generation"] for h in history] == list(range(selected.generations + 1))
+    best = [h["best"] for h in history]
+    assert best == sorted(best), "elitism: the best score never drops"
+    assert best[-1] == pytest.approx(selected.fitness)
+
+
+def test_selection_is_reproducible_and_independent_of_n_jobs(selected, matrix):
+    random.seed(123)
+    outside = random.random()
+    again = select_features(matrix, selector=small_selector(n_jobs=2))
+    assert again.names == selected.names
+    assert again.fitness == selected.fitness
+    assert again.n_evaluated == selected.n_evaluated
+    assert again.data_hash == selected.data_hash
+    # The GA seeds the global `random` for its own run only.
+    random.seed(123)
+    assert random.random() == outside
+
+
+def test_early_stop_fires_when_best_stalls(matrix):
+    fs = select_features(matrix, selector=small_selector(generations=30, patience=1))
+    history = fs.extra["history"]
+    assert fs.generations < 30
+    # Stopped right after the first generation without improvement.
+    assert history[-1]["best"] == history[-2]["best"]
+    assert all(b["best"] < a["best"] for a, b in zip(history[1:-1], history[:-2], strict=True))
+
+
+def test_characteristic_unit_switches_pre_and_after_together(matrix):
+    genes, cols = genes_of(["pre_mean", "after_mean", "norm_sd_pre", "norm_sd_after", "pre_acf1"], "characteristic")
+    assert genes == ["mean", "norm_sd", "acf1"]
+    assert [c.tolist() for c in cols] == [[0, 1], [2, 3], [4]]
+    fs = select_features(matrix, selector=small_selector(unit="characteristic", metric="auc"))
+    assert {"pre_mean", "after_mean"} <= set(fs.names)
+    assert fs.metric == "auc" and fs.extra["unit"] == "characteristic"
+
+
+def test_data_hash_changes_with_the_data(selected, matrix):
+    changed = matrix.copy()
+    changed.loc[1, "pre_noise0"] += 1.0  # row 0 is not triaged
+    X, y, groups, columns = training_rows(changed)
+    from features.selection import data_hash
+
+    assert data_hash(X, y, groups, columns) != selected.data_hash
+
+
+def test_save_load_round_trip(selected, tmp_path):
+    path = save_feature_set(selected, tmp_path / "sub" / "features.json")
+    raw = json.loads(path.read_text())
+    assert set(REQUIRED_KEYS) <= set(raw)
+    loaded = load_feature_set(path)
+    assert loaded.to_dict() == selected.to_dict()
+    assert list(tmp_path.joinpath("sub").iterdir()) == [path], "no temp file left behind"
+    frame = make_matrix()
+    assert list(loaded.select(frame).columns) == selected.names
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"names": ["a"]}', "lacks fitness"),
+    ],
+)
+def test_bad_feature_set_file_is_an_input_error(tmp_path, content, problem):
+    path = tmp_path / "fs.json"
+    path.write_text(content)
+    with pytest.raises(InputError, match=problem) as info:
+        load_feature_set(path)
+    assert info.value.source == str(path)
+
+
+def test_select_missing_column_is_a_key_error(selected):
+    with pytest.raises(KeyError, match=selected.names[0]):
+        selected.select(pd.DataFrame({"unrelated": [1.0]}))
+
+
+def test_bad_parameters_are_rejected(matrix):
+    with pytest.raises(ValueError, match="unknown metric"):
+        select_features(matrix, selector=small_selector(metric="f1"))
+    with pytest.raises(ValueError, match="unknown unit"):
+        select_features(matrix, selector=small_selector(unit="bit"))
+
+
+def test_cli_select_features_writes_the_file(tmp_path, monkeypatch):
+    """The command with a stand-in for features.extract (the real one is tested in its own module)."""
+    from triage.cli import app
+    from triage.history import Dataset, History
+    from triage.loaders import write_long
+
+    frame = make_matrix(n_series=8, per_series=15, n_noise=6)
+    calls = {}
+
+    def fake_extract(dataset, window="adaptive"):
+        calls["window"] = window
+        return frame
+
+    if "features.extract" not in sys.modules:
+        fake = types.ModuleType("features.extract")
+        fake.extract_features = fake_extract
+        monkeypatch.setitem(sys.modules, "features.extract", fake)
+    else:
+        monkeypatch.setattr(sys.modules["features.extract"], "extract_features", fake_extract)
+    data = tmp_path / "history.csv"
+    write_long(Dataset([History("s", ["a", "b", "c"], [1.0, 2.0, 3.0], None)]), data)
+    out = tmp_path / "fs.json"
+    result = CliRunner().invoke(
+        app,
+        ["select-features", "--data", str(data), "--out", str(out), "--window", "5",
+         "--population", "8", "--generations", "2", "--folds", "3", "--trees", "10"],
+    )
+    assert result.exit_code == 0, result.output
+    assert calls["window"] == 5
+    fs = load_feature_set(out)
+    assert fs.generations <= 2 and fs.extra["window"] == "5"
+    assert set(fs.names) <= set(frame.columns)

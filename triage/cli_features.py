@@ -1,0 +1,100 @@
+"""Feature commands: ``triage select-features`` (genetic subset selection)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from triage.errors import InputError
+from triage.loaders import load
+
+console = Console()
+
+
+def parse_window(text: str) -> str | int:
+    """``"adaptive"`` or a positive number of commits per window."""
+    text = text.strip().lower()
+    if text == "adaptive":
+        return text
+    try:
+        w = int(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is neither 'adaptive' nor a number of commits") from None
+    if w < 0:
+        raise typer.BadParameter("window must be 'adaptive' or >= 0 commits")
+    return w
+
+
+def select_features_command(
+    data: Annotated[Path, typer.Option("--data", help="Dataset file or directory (any supported layout).")],
+    out: Annotated[Path, typer.Option("--out", help="Feature-set JSON file to write.")],
+    window: Annotated[str, typer.Option(help="Pre/After window: 'adaptive' or a number of commits.")] = "adaptive",
+    metric: Annotated[str, typer.Option(help="Fitness: accuracy or auc (grouped cross-validation).")] = "accuracy",
+    population: Annotated[int, typer.Option(min=2, help="Individuals per generation.")] = 200,
+    generations: Annotated[int, typer.Option(min=0, help="Most generations evolved.")] = 71,
+    patience: Annotated[int, typer.Option(min=1, help="Stop after this many generations without a better score.")] = 10,
+    unit: Annotated[str, typer.Option(help="Gene = one feature 'column' or one 'characteristic' (pre and after together).")] = "column",
+    folds: Annotated[int, typer.Option(min=2, help="Cross-validation folds, grouped by series.")] = 5,
+    trees: Annotated[int, typer.Option(min=1, help="Trees per random forest.")] = 100,
+    seed: Annotated[int, typer.Option(help="Random seed (the run is reproducible).")] = 0,
+    n_jobs: Annotated[int, typer.Option("--n-jobs", help="Parallel fitness evaluations (-1 = all cores).")] = 1,
+) -> None:
+    """Choose the feature subset with a genetic algorithm (Bauer et al., ICPE 2022)."""
+    # Imported here so that `triage --help` stays fast.
+    from features.extract import extract_features
+
+    from features.selection import GeneticSelector, save_feature_set, select_features
+
+    selector = GeneticSelector(
+        population=population,
+        generations=generations,
+        patience=patience,
+        metric=metric,
+        unit=unit,
+        n_splits=folds,
+        n_estimators=trees,
+        seed=seed,
+        n_jobs=n_jobs,
+    )
+    try:
+        selector.check_params()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    dataset = load(data)
+    with console.status("extracting features"):
+        frame = extract_features(dataset, window=parse_window(window))
+    progress = Progress(
+        TextColumn("[bold]generation"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("best {task.fields[best]:.4f}  subsets {task.fields[n_eval]}"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+    with progress:
+        task = progress.add_task("ga", total=generations, best=0.0, n_eval=0)
+
+        def on_generation(gen: int, total: int, best: float, n_eval: int) -> None:
+            progress.update(task, completed=gen, best=best, n_eval=n_eval)
+
+        try:
+            feature_set = select_features(frame, selector=selector, callback=on_generation)
+        except ValueError as exc:
+            raise InputError(data, None, str(exc)) from None
+        progress.update(task, total=feature_set.generations, completed=feature_set.generations)
+    feature_set.extra["window"] = window
+    save_feature_set(feature_set, out)
+    console.print(
+        f"{len(feature_set.names)} of {feature_set.extra['n_candidates']} columns, "
+        f"{feature_set.metric} {feature_set.fitness:.4f} after {feature_set.generations} generations "
+        f"({feature_set.n_evaluated} subsets evaluated) -> {out}"
+    )
+    console.print(", ".join(feature_set.names), highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("select-features")(select_features_command)
