@@ -1,0 +1,484 @@
+"""``TriageClassifier``: true vs false alert from the Pre/After characteristics.
+
+Bauer et al. (ICPE 2022) compared a random forest, an SVM and XGBoost on the
+window characteristics of each candidate; the forest won (AUC 98.5 %, accuracy
+94.3 %). This estimator wraps the three behind one scikit-learn interface and
+adds what a deployment needs: the feature-matrix input, class weights for the
+imbalance of true and false alerts, calibrated probabilities, and a decision
+threshold chosen by policy (:mod:`training.thresholds`).
+
+Input is either the feature matrix (a DataFrame following the contract in
+ARCHITECTURE.md; with ``y=None`` the target comes from its ``label`` column and
+untriaged rows are left out) or a plain array ``X`` of shape
+(n_samples, n_features) with ``y``.
+
+Classes: with the feature matrix or string labels, ``classes_`` is
+``["false_positive", "true_positive"]``; with numeric or boolean ``y`` it is the
+two sorted values. ``predict_proba(X)[:, 1]`` is always P(true alert).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.validation import check_is_fitted
+
+from training import matrix as M
+from training.thresholds import Fixed, choose_threshold, parse_policy
+from triage.errors import InputError
+
+MODELS: tuple[str, ...] = ("rf", "svm", "xgb")
+CALIBRATIONS: tuple[str, ...] = ("auto", "sigmoid", "isotonic", "none")
+
+#: Defaults tuned on the synthetic benchmark (BENCHMARKS.md, "Training and
+#: evaluation"); any of them can be overridden by a keyword to the constructor.
+DEFAULT_PARAMS: dict[str, dict[str, object]] = {
+    "rf": {"n_estimators": 300, "max_features": "sqrt", "min_samples_leaf": 2},
+    "svm": {"C": 3.0, "gamma": "scale", "kernel": "rbf", "cache_size": 500},
+    "xgb": {
+        "n_estimators": 400,
+        "learning_rate": 0.05,
+        "max_depth": 6,
+        "subsample": 0.8,
+        "colsample_bytree": 0.8,
+        "min_child_weight": 1.0,
+        "tree_method": "hist",
+    },
+}
+
+#: Distributions for the optional randomized hyper-parameter search.
+SEARCH_SPACES: dict[str, dict[str, list[object]]] = {
+    "rf": {
+        "n_estimators": [100, 200, 300, 500],
+        "max_features": ["sqrt", "log2", 0.3, 0.5],
+        "min_samples_leaf": [1, 2, 4, 8],
+        "max_depth": [None, 12, 20],
+    },
+    "svm": {"C": [0.3, 1.0, 3.0, 10.0, 30.0], "gamma": ["scale", 0.003, 0.01, 0.03, 0.1]},
+    "xgb": {
+        "n_estimators": [200, 400, 800],
+        "learning_rate": [0.02, 0.05, 0.1],
+        "max_depth": [3, 4, 6, 8],
+        "subsample": [0.7, 0.8, 1.0],
+        "colsample_bytree": [0.5, 0.8, 1.0],
+        "min_child_weight": [1.0, 3.0, 10.0],
+    },
+}
+
+
+class TriageClassifier(ClassifierMixin, BaseEstimator):
+    """Classify change-point candidates as true or false alerts.
+
+    Parameters
+    ----------
+    model : ``"rf"`` (random forest, default), ``"svm"`` (RBF SVM on
+        standardised features) or ``"xgb"`` (gradient-boosted trees, XGBoost).
+    features : list of feature columns, path of a feature-set JSON file
+        (:mod:`features.selection`), or None for every contract feature column.
+    threshold : policy for the decision threshold on P(true alert): a number
+        (fixed, default ``"0.5"``), ``"recall:R"`` (highest threshold reaching
+        recall R on validation data) or ``"fbeta:B"`` (maximise F-beta on
+        validation data); see :mod:`training.thresholds`.
+    class_weight : ``"balanced"`` (weights inversely proportional to class
+        frequency) or None.
+    calibration : ``"auto"`` (Platt scaling for the SVM, whose margins are not
+        probabilities; none for the tree models, whose class-weighted
+        probabilities rank well and need no remapping), ``"sigmoid"``,
+        ``"isotonic"`` or ``"none"`` (the SVM is always at least Platt-scaled).
+        Calibration is fitted on the validation part.
+    validation_size : fraction of the training rows held out (grouped by series
+        when groups are known) when a learned threshold or calibration needs
+        validation data and ``fit`` got none; the paper's 10 %.
+    search : None, or the number of random hyper-parameter settings to try
+        (grouped 3-fold cross-validation on ROC AUC) before the final fit.
+    random_state : int seed for the model, the validation split and the search.
+    n_jobs : threads/processes of the model (None = 1).
+    **model_params : passed to the underlying model, overriding
+        :data:`DEFAULT_PARAMS` (e.g. ``n_estimators=100``, ``C=10``).
+
+    Attributes (after ``fit``)
+    --------------------------
+    estimator_ : the fitted scikit-learn / XGBoost model
+    calibrator_ : fitted score -> probability map, or None
+    classes_ : ndarray, shape (2,)
+    feature_names_ : list of str or None (array input)
+    n_features_in_ : int
+    threshold_ : float, the decision threshold in [0, 1]
+    threshold_policy_ : str, the policy as text (``"0.5"``, ``"recall:0.95"``)
+    params_ : dict, the model parameters actually used
+    best_params_ : dict, the search's best setting (only with ``search``)
+    data_hash_ : str, SHA-256 of the training rows (see :func:`training.matrix.data_hash`)
+    n_train_ : dict, rows used for fitting / validation and positives
+    fit_seconds_ : float, wall-clock seconds of ``fit``
+    """
+
+    def __init__(
+        self,
+        model: str = "rf",
+        features: str | Path | Sequence[str] | None = None,
+        threshold: object = "0.5",
+        class_weight: str | None = "balanced",
+        calibration: str = "auto",
+        validation_size: float = 0.1,
+        search: int | None = None,
+        random_state: int | None = 0,
+        n_jobs: int | None = None,
+        **model_params: object,
+    ):
+        self.model = model
+        self.features = features
+        self.threshold = threshold
+        self.class_weight = class_weight
+        self.calibration = calibration
+        self.validation_size = validation_size
+        self.search = search
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        for key, value in model_params.items():
+            setattr(self, key, value)
+
+    # ------------------------------------------------------------------ parameters
+
+    def _model_param_names(self) -> list[str]:
+        # Keyword extras are stored as public attributes without the trailing
+        # underscore of fitted state; that is how they are told apart.
+        own = set(self._get_param_names())
+        return [k for k in vars(self) if k not in own and not k.startswith("_") and not k.endswith("_")]
+
+    def get_params(self, deep: bool = True) -> dict[str, object]:
+        params = super().get_params(deep=deep)
+        params.update({k: getattr(self, k) for k in self._model_param_names()})
+        return params
+
+    def set_params(self, **params: object) -> TriageClassifier:
+        for key, value in params.items():
+            setattr(self, key, value)
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # ------------------------------------------------------------------ fitting
+
+    def fit(
+        self,
+        X: pd.DataFrame | np.ndarray,
+        y: Sequence | np.ndarray | None = None,
+        *,
+        groups: Sequence | np.ndarray | None = None,
+        validation: tuple[object, object] | None = None,
+    ) -> TriageClassifier:
+        """Fit on a feature matrix (``y=None``) or on ``X`` (n_samples, n_features) and ``y``.
+
+        ``groups`` (series ids, shape (n_samples,)) keeps a series on one side
+        of the validation split and the search folds; taken from ``series_id``
+        when ``X`` is a feature matrix. ``validation=(X_val, y_val)`` supplies
+        validation data explicitly (used for the threshold policy and
+        calibration); otherwise ``validation_size`` of the rows is held out
+        when needed.
+        """
+        started = time.perf_counter()
+        self._check_params()
+        policy = parse_policy(self.threshold)
+        Xa, y01, groups, classes, names = self._training_arrays(X, y, groups)
+        self.classes_ = classes
+        self.feature_names_ = names
+        self.n_features_in_ = Xa.shape[1]
+        if names is not None and isinstance(X, pd.DataFrame):
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        self.data_hash_ = M.data_hash(Xa, y01, groups if groups is not None else np.array([], dtype=str), names or [])
+
+        calibration = self._calibration_method()
+        if validation is not None:
+            X_fit, y_fit, g_fit = Xa, y01, groups
+            X_val, y_val = self._validation_arrays(*validation)
+        elif policy.needs_validation or calibration != "none":
+            fit_idx, val_idx = _validation_split(y01, groups, self.validation_size, self.random_state)
+            X_fit, y_fit = Xa[fit_idx], y01[fit_idx]
+            g_fit = groups[fit_idx] if groups is not None else None
+            X_val, y_val = Xa[val_idx], y01[val_idx]
+        else:
+            X_fit, y_fit, g_fit, X_val, y_val = Xa, y01, groups, None, None
+
+        params = self._resolved_params()
+        if self.search:
+            params = self._search(params, X_fit, y_fit, g_fit)
+        self.params_ = params
+        self.estimator_ = self._build(params)
+        self._fit_estimator(self.estimator_, X_fit, y_fit)
+
+        self.calibrator_ = None
+        if calibration != "none":
+            self.calibrator_ = _fit_calibrator(calibration, self._raw_score(X_val), y_val)
+        if isinstance(policy, Fixed):
+            self.threshold_ = policy.value
+        else:
+            self.threshold_ = choose_threshold(policy, y_val, self._positive_proba(X_val))
+        self.threshold_policy_ = policy.spec()
+        self.n_train_ = {
+            "fit": int(len(y_fit)),
+            "validation": int(len(y_val)) if y_val is not None else 0,
+            "positives": int(y01.sum()),
+            "negatives": int(len(y01) - y01.sum()),
+        }
+        self.fit_seconds_ = time.perf_counter() - started
+        return self
+
+    def _check_params(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
+        if self.class_weight not in ("balanced", None):
+            raise ValueError(f"class_weight must be 'balanced' or None, got {self.class_weight!r}")
+        if (self.calibration or "none") not in CALIBRATIONS:
+            raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}")
+        if not 0.0 < float(self.validation_size) < 0.5:
+            raise ValueError(f"validation_size must be in (0, 0.5), got {self.validation_size!r}")
+        if self.search is not None and (not isinstance(self.search, int) or self.search < 0):
+            raise ValueError(f"search must be None or a number of settings, got {self.search!r}")
+        parse_policy(self.threshold)
+
+    def _calibration_method(self) -> str:
+        method = self.calibration or "none"
+        if self.model == "svm" and method in ("auto", "none"):
+            # An SVM margin is no probability; it is always mapped (Platt).
+            return "sigmoid"
+        return "none" if method == "auto" else method
+
+    def _training_arrays(self, X, y, groups):
+        """(X float64 (n, p), y in {0,1} (n,), groups or None, classes_, feature names or None)."""
+        if isinstance(X, pd.DataFrame) and y is None:
+            td = M.training_data(X, self.features)
+            return td.X, td.y.astype(np.int64), td.groups, np.array(M.CLASS_NAMES, dtype=object), td.columns
+        if y is None:
+            raise ValueError("y is required unless X is a feature matrix with a 'label' column")
+        if isinstance(X, pd.DataFrame):
+            names = M.resolve_features(self.features, X) or [str(c) for c in X.columns]
+            Xa = M.feature_array(X, names)
+        else:
+            if self.features is not None:
+                raise ValueError("features= selects DataFrame columns; X is an array")
+            Xa, names = _as_2d_float(X), None
+        y_arr = np.asarray(y)
+        if len(y_arr) != len(Xa):
+            raise ValueError(f"X has {len(Xa)} rows, y has {len(y_arr)}")
+        classes = _classes_of(y_arr)
+        y01 = self._encode_target(y_arr, classes)
+        if groups is not None:
+            groups = np.asarray(groups).astype(str)
+            if len(groups) != len(Xa):
+                raise ValueError(f"X has {len(Xa)} rows, groups has {len(groups)}")
+        return Xa, y01, groups, classes, names
+
+    def _validation_arrays(self, X_val, y_val) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(X_val, pd.DataFrame) and y_val is None:
+            td = M.training_data(X_val, self.feature_names_)
+            return td.X, td.y.astype(np.int64)
+        return self._predict_array(X_val), self._encode_target(y_val, self.classes_)
+
+    @staticmethod
+    def _encode_target(y, classes) -> np.ndarray:
+        y_arr = np.asarray(y)
+        if y_arr.dtype.kind in "OUS":
+            y_arr = y_arr.astype(str)
+            classes = np.asarray(classes).astype(str)
+        unknown = ~np.isin(y_arr, classes)
+        if unknown.any():
+            raise ValueError(f"y holds {y_arr[unknown][0]!r}, not one of the classes {list(classes)}")
+        return (y_arr == classes[1]).astype(np.int64)
+
+    def _resolved_params(self) -> dict[str, object]:
+        params = dict(DEFAULT_PARAMS[self.model])
+        params.update({k: getattr(self, k) for k in self._model_param_names()})
+        return params
+
+    def _build(self, params: dict[str, object]):
+        seed = self.random_state
+        cw = self.class_weight
+        if self.model == "rf":
+            from sklearn.ensemble import RandomForestClassifier
+
+            return RandomForestClassifier(class_weight=cw, random_state=seed, n_jobs=self.n_jobs, **params)
+        if self.model == "svm":
+            from sklearn.impute import SimpleImputer
+            from sklearn.pipeline import Pipeline
+            from sklearn.preprocessing import StandardScaler
+            from sklearn.svm import SVC
+
+            svc = SVC(class_weight=cw, random_state=seed, **params)
+            return Pipeline(
+                [
+                    ("impute", SimpleImputer(strategy="median", keep_empty_features=True)),
+                    ("scale", StandardScaler()),
+                    ("svc", svc),
+                ]
+            )
+        from xgboost import XGBClassifier
+
+        return XGBClassifier(
+            objective="binary:logistic",
+            eval_metric="logloss",
+            random_state=seed if seed is not None else 0,
+            n_jobs=self.n_jobs or 1,
+            **params,
+        )
+
+    def _fit_estimator(self, est, X: np.ndarray, y: np.ndarray) -> None:
+        if self.model == "xgb" and self.class_weight == "balanced":
+            # XGBoost has no class_weight; balanced sample weights are the same thing.
+            est.fit(X, y, sample_weight=compute_sample_weight("balanced", y))
+        else:
+            est.fit(X, y)
+
+    def _search(self, params, X, y, groups) -> dict[str, object]:
+        from sklearn.model_selection import (
+            RandomizedSearchCV,
+            StratifiedGroupKFold,
+            StratifiedKFold,
+        )
+
+        space = SEARCH_SPACES[self.model]
+        prefix = "svc__" if self.model == "svm" else ""
+        est = self._build(dict(params))
+        cv = (
+            StratifiedGroupKFold(3, shuffle=True, random_state=self.random_state)
+            if groups is not None
+            else StratifiedKFold(3, shuffle=True, random_state=self.random_state)
+        )
+        fit_params = {}
+        if self.model == "xgb" and self.class_weight == "balanced":
+            fit_params["sample_weight"] = compute_sample_weight("balanced", y)
+        scoring = "roc_auc"
+        search = RandomizedSearchCV(
+            est,
+            {prefix + k: v for k, v in space.items()},
+            n_iter=int(self.search),
+            scoring=scoring,
+            cv=cv,
+            random_state=self.random_state,
+            n_jobs=self.n_jobs,
+            refit=False,
+        )
+        search.fit(X, y, groups=groups, **fit_params)
+        best = {k.removeprefix(prefix): v for k, v in search.best_params_.items()}
+        self.best_params_ = best
+        self.search_score_ = float(search.best_score_)
+        return {**params, **best}
+
+    # ------------------------------------------------------------------ prediction
+
+    def _predict_array(self, X) -> np.ndarray:
+        if isinstance(X, pd.DataFrame) and getattr(self, "feature_names_", None) is not None:
+            return M.feature_array(X, self.feature_names_)
+        Xa = _as_2d_float(X.to_numpy() if isinstance(X, pd.DataFrame) else X)
+        if Xa.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {Xa.shape[1]} features, the model was trained on {self.n_features_in_}")
+        return Xa
+
+    def _raw_score(self, Xa: np.ndarray) -> np.ndarray:
+        """The model's own score for the positive class, shape (n,): the SVM's
+        margin when it is calibrated here, else the model's probability."""
+        if self.model == "svm":
+            return self.estimator_.decision_function(Xa)
+        return self.estimator_.predict_proba(Xa)[:, 1]
+
+    def _positive_proba(self, Xa: np.ndarray) -> np.ndarray:
+        score = self._raw_score(Xa)
+        if self.calibrator_ is None:
+            return score
+        return _apply_calibrator(self.calibrator_, score)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, shape (n_samples, 2); column 1 is P(true alert)."""
+        check_is_fitted(self, "estimator_")
+        p = np.clip(self._positive_proba(self._predict_array(X)), 0.0, 1.0)
+        return np.column_stack([1.0 - p, p])
+
+    def decision_function(self, X) -> np.ndarray:
+        """P(true alert) minus the threshold, shape (n_samples,): >= 0 means true alert."""
+        return self.predict_proba(X)[:, 1] - self.threshold_
+
+    def predict(self, X) -> np.ndarray:
+        """``classes_[1]`` where P(true alert) >= ``threshold_``, else ``classes_[0]``; shape (n_samples,)."""
+        positive = self.predict_proba(X)[:, 1] >= self.threshold_
+        return self.classes_[positive.astype(np.int64)]
+
+    def score(self, X, y=None, sample_weight=None) -> float:
+        """Accuracy at ``threshold_``; on a feature matrix with ``y=None``, over its triaged rows."""
+        if isinstance(X, pd.DataFrame) and y is None:
+            mask = M.triaged_mask(X)
+            if not mask.any():
+                raise InputError(None, None, "no triaged candidates to score")
+            X = X.loc[mask]
+            y = X["label"].astype(str).to_numpy()
+            if self.classes_.dtype.kind not in "OUS":
+                y = np.where(y == M.CLASS_NAMES[1], self.classes_[1], self.classes_[0])
+        return super().score(X, y, sample_weight=sample_weight)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _as_2d_float(X) -> np.ndarray:
+    Xa = np.array(X, dtype=np.float64)
+    if Xa.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {Xa.shape}")
+    Xa[~np.isfinite(Xa)] = np.nan
+    return Xa
+
+
+def _classes_of(y: np.ndarray) -> np.ndarray:
+    if y.dtype.kind in "OUS":
+        values = set(np.unique(y.astype(str)))
+        if not values <= set(M.CLASS_NAMES):
+            extra = sorted(values - set(M.CLASS_NAMES))
+            raise ValueError(
+                f"y holds {', '.join(extra)}; only true_positive / false_positive can be learned "
+                "(pass the feature matrix without y to drop untriaged rows)"
+            )
+        if len(values) != 2:
+            raise ValueError(f"y holds only {', '.join(sorted(values))}: need both true and false alerts")
+        return np.array(M.CLASS_NAMES, dtype=object)
+    classes = np.unique(y)
+    if len(classes) != 2:
+        raise ValueError(f"y must hold exactly two classes, got {len(classes)}: {classes[:5].tolist()}")
+    return classes
+
+
+def _validation_split(y: np.ndarray, groups, size: float, seed) -> tuple[np.ndarray, np.ndarray]:
+    """(fit indices, validation indices): stratified, and grouped when ``groups`` is given."""
+    from sklearn.model_selection import StratifiedGroupKFold, train_test_split
+
+    idx = np.arange(len(y))
+    n_folds = max(2, int(round(1.0 / size)))
+    if groups is not None and len(np.unique(groups)) >= n_folds:
+        folds = StratifiedGroupKFold(n_folds, shuffle=True, random_state=seed)
+        fit_idx, val_idx = next(folds.split(idx, y, groups))
+        if len(np.unique(y[val_idx])) == 2 and len(np.unique(y[fit_idx])) == 2:
+            return fit_idx, val_idx
+    return train_test_split(idx, test_size=size, stratify=y, random_state=seed)
+
+
+def _fit_calibrator(method: str, score: np.ndarray, y: np.ndarray):
+    """Platt (logistic on the score) or isotonic map, fitted on validation scores, shape (n,)."""
+    if method == "isotonic":
+        from sklearn.isotonic import IsotonicRegression
+
+        return IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(score, y)
+    from sklearn.linear_model import LogisticRegression
+
+    # A large C: Platt scaling is a plain two-parameter fit, not a regularised one.
+    return LogisticRegression(C=1e6).fit(score.reshape(-1, 1), y)
+
+
+def _apply_calibrator(calibrator, score: np.ndarray) -> np.ndarray:
+    if hasattr(calibrator, "predict_proba"):
+        return calibrator.predict_proba(score.reshape(-1, 1))[:, 1]
+    return calibrator.predict(score)

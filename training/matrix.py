@@ -1,0 +1,187 @@
+"""From a feature matrix to training arrays: X, y, groups and a time order.
+
+The feature matrix is the contract between :mod:`features` and :mod:`training`
+(see ARCHITECTURE.md): one row per (series, candidate), metadata columns
+``series_id, commit, index, timestamp, label, truth_label`` and feature columns
+``pre_<name>``, ``after_<name>``, ``norm_mean_pre``, ``norm_mean_after``,
+``norm_sd_pre``, ``norm_sd_after``.
+
+Target: ``label == "true_positive"`` (1, a real change a sheriff confirmed)
+against ``label == "false_positive"`` (0). Candidates nobody triaged
+(``not_triaged``, ``under_investigation``) carry no target and are left out of
+training; they are what a trained model later labels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from triage import labels as L
+from triage.errors import InputError
+
+METADATA_COLUMNS: tuple[str, ...] = ("series_id", "commit", "index", "timestamp", "label", "truth_label")
+NORM_COLUMNS: tuple[str, ...] = ("norm_mean_pre", "norm_mean_after", "norm_sd_pre", "norm_sd_after")
+#: Class names in ``classes_`` order: index 1 is the positive class (a real change).
+CLASS_NAMES: tuple[str, str] = (L.FALSE_POSITIVE, L.TRUE_POSITIVE)
+
+
+def is_feature_column(name: object) -> bool:
+    """True for a contract feature column (``pre_*``, ``after_*``, ``norm_*``)."""
+    return isinstance(name, str) and (
+        name.startswith("pre_") or name.startswith("after_") or name in NORM_COLUMNS
+    )
+
+
+def feature_columns(matrix: pd.DataFrame) -> list[str]:
+    """The contract feature columns of ``matrix``, in its column order."""
+    return [c for c in matrix.columns if is_feature_column(c)]
+
+
+def read_feature_set(path: str | Path) -> list[str]:
+    """Feature columns listed in a feature-set JSON file.
+
+    Accepts the file :mod:`features.selection` writes (an object whose
+    ``names`` lists feature columns) or a bare JSON list of column names.
+    Problems raise :class:`~triage.errors.InputError`.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, None, "no such feature-set file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, f"not a JSON feature set: {exc}") from None
+    names = data.get("names") if isinstance(data, dict) else data
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise InputError(path, None, "expected a non-empty list of column names (key 'names')")
+    if len(set(names)) != len(names):
+        raise InputError(path, None, "feature set lists a column twice")
+    return list(names)
+
+
+def resolve_features(features: str | Path | Sequence[str] | None, matrix: pd.DataFrame | None) -> list[str] | None:
+    """The feature columns to use: a list as given, a JSON path read, or all of ``matrix``'s."""
+    if features is None:
+        return feature_columns(matrix) if matrix is not None else None
+    if isinstance(features, (str, Path)):
+        return read_feature_set(features)
+    names = [str(f) for f in features]
+    if not names:
+        raise InputError(None, None, "the feature list is empty")
+    return names
+
+
+def check_columns(matrix: pd.DataFrame, columns: Sequence[str], source: str | None = None) -> None:
+    """Raise :class:`InputError` naming every requested column ``matrix`` lacks."""
+    missing = [c for c in columns if c not in matrix.columns]
+    if missing:
+        shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+        raise InputError(source, None, f"feature matrix lacks column(s) {shown}")
+
+
+def feature_array(matrix: pd.DataFrame, columns: Sequence[str], source: str | None = None) -> np.ndarray:
+    """``matrix[columns]`` as float64, shape (n_rows, n_columns); infinities become NaN.
+
+    Infinite characteristics (a ratio over a constant window) carry no more
+    information than "undefined", and every model here handles NaN.
+    """
+    check_columns(matrix, columns, source)
+    try:
+        X = np.array(matrix[list(columns)].to_numpy(dtype=np.float64, na_value=np.nan), copy=True)
+    except (TypeError, ValueError) as exc:
+        raise InputError(source, None, f"feature columns must be numeric: {exc}") from None
+    X[~np.isfinite(X)] = np.nan
+    return X
+
+
+@dataclass
+class TrainingData:
+    """Triaged rows of a feature matrix as arrays.
+
+    X : float64, shape (n, p); y : int8 in {0, 1}, shape (n,) (1 = true_positive);
+    groups : series ids, shape (n,); order : float64 time key, shape (n,) (see
+    :func:`time_key`); columns : the p feature names; rows : positions of the
+    rows in the original matrix, shape (n,).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    groups: np.ndarray
+    order: np.ndarray
+    columns: list[str]
+    rows: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+
+def triaged_mask(matrix: pd.DataFrame) -> np.ndarray:
+    """Boolean mask of rows labelled ``true_positive`` or ``false_positive``."""
+    if "label" not in matrix.columns:
+        raise InputError(None, None, "feature matrix has no 'label' column")
+    return matrix["label"].astype(str).isin(L.TRIAGED).to_numpy()
+
+
+def training_data(
+    matrix: pd.DataFrame,
+    features: str | Path | Sequence[str] | None = None,
+    *,
+    source: str | None = None,
+) -> TrainingData:
+    """X, y, groups and time order of the triaged rows of a feature matrix.
+
+    Raises :class:`InputError` when a column is missing, no row is triaged, or
+    only one class is present (nothing to learn).
+    """
+    columns = resolve_features(features, matrix)
+    if not columns:
+        raise InputError(source, None, "feature matrix has no feature columns (pre_*, after_*, norm_*)")
+    mask = triaged_mask(matrix)
+    if not mask.any():
+        raise InputError(source, None, "no triaged candidates (label true_positive or false_positive) to train on")
+    rows = np.flatnonzero(mask)
+    sub = matrix.iloc[rows]
+    X = feature_array(sub, columns, source)
+    y = (sub["label"].astype(str).to_numpy() == L.TRUE_POSITIVE).astype(np.int8)
+    groups = (sub["series_id"].astype(str).to_numpy() if "series_id" in sub.columns else np.arange(len(sub)).astype(str))
+    return TrainingData(X=X, y=y, groups=groups, order=time_key(sub), columns=columns, rows=rows)
+
+
+def time_key(matrix: pd.DataFrame) -> np.ndarray:
+    """A sortable time key per row, float64, shape (n,).
+
+    The timestamp (nanoseconds since the epoch) when every row has one;
+    otherwise the candidate's commit position ``index`` in its series. The
+    fallback assumes series start together and advance at a similar pace (one
+    product, one commit stream), so position approximates time; mixing the two
+    scales would be meaningless, hence all-or-nothing. Without either column the
+    row order is used.
+    """
+    if "timestamp" in matrix.columns:
+        ts = pd.to_datetime(matrix["timestamp"], errors="coerce", utc=True)
+        if len(ts) and ts.notna().all():
+            return ts.astype("int64").to_numpy().astype(np.float64)
+    if "index" in matrix.columns:
+        return pd.to_numeric(matrix["index"], errors="coerce").fillna(-1).to_numpy(dtype=np.float64)
+    return np.arange(len(matrix), dtype=np.float64)
+
+
+def data_hash(X: np.ndarray, y: np.ndarray, groups: np.ndarray, columns: Sequence[str]) -> str:
+    """SHA-256 (hex) of the training rows: column names, values, targets, series ids.
+
+    The same bytes as :func:`features.selection.data_hash` hashes (y as int64),
+    so a model and a feature set selected on the same rows carry the same hash.
+    """
+    h = hashlib.sha256()
+    h.update("\x1f".join(columns).encode())
+    h.update(np.ascontiguousarray(X, dtype=np.float64).tobytes())
+    h.update(np.ascontiguousarray(y, dtype=np.int64).tobytes())
+    h.update("\x1f".join(map(str, groups)).encode())
+    return h.hexdigest()

@@ -1,0 +1,412 @@
+"""Model directories: safe formats, a manifest, checksums, atomic writes.
+
+A saved model is a directory::
+
+    model.skops | model.ubj   the fitted model: skops for scikit-learn models,
+                              XGBoost's own UBJSON for XGBoost (never pickle)
+    calibrator.skops          the score -> probability map (only when calibrated)
+    manifest.json             what the model is: model kind, feature columns,
+                              window mode, threshold policy and value, classes,
+                              parameters, library versions, training-data hash,
+                              metrics
+    checksums.sha256          SHA-256 of every other file (``sha256sum`` format)
+
+Loading verifies every checksum (and that no file was added), then the
+manifest's format and library versions, then loads skops files with an explicit
+allowlist of the types this project writes. Anything off raises
+:class:`ModelFileError` (an :class:`~triage.errors.InputError`) and loads
+nothing. The checksums detect corruption and accidental edits; they are not a
+signature, so a model directory is exactly as trustworthy as where it came
+from.
+
+Writes are atomic: the files are written and fsynced in a temporary directory
+beside the target, then swapped in with one ``renameat2(RENAME_EXCHANGE)``
+(Linux) or, elsewhere, two renames with a restore on failure. A crash leaves
+either the old model or the new one, never a mix, and the temporary directory
+is removed on any error. An existing target is replaced only if it is a model
+directory or empty.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+import uuid
+import zipfile
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from training.classifier import MODELS, TriageClassifier
+from triage.errors import InputError
+
+FORMAT = "changepoint-triage-model"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+CHECKSUMS = "checksums.sha256"
+
+#: Types skops may instantiate beyond its built-in trusted set (scikit-learn
+#: estimators, numpy arrays). Nothing else is ever loaded.
+TRUSTED_TYPES: frozenset[str] = frozenset({"numpy.dtype", "sklearn.tree._tree.Tree"})
+
+
+class ModelFileError(InputError):
+    """A model directory that cannot be written or must not be loaded."""
+
+    def __init__(self, path: str | Path, problem: str):
+        super().__init__(path, None, problem)
+
+
+# ---------------------------------------------------------------------- saving
+
+
+def save_model(
+    clf: TriageClassifier,
+    path: str | Path,
+    *,
+    window: str | int | None = None,
+    metrics: dict[str, object] | None = None,
+    feature_set_file: str | Path | None = None,
+    extra: dict[str, object] | None = None,
+) -> Path:
+    """Write fitted ``clf`` to the directory ``path`` atomically; returns ``path``.
+
+    ``window`` is the feature window the matrix was built with (``"adaptive"``
+    or an int w), needed to extract the same features at prediction time.
+    ``metrics`` (e.g. held-out AUC) and ``extra`` go into the manifest as given
+    (they must be JSON-serialisable).
+    """
+    if not hasattr(clf, "estimator_"):
+        raise ValueError("the classifier is not fitted")
+    path = Path(path)
+    parent = path.parent.resolve()
+    parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        _check_replaceable(path)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=parent))
+    try:
+        files = _write_model(clf, tmp)
+        manifest = _manifest(clf, files, window, metrics, feature_set_file, extra)
+        _write_bytes(tmp / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+        sums = "".join(f"{_sha256(tmp / name)}  {name}\n" for name in sorted([*files.values(), MANIFEST]))
+        _write_bytes(tmp / CHECKSUMS, sums.encode())
+        _fsync_dir(tmp)
+        _swap_in(tmp, path)
+        _fsync_dir(parent)
+    finally:
+        # After a successful swap ``tmp`` holds the old model (or is gone).
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def _check_replaceable(path: Path) -> None:
+    if not path.is_dir():
+        raise ModelFileError(path, "exists and is not a directory; refusing to replace it")
+    if any(path.iterdir()) and not (path / MANIFEST).is_file():
+        raise ModelFileError(path, "exists and is not a model directory (no manifest.json); refusing to replace it")
+
+
+def _write_model(clf: TriageClassifier, where: Path) -> dict[str, str]:
+    files: dict[str, str] = {}
+    if clf.model == "xgb":
+        # XGBoost's own format, forward-readable by later XGBoost versions.
+        target = where / "model.ubj"
+        clf.estimator_.save_model(target)
+        _fsync_file(target)
+        files["estimator"] = target.name
+    else:
+        _dump_skops(clf.estimator_, where / "model.skops")
+        files["estimator"] = "model.skops"
+    if clf.calibrator_ is not None:
+        _dump_skops(clf.calibrator_, where / "calibrator.skops")
+        files["calibrator"] = "calibrator.skops"
+    return files
+
+
+def _dump_skops(obj: object, target: Path) -> None:
+    import skops.io as sio
+
+    sio.dump(obj, target, compression=zipfile.ZIP_DEFLATED, compresslevel=9)
+    _fsync_file(target)
+
+
+def _manifest(clf, files, window, metrics, feature_set_file, extra) -> dict[str, object]:
+    params = {k: _json_value(v) for k, v in clf.params_.items()}
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "model": clf.model,
+        "files": files,
+        "calibration": type(clf.calibrator_).__name__ if clf.calibrator_ is not None else None,
+        "classes": [_json_value(c) for c in clf.classes_],
+        "features": list(clf.feature_names_) if clf.feature_names_ is not None else None,
+        "n_features": int(clf.n_features_in_),
+        "feature_set_file": str(feature_set_file) if feature_set_file is not None else None,
+        "window": window,
+        "threshold": {"policy": clf.threshold_policy_, "value": float(clf.threshold_)},
+        "class_weight": clf.class_weight,
+        "random_state": clf.random_state,
+        "params": params,
+        "libraries": library_versions(),
+        "data_hash": clf.data_hash_,
+        "n_train": clf.n_train_,
+        "metrics": metrics or {},
+        "extra": extra or {},
+    }
+
+
+def library_versions() -> dict[str, str | None]:
+    """Versions of the libraries a saved model depends on."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in ("scikit-learn", "xgboost", "skops", "numpy", "changepoint-triage"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    if out.get("xgboost") is None:
+        try:
+            out["xgboost"] = metadata.version("xgboost-cpu")
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _json_value(v: object) -> object:
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def load_model(path: str | Path) -> TriageClassifier:
+    """A fitted :class:`TriageClassifier` from a model directory.
+
+    Verifies checksums, format and library compatibility first; raises
+    :class:`ModelFileError` naming the problem otherwise. The manifest is
+    available as ``clf.manifest_``.
+    """
+    path = Path(path)
+    manifest = verify_model_dir(path)
+    files = manifest["files"]
+    if manifest["model"] == "xgb":
+        from xgboost import XGBClassifier
+
+        estimator = XGBClassifier()
+        try:
+            estimator.load_model(path / files["estimator"])
+        except Exception as exc:  # XGBoostError and friends: report, never half-load
+            raise ModelFileError(path, f"cannot read {files['estimator']}: {exc}") from None
+    else:
+        estimator = _load_skops(path, files["estimator"])
+    calibrator = _load_skops(path, files["calibrator"]) if files.get("calibrator") else None
+
+    threshold = manifest["threshold"]
+    clf = TriageClassifier(
+        model=manifest["model"],
+        features=manifest["features"],
+        threshold=threshold["policy"],
+        class_weight=manifest["class_weight"],
+        random_state=manifest["random_state"],
+        **manifest["params"],
+    )
+    clf.estimator_ = estimator
+    clf.calibrator_ = calibrator
+    clf.classes_ = np.array(manifest["classes"], dtype=object if isinstance(manifest["classes"][0], str) else None)
+    clf.feature_names_ = manifest["features"]
+    if clf.feature_names_ is not None:
+        clf.feature_names_in_ = np.asarray(clf.feature_names_, dtype=object)
+    clf.n_features_in_ = int(manifest["n_features"])
+    clf.threshold_ = float(threshold["value"])
+    clf.threshold_policy_ = str(threshold["policy"])
+    clf.params_ = dict(manifest["params"])
+    clf.data_hash_ = manifest["data_hash"]
+    clf.n_train_ = manifest["n_train"]
+    clf.manifest_ = manifest
+    return clf
+
+
+def verify_model_dir(path: str | Path) -> dict[str, object]:
+    """Check checksums and compatibility of a model directory; return its manifest."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ModelFileError(path, "no such model directory")
+    _verify_checksums(path)
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelFileError(path, f"unreadable manifest.json: {exc}") from None
+    check_compatible(manifest, path)
+    return manifest
+
+
+def _verify_checksums(path: Path) -> None:
+    sums_file = path / CHECKSUMS
+    if not sums_file.is_file():
+        raise ModelFileError(path, f"no {CHECKSUMS}: not a model directory, or an incomplete one")
+    expected: dict[str, str] = {}
+    for n, line in enumerate(sums_file.read_text(encoding="utf-8").splitlines(), start=1):
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64 or "/" in name or name in ("", ".", ".."):
+            raise ModelFileError(path, f"{CHECKSUMS} line {n} is malformed")
+        expected[name] = digest
+    present = {p.name for p in path.iterdir() if p.name != CHECKSUMS}
+    if MANIFEST not in expected:
+        raise ModelFileError(path, f"{CHECKSUMS} does not cover {MANIFEST}")
+    if missing := sorted(set(expected) - present):
+        raise ModelFileError(path, f"missing file(s): {', '.join(missing)}")
+    if unknown := sorted(present - set(expected)):
+        raise ModelFileError(path, f"file(s) not covered by the checksums: {', '.join(unknown)}")
+    for name, digest in expected.items():
+        if _sha256(path / name) != digest:
+            raise ModelFileError(path, f"checksum mismatch for {name}: the file was modified or corrupted")
+
+
+def check_compatible(manifest: object, path: str | Path = "<manifest>") -> None:
+    """Raise :class:`ModelFileError` unless this installation can load ``manifest``'s model."""
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ModelFileError(path, "not a changepoint-triage model (manifest format)")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ModelFileError(path, f"model format version {version!r}; this version reads up to {FORMAT_VERSION}")
+    for key in ("model", "files", "classes", "n_features", "threshold", "params", "libraries"):
+        if key not in manifest:
+            raise ModelFileError(path, f"manifest lacks {key!r}")
+    if manifest["model"] not in MODELS:
+        raise ModelFileError(path, f"unknown model kind {manifest['model']!r}")
+    features = manifest.get("features")
+    if features is not None and len(features) != manifest["n_features"]:
+        raise ModelFileError(path, "manifest lists a different number of features than n_features")
+    if len(manifest["classes"]) != 2:
+        raise ModelFileError(path, "manifest classes must be two")
+    saved = manifest["libraries"]
+    here = library_versions()
+    if manifest["model"] != "xgb" or manifest["files"].get("calibrator"):
+        # skops files hold scikit-learn internals, whose layout may change with
+        # any minor release (tree node arrays did): require the same major.minor.
+        if _major_minor(saved.get("scikit-learn")) != _major_minor(here["scikit-learn"]):
+            raise ModelFileError(
+                path,
+                f"saved with scikit-learn {saved.get('scikit-learn')}, this is {here['scikit-learn']}: "
+                "retrain, or install the saved version",
+            )
+    if manifest["model"] == "xgb":
+        saved_major = _major_minor(saved.get("xgboost"))[0]
+        here_major = _major_minor(here.get("xgboost"))[0]
+        # XGBoost reads models of older versions, not of newer ones.
+        if saved_major is None or here_major is None or saved_major > here_major:
+            raise ModelFileError(
+                path, f"saved with xgboost {saved.get('xgboost')}, this is {here.get('xgboost')}: cannot read it"
+            )
+
+
+def _major_minor(version: object) -> tuple[int | None, int | None]:
+    try:
+        parts = str(version).split(".")
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        return None, None
+
+
+def _load_skops(path: Path, name: str) -> object:
+    import skops.io as sio
+
+    file = path / name
+    try:
+        untrusted = sio.get_untrusted_types(file=file)
+    except Exception as exc:  # a zip that is no skops file, etc.
+        raise ModelFileError(path, f"cannot read {name}: {exc}") from None
+    if refused := sorted(set(untrusted) - TRUSTED_TYPES):
+        raise ModelFileError(path, f"{name} holds types outside the allowlist: {', '.join(refused)}")
+    try:
+        return sio.load(file, trusted=list(untrusted))
+    except Exception as exc:
+        raise ModelFileError(path, f"cannot load {name}: {exc}") from None
+
+
+# ---------------------------------------------------------------------- low-level IO
+
+
+def _sha256(file: Path) -> str:
+    h = hashlib.sha256()
+    with open(file, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _write_bytes(target: Path, data: bytes) -> None:
+    with open(target, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_file(target: Path) -> None:
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # not every platform opens directories
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two existing paths (Linux renameat2); False if unsupported."""
+    if not hasattr(_exchange, "fn"):
+        fn = None
+        if platform.system() == "Linux":
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            fn = getattr(libc, "renameat2", None)
+        _exchange.fn = fn
+    fn = _exchange.fn
+    if fn is None:
+        return False
+    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if rc != 0:
+        err = ctypes.get_errno()
+        if err in (22, 38, 95):  # EINVAL / ENOSYS / EOPNOTSUPP: the filesystem cannot
+            return False
+        raise OSError(err, os.strerror(err), str(b))
+    return True
+
+
+def _swap_in(tmp: Path, path: Path) -> None:
+    """Put directory ``tmp`` at ``path``; afterwards ``tmp`` holds the old model, if any."""
+    if not path.exists():
+        os.rename(tmp, path)
+        return
+    if _exchange(tmp, path):
+        return
+    backup = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+    os.rename(path, backup)
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        os.rename(backup, path)
+        raise
+    os.rename(backup, tmp)
