@@ -1,0 +1,375 @@
+"""The evaluation protocol of Bauer et al. (ICPE 2022), and two stricter splits.
+
+Paper protocol (``split="random"``): 100 random splits of the triaged
+candidates, 80 % train / 20 % test (stratified by class), and 10 % of the train
+part held out as validation. Each model is fitted on the remaining 72 %; the
+validation part serves calibration (SVM) and a learned threshold policy; the
+test part gives AUC, accuracy, sensitivity (recall of true alerts) and
+specificity (recall of false alerts). Table 1 reports each metric's mean over
+the splits and its 95 % interval.
+
+The 95 % interval here is the 2.5th-97.5th percentile of the per-split values:
+the range one split's estimate falls in. (Repeated random splits overlap, so a
+t-interval of the mean would claim more certainty than the data hold.)
+
+Two stricter splits, side by side with the paper's:
+
+``grouped``
+    Test candidates come from series never seen in training (20 % of the
+    series, :class:`~sklearn.model_selection.GroupShuffleSplit`; validation
+    likewise grouped). Random splits let neighbouring candidates of one history
+    sit on both sides, which flatters the score.
+``time``
+    Train on earlier candidates, test on later ones: rows are sorted by
+    timestamp when every row has one, else by ``index`` (the commit position;
+    this assumes series advance together, see
+    :func:`training.matrix.time_key`), ties by series id. The latest 20 % are
+    the test part and the latest 10 % of the rest the validation part. The
+    split is the same for every repetition; repetitions vary only the model's
+    seed, so its interval shows model variance, not data variance.
+
+:func:`window_study` repeats the protocol for each window size (paper Fig. 2)
+given a function that builds the feature matrix for a window, e.g.
+``lambda w: features.extract.extract_features(dataset, window=w)``.
+
+Runs are parallel (joblib processes, one model thread each) with a rich
+progress bar.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from training import matrix as M
+from training.classifier import MODELS, TriageClassifier
+
+SPLITS: tuple[str, ...] = ("random", "grouped", "time")
+METRICS: tuple[str, ...] = ("auc", "accuracy", "sensitivity", "specificity")
+WINDOWS: tuple[int | str, ...] = (*range(11), "adaptive")
+
+
+# ---------------------------------------------------------------------- splits
+
+
+def split_indices(
+    kind: str,
+    y: np.ndarray,
+    groups: np.ndarray,
+    order: np.ndarray,
+    *,
+    seed: int,
+    test_size: float = 0.2,
+    val_size: float = 0.1,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(train, validation, test) row indices for one repetition.
+
+    ``y`` (n,) 0/1 targets, ``groups`` (n,) series ids, ``order`` (n,) time
+    key. ``val_size`` is a fraction of the train part. Random and grouped
+    splits retry with a derived seed (up to 20 times) until each part holds
+    both classes.
+    """
+    from sklearn.model_selection import GroupShuffleSplit, train_test_split
+
+    idx = np.arange(len(y))
+    if kind == "time":
+        ranked = np.lexsort((groups, order))
+        n_test = max(1, int(round(test_size * len(y))))
+        rest, test = ranked[:-n_test], ranked[-n_test:]
+        n_val = max(1, int(round(val_size * len(rest))))
+        return np.sort(rest[:-n_val]), np.sort(rest[-n_val:]), np.sort(test)
+    for attempt in range(20):
+        s = seed + 100_003 * attempt
+        if kind == "random":
+            rest, test = train_test_split(idx, test_size=test_size, stratify=y, random_state=s)
+            train, val = train_test_split(rest, test_size=val_size, stratify=y[rest], random_state=s)
+        elif kind == "grouped":
+            rest, test = next(GroupShuffleSplit(1, test_size=test_size, random_state=s).split(idx, y, groups))
+            tr, va = next(GroupShuffleSplit(1, test_size=val_size, random_state=s).split(rest, y[rest], groups[rest]))
+            train, val = rest[tr], rest[va]
+        else:
+            raise ValueError(f"unknown split {kind!r} (use one of {', '.join(SPLITS)})")
+        if all(len(np.unique(y[part])) == 2 for part in (train, val, test)):
+            return np.sort(train), np.sort(val), np.sort(test)
+    raise ValueError(f"{kind} split: could not put both classes in train, validation and test")
+
+
+# ---------------------------------------------------------------------- one run
+
+
+def _binary_metrics(y: np.ndarray, proba: np.ndarray, threshold: float) -> dict[str, float]:
+    from sklearn.metrics import roc_auc_score
+
+    pred = proba >= threshold
+    pos, neg = y == 1, y == 0
+    return {
+        "auc": float(roc_auc_score(y, proba)),
+        "accuracy": float(np.mean(pred == pos)),
+        "sensitivity": float(np.mean(pred[pos])) if pos.any() else float("nan"),
+        "specificity": float(np.mean(~pred[neg])) if neg.any() else float("nan"),
+    }
+
+
+def _run_one(X, y, groups, order, model, kind, rep, seed, threshold, params, test_size, val_size):
+    train, val, test = split_indices(kind, y, groups, order, seed=seed, test_size=test_size, val_size=val_size)
+    clf = TriageClassifier(model=model, threshold=threshold, random_state=seed, n_jobs=1, **params)
+    started = time.perf_counter()
+    clf.fit(X[train], y[train], groups=groups[train], validation=(X[val], y[val]))
+    fit_seconds = time.perf_counter() - started
+    proba = clf.predict_proba(X[test])[:, 1]
+    return {
+        "model": model,
+        "split": kind,
+        "rep": rep,
+        "seed": seed,
+        **_binary_metrics(y[test], proba, clf.threshold_),
+        "threshold": float(clf.threshold_),
+        "n_train": int(len(train)),
+        "n_test": int(len(test)),
+        "fit_seconds": fit_seconds,
+    }
+
+
+# ---------------------------------------------------------------------- results
+
+
+@dataclass
+class EvaluationResult:
+    """Per-split records and the settings that produced them.
+
+    ``records`` has one row per (model, split, rep): the four metrics,
+    ``threshold``, ``n_train``, ``n_test``, ``fit_seconds``.
+    """
+
+    records: pd.DataFrame
+    settings: dict[str, object] = field(default_factory=dict)
+
+    def summary(self) -> pd.DataFrame:
+        """One row per (split, model): ``<metric>_mean``, ``_sd``, ``_ci_low``, ``_ci_high``, n."""
+        return summarise(self.records, ["split", "model"])
+
+    def differences(self) -> pd.DataFrame:
+        """Mean of each metric under ``grouped`` / ``time`` minus under ``random``, per model."""
+        s = self.summary().set_index(["split", "model"])
+        rows = []
+        for kind in ("grouped", "time"):
+            for model in s.index.get_level_values("model").unique():
+                if (kind, model) not in s.index or ("random", model) not in s.index:
+                    continue
+                row = {"split": f"{kind} - random", "model": model}
+                for m in METRICS:
+                    row[m] = s.loc[(kind, model), f"{m}_mean"] - s.loc[("random", model), f"{m}_mean"]
+                rows.append(row)
+        return pd.DataFrame(rows)
+
+    def table1(self) -> pd.DataFrame:
+        """Table-1 style: ``mean [low, high]`` strings per metric, one row per (split, model)."""
+        s = self.summary()
+        out = s[["split", "model"]].copy()
+        for m in METRICS:
+            out[m] = [
+                f"{r[f'{m}_mean']:.3f} [{r[f'{m}_ci_low']:.3f}, {r[f'{m}_ci_high']:.3f}]" for _, r in s.iterrows()
+            ]
+        out["fit s"] = s["fit_seconds_mean"].map(lambda v: f"{v:.2f}")
+        return out
+
+    def to_markdown(self) -> str:
+        """Table 1 and the split differences as Markdown tables."""
+        return _markdown(self.table1()) + "\n\n" + _markdown(self.differences().round(4))
+
+    def save(self, out: str | Path) -> dict[str, Path]:
+        """Write records.csv, summary.csv, differences.csv and summary.md into ``out``."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {
+            "records": out / "records.csv",
+            "summary": out / "summary.csv",
+            "differences": out / "differences.csv",
+            "markdown": out / "summary.md",
+        }
+        self.records.to_csv(paths["records"], index=False)
+        self.summary().to_csv(paths["summary"], index=False)
+        self.differences().to_csv(paths["differences"], index=False)
+        paths["markdown"].write_text(self.to_markdown() + "\n", encoding="utf-8")
+        return paths
+
+
+def summarise(records: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Mean, sd and 2.5/97.5 percentiles of each metric (and fit time) per ``by`` group."""
+    rows = []
+    for key, g in records.groupby(list(by), sort=False):
+        row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
+        row["n"] = len(g)
+        for m in (*METRICS, "fit_seconds"):
+            v = g[m].to_numpy(dtype=float)
+            row[f"{m}_mean"] = float(np.nanmean(v))
+            row[f"{m}_sd"] = float(np.nanstd(v, ddof=1)) if len(v) > 1 else 0.0
+            row[f"{m}_ci_low"], row[f"{m}_ci_high"] = (float(q) for q in np.nanpercentile(v, [2.5, 97.5]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- the protocol
+
+
+def evaluate(
+    data: pd.DataFrame | M.TrainingData,
+    *,
+    models: Sequence[str] = MODELS,
+    splits: Sequence[str] = SPLITS,
+    n_splits: int = 100,
+    features=None,
+    threshold: object = "0.5",
+    test_size: float = 0.2,
+    val_size: float = 0.1,
+    random_state: int = 0,
+    n_jobs: int = 1,
+    progress: bool = True,
+    model_params: dict[str, dict[str, object]] | None = None,
+) -> EvaluationResult:
+    """Run ``n_splits`` repetitions of each split kind for each model.
+
+    ``data`` is a feature matrix (triaged rows are used) or prepared
+    :class:`~training.matrix.TrainingData`. ``model_params`` maps a model name
+    to keyword overrides (e.g. ``{"rf": {"n_estimators": 100}}``). Repetition
+    ``r`` uses seed ``random_state + r`` for the split and the model, so every
+    model sees the same splits.
+    """
+    td = data if isinstance(data, M.TrainingData) else M.training_data(data, features)
+    for m in models:
+        if m not in MODELS:
+            raise ValueError(f"unknown model {m!r} (use {', '.join(MODELS)})")
+    for s in splits:
+        if s not in SPLITS:
+            raise ValueError(f"unknown split {s!r} (use {', '.join(SPLITS)})")
+    model_params = model_params or {}
+    y = td.y.astype(np.int64)
+    tasks = [
+        (model, kind, rep, random_state + rep) for kind in splits for model in models for rep in range(n_splits)
+    ]
+    records = _parallel(
+        tasks,
+        lambda t: (td.X, y, td.groups, td.order, t[0], t[1], t[2], t[3], threshold, model_params.get(t[0], {}),
+                   test_size, val_size),
+        n_jobs=n_jobs,
+        progress=progress,
+        description=f"evaluating {len(models)} model(s) x {len(splits)} split(s) x {n_splits}",
+    )
+    records = pd.DataFrame(records).sort_values(["split", "model", "rep"], kind="stable").reset_index(drop=True)
+    settings = {
+        "models": list(models),
+        "splits": list(splits),
+        "n_splits": n_splits,
+        "test_size": test_size,
+        "val_size": val_size,
+        "threshold": str(threshold),
+        "random_state": random_state,
+        "n_candidates": len(td),
+        "n_positive": int(y.sum()),
+        "n_series": int(len(np.unique(td.groups))),
+        "features": td.columns,
+        "data_hash": M.data_hash(td.X, y, td.groups, td.columns),
+        "model_params": model_params,
+    }
+    return EvaluationResult(records, settings)
+
+
+def _parallel(tasks, args_of, *, n_jobs: int, progress: bool, description: str) -> list[dict]:
+    from joblib import Parallel, delayed
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    jobs = (delayed(_run_one)(*args_of(t)) for t in tasks)
+    runner = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+    out: list[dict] = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        disable=not progress,
+        transient=False,
+    ) as bar:
+        task = bar.add_task(description, total=len(tasks))
+        for rec in runner(jobs):
+            out.append(rec)
+            bar.advance(task)
+    return out
+
+
+# ---------------------------------------------------------------------- window study
+
+
+def window_study(
+    build_matrix: Callable[[int | str], pd.DataFrame],
+    windows: Sequence[int | str] = WINDOWS,
+    *,
+    model: str = "rf",
+    split: str = "random",
+    n_splits: int = 100,
+    features=None,
+    random_state: int = 0,
+    n_jobs: int = 1,
+    progress: bool = True,
+    model_params: dict[str, object] | None = None,
+) -> pd.DataFrame:
+    """Metrics against the window size (paper Fig. 2).
+
+    ``build_matrix(w)`` returns the feature matrix for window ``w`` (an int or
+    ``"adaptive"``). Returns one row per window: ``window``, ``n_candidates``
+    and each metric's ``_mean``, ``_sd``, ``_ci_low``, ``_ci_high``.
+    """
+    rows = []
+    for w in windows:
+        matrix = build_matrix(w)
+        result = evaluate(
+            matrix,
+            models=[model],
+            splits=[split],
+            n_splits=n_splits,
+            features=features,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            progress=progress,
+            model_params={model: model_params or {}},
+        )
+        row = result.summary().iloc[0].to_dict()
+        row.update({"window": str(w), "n_candidates": result.settings["n_candidates"]})
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    first = ["window", "model", "split", "n_candidates", "n"]
+    return table[first + [c for c in table.columns if c not in first]]
+
+
+def window_markdown(table: pd.DataFrame) -> str:
+    """The window study as a Markdown table: window, candidates, AUC and accuracy with 95 % intervals."""
+    out = pd.DataFrame(
+        {
+            "window": table["window"],
+            "candidates": table["n_candidates"],
+            **{
+                m: [f"{r[f'{m}_mean']:.3f} [{r[f'{m}_ci_low']:.3f}, {r[f'{m}_ci_high']:.3f}]" for _, r in table.iterrows()]
+                for m in ("auc", "accuracy")
+            },
+        }
+    )
+    return _markdown(out)
