@@ -1,0 +1,478 @@
+"""Fast characteristics: one numba kernel per window (the default implementation).
+
+Computes exactly the definitions of :mod:`features.catalogue` (held to
+:mod:`features.reference` within 1e-6 relative by property tests). The window
+is prepared by :func:`features.catalogue.prepare` (shared with the reference,
+so both start from the same standardised values); the periodogram comes from
+``numpy.fft`` because numba has no FFT; everything else runs in one compiled
+kernel (``cache=True``: compiled once per machine, then loaded from
+``__pycache__``).
+
+Costs per window of length ``n`` with lag ``l``: ``O(n^2)`` for the Hurst
+rescaled range (prefix ranges depend on each prefix mean), ``O(100 n)`` for
+``max_kl_shift``, ``O(n)`` for the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numba
+import numpy as np
+
+from features import catalogue as C
+
+_SQRT_2PI = float(np.sqrt(2.0 * np.pi))
+# R's dnorm(38): the floor of the kernel densities in max_kl_shift.
+_DNORM38 = float(np.exp(-0.5 * 38.0 * 38.0) / _SQRT_2PI)
+
+_I = C.INDEX  # resolved to integer constants at import, so numba sees literals
+_CROSS = _I["crossing_points"]
+_ENT = _I["entropy"]
+_MLS = _I["max_level_shift"]
+_SER = _I["serial_correlation"]
+_STAB = _I["stability"]
+_LUMP = _I["lumpiness"]
+_HURST = _I["hurst"]
+_FLAT = _I["flat_spots"]
+_ACF1 = _I["x_acf1"]
+_ACF10 = _I["x_acf10"]
+_D1ACF1 = _I["diff1_acf1"]
+_D1ACF10 = _I["diff1_acf10"]
+_MVS = _I["max_var_shift"]
+_MKL = _I["max_kl_shift"]
+_NONLIN = _I["nonlinearity"]
+_ARCH = _I["arch_lm"]
+_STD1 = _I["std1st_der"]
+_KPSS = _I["unitroot_kpss"]
+_PP = _I["unitroot_pp"]
+_LEN = _I["series_length"]
+_FLAT_RTOL = C.FLAT_RTOL
+_HURST_FLOOR = C.HURST_SD_FLOOR
+_GRID = C.KL_GRID
+
+
+@numba.njit(cache=True)
+def _flat(v):
+    if v.size == 0:
+        return True
+    hi = v.max()
+    lo = v.min()
+    return hi - lo <= _FLAT_RTOL * max(abs(hi), abs(lo))
+
+
+@numba.njit(cache=True)
+def _acf(v, lmax):
+    """r_0..r_lmax of v; zeros beyond len(v) - 1 and for a flat v."""
+    m = v.size
+    r = np.zeros(lmax + 1)
+    if _flat(v):
+        return r
+    d = v - v.mean()
+    den = 0.0
+    for t in range(m):
+        den += d[t] * d[t]
+    r[0] = 1.0
+    for k in range(1, min(lmax, m - 1) + 1):
+        s = 0.0
+        for t in range(m - k):
+            s += d[t] * d[t + k]
+        r[k] = s / den
+    return r
+
+
+@numba.njit(cache=True)
+def _var1(v, a, b):
+    """Sample variance (ddof=1) of v[a:b] by two passes."""
+    m = 0.0
+    for t in range(a, b):
+        m += v[t]
+    m /= b - a
+    s = 0.0
+    for t in range(a, b):
+        s += (v[t] - m) ** 2
+    return s / (b - a - 1)
+
+
+@numba.njit(cache=True)
+def _mean(v, a, b):
+    m = 0.0
+    for t in range(a, b):
+        m += v[t]
+    return m / (b - a)
+
+
+@numba.njit(cache=True)
+def _var_of(vals):
+    return _var1(vals, 0, vals.size)
+
+
+@numba.njit(cache=True)
+def _residuals(X, y):
+    """Least-squares residuals of y on the columns of X (minimum-norm solution)."""
+    beta = np.linalg.lstsq(X, y)[0]
+    return y - X @ beta
+
+
+@numba.njit(cache=True)
+def _bw_nrd0(z):
+    n = z.size
+    hi = np.sqrt(_var_of(z))
+    q = np.quantile(z, np.array([0.25, 0.75]))
+    lo = min(hi, (q[1] - q[0]) / 1.34)
+    if lo == 0.0:
+        lo = hi
+        if lo == 0.0:
+            lo = abs(z[0])
+            if lo == 0.0:
+                lo = 1.0
+    return 0.9 * lo * n ** (-0.2)
+
+
+@numba.njit(cache=True)
+def _max_kl_shift(z, l):
+    n = z.size
+    if n <= 2 * l:
+        return 0.0
+    lo_x = z.min()
+    hi_x = z.max()
+    by = (hi_x - lo_x) / (_GRID - 1)
+    bw = _bw_nrd0(z)
+    kl = np.zeros(n - l)
+    dens = np.empty(n)
+    pre = np.empty(n)  # sums from the start of each width-l block
+    suf = np.empty(n)  # sums to the end of each width-l block
+    roll = np.empty(n)
+    for g in range(_GRID):
+        # R's seq(from, to, length.out) sets both ends exactly.
+        if g == 0:
+            xg = lo_x
+        elif g == _GRID - 1:
+            xg = hi_x
+        else:
+            xg = lo_x + g * by
+        for i in range(n):
+            u = (xg - z[i]) / bw
+            dens[i] = max(np.exp(-0.5 * u * u) / (bw * _SQRT_2PI), _DNORM38)
+        # Window sums as suffix(block) + prefix(next block): additions of
+        # positive numbers only, so densities at the dnorm(38) floor keep
+        # their relative precision (a running sum would subtract them away).
+        for i in range(n):
+            pre[i] = dens[i] if i % l == 0 else pre[i - 1] + dens[i]
+        for i in range(n - 1, -1, -1):
+            suf[i] = dens[i] if (i % l == l - 1 or i == n - 1) else suf[i + 1] + dens[i]
+        for j in range(l - 1, n):
+            s = j - l + 1
+            if s % l == 0:
+                roll[j] = pre[j] / l
+            else:
+                roll[j] = (suf[s] + pre[j]) / l
+        step = by
+        for i in range(l - 1, n - l):
+            a = roll[i]
+            kl[i] += a * (np.log(a) - np.log(roll[i + l])) * step
+    best = -np.inf
+    for i in range(n - l - 1):
+        d = kl[i + 1] - kl[i]
+        if d > best:
+            best = d
+    return best
+
+
+@numba.njit(cache=True)
+def _hurst(z):
+    n = z.size
+    y = np.cumsum(z)
+    su = 0.0
+    sv = 0.0
+    suu = 0.0
+    suv = 0.0
+    k = 0
+    for i in range(1, n):
+        t = i + 1.0
+        m = y[i] / t
+        ss = 0.0
+        rmax = -np.inf
+        rmin = np.inf
+        for j in range(i + 1):
+            ss += (z[j] - m) ** 2
+            dev = y[j] - (j + 1.0) * m
+            if dev > rmax:
+                rmax = dev
+            if dev < rmin:
+                rmin = dev
+        s = np.sqrt(ss / t)
+        r = rmax - rmin
+        if s > _HURST_FLOOR and r > 0.0:
+            u = np.log(t)
+            v = np.log(r / s)
+            su += u
+            sv += v
+            suu += u * u
+            suv += u * v
+            k += 1
+    if k < 2:
+        return 0.5
+    return (suv - su * sv / k) / (suu - su * su / k)
+
+
+@numba.njit(cache=True)
+def _flat_spots(z):
+    n = z.size
+    mn = z.min()
+    mx = z.max()
+    step = (mx - mn) / 10.0
+    edges = np.empty(11)
+    for k in range(11):
+        edges[k] = k * step + mn  # numpy.linspace's arithmetic, as pandas.cut uses it
+    edges[10] = mx
+    edges[0] -= (mx - mn) * 0.001
+    best = 0
+    run = 0
+    prev = -1
+    for i in range(n):
+        b = 0
+        while b < 11 and edges[b] < z[i]:  # searchsorted(side="left")
+            b += 1
+        if b == prev:
+            run += 1
+        else:
+            run = 1
+            prev = b
+        if run > best:
+            best = run
+    return float(best)
+
+
+@numba.njit(cache=True)
+def _nonlinearity(z):
+    n = z.size
+    if n <= 5:
+        return 0.0
+    m = n - 1
+    y = z[1:].copy()
+    X = np.ones((m, 2))
+    Xn = np.ones((m, 4))
+    for t in range(m):
+        x = z[t]
+        X[t, 1] = x
+        Xn[t, 1] = x
+        Xn[t, 2] = x * x
+        Xn[t, 3] = x * x * x
+    ym = y.mean()
+    sst = 0.0
+    for t in range(m):
+        sst += (y[t] - ym) ** 2
+    u = _residuals(X, y)
+    ssr0 = (u * u).sum()
+    if ssr0 <= 1e-12 * sst:
+        return 0.0
+    v = _residuals(Xn, u)
+    ssr = max((v * v).sum(), 1e-10 * ssr0)
+    return 10.0 * np.log(ssr0 / ssr)
+
+
+@numba.njit(cache=True)
+def _arch_lm(z):
+    n = z.size
+    q = min(12, (n - 2) // 2)
+    e = z - z.mean()
+    s = e * e
+    rows = n - q
+    y = s[q:].copy()
+    if _flat(y):
+        return 0.0
+    X = np.ones((rows, q + 1))
+    for r in range(rows):
+        for k in range(1, q + 1):
+            X[r, k] = s[q + r - k]
+    res = _residuals(X, y)
+    ym = y.mean()
+    sst = 0.0
+    for r in range(rows):
+        sst += (y[r] - ym) ** 2
+    return 1.0 - (res * res).sum() / sst
+
+
+@numba.njit(cache=True)
+def _kpss(z):
+    n = z.size
+    L = int(4.0 * (n / 100.0) ** 0.25)
+    e = z - z.mean()
+    S = 0.0
+    eta = 0.0
+    for t in range(n):
+        S += e[t]
+        eta += S * S
+    eta /= n * n
+    s_hat = (e * e).sum()
+    for k in range(1, L + 1):
+        p = 0.0
+        for t in range(k, n):
+            p += e[t] * e[t - k]
+        s_hat += 2.0 * p * (1.0 - k / (L + 1.0))
+    s_hat /= n
+    if s_hat <= 1e-12:
+        return 0.0
+    return eta / s_hat
+
+
+@numba.njit(cache=True)
+def _pp(z):
+    n = z.size
+    m = n - 1
+    y = z[1:]
+    xl = z[:-1]
+    if _flat(y) or _flat(xl):
+        return 0.0
+    L = int(4.0 * (n / 100.0) ** 0.25)
+    xm = xl.mean()
+    ym = y.mean()
+    sxy = 0.0
+    sxx = 0.0
+    syy = 0.0
+    for t in range(m):
+        sxy += (xl[t] - xm) * (y[t] - ym)
+        sxx += (xl[t] - xm) ** 2
+        syy += (y[t] - ym) ** 2
+    alpha = sxy / sxx
+    c = ym - alpha * xm
+    res = y - c - alpha * xl
+    lam = 0.0
+    for i in range(L):
+        p = 0.0
+        for t in range(i + 1, m):
+            p += res[t] * res[t - i - 1]
+        lam += (1.0 - (i + 1.0) / (L + 1.0)) * p
+    lam /= m
+    ybar2 = syy / (m * m)
+    return m * (alpha - 1.0) - lam / ybar2
+
+
+@numba.njit(cache=True)
+def _kernel(z, psd, n0, out):
+    """All characteristics of a prepared (standardised, length >= 4) window."""
+    n = z.size
+    l = 10 if n > 10 else 2
+
+    med = np.median(z)
+    cross = 0
+    for t in range(n - 1):
+        if (z[t] <= med) != (z[t + 1] <= med):
+            cross += 1
+    out[_CROSS] = cross
+
+    tot = psd.sum()
+    h = 0.0
+    if tot > 0.0:
+        for k in range(psd.size):
+            pk = psd[k] / tot
+            if pk > 0.0:
+                h -= pk * np.log(pk) / np.log(2.0)
+        h /= np.log2(float(psd.size))
+    out[_ENT] = h
+
+    r = _acf(z, l)
+    out[_ACF1] = r[1]
+    acc = 0.0
+    for k in range(1, l + 1):
+        acc += r[k] * r[k]
+    out[_ACF10] = acc
+    out[_SER] = n * acc
+    dz = np.diff(z)
+    rd = _acf(dz, l)
+    out[_D1ACF1] = rd[1]
+    acc = 0.0
+    for k in range(1, l + 1):
+        acc += rd[k] * rd[k]
+    out[_D1ACF10] = acc
+    out[_STD1] = np.sqrt(_var_of(dz))
+
+    if n < 2 * l:
+        out[_STAB] = 0.0
+        out[_LUMP] = 0.0
+    else:
+        nb = n // l
+        means = np.empty(nb)
+        vars_ = np.empty(nb)
+        for b in range(nb):
+            means[b] = _mean(z, b * l, (b + 1) * l)
+            vars_[b] = _var1(z, b * l, (b + 1) * l)
+        out[_STAB] = _var_of(means)
+        out[_LUMP] = _var_of(vars_)
+
+    mls = 0.0
+    mvs = 0.0
+    for i in range(n - 2 * l + 1):
+        dm = abs(_mean(z, i + l, i + 2 * l) - _mean(z, i, i + l))
+        dv = abs(_var1(z, i + l, i + 2 * l) - _var1(z, i, i + l))
+        if dm > mls:
+            mls = dm
+        if dv > mvs:
+            mvs = dv
+    out[_MLS] = mls
+    out[_MVS] = mvs
+
+    out[_MKL] = _max_kl_shift(z, l)
+    out[_HURST] = _hurst(z)
+    out[_FLAT] = _flat_spots(z)
+    out[_NONLIN] = _nonlinearity(z)
+    out[_ARCH] = _arch_lm(z)
+    out[_KPSS] = _kpss(z)
+    out[_PP] = _pp(z)
+    out[_LEN] = n0
+
+
+def periodogram(z: np.ndarray) -> np.ndarray:
+    """One-sided periodogram of ``z`` up to a constant factor (scipy's ``periodogram`` shape).
+
+    Returns
+    -------
+    ndarray of float64, shape (len(z) // 2 + 1,)
+    """
+    spec = np.fft.rfft(z - z.mean())
+    psd = spec.real**2 + spec.imag**2
+    if z.size % 2:
+        psd[1:] *= 2.0
+    else:
+        psd[1:-1] *= 2.0
+    return psd
+
+
+def window_characteristics(x: np.ndarray) -> np.ndarray:
+    """All characteristics of one raw window.
+
+    Parameters
+    ----------
+    x : ndarray of float64, shape (n0,)
+        Raw window values (finite; may be empty).
+
+    Returns
+    -------
+    ndarray of float64, shape (len(catalogue.CHARACTERISTICS),)
+        In :data:`features.catalogue.CHARACTERISTICS` order.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    z = C.prepare(x)
+    if z is None:
+        return C.degenerate_values(x.size)
+    out = np.empty(C.N_CHARACTERISTICS)
+    _kernel(z, periodogram(z), float(x.size), out)
+    return out
+
+
+def many_window_characteristics(windows: Sequence[np.ndarray]) -> np.ndarray:
+    """Characteristics of many raw windows.
+
+    Parameters
+    ----------
+    windows : sequence of ndarray of float64, each shape (n_i,)
+
+    Returns
+    -------
+    ndarray of float64, shape (len(windows), len(catalogue.CHARACTERISTICS))
+    """
+    out = np.empty((len(windows), C.N_CHARACTERISTICS))
+    for i, x in enumerate(windows):
+        out[i] = window_characteristics(x)
+    return out
