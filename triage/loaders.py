@@ -324,7 +324,12 @@ def _parse_timestamps(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarra
         empty = (text == "").to_numpy()
         if empty.any():
             raise InputError(path, int(rows[_first(empty)]), "timestamp is missing")
-        ts = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
+        # ISO 8601 is what exports (and our writers) use and parses fast; anything
+        # else goes through the slow per-element parser.
+        ts = pd.to_datetime(text, errors="coerce", utc=True, format="ISO8601")
+        retry = ts.isna().to_numpy()
+        if retry.any():
+            ts[retry] = pd.to_datetime(text[retry], errors="coerce", utc=True, format="mixed")
         bad = ts.isna().to_numpy()
         if bad.any():
             i = _first(bad)
@@ -417,6 +422,7 @@ def _build_dataset(
     )
     run_ts = timestamps[first_idx] if timestamps is not None else None
     run_series = series_codes[first_idx]
+    run_commits = commits[first_idx]
 
     histories = []
     bounds = np.flatnonzero(np.r_[True, run_series[1:] != run_series[:-1], True])
@@ -454,7 +460,7 @@ def _build_dataset(
         histories.append(
             History(
                 series_id=str(series_order[run_series[a]]),
-                commits=take(commits[first_idx]),
+                commits=take(run_commits),
                 values=take(agg_values),
                 labels=take(run_labels),
                 timestamps=take(run_ts),

@@ -1,0 +1,373 @@
+"""Realistic synthetic performance histories with ground truth and a triaged candidate stream.
+
+The project cannot ship MongoDB's or Mozilla's data, so models are trained and
+benchmarked on histories built to look like continuous-benchmarking results:
+
+* **levels**: piecewise constant, separated by true change points (regressions
+  and improvements with relative magnitudes log-uniform in about 1%-50%, never
+  below ``min_snr`` noise standard deviations, because a change no detector
+  would flag never reaches a human); **short-lived regressions** reverted after
+  a few commits (the revert is a true change point too); **slow drifts** (a
+  ramp over tens of commits: not a change point);
+* **noise**: Gaussian, heavy-tailed (Student t), **bimodal** (two machine
+  states, a Markov chain that flips for short runs), single-commit **spikes**
+  (like index 10 of TigerBeetle's history), **noise bursts** (the standard
+  deviation grows for a stretch), several **measurements per commit** on a
+  share of the series, irregular commit **timestamps** (nights, weekends);
+* **candidates** emulating what humans triage: every true change point as a
+  ``true_positive`` candidate (at the exact commit or a nearby one, as a
+  detector localises it), ``false_positive`` candidates where a detector would
+  be fooled (spikes, bimodal flips, drifts, noise bursts, random commits), and
+  a share left ``not_triaged`` / ``under_investigation`` (their ground truth is
+  kept in ``truth_label``).
+
+Series draw their commits from one shared commit timeline (as MongoDB's series
+all follow the mainline), so commit ids and timestamps are comparable across
+series and time-ordered splits are meaningful.
+
+Everything is seeded: the same preset and seed give the same rows, and each
+series has its own child seed, so changing ``n_series`` keeps the first series.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from triage import labels as L
+from triage.history import Dataset
+from triage.loaders import _build_dataset
+
+NOISE_KINDS = ("gaussian", "student_t", "bimodal")
+PLATFORMS = ("linux-standalone", "linux-replset", "linux-sharded", "windows", "macos")
+SUITES = ("query", "insert", "update", "aggregate", "mixed", "startup")
+
+
+@dataclass(frozen=True)
+class SyntheticConfig:
+    """Parameters of the generator. Rates are per series unless said otherwise."""
+
+    n_series: int = 40
+    length_min: int = 80
+    length_max: int = 250
+    timeline: int = 5000  # commits on the shared mainline
+    # true changes
+    change_rate: float = 0.75  # Poisson mean of true (non-revert) changes per series
+    short_regression_share: float = 0.25  # changes reverted after a few commits
+    revert_after: tuple[int, int] = (2, 8)  # commits until the revert
+    magnitude: tuple[float, float] = (0.01, 0.5)  # relative, log-uniform
+    min_snr: float = 1.5  # a change is at least this many noise sd
+    min_gap: int = 10  # commits between true changes (and from the ends)
+    # noise
+    noise_cv: tuple[float, float] = (0.005, 0.08)  # sd / level, log-uniform
+    noise_weights: tuple[float, float, float] = (0.55, 0.25, 0.20)  # gaussian, student_t, bimodal
+    student_df: tuple[float, float] = (2.5, 5.0)
+    bimodal_offset: tuple[float, float] = (2.0, 5.0)  # in noise sd
+    bimodal_flip: tuple[float, float] = (0.03, 0.3)  # P(A->B), P(B->A) per commit
+    spike_rate: float = 0.003  # per commit
+    spike_size: tuple[float, float] = (0.1, 0.6)  # relative
+    drift_share: float = 0.15
+    drift_length: tuple[int, int] = (30, 120)
+    drift_total: tuple[float, float] = (0.03, 0.15)  # relative change over the drift
+    burst_share: float = 0.10
+    burst_length: tuple[int, int] = (15, 60)
+    burst_factor: tuple[float, float] = (2.0, 4.0)
+    replicate_share: float = 0.15  # series with several measurements per commit
+    replicates: tuple[int, int] = (2, 5)
+    # candidates
+    exact_detection_share: float = 0.8  # TP candidates at the exact commit
+    fp_spike: float = 0.5  # P(a spike becomes a candidate)
+    fp_flip: float = 0.3  # P(a bimodal flip becomes a candidate)
+    fp_drift: float = 0.7
+    fp_burst: float = 0.6
+    fp_random_rate: float = 0.3  # Poisson mean of random false candidates
+    not_triaged_share: float = 0.05
+    under_investigation_share: float = 0.01
+
+    def validate(self) -> None:
+        if self.n_series < 1:
+            raise ValueError("n_series must be >= 1")
+        if not 3 * self.min_gap <= self.length_min <= self.length_max:
+            raise ValueError("need 3 * min_gap <= length_min <= length_max")
+        if self.timeline < 2 * self.length_max:
+            raise ValueError("timeline must be at least twice length_max")
+        shares = (self.not_triaged_share, self.under_investigation_share)
+        if min(shares) < 0 or sum(shares) > 1:
+            raise ValueError("untriaged shares must be in [0, 1] and sum to <= 1")
+
+
+PRESETS: dict[str, SyntheticConfig] = {
+    # A few dozen short series: unit tests and the demo.
+    "small": SyntheticConfig(),
+    # The project's default benchmark, sized like MongoDB's triaged set
+    # (about 7,800 series and 15,000 triaged candidates, Bauer et al. 2022).
+    "default": SyntheticConfig(
+        n_series=7800, length_min=100, length_max=600, change_rate=0.7, fp_random_rate=0.2
+    ),
+}
+
+
+def preset_config(name: str, **overrides: object) -> SyntheticConfig:
+    try:
+        config = PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})") from None
+    return replace(config, **overrides) if overrides else config
+
+
+# --------------------------------------------------------------------------- generation
+
+
+def _log_uniform(rng: np.random.Generator, lo: float, hi: float, size=None):
+    return np.exp(rng.uniform(np.log(lo), np.log(hi), size))
+
+
+def _timeline(config: SyntheticConfig, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Commit ids and timestamps of the shared mainline."""
+    ids = np.array([f"{v:012x}" for v in rng.integers(0, 2**48, config.timeline)], dtype=object)
+    # Gaps: mostly hours apart during work days, long pauses at nights and weekends.
+    gaps_h = rng.exponential(3.0, config.timeline)
+    pause = rng.random(config.timeline)
+    gaps_h += np.where(pause < 0.08, rng.uniform(12, 16, config.timeline), 0.0)
+    gaps_h += np.where(pause < 0.02, rng.uniform(48, 60, config.timeline), 0.0)
+    start = np.datetime64("2023-01-02T09:00:00")
+    stamps = start + (np.cumsum(gaps_h) * 3600).astype("timedelta64[s]")
+    return ids, stamps.astype("datetime64[s]")
+
+
+def _spaced_positions(rng: np.random.Generator, n: int, k: int, gap: int) -> np.ndarray:
+    """Up to ``k`` sorted positions in [gap, n - gap) at least ``gap`` apart."""
+    chosen: list[int] = []
+    for _ in range(k * 20):
+        if len(chosen) == k:
+            break
+        c = int(rng.integers(gap, n - gap))
+        if all(abs(c - o) >= gap for o in chosen):
+            chosen.append(c)
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[str, np.ndarray]:
+    """One series: per-commit level, noise, values and candidates."""
+    n = int(np.round(_log_uniform(rng, config.length_min, config.length_max)))
+    base = float(_log_uniform(rng, 1.0, 1e5))
+    cv = float(_log_uniform(rng, *config.noise_cv))
+    kind = NOISE_KINDS[rng.choice(3, p=np.array(config.noise_weights) / sum(config.noise_weights))]
+
+    # --- true changes (piecewise-constant multiplicative level)
+    k = rng.poisson(config.change_rate)
+    starts = _spaced_positions(rng, n, k, config.min_gap)
+    rel = np.ones(n)
+    change_at: list[int] = []
+    for c in starts:
+        mag = float(_log_uniform(rng, *config.magnitude))
+        mag = max(mag, rng.uniform(config.min_snr, 2 * config.min_snr) * cv)
+        sign = 1.0 if rng.random() < 0.5 else -1.0
+        factor = 1.0 + sign * min(mag, 0.9)
+        end = n
+        if rng.random() < config.short_regression_share:
+            revert = int(c + rng.integers(config.revert_after[0], config.revert_after[1] + 1))
+            if revert < n - 1 and all(revert != s for s in starts):
+                end = revert
+                change_at.append(revert)
+        rel[c:end] *= factor
+        change_at.append(int(c))
+    change_at = sorted(set(change_at))
+
+    # --- drift (a ramp, not a change point)
+    drift_at = None
+    if rng.random() < config.drift_share and n > config.drift_length[0] + 2 * config.min_gap:
+        length = int(rng.integers(config.drift_length[0], min(config.drift_length[1], n - 2 * config.min_gap) + 1))
+        a = int(rng.integers(config.min_gap, n - length - config.min_gap + 1))
+        total = float(rng.uniform(*config.drift_total)) * (1 if rng.random() < 0.5 else -1)
+        ramp = np.ones(n)
+        ramp[a : a + length] = 1 + total * np.arange(1, length + 1) / length
+        ramp[a + length :] = 1 + total
+        rel *= ramp
+        drift_at = (a, length)
+    level = base * rel
+
+    # --- noise scale (bursts raise it for a stretch)
+    scale = np.full(n, cv)
+    burst_at = None
+    if rng.random() < config.burst_share and n > config.burst_length[0] + 2 * config.min_gap:
+        length = int(rng.integers(config.burst_length[0], min(config.burst_length[1], n - 2 * config.min_gap) + 1))
+        a = int(rng.integers(config.min_gap, n - length - config.min_gap + 1))
+        scale[a : a + length] *= rng.uniform(*config.burst_factor)
+        burst_at = a
+
+    # --- bimodal machine state
+    state_b = np.zeros(n, dtype=bool)
+    flips: list[int] = []
+    if kind == "bimodal":
+        p_ab, p_ba = config.bimodal_flip
+        u = rng.random(n)
+        for t in range(1, n):
+            state_b[t] = (u[t] >= p_ba) if state_b[t - 1] else (u[t] < p_ab)
+        flips = list(np.flatnonzero(state_b[1:] & ~state_b[:-1]) + 1)
+        offset = rng.uniform(*config.bimodal_offset) * cv
+    else:
+        offset = 0.0
+
+    # --- spikes
+    spikes = np.flatnonzero(rng.random(n) < config.spike_rate)
+    spikes = spikes[spikes > 0]
+    spike_factor = np.ones(n)
+    spike_factor[spikes] = 1 + rng.uniform(*config.spike_size, len(spikes)) * rng.choice([-1, 1], len(spikes))
+
+    # --- measurements
+    reps = np.ones(n, dtype=np.int64)
+    if rng.random() < config.replicate_share:
+        reps[:] = rng.integers(config.replicates[0], config.replicates[1] + 1)
+    rows = np.repeat(np.arange(n), reps)
+    m = len(rows)
+    if kind == "student_t":
+        df = rng.uniform(*config.student_df)
+        eps = rng.standard_t(df, m) / np.sqrt(df / (df - 2))
+    else:
+        eps = rng.standard_normal(m)
+    mult = 1 + scale[rows] * eps + np.where(state_b[rows], offset, 0.0)
+    values = level[rows] * spike_factor[rows] * np.maximum(mult, 0.05)
+
+    # --- candidates
+    n_cand = np.zeros(n, dtype=bool)
+    truth = np.full(n, L.NONE, dtype=object)
+
+    def add(idx: int, lab: str) -> None:
+        if 1 <= idx < n and not n_cand[idx]:
+            n_cand[idx] = True
+            truth[idx] = lab
+
+    for c in change_at:
+        if rng.random() < config.exact_detection_share:
+            add(c, L.TRUE_POSITIVE)
+        else:
+            add(int(np.clip(c + rng.choice([-2, -1, 1, 2]), 1, n - 1)), L.TRUE_POSITIVE)
+    for s in spikes:
+        if rng.random() < config.fp_spike:
+            add(int(s + (rng.random() < 0.3)), L.FALSE_POSITIVE)
+    for f in flips:
+        if rng.random() < config.fp_flip:
+            add(int(f), L.FALSE_POSITIVE)
+    if drift_at is not None and rng.random() < config.fp_drift:
+        a, length = drift_at
+        add(int(a + rng.integers(length // 3, length + 1)), L.FALSE_POSITIVE)
+    if burst_at is not None and rng.random() < config.fp_burst:
+        add(int(burst_at + rng.integers(0, 3)), L.FALSE_POSITIVE)
+    for r in rng.integers(1, n, rng.poisson(config.fp_random_rate)):
+        add(int(r), L.FALSE_POSITIVE)
+
+    labels = truth.copy()
+    cand_idx = np.flatnonzero(n_cand)
+    u = rng.random(len(cand_idx))
+    labels[cand_idx[u < config.not_triaged_share]] = L.NOT_TRIAGED
+    both = config.not_triaged_share + config.under_investigation_share
+    labels[cand_idx[(u >= config.not_triaged_share) & (u < both)]] = L.UNDER_INVESTIGATION
+
+    true_change = np.zeros(n, dtype=np.int8)
+    true_change[change_at] = 1
+    # Where on the shared timeline this series runs, and which commits it saw.
+    density = rng.uniform(0.5, 1.0)
+    span = min(config.timeline, int(np.ceil(n / density)))
+    start = int(rng.integers(0, config.timeline - span + 1))
+    positions = np.sort(rng.choice(span, n, replace=False)) + start
+    name = f"{PLATFORMS[i % len(PLATFORMS)]}.{SUITES[(i // len(PLATFORMS)) % len(SUITES)]}.t{i:05d}"
+    return {
+        "name": name,
+        "positions": positions,
+        "rows": rows,
+        "values": values,
+        "labels": labels,
+        "truth": truth,
+        "true_change": true_change,
+    }
+
+
+def generate_frame(config: SyntheticConfig | str = "small", seed: int = 0) -> pd.DataFrame:
+    """The raw long-layout rows (one row per measurement) of a synthetic dataset.
+
+    Columns: ``series_id, commit, timestamp, value, label, true_change, truth_label``.
+    """
+    if isinstance(config, str):
+        config = preset_config(config)
+    config.validate()
+    root = np.random.SeedSequence(seed)
+    timeline_seed, series_seed = root.spawn(2)
+    ids, stamps = _timeline(config, np.random.default_rng(timeline_seed))
+    parts = []
+    for i, child in enumerate(series_seed.spawn(config.n_series)):
+        s = _series(config, np.random.default_rng(child), i)
+        rows = s["rows"]
+        # Labels and ground truth go on the first measurement of a commit only.
+        first = np.r_[True, rows[1:] != rows[:-1]]
+        parts.append(
+            pd.DataFrame(
+                {
+                    "series_id": s["name"],
+                    "commit": ids[s["positions"]][rows],
+                    "timestamp": stamps[s["positions"]][rows],
+                    "value": s["values"],
+                    "label": np.where(first, s["labels"][rows], L.NONE),
+                    "true_change": np.where(first, s["true_change"][rows], 0).astype(np.int8),
+                    "truth_label": np.where(first, s["truth"][rows], L.NONE),
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+def generate(config: SyntheticConfig | str = "small", seed: int = 0) -> Dataset:
+    """A synthetic :class:`~triage.history.Dataset` (replicates aggregated by mean).
+
+    It is built through the same validation as a loaded file, so
+    ``generate(...)`` and ``load(write_synthetic(...))`` agree.
+    """
+    frame = generate_frame(config, seed)
+    name = config if isinstance(config, str) else "custom"
+    return _build_dataset(frame, np.arange(1, len(frame) + 1), Path(f"<synthetic:{name}:seed={seed}>"))
+
+
+def write_synthetic(
+    out_dir: str | Path, config: SyntheticConfig | str = "small", seed: int = 0, fmt: str = "parquet"
+) -> Path:
+    """Generate and write a dataset directory: ``history.<fmt>`` and ``dataset.json``.
+
+    Returns the path of the history file. Files are written beside their final
+    name and renamed into place.
+    """
+    preset = config if isinstance(config, str) else None
+    if isinstance(config, str):
+        config = preset_config(config)
+    if fmt not in ("parquet", "csv"):
+        raise ValueError("fmt must be parquet or csv")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frame = generate_frame(config, seed)
+    path = out_dir / f"history.{fmt}"
+    tmp = out_dir / f".history.{fmt}.tmp"
+    if fmt == "parquet":
+        frame.to_parquet(tmp, index=False)
+    else:
+        frame.to_csv(tmp, index=False, date_format="%Y-%m-%dT%H:%M:%S")
+    os.replace(tmp, path)
+    for other in ("parquet", "csv"):  # a stale file of the other format would shadow this one
+        if other != fmt and (out_dir / f"history.{other}").exists():
+            (out_dir / f"history.{other}").unlink()
+    first = frame["label"] != L.NONE
+    meta = {
+        "generator": "triage.synthetic",
+        "preset": preset,
+        "seed": seed,
+        "config": asdict(config),
+        "rows": len(frame),
+        "series": int(frame["series_id"].nunique()),
+        "candidates": frame.loc[first, "label"].value_counts().to_dict(),
+        "true_change_points": int(frame["true_change"].sum()),
+    }
+    (out_dir / "dataset.json").write_text(json.dumps(meta, indent=2, default=list) + "\n")
+    return path
