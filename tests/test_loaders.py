@@ -1,0 +1,276 @@
+"""Loaders: the layouts people have, round trips, and every bad-input case."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from triage import labels as L
+from triage.errors import InputError
+from triage.history import Dataset, History
+from triage.loaders import UnsortedTimestampsWarning, load, write_long
+
+
+def write(tmp_path, text, name="data.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# --------------------------------------------------------------------------- real files
+
+
+def test_mongodb_demo_loads(shared_data):
+    dataset = load(shared_data / "mongodb_demo.csv")
+    assert len(dataset) == 1
+    history = dataset["mongodb_demo"]
+    assert len(history) == 507
+    assert dataset.label_counts() == {
+        "true_positive": 2,
+        "false_positive": 2,
+        "not_triaged": 2,
+        "under_investigation": 0,
+    }
+    # Line 74 of the file (header = line 1) is the first not_triaged row: position 72.
+    assert history.labels[72] == L.NOT_TRIAGED
+    assert history.values[72] == pytest.approx(559.373091560733)
+    assert list(history.confirmed()) == [267, 410]
+
+
+def test_tigerbeetle_json_loads(shared_data):
+    history = next(iter(load(shared_data / "tigerbeetle.json")))
+    assert len(history) == 365
+    assert history.values[10] == 15672  # the spike the README mentions
+    assert history.commits[15] == "15"
+
+
+def test_otava_csv_one_series_per_metric(tmp_path):
+    path = write(
+        tmp_path,
+        "time,commit,throughput,latency,branch\n"
+        "2024-01-01 10:00:00 +0000,a1,10,1.5,main\n"
+        "2024-01-02 10:00:00 +0000,b2,11,,main\n"
+        "2024-01-03 10:00:00 +0000,c3,12,1.7,main\n",
+    )
+    dataset = load(path)
+    assert dataset.series_ids == ["throughput", "latency"]  # branch is a text attribute
+    assert list(dataset["latency"].commits) == ["a1", "c3"]  # empty cell = not measured
+    assert dataset["throughput"].timestamps[2] == np.datetime64("2024-01-03T10:00:00")
+
+
+def test_otava_bad_metric_value_names_row(tmp_path):
+    path = write(tmp_path, "time,commit,throughput\n2024-01-01,a,10\n2024-01-02,b,oops\n2024-01-03,c,12\n")
+    with pytest.raises(InputError, match=r"row 3: .*'oops' is not a number"):
+        load(path)
+
+
+def test_several_measurements_are_aggregated(tmp_path):
+    path = write(
+        tmp_path,
+        "series_id,commit,value,label\ns,a,1,\ns,a,2,\ns,a,6,fixed\ns,b,5,\n",
+    )
+    assert list(load(path)["s"].values) == [3.0, 5.0]
+    assert list(load(path, aggregate="median")["s"].values) == [2.0, 5.0]
+    p90 = load(path, aggregate="p90")["s"]
+    assert p90.values[0] == pytest.approx(np.quantile([1, 2, 6], 0.9))
+    assert list(p90.n_measurements) == [3, 1]
+    assert p90.labels[0] == L.TRUE_POSITIVE  # Perfherder "fixed"
+
+
+def test_interleaved_series_are_separated(tmp_path):
+    path = write(tmp_path, "series_id,commit,value\nx,1,1\ny,1,10\nx,2,2\ny,2,20\n")
+    dataset = load(path)
+    assert list(dataset["x"].values) == [1, 2] and list(dataset["y"].values) == [10, 20]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("invalid", L.FALSE_POSITIVE),
+        ("Fixed", L.TRUE_POSITIVE),
+        ("backedout", L.TRUE_POSITIVE),
+        ("acknowledged", L.TRUE_POSITIVE),
+        ("untriaged", L.NOT_TRIAGED),
+        ("investigating", L.UNDER_INVESTIGATION),
+        ("true_positive", L.TRUE_POSITIVE),
+        ("", L.NONE),
+    ],
+)
+def test_perfherder_statuses_map(raw, expected):
+    assert L.normalise_label(raw) == expected
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("", r"file is empty"),
+        ("series_id,commit,value\n", r"header but no data rows"),
+        ("series_id,value\ns,1\n", r"row 1: missing column 'commit'"),
+        ("series_id,commit,value\ns,a,1\ns,b,abc\n", r"row 3: value 'abc' is not a number"),
+        ("series_id,commit,value\ns,a,1\ns,b,inf\n", r"row 3: value 'inf' is not finite"),
+        ("series_id,commit,value\ns,a,1\ns,b,\n", r"row 3: value is missing"),
+        ("series_id,commit,value\ns,a,1\ns,b,nan\n", r"row 3: value 'nan' is not a number"),
+        ("series_id,commit,value\ns,a,1\ns,b,2\ns,a,3\n", r"row 4: duplicate commit id 'a' in series 's' \(first seen at row 2"),
+        ("series_id,commit,value,label\ns,a,1,\ns,b,2,maybe\n", r"row 3: unknown label 'maybe'"),
+        ("series_id,commit,value\ns,,1\n", r"row 2: commit is missing"),
+        ("series_id,commit,timestamp,value\ns,a,2024-01-02,1\ns,b,2024-01-01,2\n", r"row 3: timestamps of series 's' go backwards"),
+        ("series_id,commit,timestamp,value\ns,a,2024-01-02,1\ns,b,yesterday,2\n", r"row 3: timestamp 'yesterday' is not a date"),
+        ("series_id,commit,value,label\ns,a,1,fixed\ns,a,2,invalid\n", r"row 3: label 'false_positive' disagrees"),
+    ],
+)
+def test_bad_long_csv_is_rejected_with_row(tmp_path, text, pattern):
+    path = write(tmp_path, text)
+    with pytest.raises(InputError, match=pattern) as info:
+        load(path, layout="long")
+    assert str(path) in str(info.value)
+
+
+def test_unsorted_timestamps_sorted_on_request(tmp_path):
+    path = write(
+        tmp_path,
+        "series_id,commit,timestamp,value\ns,a,2024-01-02,1\ns,b,2024-01-01,2\ns,c,2024-01-03,3\n",
+    )
+    with pytest.warns(UnsortedTimestampsWarning, match="row 3"):
+        history = load(path, sort_timestamps=True)["s"]
+    assert list(history.commits) == ["b", "a", "c"]
+    assert list(history.values) == [2, 1, 3]
+
+
+def test_mongodb_layout_bad_value(tmp_path):
+    path = write(tmp_path, '"Value";"MongoDB.Label"\n1.5;""\nx;"true_positive"\n', "m.csv")
+    with pytest.raises(InputError, match=r"m.csv, row 3: value 'x' is not a number"):
+        load(path)
+
+
+def test_mongodb_layout_missing_label_column(tmp_path):
+    path = write(tmp_path, '"Value";"Other"\n1.5;""\n', "m.csv")
+    with pytest.raises(InputError, match=r"missing column 'MongoDB.Label'"):
+        load(path, layout="mongodb")
+
+
+def test_unknown_layout_header(tmp_path):
+    path = write(tmp_path, "a,b\n1,2\n")
+    with pytest.raises(InputError, match=r"row 1: cannot tell the layout"):
+        load(path)
+
+
+def test_missing_file_and_empty_dir(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        load(tmp_path / "absent.csv")
+    with pytest.raises(InputError, match="directory has none of"):
+        load(tmp_path)
+
+
+def test_bad_parquet_row_is_named(tmp_path):
+    path = tmp_path / "h.parquet"
+    pd.DataFrame({"series_id": ["s", "s"], "commit": ["a", "b"], "value": [1.0, np.inf]}).to_parquet(path)
+    with pytest.raises(InputError, match=r"h.parquet, row 2: value 'inf' is not finite"):
+        load(path)
+
+
+def test_json_list_rejects_null(tmp_path):
+    path = write(tmp_path, "[1, 2, null]", "s.json")
+    with pytest.raises(InputError, match=r"row 3: value is missing"):
+        load(path)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def test_write_is_atomic_and_keeps_old_file_on_failure(tmp_path, monkeypatch):
+    dataset = Dataset([History("s", ["a", "b"], [1.0, 2.0], [L.NONE, L.TRUE_POSITIVE])])
+    path = write_long(dataset, tmp_path / "out.csv")
+    before = path.read_bytes()
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", boom)
+    with pytest.raises(OSError, match="disk full"):
+        write_long(dataset, path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]  # no temp file left behind
+
+
+# --------------------------------------------------------------------------- properties
+
+labels_st = st.sampled_from([lab for lab in L.CANONICAL])
+finite = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def datasets(draw):
+    n_series = draw(st.integers(1, 3))
+    histories = []
+    for s in range(n_series):
+        n = draw(st.integers(1, 12))
+        values = draw(st.lists(finite, min_size=n, max_size=n))
+        labels = draw(st.lists(labels_st, min_size=n, max_size=n))
+        stamps = np.datetime64("2024-01-01T00:00:00") + np.sort(
+            np.array(draw(st.lists(st.integers(0, 10**6), min_size=n, max_size=n)))
+        ).astype("timedelta64[s]")
+        histories.append(
+            History(f"series {s}", [f"c{i}" for i in range(n)], values, labels, timestamps=stamps.astype("datetime64[ns]"))
+        )
+    return Dataset(histories)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(dataset=datasets(), suffix=st.sampled_from([".csv", ".parquet"]))
+def test_long_layout_round_trip(tmp_path, dataset, suffix):
+    path = write_long(dataset, tmp_path / f"rt{suffix}")
+    back = load(path)
+    assert back.series_ids == dataset.series_ids
+    for a in dataset:
+        b = back[a.series_id]
+        assert list(b.commits) == list(a.commits)
+        np.testing.assert_allclose(b.values, a.values, rtol=1e-15)
+        assert list(b.labels) == list(a.labels)
+        assert (b.timestamps == a.timestamps).all()
+
+
+bad_cells = st.sampled_from(["abc", "inf", "-inf", "", "1e999", "nan", "1,5"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    values=st.lists(finite, min_size=1, max_size=10),
+    position=st.integers(0, 9),
+    bad=bad_cells,
+)
+def test_malformed_value_is_rejected_at_its_row(tmp_path, values, position, bad):
+    position = position % len(values)
+    cells = [repr(v) for v in values]
+    cells[position] = f'"{bad}"'
+    lines = ["series_id,commit,value"] + [f"s,c{i},{c}" for i, c in enumerate(cells)]
+    path = tmp_path / "bad.csv"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as info:
+        load(path, layout="long")
+    assert info.value.row == position + 2
+    assert "value" in info.value.problem
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(label=st.text(min_size=1, max_size=12).filter(lambda t: t.strip() and "\n" not in t and "\r" not in t))
+def test_unknown_labels_are_rejected(tmp_path, label):
+    try:
+        L.normalise_label(label)
+        return  # a known spelling
+    except KeyError:
+        pass
+    frame = pd.DataFrame({"series_id": ["s", "s"], "commit": ["a", "b"], "value": [1, 2], "label": ["", label]})
+    path = tmp_path / "labels.parquet"
+    frame.to_parquet(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match=r"row 2: unknown label"):
+            load(path)

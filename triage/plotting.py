@@ -1,0 +1,66 @@
+"""Pictures of a history: values, true change points, triaged candidates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from triage import labels as L
+from triage.history import History
+
+# Colour per label, chosen so true/false alerts read apart at a glance.
+LABEL_STYLE: dict[str, tuple[str, str]] = {
+    L.TRUE_POSITIVE: ("tab:red", "^"),
+    L.FALSE_POSITIVE: ("tab:gray", "x"),
+    L.NOT_TRIAGED: ("tab:orange", "o"),
+    L.UNDER_INVESTIGATION: ("tab:purple", "s"),
+}
+
+
+def plot_history(history: History, out: str | Path, *, title: str | None = None, decisions=None) -> Path:
+    """Render ``history`` as a PNG.
+
+    Parameters
+    ----------
+    history : the series to draw
+    out : PNG path (parent directories are created)
+    decisions : optional sequence of ``(index, probability, decision)`` to mark
+        model decisions above the series
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # no screen on servers and in CI
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    x = np.arange(len(history))
+    fig, ax = plt.subplots(figsize=(11, 3.6), dpi=110)
+    ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value")
+    for i, tc in enumerate(history.true_change_points()):
+        ax.axvline(tc, color="tab:green", lw=1.2, ls="--", alpha=0.8, label="true change" if i == 0 else None)
+    for label, (colour, marker) in LABEL_STYLE.items():
+        idx = np.flatnonzero(history.labels == label)
+        if len(idx):
+            ax.scatter(idx, history.values[idx], color=colour, marker=marker, s=60, zorder=3, label=label)
+    if decisions is not None:
+        top = float(np.max(history.values))
+        for index, prob, decision in decisions:
+            ax.annotate(
+                f"{prob:.2f}",
+                (index, top),
+                color="tab:red" if decision else "tab:gray",
+                fontsize=7,
+                ha="center",
+                va="bottom",
+            )
+    ax.set_title(title or history.series_id, fontsize=10)
+    ax.set_xlabel("commit (position in history)")
+    ax.set_ylabel("value")
+    ax.legend(fontsize=7, loc="upper left", ncols=3)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return out
