@@ -1,0 +1,145 @@
+"""Bayesian online change-point detection (Adams & MacKay 2007).
+
+The series is modelled as segments of i.i.d. Gaussian values with unknown
+mean and variance (Normal-Gamma prior, Student-t predictive), and a constant
+hazard ``1/expected_run`` that any commit starts a new segment. The filter
+keeps, after each commit ``t``, the posterior over the length ``l`` of the
+current segment (``x[t-l+1 .. t]``).
+
+From it, a commit ``s`` is a change point when the posterior that a segment
+*starts at s*, seen ``lag`` commits later, ``P(l_{s+lag} = lag + 1 | x[:s+lag+1])``,
+is at least ``threshold``. The lag lets a few post-change values confirm
+the new level (with lag 0 every outlier would start a segment); at the end
+of the series the lag shrinks to what is available. Among flagged commits
+closer than ``min_gap`` the most probable is kept.
+
+Values are standardised first (median, and the noise level from first
+differences) so that the default prior suits any unit: noise variance
+around 1, level anywhere within a few hundred noise units of the median.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln
+
+from triage.detectors.base import ChangePoint, Detector, robust_sigma
+
+
+def _student_logpdf(x: float, mu: np.ndarray, kappa: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """Log predictive density of the Normal-Gamma model at ``x``, one per hypothesis."""
+    nu = 2.0 * alpha
+    scale2 = beta * (kappa + 1.0) / (alpha * kappa)
+    z = (x - mu) ** 2 / (nu * scale2)
+    return (
+        gammaln((nu + 1.0) / 2.0)
+        - gammaln(nu / 2.0)
+        - 0.5 * np.log(np.pi * nu * scale2)
+        - (nu + 1.0) / 2.0 * np.log1p(z)
+    )
+
+
+class Bocpd(Detector):
+    """Adams & MacKay's BOCPD with a Gaussian (unknown mean and variance) model.
+
+    Parameters
+    ----------
+    expected_run : mean segment length in commits; hazard = 1/expected_run (250)
+    lag : commits after a start used to confirm it (20)
+    threshold : minimum posterior probability of a start (0.5)
+    min_gap : flagged commits closer than this are one change (5)
+    kappa0, alpha0, beta0 : Normal-Gamma prior on standardised values
+        (mean 0 with pseudo-count ``kappa0``; precision ~ Gamma(alpha0, beta0))
+
+    ``score`` is the posterior probability of the start; field ``lag_used``.
+    """
+
+    name = "bocpd"
+
+    def __init__(
+        self,
+        expected_run: float = 250.0,
+        lag: int = 20,
+        threshold: float = 0.5,
+        min_gap: int = 5,
+        kappa0: float = 0.01,
+        alpha0: float = 2.0,
+        beta0: float = 1.0,
+    ):
+        self.expected_run = expected_run
+        self.lag = lag
+        self.threshold = threshold
+        self.min_gap = min_gap
+        self.kappa0 = kappa0
+        self.alpha0 = alpha0
+        self.beta0 = beta0
+
+    def start_probabilities(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior that each commit starts a segment, seen ``lag`` commits later.
+
+        Returns ``(prob, lag_used)``, both shape (n,); ``prob[0]`` is 1 by
+        construction (the first segment) and is never reported.
+        """
+        if self.expected_run <= 1:
+            raise ValueError("expected_run must be > 1")
+        if self.lag < 0:
+            raise ValueError("lag must be >= 0")
+        x = np.asarray(values, dtype=np.float64)
+        n = len(x)
+        z = (x - np.median(x)) / robust_sigma(x)
+        h = 1.0 / self.expected_run
+        log_h, log_1h = np.log(h), np.log1p(-h)
+        # Hypothesis j = segment of length j+1 ending at the current commit.
+        mu = np.empty(0)
+        kappa = np.empty(0)
+        alpha = np.empty(0)
+        beta = np.empty(0)
+        logr = np.empty(0)  # log posterior over segment lengths
+        prob = np.zeros(n)
+        lag_used = np.zeros(n, dtype=np.int64)
+        prior = (np.zeros(1), np.array([self.kappa0]), np.array([self.alpha0]), np.array([self.beta0]))
+        for t in range(n):
+            xt = z[t]
+            # The new segment's first value is scored by the prior predictive.
+            lp_new = _student_logpdf(xt, *prior)[0]
+            if t == 0:
+                logr = np.array([lp_new])
+            else:
+                lp = _student_logpdf(xt, mu, kappa, alpha, beta)
+                grow = logr + lp + log_1h
+                start = np.logaddexp.reduce(logr) + log_h + lp_new
+                logr = np.concatenate([[start], grow])
+            logr -= np.logaddexp.reduce(logr)
+            # Posterior update: hypothesis j+1 extends old hypothesis j by xt.
+            mu_p = np.concatenate([prior[0], mu])
+            kappa_p = np.concatenate([prior[1], kappa])
+            alpha_p = np.concatenate([prior[2], alpha])
+            beta_p = np.concatenate([prior[3], beta])
+            beta = beta_p + kappa_p * (xt - mu_p) ** 2 / (2.0 * (kappa_p + 1.0))
+            mu = (kappa_p * mu_p + xt) / (kappa_p + 1.0)
+            kappa = kappa_p + 1.0
+            alpha = alpha_p + 0.5
+            s = t - self.lag
+            if s >= 0:
+                prob[s] = np.exp(logr[self.lag])
+                lag_used[s] = self.lag
+        # The last `lag` commits are judged with what the series has.
+        for s in range(max(0, n - self.lag), n):
+            used = n - 1 - s
+            prob[s] = np.exp(logr[used])
+            lag_used[s] = used
+        return prob, lag_used
+
+    def _find(self, x: np.ndarray) -> list[ChangePoint]:
+        prob, lag_used = self.start_probabilities(x)
+        flagged = [s for s in range(1, len(x)) if prob[s] >= self.threshold]
+        out: list[ChangePoint] = []
+        group: list[int] = []
+        for s in [*flagged, None]:
+            if group and (s is None or s - group[-1] >= self.min_gap):
+                best = max(group, key=lambda i: prob[i])
+                out.append(ChangePoint(int(best), float(prob[best]), {"lag_used": int(lag_used[best])}))
+                group = []
+            if s is not None:
+                group.append(s)
+        return out

@@ -1,0 +1,110 @@
+"""Ensemble voting over several detectors (the Mozilla change-point study).
+
+Each member detector runs on the series. Detections of different members
+within ``margin`` commits of each other count as one *event*: events are
+formed left to right, each starting at the earliest unassigned detection and
+taking every detection at most ``margin`` commits after it (anchoring on the
+first detection keeps an event from chaining along a slope). An event's
+votes are the number of distinct members in it; it is flagged when at least
+``min_votes`` members agree, and placed at the mean of the members' indices
+(a member with several detections in one event contributes their mean).
+
+"Mozilla or Ensemble": members named in ``always`` vote yes on their own --
+an event holding one of their detections is flagged whatever the votes, and
+is placed at that member's index, so the result is the union of Mozilla's
+alerts and the ensemble's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from triage.detectors.base import ChangePoint, Detector
+
+
+class Ensemble(Detector):
+    """Vote of several detectors.
+
+    Parameters
+    ----------
+    members : registry names (or :class:`Detector` instances) of the voters
+    margin : detections at most this many commits apart are one event (5)
+    min_votes : members that must agree to flag an event (3)
+    always : names of members whose detection alone flags an event (none)
+
+    ``score`` is the number of votes; fields ``votes`` and ``methods``
+    (the agreeing members' names joined by ``+``). After :meth:`fit`,
+    ``member_change_points_`` maps each member name to its own detections.
+    """
+
+    name = "ensemble"
+
+    def __init__(
+        self,
+        members: Sequence[str | Detector] = ("perfherder", "hybrid_welch", "hybrid_ks", "edivisive", "cusum", "bocpd", "pelt", "binseg"),
+        margin: int = 5,
+        min_votes: int = 3,
+        always: Sequence[str] = (),
+    ):
+        self.members = members
+        self.margin = margin
+        self.min_votes = min_votes
+        self.always = always
+
+    def _member_detectors(self) -> list[tuple[str, Detector]]:
+        from triage.detectors.registry import make  # the registry imports this module
+
+        out = []
+        for m in self.members:
+            if isinstance(m, Detector):
+                out.append((m.name, m))
+            else:
+                out.append((str(m), make(str(m))))
+        names = [n for n, _ in out]
+        if len(set(names)) != len(names):
+            raise ValueError(f"ensemble members must have distinct names, got {names}")
+        unknown = set(self.always) - set(names)
+        if unknown:
+            raise ValueError(f"'always' names {sorted(unknown)} are not members ({', '.join(names)})")
+        return out
+
+    def _find(self, x: np.ndarray) -> list[ChangePoint]:
+        if self.margin < 0 or self.min_votes < 1:
+            raise ValueError("need margin >= 0 and min_votes >= 1")
+        members = self._member_detectors()
+        self.member_change_points_ = {name: det.detect(x) for name, det in members}
+        detections = sorted(
+            (cp.index, name) for name, cps in self.member_change_points_.items() for cp in cps
+        )
+        return vote(detections, self.margin, self.min_votes, set(self.always))
+
+
+def vote(
+    detections: Sequence[tuple[int, str]], margin: int, min_votes: int, always: set[str] = frozenset()
+) -> list[ChangePoint]:
+    """Group ``(index, member)`` detections (sorted by index) into events and keep the agreed ones."""
+    out: list[ChangePoint] = []
+    k = 0
+    while k < len(detections):
+        anchor = detections[k][0]
+        j = k
+        while j < len(detections) and detections[j][0] - anchor <= margin:
+            j += 1
+        event = detections[k:j]
+        k = j
+        by_member: dict[str, list[int]] = {}
+        for idx, name in event:
+            by_member.setdefault(name, []).append(idx)
+        votes = len(by_member)
+        forced = [name for name in by_member if name in always]
+        if votes < min_votes and not forced:
+            continue
+        if forced:
+            index = by_member[forced[0]][0]
+        else:
+            centre = float(np.mean([np.mean(v) for v in by_member.values()]))
+            index = int(np.floor(centre + 0.5))
+        out.append(ChangePoint(index, float(votes), {"votes": votes, "methods": "+".join(sorted(by_member))}))
+    return out
