@@ -34,6 +34,7 @@ def _root() -> None:
 COMMAND_MODULES: list[str] = [
     "triage.cli_data",
     "triage.cli_features",
+    "triage.cli_training",
 ]
 
 for _name in COMMAND_MODULES:
