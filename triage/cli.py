@@ -33,6 +33,7 @@ def _root() -> None:
 # Order here is the order of `triage --help`.
 COMMAND_MODULES: list[str] = [
     "triage.cli_data",
+    "triage.cli_detectors",
     "triage.cli_features",
     "triage.cli_training",
 ]
