@@ -150,6 +150,9 @@ def training_data(
     sub = matrix.iloc[rows]
     X = feature_array(sub, columns, source)
     y = (sub["label"].astype(str).to_numpy() == L.TRUE_POSITIVE).astype(np.int8)
+    if y.min() == y.max():
+        only = L.TRUE_POSITIVE if y[0] else L.FALSE_POSITIVE
+        raise InputError(source, None, f"only {only} candidates: need both true and false alerts to learn from")
     groups = (sub["series_id"].astype(str).to_numpy() if "series_id" in sub.columns else np.arange(len(sub)).astype(str))
     return TrainingData(X=X, y=y, groups=groups, order=time_key(sub), columns=columns, rows=rows)
 

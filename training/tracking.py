@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -143,14 +144,18 @@ def log_training_run(
             out = pd.DataFrame({"p_true": clf.predict_proba(example)[:, 1],
                                 "label": clf.predict(example).astype(str)})
             signature = infer_signature(example, out)
-        info = mlflow.pyfunc.log_model(
-            name="model",
-            python_model=str(Path(__file__).with_name("mlflow_model.py")),
-            artifacts={"model_dir": str(model_dir)},
-            signature=signature,
-            pip_requirements=PIP_REQUIREMENTS,
-            registered_model_name=register_as,
-        )
+        with warnings.catch_warnings():
+            # An input example would make MLflow load and run the model once
+            # more just to validate it; the signature already says the columns.
+            warnings.filterwarnings("ignore", message=".*input example was not provided.*")
+            info = mlflow.pyfunc.log_model(
+                name="model",
+                python_model=str(Path(__file__).with_name("mlflow_model.py")),
+                artifacts={"model_dir": str(model_dir)},
+                signature=signature,
+                pip_requirements=PIP_REQUIREMENTS,
+                registered_model_name=register_as,
+            )
     version = getattr(info, "registered_model_version", None)
     return {"run_id": run.info.run_id, "model_uri": info.model_uri, "registered": register_as,
             "version": str(version) if version is not None else None, "tracking_uri": uri}

@@ -1,0 +1,63 @@
+"""`triage train` and `triage evaluate` end to end on a feature-matrix file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from training.demo_matrix import make_matrix
+from training.model_files import load_model
+from triage.cli import app
+
+
+@pytest.fixture(scope="module")
+def matrix_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "matrix.parquet"
+    make_matrix(100, 3, seed=31).to_parquet(path)
+    return path
+
+
+def test_train_writes_a_loadable_model(matrix_file, tmp_path):
+    out = tmp_path / "model"
+    res = CliRunner().invoke(app, ["train", "--matrix", str(matrix_file), "--out", str(out), "--window", "4",
+                                   "--target-recall", "0.9", "--param", "n_estimators=20", "--no-track"])
+    assert res.exit_code == 0, res.output
+    assert "auc" in res.output
+    clf = load_model(out)
+    assert clf.manifest_["window"] == 4
+    assert clf.threshold_policy_ == "recall:0.9"
+    assert clf.estimator_.n_estimators == 20
+
+
+def test_evaluate_prints_and_writes_the_table(matrix_file, tmp_path):
+    res = CliRunner().invoke(app, ["evaluate", "--matrix", str(matrix_file), "--splits", "2", "--models", "rf",
+                                   "--param", "rf.n_estimators=15", "--out", str(tmp_path / "ev"), "--no-track"])
+    assert res.exit_code == 0, res.output
+    assert "grouped - random" in res.output
+    assert (tmp_path / "ev" / "summary.md").read_text().startswith("| split | model | auc |")
+
+
+def test_bad_input_exits_2_with_one_line(matrix_file, tmp_path):
+    import pandas as pd
+
+    bad = tmp_path / "untriaged.parquet"
+    pd.read_parquet(matrix_file).assign(label="not_triaged").to_parquet(bad)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from triage.cli import main; main()", "train", "--matrix", str(bad),
+         "--out", str(tmp_path / "m"), "--no-track"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "no triaged candidates" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "m").exists()
+
+
+def test_window_option_is_validated(matrix_file, tmp_path):
+    res = CliRunner().invoke(app, ["train", "--matrix", str(matrix_file), "--out", str(tmp_path / "m"),
+                                   "--window", "wide", "--no-track"])
+    assert res.exit_code != 0
+    assert not (tmp_path / "m").exists()
