@@ -23,6 +23,7 @@ sizes are counts of commits.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -215,7 +216,11 @@ def _pvalue(fn: Callable[[np.ndarray, np.ndarray], float]) -> Callable[[np.ndarr
         if len(a) < 2 or len(b) < 2:
             return 1.0
         try:
-            p = float(fn(a, b))
+            # Constant windows make scipy warn (precision loss, 0/0); the
+            # resulting NaN is read as "no evidence" just below.
+            with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                p = float(fn(a, b))
         except (ValueError, FloatingPointError, ZeroDivisionError):
             return 1.0
         return 1.0 if math.isnan(p) else p
