@@ -107,6 +107,13 @@ def save_model(
     return path
 
 
+def check_writable(path: str | Path) -> None:
+    """Raise :class:`ModelFileError` now if :func:`save_model` would refuse ``path`` later."""
+    path = Path(path)
+    if path.exists():
+        _check_replaceable(path)
+
+
 def _check_replaceable(path: Path) -> None:
     if not path.is_dir():
         raise ModelFileError(path, "exists and is not a directory; refusing to replace it")

@@ -23,7 +23,7 @@ import pandas as pd
 from training import matrix as M
 from training.classifier import TriageClassifier
 from training.evaluation import _binary_metrics, split_indices
-from training.model_files import save_model
+from training.model_files import check_writable, save_model
 
 
 @dataclass
@@ -80,6 +80,7 @@ def train(
     :class:`~triage.errors.InputError` for a matrix without triaged rows or
     lacking the requested feature columns; nothing is written then.
     """
+    check_writable(out)  # fail before minutes of training, not after
     columns = M.resolve_features(features, matrix)
     td = M.training_data(matrix, columns)
     feature_set_file = str(features) if isinstance(features, str | Path) else None
