@@ -13,6 +13,12 @@ the new level (with lag 0 every outlier would start a segment); at the end
 of the series the lag shrinks to what is available. Among flagged commits
 closer than ``min_gap`` the most probable is kept.
 
+The model may still explain a single outlier as a one-commit segment, after
+which a "new" segment starts at the old level. So a flagged start is kept
+only when the level really moves: the mean after it (up to the next flagged
+group) differs from the mean before the group (since the last kept change)
+by at least ``min_shift`` noise standard deviations.
+
 Values are standardised first (median, and the noise level from first
 differences) so that the default prior suits any unit: noise variance
 around 1, level anywhere within a few hundred noise units of the median.
@@ -48,10 +54,12 @@ class Bocpd(Detector):
     lag : commits after a start used to confirm it (20)
     threshold : minimum posterior probability of a start (0.5)
     min_gap : flagged commits closer than this are one change (5)
+    min_shift : minimum level shift, in noise standard deviations (1)
     kappa0, alpha0, beta0 : Normal-Gamma prior on standardised values
         (mean 0 with pseudo-count ``kappa0``; precision ~ Gamma(alpha0, beta0))
 
-    ``score`` is the posterior probability of the start; field ``lag_used``.
+    ``score`` is the posterior probability of the start; fields ``lag_used``,
+    ``shift_sigma``.
     """
 
     name = "bocpd"
@@ -62,6 +70,7 @@ class Bocpd(Detector):
         lag: int = 20,
         threshold: float = 0.5,
         min_gap: int = 5,
+        min_shift: float = 1.0,
         kappa0: float = 0.01,
         alpha0: float = 2.0,
         beta0: float = 1.0,
@@ -70,6 +79,7 @@ class Bocpd(Detector):
         self.lag = lag
         self.threshold = threshold
         self.min_gap = min_gap
+        self.min_shift = min_shift
         self.kappa0 = kappa0
         self.alpha0 = alpha0
         self.beta0 = beta0
@@ -133,13 +143,25 @@ class Bocpd(Detector):
     def _find(self, x: np.ndarray) -> list[ChangePoint]:
         prob, lag_used = self.start_probabilities(x)
         flagged = [s for s in range(1, len(x)) if prob[s] >= self.threshold]
+        groups: list[list[int]] = []
+        for s in flagged:
+            if groups and s - groups[-1][-1] < self.min_gap:
+                groups[-1].append(s)
+            else:
+                groups.append([s])
+        sigma = robust_sigma(x)
         out: list[ChangePoint] = []
-        group: list[int] = []
-        for s in [*flagged, None]:
-            if group and (s is None or s - group[-1] >= self.min_gap):
-                best = max(group, key=lambda i: prob[i])
-                out.append(ChangePoint(int(best), float(prob[best]), {"lag_used": int(lag_used[best])}))
-                group = []
-            if s is not None:
-                group.append(s)
+        prev = 0
+        for g, group in enumerate(groups):
+            best = max(group, key=lambda i: prob[i])
+            end = groups[g + 1][0] if g + 1 < len(groups) else len(x)
+            # an outlier between the group's first start and the best one is left out
+            before, after = x[prev : group[0]], x[best:end]
+            shift = abs(float(np.mean(after)) - float(np.mean(before))) / sigma if len(before) else np.inf
+            if shift < self.min_shift:
+                continue
+            out.append(
+                ChangePoint(int(best), float(prob[best]), {"lag_used": int(lag_used[best]), "shift_sigma": float(shift)})
+            )
+            prev = best
         return out
