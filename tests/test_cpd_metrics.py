@@ -1,0 +1,97 @@
+"""TCPDBench F-measure and the triage classification metrics."""
+
+from __future__ import annotations
+
+import doctest
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import triage.cpd_metrics as M
+
+
+def test_doctests_including_tcpdbench_published_examples():
+    result = doctest.testmod(M, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 15
+    assert result.failed == 0
+
+
+def test_tcpdbench_examples_precision_and_recall():
+    s = M.f_measure({1: [10, 20], 2: [11, 20], 3: [10], 4: [0, 5]}, [10, 20])
+    assert (s.f, s.precision, s.recall) == (1.0, 1.0, 1.0)
+    assert M.f1({1: [], 2: [10], 3: [50]}, [10]) == pytest.approx(0.9090909090909091)
+    assert M.f1({1: [], 2: [10], 3: [50]}, []) == pytest.approx(0.8)
+
+
+def test_one_to_one_matching():
+    # two predictions near one change point: only one matches
+    s = M.f_measure({1: [50]}, [49, 51])
+    assert s.precision == pytest.approx(2 / 3)  # {0, 49, 51}: 0 and one of them
+    assert s.recall == 1.0
+    # the closest prediction is taken
+    assert M.true_positives({10, 14}, {12, 15}, margin=3) == {10, 14}
+
+
+def test_margin_one_and_f2():
+    ann = {1: [100, 200]}
+    assert M.f_measure(ann, [101, 203], margin=1).recall == pytest.approx(2 / 3)
+    assert M.f_measure(ann, [101, 203], margin=5).recall == 1.0
+    s = M.f_measure(ann, [100, 150, 160, 200])
+    assert s.precision == pytest.approx(3 / 5) and s.recall == 1.0
+    assert M.f2(ann, [100, 150, 160, 200]) == pytest.approx(5 * 0.6 / (4 * 0.6 + 1))
+    assert M.f2(ann, [100, 150, 160, 200]) > M.f1(ann, [100, 150, 160, 200])  # recall weighs more
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        M.f_measure({}, [1])
+    with pytest.raises(ValueError):
+        M.f_measure({1: [1]}, [1], beta=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 3), st.lists(st.integers(0, 200), max_size=6), min_size=1, max_size=4),
+    st.lists(st.integers(0, 200), max_size=8),
+    st.integers(0, 10),
+)
+def test_f_measure_is_a_valid_score(annotations, predictions, margin):
+    s = M.f_measure(annotations, predictions, margin)
+    assert 0.0 <= s.precision <= 1.0 and 0.0 <= s.recall <= 1.0 and 0.0 <= s.f <= 1.0
+    assert min(s.precision, s.recall) - 1e-12 <= s.f <= max(s.precision, s.recall) + 1e-12
+    # predicting exactly the union of annotations gives full precision
+    union = sorted(set().union(*map(set, annotations.values())))
+    assert M.f_measure(annotations, union, margin).precision == 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 5)), min_size=2, max_size=30))
+def test_auc_equals_pairwise_definition(pairs):
+    y = [p for p, _ in pairs]
+    s = [float(v) for _, v in pairs]
+    pos = [v for yy, v in zip(y, s, strict=True) if yy]
+    neg = [v for yy, v in zip(y, s, strict=True) if not yy]
+    if not pos or not neg:
+        assert np.isnan(M.roc_auc(y, s))
+        return
+    wins = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a, b in itertools.product(pos, neg))
+    assert M.roc_auc(y, s) == pytest.approx(wins / (len(pos) * len(neg)))
+
+
+def test_classification_report_on_a_known_case():
+    y = np.array([1, 1, 1, 0, 0, 0, 0, 0])
+    scores = np.array([0.9, 0.8, 0.3, 0.6, 0.2, 0.1, 0.1, 0.05])
+    r = M.classification_report(y, scores, threshold=0.5)
+    assert r["accuracy"] == pytest.approx(6 / 8)
+    assert r["sensitivity"] == pytest.approx(2 / 3)
+    assert r["specificity"] == pytest.approx(4 / 5)
+    assert r["auc"] == pytest.approx(14 / 15)
+
+
+def test_classification_metrics_reject_non_binary_labels():
+    with pytest.raises(ValueError, match="0/1"):
+        M.confusion([0, 2], [0, 1])
+    assert M.confusion(np.array([True, False]), np.array([True, True])) == M.Confusion(1, 1, 0, 0)
