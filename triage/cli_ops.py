@@ -1,0 +1,160 @@
+"""Operations commands: ``triage label``, ``triage score``, ``triage report``.
+
+``label``  classifies the untriaged candidates of a dataset (Bauer et al.,
+           ICPE 2022, Section 3.3) -> :mod:`triage.batch_label`
+``score``  scores candidates of any detector (ours, Apache Otava, Perfherder)
+           -> :mod:`triage.scoring`
+``report`` writes a static HTML page of decisions and plots -> :mod:`triage.report`
+
+Every command reads the dataset with :func:`triage.loaders.load` (any layout),
+prints a rich table and exits 2 with one line on bad input (see
+:func:`triage.cli.main`). Heavy imports happen inside the commands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+DATA_HELP = "Dataset file or directory (long CSV/Parquet, MongoDB demo CSV, Otava CSV, JSON list)."
+MODEL_HELP = "Model directory written by `triage train` (checksums are verified)."
+EXPLAIN_HELP = "Top contributing features to report per decision (0 = none)."
+
+
+def _decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = ()) -> Table:
+    """The ``limit`` most likely true alerts as a rich table."""
+    table = Table(title=title)
+    for col in ("series", "commit", *extra, "P(true)", "decision", "why"):
+        table.add_column(col, justify="right" if col == "P(true)" else "left", overflow="fold")
+    top = frame.sort_values("p_true", ascending=False, kind="stable").head(limit)
+    for rec in top.to_dict("records"):
+        is_true = rec["classification"] == "true_positive"
+        why = str(rec.get("explanation", "") or "").split("; ")[0]
+        table.add_row(
+            str(rec["series_id"]),
+            str(rec["commit"]),
+            *[str(rec.get(c, "")) for c in extra],
+            f"{rec['p_true']:.3f}",
+            "[bold red]true[/]" if is_true else "false",
+            why,
+        )
+    return table
+
+
+def label(
+    data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
+    model: Annotated[Path, typer.Option("--model", help=MODEL_HELP)],
+    out: Annotated[Path | None, typer.Option("--out", help="CSV to write (atomically); default: print only.")] = None,
+    which: Annotated[str, typer.Option("--which", help="untriaged (default), triaged (check the model reproduces them) or all.")] = "untriaged",
+    threshold: Annotated[float | None, typer.Option("--threshold", help="Override the model's decision threshold on P(true).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="csv (series_id, commit, label, p_false, p_true, classification, explanation) or published (the ICPE 2022 replication package's ;-separated layout).")] = "csv",
+    explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
+    show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first.")] = 20,
+) -> None:
+    """Classify untriaged candidates (not_triaged, under_investigation) with a trained model."""
+    from triage.batch_label import (
+        SELECTIONS,
+        agreement,
+        label_candidates,
+        load_classifier,
+        write_decisions,
+    )
+    from triage.loaders import load
+
+    if which not in SELECTIONS:
+        raise typer.BadParameter(f"--which must be one of {', '.join(SELECTIONS)}")
+    if fmt not in ("csv", "published"):
+        raise typer.BadParameter("--format must be csv or published")
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise typer.BadParameter("--threshold must be in [0, 1]")
+    clf = load_classifier(model)
+    dataset = load(data)
+    with console.status(f"labelling {which} candidates of {len(dataset):,} series"):
+        decisions = label_candidates(dataset, clf, which=which, threshold=threshold, explain_top=explain_top)
+    cut = clf.threshold_ if threshold is None else threshold
+    n_true = int((decisions["classification"] == "true_positive").sum())
+    console.print(_decision_table(decisions, f"{len(decisions):,} {which} candidates: {n_true:,} called true "
+                                  f"(threshold {cut:.3f})", show, extra=("label",)))
+    for ref, name in (("label", "human labels"), ("truth_label", "ground truth")):
+        stats = agreement(decisions, ref)
+        if stats["n"]:
+            console.print(f"agreement with {name} on {stats['n']:,} candidates: accuracy {stats['accuracy']:.3f}, "
+                          f"sensitivity {stats['sensitivity']:.3f}, specificity {stats['specificity']:.3f}")
+    if out is not None:
+        write_decisions(decisions, out, fmt=fmt)
+        console.print(f"decisions written to [bold]{out}[/]")
+
+
+def score(
+    data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
+    candidates: Annotated[Path, typer.Option("--candidates", help="Candidates: `triage candidates` CSV, an Otava JSON/CSV report or a Perfherder alerts export (JSON/CSV).")],
+    model: Annotated[Path, typer.Option("--model", help=MODEL_HELP)],
+    out: Annotated[Path | None, typer.Option("--out", help="CSV to write (atomically): the detector's fields plus p_false, p_true, classification, explanation.")] = None,
+    target_recall: Annotated[float | None, typer.Option("--target-recall", help="Threshold reaching this recall on the triaged candidates of --data.")] = None,
+    threshold: Annotated[float | None, typer.Option("--threshold", help="Fixed threshold on P(true) (default: the model's).")] = None,
+    layout: Annotated[str, typer.Option("--layout", help="Candidate layout: auto, candidates, otava-json, otava-csv, perfherder-json, perfherder-csv.")] = "auto",
+    explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
+    show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first.")] = 20,
+) -> None:
+    """Score detector candidates with P(true change) and a decision."""
+    from triage.batch_label import load_classifier, write_frame_atomic
+    from triage.loaders import load
+    from triage.scoring import read_candidates, score_candidates, threshold_for_recall
+
+    if target_recall is not None and threshold is not None:
+        raise typer.BadParameter("give --target-recall or --threshold, not both")
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise typer.BadParameter("--threshold must be in [0, 1]")
+    if target_recall is not None and not 0.0 < target_recall <= 1.0:
+        raise typer.BadParameter("--target-recall must be in (0, 1]")
+    clf = load_classifier(model)
+    dataset = load(data)
+    table = read_candidates(candidates, layout)
+    cut, how = clf.threshold_, f"the model's ({clf.threshold_policy_})"
+    if target_recall is not None:
+        cut, n = threshold_for_recall(dataset, clf, target_recall)
+        how = f"recall {target_recall:g} on {n:,} triaged candidates of --data"
+    elif threshold is not None:
+        cut, how = threshold, "fixed"
+    with console.status(f"scoring {len(table):,} candidates ({table.layout})"):
+        scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top)
+    n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
+    view = scored.rename(columns={f"triage_{c}": c for c in ("p_true", "classification", "explanation")})
+    console.print(_decision_table(view, f"{len(scored):,} candidates ({table.layout}): {n_true:,} called true, "
+                                  f"threshold {cut:.3f} ({how})", show, extra=("index",)))
+    if out is not None:
+        write_frame_atomic(scored, out)
+        console.print(f"scores written to [bold]{out}[/]")
+
+
+def report(
+    data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
+    decisions: Annotated[Path, typer.Option("--decisions", help="Decisions CSV from `triage label` or `triage score`.")],
+    out: Annotated[Path, typer.Option("--out", help="Report directory (index.html + plots/), replaced atomically.")],
+    candidates: Annotated[Path | None, typer.Option("--candidates", help="Detector candidates to draw (any layout `triage score` reads).")] = None,
+    title: Annotated[str, typer.Option("--title", help="Page title.")] = "Change-point triage report",
+    max_plots: Annotated[int, typer.Option("--max-plots", help="Plot at most this many series (most likely true alerts first).")] = 100,
+) -> None:
+    """Write a static HTML report: a summary table (most likely true first) and a plot per series."""
+    from triage.loaders import load
+    from triage.report import build_report, candidate_points, read_decisions
+
+    dataset = load(data)
+    frame = read_decisions(decisions, dataset)
+    points = candidate_points(candidates, dataset) if candidates is not None else None
+    with console.status(f"plotting {min(max_plots, frame['series_id'].nunique()):,} series"):
+        page = build_report(dataset, frame, out, candidates=points, title=title, max_plots=max_plots)
+    console.print(f"report written to [bold]{page}[/] ({len(frame):,} decisions)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("label")(label)
+    app.command("score")(score)
+    app.command("report")(report)
+

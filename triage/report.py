@@ -1,0 +1,328 @@
+"""A static HTML triage report: what a sheriff opens in the morning.
+
+``build_report`` writes a directory::
+
+    index.html      one page, inline CSS, no JavaScript: a summary table of
+                    every decision, most likely true alerts first, then one
+                    section per series with its plot
+    plots/*.png     one PNG per series: values, detector candidates, model
+                    decisions with P(true), confirmed (human) labels
+
+The decisions come from ``triage label`` or ``triage score`` (any CSV with
+``series_id``, ``commit`` or ``index``, ``p_true`` and ``classification``;
+``label`` and ``explanation`` are shown when present). Detector candidates
+(``triage candidates`` output or any file :func:`triage.scoring.read_candidates`
+reads) are drawn as ticks under the series.
+
+The directory is built beside its destination and swapped in, so a reader
+never sees a half-written report.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import tempfile
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from triage import labels as L
+from triage.errors import InputError
+from triage.history import Dataset, History
+
+#: Columns a decisions file must have (plus ``commit`` or ``index``).
+REQUIRED_DECISION_COLUMNS: tuple[str, ...] = ("series_id", "p_true", "classification")
+
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 1250px; color: #222; }
+h1 { font-size: 1.5em; margin-bottom: .2em; }
+h2 { font-size: 1.15em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+p.meta { color: #666; margin-top: 0; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { padding: 4px 8px; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.true td.decision { color: #b00020; font-weight: 600; }
+tr.false td.decision { color: #666; }
+td.why { color: #444; font-size: 12px; }
+.bar { display: inline-block; height: 8px; background: #b00020; vertical-align: middle; margin-right: 4px; }
+img { max-width: 100%; border: 1px solid #eee; }
+.counts span { display: inline-block; margin-right: 1.5em; }
+"""
+
+
+# --------------------------------------------------------------------------- input
+
+
+def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
+    """Read a decisions CSV and place each row in ``dataset``.
+
+    Returns the rows with ``index`` (0-based position, int) filled in and
+    ``p_true`` as float. Raises :class:`InputError` naming the row for an
+    unknown series, a commit not in its series or a bad probability.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, None, "no such decisions file")
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise InputError(path, None, f"not a decisions CSV: {exc}") from None
+    missing = [c for c in REQUIRED_DECISION_COLUMNS if c not in frame.columns]
+    if missing or ("commit" not in frame.columns and "index" not in frame.columns):
+        need = ", ".join(REQUIRED_DECISION_COLUMNS) + " and commit or index"
+        raise InputError(path, 1, f"a decisions file needs {need} (found: {', '.join(frame.columns)})")
+    index = np.empty(len(frame), dtype=np.int64)
+    p_true = pd.to_numeric(frame["p_true"], errors="coerce").to_numpy(dtype=np.float64)
+    for i, rec in enumerate(frame.to_dict("records")):
+        row = i + 2
+        sid = rec["series_id"]
+        if sid not in dataset:
+            raise InputError(path, row, f"unknown series {sid!r}")
+        h = dataset[sid]
+        if rec.get("commit", "") != "":
+            try:
+                index[i] = h.index_of(rec["commit"])
+            except KeyError:
+                raise InputError(path, row, f"commit {rec['commit']!r} is not in series {sid!r}") from None
+        else:
+            try:
+                index[i] = int(rec["index"])
+            except ValueError:
+                raise InputError(path, row, f"index {rec['index']!r} is not a whole number") from None
+            if not 0 <= index[i] < len(h):
+                raise InputError(path, row, f"index {index[i]} is outside series {sid!r}")
+        if not 0.0 <= p_true[i] <= 1.0:
+            raise InputError(path, row, f"p_true {rec['p_true']!r} is not a probability")
+    frame["index"] = index
+    frame["p_true"] = p_true
+    return frame
+
+
+def candidate_points(path: str | Path, dataset: Dataset) -> dict[str, np.ndarray]:
+    """Detector candidates of a candidate file as {series id: sorted indices}."""
+    from triage.scoring import read_candidates, resolve
+
+    series, index = resolve(dataset, read_candidates(path))
+    out: dict[str, list[int]] = {}
+    for s, i in zip(series, index, strict=True):
+        out.setdefault(s, []).append(int(i))
+    return {s: np.unique(v) for s, v in out.items()}
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def plot_series(
+    history: History,
+    out: str | Path,
+    *,
+    decisions: pd.DataFrame | None = None,
+    candidates: np.ndarray | None = None,
+) -> Path:
+    """A PNG of one series for the report.
+
+    Draws the values, human labels (confirmed change points as red vertical
+    lines, rejected alerts as grey crosses, untriaged as orange rings),
+    detector candidates as ticks along the bottom, and the model's decisions
+    (``decisions`` rows with ``index``, ``p_true``, ``classification``):
+    filled red dots for "true", hollow grey dots for "false", each with
+    P(true) above it.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on servers
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    v = history.values
+    x = np.arange(len(history))
+    fig, ax = plt.subplots(figsize=(11, 3.2), dpi=100)
+    ax.plot(x, v, lw=0.9, color="tab:blue", label="value", zorder=2)
+    lo, hi = float(np.min(v)), float(np.max(v))
+    span = hi - lo if hi > lo else max(abs(hi), 1.0)
+    for k, cp in enumerate(history.confirmed()):
+        ax.axvline(cp, color="tab:red", lw=1.1, alpha=0.7, label="confirmed change" if k == 0 else None, zorder=1)
+    rejected = np.flatnonzero(history.labels == L.FALSE_POSITIVE)
+    if len(rejected):
+        ax.scatter(rejected, v[rejected], marker="x", color="0.45", s=40, label="rejected alert", zorder=3)
+    open_ = history.indices_with(L.UNTRIAGED)
+    if len(open_):
+        ax.scatter(open_, v[open_], facecolors="none", edgecolors="tab:orange", s=90, lw=1.4,
+                   label="untriaged", zorder=3)
+    if candidates is not None and len(candidates):
+        ax.scatter(candidates, np.full(len(candidates), lo - 0.06 * span), marker="|", s=120,
+                   color="tab:purple", label="detector candidate", zorder=3)
+    if decisions is not None and len(decisions):
+        idx = decisions["index"].to_numpy(dtype=np.int64)
+        p = decisions["p_true"].to_numpy(dtype=np.float64)
+        is_true = decisions["classification"].astype(str).to_numpy() == L.TRUE_POSITIVE
+        if is_true.any():
+            ax.scatter(idx[is_true], v[idx[is_true]], color="tab:red", s=28, zorder=4, label="model: true")
+        if (~is_true).any():
+            ax.scatter(idx[~is_true], v[idx[~is_true]], facecolors="white", edgecolors="0.3", s=28, zorder=4,
+                       label="model: false")
+        for i, pi, t in zip(idx, p, is_true, strict=True):
+            ax.annotate(f"{pi:.2f}", (i, v[i]), xytext=(0, 7), textcoords="offset points", ha="center",
+                        fontsize=7, color="tab:red" if t else "0.3", zorder=5)
+    ax.set_ylim(lo - 0.12 * span, hi + 0.12 * span)
+    ax.set_xlim(-1, len(history))
+    ax.set_xlabel("commit (position in history)")
+    ax.set_ylabel("value")
+    ax.grid(alpha=0.25)
+    ax.legend(fontsize=7, loc="upper left", ncols=4, framealpha=0.8)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+# --------------------------------------------------------------------------- page
+
+
+def _slug(series_id: str, used: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", series_id).strip("._-")[:80] or "series"
+    slug, k = base, 1
+    while slug in used:
+        k += 1
+        slug = f"{base}-{k}"
+    used.add(slug)
+    return slug
+
+
+def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str]) -> list[str]:
+    rows = []
+    for rank, rec in enumerate(decisions.to_dict("records"), start=1):
+        is_true = rec["classification"] == L.TRUE_POSITIVE
+        sid = str(rec["series_id"])
+        cells = [
+            f'<td class="num">{rank}</td>',
+            f'<td><a href="#{anchors[sid]}">{html.escape(sid)}</a></td>',
+            f"<td>{html.escape(str(rec.get('commit', '')))}</td>",
+            f'<td class="num">{int(rec["index"])}</td>',
+            f"<td>{html.escape(str(rec.get('label', '') or '-'))}</td>",
+            f'<td class="num"><span class="bar" style="width:{40 * rec["p_true"]:.0f}px"></span>'
+            f"{rec['p_true']:.3f}</td>",
+            f'<td class="decision">{"true alert" if is_true else "false alert"}</td>',
+            f'<td class="why">{html.escape(str(rec.get("explanation", "") or ""))}</td>',
+        ]
+        rows.append(f'<tr class="{"true" if is_true else "false"}">{"".join(cells)}</tr>')
+    return rows
+
+
+def render_html(
+    decisions: pd.DataFrame,
+    sections: list[tuple[str, str, str, int, int]],
+    *,
+    title: str,
+    source: str,
+    n_candidates: int | None,
+    omitted: int,
+) -> str:
+    """The page. ``sections``: (series id, anchor, png path, decisions, true alerts) in page order."""
+    anchors = {sid: anchor for sid, anchor, *_ in sections}
+    n_true = int((decisions["classification"] == L.TRUE_POSITIVE).sum())
+    counts = [
+        f"<span><b>{len(decisions)}</b> decisions</span>",
+        f"<span><b>{n_true}</b> likely true alerts</span>",
+        f"<span><b>{decisions['series_id'].nunique()}</b> series</span>",
+    ]
+    if n_candidates is not None:
+        counts.append(f"<span><b>{n_candidates}</b> detector candidates</span>")
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="meta">data: {html.escape(source)} &middot; generated '
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>",
+        f'<p class="counts">{"".join(counts)}</p>',
+        "<h2 id=\"summary\">Alerts, most likely true first</h2>",
+        '<table id="decisions"><thead><tr><th>#</th><th>series</th><th>commit</th><th>index</th>'
+        "<th>human label</th><th>P(true)</th><th>model</th><th>why</th></tr></thead><tbody>",
+        *_summary_rows(decisions, anchors),
+        "</tbody></table>",
+    ]
+    for sid, anchor, png, n_dec, n_true_s in sections:
+        parts.append(f'<h2 id="{anchor}">{html.escape(sid)}</h2>')
+        parts.append(f'<p class="meta">{n_dec} decisions, {n_true_s} likely true &middot; <a href="#summary">back to the table</a></p>')
+        parts.append(f'<img src="{html.escape(png)}" alt="{html.escape(sid)}: values, candidates and decisions">')
+    if omitted:
+        parts.append(f'<p class="meta">{omitted} more series with decisions are in the table but not plotted (--max-plots).</p>')
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def build_report(
+    dataset: Dataset,
+    decisions: pd.DataFrame,
+    out: str | Path,
+    *,
+    candidates: dict[str, np.ndarray] | None = None,
+    title: str = "Change-point triage report",
+    max_plots: int = 100,
+) -> Path:
+    """Write the report directory ``out``; returns the path of ``index.html``.
+
+    ``decisions`` as returned by :func:`read_decisions` (with ``index``);
+    ``candidates`` as returned by :func:`candidate_points`. Series are plotted
+    in the order of their most likely true alert, at most ``max_plots``.
+    """
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "index.html").is_file())):
+        raise InputError(out, None, "exists and is not a report directory (no index.html); refusing to replace it")
+    ordered = decisions.sort_values(["p_true", "series_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    series_order = list(dict.fromkeys(ordered["series_id"].astype(str)))
+    # Series with candidates but no decision still get a plot, after the others.
+    if candidates:
+        series_order += [s for s in candidates if s not in set(series_order)]
+    plotted, omitted = series_order[:max_plots], max(0, len(series_order) - max_plots)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        used: set[str] = set()
+        sections = []
+        anchors = {}
+        for sid in series_order:
+            anchors[sid] = _slug(sid, used)
+        for sid in plotted:
+            rows = ordered[ordered["series_id"] == sid]
+            png = f"plots/{anchors[sid]}.png"
+            plot_series(dataset[sid], tmp / png, decisions=rows,
+                        candidates=candidates.get(sid) if candidates else None)
+            sections.append((sid, anchors[sid], png, len(rows),
+                             int((rows["classification"] == L.TRUE_POSITIVE).sum())))
+        n_cand = int(sum(len(v) for v in candidates.values())) if candidates is not None else None
+        page = render_html(ordered, sections, title=title, source=str(dataset.source or ""),
+                           n_candidates=n_cand, omitted=omitted)
+        # Anchors of unplotted series still resolve to the summary.
+        for sid in series_order[max_plots:]:
+            page = page.replace(f'href="#{anchors[sid]}"', 'href="#summary"')
+        (tmp / "index.html").write_text(page, encoding="utf-8")
+        _swap_in(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out / "index.html"
+
+
+def _swap_in(tmp: Path, out: Path) -> None:
+    """Put directory ``tmp`` at ``out``; an old report there is removed afterwards."""
+    if not out.exists():
+        os.rename(tmp, out)
+        return
+    backup = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+    os.rename(out, backup)
+    try:
+        os.rename(tmp, out)
+    except BaseException:
+        os.rename(backup, out)
+        raise
+    shutil.rmtree(backup, ignore_errors=True)
