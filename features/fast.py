@@ -109,9 +109,57 @@ def _var_of(vals):
 
 @numba.njit(cache=True)
 def _residuals(X, y):
-    """Least-squares residuals of y on the columns of X (minimum-norm solution)."""
-    beta = np.linalg.lstsq(X, y)[0]
-    return y - X @ beta
+    """Least-squares residuals of y on the columns of X.
+
+    Normal equations with a Cholesky factorisation, then explicit residuals
+    (their error is second order in the coefficient error). A column nearly
+    collinear with the previous ones (relative Schur complement <= 1e-9)
+    falls back to LAPACK's minimum-norm ``lstsq``, so rank-deficient designs
+    (periodic or few-valued windows) get the same projection as the
+    reference's pseudo-inverse.
+    """
+    rows, k = X.shape
+    G = np.zeros((k, k))
+    c = np.zeros(k)
+    for t in range(rows):
+        for a in range(k):
+            xa = X[t, a]
+            c[a] += xa * y[t]
+            for b in range(a, k):
+                G[a, b] += xa * X[t, b]
+    L = np.zeros((k, k))
+    for j in range(k):
+        d = G[j, j]
+        for p in range(j):
+            d -= L[j, p] * L[j, p]
+        if not d > 1e-9 * G[j, j]:
+            beta = np.linalg.lstsq(X, y)[0]
+            return y - X @ beta
+        L[j, j] = np.sqrt(d)
+        for i in range(j + 1, k):
+            s = G[j, i]
+            for p in range(j):
+                s -= L[i, p] * L[j, p]
+            L[i, j] = s / L[j, j]
+    w = np.empty(k)
+    for i in range(k):
+        s = c[i]
+        for p in range(i):
+            s -= L[i, p] * w[p]
+        w[i] = s / L[i, i]
+    beta = np.empty(k)
+    for i in range(k - 1, -1, -1):
+        s = w[i]
+        for p in range(i + 1, k):
+            s -= L[p, i] * beta[p]
+        beta[i] = s / L[i, i]
+    out = y.copy()
+    for t in range(rows):
+        s = 0.0
+        for a in range(k):
+            s += X[t, a] * beta[a]
+        out[t] -= s
+    return out
 
 
 @numba.njit(cache=True)
@@ -130,7 +178,60 @@ def _bw_nrd0(z):
 
 
 @numba.njit(cache=True)
+def _density_row(zi, lo_x, by, bw, row):
+    """row[g] = max(dnorm(grid_g; zi, bw), dnorm(38)) on the R grid.
+
+    Along the grid, exp(-u^2/2) follows a product recurrence (u grows by
+    by/bw per step), so a point costs four exp calls instead of 100;
+    starting at the grid point nearest zi and walking outwards keeps the
+    values decreasing, so the walk can stop at the floor. The accumulated
+    rounding stays below 1e-12 relative over 100 steps.
+    """
+    d = by / bw
+    c = np.exp(-d * d)
+    norm = 1.0 / (bw * _SQRT_2PI)
+    gs = int(np.floor((zi - lo_x) / by + 0.5))
+    gs = min(max(gs, 0), _GRID - 1)
+    u = (lo_x + gs * by - zi) / bw
+    e0 = np.exp(-0.5 * u * u)
+    row[gs] = max(e0 * norm, _DNORM38)
+    e = e0
+    r = np.exp(-u * d - 0.5 * d * d)
+    g = gs + 1
+    while g < _GRID:
+        e *= r
+        r *= c
+        v = e * norm
+        if v <= _DNORM38:
+            break
+        row[g] = v
+        g += 1
+    while g < _GRID:
+        row[g] = _DNORM38
+        g += 1
+    e = e0
+    r = np.exp(u * d - 0.5 * d * d)
+    g = gs - 1
+    while g >= 0:
+        e *= r
+        r *= c
+        v = e * norm
+        if v <= _DNORM38:
+            break
+        row[g] = v
+        g -= 1
+    while g >= 0:
+        row[g] = _DNORM38
+        g -= 1
+
+
+@numba.njit(cache=True)
 def _max_kl_shift(z, l):
+    """Streams over the window with ring buffers of l (densities) and l + 1
+    (window means and their logs) grid rows, so the working set stays in L1
+    whatever n (full n x 100 matrices cost more in page faults than in
+    arithmetic).
+    """
     n = z.size
     if n <= 2 * l:
         return 0.0
@@ -138,71 +239,126 @@ def _max_kl_shift(z, l):
     hi_x = z.max()
     by = (hi_x - lo_x) / (_GRID - 1)
     bw = _bw_nrd0(z)
+    dens = np.empty((l, _GRID))
+    roll = np.empty((l + 1, _GRID))
+    logroll = np.empty((l + 1, _GRID))
+    wsum = np.empty(_GRID)
     kl = np.zeros(n - l)
-    dens = np.empty(n)
-    pre = np.empty(n)  # sums from the start of each width-l block
-    suf = np.empty(n)  # sums to the end of each width-l block
-    roll = np.empty(n)
-    for g in range(_GRID):
-        # R's seq(from, to, length.out) sets both ends exactly.
-        if g == 0:
-            xg = lo_x
-        elif g == _GRID - 1:
-            xg = hi_x
-        else:
-            xg = lo_x + g * by
-        for i in range(n):
-            u = (xg - z[i]) / bw
-            dens[i] = max(np.exp(-0.5 * u * u) / (bw * _SQRT_2PI), _DNORM38)
-        # Window sums as suffix(block) + prefix(next block): additions of
-        # positive numbers only, so densities at the dnorm(38) floor keep
-        # their relative precision (a running sum would subtract them away).
-        for i in range(n):
-            pre[i] = dens[i] if i % l == 0 else pre[i - 1] + dens[i]
-        for i in range(n - 1, -1, -1):
-            suf[i] = dens[i] if (i % l == l - 1 or i == n - 1) else suf[i + 1] + dens[i]
-        for j in range(l - 1, n):
-            s = j - l + 1
-            if s % l == 0:
-                roll[j] = pre[j] / l
-            else:
-                roll[j] = (suf[s] + pre[j]) / l
-        step = by
-        for i in range(l - 1, n - l):
-            a = roll[i]
-            kl[i] += a * (np.log(a) - np.log(roll[i + l])) * step
+    for j in range(n):
+        _density_row(z[j], lo_x, by, bw, dens[j % l])
+        if j < l - 1:
+            continue
+        # Right-aligned window mean summed row by row in order (as numpy's
+        # mean over axis 0 does): no running sum, whose subtractions would
+        # wipe out densities at the dnorm(38) floor.
+        first = dens[(j - l + 1) % l]
+        for g in range(_GRID):
+            wsum[g] = first[g]
+        for r in range(j - l + 2, j + 1):
+            row = dens[r % l]
+            for g in range(_GRID):
+                wsum[g] += row[g]
+        rj = roll[j % (l + 1)]
+        lj = logroll[j % (l + 1)]
+        for g in range(_GRID):
+            v = wsum[g] / l
+            rj[g] = v
+            lj[g] = np.log(v)
+        i = j - l
+        if i >= l - 1:
+            # kl_i compares the windows ending at i and at i + l = j; R's
+            # NA fill leaves kl_i = 0 for i < l - 1.
+            ri = roll[i % (l + 1)]
+            li = logroll[i % (l + 1)]
+            s = 0.0
+            for g in range(_GRID):
+                s += ri[g] * (li[g] - lj[g]) * by
+            kl[i] = s
     best = -np.inf
     for i in range(n - l - 1):
-        d = kl[i + 1] - kl[i]
-        if d > best:
-            best = d
+        dk = kl[i + 1] - kl[i]
+        if dk > best:
+            best = dk
     return best
 
 
 @numba.njit(cache=True)
+def _hull_extreme(h, nh, y, m, upper):
+    """max (upper) or min (lower) of y_j - (j + 1) m over a convex hull chain.
+
+    Along the chain the edge slopes are monotone, so the objective is
+    unimodal: binary search for the first edge whose slope passes m.
+    """
+    lo = 0
+    hi = nh - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        a = h[mid]
+        b = h[mid + 1]
+        rise = y[b] - y[a]
+        run = m * (b - a)
+        if (rise <= run) if upper else (rise >= run):
+            hi = mid
+        else:
+            lo = mid + 1
+    j = h[lo]
+    return y[j] - (j + 1.0) * m
+
+
+@numba.njit(cache=True)
 def _hurst(z):
+    """R/S slope in O(n log n): the range of the cumulative deviations of a
+    prefix is max - min of a linear function over the points (j + 1, y_j),
+    attained on their upper / lower convex hulls, which grow by appending.
+    """
     n = z.size
     y = np.cumsum(z)
+    hu = np.empty(n, dtype=np.int64)
+    hl = np.empty(n, dtype=np.int64)
+    nu = 0
+    nl = 0
+    mean = 0.0
+    m2 = 0.0
     su = 0.0
     sv = 0.0
     suu = 0.0
     suv = 0.0
     k = 0
-    for i in range(1, n):
+    for i in range(n):
+        while nu >= 2:
+            a = hu[nu - 2]
+            b = hu[nu - 1]
+            if (b - a) * (y[i] - y[a]) - (y[b] - y[a]) * (i - a) >= 0.0:
+                nu -= 1
+            else:
+                break
+        hu[nu] = i
+        nu += 1
+        while nl >= 2:
+            a = hl[nl - 2]
+            b = hl[nl - 1]
+            if (b - a) * (y[i] - y[a]) - (y[b] - y[a]) * (i - a) <= 0.0:
+                nl -= 1
+            else:
+                break
+        hl[nl] = i
+        nl += 1
+        delta = z[i] - mean
+        mean += delta / (i + 1.0)
+        m2 += delta * (z[i] - mean)
+        if i == 0:
+            continue
         t = i + 1.0
         m = y[i] / t
-        ss = 0.0
-        rmax = -np.inf
-        rmin = np.inf
-        for j in range(i + 1):
-            ss += (z[j] - m) ** 2
-            dev = y[j] - (j + 1.0) * m
-            if dev > rmax:
-                rmax = dev
-            if dev < rmin:
-                rmin = dev
-        s = np.sqrt(ss / t)
-        r = rmax - rmin
+        s = np.sqrt(max(m2, 0.0) / t)
+        if s < 1e-6:
+            # Welford loses relative precision on a near-flat prefix: redo it
+            # by two passes, as the reference does.
+            ss = 0.0
+            for j in range(i + 1):
+                ss += (z[j] - m) ** 2
+            s = np.sqrt(ss / t)
+        r = _hull_extreme(hu, nu, y, m, True) - _hull_extreme(hl, nl, y, m, False)
         if s > _HURST_FLOOR and r > 0.0:
             u = np.log(t)
             v = np.log(r / s)
