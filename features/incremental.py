@@ -415,8 +415,10 @@ def _entropy(z):
 
 
 @numba.njit(cache=True)
-def _bounded_part(ring, n, width, want, out):
-    """Bounded characteristics on the last `width` values of Pre (width > 10)."""
+def _window_z(ring, n, width):
+    """The last `width` values of Pre, standardised as catalogue.prepare does (in
+    numpy's summation order, so the result matches it bit for bit); an empty
+    array when that window is flat."""
     R = ring.size
     w = np.empty(width)
     for i in range(width):
@@ -424,41 +426,23 @@ def _bounded_part(ring, n, width, want, out):
     lo = w.min()
     hi = w.max()
     if _is_flat(lo, hi):
-        for j in range(want.size):
-            if want[j]:
-                out[j] = 0.0
-        if want[_FLAT]:
-            out[_FLAT] = float(width)
-        return
-    # catalogue.prepare, in numpy's summation order.
-    scale = max(abs(lo), abs(hi))
-    x = w / scale
+        return np.empty(0)
+    x = w / max(abs(lo), abs(hi))
     mean = _np_sum(x, 0, width) / width
     d = x - mean
     d = d * d
     sd = math.sqrt(_np_sum(d, 0, width) / (width - 1))
-    z = (x - mean) / sd
-    if want[_CROSS]:
-        med = np.median(z)
-        cross = 0
-        for t in range(width - 1):
-            if (z[t] <= med) != (z[t + 1] <= med):
-                cross += 1
-        out[_CROSS] = cross
-    if want[_ENT]:
-        out[_ENT] = _entropy(z)
-    if want[_FLAT]:
-        out[_FLAT] = F._flat_spots(z)
-    if want[_MKL]:
-        out[_MKL] = F._max_kl_shift(z, _K)
-    if want[_NONLIN]:
-        out[_NONLIN] = F._nonlinearity(z)
-    if want[_ARCH]:
-        out[_ARCH] = F._arch_lm(z)
-    if want[_KPSS]:
-        out[_KPSS] = F._kpss(z)
-    if want[_PP]:
-        out[_PP] = F._pp(z)
+    return (x - mean) / sd
+
+
+@numba.njit(cache=True)
+def _crossing_points(z):
+    med = np.median(z)
+    cross = 0
+    for t in range(z.size - 1):
+        if (z[t] <= med) != (z[t + 1] <= med):
+            cross += 1
+    return float(cross)
 
 
 # --------------------------------------------------------------------------- the state
@@ -650,9 +634,38 @@ class PreState:
             if self._any_exact:
                 _exact_part(f, self._groups, out)
             if self._any_bounded:
-                _bounded_part(self._ring, n, min(n, self.horizon), self._want_bounded, out)
+                self._bounded_part(n, out)
         self._pre_cache = out
         return out
+
+    def _bounded_part(self, n: int, out: np.ndarray) -> None:
+        width = min(n, self.horizon)
+        z = _window_z(self._ring, n, width)
+        want = self._want_bounded
+        if z.size == 0:  # flat: the catalogue's constant-window values
+            out[want] = 0.0
+            if want[_FLAT]:
+                out[_FLAT] = float(width)
+            return
+        # features.fast's kernels are called from Python, not from a compiled
+        # kernel here: numba's on-disk cache of a caller does not notice when a
+        # callee in another module changes.
+        if want[_CROSS]:
+            out[_CROSS] = _crossing_points(z)
+        if want[_ENT]:
+            out[_ENT] = _entropy(z)
+        if want[_FLAT]:
+            out[_FLAT] = F._flat_spots(z)
+        if want[_MKL]:
+            out[_MKL] = F._max_kl_shift(z, _K)
+        if want[_NONLIN]:
+            out[_NONLIN] = F._nonlinearity(z)
+        if want[_ARCH]:
+            out[_ARCH] = F._arch_lm(z)
+        if want[_KPSS]:
+            out[_KPSS] = F._kpss(z)
+        if want[_PP]:
+            out[_PP] = F._pp(z)
 
     def _norm(self, x: float) -> np.ndarray:
         f = self._f

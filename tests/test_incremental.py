@@ -1,0 +1,181 @@
+"""features.incremental.PreState against the batch characteristics of features.fast."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from features import catalogue as C
+from features.incremental import (
+    BOUNDED,
+    EXACT,
+    PAPER_CHARACTERISTICS,
+    PreState,
+    _b64,
+    batch_features,
+    resolve_names,
+)
+
+RTOL, ATOL = 1e-7, 1e-9
+
+
+def assert_matches(got: dict, expected: dict, where: str) -> None:
+    assert list(got) == list(expected), where
+    for col in got:
+        assert np.isclose(got[col], expected[col], rtol=RTOL, atol=ATOL), (
+            f"{where}: {col} incremental {got[col]!r} batch {expected[col]!r}"
+        )
+
+
+# Performance histories: a level, noise on a grid (ties and flat runs happen,
+# as with rounded measurements), occasional steps.
+@st.composite
+def streams(draw, max_size=90):
+    level = draw(st.sampled_from([0.0, 1.0, 250.0, 1e4, -30.0]))
+    step = draw(st.sampled_from([1e-3, 0.1, 1.0, 7.0]))
+    ticks = draw(st.lists(st.integers(-20, 20), min_size=0, max_size=max_size))
+    values = level + step * np.array(ticks, dtype=np.float64)
+    if draw(st.booleans()) and len(values) > 4:
+        at = draw(st.integers(1, len(values) - 1))
+        values[at:] += draw(st.sampled_from([-40.0, 5.0, 100.0])) * step
+    return values
+
+
+def run_and_compare(values: np.ndarray, names, horizon: int) -> PreState:
+    state = PreState(names, horizon=horizon, series_id="s")
+    for i, x in enumerate(values):
+        assert state.n == i
+        expected = batch_features(values[:i], x, names, horizon)
+        assert_matches(state.features_one(x), expected, f"commit {i} of {values.tolist()}")
+        state.learn_one(x)
+    return state
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=streams(), horizon=st.integers(20, 40))
+def test_full_catalogue_equals_batch_on_random_streams(values, horizon):
+    run_and_compare(values, None, horizon)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=streams(max_size=70), data=st.data())
+def test_resets_restart_pre_as_the_windows_define(values, data):
+    """After reset() at commit c, Pre of later commits is [c + 1, ...], as in features.windows."""
+    names = list(PAPER_CHARACTERISTICS)
+    state = PreState(names, horizon=24, series_id="s")
+    cps = set(data.draw(st.lists(st.integers(0, max(len(values) - 1, 0)), max_size=4)))
+    start = 0
+    for i, x in enumerate(values):
+        expected = batch_features(values[start:i], x, names, 24)
+        assert_matches(state.features_one(x), expected, f"commit {i}, Pre from {start}")
+        if i in cps:
+            state.reset()
+            start = i + 1
+        else:
+            state.learn_one(x)
+        assert state.n == i + 1 - start
+    assert state.index == len(values)
+
+
+def test_feature_set_columns_in_their_own_order():
+    columns = ["norm_sd_pre", "pre_hurst", "after_entropy", "pre_crossing_points", "norm_mean_after"]
+    chars, cols = resolve_names(columns)
+    assert cols == columns
+    assert chars == ("crossing_points", "entropy", "hurst", "norm_mean", "norm_sd")
+    rng = np.random.default_rng(3)
+    values = np.round(50 + rng.standard_normal(80), 2)
+    state = run_and_compare(values, columns, 32)
+    assert state.features_array(50.0).shape == (5,)
+
+
+def test_characteristic_names_expand_to_catalogue_columns():
+    _, cols = resolve_names(["hurst", "norm_mean", "crossing_points"])
+    assert cols == C.feature_columns(["hurst", "norm_mean", "crossing_points"])
+    with pytest.raises(ValueError, match="unknown characteristic or feature column 'pre_bogus'"):
+        PreState(["pre_bogus"])
+    with pytest.raises(ValueError, match="horizon"):
+        PreState(horizon=10)
+
+
+def test_long_pre_exact_stays_exact_and_bounded_uses_the_last_horizon():
+    rng = np.random.default_rng(7)
+    n = 400
+    values = np.round(1000 + np.cumsum(rng.standard_normal(n)) + 3 * rng.standard_normal(n), 1)
+    values[250:] += 25
+    state = PreState(None, horizon=48).learn_many(values[:-1])
+    got = state.features_one(values[-1])
+    assert_matches(got, batch_features(values[:-1], values[-1], None, 48), "n=399")
+    # The bounded ones really are on the last 48 commits: on all of Pre they differ.
+    whole = batch_features(values[:-1], values[-1], None, horizon=10_000)
+    differs = [c for c in BOUNDED if not np.isclose(got[f"pre_{c}"], whole[f"pre_{c}"], rtol=RTOL, atol=ATOL)]
+    assert "crossing_points" in differs and "entropy" in differs
+    assert all(np.isclose(got[f"pre_{c}"], whole[f"pre_{c}"], rtol=RTOL, atol=ATOL) for c in EXACT)
+
+
+def test_hurst_exact_on_a_trend_whose_hull_keeps_every_point():
+    t = np.arange(300, dtype=np.float64)
+    values = 10 + 0.01 * t * t + np.sin(t)  # convex cumulative sum: the lower hull keeps all points
+    state = PreState(["hurst"]).learn_many(values)
+    expected = batch_features(values, 0.0, ["hurst"])
+    assert_matches(state.features_one(0.0), expected, "trend")
+    assert state.to_dict()["hl"]  # documented cost: the hull grows on such a trend
+
+
+def test_after_window_is_the_constant_single_point():
+    state = PreState(["entropy", "hurst", "flat_spots", "series_length"]).learn_many([1.0, 2.0, 4.0, 3.0])
+    for x in (-5.0, 2.5, 1e6):
+        row = state.features_one(x)
+        assert row["after_hurst"] == 0.5 and row["after_entropy"] == 0.0
+        assert row["after_flat_spots"] == 4.0 and row["after_series_length"] == 1.0
+
+
+def test_serialisation_round_trip_continues_identically():
+    rng = np.random.default_rng(11)
+    values = np.round(200 + rng.standard_normal(500) * 2, 3)
+    a = PreState(None, horizon=32, series_id="db/insert").learn_many(values[:300])
+    a.reset()
+    a.learn_many(values[301:400])
+    b = PreState.from_dict(json.loads(json.dumps(a.to_dict())))
+    assert (b.n, b.index, b.series_id, b.columns_) == (a.n, a.index, a.series_id, a.columns_)
+    for x in values[400:]:
+        np.testing.assert_array_equal(a.features_array(x), b.features_array(x))
+        a.learn_one(x)
+        b.learn_one(x)
+
+
+def test_state_of_the_paper_characteristics_stays_small():
+    """The product's goal: <= 2 KB of JSON per series, whatever the length of Pre (noisy history)."""
+    rng = np.random.default_rng(5)
+    state = PreState(list(PAPER_CHARACTERISTICS), series_id="s")
+    sizes = []
+    for _ in range(5):
+        state.learn_many(np.round(100 + rng.standard_normal(1000), 2))
+        sizes.append(len(json.dumps(state.to_dict())))
+    assert max(sizes) <= 2048, sizes
+    assert sizes[-1] - sizes[0] < 200, sizes  # flat in n
+
+
+def test_bad_values_name_the_series_and_index():
+    state = PreState(["hurst"], series_id="perf/x").learn_many([1.0, 2.0])
+    state.reset()  # consumes commit 2
+    with pytest.raises(ValueError, match=r"series 'perf/x', index 3: value nan is not finite"):
+        state.learn_one(float("nan"))
+    with pytest.raises(ValueError, match=r"series 'perf/x', index 3: value inf is not finite"):
+        state.features_one(float("inf"))
+    with pytest.raises(ValueError, match="not a number"):
+        state.learn_one("abc")
+    assert state.n == 0  # nothing was appended
+
+
+def test_from_dict_rejects_foreign_data():
+    good = PreState(["stability"]).learn_many([1.0, 2.0, 3.0]).to_dict()
+    with pytest.raises(ValueError, match="version"):
+        PreState.from_dict({**good, "v": 99})
+    with pytest.raises(ValueError, match="not a PreState dict"):
+        PreState.from_dict({"v": 1})
+    with pytest.raises(ValueError, match="commit count"):
+        PreState.from_dict({**good, "ring": _b64(np.zeros(2))})
