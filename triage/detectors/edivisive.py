@@ -33,7 +33,8 @@ expectations of Otava's test suite (``tests/tigerbeetle_test.py``). Notes:
 
 The incremental mode (:meth:`EDivisive.update`) is exact: windows whose end
 lay inside the old series are unaffected by appended points, so only the
-windows from the first truncated one (at most the last two) are re-run, then
+windows from the first one the old end truncated (at most two of the old
+windows, plus those the new points need) are re-run, then
 the merge is redone. :meth:`update` after :meth:`fit` gives the same result as
 :meth:`fit` on the whole series (tested).
 """
