@@ -149,3 +149,18 @@ def test_detectors_on_synthetic_histories_match_ground_truth(small_dataset):
             for h in small_dataset
         ]
         assert np.mean(scores) > floor, (name, np.mean(scores))
+
+
+@pytest.mark.shared
+def test_mongodb_demo_true_positives_are_found(shared_data):
+    """The real MongoDB demo series: its two confirmed regressions (267, 410) are
+    among Perfherder's, CUSUM's and BOCPD's detections."""
+    from triage.loaders import load
+
+    history = next(iter(load(shared_data / "mongodb_demo.csv")))
+    confirmed = set(history.confirmed().tolist())
+    assert confirmed == {267, 410}
+    for name in ("perfherder", "cusum", "bocpd"):
+        found = {c.index for c in make(name).detect(history.values)}
+        assert confirmed <= found, (name, sorted(found))
+    assert {c.index for c in make("bocpd").detect(history.values)} == confirmed
