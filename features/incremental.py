@@ -71,9 +71,10 @@ Agreement with :mod:`features.fast` is held to ``rtol = 1e-7`` (plus a small
 absolute tolerance for values near 0) by property tests: the state sums in a
 different order, on raw instead of standardised values.
 
-Size: :meth:`PreState.to_dict` stores float64 arrays as base64 (exact round
-trip): about 0.8 KB plus ``8 * horizon`` bytes (base64: 4/3 of that) when a
-bounded characteristic is requested, plus the hulls.
+Size: :meth:`PreState.to_dict` stores the numbers as one zlib-compressed
+base64 string of float64 (exact round trip): 45 scalars, the first 11 values,
+the last ``max(horizon, 21)`` values (21 when no bounded characteristic is
+requested) and the hull points.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import zlib
 from collections.abc import Iterable, Sequence
 
 import numba
@@ -165,36 +167,83 @@ def _is_flat(lo, hi):
 
 
 @numba.njit(cache=True)
-def _np_sum(a, lo, n):
-    """Sum of a[lo:lo+n] in numpy's pairwise order, so standardised windows match numpy bit for bit."""
+def _pairwise_block(a, lo, n):
+    """numpy's pairwise-sum leaf (n <= 128): eight interleaved accumulators."""
     if n < 8:
         res = 0.0
         for i in range(n):
             res += a[lo + i]
         return res
-    if n <= 128:
-        r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-        r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-        i = 8
-        stop = n - n % 8
-        while i < stop:
-            r0 += a[lo + i]
-            r1 += a[lo + i + 1]
-            r2 += a[lo + i + 2]
-            r3 += a[lo + i + 3]
-            r4 += a[lo + i + 4]
-            r5 += a[lo + i + 5]
-            r6 += a[lo + i + 6]
-            r7 += a[lo + i + 7]
-            i += 8
-        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        while i < n:
-            res += a[lo + i]
-            i += 1
-        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    stop = n - n % 8
+    while i < stop:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True)
+def _half(n):
     n2 = n // 2
-    n2 -= n2 % 8
-    return _np_sum(a, lo, n2) + _np_sum(a, lo + n2, n - n2)
+    return n2 - n2 % 8
+
+
+@numba.njit(cache=True)
+def _np_sum(a, lo, n):
+    """Sum of a[lo:lo+n] in numpy's pairwise order, so standardised windows match numpy bit for bit.
+
+    numpy splits a long range in two halves (the first a multiple of 8 long)
+    until pieces have <= 128 values. Evaluated with an explicit stack: numba
+    cannot reliably load a recursive function from its on-disk cache.
+    """
+    if n <= 128:
+        return _pairwise_block(a, lo, n)
+    los = np.empty(64, np.int64)
+    ns = np.empty(64, np.int64)
+    stage = np.zeros(64, np.int64)
+    left = np.empty(64)
+    sp = 1
+    los[0] = lo
+    ns[0] = n
+    while True:
+        i = sp - 1
+        if ns[i] > 128:
+            stage[i] = 1
+            los[sp] = los[i]
+            ns[sp] = _half(ns[i])
+            stage[sp] = 0
+            sp += 1
+            continue
+        r = _pairwise_block(a, los[i], ns[i])
+        sp -= 1
+        while sp > 0:
+            p = sp - 1
+            if stage[p] == 1:
+                left[p] = r
+                stage[p] = 2
+                h = _half(ns[p])
+                los[sp] = los[p] + h
+                ns[sp] = ns[p] - h
+                stage[sp] = 0
+                sp += 1
+                break
+            r = left[p] + r
+            sp -= 1
+        if sp == 0:
+            return r
 
 
 @numba.njit(cache=True)
@@ -448,14 +497,6 @@ def _crossing_points(z):
 # --------------------------------------------------------------------------- the state
 
 
-def _b64(a: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(a, dtype="<f8").tobytes()).decode("ascii")
-
-
-def _unb64(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text.encode("ascii")), dtype="<f8").astype(np.float64)
-
-
 def resolve_names(names: Iterable[str] | None) -> tuple[tuple[str, ...], list[str]]:
     """Characteristics to compute and output columns for ``names``.
 
@@ -705,24 +746,28 @@ class PreState:
     # ------------------------------------------------------------------ serialisation
 
     def to_dict(self) -> dict:
-        """Plain JSON-serialisable state; float arrays as base64 of little-endian float64."""
+        """Plain JSON-serialisable state.
+
+        The numbers (scalar state, leading values, the ring's values oldest
+        first, hull points) travel as one zlib-compressed base64 string of
+        little-endian float64, so the round trip is exact; the array lengths
+        follow from the counts inside it.
+        """
         n = self.n
         kept = min(n, self._ring_size)
-        ring = np.array([self._ring[t % self._ring_size] for t in range(n - kept, n)])
-        out = {
+        ring = self._ring[np.arange(n - kept, n) % self._ring_size]
+        parts = [self._f, self._first[: min(n, _FIRST)], ring]
+        if self._groups[_G_HURST]:
+            parts += [self._hu[: int(self._f[_NU])].ravel(), self._hl[: int(self._f[_NL])].ravel()]
+        blob = np.concatenate(parts).astype("<f8").tobytes()
+        return {
             "v": _FORMAT_VERSION,
             "series_id": self.series_id,
             "names": self.names,
             "horizon": self.horizon,
             "index": self.index,
-            "f": _b64(self._f),
-            "first": _b64(self._first[: min(n, _FIRST)]),
-            "ring": _b64(ring),
+            "data": base64.b64encode(zlib.compress(blob, 9)).decode("ascii"),
         }
-        if self._groups[_G_HURST]:
-            out["hu"] = _b64(self._hu[: int(self._f[_NU])].ravel())
-            out["hl"] = _b64(self._hl[: int(self._f[_NL])].ravel())
-        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> PreState:
@@ -731,30 +776,33 @@ class PreState:
             if data.get("v") != _FORMAT_VERSION:
                 raise ValueError(f"unsupported state version {data.get('v')!r}")
             state = cls(data["names"], horizon=int(data["horizon"]), series_id=data["series_id"])
-            f = _unb64(data["f"])
-            if f.shape != (_NSLOTS,):
-                raise ValueError("scalar state has the wrong length")
-            n = int(f[_N])
-            first = _unb64(data["first"])
-            ring = _unb64(data["ring"])
-            if len(first) != min(n, _FIRST) or len(ring) != min(n, state._ring_size):
-                raise ValueError("stored values do not match the commit count")
+            raw = zlib.decompress(base64.b64decode(data["data"].encode("ascii"), validate=True))
+            if len(raw) % 8:
+                raise ValueError("state data is not a float64 array")
+            values = np.frombuffer(raw, dtype="<f8").astype(np.float64)
+            f = values[:_NSLOTS].copy()
+            if len(f) != _NSLOTS:
+                raise ValueError("state data is too short")
+            n, nu, nl = int(f[_N]), int(f[_NU]), int(f[_NL])
+            n_first, n_ring = min(n, _FIRST), min(n, state._ring_size)
+            hull = 2 * (nu + nl) if state._groups[_G_HURST] else 0
+            if len(values) != _NSLOTS + n_first + n_ring + hull:
+                raise ValueError("state data does not match its counts")
             state._f = f
-            state._first[: len(first)] = first
-            for i, v in enumerate(ring):
-                state._ring[(n - len(ring) + i) % state._ring_size] = v
+            at = _NSLOTS
+            state._first[:n_first] = values[at : at + n_first]
+            at += n_first
+            state._ring[np.arange(n - n_ring, n) % state._ring_size] = values[at : at + n_ring]
+            at += n_ring
             if state._groups[_G_HURST]:
-                hu = _unb64(data["hu"]).reshape(-1, 2)
-                hl = _unb64(data["hl"]).reshape(-1, 2)
-                if len(hu) != int(f[_NU]) or len(hl) != int(f[_NL]):
-                    raise ValueError("hull sizes do not match")
-                cap = max(16, len(hu) + 1, len(hl) + 1)
+                cap = max(16, nu + 1, nl + 1)
                 state._hu = np.zeros((cap, 2))
                 state._hl = np.zeros((cap, 2))
-                state._hu[: len(hu)] = hu
-                state._hl[: len(hl)] = hl
+                state._hu[:nu] = values[at : at + 2 * nu].reshape(-1, 2)
+                at += 2 * nu
+                state._hl[:nl] = values[at : at + 2 * nl].reshape(-1, 2)
             state.index = int(data["index"])
-        except (KeyError, TypeError, AttributeError, binascii.Error) as exc:
+        except (KeyError, TypeError, AttributeError, binascii.Error, zlib.error) as exc:
             raise ValueError(f"not a PreState dict: {exc}") from None
         return state
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 
 import numpy as np
 import pytest
@@ -15,7 +17,6 @@ from features.incremental import (
     EXACT,
     PAPER_CHARACTERISTICS,
     PreState,
-    _b64,
     batch_features,
     resolve_names,
 )
@@ -101,15 +102,16 @@ def test_characteristic_names_expand_to_catalogue_columns():
         PreState(horizon=10)
 
 
-def test_long_pre_exact_stays_exact_and_bounded_uses_the_last_horizon():
+@pytest.mark.parametrize("horizon", [48, 200])  # 200: numpy's pairwise sum splits windows > 128
+def test_long_pre_exact_stays_exact_and_bounded_uses_the_last_horizon(horizon):
     rng = np.random.default_rng(7)
     n = 400
     values = np.round(1000 + np.cumsum(rng.standard_normal(n)) + 3 * rng.standard_normal(n), 1)
     values[250:] += 25
-    state = PreState(None, horizon=48).learn_many(values[:-1])
+    state = PreState(None, horizon=horizon).learn_many(values[:-1])
     got = state.features_one(values[-1])
-    assert_matches(got, batch_features(values[:-1], values[-1], None, 48), "n=399")
-    # The bounded ones really are on the last 48 commits: on all of Pre they differ.
+    assert_matches(got, batch_features(values[:-1], values[-1], None, horizon), "n=399")
+    # The bounded ones really are on the last `horizon` commits: on all of Pre they differ.
     whole = batch_features(values[:-1], values[-1], None, horizon=10_000)
     differs = [c for c in BOUNDED if not np.isclose(got[f"pre_{c}"], whole[f"pre_{c}"], rtol=RTOL, atol=ATOL)]
     assert "crossing_points" in differs and "entropy" in differs
@@ -122,7 +124,8 @@ def test_hurst_exact_on_a_trend_whose_hull_keeps_every_point():
     state = PreState(["hurst"]).learn_many(values)
     expected = batch_features(values, 0.0, ["hurst"])
     assert_matches(state.features_one(0.0), expected, "trend")
-    assert state.to_dict()["hl"]  # documented cost: the hull grows on such a trend
+    # The documented cost: on such a trend the hull keeps a point per commit.
+    assert state._f[24] > 250
 
 
 def test_after_window_is_the_constant_single_point():
@@ -177,5 +180,8 @@ def test_from_dict_rejects_foreign_data():
         PreState.from_dict({**good, "v": 99})
     with pytest.raises(ValueError, match="not a PreState dict"):
         PreState.from_dict({"v": 1})
-    with pytest.raises(ValueError, match="commit count"):
-        PreState.from_dict({**good, "ring": _b64(np.zeros(2))})
+    truncated = base64.b64encode(zlib.compress(zlib.decompress(base64.b64decode(good["data"]))[:-8])).decode()
+    with pytest.raises(ValueError, match="does not match its counts"):
+        PreState.from_dict({**good, "data": truncated})
+    with pytest.raises(ValueError, match="not a PreState dict"):
+        PreState.from_dict({**good, "data": "not base64!"})
