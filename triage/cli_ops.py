@@ -79,16 +79,17 @@ def label(
         decisions = label_candidates(dataset, clf, which=which, threshold=threshold, explain_top=explain_top)
     cut = clf.threshold_ if threshold is None else threshold
     n_true = int((decisions["classification"] == "true_positive").sum())
-    console.print(_decision_table(decisions, f"{len(decisions):,} {which} candidates: {n_true:,} called true "
-                                  f"(threshold {cut:.3f})", show, extra=("label",)))
+    console.print(_decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",)))
+    console.print(f"{n_true:,} of {len(decisions):,} called true at threshold {cut:.3f}", soft_wrap=True)
     for ref, name in (("label", "human labels"), ("truth_label", "ground truth")):
         stats = agreement(decisions, ref)
         if stats["n"]:
             console.print(f"agreement with {name} on {stats['n']:,} candidates: accuracy {stats['accuracy']:.3f}, "
-                          f"sensitivity {stats['sensitivity']:.3f}, specificity {stats['specificity']:.3f}")
+                          f"sensitivity {stats['sensitivity']:.3f}, specificity {stats['specificity']:.3f}",
+                          soft_wrap=True)
     if out is not None:
         write_decisions(decisions, out, fmt=fmt)
-        console.print(f"decisions written to [bold]{out}[/]")
+        console.print(f"decisions written to [bold]{out}[/]", soft_wrap=True)
 
 
 def score(
@@ -126,11 +127,11 @@ def score(
         scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top)
     n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
     view = scored.rename(columns={f"triage_{c}": c for c in ("p_true", "classification", "explanation")})
-    console.print(_decision_table(view, f"{len(scored):,} candidates ({table.layout}): {n_true:,} called true, "
-                                  f"threshold {cut:.3f} ({how})", show, extra=("index",)))
+    console.print(_decision_table(view, f"{len(scored):,} candidates ({table.layout})", show, extra=("index",)))
+    console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})", soft_wrap=True)
     if out is not None:
         write_frame_atomic(scored, out)
-        console.print(f"scores written to [bold]{out}[/]")
+        console.print(f"scores written to [bold]{out}[/]", soft_wrap=True)
 
 
 def report(
@@ -150,7 +151,7 @@ def report(
     points = candidate_points(candidates, dataset) if candidates is not None else None
     with console.status(f"plotting {min(max_plots, frame['series_id'].nunique()):,} series"):
         page = build_report(dataset, frame, out, candidates=points, title=title, max_plots=max_plots)
-    console.print(f"report written to [bold]{page}[/] ({len(frame):,} decisions)")
+    console.print(f"report written to [bold]{page}[/] ({len(frame):,} decisions)", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

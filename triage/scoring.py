@@ -7,9 +7,11 @@ decision keeps the detector's own fields and adds::
 
     series_id, commit, index, p_false, p_true, classification, explanation
 
-(``series_id`` / ``commit`` / ``index`` only when the input has no such
-column; a detector column already named like one of the others is kept and
-ours is prefixed ``triage_``).
+(``series_id`` / ``commit`` / ``index`` are added when the input has no such
+column, and as ``triage_<name>`` when the input's column says something else,
+e.g. an Otava index that differs from the commit's position; a detector
+column named like one of the others is kept and ours is prefixed
+``triage_``).
 
 Candidate files (:func:`read_candidates`, layout detected from the content)
 ---------------------------------------------------------------------------
@@ -465,6 +467,9 @@ def score_candidates(
     for name, col in added.items():
         if name not in out.columns:
             out[name] = col.to_numpy()
+        elif (out[name].astype(str).str.strip().to_numpy() != col.astype(str).to_numpy()).any():
+            # e.g. Otava's per-metric index where the commit placed the change elsewhere
+            out[f"triage_{name}"] = col.to_numpy()
     for name in SCORE_COLUMNS:
         target = name if name not in out.columns else f"triage_{name}"
         out[target] = decided[name].to_numpy()
