@@ -23,10 +23,17 @@ from pathlib import Path
 
 import numpy as np
 
+from features import catalogue as C
 from features.fast import window_characteristics
 from features.incremental import DEFAULT_HORIZON, PAPER_CHARACTERISTICS, PreState
 
-CONFIGS = {"paper (7 + norm pair, 18 columns)": list(PAPER_CHARACTERISTICS), "full catalogue (44 columns)": None}
+CONFIGS = {
+    "paper (7 + norm pair, 18 columns)": list(PAPER_CHARACTERISTICS),
+    "full catalogue (44 columns)": None,
+    "full catalogue without max_kl_shift (42 columns)": [
+        n for n in C.CHARACTERISTICS + C.PAIR_CHARACTERISTICS if n != "max_kl_shift"
+    ],
+}
 
 
 def history(n: int, seed: int) -> np.ndarray:

@@ -57,11 +57,10 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold
 
+from features.catalogue import METADATA_COLUMNS
 from triage import labels as L
 from triage.errors import InputError
 
-#: Columns of the feature matrix that describe the row rather than the windows.
-METADATA_COLUMNS: tuple[str, ...] = ("series_id", "commit", "index", "timestamp", "label", "truth_label")
 METRICS: tuple[str, ...] = ("accuracy", "auc")
 UNITS: tuple[str, ...] = ("column", "characteristic")
 #: Keys every feature-set file has (others, such as ``history``, are optional).

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
-import types
 
 import numpy as np
 import pandas as pd
@@ -219,35 +217,29 @@ def test_bad_parameters_are_rejected(matrix):
         select_features(matrix, selector=small_selector(unit="bit"))
 
 
-def test_cli_select_features_writes_the_file(tmp_path, monkeypatch):
-    """The command with a stand-in for features.extract (the real one is tested in its own module)."""
+def test_cli_select_features_on_a_synthetic_dataset(tmp_path):
+    """End to end: synthetic histories -> features.extract -> GA -> feature-set file."""
     from triage.cli import app
-    from triage.history import Dataset, History
-    from triage.loaders import write_long
+    from triage.synthetic import write_synthetic
 
-    frame = make_matrix(n_series=8, per_series=15, n_noise=6)
-    calls = {}
-
-    def fake_extract(dataset, window="adaptive"):
-        calls["window"] = window
-        return frame
-
-    if "features.extract" not in sys.modules:
-        fake = types.ModuleType("features.extract")
-        fake.extract_features = fake_extract
-        monkeypatch.setitem(sys.modules, "features.extract", fake)
-    else:
-        monkeypatch.setattr(sys.modules["features.extract"], "extract_features", fake_extract)
-    data = tmp_path / "history.csv"
-    write_long(Dataset([History("s", ["a", "b", "c"], [1.0, 2.0, 3.0], None)]), data)
+    data = write_synthetic(tmp_path / "synth", "small", seed=0)
     out = tmp_path / "fs.json"
-    result = CliRunner().invoke(
-        app,
-        ["select-features", "--data", str(data), "--out", str(out), "--window", "5",
-         "--population", "8", "--generations", "2", "--folds", "3", "--trees", "10"],
-    )
+    args = ["select-features", "--data", str(data), "--out", str(out), "--window", "3",
+            "--population", "6", "--generations", "2", "--folds", "3", "--trees", "10", "--seed", "1"]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert calls["window"] == 5
     fs = load_feature_set(out)
-    assert fs.generations <= 2 and fs.extra["window"] == "5"
-    assert set(fs.names) <= set(frame.columns)
+    assert fs.seed == 1 and fs.generations <= 2 and fs.extra["window"] == "3"
+    assert fs.names and all(n.startswith(("pre_", "after_", "norm_")) for n in fs.names)
+    assert 0.5 < fs.fitness <= 1.0
+
+
+def test_cli_bad_window_and_bad_data(tmp_path):
+    from triage.cli import app
+
+    out = tmp_path / "fs.json"
+    result = CliRunner().invoke(app, ["select-features", "--data", str(tmp_path), "--out", str(out), "--window", "wide"])
+    assert result.exit_code == 2 and "neither 'adaptive' nor a number" in result.output
+    result = CliRunner().invoke(app, ["select-features", "--data", str(tmp_path / "none.csv"), "--out", str(out)])
+    assert isinstance(result.exception, InputError) and "no such file" in str(result.exception)
+    assert not out.exists()

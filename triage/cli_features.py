@@ -46,7 +46,6 @@ def select_features_command(
     """Choose the feature subset with a genetic algorithm (Bauer et al., ICPE 2022)."""
     # Imported here so that `triage --help` stays fast.
     from features.extract import extract_features
-
     from features.selection import GeneticSelector, save_feature_set, select_features
 
     selector = GeneticSelector(
@@ -64,9 +63,13 @@ def select_features_command(
         selector.check_params()
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+    window_value = parse_window(window)
     dataset = load(data)
     with console.status("extracting features"):
-        frame = extract_features(dataset, window=parse_window(window))
+        try:
+            frame = extract_features(dataset, window=window_value, n_jobs=n_jobs)
+        except ValueError as exc:
+            raise InputError(data, None, str(exc)) from None
     progress = Progress(
         TextColumn("[bold]generation"),
         BarColumn(),
