@@ -114,7 +114,10 @@ def build_matrix(dataset, window: str | int, n_jobs: int):
         from features.extract import extract_features
     except ImportError:
         raise InputError(None, None, "features.extract is not available in this installation; use --matrix") from None
-    return extract_features(dataset, window=window, n_jobs=n_jobs)
+    try:
+        return extract_features(dataset, window=window, n_jobs=n_jobs)
+    except (ValueError, KeyError) as exc:  # a NaN inside a window, a bad candidate: name it, no traceback
+        raise InputError(dataset.source, None, f"feature extraction failed: {exc}") from None
 
 
 def matrix_of(data, preset, matrix, window, seed, n_jobs):
