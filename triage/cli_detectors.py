@@ -11,7 +11,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from triage.detectors import defaults, make, names, parse_params
 from triage.history import Dataset
 from triage.loaders import LAYOUTS, load
 
@@ -27,6 +26,8 @@ def candidates_frame(dataset: Dataset, detector_name: str, params: dict | None =
     Columns: ``series_id, commit, index, detector, score`` then the detector's
     fields (see each detector's docstring), in first-seen order.
     """
+    from triage.detectors import make
+
     rows: list[dict] = []
     for history in dataset:
         det = make(detector_name, **(params or {}))
@@ -61,7 +62,7 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
 
 def candidates(
     data: Path = typer.Option(..., "--data", help="Dataset file or directory (any supported layout)."),
-    detector: str = typer.Option(..., "--detector", help=f"Detector name: {', '.join(names())}."),
+    detector: str = typer.Option(..., "--detector", help="Detector name (list them with `triage detectors`)."),
     param: list[str] = typer.Option(
         [], "--param", help="Detector parameter key=value (repeatable); see `triage detectors`."
     ),
@@ -70,6 +71,9 @@ def candidates(
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
 ) -> None:
     """Run a change-point detector on every series and write the candidates as CSV."""
+    # scipy.stats and ruptures take seconds to import: only when a detector runs.
+    from triage.detectors import make, parse_params
+
     try:
         params = parse_params(detector, param)
         make(detector, **params)  # constructor-level errors before loading data
@@ -87,6 +91,8 @@ def candidates(
 
 def list_detectors() -> None:
     """List the detectors and their default parameters."""
+    from triage.detectors import defaults, names
+
     table = Table("detector", "default parameters")
     for name in names():
         table.add_row(name, ", ".join(f"{k}={v}" for k, v in defaults(name).items()))
