@@ -177,7 +177,9 @@ def plot_series(
     ax.set_xlabel("commit (position in history)")
     ax.set_ylabel("value")
     ax.grid(alpha=0.25)
-    ax.legend(fontsize=7, loc="upper left", ncols=4, framealpha=0.8)
+    # Above the axes: inside, it would hide the start of the series.
+    ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=7, frameon=False,
+              borderaxespad=0.2)
     fig.tight_layout()
     fig.savefig(out)
     plt.close(fig)
@@ -226,8 +228,12 @@ def render_html(
     n_candidates: int | None,
     omitted: int,
 ) -> str:
-    """The page. ``sections``: (series id, anchor, png path, decisions, true alerts) in page order."""
-    anchors = {sid: anchor for sid, anchor, *_ in sections}
+    """The page. ``sections``: (series id, anchor, png path, decisions, true alerts) in page order.
+
+    A table row of a series without a section links back to the table.
+    """
+    anchors = {sid: "summary" for sid in decisions["series_id"].astype(str)}
+    anchors.update({sid: anchor for sid, anchor, *_ in sections})
     n_true = int((decisions["classification"] == L.TRUE_POSITIVE).sum())
     counts = [
         f"<span><b>{len(decisions)}</b> decisions</span>",
@@ -287,12 +293,14 @@ def build_report(
     plotted, omitted = series_order[:max_plots], max(0, len(series_order) - max_plots)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    # mkdtemp makes the directory private (0700); a report is meant to be served and shared.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
     try:
-        used: set[str] = set()
+        used: set[str] = {"summary", "decisions"}  # ids the page itself uses
         sections = []
-        anchors = {}
-        for sid in series_order:
-            anchors[sid] = _slug(sid, used)
+        anchors = {sid: _slug(sid, used) for sid in plotted}
         for sid in plotted:
             rows = ordered[ordered["series_id"] == sid]
             png = f"plots/{anchors[sid]}.png"
@@ -303,9 +311,6 @@ def build_report(
         n_cand = int(sum(len(v) for v in candidates.values())) if candidates is not None else None
         page = render_html(ordered, sections, title=title, source=str(dataset.source or ""),
                            n_candidates=n_cand, omitted=omitted)
-        # Anchors of unplotted series still resolve to the summary.
-        for sid in series_order[max_plots:]:
-            page = page.replace(f'href="#{anchors[sid]}"', 'href="#summary"')
         (tmp / "index.html").write_text(page, encoding="utf-8")
         _swap_in(tmp, out)
     finally:
