@@ -61,3 +61,15 @@ def test_window_option_is_validated(matrix_file, tmp_path):
                                    "--window", "wide", "--no-track"])
     assert res.exit_code != 0
     assert not (tmp_path / "m").exists()
+
+
+def test_train_end_to_end_from_a_synthetic_preset(tmp_path):
+    """triage.synthetic -> features.extract -> train -> model directory, through the CLI."""
+    out = tmp_path / "model"
+    res = CliRunner().invoke(app, ["train", "--preset", "small", "--out", str(out), "--window", "0",
+                                   "--param", "n_estimators=20", "--no-track"])
+    assert res.exit_code == 0, res.output
+    clf = load_model(out)
+    assert clf.manifest_["window"] == 0
+    assert clf.manifest_["extra"]["source"] == {"preset": "small", "seed": 0}
+    assert all(c.startswith(("pre_", "after_", "norm_")) for c in clf.feature_names_)
