@@ -36,6 +36,7 @@ COMMAND_MODULES: list[str] = [
     "triage.cli_detectors",
     "triage.cli_features",
     "triage.cli_training",
+    "triage.cli_online",
     "triage.cli_ops",
 ]
 

@@ -1,0 +1,227 @@
+"""Online commands: ``triage watch`` (decide new results as they arrive) and ``triage detect``
+(replay whole histories through the same loop, the paper's Section 4 experiment).
+
+Both run :class:`triage.online.OnlineTriage` (Bauer et al., ICPE 2022,
+Algorithm 1) with a window-0 model directory.
+
+``triage watch`` input, one result per line:
+
+* JSON lines on stdin: ``{"series_id": ..., "commit": ..., "value": ...,
+  "timestamp": ...}`` (timestamp optional: ISO-8601 or seconds since the epoch);
+  blank lines are skipped;
+* or ``--csv FILE``: a CSV with a header naming at least ``series_id``,
+  ``commit``, ``value`` (``timestamp`` optional, other columns ignored);
+  ``--follow`` keeps reading as lines are appended, like ``tail -f``.
+
+Output: one JSON line per commit on stdout, ``{"series", "commit",
+"probability", "decision", "top_features"}``, plus ``"replayed": true`` when
+the commit had been decided before (re-delivery after a restart). With
+``--state FILE.db`` every decision is committed with its state update before
+it is printed, so a killed watcher restarted on the same input continues
+exactly where it stopped. A bad line stops the command with exit status 2 and
+``error: <source>, line N: <problem>`` on stderr; every line before it is
+decided and stored, the bad one changes nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from triage.errors import InputError
+
+err_console = Console(stderr=True)
+
+MODEL_HELP = "Window-0 model directory (train one with `triage train --window 0`)."
+MIN_PRE_HELP = "Commits Pre must hold before a change point can be declared (0 = the paper's loop as is)."
+
+
+def _fail(exc: Exception) -> None:
+    err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+# ---------------------------------------------------------------------- input
+
+
+def _bad(source: object, number: int, problem: str) -> InputError:
+    """An InputError that says "line N" (stdin has lines, not table rows)."""
+    return InputError(f"{source}, line {number}", None, problem)
+
+
+def _json_records(stream: io.TextIOBase, source: str) -> Iterator[tuple[int, dict]]:
+    """(line number, record) for each non-blank JSON line; InputError names a bad line."""
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _bad(source, number, f"not a JSON object: {exc.msg}") from None
+        if not isinstance(record, dict):
+            raise _bad(source, number, "expected a JSON object with series_id, commit, value")
+        missing = [k for k in ("series_id", "commit", "value") if k not in record]
+        if missing:
+            raise _bad(source, number, f"missing key(s) {', '.join(missing)}")
+        yield number, record
+
+
+def _csv_lines(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, str]]:
+    """(line number, complete line) of a growing text file; waits at the end when ``follow``."""
+    number = 0
+    pending = ""
+    with open(path, encoding="utf-8", newline="") as fh:
+        while True:
+            chunk = fh.readline()
+            if chunk:
+                pending += chunk
+                if not pending.endswith("\n"):
+                    continue  # a line still being written
+                number += 1
+                yield number, pending
+                pending = ""
+            elif follow:
+                time.sleep(poll)
+            else:
+                if pending:
+                    number += 1
+                    yield number, pending
+                return
+
+
+def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, dict]]:
+    if not path.is_file():
+        raise InputError(path, None, "no such file")
+    columns: list[str] | None = None
+    for number, line in _csv_lines(path, follow, poll):
+        try:
+            fields = next(csv.reader([line]))
+        except (csv.Error, StopIteration) as exc:
+            if columns is None:
+                raise _bad(path, number, "empty or unreadable header") from None
+            raise _bad(path, number, f"unreadable CSV line: {exc}") from None
+        if columns is None:
+            columns = [f.strip() for f in fields]
+            missing = [c for c in ("series_id", "commit", "value") if c not in columns]
+            if missing:
+                raise _bad(path, number, f"header lacks column(s) {', '.join(missing)}")
+            continue
+        if not any(f.strip() for f in fields):
+            continue
+        if len(fields) != len(columns):
+            raise _bad(path, number, f"{len(fields)} fields, the header has {len(columns)}")
+        row = dict(zip(columns, fields, strict=True))
+        try:
+            value = float(row["value"])
+        except ValueError:
+            raise _bad(path, number, f"value {row['value']!r} is not a number") from None
+        record = {"series_id": row["series_id"], "commit": row["commit"], "value": value}
+        if row.get("timestamp", "").strip():
+            record["timestamp"] = row["timestamp"]
+        yield number, record
+
+
+# ---------------------------------------------------------------------- commands
+
+
+def watch(
+    model: Path = typer.Option(..., "--model", help=MODEL_HELP),
+    state: Path = typer.Option(None, "--state", help="SQLite state file (created if absent); default: in memory."),
+    csv_file: Path = typer.Option(None, "--csv", help="Read results from this CSV instead of JSON lines on stdin."),
+    follow: bool = typer.Option(False, "--follow", help="With --csv: keep reading as lines are appended."),
+    reset_state: bool = typer.Option(False, "--reset-state", help="Forget the state file's series and decisions first."),
+    explain: str = typer.Option("positive", help="Which decisions get top_features: positive, all, none."),
+    min_pre: int = typer.Option(5, "--min-pre", help=MIN_PRE_HELP),
+    durable: bool = typer.Option(False, "--durable", help="fsync every decision (survives power loss, slower)."),
+    poll: float = typer.Option(0.2, help="Seconds between checks for new lines with --follow."),
+) -> None:
+    """Decide each new result as it arrives; one JSON line per commit on stdout."""
+    from triage.online import OnlineTriage, RejectedCommit
+    from triage.state_store import StateStore
+
+    if follow and csv_file is None:
+        _fail(InputError(None, None, "--follow needs --csv FILE"))
+    store = None
+    try:
+        if state is not None:
+            store = StateStore(state, durable=durable)
+            if reset_state:
+                store.reset()
+        loop = OnlineTriage.from_model_dir(model, store=store, explain=explain, min_pre=min_pre)
+        source = str(csv_file) if csv_file is not None else "<stdin>"
+        records = _csv_records(csv_file, follow, poll) if csv_file is not None else _json_records(sys.stdin, source)
+        out = sys.stdout
+        for number, record in records:
+            try:
+                decision = loop.process_one(
+                    record["series_id"], record["commit"], record["value"], record.get("timestamp")
+                )
+            except RejectedCommit as exc:
+                raise _bad(source, number, str(exc)) from None
+            out.write(json.dumps(decision.to_dict()) + "\n")
+            out.flush()
+    except (InputError, ValueError) as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        pass  # every printed decision is already committed
+    finally:
+        if store is not None:
+            store.close()
+
+
+def detect(
+    data: Path = typer.Option(..., "--data", help="Dataset file or directory (any layout triage.loaders reads)."),
+    model: Path = typer.Option(..., "--model", help=MODEL_HELP),
+    out: Path = typer.Option(..., "--out", help="CSV to write: series_id, commit, index, probability."),
+    layout: str = typer.Option("auto", help="Input layout (see `triage summary --help`)."),
+    min_pre: int = typer.Option(5, "--min-pre", help=MIN_PRE_HELP),
+    batch_series: int = typer.Option(4096, "--batch-series", help="Series replayed side by side per batch."),
+) -> None:
+    """Replay whole histories through the online loop and write the change points it finds."""
+    from triage.loaders import load
+    from triage.online import OnlineTriage, RejectedCommit
+
+    try:
+        dataset = load(data, layout=layout)
+        loop = OnlineTriage.from_model_dir(model, explain="none", min_pre=min_pre)
+        started = time.perf_counter()
+        try:
+            found = loop.replay(dataset, batch_series=batch_series)
+        except RejectedCommit as exc:
+            raise InputError(data, None, str(exc)) from None
+        seconds = time.perf_counter() - started
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+        try:
+            with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(["series_id", "commit", "index", "probability"])
+                for d in found:
+                    writer.writerow([d.series, d.commit, d.index, repr(d.probability)])
+            os.replace(tmp, out)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except (InputError, ValueError) as exc:
+        _fail(exc)
+    n = dataset.n_commits()
+    err_console.print(
+        f"{len(found)} change points in {len(dataset)} series ({n} commits, "
+        f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {out}",
+        highlight=False,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("watch")(watch)
+    app.command("detect")(detect)

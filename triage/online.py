@@ -1,0 +1,604 @@
+"""The online triage loop: Algorithm 1 of Bauer et al. (ICPE 2022), one commit at a time.
+
+For each new commit ``p`` of a series:
+
+1. **Pre** is the run of commits since the last change point *this loop*
+   found (all earlier commits when it found none). As in
+   :mod:`features.windows`, Pre of ``p`` is ``[p- + 1, p - 1]`` with ``p-``
+   the last change point: the change-point commit itself belongs to no later
+   Pre, and the commit right after a change point has an empty Pre.
+2. **After** is the new commit alone (window ``w = 0``: nothing after ``p`` is
+   known yet).
+3. The window-0 model (a :class:`~training.classifier.TriageClassifier` saved
+   with ``window=0``) gives P(true alert) from the characteristics of
+   (Pre, After); ``P >= threshold`` is a positive decision.
+4. A positive decision makes ``p`` the new last change point and empties Pre;
+   a negative one appends ``p``'s value to Pre.
+
+One rule is added to the paper's loop: no change point is declared while Pre
+holds fewer than ``min_pre`` commits (default 5). Without it the loop has a
+degenerate fixed point: a model trained on triaged candidates, which almost
+never have an empty Pre, may call the first commit of a series a change point
+on an empty Pre, which empties Pre again, and so on for every commit. The
+probability is still reported for those commits; only the decision is held
+back. ``min_pre=0`` gives the paper's loop unchanged.
+
+The API follows river's online-learning style: the per-series state is
+explicit and serialisable (:class:`SeriesState`, ``to_dict`` / ``from_dict``),
+``process_one`` handles one observation, ``process_many`` a batch whose
+commits are grouped across series so that the predictor runs once per round
+(the round's *k*-th commit of every series in the batch), which is what makes
+replays fast. Commits of one series are always processed in delivery order,
+so a batch gives the same decisions as the same commits one by one.
+
+Pre's characteristics come from :class:`features.incremental.PreState`
+(updated in O(1) / O(log n) per commit) when that module is installed, else
+from :class:`RecomputedPre`, which keeps Pre's values and recomputes the
+catalogue characteristics from scratch (exact, O(len Pre) per commit). The
+model is evaluated by :class:`training.compiled.CompiledPredictor` (numba,
+same numbers as ``predict_proba``).
+
+Persistence (crash-safe, exactly-once, idempotent re-delivery) is
+:mod:`triage.state_store`; without a store the loop keeps its state in memory
+and only recognises the re-delivery of a series' *latest* commit.
+
+``top_features`` (plain-words reasons from :mod:`triage.explain`) costs a
+decision-path walk of the whole forest, about as much as the decision itself
+on a single row, so by default it is computed for positive decisions only
+(the alerts a person will look at); ``explain="all"`` explains every commit,
+``explain="none"`` none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from features import catalogue as C
+from features.fast import window_characteristics
+from triage.errors import InputError
+
+#: Every feature column the loop can compute, in the feature-matrix order
+#: (``pre_*``, ``after_*``, ``norm_*``; see ARCHITECTURE.md).
+ALL_COLUMNS: tuple[str, ...] = tuple(C.feature_columns())
+
+EXPLAIN_MODES: tuple[str, ...] = ("positive", "all", "none")
+
+
+class RejectedCommit(ValueError):
+    """A commit the loop refuses: non-finite value, timestamp going backwards, bad ids.
+
+    Nothing changed when this is raised. ``series`` and ``commit`` name it.
+    """
+
+    def __init__(self, series: str, commit: str, problem: str):
+        self.series = series
+        self.commit = commit
+        self.problem = problem
+        super().__init__(f"series {series!r}, commit {commit!r}: {problem}")
+
+
+class ModelMismatch(InputError):
+    """The model cannot drive the online loop, or is not the one a state store was built with."""
+
+    def __init__(self, source: str | Path | None, problem: str):
+        super().__init__(source, None, problem)
+
+
+# ---------------------------------------------------------------------- decisions
+
+
+@dataclass
+class Decision:
+    """The loop's verdict on one commit.
+
+    ``index`` is the commit's 0-based position in its series as the loop saw
+    it; ``probability`` is P(true alert) in [0, 1]; ``decision`` is True for a
+    change point; ``top_features`` holds up to three plain-words reasons
+    (empty when not explained, see the module docstring); ``replayed`` is True
+    when the commit had been decided before and this is the stored verdict.
+    """
+
+    series: str
+    commit: str
+    index: int
+    probability: float
+    decision: bool
+    top_features: list[str] = field(default_factory=list)
+    replayed: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON-line form: series, commit, probability, decision, top_features (+ replayed)."""
+        out: dict[str, object] = {
+            "series": self.series,
+            "commit": self.commit,
+            "probability": self.probability,
+            "decision": self.decision,
+            "top_features": list(self.top_features),
+        }
+        if self.replayed:
+            out["replayed"] = True
+        return out
+
+
+# ---------------------------------------------------------------------- Pre state
+
+
+class RecomputedPre:
+    """Pre's values, with the characteristics recomputed from scratch on demand.
+
+    The reference implementation of the Pre state, with the interface the loop
+    uses of :class:`features.incremental.PreState` (``learn_one``, ``reset``,
+    ``features_array``, ``to_dict`` / ``from_dict``, ``n``): exact on all of
+    Pre (no horizon), memory and time O(len Pre) per commit. It serves when
+    ``features.incremental`` is not installed and as the slow, obviously
+    correct twin in tests.
+
+    Parameters
+    ----------
+    names : feature columns to return, in order (default: every column)
+    """
+
+    def __init__(self, names: Sequence[str] | None = None, *, series_id: str = "", values: Iterable[float] = ()):
+        self.names = list(names) if names is not None else list(ALL_COLUMNS)
+        position = {c: i for i, c in enumerate(ALL_COLUMNS)}
+        self._select = np.array([position[c] for c in self.names], dtype=np.int64)
+        self.series_id = series_id
+        self.values: list[float] = [float(v) for v in values]
+        self._pre: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    def learn_one(self, x: float) -> RecomputedPre:
+        """Append one value (float) to Pre."""
+        self.values.append(float(x))
+        self._pre = None
+        return self
+
+    def reset(self) -> RecomputedPre:
+        """Empty Pre (a change point was found)."""
+        self.values.clear()
+        self._pre = None
+        return self
+
+    def features_array(self, x: float) -> np.ndarray:
+        """Features of (Pre, After = [x]), shape (len(names),), in ``names`` order."""
+        pre = np.asarray(self.values, dtype=np.float64)
+        if self._pre is None:
+            self._pre = window_characteristics(pre)
+        after = np.array([x], dtype=np.float64)
+        full = np.concatenate([self._pre, window_characteristics(after), C.normalised_moments(pre, after)])
+        return full[self._select]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": "recomputed", "names": self.names, "series_id": self.series_id, "values": list(self.values)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> RecomputedPre:
+        return cls(data["names"], series_id=data.get("series_id", ""), values=data["values"])
+
+
+def default_pre_class():
+    """:class:`features.incremental.PreState` when installed, else :class:`RecomputedPre`."""
+    try:
+        from features.incremental import PreState
+    except ImportError:
+        return RecomputedPre
+    return PreState
+
+
+# ---------------------------------------------------------------------- series state
+
+
+@dataclass
+class SeriesState:
+    """Everything the loop knows about one series between two commits.
+
+    n : commits seen (the next commit's index)
+    last_cp : index of the last change point found, -1 when none
+    last_commit : id of the latest commit, None before the first
+    last_ts : its timestamp in ns since the epoch (UTC), None when not given
+    last_probability, last_decision : the latest verdict (for re-delivery)
+    pre : the Pre state (``PreState`` or ``RecomputedPre``)
+    """
+
+    pre: object
+    n: int = 0
+    last_cp: int = -1
+    last_commit: str | None = None
+    last_ts: int | None = None
+    last_probability: float = 0.0
+    last_decision: bool = False
+    n_change_points: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "n": self.n,
+            "last_cp": self.last_cp,
+            "last_commit": self.last_commit,
+            "last_ts": self.last_ts,
+            "last_probability": self.last_probability,
+            "last_decision": self.last_decision,
+            "n_change_points": self.n_change_points,
+            "pre": self.pre.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> SeriesState:
+        pre_data = data["pre"]
+        pre_class = RecomputedPre if pre_data.get("kind") == "recomputed" else default_pre_class()
+        return cls(
+            pre=pre_class.from_dict(pre_data),
+            n=int(data["n"]),
+            last_cp=int(data["last_cp"]),
+            last_commit=data["last_commit"],
+            last_ts=data["last_ts"],
+            last_probability=float(data["last_probability"]),
+            last_decision=bool(data["last_decision"]),
+            n_change_points=int(data.get("n_change_points", 0)),
+        )
+
+
+# ---------------------------------------------------------------------- input checks
+
+
+def to_ns(timestamp: object) -> int | None:
+    """A timestamp as int nanoseconds since the epoch (UTC), or None.
+
+    Accepts None, ISO-8601 text (naive = UTC), ``datetime``,
+    ``numpy.datetime64`` and numbers (seconds since the epoch). Raises
+    ``ValueError`` for anything else.
+    """
+    if timestamp is None:
+        return None
+    if isinstance(timestamp, bool):
+        raise ValueError(f"timestamp {timestamp!r} is not a time")
+    if isinstance(timestamp, int | float):
+        if not math.isfinite(timestamp):
+            raise ValueError(f"timestamp {timestamp!r} is not finite")
+        return int(round(float(timestamp) * 1e9))
+    if isinstance(timestamp, np.datetime64):
+        if np.isnat(timestamp):
+            return None
+        return int(timestamp.astype("datetime64[ns]").astype(np.int64))
+    if isinstance(timestamp, str):
+        text = timestamp.strip()
+        if not text:
+            return None
+        try:
+            timestamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"timestamp {text!r} is not ISO-8601 (e.g. 2024-05-01T12:00:00Z)") from None
+    if isinstance(timestamp, datetime):
+        if timestamp.tzinfo is None:
+            timestamp = timestamp.replace(tzinfo=UTC)
+        delta = timestamp - datetime(1970, 1, 1, tzinfo=UTC)
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+    if hasattr(timestamp, "value") and hasattr(timestamp, "tz_localize"):  # pandas.Timestamp
+        return None if timestamp != timestamp else int(timestamp.value)
+    raise ValueError(f"timestamp {timestamp!r} is not a time")
+
+
+def _check(series_id: object, commit: object, value: object) -> tuple[str, str, float]:
+    if not isinstance(series_id, str) or not series_id:
+        raise RejectedCommit(str(series_id), str(commit), "series id must be a non-empty string")
+    if isinstance(commit, bool) or not isinstance(commit, str | int) or commit == "":
+        raise RejectedCommit(series_id, str(commit), "commit id must be a non-empty string")
+    commit = str(commit)
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise RejectedCommit(series_id, commit, f"value {value!r} is not a number")
+    v = float(value)
+    if not math.isfinite(v):
+        raise RejectedCommit(series_id, commit, f"value {v!r} is not a finite number")
+    return series_id, commit, v
+
+
+# ---------------------------------------------------------------------- the loop
+
+
+class OnlineTriage:
+    """Algorithm 1 over many series, with explicit per-series state.
+
+    Parameters
+    ----------
+    classifier : fitted TriageClassifier trained on window-0 features
+        (``training.model_files.load_model`` of a model saved with
+        ``window=0``); see :meth:`from_model_dir`.
+    model_id : identity of the model (the SHA-256 of its manifest), stored
+        with persisted state so a store is never continued by another model.
+    store : optional :class:`triage.state_store.StateStore`; with it, every
+        decision and the state it leads to are committed together.
+        Without one, a batch interrupted by an exception after its first
+        round keeps the rounds already applied (their decisions are lost to
+        the caller); a single commit is all-or-nothing either way.
+    explain : ``"positive"`` (default), ``"all"`` or ``"none"``: which
+        decisions get ``top_features``.
+    compiled : use the numba predictor (True) or ``predict_proba`` (False).
+    min_pre : commits Pre must hold before a change point can be declared
+        (see the module docstring).
+    pre_class : the Pre-state class, called as ``pre_class(names,
+        series_id=...)`` (default: ``features.incremental.PreState`` when
+        installed, else :class:`RecomputedPre`).
+    """
+
+    def __init__(
+        self,
+        classifier,
+        *,
+        model_id: str | None = None,
+        store=None,
+        explain: str = "positive",
+        compiled: bool = True,
+        min_pre: int = 5,
+        pre_class=None,
+    ):
+        if explain not in EXPLAIN_MODES:
+            raise ValueError(f"explain must be one of {', '.join(EXPLAIN_MODES)}, got {explain!r}")
+        self.classifier = classifier
+        names = list(classifier.feature_names_ or [])
+        if not names:
+            raise ModelMismatch(None, "the model has no feature names; the online loop needs the feature-matrix columns")
+        unknown = [c for c in names if c not in ALL_COLUMNS]
+        if unknown:
+            raise ModelMismatch(
+                None,
+                f"the model uses feature column(s) the online loop does not compute: {', '.join(unknown[:5])}"
+                + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""),
+            )
+        self.feature_names = names
+        self.threshold = float(classifier.threshold_)
+        if compiled:
+            from training.compiled import CompiledPredictor
+
+            self._predict = CompiledPredictor(classifier).positive_proba
+        else:
+            self._predict = lambda X: classifier.predict_proba(X)[:, 1]
+        if isinstance(min_pre, bool) or not isinstance(min_pre, int) or min_pre < 0:
+            raise ValueError(f"min_pre must be an integer >= 0, got {min_pre!r}")
+        self.min_pre = min_pre
+        self.model_id = model_id
+        self.explain = explain
+        self.pre_class = pre_class or default_pre_class()
+        self.store = store
+        self.states: dict[str, SeriesState] = {}
+        if store is not None:
+            store.bind_model(model_id)
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_model_dir(cls, path: str | Path, **kwargs) -> OnlineTriage:
+        """Load a model directory (verified, see :mod:`training.model_files`) and check it is window-0."""
+        from training.model_files import MANIFEST, load_model
+
+        path = Path(path)
+        clf = load_model(path)
+        window = clf.manifest_.get("window")
+        if window not in (0, "0"):
+            raise ModelMismatch(
+                path,
+                f"the model was trained with window {window!r}; the online loop needs a window-0 model "
+                "(After = the new commit alone): train one with --window 0",
+            )
+        model_id = hashlib.sha256((path / MANIFEST).read_bytes()).hexdigest()
+        try:
+            return cls(clf, model_id=model_id, **kwargs)
+        except ModelMismatch as exc:
+            raise ModelMismatch(path, exc.problem) from None
+
+    # ------------------------------------------------------------------ state
+
+    def new_state(self, series_id: str) -> SeriesState:
+        return SeriesState(pre=self.pre_class(self.feature_names, series_id=series_id))
+
+    def state(self, series_id: str) -> SeriesState | None:
+        """The current state of a series (loaded from the store when needed), or None if unseen."""
+        st = self.states.get(series_id)
+        if st is None and self.store is not None:
+            data = self.store.load_series(series_id)
+            if data is not None:
+                st = SeriesState.from_dict(data)
+                self.states[series_id] = st
+        return st
+
+    def state_dict(self) -> dict[str, dict[str, object]]:
+        """All in-memory series states, serialisable (``json.dumps``-able)."""
+        return {s: st.to_dict() for s, st in self.states.items()}
+
+    def load_state_dict(self, data: dict[str, dict[str, object]]) -> None:
+        """Replace the in-memory states by ``data`` (from :meth:`state_dict`)."""
+        self.states = {s: SeriesState.from_dict(d) for s, d in data.items()}
+
+    # ------------------------------------------------------------------ processing
+
+    def process_one(self, series_id: str, commit: str, value: float, timestamp: object = None) -> Decision:
+        """Decide one new commit of a series; returns its :class:`Decision`.
+
+        Raises :class:`RejectedCommit` (nothing changed) for a non-finite
+        value, an unreadable timestamp, or one older than the series' latest.
+        """
+        return self.process_many([(series_id, commit, value, timestamp)])[0]
+
+    def process_many(self, records: Iterable[Sequence[object] | dict[str, object]]) -> list[Decision]:
+        """Decide a batch of commits, possibly of many series; decisions in input order.
+
+        ``records`` are ``(series_id, commit, value[, timestamp])`` tuples or
+        dicts with those keys. The whole batch is checked first: one bad record
+        raises :class:`RejectedCommit` and nothing is decided. Commits of one
+        series are decided in input order; across series, the predictor runs
+        once per round (see the module docstring). With a store, the batch's
+        decisions and states are committed in one transaction.
+        """
+        items = [self._normalise(r) for r in records]
+        decisions: list[Decision | None] = [None] * len(items)
+        rounds: list[list[int]] = []
+        depth: dict[str, int] = {}
+        seen_in_batch: dict[tuple[str, str], int] = {}
+        pending_ts: dict[str, int | None] = {}
+        duplicates: list[tuple[int, int]] = []
+        for i, (sid, commit, value, ts) in enumerate(items):
+            key = (sid, commit)
+            if key in seen_in_batch:
+                duplicates.append((i, seen_in_batch[key]))
+                continue
+            st = self.state(sid)
+            old = self._already_decided(sid, commit, st)
+            if old is not None:
+                decisions[i] = old
+                continue
+            last_ts = pending_ts[sid] if sid in pending_ts else (st.last_ts if st is not None else None)
+            if ts is not None and last_ts is not None and ts < last_ts:
+                raise RejectedCommit(
+                    sid,
+                    commit,
+                    f"out of order: timestamp {_iso(ts)} is older than the series' latest ({_iso(last_ts)})",
+                )
+            if ts is not None:
+                pending_ts[sid] = ts
+            seen_in_batch[key] = i
+            k = depth.get(sid, 0)
+            depth[sid] = k + 1
+            if k == len(rounds):
+                rounds.append([])
+            rounds[k].append(i)
+
+        touched: dict[str, SeriesState] = {}
+        try:
+            for members in rounds:
+                self._round(items, members, decisions, touched)
+            new = [decisions[i] for r in rounds for i in r]
+            if self.store is not None and new:
+                self.store.commit(new, {s: st.to_dict() for s, st in touched.items()})
+        except BaseException:
+            if self.store is not None:
+                # Memory must not run ahead of what was committed: forget the
+                # touched series, the store reloads them as they were.
+                for sid in touched:
+                    self.states.pop(sid, None)
+            raise
+        for i, j in duplicates:
+            d = decisions[j]
+            decisions[i] = Decision(d.series, d.commit, d.index, d.probability, d.decision, list(d.top_features), True)
+        return decisions  # type: ignore[return-value]
+
+    def _normalise(self, record) -> tuple[str, str, float, int | None]:
+        if isinstance(record, dict):
+            sid, commit, value, ts = (record.get("series_id"), record.get("commit"), record.get("value"),
+                                      record.get("timestamp"))
+        else:
+            if len(record) not in (3, 4):
+                raise ValueError(f"a record is (series_id, commit, value[, timestamp]), got {record!r}")
+            sid, commit, value = record[0], record[1], record[2]
+            ts = record[3] if len(record) == 4 else None
+        sid, commit, v = _check(sid, commit, value)
+        try:
+            ns = to_ns(ts)
+        except ValueError as exc:
+            raise RejectedCommit(sid, commit, str(exc)) from None
+        return sid, commit, v, ns
+
+    def _already_decided(self, sid: str, commit: str, st: SeriesState | None) -> Decision | None:
+        if st is not None and st.last_commit == commit:
+            return Decision(sid, commit, st.n - 1, st.last_probability, st.last_decision, [], True)
+        if self.store is not None and st is not None:
+            stored = self.store.get_decision(sid, commit)
+            if stored is not None:
+                stored.replayed = True
+                return stored
+        return None
+
+    def _round(self, items, members: list[int], decisions, touched) -> None:
+        """Features of every member (one commit per series), one predictor call, then the updates.
+
+        Nothing is mutated until the predictor has answered, so an exception
+        in the features or the model leaves every state of the round as it was.
+        """
+        X = np.empty((len(members), len(self.feature_names)))
+        states = []
+        for row, i in enumerate(members):
+            sid, _, value, _ = items[i]
+            st = self.states.get(sid)
+            if st is None:
+                st = self.new_state(sid)
+                self.states[sid] = st
+            states.append(st)
+            X[row] = st.pre.features_array(value)
+        proba = self._predict(X)
+        pre_len = np.array([st.n - st.last_cp - 1 for st in states])
+        positive = (proba >= self.threshold) & (pre_len >= self.min_pre)
+        explained = self._explain(X, positive)
+        for row, i in enumerate(members):
+            sid, commit, value, ts = items[i]
+            st = states[row]
+            touched[sid] = st
+            p = float(proba[row])
+            hit = bool(positive[row])
+            decisions[i] = Decision(sid, commit, st.n, p, hit, explained.get(row, []))
+            if hit:
+                st.pre.reset()
+                st.last_cp = st.n
+                st.n_change_points += 1
+            else:
+                st.pre.learn_one(value)
+            st.n += 1
+            st.last_commit = commit
+            if ts is not None:
+                st.last_ts = ts
+            st.last_probability = p
+            st.last_decision = hit
+
+    def _explain(self, X: np.ndarray, positive: np.ndarray) -> dict[int, list[str]]:
+        if self.explain == "none":
+            return {}
+        rows = np.arange(len(X)) if self.explain == "all" else np.flatnonzero(positive)
+        if rows.size == 0:
+            return {}
+        try:
+            from triage.explain import explain
+        except ImportError:
+            return {}
+        import pandas as pd
+
+        frame = pd.DataFrame(X[rows], columns=self.feature_names)
+        reasons = explain(self.classifier, frame, top=3)
+        return {int(r): list(t) for r, t in zip(rows, reasons, strict=True)}
+
+    # ------------------------------------------------------------------ replay
+
+    def replay(self, dataset, batch_series: int = 4096) -> list[Decision]:
+        """Run whole histories through the loop (the paper's Section 4 experiment).
+
+        ``dataset`` is a :class:`~triage.history.Dataset`; series are replayed
+        side by side, ``batch_series`` of them per batch, round by round (the
+        i-th commit of each), so the predictor sees one row per series per
+        call. Returns the positive decisions (the change points found), in
+        series order then commit order.
+        """
+        found: list[Decision] = []
+        histories = list(dataset)
+        for start in range(0, len(histories), batch_series):
+            group = histories[start : start + batch_series]
+            longest = max(len(h) for h in group)
+            stamps = [h.timestamps for h in group]
+            for i in range(longest):
+                batch = [
+                    (h.series_id, h.commits[i], h.values[i], stamps[k][i] if stamps[k] is not None else None)
+                    for k, h in enumerate(group)
+                    if i < len(h)
+                ]
+                found.extend(d for d in self.process_many(batch) if d.decision and not d.replayed)
+        order = {h.series_id: k for k, h in enumerate(histories)}
+        found.sort(key=lambda d: (order[d.series], d.index))
+        return found
+
+
+def _iso(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat().replace("+00:00", "Z")

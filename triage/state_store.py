@@ -1,0 +1,232 @@
+"""Crash-safe per-series state of the online loop in one embedded SQLite file.
+
+The online loop (:mod:`triage.online`) must survive a crash or ``kill -9``
+without losing a commit or counting one twice, and a producer that re-sends
+commits after a restart must get the same answers. So:
+
+* every batch of decisions and the series states they lead to are written in
+  **one transaction** (a decision never exists without its state update, nor
+  the reverse);
+* a commit already decided is looked up first and its **stored decision is
+  returned**, nothing changes (idempotent re-delivery);
+* the store records the **model identity** (SHA-256 of the model's
+  ``manifest.json``); opening it with another model is an error unless the
+  caller resets the state (``triage watch --reset-state``), because Pre
+  states built under one model's decisions are meaningless under another's;
+* the file is opened in **WAL** mode with ``locking_mode=EXCLUSIVE``: one
+  process at a time (a second one gets a clear error instead of silently
+  diverging caches), and no shared-memory index beside the file.
+
+Durability: ``synchronous=NORMAL`` (default) survives the death of the
+process at any point, the case ``kill -9`` tests; after a power loss the last
+transactions may be missing but the file is consistent and the producer's
+re-delivery redoes them. ``durable=True`` (``synchronous=FULL``) also survives
+power loss, at the cost of an fsync per transaction.
+
+Tables::
+
+    meta(key PRIMARY KEY, value)                 format, model_id
+    series(series_id PRIMARY KEY, state)         SeriesState.to_dict() as JSON
+    decisions(rowid, series_id, commit_id, idx, probability, decision, top_features)
+        UNIQUE (series_id, commit_id); rowid = decision order
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from triage.errors import InputError
+
+FORMAT = "changepoint-triage-online-state"
+FORMAT_VERSION = 1
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS series (series_id TEXT PRIMARY KEY, state TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS decisions (
+        series_id TEXT NOT NULL,
+        commit_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        probability REAL NOT NULL,
+        decision INTEGER NOT NULL,
+        top_features TEXT NOT NULL,
+        UNIQUE (series_id, commit_id)
+    )""",
+)
+
+
+class StateStoreError(InputError):
+    """A state file that cannot be used: another model's, another format, in use, unreadable."""
+
+    def __init__(self, path: str | Path, problem: str):
+        super().__init__(path, None, problem)
+
+
+class StateStore:
+    """One SQLite file holding the loop's series states and every decision.
+
+    Parameters
+    ----------
+    path : file to open or create (``":memory:"`` for a throwaway store)
+    durable : fsync every transaction (``synchronous=FULL``), see the module docstring
+    """
+
+    def __init__(self, path: str | Path, *, durable: bool = False):
+        self.path = str(path)
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=0.0)
+            # Exclusive locking before the first WAL access keeps the WAL index
+            # in process memory (no -shm file, no shared-memory locking).
+            self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
+            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if self.path != ":memory:" and str(mode).lower() != "wal":
+                raise StateStoreError(self.path, f"cannot switch the state file to WAL mode (got {mode!r})")
+            self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            # Taking the write lock now makes a second process fail here, clearly,
+            # rather than at its first commit with a diverged in-memory state.
+            self._db.execute("BEGIN IMMEDIATE")
+            for statement in _SCHEMA:
+                self._db.execute(statement)
+            fmt = self._meta("format")
+            if fmt is None:
+                self._db.execute("INSERT INTO meta VALUES ('format', ?), ('format_version', ?)",
+                                 (FORMAT, str(FORMAT_VERSION)))
+            elif fmt != FORMAT:
+                raise StateStoreError(self.path, "not an online-triage state file")
+            elif int(self._meta("format_version") or 0) > FORMAT_VERSION:
+                raise StateStoreError(self.path, "state file written by a newer version of changepoint-triage")
+            self._db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            self._close_quietly()
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StateStoreError(self.path, "the state file is in use by another process") from None
+            raise StateStoreError(self.path, f"cannot open the state file: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            self._close_quietly()
+            raise StateStoreError(self.path, f"not a state file (SQLite says: {exc})") from None
+        except BaseException:
+            self._close_quietly()
+            raise
+
+    def _close_quietly(self) -> None:
+        try:
+            self._db.close()
+        except Exception:  # closing after a failed open: nothing left to protect
+            pass
+
+    def _meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    # ------------------------------------------------------------------ model identity
+
+    @property
+    def model_id(self) -> str | None:
+        return self._meta("model_id")
+
+    def bind_model(self, model_id: str | None, *, reset: bool = False) -> None:
+        """Record ``model_id`` on a fresh store; refuse another model's store unless ``reset``.
+
+        Raises :class:`StateStoreError` when the store holds state of a
+        different model (``reset=False``) or ``model_id`` is None.
+        """
+        if model_id is None:
+            raise StateStoreError(
+                self.path, "a persisted loop needs the model's identity: load it with OnlineTriage.from_model_dir"
+            )
+        stored = self.model_id
+        if stored is not None and stored != model_id and not reset:
+            raise StateStoreError(
+                self.path,
+                f"the state was built with model {stored[:12]}, this is model {model_id[:12]}: "
+                "use the same model, or start over with --reset-state",
+            )
+        if reset:
+            self.reset()
+        if self.model_id != model_id:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id,))
+
+    def reset(self) -> None:
+        """Forget every series state, decision and the model identity (one transaction)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("DELETE FROM decisions")
+            self._db.execute("DELETE FROM series")
+            self._db.execute("DELETE FROM meta WHERE key = 'model_id'")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    # ------------------------------------------------------------------ reading
+
+    def load_series(self, series_id: str) -> dict | None:
+        """The stored ``SeriesState.to_dict()`` of a series, or None."""
+        row = self._db.execute("SELECT state FROM series WHERE series_id = ?", (series_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def get_decision(self, series_id: str, commit: str):
+        """The stored :class:`~triage.online.Decision` of a commit, or None."""
+        from triage.online import Decision
+
+        row = self._db.execute(
+            "SELECT idx, probability, decision, top_features FROM decisions WHERE series_id = ? AND commit_id = ?",
+            (series_id, commit),
+        ).fetchone()
+        if row is None:
+            return None
+        return Decision(series_id, commit, int(row[0]), float(row[1]), bool(row[2]), json.loads(row[3]))
+
+    def decisions(self, series_id: str | None = None) -> list:
+        """Every stored decision (of one series), in the order they were made."""
+        from triage.online import Decision
+
+        query = "SELECT series_id, commit_id, idx, probability, decision, top_features FROM decisions"
+        args: tuple = ()
+        if series_id is not None:
+            query += " WHERE series_id = ?"
+            args = (series_id,)
+        rows = self._db.execute(query + " ORDER BY rowid", args).fetchall()
+        return [Decision(s, c, int(i), float(p), bool(d), json.loads(t)) for s, c, i, p, d, t in rows]
+
+    def n_decisions(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM decisions").fetchone()[0])
+
+    def series_ids(self) -> list[str]:
+        return [r[0] for r in self._db.execute("SELECT series_id FROM series ORDER BY series_id")]
+
+    # ------------------------------------------------------------------ writing
+
+    def commit(self, decisions: Iterable, states: Mapping[str, dict]) -> None:
+        """Write decisions and the resulting series states in one transaction.
+
+        ``decisions`` are :class:`~triage.online.Decision` objects (new ones:
+        a commit already stored violates the uniqueness and rolls the whole
+        transaction back); ``states`` maps series id to ``SeriesState.to_dict()``.
+        """
+        rows = [
+            (d.series, d.commit, d.index, d.probability, int(d.decision), json.dumps(d.top_features))
+            for d in decisions
+        ]
+        state_rows = [(sid, json.dumps(st, separators=(",", ":"))) for sid, st in states.items()]
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?)", rows)
+            db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)", state_rows)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
