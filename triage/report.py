@@ -10,7 +10,8 @@
 
 The decisions come from ``triage label`` or ``triage score`` (any CSV with
 ``series_id``, ``commit`` or ``index``, ``p_true`` and ``classification``;
-``label`` and ``explanation`` are shown when present). Detector candidates
+``explanation`` is shown when present, ``label`` taken from the data when the
+file has none). Detector candidates
 (``triage candidates`` output or any file :func:`triage.scoring.read_candidates`
 reads) are drawn as ticks under the series.
 
@@ -47,7 +48,8 @@ p.meta { color: #666; margin-top: 0; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { padding: 4px 8px; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; position: sticky; top: 0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.decision { white-space: nowrap; }
 tr.true td.decision { color: #b00020; font-weight: 600; }
 tr.false td.decision { color: #666; }
 td.why { color: #444; font-size: 12px; }
@@ -102,6 +104,9 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
             raise InputError(path, row, f"p_true {rec['p_true']!r} is not a probability")
     frame["index"] = index
     frame["p_true"] = p_true
+    if "label" not in frame.columns:
+        # Detector scores carry no human label; the data may have one at that commit.
+        frame["label"] = [dataset[s].labels[i] for s, i in zip(frame["series_id"], index, strict=True)]
     return frame
 
 
