@@ -47,11 +47,7 @@ MODEL_PARAMS = {"rf": {"n_estimators": 100}, "xgb": {"n_estimators": 60, "max_de
 def training_matrix() -> pd.DataFrame:
     """Feature matrix of the triaged candidates of the enlarged small preset (seed 0)."""
     dataset = generate(TRAIN_CONFIG, seed=0)
-    try:
-        from features.extract import extract_features
-    except ImportError:  # not landed yet: the same catalogue through batch_label
-        return candidate_matrix(dataset, L.TRIAGED)
-    return extract_features(dataset, window="adaptive")
+    return candidate_matrix(dataset, L.TRIAGED)
 
 
 @functools.cache
@@ -109,18 +105,19 @@ def test_windows_are_bounded_by_neighbouring_confirmed_change_points():
     assert rows["commit"].tolist() == ["c45", "c80"]
 
 
-def test_features_match_features_extract_when_present():
-    extract = pytest.importorskip("features.extract", reason="features.extract has not landed yet")
+def test_point_features_keep_the_requested_order_and_repeats():
+    from features.extract import extract_features
+
     dataset = generate("small", seed=0)
-    theirs = extract.extract_features(dataset, window="adaptive")
-    ours = candidate_matrix(dataset, L.TRIAGED | L.UNTRIAGED)
-    key = ["series_id", "commit"]
-    merged = theirs.merge(ours, on=key, suffixes=("_x", ""))
-    assert len(merged) == len(ours)
-    for col in ALL_FEATURES:
-        if f"{col}_x" in merged:
-            np.testing.assert_allclose(merged[f"{col}_x"].to_numpy(float), merged[col].to_numpy(float),
-                                       rtol=1e-9, atol=1e-12, err_msg=col)
+    h = max(dataset, key=lambda s: len(s.candidates()))
+    wanted = [int(h.candidates()[-1]), 3, int(h.candidates()[0]), 3]
+    rows = point_features(h, wanted)
+    assert rows["index"].tolist() == wanted
+    reference = extract_features(dataset, candidates={h.series_id: wanted}).set_index("index")
+    np.testing.assert_array_equal(rows[list(ALL_FEATURES)].to_numpy(), reference.loc[wanted, list(ALL_FEATURES)].to_numpy())
+    # Other confirmed change points than the labels: the windows move.
+    moved = point_features(h, [wanted[0]], confirmed=[wanted[0] - 2])
+    assert moved.loc[0, "pre_series_length"] == 1
 
 
 # --------------------------------------------------------------------------- synthetic ground truth

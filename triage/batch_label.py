@@ -17,10 +17,10 @@ spelled as a canonical label and the decision's top reasons last::
 (``;``-separated, ``"Commit Hash";"MongoDB Label";"Prob. False";"Prob. True";
 "Classification"`` with ``TRUE``/``FALSE``) for people comparing with it.
 
-Features are computed here for any (series, index) point with the model's
-window (the manifest's ``window``; adaptive when absent), through the same
-catalogue functions as :mod:`features.extract`, so detector candidates that
-are not labelled in the dataset (:mod:`triage.scoring`) get the same columns.
+Features come from :func:`features.extract.extract_features` for any
+(series, index) point with the model's window (the manifest's ``window``;
+adaptive when absent), so detector candidates that are not labelled in the
+dataset (:mod:`triage.scoring`) get exactly the training columns.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 
 from features import catalogue as C
-from features.fast import window_characteristics
-from features.windows import ADAPTIVE, window_bounds
+from features.extract import extract_features
+from features.windows import ADAPTIVE
 from triage import labels as L
 from triage.errors import InputError
 from triage.history import Dataset, History
@@ -127,37 +127,26 @@ def point_features(
     Parameters
     ----------
     history : the series
-    indices : candidate positions, shape (k,), each in ``[0, len(history))``
+    indices : candidate positions, shape (k,), each in ``[0, len(history))``;
+        any order, repeats allowed (rows follow ``indices``)
     window : ``"adaptive"`` or a fixed After width ``w``
     confirmed : confirmed change points bounding the windows; default the
         series' ``true_positive`` labels
 
     Returns
     -------
-    DataFrame, shape (k, 4 + len(ALL_FEATURES))
-        ``series_id, commit, index, label`` then every feature column.
+    DataFrame, shape (k, 6 + len(ALL_FEATURES)): the columns of
+    :func:`features.extract.extract_features`.
     """
     idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-    n = len(history)
-    cps = history.confirmed().astype(np.int64) if confirmed is None else np.unique(np.asarray(confirmed, dtype=np.int64))
-    values = history.values
-    feats = np.empty((len(idx), len(ALL_FEATURES)), dtype=np.float64)
-    nc = C.N_CHARACTERISTICS
-    for r, p in enumerate(idx):
-        (a, b), (c, d) = window_bounds(int(p), n, cps, window)
-        pre, after = values[a:b], values[c:d]
-        feats[r, :nc] = window_characteristics(pre)
-        feats[r, nc : 2 * nc] = window_characteristics(after)
-        feats[r, 2 * nc :] = C.normalised_moments(pre, after)
-    meta = pd.DataFrame(
-        {
-            "series_id": np.full(len(idx), history.series_id, dtype=object),
-            "commit": history.commits[idx] if len(idx) else np.array([], dtype=object),
-            "index": idx,
-            "label": history.labels[idx] if len(idx) else np.array([], dtype=object),
-        }
+    unique, inverse = np.unique(idx, return_inverse=True)
+    frame = extract_features(
+        Dataset([history]),
+        candidates={history.series_id: unique},
+        window=window,
+        change_points=None if confirmed is None else {history.series_id: confirmed},
     )
-    return pd.concat([meta, pd.DataFrame(feats, columns=list(ALL_FEATURES))], axis=1)
+    return frame.iloc[inverse].reset_index(drop=True)
 
 
 def candidate_matrix(
@@ -165,24 +154,17 @@ def candidate_matrix(
     wanted: Iterable[str] = SELECTIONS["all"],
     *,
     window: str | int = ADAPTIVE,
+    n_jobs: int = 1,
 ) -> pd.DataFrame:
-    """Feature-matrix rows of every candidate whose label is in ``wanted``, series by series.
+    """Feature-matrix rows of every candidate whose label is in ``wanted``.
 
-    Adds ``truth_label`` (ground truth of synthetic data, ``""`` when unknown).
+    Rows in dataset order, ascending index within a series; columns of
+    :func:`features.extract.extract_features` (``truth_label`` holds the
+    ground truth of synthetic data, ``""`` when unknown).
     """
     wanted = frozenset(wanted)
-    parts = []
-    for h in dataset:
-        idx = h.indices_with(wanted)
-        if len(idx) == 0:
-            continue
-        part = point_features(h, idx, window=window)
-        part.insert(4, "truth_label", h.truth_label[idx] if h.truth_label is not None else L.NONE)
-        parts.append(part)
-    if not parts:
-        cols = ["series_id", "commit", "index", "label", "truth_label", *ALL_FEATURES]
-        return pd.DataFrame(columns=cols)
-    return pd.concat(parts, ignore_index=True)
+    chosen = {h.series_id: idx for h in dataset if len(idx := h.indices_with(wanted))}
+    return extract_features(dataset, candidates=chosen, window=window, n_jobs=n_jobs)
 
 
 # --------------------------------------------------------------------------- decisions
