@@ -169,6 +169,10 @@ def save_feature_set(feature_set: FeatureSet, path: str | Path) -> Path:
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
+        # mkstemp creates the file private (0600); give it the mode a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -185,6 +185,7 @@ def test_save_load_round_trip(selected, tmp_path):
     loaded = load_feature_set(path)
     assert loaded.to_dict() == selected.to_dict()
     assert list(tmp_path.joinpath("sub").iterdir()) == [path], "no temp file left behind"
+    assert path.stat().st_mode & 0o044, "readable like any file the user writes"
     frame = make_matrix()
     assert list(loaded.select(frame).columns) == selected.names
 
