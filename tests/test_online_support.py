@@ -9,9 +9,11 @@ computation the loop's features are checked against.
 
 The online loop asks the model about *every* commit, while triaged
 candidates are already suspicious commits: a model trained on candidates only
-calls about one ordinary noisy commit in six a change point (measured on
-``step_series``). So the test model also learns from a few ordinary commits
-per series (no candidate there), labelled ``false_positive``.
+called about one ordinary noisy commit in six a change point (measured on
+``step_series``). So the test model learns the per-commit question: the
+ground-truth change points of the synthetic series are the positives (Pre
+bounded by them), the false-alert candidates and ten ordinary commits per
+series the negatives.
 """
 
 from __future__ import annotations
@@ -38,27 +40,33 @@ def reference_features(pre: np.ndarray, after: np.ndarray) -> np.ndarray:
     return np.concatenate([window_characteristics(pre), window_characteristics(after), C.normalised_moments(pre, after)])
 
 
-def window0_matrix(dataset, ordinary_per_series: int = 0, seed: int = 0) -> pd.DataFrame:
-    """The window-0 feature matrix of every candidate (Pre bounded by the confirmed change points),
-    plus ``ordinary_per_series`` random non-candidate commits per series labelled ``false_positive``."""
-    rows = []
+def window0_matrix(dataset, ordinary_per_series: int = 10, seed: int = 0) -> pd.DataFrame:
+    """Window-0 feature rows for the per-commit question (see the module docstring).
+
+    Positives: every ground-truth change point; negatives: every
+    ``false_positive`` candidate and ``ordinary_per_series`` random other
+    commits per series. Pre is bounded by the ground-truth change points.
+    """
     rng = np.random.default_rng(seed)
+    rows = []
     for h in dataset:
-        confirmed = h.confirmed()
-        candidates = h.candidates()
-        others = np.setdiff1d(np.arange(1, len(h)), candidates)
-        extra = rng.choice(others, min(ordinary_per_series, others.size), replace=False)
-        for p in np.concatenate([candidates, extra]).astype(int):
-            (a, b), (c, d) = window_bounds(int(p), len(h), confirmed, 0)
+        truth = h.true_change_points()
+        false_alerts = np.flatnonzero(h.labels == L.FALSE_POSITIVE)
+        others = np.setdiff1d(np.arange(1, len(h)), np.concatenate([truth, h.candidates()]))
+        ordinary = rng.choice(others, min(ordinary_per_series, others.size), replace=False)
+        picks = [(int(p), L.TRUE_POSITIVE) for p in truth]
+        picks += [(int(p), L.FALSE_POSITIVE) for p in np.concatenate([false_alerts, ordinary])]
+        for p, label in picks:
+            (a, b), (c, d) = window_bounds(p, len(h), truth, 0)
             feats = reference_features(h.values[a:b], h.values[c:d])
             rows.append(
                 {
                     "series_id": h.series_id,
                     "commit": h.commits[p],
-                    "index": int(p),
+                    "index": p,
                     "timestamp": h.timestamps[p] if h.timestamps is not None else pd.NaT,
-                    "label": h.labels[p] if h.labels[p] != L.NONE else L.FALSE_POSITIVE,
-                    "truth_label": h.truth_label[p] if h.truth_label is not None else L.NONE,
+                    "label": label,
+                    "truth_label": label,
                     **dict(zip(COLUMNS, feats, strict=True)),
                 }
             )
@@ -69,7 +77,7 @@ def window0_matrix(dataset, ordinary_per_series: int = 0, seed: int = 0) -> pd.D
 def small_matrix() -> pd.DataFrame:
     from triage.synthetic import generate
 
-    return window0_matrix(generate("small", seed=0), ordinary_per_series=5)
+    return window0_matrix(generate("small", seed=0))
 
 
 @functools.lru_cache(maxsize=None)
@@ -78,7 +86,7 @@ def model_dir(kind: str = "rf", features: tuple[str, ...] | None = None) -> Path
     from training.pipeline import train
 
     out = Path(tempfile.mkdtemp(prefix=f"online-{kind}-")) / "model"
-    params = {"n_estimators": 60} if kind in ("rf", "xgb") else {}
+    params = {"n_estimators": 100} if kind in ("rf", "xgb") else {}
     train(
         small_matrix(),
         out,
