@@ -142,7 +142,7 @@ def main() -> None:
     ax.set_ylabel(f"median µs per commit (bucket of {args.bucket})")
     ax.set_title("PreState: features_one + learn_one per commit")
     ax.set_ylim(bottom=0)
-    ax.legend()
+    ax.legend(loc="center right", fontsize=8)
     fig.tight_layout()
     args.png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.png, dpi=110)
