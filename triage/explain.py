@@ -12,9 +12,10 @@ random forest
     node's P(true) from the parent's value to the child's; that change is
     credited to the split's feature. The root value is the bias. Averaged
     over the trees, ``bias + sum(contributions)`` equals the forest's
-    ``predict_proba[:, 1]`` exactly. Vectorised for a batch: the forest's
-    ``decision_path`` (a sparse rows x nodes indicator over all trees) times
-    a sparse nodes x features matrix of per-node value deltas.
+    ``predict_proba[:, 1]`` exactly. A path is fixed by its leaf, so the
+    summed contributions of every leaf are tabulated once per forest (a
+    sparse leaves x features matrix); a batch is then one ``apply`` per tree
+    and one sparse product of a rows x leaves selector with that table.
 XGBoost
     XGBoost's own SHAP values (``pred_contribs=True``, Lundberg et al. 2018's
     TreeSHAP): contributions and bias in log-odds, summing to the margin.
@@ -33,6 +34,8 @@ calibration is monotone, so the ranking stands.
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +68,10 @@ PHRASES: dict[str, str] = {
 }
 
 
+#: Columns the level and spread phrases read from the whole row.
+NORM_PHRASE_COLUMNS: tuple[str, ...] = ("norm_mean_pre", "norm_mean_after", "norm_sd_pre", "norm_sd_after")
+
+
 @dataclass
 class Contributions:
     """Per-feature contributions of a batch.
@@ -74,6 +81,7 @@ class Contributions:
     names : the p feature columns
     score : shape (n,), the score explained (RF: P(true); XGB: log-odds
         margin; SVM: calibrated P(true))
+    X : shape (n, p), the feature values explained (NaN where undefined)
     unit : ``"probability"`` or ``"log-odds"``
     exact : True when ``bias + values.sum(1) == score`` (RF, XGB)
     """
@@ -84,6 +92,7 @@ class Contributions:
     score: np.ndarray
     unit: str
     exact: bool
+    X: np.ndarray
 
 
 # --------------------------------------------------------------------------- contributions
@@ -115,38 +124,69 @@ def _positive_column(est) -> int:
     return 1 if len(classes) == 2 else 0
 
 
+#: Per-forest leaf tables (built once per fitted forest, dropped with it).
+_FOREST_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _forest_tables(forest, p: int) -> tuple[sp.csr_matrix, np.ndarray, float]:
+    """The path contributions of every leaf of every tree, computed once.
+
+    Returns ``(leaf_table, offsets, bias)``: ``leaf_table`` is a sparse
+    (total nodes, p) matrix whose row ``offsets[k] + leaf`` holds the sum,
+    along the root-to-leaf path of tree ``k``, of each split's P(true) change
+    credited to the split's feature (zero rows for internal nodes); ``bias``
+    the mean root P(true).
+    """
+    cached = _FOREST_TABLES.get(forest)
+    if cached is not None and cached[0] == p:
+        return cached[1:]
+    pos = _positive_column(forest)
+    blocks, sizes, bias = [], [], 0.0
+    for tree in forest.estimators_:
+        t = tree.tree_
+        value = t.value[:, 0, :]
+        # predict_proba normalises each node's (weighted) class counts; so here.
+        frac = value[:, pos] / np.maximum(value.sum(axis=1), 1e-300)
+        left, right, feature = t.children_left, t.children_right, t.feature
+        cum = np.zeros((t.node_count, p))
+        frontier = np.array([0])
+        while frontier.size:  # level by level: each node adds its split's change to its parent's sum
+            internal = frontier[left[frontier] >= 0]
+            for side in (left, right):
+                child = side[internal]
+                cum[child] = cum[internal]
+                cum[child, feature[internal]] += frac[child] - frac[internal]
+            frontier = np.concatenate([left[internal], right[internal]])
+        cum[left >= 0] = 0.0  # only leaves are looked up
+        blocks.append(sp.csr_matrix(cum))
+        sizes.append(t.node_count)
+        bias += frac[0]
+    table = sp.vstack(blocks, format="csr")
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    bias /= len(forest.estimators_)
+    _FOREST_TABLES[forest] = (p, table, offsets, bias)
+    return table, offsets, bias
+
+
 def forest_contributions(forest, Xa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Path contributions of a fitted random forest (classifier).
 
     Returns (bias (n,), contributions (n, p)) for the positive class, with
     ``bias + contributions.sum(1) == forest.predict_proba(Xa)[:, 1]``.
     """
-    pos = _positive_column(forest)
-    indicator, offsets = forest.decision_path(Xa)
-    n_trees = len(forest.estimators_)
-    p = Xa.shape[1]
-    rows, cols, data = [], [], []
-    bias = 0.0
-    for k, tree in enumerate(forest.estimators_):
-        t = tree.tree_
-        value = t.value[:, 0, :]
-        # predict_proba normalises each node's (weighted) class counts; so here.
-        frac = value[:, pos] / np.maximum(value.sum(axis=1), 1e-300)
-        parent = np.full(t.node_count, -1, dtype=np.int64)
-        internal = np.flatnonzero(t.children_left >= 0)
-        parent[t.children_left[internal]] = internal
-        parent[t.children_right[internal]] = internal
-        child = np.flatnonzero(parent >= 0)
-        rows.append(offsets[k] + child)
-        cols.append(t.feature[parent[child]])
-        data.append(frac[child] - frac[parent[child]])
-        bias += frac[0]
-    delta = sp.csr_matrix(
-        (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
-        shape=(int(offsets[-1]), p),
+    n, p = Xa.shape
+    table, offsets, bias = _forest_tables(forest, p)
+    # The trees want float32 (as the forest's own predict converts); calling
+    # each tree's apply directly skips the forest's per-call thread pool,
+    # most of the time for a single row.
+    X32 = np.ascontiguousarray(Xa, dtype=np.float32)
+    leaves = np.column_stack([tree.tree_.apply(X32) for tree in forest.estimators_]) + offsets
+    n_trees = len(offsets)
+    pick = sp.csr_matrix(
+        (np.full(n * n_trees, 1.0 / n_trees), leaves.ravel(), np.arange(0, n * n_trees + 1, n_trees)),
+        shape=(n, table.shape[0]),
     )
-    contrib = np.asarray((indicator @ delta).todense()) / n_trees
-    return np.full(Xa.shape[0], bias / n_trees), contrib
+    return np.full(n, bias), np.asarray((pick @ table).todense())
 
 
 def xgb_contributions(model, Xa: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -154,7 +194,8 @@ def xgb_contributions(model, Xa: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     import xgboost as xgb
 
     booster = model.get_booster() if hasattr(model, "get_booster") else model
-    dm = xgb.DMatrix(Xa, missing=np.nan)
+    # Thread start-up dominates a few rows (the online loop's case).
+    dm = xgb.DMatrix(Xa, missing=np.nan, nthread=1 if len(Xa) < 256 else -1)
     contribs = booster.predict(dm, pred_contribs=True)
     margin = booster.predict(dm, output_margin=True)
     return contribs[:, -1].astype(np.float64), contribs[:, :-1].astype(np.float64), margin.astype(np.float64)
@@ -190,13 +231,13 @@ def contributions(classifier, X: pd.DataFrame | np.ndarray) -> Contributions:
     if kind == "rf":
         bias, values = forest_contributions(est, Xa)
         score = est.predict_proba(Xa)[:, _positive_column(est)]
-        return Contributions(bias, values, names, score, "probability", True)
+        return Contributions(bias, values, names, score, "probability", True, Xa)
     if kind == "xgb":
         bias, values, margin = xgb_contributions(est, Xa)
-        return Contributions(bias, values, names, margin, "log-odds", True)
+        return Contributions(bias, values, names, margin, "log-odds", True, Xa)
     if kind == "svm":
         bias, values, score = svm_contributions(classifier, Xa)
-        return Contributions(bias, values, names, score, "probability", False)
+        return Contributions(bias, values, names, score, "probability", False, Xa)
     raise ValueError(f"no explanation method for model kind {kind!r}")
 
 
@@ -211,7 +252,7 @@ def _num(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _shift_phrase(row: pd.Series | None) -> str | None:
+def _shift_phrase(row: Mapping[str, float] | None) -> str | None:
     """``"after mean 2.3 sd above pre"`` from the norm_* columns, when they are all there."""
     if row is None:
         return None
@@ -229,7 +270,7 @@ def _shift_phrase(row: pd.Series | None) -> str | None:
     return f"after mean {abs(ma - mp):.0%} of the range {side} pre"
 
 
-def describe(name: str, value: float, row: pd.Series | None = None) -> str:
+def describe(name: str, value: float, row: Mapping[str, float] | None = None) -> str:
     """Plain words for one feature column and its value.
 
     ``row`` (the whole feature row) lets the level features read as a shift:
@@ -291,10 +332,14 @@ def explain(classifier, X: pd.DataFrame, top: int = 3) -> list[list[str]]:
     order = np.take_along_axis(part, np.argsort(-np.abs(np.take_along_axis(values, part, 1)), axis=1), 1)
     frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X), columns=contrib.names)
     names = contrib.names
-    raw = frame[names].to_numpy(dtype=np.float64, na_value=np.nan)
+    raw = contrib.X
+    # The level/spread columns reword each other ("after mean 2.3 sd above pre"),
+    # so they travel with every row, model feature or not.
+    norm = {c: pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=np.float64)
+            for c in NORM_PHRASE_COLUMNS if c in frame.columns}
     out: list[list[str]] = []
     for i in range(values.shape[0]):
-        row = frame.iloc[i]
+        row = {c: v[i] for c, v in norm.items()}
         reasons = []
         for j in order[i]:
             phrase = describe(names[j], raw[i, j], row)
