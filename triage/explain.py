@@ -230,7 +230,8 @@ def contributions(classifier, X: pd.DataFrame | np.ndarray) -> Contributions:
     est, kind, names, Xa = _unwrap(classifier, X)
     if kind == "rf":
         bias, values = forest_contributions(est, Xa)
-        score = est.predict_proba(Xa)[:, _positive_column(est)]
+        # Exactly the forest's predict_proba (tested), without its thread pool.
+        score = bias + values.sum(axis=1)
         return Contributions(bias, values, names, score, "probability", True, Xa)
     if kind == "xgb":
         bias, values, margin = xgb_contributions(est, Xa)
