@@ -343,3 +343,16 @@ def test_output_is_written_atomically(dataset, clf, tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["scores.csv"]
     write_frame_atomic(scored, out)
     assert len(pd.read_csv(out)) == 1
+
+
+def test_points_given_in_code_repeats_and_an_empty_table(dataset, clf):
+    from triage.scoring import CandidateTable
+
+    h = list(dataset)[1]
+    table = CandidateTable.from_points([h.series_id] * 3, [7, 2, 7])
+    scored = score_candidates(dataset, table, clf, explain_top=1)
+    assert scored["index"].tolist() == [7, 2, 7]
+    assert scored.loc[0, "p_true"] == scored.loc[2, "p_true"]
+    assert scored["explanation"].str.len().gt(0).all()
+    empty = score_candidates(dataset, CandidateTable.from_points([], []), clf)
+    assert len(empty) == 0 and {"p_true", "classification"} <= set(empty.columns)

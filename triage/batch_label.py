@@ -211,8 +211,11 @@ def label_candidates(
     which: str = "untriaged",
     threshold: float | None = None,
     explain_top: int = 3,
+    n_jobs: int = 1,
 ) -> pd.DataFrame:
     """Classify the candidates of ``dataset`` selected by ``which`` (untriaged, triaged, all).
+
+    ``n_jobs``: processes for the feature extraction (joblib; -1 = all cores).
 
     Returns
     -------
@@ -222,7 +225,7 @@ def label_candidates(
     """
     if which not in SELECTIONS:
         raise ValueError(f"which must be one of {', '.join(SELECTIONS)}, got {which!r}")
-    matrix = candidate_matrix(dataset, SELECTIONS[which], window=model_window(classifier))
+    matrix = candidate_matrix(dataset, SELECTIONS[which], window=model_window(classifier), n_jobs=n_jobs)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
     out = pd.concat([matrix[["series_id", "commit", "label"]], decided], axis=1)
     out["index"] = matrix["index"].to_numpy(dtype=np.int64)

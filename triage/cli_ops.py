@@ -56,6 +56,7 @@ def label(
     fmt: Annotated[str, typer.Option("--format", help="csv (series_id, commit, label, p_false, p_true, classification, explanation) or published (the ICPE 2022 replication package's ;-separated layout).")] = "csv",
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first.")] = 20,
+    n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
 ) -> None:
     """Classify untriaged candidates (not_triaged, under_investigation) with a trained model."""
     from triage.batch_label import (
@@ -76,7 +77,8 @@ def label(
     clf = load_classifier(model)
     dataset = load(data)
     with console.status(f"labelling {which} candidates of {len(dataset):,} series"):
-        decisions = label_candidates(dataset, clf, which=which, threshold=threshold, explain_top=explain_top)
+        decisions = label_candidates(dataset, clf, which=which, threshold=threshold, explain_top=explain_top,
+                                     n_jobs=n_jobs)
     cut = clf.threshold_ if threshold is None else threshold
     n_true = int((decisions["classification"] == "true_positive").sum())
     console.print(_decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",)))
@@ -102,6 +104,7 @@ def score(
     layout: Annotated[str, typer.Option("--layout", help="Candidate layout: auto, candidates, otava-json, otava-csv, perfherder-json, perfherder-csv.")] = "auto",
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first.")] = 20,
+    n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
 ) -> None:
     """Score detector candidates with P(true change) and a decision."""
     from triage.batch_label import load_classifier, write_frame_atomic
@@ -124,7 +127,7 @@ def score(
     elif threshold is not None:
         cut, how = threshold, "fixed"
     with console.status(f"scoring {len(table):,} candidates ({table.layout})"):
-        scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top)
+        scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top, n_jobs=n_jobs)
     n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
     view = scored.rename(columns={f"triage_{c}": c for c in ("p_true", "classification", "explanation")})
     console.print(_decision_table(view, f"{len(scored):,} candidates ({table.layout})", show, extra=("index",)))

@@ -69,15 +69,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from features.extract import extract_features
 from training.thresholds import TargetRecall, choose_threshold
 from triage import labels as L
-from triage.batch_label import (
-    candidate_matrix,
-    decide,
-    model_features,
-    model_window,
-    point_features,
-)
+from triage.batch_label import candidate_matrix, decide, model_features, model_window
 from triage.errors import InputError
 from triage.history import Dataset
 
@@ -114,6 +109,17 @@ class CandidateTable:
 
     def __len__(self) -> int:
         return len(self.fields)
+
+    @classmethod
+    def from_points(cls, series_ids, indices, source: str = "<points>") -> CandidateTable:
+        """Candidates given in code: series ids and 0-based indices, shapes (k,)."""
+        sids = [str(s) for s in series_ids]
+        idx = [int(i) for i in indices]
+        if len(sids) != len(idx):
+            raise ValueError(f"{len(sids)} series ids but {len(idx)} indices")
+        fields = pd.DataFrame({"series_id": sids, "index": idx})
+        return cls(fields, [(s,) for s in sids], [None] * len(sids), idx, list(range(1, len(sids) + 1)),
+                   "candidates", source)
 
 
 # --------------------------------------------------------------------------- reading
@@ -444,23 +450,23 @@ def score_candidates(
     *,
     threshold: float | None = None,
     explain_top: int = 3,
+    n_jobs: int = 1,
 ) -> pd.DataFrame:
     """P(true change) and a decision for every candidate of ``table``.
 
     Pre and After of each candidate are bounded by the confirmed change points
     (``true_positive`` labels) of its series in ``dataset``, with the model's
     window. Returns the detector's fields plus the columns of the module
-    docstring, in input order.
+    docstring, in input order. ``n_jobs``: processes for feature extraction.
     """
     series, index = resolve(dataset, table)
-    window = model_window(classifier)
-    parts = []
-    order = pd.Series(series).groupby(series, sort=False).indices
-    for sid, pos in order.items():
-        part = point_features(dataset[sid], index[pos], window=window)
-        part.index = pos
-        parts.append(part)
-    matrix = pd.concat(parts).sort_index() if parts else point_features(next(iter(dataset)), [], window=window)
+    wanted: dict[str, list[int]] = {}
+    for sid, i in zip(series, index.tolist(), strict=True):
+        wanted.setdefault(sid, []).append(i)
+    # One extraction for all (unique) points, then rows back in input order.
+    matrix = extract_features(dataset, candidates=wanted, window=model_window(classifier), n_jobs=n_jobs)
+    where = pd.MultiIndex.from_arrays([matrix["series_id"].astype(str), matrix["index"].astype(np.int64)])
+    matrix = matrix.iloc[where.get_indexer(pd.MultiIndex.from_arrays([series, index]))].reset_index(drop=True)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
     out = table.fields.reset_index(drop=True).copy()
     added = {"series_id": matrix["series_id"], "commit": matrix["commit"], "index": matrix["index"]}
