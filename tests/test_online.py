@@ -182,8 +182,10 @@ def test_state_round_trips_through_json_mid_stream(rf_dir):
     assert [(d.index, d.probability, d.decision) for d in head + tail] == [
         (d.index, d.probability, d.decision) for d in straight
     ]
-    st = SeriesState.from_dict(json.loads(saved)["s"])
-    assert st.n == 70
+    # A state serialised on its own (names included) round-trips without the loop too.
+    st = SeriesState.from_dict(json.loads(json.dumps(first.state("s").to_dict())))
+    assert st.n == 70 and st.pre.n == first.state("s").pre.n
+    assert np.array_equal(st.pre.features_array(100.0), first.state("s").pre.features_array(100.0))
 
 
 def test_redelivering_the_latest_commit_changes_nothing(rf_dir):

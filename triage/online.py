@@ -405,17 +405,35 @@ class OnlineTriage:
         if st is None and self.store is not None:
             data = self.store.load_series(series_id)
             if data is not None:
-                st = SeriesState.from_dict(data)
+                st = self._state_from_dict(data)
                 self.states[series_id] = st
         return st
 
     def state_dict(self) -> dict[str, dict[str, object]]:
         """All in-memory series states, serialisable (``json.dumps``-able)."""
-        return {s: st.to_dict() for s, st in self.states.items()}
+        return {s: self._state_to_dict(st) for s, st in self.states.items()}
 
     def load_state_dict(self, data: dict[str, dict[str, object]]) -> None:
         """Replace the in-memory states by ``data`` (from :meth:`state_dict`)."""
-        self.states = {s: SeriesState.from_dict(d) for s, d in data.items()}
+        self.states = {s: self._state_from_dict(d) for s, d in data.items()}
+
+    # Every series of one loop computes the model's columns, so the Pre state's
+    # list of column names (about 20 bytes per column, most of a serialised
+    # state for the whole catalogue) is stored as a reference to the model.
+    _MODEL_NAMES = "@model"
+
+    def _state_to_dict(self, st: SeriesState) -> dict[str, object]:
+        data = st.to_dict()
+        pre = data["pre"]
+        if isinstance(pre, dict) and pre.get("names") == self.feature_names:
+            data["pre"] = {**pre, "names": self._MODEL_NAMES}
+        return data
+
+    def _state_from_dict(self, data: dict[str, object]) -> SeriesState:
+        pre = data["pre"]
+        if isinstance(pre, dict) and pre.get("names") == self._MODEL_NAMES:
+            data = {**data, "pre": {**pre, "names": list(self.feature_names)}}
+        return SeriesState.from_dict(data)
 
     # ------------------------------------------------------------------ processing
 
@@ -437,7 +455,10 @@ class OnlineTriage:
         once per round (see the module docstring). With a store, the batch's
         decisions and states are committed in one transaction.
         """
-        items = [self._normalise(r) for r in records]
+        return self._process([self._normalise(r) for r in records])
+
+    def _process(self, items: list[tuple[str, str, float, int | None]]) -> list[Decision]:
+        """:meth:`process_many` on checked ``(series_id, commit, value, timestamp ns)`` items."""
         decisions: list[Decision | None] = [None] * len(items)
         rounds: list[list[int]] = []
         depth: dict[str, int] = {}
@@ -476,7 +497,7 @@ class OnlineTriage:
                 self._round(items, members, decisions, touched)
             new = [decisions[i] for r in rounds for i in r]
             if self.store is not None and new:
-                self.store.commit(new, {s: st.to_dict() for s, st in touched.items()})
+                self.store.commit(new, {s: self._state_to_dict(st) for s, st in touched.items()})
         except BaseException:
             if self.store is not None:
                 # Memory must not run ahead of what was committed: forget the
@@ -586,15 +607,24 @@ class OnlineTriage:
         histories = list(dataset)
         for start in range(0, len(histories), batch_series):
             group = histories[start : start + batch_series]
+            # A History holds finite values and ordered commits already; only
+            # the conversions process_many would do per record are done here,
+            # once per series.
+            columns = []
+            for h in group:
+                if not np.all(np.isfinite(h.values)):
+                    bad = int(np.flatnonzero(~np.isfinite(h.values))[0])
+                    raise RejectedCommit(h.series_id, str(h.commits[bad]), "value is not a finite number")
+                ts = [None] * len(h)
+                if h.timestamps is not None:
+                    ns = np.asarray(h.timestamps).astype("datetime64[ns]")
+                    ok = ~np.isnat(ns)
+                    ts = [int(t) if k else None for t, k in zip(ns.astype(np.int64).tolist(), ok.tolist(), strict=True)]
+                columns.append((h.series_id, [str(c) for c in h.commits], h.values.tolist(), ts))
             longest = max(len(h) for h in group)
-            stamps = [h.timestamps for h in group]
             for i in range(longest):
-                batch = [
-                    (h.series_id, h.commits[i], h.values[i], stamps[k][i] if stamps[k] is not None else None)
-                    for k, h in enumerate(group)
-                    if i < len(h)
-                ]
-                found.extend(d for d in self.process_many(batch) if d.decision and not d.replayed)
+                batch = [(sid, commits[i], values[i], ts[i]) for sid, commits, values, ts in columns if i < len(commits)]
+                found.extend(d for d in self._process(batch) if d.decision and not d.replayed)
         order = {h.series_id: k for k, h in enumerate(histories)}
         found.sort(key=lambda d: (order[d.series], d.index))
         return found

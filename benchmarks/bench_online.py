@@ -1,0 +1,190 @@
+"""Speed and state size of the online loop (BENCHMARKS.md, "Online loop").
+
+Measures :class:`triage.online.OnlineTriage` (Bauer et al., ICPE 2022,
+Algorithm 1) with a window-0 random forest (scikit-learn defaults of
+:class:`~training.classifier.TriageClassifier`: 300 trees) evaluated by the
+compiled predictor:
+
+(a) **latency**: TigerBeetle's 365 results (``../shared/data/tigerbeetle.json``,
+    the history Apache Otava's incremental mode is timed on) replayed commit by
+    commit with ``process_one``, state in memory: per-commit wall time of
+    features + decision + state update (``explain="none"``; the cost of an
+    explanation, paid on positive decisions only by default, is reported
+    apart);
+(b) **throughput**: many synthetic series (``default`` preset generator)
+    replayed side by side with :meth:`OnlineTriage.replay` (one predictor call
+    per round of the batch), single process (one core);
+(c) **state size**: ``len(json.dumps(SeriesState.to_dict()))`` per series
+    after (b), and the bytes SQLite stores;
+(d) **persisted**: (a) again with a :class:`~triage.state_store.StateStore`
+    (one transaction per commit, WAL, ``synchronous=NORMAL``), and (b)'s
+    batches with one transaction per batch.
+
+The model is trained here, through the training API, on the ``small``
+preset for the per-commit question (ground-truth change points positive;
+false-alert candidates and ten ordinary commits per series negative), once
+with the paper's characteristics (18 columns) and once with the whole
+catalogue (44 columns). Pass ``--model DIR`` to time an existing model
+instead.
+
+Usage::
+
+    .venv/bin/python -m benchmarks.bench_online --series 1000 --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from triage.online import OnlineTriage
+from triage.state_store import StateStore
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def train_model(out: Path, names: list[str] | None, seed: int = 0) -> Path:
+    """A window-0 forest for the per-commit question (see the module docstring)."""
+    from features.extract import extract_features
+    from training.pipeline import train
+    from triage import labels as L
+    from triage.synthetic import generate
+
+    ds = generate("small", seed=seed)
+    rng = np.random.default_rng(seed)
+    picks, truth = {}, {}
+    for h in ds:
+        t = h.true_change_points()
+        others = np.setdiff1d(np.arange(1, len(h)), np.concatenate([t, h.candidates()]))
+        fp = np.flatnonzero(h.labels == L.FALSE_POSITIVE)
+        picks[h.series_id] = np.unique(np.concatenate([t, fp, rng.choice(others, 10, replace=False)]))
+        truth[h.series_id] = t
+    matrix = extract_features(ds, candidates=picks, window=0, names=names, change_points=truth)
+    positive = [int(i) in set(truth[s].tolist()) for s, i in zip(matrix["series_id"], matrix["index"], strict=True)]
+    matrix["label"] = np.where(positive, L.TRUE_POSITIVE, L.FALSE_POSITIVE)
+    train(matrix, out, model="rf", window=0, test_size=0, track=False, random_state=seed)
+    return out
+
+
+def tigerbeetle() -> np.ndarray:
+    path = SHARED / "tigerbeetle.json"
+    if not path.is_file():
+        raise SystemExit(f"{path} is absent: (a) and (d) need ../shared/data beside the checkout")
+    return np.asarray(json.loads(path.read_text()), dtype=np.float64)
+
+
+def latency(model: Path, values: np.ndarray, repeats: int, store_dir: Path | None = None) -> dict[str, float]:
+    """Per-commit ns of process_one over the whole history, pooled over repeats."""
+    times = []
+    positives = 0
+    for r in range(repeats):
+        store = None
+        if store_dir is not None:
+            db = store_dir / f"latency-{r}.db"
+            db.unlink(missing_ok=True)
+            store = StateStore(db)
+        loop = OnlineTriage.from_model_dir(model, explain="none", store=store)
+        loop.process_one("warm-up", "w0", 1.0)  # compile / load numba caches outside the timing
+        for i, x in enumerate(values):
+            t0 = time.perf_counter_ns()
+            d = loop.process_one("tigerbeetle", str(i), x)
+            times.append(time.perf_counter_ns() - t0)
+            positives += d.decision
+        if store is not None:
+            store.close()
+    t = np.array(times) / 1e3
+    return {"median_us": float(np.median(t)), "p90_us": float(np.percentile(t, 90)),
+            "p99_us": float(np.percentile(t, 99)), "positives": positives / repeats}
+
+
+def explain_cost(model: Path, values: np.ndarray) -> float:
+    """Median µs of a positive decision's explanation (triage.explain), one row."""
+    loop = OnlineTriage.from_model_dir(model, explain="positive")
+    X = np.array([loop.new_state("x").pre.features_array(float(v)) for v in values[:50]])
+    times = []
+    for row in X:
+        t0 = time.perf_counter_ns()
+        loop._explain(row[None, :], np.array([True]))
+        times.append(time.perf_counter_ns() - t0)
+    return float(np.median(times) / 1e3)
+
+
+def throughput(model: Path, dataset, store_dir: Path | None, batch_series: int) -> dict[str, float]:
+    store = None
+    if store_dir is not None:
+        db = store_dir / "throughput.db"
+        db.unlink(missing_ok=True)
+        store = StateStore(db)
+    loop = OnlineTriage.from_model_dir(model, explain="none", store=store)
+    loop.process_one("warm-up", "w0", 1.0)
+    n = dataset.n_commits()
+    t0 = time.perf_counter()
+    found = loop.replay(dataset, batch_series=batch_series)
+    seconds = time.perf_counter() - t0
+    sizes = np.array([len(json.dumps(st, separators=(",", ":"))) for s, st in loop.state_dict().items()
+                      if s != "warm-up"])
+    out = {"commits": n, "series": len(dataset), "seconds": seconds, "per_s": n / seconds,
+           "found": len(found), "state_median_B": float(np.median(sizes)), "state_max_B": float(sizes.max())}
+    if store is not None:
+        row = store._db.execute("SELECT avg(length(state)), max(length(state)) FROM series").fetchone()
+        out["sqlite_state_avg_B"], out["sqlite_state_max_B"] = float(row[0]), float(row[1])
+        store.close()
+        out["db_bytes_per_commit"] = db.stat().st_size / n
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, help="time this window-0 model directory instead of training two")
+    parser.add_argument("--series", type=int, default=1000, help="synthetic series replayed in (b)")
+    parser.add_argument("--repeats", type=int, default=5, help="passes over TigerBeetle in (a) and (d)")
+    parser.add_argument("--batch-series", type=int, default=4096)
+    args = parser.parse_args()
+
+    from triage.synthetic import generate, preset_config
+
+    work = Path(tempfile.mkdtemp(prefix="bench-online-"))
+    if args.model is not None:
+        models = {"given": args.model}
+    else:
+        from features.incremental import PAPER_CHARACTERISTICS
+
+        models = {
+            "paper set (18 columns)": train_model(work / "paper", list(PAPER_CHARACTERISTICS)),
+            "full catalogue (44 columns)": train_model(work / "full", None),
+        }
+    values = tigerbeetle()
+    t0 = time.perf_counter()
+    dataset = generate(preset_config("default", n_series=args.series), seed=1)
+    print(f"generated {len(dataset)} series, {dataset.n_commits()} commits in {time.perf_counter() - t0:.1f} s")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at start")
+    for name, model in models.items():
+        print(f"\n### {name}")
+        a = latency(model, values, args.repeats)
+        print(f"(a) TigerBeetle process_one, memory: median {a['median_us']:.1f} µs, p90 {a['p90_us']:.1f}, "
+              f"p99 {a['p99_us']:.1f}; {a['positives']:.0f} positives per pass")
+        print(f"    explanation of one positive: median {explain_cost(model, values):.0f} µs")
+        b = throughput(model, dataset, None, args.batch_series)
+        print(f"(b) replay {b['series']} series / {b['commits']} commits, memory: {b['seconds']:.1f} s = "
+              f"{b['per_s']:,.0f} commits/s (1 process); {b['found']} change points")
+        print(f"(c) state per series (JSON): median {b['state_median_B']:.0f} B, max {b['state_max_B']:.0f} B")
+        d = latency(model, values, args.repeats, store_dir=work)
+        print(f"(d) TigerBeetle process_one, SQLite: median {d['median_us']:.1f} µs, p90 {d['p90_us']:.1f}, "
+              f"p99 {d['p99_us']:.1f}")
+        e = throughput(model, dataset, work, args.batch_series)
+        print(f"(d) replay, SQLite (one transaction per round of {min(args.batch_series, args.series)} series): "
+              f"{e['per_s']:,.0f} commits/s; stored state avg {e['sqlite_state_avg_B']:.0f} B, "
+              f"max {e['sqlite_state_max_B']:.0f} B; file {e['db_bytes_per_commit']:.0f} B per commit")
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
