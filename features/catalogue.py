@@ -84,7 +84,9 @@ flat ``v`` (spread <= 1e-10 of its magnitude).
 ``max_kl_shift``
     R definition (not in the Python port): Gaussian kernel densities
     (bandwidth ``bw.nrd0(z)``) of each point on a 100-point grid over
-    ``[min z, max z]``, floored at ``dnorm(38)``; right-aligned rolling means
+    ``[min z, max z]``, floored at ``dnorm(38)``; an interquartile range of
+    at most ``1e-10`` (``z`` units) counts as 0 in ``bw.nrd0`` (it is rounding
+    of equal values, and a bandwidth made of rounding makes the result noise); right-aligned rolling means
     ``D_j`` over ``l`` points; ``kl_i = sum_grid D_i (log D_i - log D_{i+l})
     * step`` for ``i = 1 .. n-l`` (1-based), where R's ``fill = NA`` makes
     ``kl_i = 0`` for ``i < l`` (``na.rm`` sum of nothing); result
@@ -97,7 +99,8 @@ flat ``v`` (spread <= 1e-10 of its magnitude).
     ``1, z_{t-1}, z_{t-1}^2, z_{t-1}^3``. (The port multiplies the chi-square
     statistic ``n log(SSR0/SSR1)`` by ``10 / n``, so ``n`` cancels; R uses
     ``n - 1`` observations in the statistic.) 0 when ``n <= 5`` (as many
-    parameters as observations) or when ``SSR0 <= 1e-12 * SST``; ``SSR1`` is
+    parameters as observations), when ``z[1:]`` or ``z[:-1]`` is flat, or
+    when ``SSR0 <= 1e-12 * SST``; ``SSR1`` is
     floored at ``1e-10 * SSR0`` so an exact cubic fit stays finite.
 ``arch_lm``
     Engle's ARCH LM ``R^2``: regression of ``e_t^2`` on ``1, e_{t-1}^2 ..
@@ -113,11 +116,27 @@ flat ``v`` (spread <= 1e-10 of its magnitude).
     with ``L = floor(4 (n / 100)^{1/4})`` lags. 0 when ``s^2 <= 1e-12``.
 ``unitroot_pp``
     Phillips-Perron ``Z-alpha`` statistic (model with constant, Bartlett
-    weights, ``L`` as above), the Python port's ``ur_pp``: ``m (alpha - 1) -
-    lambda / ybar2`` with ``m = n - 1``. 0 when ``z[:-1]`` or ``z[1:]`` is
+    weights, ``L`` as above), urca's ``ur.pp``: ``m (alpha - 1) -
+    lambda / ybar2`` with ``m = n - 1``, ``lambda = (1/m) sum_{i=1..L}
+    (1 - i/(L+1)) sum_t u_t u_{t-i}`` (``u`` the OLS residuals),
+    ``ybar2 = sum (y - mean y)^2 / m^2``. The Python port's ``ur_pp`` has a
+    precedence slip (``s = 1/(n sum u^2)``) that cancels algebraically but
+    destroys ``lambda``'s digits when the residuals are small; the reference
+    uses the intended formula. 0 when ``z[:-1]`` or ``z[1:]`` is
     flat (the regression is degenerate).
 ``series_length``
     ``n0``, the length *before* repetition (0 when empty).
+
+Regressions (``nonlinearity``, ``arch_lm``) with exactly collinear columns
+(few distinct values, periodic windows, a flat lagged regressor) are
+rank-deficient, and nearly collinear ones (a lagged square that varies by
+1e-8 of its size next to one spike) make the fit depend on rounding: there the
+packages' pseudo-inverses return noise. Here a column whose part orthogonal to
+the columns before it (in the order listed above) is at most ``1e-6`` of its
+norm is dropped, and the residuals
+are those of the fit on the remaining columns. So a window whose lagged
+values take two distinct values has ``nonlinearity = 0`` (the powers add
+nothing).
 
 Not included: Holt's ``alpha``/``beta`` (``statsmodels`` optimises them
 numerically; a fast version could not match it to 1e-6), ``heterogeneity``
@@ -174,7 +193,14 @@ PAIR_CHARACTERISTICS: tuple[str, ...] = ("norm_mean", "norm_sd")
 NORM_COLUMNS: tuple[str, ...] = ("norm_mean_pre", "norm_mean_after", "norm_sd_pre", "norm_sd_after")
 
 #: Metadata columns that precede the features in the feature matrix.
-METADATA_COLUMNS: tuple[str, ...] = ("series_id", "commit", "index", "timestamp", "label", "truth_label")
+METADATA_COLUMNS: tuple[str, ...] = (
+    "series_id",
+    "commit",
+    "index",
+    "timestamp",
+    "label",
+    "truth_label",
+)
 
 #: Position of each characteristic in a vector of :data:`CHARACTERISTICS`.
 INDEX: dict[str, int] = {name: i for i, name in enumerate(CHARACTERISTICS)}
@@ -189,6 +215,13 @@ FLAT_RTOL = 1e-10
 
 #: Prefix standard deviations at or below this are left out of the Hurst fit.
 HURST_SD_FLOOR = 1e-10
+
+#: Regressions drop a column whose part orthogonal to the columns before it
+#: is at most this fraction of its norm (collinear up to noise).
+COLLINEAR_RTOL = 1e-6
+
+#: An interquartile range at or below this (z units) counts as 0 in bw.nrd0.
+IQR_FLOOR = 1e-10
 
 #: Number of grid points of the kernel densities in ``max_kl_shift`` (R: 100).
 KL_GRID = 100

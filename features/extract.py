@@ -51,7 +51,8 @@ class _Layout:
         window_names, pair_names = C.check_names(names)
         self.window_pos = C.column_selector(window_names)
         self.norm_pos = np.array(
-            [j for j, col in enumerate(C.NORM_COLUMNS) if col.rsplit("_", 1)[0] in pair_names], dtype=np.int64
+            [j for j, col in enumerate(C.NORM_COLUMNS) if col.rsplit("_", 1)[0] in pair_names],
+            dtype=np.int64,
         )
         self.width = 2 * len(self.window_pos) + len(self.norm_pos)
         self.columns = C.feature_columns(names)
@@ -164,7 +165,9 @@ def _candidate_indices(
             raise KeyError(f"candidates name unknown series {sid!r}")
         n = len(dataset[sid])
         if isinstance(p, bool) or int(p) != p or not 0 <= int(p) < n:
-            raise ValueError(f"series {sid!r}: candidate index {p!r} outside the series of {n} commits")
+            raise ValueError(
+                f"series {sid!r}: candidate index {p!r} outside the series of {n} commits"
+            )
         wanted.setdefault(sid, []).append(int(p))
     # Dataset order, ascending index: the row order does not depend on how
     # the caller listed the candidates.
@@ -186,7 +189,9 @@ def _chunks(jobs: list, n_chunks: int) -> list[list]:
     if n_chunks <= 1 or len(jobs) <= 1:
         return [jobs]
     cost = np.array([len(h) * max(len(idx), 1) for h, idx, _ in jobs], dtype=float)
-    bounds = np.searchsorted(np.cumsum(cost), np.linspace(0, cost.sum(), n_chunks + 1)[1:-1], side="right")
+    bounds = np.searchsorted(
+        np.cumsum(cost), np.linspace(0, cost.sum(), n_chunks + 1)[1:-1], side="right"
+    )
     parts = np.split(np.arange(len(jobs)), bounds)
     return [[jobs[i] for i in part] for part in parts if len(part)]
 
@@ -244,7 +249,11 @@ def extract_features(
     if isinstance(window, str) and window != W.ADAPTIVE:
         raise ValueError(f"window must be {W.ADAPTIVE!r} or an integer >= 0, got {window!r}")
     wanted = _candidate_indices(dataset, candidates)
-    jobs = [(dataset[sid], idx, _confirmed(dataset[sid], change_points)) for sid, idx in wanted.items() if len(idx)]
+    jobs = [
+        (dataset[sid], idx, _confirmed(dataset[sid], change_points))
+        for sid, idx in wanted.items()
+        if len(idx)
+    ]
 
     if n_jobs == 1 or len(jobs) <= 1:
         blocks = _chunk_block(jobs, window, names, implementation)
@@ -269,8 +278,14 @@ def _metadata(jobs: list) -> pd.DataFrame:
     parts = []
     for h, idx, _ in jobs:
         k = len(idx)
-        ts = h.timestamps[idx] if h.timestamps is not None else np.full(k, np.datetime64("NaT"), dtype="datetime64[ns]")
-        truth = h.truth_label[idx] if h.truth_label is not None else np.full(k, L.NONE, dtype=object)
+        ts = (
+            h.timestamps[idx]
+            if h.timestamps is not None
+            else np.full(k, np.datetime64("NaT"), dtype="datetime64[ns]")
+        )
+        truth = (
+            h.truth_label[idx] if h.truth_label is not None else np.full(k, L.NONE, dtype=object)
+        )
         parts.append(
             pd.DataFrame(
                 {

@@ -49,6 +49,8 @@ _PP = _I["unitroot_pp"]
 _LEN = _I["series_length"]
 _FLAT_RTOL = C.FLAT_RTOL
 _HURST_FLOOR = C.HURST_SD_FLOOR
+_COLLINEAR_RTOL = C.COLLINEAR_RTOL
+_IQR_FLOOR = C.IQR_FLOOR
 _GRID = C.KL_GRID
 
 
@@ -108,15 +110,55 @@ def _var_of(vals):
 
 
 @numba.njit(cache=True)
+def _residuals_greedy(X, y):
+    """Residuals of y on the columns of X that are not collinear with earlier ones.
+
+    Modified Gram-Schmidt, each projection done twice ("twice is enough");
+    a column whose orthogonal part is at most COLLINEAR_RTOL of its norm is
+    dropped (catalogue rule for rank-deficient designs).
+    """
+    rows, k = X.shape
+    Q = np.empty((rows, k))
+    kept = 0
+    for j in range(k):
+        v = X[:, j].copy()
+        norm0 = np.sqrt((v * v).sum())
+        if norm0 == 0.0:
+            continue
+        for _ in range(2):
+            for q in range(kept):
+                c = 0.0
+                for t in range(rows):
+                    c += Q[t, q] * v[t]
+                for t in range(rows):
+                    v[t] -= c * Q[t, q]
+        nv = np.sqrt((v * v).sum())
+        if nv <= _COLLINEAR_RTOL * norm0:
+            continue
+        for t in range(rows):
+            Q[t, kept] = v[t] / nv
+        kept += 1
+    r = y.copy()
+    for _ in range(2):
+        for q in range(kept):
+            c = 0.0
+            for t in range(rows):
+                c += Q[t, q] * r[t]
+            for t in range(rows):
+                r[t] -= c * Q[t, q]
+    return r
+
+
+@numba.njit(cache=True)
 def _residuals(X, y):
     """Least-squares residuals of y on the columns of X.
 
     Normal equations with a Cholesky factorisation, then explicit residuals
-    (their error is second order in the coefficient error). A column nearly
-    collinear with the previous ones (relative Schur complement <= 1e-9)
-    falls back to LAPACK's minimum-norm ``lstsq``, so rank-deficient designs
-    (periodic or few-valued windows) get the same projection as the
-    reference's pseudo-inverse.
+    (their error is second order in the coefficient error). Only when every
+    column keeps at least 1e-4 of its squared norm outside the span of the
+    earlier ones (so squaring the condition number costs nothing visible);
+    otherwise :func:`_residuals_greedy`, which also settles exact collinearity
+    (periodic or few-valued windows) by the catalogue's rule.
     """
     rows, k = X.shape
     G = np.zeros((k, k))
@@ -132,9 +174,8 @@ def _residuals(X, y):
         d = G[j, j]
         for p in range(j):
             d -= L[j, p] * L[j, p]
-        if not d > 1e-9 * G[j, j]:
-            beta = np.linalg.lstsq(X, y)[0]
-            return y - X @ beta
+        if not d > 1e-4 * G[j, j]:
+            return _residuals_greedy(X, y)
         L[j, j] = np.sqrt(d)
         for i in range(j + 1, k):
             s = G[j, i]
@@ -167,7 +208,10 @@ def _bw_nrd0(z):
     n = z.size
     hi = np.sqrt(_var_of(z))
     q = np.quantile(z, np.array([0.25, 0.75]))
-    lo = min(hi, (q[1] - q[0]) / 1.34)
+    iqr = q[1] - q[0]
+    if iqr <= _IQR_FLOOR:
+        iqr = 0.0
+    lo = min(hi, iqr / 1.34)
     if lo == 0.0:
         lo = hi
         if lo == 0.0:
@@ -226,56 +270,56 @@ def _density_row(zi, lo_x, by, bw, row):
 
 
 @numba.njit(cache=True)
-def _max_kl_shift(z, l):
-    """Streams over the window with ring buffers of l (densities) and l + 1
+def _max_kl_shift(z, w):
+    """Streams over the window with ring buffers of w (densities) and w + 1
     (window means and their logs) grid rows, so the working set stays in L1
     whatever n (full n x 100 matrices cost more in page faults than in
     arithmetic).
     """
     n = z.size
-    if n <= 2 * l:
+    if n <= 2 * w:
         return 0.0
     lo_x = z.min()
     hi_x = z.max()
     by = (hi_x - lo_x) / (_GRID - 1)
     bw = _bw_nrd0(z)
-    dens = np.empty((l, _GRID))
-    roll = np.empty((l + 1, _GRID))
-    logroll = np.empty((l + 1, _GRID))
+    dens = np.empty((w, _GRID))
+    roll = np.empty((w + 1, _GRID))
+    logroll = np.empty((w + 1, _GRID))
     wsum = np.empty(_GRID)
-    kl = np.zeros(n - l)
+    kl = np.zeros(n - w)
     for j in range(n):
-        _density_row(z[j], lo_x, by, bw, dens[j % l])
-        if j < l - 1:
+        _density_row(z[j], lo_x, by, bw, dens[j % w])
+        if j < w - 1:
             continue
         # Right-aligned window mean summed row by row in order (as numpy's
         # mean over axis 0 does): no running sum, whose subtractions would
         # wipe out densities at the dnorm(38) floor.
-        first = dens[(j - l + 1) % l]
+        first = dens[(j - w + 1) % w]
         for g in range(_GRID):
             wsum[g] = first[g]
-        for r in range(j - l + 2, j + 1):
-            row = dens[r % l]
+        for r in range(j - w + 2, j + 1):
+            row = dens[r % w]
             for g in range(_GRID):
                 wsum[g] += row[g]
-        rj = roll[j % (l + 1)]
-        lj = logroll[j % (l + 1)]
+        rj = roll[j % (w + 1)]
+        lj = logroll[j % (w + 1)]
         for g in range(_GRID):
-            v = wsum[g] / l
+            v = wsum[g] / w
             rj[g] = v
             lj[g] = np.log(v)
-        i = j - l
-        if i >= l - 1:
-            # kl_i compares the windows ending at i and at i + l = j; R's
-            # NA fill leaves kl_i = 0 for i < l - 1.
-            ri = roll[i % (l + 1)]
-            li = logroll[i % (l + 1)]
+        i = j - w
+        if i >= w - 1:
+            # kl_i compares the windows ending at i and at i + w = j; R's
+            # NA fill leaves kl_i = 0 for i < w - 1.
+            ri = roll[i % (w + 1)]
+            li = logroll[i % (w + 1)]
             s = 0.0
             for g in range(_GRID):
                 s += ri[g] * (li[g] - lj[g]) * by
             kl[i] = s
     best = -np.inf
-    for i in range(n - l - 1):
+    for i in range(n - w - 1):
         dk = kl[i + 1] - kl[i]
         if dk > best:
             best = dk
@@ -403,7 +447,7 @@ def _flat_spots(z):
 @numba.njit(cache=True)
 def _nonlinearity(z):
     n = z.size
-    if n <= 5:
+    if n <= 5 or _flat(z[1:]) or _flat(z[:-1]):
         return 0.0
     m = n - 1
     y = z[1:].copy()
@@ -509,7 +553,7 @@ def _pp(z):
 def _kernel(z, psd, n0, out):
     """All characteristics of a prepared (standardised, length >= 4) window."""
     n = z.size
-    l = 10 if n > 10 else 2
+    w = 10 if n > 10 else 2  # the lag / block width l of the catalogue
 
     med = np.median(z)
     cross = 0
@@ -528,40 +572,40 @@ def _kernel(z, psd, n0, out):
         h /= np.log2(float(psd.size))
     out[_ENT] = h
 
-    r = _acf(z, l)
+    r = _acf(z, w)
     out[_ACF1] = r[1]
     acc = 0.0
-    for k in range(1, l + 1):
+    for k in range(1, w + 1):
         acc += r[k] * r[k]
     out[_ACF10] = acc
     out[_SER] = n * acc
     dz = np.diff(z)
-    rd = _acf(dz, l)
+    rd = _acf(dz, w)
     out[_D1ACF1] = rd[1]
     acc = 0.0
-    for k in range(1, l + 1):
+    for k in range(1, w + 1):
         acc += rd[k] * rd[k]
     out[_D1ACF10] = acc
     out[_STD1] = np.sqrt(_var_of(dz))
 
-    if n < 2 * l:
+    if n < 2 * w:
         out[_STAB] = 0.0
         out[_LUMP] = 0.0
     else:
-        nb = n // l
+        nb = n // w
         means = np.empty(nb)
         vars_ = np.empty(nb)
         for b in range(nb):
-            means[b] = _mean(z, b * l, (b + 1) * l)
-            vars_[b] = _var1(z, b * l, (b + 1) * l)
+            means[b] = _mean(z, b * w, (b + 1) * w)
+            vars_[b] = _var1(z, b * w, (b + 1) * w)
         out[_STAB] = _var_of(means)
         out[_LUMP] = _var_of(vars_)
 
     mls = 0.0
     mvs = 0.0
-    for i in range(n - 2 * l + 1):
-        dm = abs(_mean(z, i + l, i + 2 * l) - _mean(z, i, i + l))
-        dv = abs(_var1(z, i + l, i + 2 * l) - _var1(z, i, i + l))
+    for i in range(n - 2 * w + 1):
+        dm = abs(_mean(z, i + w, i + 2 * w) - _mean(z, i, i + w))
+        dv = abs(_var1(z, i + w, i + 2 * w) - _var1(z, i, i + w))
         if dm > mls:
             mls = dm
         if dv > mvs:
@@ -569,7 +613,7 @@ def _kernel(z, psd, n0, out):
     out[_MLS] = mls
     out[_MVS] = mvs
 
-    out[_MKL] = _max_kl_shift(z, l)
+    out[_MKL] = _max_kl_shift(z, w)
     out[_HURST] = _hurst(z)
     out[_FLAT] = _flat_spots(z)
     out[_NONLIN] = _nonlinearity(z)

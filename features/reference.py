@@ -65,10 +65,12 @@ def max_var_shift(x: np.ndarray, width: int) -> float:
 
 
 def bw_nrd0(x: np.ndarray) -> float:
-    """R's ``bw.nrd0``: Silverman's rule of thumb with R's fallbacks for zero spread."""
+    """R's ``bw.nrd0``: Silverman's rule of thumb with R's fallbacks for zero spread
+    (and the catalogue's: an IQR of at most ``IQR_FLOOR`` counts as 0)."""
     hi = float(np.std(x, ddof=1))
     q75, q25 = np.percentile(x, [75, 25])
-    lo = min(hi, (q75 - q25) / 1.34)
+    iqr = q75 - q25 if q75 - q25 > C.IQR_FLOOR else 0.0  # catalogue: rounding is no spread
+    lo = min(hi, iqr / 1.34)
     if lo == 0:
         lo = hi or abs(float(x[0])) or 1.0
     return 0.9 * lo * len(x) ** (-0.2)
@@ -129,28 +131,65 @@ def _acf_block(v: np.ndarray, lag: int) -> tuple[float, float]:
     return float(r[1]), float(np.sum(r[1 : lag + 1] ** 2))
 
 
+def _independent_columns(X: np.ndarray) -> np.ndarray:
+    """Columns kept by the catalogue's collinearity rule, in order (numpy ``lstsq``)."""
+    kept: list[int] = []
+    for j in range(X.shape[1]):
+        col = X[:, j]
+        norm0 = np.linalg.norm(col)
+        if norm0 == 0:
+            continue
+        if kept:
+            basis = X[:, kept]
+            col = col - basis @ np.linalg.lstsq(basis, col, rcond=None)[0]
+        if np.linalg.norm(col) > C.COLLINEAR_RTOL * norm0:
+            kept.append(j)
+    return np.array(kept, dtype=np.int64)
+
+
+def _ols_residuals(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    X = X[:, _independent_columns(X)]
+    return y - X @ np.linalg.lstsq(X, y, rcond=None)[0]
+
+
 def _nonlinearity(z: np.ndarray) -> float:
     ts, _ = _tsfeatures()
     n = z.size
-    if n <= 5:
+    if n <= 5 or C.is_flat(z[1:]) or C.is_flat(z[:-1]):
         return 0.0
     y, xl = z[1:], z[:-1]
     design = np.column_stack([np.ones(n - 1), xl])
-    resid = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
-    if np.sum(resid**2) <= 1e-12 * np.sum((y - y.mean()) ** 2):
+    cubic = np.column_stack([design, xl**2, xl**3])
+    resid = _ols_residuals(design, y)
+    ssr0 = float(np.sum(resid**2))
+    if ssr0 <= 1e-12 * np.sum((y - y.mean()) ** 2):
         return 0.0
-    stat = float(ts.nonlinearity(z.copy())["nonlinearity"])
     cap = 10.0 * np.log(1e10)  # the catalogue's floor SSR1 >= 1e-10 SSR0
+    if len(_independent_columns(cubic)) < 4:
+        # Exactly collinear powers: tsfeatures' pseudo-inverse returns noise.
+        ssr = max(float(np.sum(_ols_residuals(cubic, resid) ** 2)), 1e-10 * ssr0)
+        return 10.0 * np.log(ssr0 / ssr)
+    stat = float(ts.nonlinearity(z.copy())["nonlinearity"])
     return cap if not np.isfinite(stat) or stat > cap else stat
 
 
 def _arch_lm(z: np.ndarray) -> float:
-    ts, _ = _tsfeatures()
+    ts, ts_utils = _tsfeatures()
     q = C.arch_lags(z.size)
-    target = ((z - z.mean()) ** 2)[q:]
+    sq = (z - z.mean()) ** 2
+    target = sq[q:]
     if C.is_flat(target):
         return 0.0
-    return float(ts.arch_stat(z.copy(), lags=q)["arch_lm"])
+    lagged = ts_utils.embed(sq, q + 1)[:, 1:]
+    design = np.column_stack([np.ones(len(target)), lagged])
+    if len(_independent_columns(design)) == design.shape[1] and np.linalg.cond(design) <= 1e5:
+        return float(ts.arch_stat(z.copy(), lags=q)["arch_lm"])
+    # Collinear or ill-conditioned lags (a spike beside near-constant squares):
+    # tsfeatures fits with scikit-learn's LinearRegression, which loses digits
+    # there (R^2 0.19 where exact rational arithmetic gives 0.69); numpy's
+    # SVD lstsq on the uncentred design keeps them.
+    resid = _ols_residuals(design, target)
+    return float(1.0 - np.sum(resid**2) / np.sum((target - target.mean()) ** 2))
 
 
 def _kpss(z: np.ndarray) -> float:
@@ -169,10 +208,30 @@ def _kpss(z: np.ndarray) -> float:
 
 
 def _pp(z: np.ndarray) -> float:
-    ts, _ = _tsfeatures()
+    """Phillips-Perron Z-alpha by urca's formula on a statsmodels OLS fit.
+
+    Not ``tsfeatures.unitroot_pp``: its ``ur_pp`` computes
+    ``s = 1 / (n * sum(res^2))`` where urca has ``sum(res^2) / n`` and then
+    ``lambda = (sig - s) / 2`` with ``sig = s + (2/n) sum(w * coprods)``.
+    Algebraically ``s`` cancels, but when the residuals are small ``s`` is
+    huge and the subtraction loses the digits of ``lambda`` (0.2 % error on a
+    spiky window; NaN for an exact AR(1) fit). The formula below is the one
+    both packages intend.
+    """
+    import statsmodels.api as sm
+
     if C.is_flat(z[1:]) or C.is_flat(z[:-1]):
         return 0.0
-    return float(ts.unitroot_pp(z.copy())["unitroot_pp"])
+    m = z.size - 1
+    y, xl = z[1:], z[:-1]
+    fit = sm.OLS(y, sm.add_constant(xl, has_constant="add")).fit()
+    res = fit.resid
+    lags = C.bartlett_lags(z.size)
+    weights = 1.0 - np.arange(1, lags + 1) / (lags + 1)
+    coprods = np.array([np.dot(res[i + 1 :], res[: m - i - 1]) for i in range(lags)])
+    lam = float(np.sum(weights * coprods)) / m
+    ybar2 = float(np.sum((y - y.mean()) ** 2)) / m**2
+    return float(m * (fit.params[1] - 1.0) - lam / ybar2)
 
 
 def window_characteristics(x: np.ndarray) -> np.ndarray:
@@ -206,7 +265,9 @@ def window_characteristics(x: np.ndarray) -> np.ndarray:
         "crossing_points": float(ts.crossing_points(z.copy())["crossing_points"]),
         "entropy": entropy,
         "max_level_shift": max_level_shift(z, lag),
-        "serial_correlation": float(acorr_ljungbox(z, lags=[lag], boxpierce=True)["bp_stat"].iloc[0]),
+        "serial_correlation": float(
+            acorr_ljungbox(z, lags=[lag], boxpierce=True)["bp_stat"].iloc[0]
+        ),
         "stability": float(ts.stability(z.copy(), freq=lag)["stability"]),
         "lumpiness": float(ts.lumpiness(z.copy(), freq=lag)["lumpiness"]),
         "hurst": _hurst(z),

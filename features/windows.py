@@ -64,7 +64,9 @@ def confirmed_array(change_points: Iterable[int] | np.ndarray | None, n: int) ->
     """
     if change_points is None:
         return np.empty(0, dtype=np.int64)
-    arr = np.asarray(list(change_points) if not isinstance(change_points, np.ndarray) else change_points)
+    arr = np.asarray(
+        list(change_points) if not isinstance(change_points, np.ndarray) else change_points
+    )
     if arr.size == 0:
         return np.empty(0, dtype=np.int64)
     if not np.issubdtype(arr.dtype, np.integer):
@@ -102,7 +104,9 @@ def _check_p(p: int, n: int) -> int:
     return p
 
 
-def adaptive_bounds(p: int, n: int, change_points: Iterable[int] | np.ndarray | None) -> tuple[Bounds, Bounds]:
+def adaptive_bounds(
+    p: int, n: int, change_points: Iterable[int] | np.ndarray | None
+) -> tuple[Bounds, Bounds]:
     """Adaptive Pre and After windows of candidate ``p``.
 
     Parameters

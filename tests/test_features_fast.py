@@ -1,0 +1,203 @@
+"""features.fast against features.reference (tsfeatures) on many kinds of windows.
+
+Tolerance: 1e-6 relative, with an absolute floor of 1e-8 for values near 0
+(characteristics are computed on standardised windows, so their natural scale
+is 1; differences of sums that cancel to ~0 carry ~1e-15 absolute noise).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from features import catalogue as C
+from features import fast, reference
+
+RTOL = 1e-6
+ATOL = 1e-8
+
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm():
+    # Import tsfeatures and compile the kernel once, outside the examples.
+    fast.window_characteristics(np.arange(30.0) ** 1.5)
+    reference.window_characteristics(np.arange(30.0) ** 1.5)
+
+
+def assert_agree(x: np.ndarray) -> None:
+    got = fast.window_characteristics(x)
+    want = reference.window_characteristics(x)
+    assert got.shape == want.shape == (C.N_CHARACTERISTICS,)
+    assert np.all(np.isfinite(got)), dict(zip(C.CHARACTERISTICS, got, strict=True))
+    bad = ~np.isclose(got, want, rtol=RTOL, atol=ATOL)
+    assert not bad.any(), {
+        C.CHARACTERISTICS[i]: (float(got[i]), float(want[i])) for i in np.flatnonzero(bad)
+    } | {"window": x.tolist()}
+
+
+finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
+
+
+@settings(SETTINGS, max_examples=60)
+@given(st.lists(finite, min_size=0, max_size=40))
+def test_random_floats(values):
+    assert_agree(np.array(values, dtype=np.float64))
+
+
+@settings(SETTINGS, max_examples=40)
+@given(st.lists(st.integers(-3, 3), min_size=0, max_size=40))
+def test_few_distinct_values(values):
+    # Ties, repeated levels, collinear regressions, runs of equal values.
+    assert_agree(np.array(values, dtype=np.float64))
+
+
+@settings(SETTINGS, max_examples=25)
+@given(st.lists(finite, min_size=0, max_size=5))
+def test_tiny_windows(values):
+    assert_agree(np.array(values, dtype=np.float64))
+
+
+@settings(SETTINGS, max_examples=15)
+@given(finite, st.integers(0, 60))
+def test_constant_windows(value, n):
+    x = np.full(n, value)
+    got = fast.window_characteristics(x)
+    np.testing.assert_array_equal(got, C.degenerate_values(n))
+    assert_agree(x)
+
+
+@st.composite
+def noisy(draw, min_len, max_len):
+    """A realistic performance window: level, noise, optional step, trend and spikes."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    n = draw(st.integers(min_len, max_len))
+    rng = np.random.default_rng(seed)
+    level = rng.uniform(1, 1e5)
+    x = level + rng.normal(0, level * rng.uniform(1e-3, 0.1), n)
+    if draw(st.booleans()):
+        x[rng.integers(0, n) :] += level * rng.uniform(-0.3, 0.3)
+    if draw(st.booleans()):
+        x += np.linspace(0, level * rng.uniform(-0.1, 0.1), n)
+    if draw(st.booleans()):
+        x = np.round(x, int(rng.integers(0, 3)))  # coarse timer resolution: ties
+    return x
+
+
+@st.composite
+def spiky(draw, min_len, max_len):
+    seed = draw(st.integers(0, 2**32 - 1))
+    n = draw(st.integers(min_len, max_len))
+    rng = np.random.default_rng(seed)
+    # Spikes of 10 to 1e6 times the noise, or on an exactly flat base.
+    x = rng.normal(0, 1, n) * draw(st.sampled_from([0.0, 1e-2, 1.0]))
+    k = int(rng.integers(1, 4))
+    x[rng.integers(0, n, k)] += rng.choice([-1, 1], k) * 10.0 ** rng.uniform(1, 4, k)
+    return x
+
+
+@settings(SETTINGS, max_examples=40)
+@given(noisy(4, 80))
+def test_realistic_windows(x):
+    assert_agree(x)
+
+
+@settings(SETTINGS, max_examples=30)
+@given(spiky(4, 120))
+def test_spiky_windows(x):
+    assert_agree(x)
+
+
+@settings(SETTINGS, max_examples=8)
+@given(noisy(300, 700))
+def test_long_windows(x):
+    assert_agree(x)
+
+
+@settings(SETTINGS, max_examples=30)
+@given(noisy(4, 120), st.integers(0, 9))
+def test_window_lengths_around_the_lag_switch(x, cut):
+    # l switches from 2 to 10 at n = 11; blocks, shifts and KL switch at 2l.
+    assert_agree(x[: 9 + cut])
+    assert_agree(x[: 19 + cut])
+
+
+def test_many_matches_one_by_one():
+    rng = np.random.default_rng(3)
+    windows = [rng.normal(size=n) for n in (0, 1, 3, 11, 57)]
+    batch = fast.many_window_characteristics(windows)
+    for row, x in zip(batch, windows, strict=True):
+        np.testing.assert_array_equal(row, fast.window_characteristics(x))
+
+
+def test_ill_conditioned_window_matches_exact_arithmetic():
+    """One spike, then noise 1e-7 of its size: tsfeatures' ur_pp loses lambda's
+    digits here (its s = 1/(n sum u^2) cancels catastrophically: -19.0 instead of
+    -22.9); fast agrees with exact rational arithmetic."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(11)
+    x = np.r_[-11937.8, rng.normal(0, 1e-3, 19)]
+    z = C.prepare(x)
+    q = [Fraction(float(v)) for v in z]
+    y, xl, m = q[1:], q[:-1], len(q) - 1
+    xm, ym = sum(xl) / m, sum(y) / m
+    alpha = sum((a - xm) * (b - ym) for a, b in zip(xl, y, strict=True)) / sum(
+        (a - xm) ** 2 for a in xl
+    )
+    res = [b - ym - alpha * (a - xm) for a, b in zip(xl, y, strict=True)]
+    lags = C.bartlett_lags(len(z))
+    lam = (
+        sum(
+            (1 - Fraction(i + 1, lags + 1)) * sum(res[t] * res[t - i - 1] for t in range(i + 1, m))
+            for i in range(lags)
+        )
+        / m
+    )
+    exact = float(m * (alpha - 1) - lam / (sum((b - ym) ** 2 for b in y) / m**2))
+    got = fast.window_characteristics(x)[C.INDEX["unitroot_pp"]]
+    assert got == pytest.approx(exact, rel=1e-8)
+
+
+def test_ill_conditioned_arch_matches_exact_arithmetic():
+    """A spike beside squares that vary by ~1e-5 of their size: the lag design has
+    condition number ~1e6; fast's R^2 agrees with exact rational arithmetic
+    (tsfeatures' scikit-learn fit gives 0.19 on windows like this)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 1e-2, 10)
+    x[8] = 3734.3
+    z = C.prepare(x)
+    q = C.arch_lags(z.size)
+    zz = [Fraction(float(v)) for v in z]
+    mu = sum(zz) / len(zz)
+    sq = [(v - mu) ** 2 for v in zz]
+    y = sq[q:]
+    rows = [[Fraction(1)] + [sq[q + r - k] for k in range(1, q + 1)] for r in range(len(y))]
+    k = q + 1
+    # Normal equations solved exactly (Gauss-Jordan on Fractions).
+    M = [
+        [sum(row[a] * row[b] for row in rows) for b in range(k)]
+        + [sum(row[a] * t for row, t in zip(rows, y, strict=True))]
+        for a in range(k)
+    ]
+    for i in range(k):
+        piv = next(r for r in range(i, k) if M[r][i] != 0)
+        M[i], M[piv] = M[piv], M[i]
+        for r in range(k):
+            if r != i and M[r][i] != 0:
+                f = M[r][i] / M[i][i]
+                M[r] = [a - f * b for a, b in zip(M[r], M[i], strict=True)]
+    beta = [M[i][k] / M[i][i] for i in range(k)]
+    res = [
+        t - sum(a * b for a, b in zip(row, beta, strict=True))
+        for row, t in zip(rows, y, strict=True)
+    ]
+    ym = sum(y) / len(y)
+    exact = float(1 - sum(r * r for r in res) / sum((t - ym) ** 2 for t in y))
+    assert fast.window_characteristics(x)[C.INDEX["arch_lm"]] == pytest.approx(exact, rel=1e-8)
+    assert reference.window_characteristics(x)[C.INDEX["arch_lm"]] == pytest.approx(exact, rel=1e-8)
