@@ -503,7 +503,7 @@ class GeneticSelector:
                     toolbox.clone(ind) for ind in tools.selTournament(pop, len(pop), self.tournsize)
                 ]
                 for i in range(1, len(offspring), 2):
-                    if random.random() < self.cxpb:
+                    if n_genes > 1 and random.random() < self.cxpb:
                         toolbox.mate(offspring[i - 1], offspring[i])
                         del offspring[i - 1].fitness.values, offspring[i].fitness.values
                 for ind in offspring:

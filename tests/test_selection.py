@@ -244,3 +244,9 @@ def test_cli_bad_window_and_bad_data(tmp_path):
     result = CliRunner().invoke(app, ["select-features", "--data", str(tmp_path / "none.csv"), "--out", str(out)])
     assert isinstance(result.exception, InputError) and "no such file" in str(result.exception)
     assert not out.exists()
+
+
+def test_a_single_feature_column_still_runs(matrix):
+    one = matrix[["series_id", "commit", "index", "timestamp", "label", "truth_label", "after_mean"]]
+    fs = select_features(one, selector=small_selector(generations=2))
+    assert fs.names == ["after_mean"]
