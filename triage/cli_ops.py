@@ -30,20 +30,26 @@ EXPLAIN_HELP = "Top contributing features to report per decision (0 = none)."
 def _decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = ()) -> Table:
     """The ``limit`` most likely true alerts as a rich table."""
     table = Table(title=title)
-    for col in ("series", "commit", *extra, "P(true)", "decision", "why"):
-        table.add_column(col, justify="right" if col == "P(true)" else "left", overflow="fold")
+    for col in ("series", "commit", *extra, "P(true)", "model"):
+        # Identifiers on one line (cut with an ellipsis); the reason takes what is left.
+        table.add_column(col, justify="right" if col == "P(true)" else "left", no_wrap=True,
+                         overflow="ellipsis", max_width=28 if col == "series" else 14)
+    # The reasons need room; on a narrow terminal they stay in the CSV only.
+    with_why = console.width >= 110
+    if with_why:
+        table.add_column("why", overflow="fold", min_width=30)
     top = frame.sort_values("p_true", ascending=False, kind="stable").head(limit)
     for rec in top.to_dict("records"):
         is_true = rec["classification"] == "true_positive"
         why = str(rec.get("explanation", "") or "").split("; ")[0]
-        table.add_row(
+        cells = [
             str(rec["series_id"]),
             str(rec["commit"]),
             *[str(rec.get(c, "")) for c in extra],
             f"{rec['p_true']:.3f}",
             "[bold red]true[/]" if is_true else "false",
-            why,
-        )
+        ]
+        table.add_row(*cells, *([why] if with_why else []))
     return table
 
 
