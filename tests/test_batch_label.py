@@ -211,3 +211,20 @@ def test_synthetic_file_round_trip_through_the_cli(model_dir, tmp_path):
 def test_missing_model_directory_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="no such model directory"):
         load_classifier(tmp_path / "nope")
+
+
+def test_a_fixed_window_model_gets_fixed_windows(clf, tmp_path):
+    from training.model_files import save_model
+    from triage.batch_label import model_window
+
+    assert model_window(clf) == "adaptive"
+    fixed = load_classifier(save_model(clf, tmp_path / "w2", window=2))
+    assert model_window(fixed) == 2
+    dataset = generate(preset_config("small", n_series=20, not_triaged_share=0.5), seed=3)
+    adaptive = label_candidates(dataset, clf, which="untriaged", explain_top=0)
+    w2 = label_candidates(dataset, fixed, which="untriaged", explain_top=0)
+    assert (w2[["series_id", "commit"]].to_numpy() == adaptive[["series_id", "commit"]].to_numpy()).all()
+    # After = [p, p + 2] at most: other features, other probabilities.
+    assert not np.allclose(w2["p_true"], adaptive["p_true"])
+    rows = candidate_matrix(dataset, L.UNTRIAGED, window=2)
+    assert rows["after_series_length"].max() <= 3

@@ -224,3 +224,19 @@ def test_plot_marks_decisions_where_they_are(tmp_path):
     cols = np.flatnonzero(red.any(axis=0))
     assert len(cols) > 0
     assert abs(np.median(cols) / rgb.shape[1] - 0.53) < 0.06
+
+
+def test_report_from_detector_scores_shows_the_human_labels_of_the_data(synthetic, clf, tmp_path):
+    from triage.scoring import CandidateTable, score_candidates
+
+    dataset = load(synthetic)
+    h = max(dataset, key=lambda s: len(s.confirmed()))
+    points = [int(h.confirmed()[0]), 1]
+    scored = score_candidates(dataset, CandidateTable.from_points([h.series_id] * 2, points), clf)
+    assert "label" not in scored.columns
+    path = tmp_path / "scores.csv"
+    scored.to_csv(path, index=False)
+    frame = read_decisions(path, dataset)
+    page = build_report(dataset, frame, tmp_path / "r")
+    rows = {int(r[3]): r[4] for r in parse(page).rows}
+    assert rows == {points[0]: L.TRUE_POSITIVE, 1: h.labels[1] or "-"}

@@ -356,3 +356,10 @@ def test_points_given_in_code_repeats_and_an_empty_table(dataset, clf):
     assert scored["explanation"].str.len().gt(0).all()
     empty = score_candidates(dataset, CandidateTable.from_points([], []), clf)
     assert len(empty) == 0 and {"p_true", "classification"} <= set(empty.columns)
+
+
+def test_nan_in_the_data_is_an_input_error_naming_the_row(tmp_path):
+    data = _write(tmp_path, "series_id,commit,value\ns,a,1\ns,b,NaN\ns,c,2\n", "nan.csv")
+    with pytest.raises(InputError) as info:
+        load(data)
+    assert info.value.row == 3 and "NaN" in info.value.problem
