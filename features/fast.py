@@ -8,9 +8,16 @@ so both start from the same standardised values); the periodogram comes from
 kernel (``cache=True``: compiled once per machine, then loaded from
 ``__pycache__``).
 
-Costs per window of length ``n`` with lag ``l``: ``O(n^2)`` for the Hurst
-rescaled range (prefix ranges depend on each prefix mean), ``O(100 n)`` for
-``max_kl_shift``, ``O(n)`` for the rest.
+Costs per window of length ``n`` with lag ``l``: ``O(100 n l)`` additions and
+``100 n`` logarithms for ``max_kl_shift`` (about three quarters of the time),
+``O(n log n)`` for the Hurst rescaled range (convex hulls instead of a scan
+per prefix), ``O(n q^2)`` for the regressions (``q <= 13`` columns), ``O(n l)``
+for the rest. Measured speed-up over the reference: BENCHMARKS.md.
+
+The private kernels (``_max_kl_shift(z, l)``, ``_arch_lm(z)``,
+``_nonlinearity(z)``, ``_flat_spots(z)``, ``_kpss(z)``, ``_pp(z)``) take a
+prepared window and are also called by :mod:`features.incremental`; keep
+their signatures.
 """
 
 from __future__ import annotations
