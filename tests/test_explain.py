@@ -93,9 +93,16 @@ def test_explain_lists_the_strongest_features_first(matrix, kind):
     reasons = explain(clf, rows, top=3)
     assert len(reasons) == 50 and all(len(r) == 3 for r in reasons)
     c = contributions(clf, rows)
+    # The level pair and the spread pair are one fact each: their contributions are summed.
+    names = list(c.names)
+    merged = c.values.copy()
+    for a, b in (("norm_mean_pre", "norm_mean_after"), ("norm_sd_pre", "norm_sd_after")):
+        merged[:, names.index(b)] += merged[:, names.index(a)]
+        merged[:, names.index(a)] = 0.0
     for i, r in enumerate(reasons):
+        assert len(set(s.rsplit(" (", 1)[0] for s in r)) == 3  # no fact twice
         shown = [float(s.rsplit("(", 1)[1].split()[0]) for s in r]  # "+0.21" / "-0.08"
-        strongest = np.sort(np.abs(c.values[i]))[::-1][:3]
+        strongest = np.sort(np.abs(merged[i]))[::-1][:3]
         np.testing.assert_allclose(np.abs(shown), strongest, atol=0.006)
         for s in r:
             assert ("toward true" in s) == s.rsplit("(", 1)[1].startswith("+")
@@ -109,6 +116,7 @@ def test_plain_phrases():
     assert describe("norm_mean_after", 0.8) == "after mean at 80% of the Pre+After range"
     assert describe("norm_sd_after", 0.1, row) == "after sd 0.4x pre sd"
     assert describe("pre_series_length", 14.0) == "pre window has 14 commits"
+    assert describe("after_series_length", 1.0) == "after window has 1 commit"
     assert describe("after_hurst", 0.8123) == "after Hurst exponent 0.812 (0.5 = no memory)"
     # Every feature column has a phrase of its own (no "name = value" fallback).
     for col in ALL_FEATURES:

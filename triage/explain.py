@@ -295,8 +295,33 @@ def describe(name: str, value: float, row: Mapping[str, float] | None = None) ->
         return f"{w} sd {value:.0%} of the Pre+After range"
     window, _, characteristic = name.partition("_")
     if window in ("pre", "after") and characteristic in PHRASES:
+        if characteristic == "series_length" and value == 1:
+            return f"{window} window has 1 commit"
         return PHRASES[characteristic].format(w=window, v=_num(value))
     return f"{name} = {_num(value)}"
+
+
+#: Column pairs that read as one fact ("after mean 2.3 sd above pre", "after
+#: sd 1.5x pre sd"): explained together, their contributions summed, under
+#: the second name.
+PAIRED: tuple[tuple[str, str], ...] = (("norm_mean_pre", "norm_mean_after"), ("norm_sd_pre", "norm_sd_after"))
+
+
+def grouped_contributions(contrib: Contributions) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Contributions with each :data:`PAIRED` pair the model uses merged into one column.
+
+    Returns (values (n, q), names (q,), feature values (n, q)); a merged pair
+    keeps the second column's name and value.
+    """
+    names = list(contrib.names)
+    keep = np.ones(len(names), dtype=bool)
+    values = contrib.values.copy()
+    for a, b in PAIRED:
+        if a in names and b in names:
+            ia, ib = names.index(a), names.index(b)
+            values[:, ib] += values[:, ia]
+            keep[ia] = False
+    return values[:, keep], [n for n, k in zip(names, keep, strict=True) if k], contrib.X[:, keep]
 
 
 def _direction(c: float) -> str:
@@ -315,7 +340,8 @@ def explain(classifier, X: pd.DataFrame, top: int = 3) -> list[list[str]]:
     X : feature matrix rows, shape (n, >= p); the model's columns are picked
         by name, the others (e.g. the norm_* columns for a shift phrase)
         improve the wording
-    top : how many features per row, by absolute contribution
+    top : how many features per row, by absolute contribution; the Pre/After
+        pairs of :data:`PAIRED` count as one feature (contributions summed)
 
     Returns
     -------
@@ -326,14 +352,12 @@ def explain(classifier, X: pd.DataFrame, top: int = 3) -> list[list[str]]:
     if len(X) == 0 or top <= 0:
         return [[] for _ in range(len(X))]
     contrib = contributions(classifier, X)
-    values = contrib.values
+    values, names, raw = grouped_contributions(contrib)
     k = min(top, values.shape[1])
     # argpartition then a sort of the k survivors: O(n p) rather than O(n p log p).
     part = np.argpartition(-np.abs(values), k - 1, axis=1)[:, :k]
     order = np.take_along_axis(part, np.argsort(-np.abs(np.take_along_axis(values, part, 1)), axis=1), 1)
     frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X), columns=contrib.names)
-    names = contrib.names
-    raw = contrib.X
     # The level/spread columns reword each other ("after mean 2.3 sd above pre"),
     # so they travel with every row, model feature or not.
     norm = {c: pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=np.float64)
@@ -349,5 +373,13 @@ def explain(classifier, X: pd.DataFrame, top: int = 3) -> list[list[str]]:
     return out
 
 
-__all__ = ["Contributions", "contributions", "describe", "explain", "forest_contributions", "xgb_contributions"]
+__all__ = [
+    "Contributions",
+    "contributions",
+    "describe",
+    "explain",
+    "forest_contributions",
+    "grouped_contributions",
+    "xgb_contributions",
+]
 
