@@ -206,3 +206,17 @@ def test_kill_9_mid_stream_then_resume_decides_every_commit_once(rf_dir, tmp_pat
     for o in printed + out:
         assert (o["probability"], o["decision"]) == expected[(o["series"], o["commit"])][1:]
     assert any(v[2] for v in expected.values()), "the stream has clear steps: some decisions are positive"
+
+
+def test_bounded_cache_reloads_evicted_series_from_the_store(rf_dir, tmp_path):
+    series = {f"s{k}": step_series(50, at=(25,), jump=0.5, seed=k) for k in range(5)}
+    memory = OnlineTriage.from_model_dir(rf_dir, explain="none")
+    small = persisted(rf_dir, tmp_path / "s.db", max_cached_series=2)
+    for i in range(50):
+        for s, v in series.items():  # one commit at a time: every series is evicted and reloaded
+            a = memory.process_one(s, f"c{i}", v[i])
+            b = small.process_one(s, f"c{i}", v[i])
+            assert (a.index, a.probability, a.decision) == (b.index, b.probability, b.decision)
+            assert len(small.states) <= 2
+    assert small.store.n_decisions() == 250
+    small.store.close()

@@ -52,6 +52,7 @@ on a single row, so by default it is computed for positive decisions only
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -327,6 +328,9 @@ class OnlineTriage:
     pre_class : the Pre-state class, called as ``pre_class(names,
         series_id=...)`` (default: ``features.incremental.PreState`` when
         installed, else :class:`RecomputedPre`).
+    max_cached_series : with a store, keep at most this many series states in
+        memory (least recently used are dropped; the store has them), so a
+        watcher over hundreds of thousands of series stays small. None = all.
     """
 
     def __init__(
@@ -339,6 +343,7 @@ class OnlineTriage:
         compiled: bool = True,
         min_pre: int = 5,
         pre_class=None,
+        max_cached_series: int | None = None,
     ):
         if explain not in EXPLAIN_MODES:
             raise ValueError(f"explain must be one of {', '.join(EXPLAIN_MODES)}, got {explain!r}")
@@ -368,6 +373,7 @@ class OnlineTriage:
         self.explain = explain
         self.pre_class = pre_class or default_pre_class()
         self.store = store
+        self.max_cached_series = max_cached_series
         self.states: dict[str, SeriesState] = {}
         if store is not None:
             store.bind_model(model_id)
@@ -402,6 +408,9 @@ class OnlineTriage:
     def state(self, series_id: str) -> SeriesState | None:
         """The current state of a series (loaded from the store when needed), or None if unseen."""
         st = self.states.get(series_id)
+        if st is not None and self.max_cached_series is not None:
+            # Re-inserting keeps the dict in least-recently-used order.
+            self.states[series_id] = self.states.pop(series_id)
         if st is None and self.store is not None:
             data = self.store.load_series(series_id)
             if data is not None:
@@ -505,10 +514,19 @@ class OnlineTriage:
                 for sid in touched:
                     self.states.pop(sid, None)
             raise
+        if self.store is not None and self.max_cached_series is not None:
+            self._evict()
         for i, j in duplicates:
             d = decisions[j]
             decisions[i] = Decision(d.series, d.commit, d.index, d.probability, d.decision, list(d.top_features), True)
         return decisions  # type: ignore[return-value]
+
+    def _evict(self) -> None:
+        """Drop least recently used states beyond ``max_cached_series`` (they are in the store)."""
+        excess = len(self.states) - self.max_cached_series
+        if excess > 0:
+            for sid in list(itertools.islice(self.states, excess)):
+                del self.states[sid]
 
     def _normalise(self, record) -> tuple[str, str, float, int | None]:
         if isinstance(record, dict):
@@ -527,13 +545,15 @@ class OnlineTriage:
         return sid, commit, v, ns
 
     def _already_decided(self, sid: str, commit: str, st: SeriesState | None) -> Decision | None:
-        if st is not None and st.last_commit == commit:
-            return Decision(sid, commit, st.n - 1, st.last_probability, st.last_decision, [], True)
-        if self.store is not None and st is not None:
+        if st is None:
+            return None
+        if self.store is not None:
             stored = self.store.get_decision(sid, commit)
             if stored is not None:
                 stored.replayed = True
-                return stored
+            return stored
+        if st.last_commit == commit:
+            return Decision(sid, commit, st.n - 1, st.last_probability, st.last_decision, [], True)
         return None
 
     def _round(self, items, members: list[int], decisions, touched) -> None:
