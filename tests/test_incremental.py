@@ -185,3 +185,18 @@ def test_from_dict_rejects_foreign_data():
         PreState.from_dict({**good, "data": truncated})
     with pytest.raises(ValueError, match="not a PreState dict"):
         PreState.from_dict({**good, "data": "not base64!"})
+
+
+def test_online_rows_equal_features_extract_at_window_0():
+    """The contract with the batch matrix: the online row of commit p, Pre since the last
+    change point, is features.extract's window-0 row of candidate p."""
+    from features.extract import candidate_features
+
+    rng = np.random.default_rng(2)
+    values = np.round(np.r_[10 + rng.standard_normal(60), 14 + rng.standard_normal(50)], 2)
+    cps = [40, 75]
+    state = PreState(None, horizon=64, series_id="s")
+    for p, x in enumerate(values):
+        batch = candidate_features(values, p, [c for c in cps if c < p], window=0)
+        np.testing.assert_allclose(state.features_array(x), batch, rtol=RTOL, atol=ATOL, err_msg=f"commit {p}")
+        state.reset() if p in cps else state.learn_one(x)
