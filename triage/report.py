@@ -53,6 +53,7 @@ td.decision { white-space: nowrap; }
 tr.true td.decision { color: #b00020; font-weight: 600; }
 tr.false td.decision { color: #666; }
 td.why { color: #444; font-size: 12px; }
+span.differs { color: #8a5a00; font-weight: 400; font-size: 11px; }
 .bar { display: inline-block; height: 8px; background: #b00020; vertical-align: middle; margin-right: 4px; }
 img { max-width: 100%; border: 1px solid #eee; }
 .counts span { display: inline-block; margin-right: 1.5em; }
@@ -209,6 +210,10 @@ def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str]) -> list[str]
     for rank, rec in enumerate(decisions.to_dict("records"), start=1):
         is_true = rec["classification"] == L.TRUE_POSITIVE
         sid = str(rec["series_id"])
+        human = str(rec.get("label", "") or "")
+        # A triaged alert the model calls the other way is worth a second look.
+        differs = human in L.TRIAGED and (human == L.TRUE_POSITIVE) != is_true
+        call = ("true alert" if is_true else "false alert") + (' <span class="differs">&ne; human</span>' if differs else "")
         cells = [
             f'<td class="num">{rank}</td>',
             f'<td><a href="#{anchors[sid]}">{html.escape(sid)}</a></td>',
@@ -217,7 +222,7 @@ def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str]) -> list[str]
             f"<td>{html.escape(str(rec.get('label', '') or '-'))}</td>",
             f'<td class="num"><span class="bar" style="width:{40 * rec["p_true"]:.0f}px"></span>'
             f"{rec['p_true']:.3f}</td>",
-            f'<td class="decision">{"true alert" if is_true else "false alert"}</td>',
+            f'<td class="decision">{call}</td>',
             f'<td class="why">{html.escape(str(rec.get("explanation", "") or ""))}</td>',
         ]
         rows.append(f'<tr class="{"true" if is_true else "false"}">{"".join(cells)}</tr>')
