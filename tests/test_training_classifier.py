@@ -150,3 +150,16 @@ def test_hyperparameter_search_picks_from_the_space(train_matrix):
     assert set(clf.best_params_) <= {"n_estimators", "max_features", "min_samples_leaf", "max_depth"}
     assert 0.5 < clf.search_score_ <= 1.0
     assert clf.params_["n_estimators"] == clf.best_params_["n_estimators"]
+
+
+def test_scikit_learn_estimator_checks():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    known = {
+        # model keywords (**model_params) are stored as attributes by design
+        "check_no_attributes_set_in_init",
+        "check_supervised_y_2d",
+    }
+    results = check_estimator(TriageClassifier(n_estimators=5), on_fail=None)
+    failed = {r["check_name"] for r in results if r["status"] == "failed"}
+    assert failed <= known, failed

@@ -12,9 +12,10 @@ ARCHITECTURE.md; with ``y=None`` the target comes from its ``label`` column and
 untriaged rows are left out) or a plain array ``X`` of shape
 (n_samples, n_features) with ``y``.
 
-Classes: with the feature matrix or string labels, ``classes_`` is
-``["false_positive", "true_positive"]``; with numeric or boolean ``y`` it is the
-two sorted values. ``predict_proba(X)[:, 1]`` is always P(true alert).
+Classes: with the feature matrix or the two triage labels, ``classes_`` is
+``["false_positive", "true_positive"]``; with any other binary ``y`` it is the
+two sorted values and the second counts as "true alert".
+``predict_proba(X)[:, 1]`` is always P(classes_[1]). Binary only.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from training import matrix as M
 from training.thresholds import Fixed, choose_threshold, parse_policy
+from triage import labels as L
 from triage.errors import InputError
 
 MODELS: tuple[str, ...] = ("rf", "svm", "xgb")
@@ -88,7 +90,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         recall R on validation data) or ``"fbeta:B"`` (maximise F-beta on
         validation data); see :mod:`training.thresholds`.
     class_weight : ``"balanced"`` (weights inversely proportional to class
-        frequency) or None.
+        frequency), a dict ``{class: weight}``, or None.
     calibration : ``"auto"`` (Platt scaling for the SVM, whose margins are not
         probabilities; none for the tree models, whose class-weighted
         probabilities rank well and need no remapping), ``"sigmoid"``,
@@ -166,6 +168,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.classifier_tags.multi_class = False
         return tags
 
     # ------------------------------------------------------------------ fitting
@@ -194,7 +197,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.feature_names_ = names
         self.n_features_in_ = Xa.shape[1]
-        if names is not None and isinstance(X, pd.DataFrame):
+        if names is not None and isinstance(X, pd.DataFrame) and all(isinstance(n, str) for n in names):
             self.feature_names_in_ = np.asarray(names, dtype=object)
         self.data_hash_ = M.data_hash(Xa, y01, groups if groups is not None else np.array([], dtype=str), names or [])
 
@@ -237,8 +240,8 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
     def _check_params(self) -> None:
         if self.model not in MODELS:
             raise ValueError(f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
-        if self.class_weight not in ("balanced", None):
-            raise ValueError(f"class_weight must be 'balanced' or None, got {self.class_weight!r}")
+        if not (self.class_weight in ("balanced", None) or isinstance(self.class_weight, dict)):
+            raise ValueError(f"class_weight must be 'balanced', a dict or None, got {self.class_weight!r}")
         if (self.calibration or "none") not in CALIBRATIONS:
             raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}")
         if not 0.0 < float(self.validation_size) < 0.5:
@@ -260,15 +263,27 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             td = M.training_data(X, self.features)
             return td.X, td.y.astype(np.int64), td.groups, np.array(M.CLASS_NAMES, dtype=object), td.columns
         if y is None:
-            raise ValueError("y is required unless X is a feature matrix with a 'label' column")
+            raise ValueError(
+                "requires y to be passed, but the target y is None "
+                "(only a feature matrix with a 'label' column carries its own target)"
+            )
         if isinstance(X, pd.DataFrame):
-            names = M.resolve_features(self.features, X) or [str(c) for c in X.columns]
+            names = M.resolve_features(self.features, X) or list(X.columns)
             Xa = M.feature_array(X, names)
         else:
             if self.features is not None:
                 raise ValueError("features= selects DataFrame columns; X is an array")
             Xa, names = _as_2d_float(X), None
         y_arr = np.asarray(y)
+        if y_arr.ndim == 2 and y_arr.shape[1] == 1:
+            import warnings
+
+            from sklearn.exceptions import DataConversionWarning
+
+            warnings.warn("y is a column vector; flattened to (n_samples,)", DataConversionWarning, stacklevel=3)
+            y_arr = y_arr.ravel()
+        if y_arr.ndim != 1:
+            raise ValueError(f"y must be 1-D (n_samples,), got shape {y_arr.shape}")
         if len(y_arr) != len(Xa):
             raise ValueError(f"X has {len(Xa)} rows, y has {len(y_arr)}")
         classes = _classes_of(y_arr)
@@ -333,9 +348,9 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         )
 
     def _fit_estimator(self, est, X: np.ndarray, y: np.ndarray) -> None:
-        if self.model == "xgb" and self.class_weight == "balanced":
-            # XGBoost has no class_weight; balanced sample weights are the same thing.
-            est.fit(X, y, sample_weight=compute_sample_weight("balanced", y))
+        if self.model == "xgb" and self.class_weight is not None:
+            # XGBoost has no class_weight; per-row weights of the class are the same thing.
+            est.fit(X, y, sample_weight=compute_sample_weight(self.class_weight, y))
         else:
             est.fit(X, y)
 
@@ -355,8 +370,8 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             else StratifiedKFold(3, shuffle=True, random_state=self.random_state)
         )
         fit_params = {}
-        if self.model == "xgb" and self.class_weight == "balanced":
-            fit_params["sample_weight"] = compute_sample_weight("balanced", y)
+        if self.model == "xgb" and self.class_weight is not None:
+            fit_params["sample_weight"] = compute_sample_weight(self.class_weight, y)
         scoring = "roc_auc"
         search = RandomizedSearchCV(
             est,
@@ -381,7 +396,10 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             return M.feature_array(X, self.feature_names_)
         Xa = _as_2d_float(X.to_numpy() if isinstance(X, pd.DataFrame) else X)
         if Xa.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {Xa.shape[1]} features, the model was trained on {self.n_features_in_}")
+            raise ValueError(
+                f"X has {Xa.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input."
+            )
         return Xa
 
     def _raw_score(self, Xa: np.ndarray) -> np.ndarray:
@@ -429,28 +447,46 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
 
 
 def _as_2d_float(X) -> np.ndarray:
-    Xa = np.array(X, dtype=np.float64)
+    import scipy.sparse
+
+    if scipy.sparse.issparse(X):
+        raise TypeError("sparse input is not supported: pass a dense array or the feature matrix")
+    Xa = np.asarray(X)
+    if np.iscomplexobj(Xa):
+        raise ValueError("Complex data not supported")
+    Xa = np.array(Xa, dtype=np.float64)
     if Xa.ndim != 2:
-        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {Xa.shape}")
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features), got shape {Xa.shape}. Reshape your data, "
+            "e.g. array.reshape(-1, 1) for one feature or array.reshape(1, -1) for one sample"
+        )
     Xa[~np.isfinite(Xa)] = np.nan
     return Xa
 
 
 def _classes_of(y: np.ndarray) -> np.ndarray:
+    """``classes_`` for a target: the two triage labels, or any two values sorted."""
+
     if y.dtype.kind in "OUS":
         values = set(np.unique(y.astype(str)))
-        if not values <= set(M.CLASS_NAMES):
-            extra = sorted(values - set(M.CLASS_NAMES))
+        # Other canonical labels (not_triaged, ...) mean untriaged rows slipped in:
+        # they carry no target, so refuse rather than learn them as a class.
+        untriaged = sorted(values & (set(L.CANONICAL) - set(M.CLASS_NAMES)))
+        if untriaged:
             raise ValueError(
-                f"y holds {', '.join(extra)}; only true_positive / false_positive can be learned "
-                "(pass the feature matrix without y to drop untriaged rows)"
+                f"y holds {', '.join(repr(v) for v in untriaged)}; only true_positive / false_positive "
+                "can be learned (pass the feature matrix without y to drop untriaged rows)"
             )
-        if len(values) != 2:
-            raise ValueError(f"y holds only {', '.join(sorted(values))}: need both true and false alerts")
-        return np.array(M.CLASS_NAMES, dtype=object)
-    classes = np.unique(y)
+        if values <= set(M.CLASS_NAMES) and len(values) == 2:
+            return np.array(M.CLASS_NAMES, dtype=object)
+        classes = np.array(sorted(values), dtype=object)
+    else:
+        if y.dtype.kind == "f" and np.any(np.asarray(y) != np.round(y)):
+            raise ValueError("Unknown label type: continuous. y must hold two classes")
+        classes = np.unique(y)
     if len(classes) != 2:
-        raise ValueError(f"y must hold exactly two classes, got {len(classes)}: {classes[:5].tolist()}")
+        problem = "Only binary classification is supported" if len(classes) > 2 else "need both classes"
+        raise ValueError(f"{problem}: y holds {len(classes)} class(es): {list(classes[:5])}")
     return classes
 
 

@@ -183,7 +183,7 @@ def data_hash(X: np.ndarray, y: np.ndarray, groups: np.ndarray, columns: Sequenc
     so a model and a feature set selected on the same rows carry the same hash.
     """
     h = hashlib.sha256()
-    h.update("\x1f".join(columns).encode())
+    h.update("\x1f".join(map(str, columns)).encode())
     h.update(np.ascontiguousarray(X, dtype=np.float64).tobytes())
     h.update(np.ascontiguousarray(y, dtype=np.int64).tobytes())
     h.update("\x1f".join(map(str, groups)).encode())
