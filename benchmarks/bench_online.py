@@ -64,10 +64,15 @@ def train_model(out: Path, names: list[str] | None, seed: int = 0) -> Path:
         t = h.true_change_points()
         others = np.setdiff1d(np.arange(1, len(h)), np.concatenate([t, h.candidates()]))
         fp = np.flatnonzero(h.labels == L.FALSE_POSITIVE)
-        picks[h.series_id] = np.unique(np.concatenate([t, fp, rng.choice(others, 10, replace=False)]))
+        picks[h.series_id] = np.unique(
+            np.concatenate([t, fp, rng.choice(others, 10, replace=False)])
+        )
         truth[h.series_id] = t
     matrix = extract_features(ds, candidates=picks, window=0, names=names, change_points=truth)
-    positive = [int(i) in set(truth[s].tolist()) for s, i in zip(matrix["series_id"], matrix["index"], strict=True)]
+    positive = [
+        int(i) in set(truth[s].tolist())
+        for s, i in zip(matrix["series_id"], matrix["index"], strict=True)
+    ]
     matrix["label"] = np.where(positive, L.TRUE_POSITIVE, L.FALSE_POSITIVE)
     train(matrix, out, model="rf", window=0, test_size=0, track=False, random_state=seed)
     return out
@@ -80,7 +85,9 @@ def tigerbeetle() -> np.ndarray:
     return np.asarray(json.loads(path.read_text()), dtype=np.float64)
 
 
-def latency(model: Path, values: np.ndarray, repeats: int, store_dir: Path | None = None) -> dict[str, float]:
+def latency(
+    model: Path, values: np.ndarray, repeats: int, store_dir: Path | None = None
+) -> dict[str, float]:
     """Per-commit ns of process_one over the whole history, pooled over repeats."""
     times = []
     positives = 0
@@ -100,8 +107,12 @@ def latency(model: Path, values: np.ndarray, repeats: int, store_dir: Path | Non
         if store is not None:
             store.close()
     t = np.array(times) / 1e3
-    return {"median_us": float(np.median(t)), "p90_us": float(np.percentile(t, 90)),
-            "p99_us": float(np.percentile(t, 99)), "positives": positives / repeats}
+    return {
+        "median_us": float(np.median(t)),
+        "p90_us": float(np.percentile(t, 90)),
+        "p99_us": float(np.percentile(t, 99)),
+        "positives": positives / repeats,
+    }
 
 
 def explain_cost(model: Path, values: np.ndarray) -> float:
@@ -128,12 +139,26 @@ def throughput(model: Path, dataset, store_dir: Path | None, batch_series: int) 
     t0 = time.perf_counter()
     found = loop.replay(dataset, batch_series=batch_series)
     seconds = time.perf_counter() - t0
-    sizes = np.array([len(json.dumps(st, separators=(",", ":"))) for s, st in loop.state_dict().items()
-                      if s != "warm-up"])
-    out = {"commits": n, "series": len(dataset), "seconds": seconds, "per_s": n / seconds,
-           "found": len(found), "state_median_B": float(np.median(sizes)), "state_max_B": float(sizes.max())}
+    sizes = np.array(
+        [
+            len(json.dumps(st, separators=(",", ":")))
+            for s, st in loop.state_dict().items()
+            if s != "warm-up"
+        ]
+    )
+    out = {
+        "commits": n,
+        "series": len(dataset),
+        "seconds": seconds,
+        "per_s": n / seconds,
+        "found": len(found),
+        "state_median_B": float(np.median(sizes)),
+        "state_max_B": float(sizes.max()),
+    }
     if store is not None:
-        row = store._db.execute("SELECT avg(length(state)), max(length(state)) FROM series").fetchone()
+        row = store._db.execute(
+            "SELECT avg(length(state)), max(length(state)) FROM series"
+        ).fetchone()
         out["sqlite_state_avg_B"], out["sqlite_state_max_B"] = float(row[0]), float(row[1])
         store.close()
         out["db_bytes_per_commit"] = db.stat().st_size / n
@@ -142,9 +167,13 @@ def throughput(model: Path, dataset, store_dir: Path | None, batch_series: int) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, help="time this window-0 model directory instead of training two")
+    parser.add_argument(
+        "--model", type=Path, help="time this window-0 model directory instead of training two"
+    )
     parser.add_argument("--series", type=int, default=1000, help="synthetic series replayed in (b)")
-    parser.add_argument("--repeats", type=int, default=5, help="passes over TigerBeetle in (a) and (d)")
+    parser.add_argument(
+        "--repeats", type=int, default=5, help="passes over TigerBeetle in (a) and (d)"
+    )
     parser.add_argument("--batch-series", type=int, default=4096)
     args = parser.parse_args()
 
@@ -163,26 +192,40 @@ def main() -> None:
     values = tigerbeetle()
     t0 = time.perf_counter()
     dataset = generate(preset_config("default", n_series=args.series), seed=1)
-    print(f"generated {len(dataset)} series, {dataset.n_commits()} commits in {time.perf_counter() - t0:.1f} s")
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at start")
+    print(
+        f"generated {len(dataset)} series, {dataset.n_commits()} commits in {time.perf_counter() - t0:.1f} s"
+    )
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at start"
+    )
     for name, model in models.items():
         print(f"\n### {name}")
         a = latency(model, values, args.repeats)
-        print(f"(a) TigerBeetle process_one, memory: median {a['median_us']:.1f} µs, p90 {a['p90_us']:.1f}, "
-              f"p99 {a['p99_us']:.1f}; {a['positives']:.0f} positives per pass")
+        print(
+            f"(a) TigerBeetle process_one, memory: median {a['median_us']:.1f} µs, p90 {a['p90_us']:.1f}, "
+            f"p99 {a['p99_us']:.1f}; {a['positives']:.0f} positives per pass"
+        )
         print(f"    explanation of one positive: median {explain_cost(model, values):.0f} µs")
         b = throughput(model, dataset, None, args.batch_series)
-        print(f"(b) replay {b['series']} series / {b['commits']} commits, memory: {b['seconds']:.1f} s = "
-              f"{b['per_s']:,.0f} commits/s (1 process); {b['found']} change points")
-        print(f"(c) state per series (JSON): median {b['state_median_B']:.0f} B, max {b['state_max_B']:.0f} B")
+        print(
+            f"(b) replay {b['series']} series / {b['commits']} commits, memory: {b['seconds']:.1f} s = "
+            f"{b['per_s']:,.0f} commits/s (1 process); {b['found']} change points"
+        )
+        print(
+            f"(c) state per series (JSON): median {b['state_median_B']:.0f} B, max {b['state_max_B']:.0f} B"
+        )
         d = latency(model, values, args.repeats, store_dir=work)
-        print(f"(d) TigerBeetle process_one, SQLite: median {d['median_us']:.1f} µs, p90 {d['p90_us']:.1f}, "
-              f"p99 {d['p99_us']:.1f}")
+        print(
+            f"(d) TigerBeetle process_one, SQLite: median {d['median_us']:.1f} µs, p90 {d['p90_us']:.1f}, "
+            f"p99 {d['p99_us']:.1f}"
+        )
         e = throughput(model, dataset, work, args.batch_series)
-        print(f"(d) replay, SQLite (one transaction per round of {min(args.batch_series, args.series)} series): "
-              f"{e['per_s']:,.0f} commits/s; stored state avg {e['sqlite_state_avg_B']:.0f} B, "
-              f"max {e['sqlite_state_max_B']:.0f} B; file {e['db_bytes_per_commit']:.0f} B per commit")
+        print(
+            f"(d) replay, SQLite (one transaction per round of {min(args.batch_series, args.series)} series): "
+            f"{e['per_s']:,.0f} commits/s; stored state avg {e['sqlite_state_avg_B']:.0f} B, "
+            f"max {e['sqlite_state_max_B']:.0f} B; file {e['db_bytes_per_commit']:.0f} B per commit"
+        )
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -13,7 +13,9 @@ from training.model_files import load_model, save_model
 def _data(seed: int = 0, n: int = 500, p: int = 10, nan_share: float = 0.0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, p))
-    y = (X[:, 0] + 0.7 * X[:, 1] ** 2 - 0.5 * X[:, 2] * X[:, 3] + rng.normal(scale=0.7, size=n) > 0.6).astype(int)
+    y = (
+        X[:, 0] + 0.7 * X[:, 1] ** 2 - 0.5 * X[:, 2] * X[:, 3] + rng.normal(scale=0.7, size=n) > 0.6
+    ).astype(int)
     if nan_share:
         X[rng.random(X.shape) < nan_share] = np.nan
     return X, y
@@ -40,7 +42,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("model", "params"), CASES, ids=[f"{m}-{i}" for i, (m, _) in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("model", "params"), CASES, ids=[f"{m}-{i}" for i, (m, _) in enumerate(CASES)]
+)
 def test_equals_predict_proba(model, params):
     X, y = _data()
     if params.get("class_weight", "balanced") is None:
@@ -64,7 +68,9 @@ def test_missing_values_follow_the_library(model):
     probe = _probe()
     probe[np.random.default_rng(3).random(probe.shape) < 0.2] = np.nan
     probe[5, :] = np.inf  # the classifier treats infinities as missing
-    np.testing.assert_allclose(CompiledPredictor(clf).predict_proba(probe), clf.predict_proba(probe), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        CompiledPredictor(clf).predict_proba(probe), clf.predict_proba(probe), rtol=0, atol=1e-12
+    )
 
 
 def test_svm_falls_back_to_predict_proba():

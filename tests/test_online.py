@@ -130,7 +130,11 @@ def test_features_equal_a_from_scratch_computation(rf_dir, pre_class):
 def test_batched_across_series_equals_one_by_one(rf_dir):
     series = {f"s{k}": step_series(70, at=(35,), jump=0.5, seed=k) for k in range(4)}
     one = loop_of(rf_dir)
-    expected = {(s, f"c{i}"): one.process_one(s, f"c{i}", x) for s, v in series.items() for i, x in enumerate(v)}
+    expected = {
+        (s, f"c{i}"): one.process_one(s, f"c{i}", x)
+        for s, v in series.items()
+        for i, x in enumerate(v)
+    }
 
     many = loop_of(rf_dir)
     calls = []
@@ -215,7 +219,9 @@ def test_out_of_order_timestamp_is_rejected(rf_dir):
     loop = loop_of(rf_dir)
     loop.process_one("s", "a", 1.0, "2024-05-01T12:00:00Z")
     loop.process_one("s", "b", 1.0, "2024-05-01T12:00:00Z")  # same time: allowed
-    with pytest.raises(RejectedCommit, match=r"'s', commit 'c': out of order.*2024-05-01T11:00:00Z"):
+    with pytest.raises(
+        RejectedCommit, match=r"'s', commit 'c': out of order.*2024-05-01T11:00:00Z"
+    ):
         loop.process_one("s", "c", 1.0, "2024-05-01T11:00:00Z")
     with pytest.raises(RejectedCommit, match="ISO-8601"):
         loop.process_one("s", "d", 1.0, "yesterday")
@@ -262,6 +268,15 @@ def test_top_features_for_positive_decisions_only(rf_dir):
     decisions = run(loop, "s", step_series(80, at=(50,), jump=0.5, seed=0))
     positives = [d for d in decisions if d.decision]
     assert positives
-    assert all(1 <= len(d.top_features) <= 3 and all(isinstance(t, str) for t in d.top_features) for d in positives)
+    assert all(
+        1 <= len(d.top_features) <= 3 and all(isinstance(t, str) for t in d.top_features)
+        for d in positives
+    )
     assert all(d.top_features == [] for d in decisions if not d.decision)
-    assert set(positives[0].to_dict()) == {"series", "commit", "probability", "decision", "top_features"}
+    assert set(positives[0].to_dict()) == {
+        "series",
+        "commit",
+        "probability",
+        "decision",
+        "top_features",
+    }

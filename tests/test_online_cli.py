@@ -29,24 +29,30 @@ def rf_dir():
 
 def _jsonl(values, series="perf/q1") -> str:
     return "".join(
-        json.dumps({"series_id": series, "commit": f"c{i}", "value": float(v)}) + "\n" for i, v in enumerate(values)
+        json.dumps({"series_id": series, "commit": f"c{i}", "value": float(v)}) + "\n"
+        for i, v in enumerate(values)
     )
 
 
 def test_watch_json_lines_one_decision_per_commit(rf_dir, tmp_path):
     values = step_series(80, at=(40,), jump=0.5, seed=0)
     db = tmp_path / "w.db"
-    result = runner.invoke(app, ["watch", "--model", str(rf_dir), "--state", str(db)], input=_jsonl(values))
+    result = runner.invoke(
+        app, ["watch", "--model", str(rf_dir), "--state", str(db)], input=_jsonl(values)
+    )
     assert result.exit_code == 0, result.output
     out = [json.loads(line) for line in result.stdout.splitlines()]
     assert [o["commit"] for o in out] == [f"c{i}" for i in range(80)]
     assert {"series", "commit", "probability", "decision", "top_features"} <= set(out[0])
     hits = [o for o in out if o["decision"]]
     assert any(o["commit"] == "c40" for o in hits)
-    assert all(o["top_features"] for o in hits) and all(not o["top_features"] for o in out if not o["decision"])
+    assert all(o["top_features"] for o in hits) and all(
+        not o["top_features"] for o in out if not o["decision"]
+    )
     memory = OnlineTriage.from_model_dir(rf_dir, explain="none")
-    assert [o["probability"] for o in out] == [memory.process_one("perf/q1", f"c{i}", v).probability
-                                               for i, v in enumerate(values)]
+    assert [o["probability"] for o in out] == [
+        memory.process_one("perf/q1", f"c{i}", v).probability for i, v in enumerate(values)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -59,7 +65,9 @@ def test_watch_json_lines_one_decision_per_commit(rf_dir, tmp_path):
         ("[1, 2, 3]", "expected a JSON object"),
     ],
 )
-def test_watch_bad_line_names_the_line_and_leaves_the_store_intact(rf_dir, tmp_path, bad_line, message):
+def test_watch_bad_line_names_the_line_and_leaves_the_store_intact(
+    rf_dir, tmp_path, bad_line, message
+):
     db = tmp_path / "w.db"
     good = _jsonl([1.0, 1.01, 0.99])
     stdin = good + "\n" + bad_line + "\n" + _jsonl([1.0], series="later")
@@ -97,16 +105,37 @@ def test_watch_csv_file(rf_dir, tmp_path):
     with open(path, "a", newline="") as fh:
         fh.write("s,c60,oops,2024-01-01T01:00:00,x\n")
     bad = runner.invoke(app, ["watch", "--model", str(rf_dir), "--csv", str(path)])
-    assert bad.exit_code == 2 and f"{path}, line 62" in bad.stderr and "'oops' is not a number" in bad.stderr
+    assert (
+        bad.exit_code == 2
+        and f"{path}, line 62" in bad.stderr
+        and "'oops' is not a number" in bad.stderr
+    )
 
 
 def test_watch_follow_decides_lines_appended_later(rf_dir, tmp_path):
     path = tmp_path / "tail.csv"
     path.write_text("series_id,commit,value\n")
-    cmd = [sys.executable, "-m", "triage.cli", "watch", "--model", str(rf_dir), "--csv", str(path), "--follow",
-           "--poll", "0.05"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "triage.cli",
+        "watch",
+        "--model",
+        str(rf_dir),
+        "--csv",
+        str(path),
+        "--follow",
+        "--poll",
+        "0.05",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         with open(path, "a") as fh:
             fh.write("s,c0,1.0\ns,c1,1.")  # the second line is still being written
@@ -128,7 +157,9 @@ def test_detect_writes_change_points_of_whole_histories(rf_dir, tmp_path, small_
     subset = small_dataset.subset(small_dataset.series_ids[:8])
     data = write_long(subset, tmp_path / "history.csv")
     out = tmp_path / "cps.csv"
-    result = runner.invoke(app, ["detect", "--data", str(data), "--model", str(rf_dir), "--out", str(out)])
+    result = runner.invoke(
+        app, ["detect", "--data", str(data), "--model", str(rf_dir), "--out", str(out)]
+    )
     assert result.exit_code == 0, result.stderr
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -149,7 +180,16 @@ def test_detect_writes_change_points_of_whole_histories(rf_dir, tmp_path, small_
 def test_detect_on_tigerbeetle(rf_dir, tmp_path, shared_data):
     out = tmp_path / "tb.csv"
     result = runner.invoke(
-        app, ["detect", "--data", str(shared_data / "tigerbeetle.json"), "--model", str(rf_dir), "--out", str(out)]
+        app,
+        [
+            "detect",
+            "--data",
+            str(shared_data / "tigerbeetle.json"),
+            "--model",
+            str(rf_dir),
+            "--out",
+            str(out),
+        ],
     )
     assert result.exit_code == 0, result.stderr
     rows = list(csv.DictReader(open(out, newline="")))

@@ -37,7 +37,13 @@ def reference_features(pre: np.ndarray, after: np.ndarray) -> np.ndarray:
     """Every feature column of (Pre, After) computed from scratch, shape (len(COLUMNS),)."""
     pre = np.asarray(pre, dtype=np.float64)
     after = np.asarray(after, dtype=np.float64)
-    return np.concatenate([window_characteristics(pre), window_characteristics(after), C.normalised_moments(pre, after)])
+    return np.concatenate(
+        [
+            window_characteristics(pre),
+            window_characteristics(after),
+            C.normalised_moments(pre, after),
+        ]
+    )
 
 
 def window0_matrix(dataset, ordinary_per_series: int = 10, seed: int = 0) -> pd.DataFrame:
@@ -73,14 +79,14 @@ def window0_matrix(dataset, ordinary_per_series: int = 10, seed: int = 0) -> pd.
     return pd.DataFrame(rows)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def small_matrix() -> pd.DataFrame:
     from triage.synthetic import generate
 
     return window0_matrix(generate("small", seed=0))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def model_dir(kind: str = "rf", features: tuple[str, ...] | None = None) -> Path:
     """A window-0 model trained on the small synthetic preset, saved once per session."""
     from training.pipeline import train
@@ -100,7 +106,9 @@ def model_dir(kind: str = "rf", features: tuple[str, ...] | None = None) -> Path
     return out
 
 
-def step_series(n: int = 120, at: tuple[int, ...] = (60,), jump: float = 0.3, seed: int = 0) -> np.ndarray:
+def step_series(
+    n: int = 120, at: tuple[int, ...] = (60,), jump: float = 0.3, seed: int = 0
+) -> np.ndarray:
     """A noisy flat series (level 100, 1 % noise) with clear level steps of ``jump`` (relative) at ``at``."""
     rng = np.random.default_rng(seed)
     level = np.full(n, 100.0)

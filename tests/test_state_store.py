@@ -51,7 +51,9 @@ def test_redelivery_returns_the_stored_decision_and_changes_nothing(rf_dir, tmp_
     loop = persisted(rf_dir, db)
     replay = [loop.process_one("s", f"c{i}", x) for i, x in enumerate(values)]
     assert all(d.replayed for d in replay)
-    assert [(d.probability, d.decision) for d in replay] == [(d.probability, d.decision) for d in first]
+    assert [(d.probability, d.decision) for d in replay] == [
+        (d.probability, d.decision) for d in first
+    ]
     assert loop.store.n_decisions() == 90 and loop.state("s").n == 90
     loop.store.close()
 
@@ -64,7 +66,9 @@ def test_persisted_run_equals_in_memory_run(rf_dir, tmp_path):
         batch = [(s, f"c{i}", v[i]) for s, v in series.items()]
         a = memory.process_many(batch)
         b = stored.process_many(batch)
-        assert [(d.index, d.probability, d.decision) for d in a] == [(d.index, d.probability, d.decision) for d in b]
+        assert [(d.index, d.probability, d.decision) for d in a] == [
+            (d.index, d.probability, d.decision) for d in b
+        ]
     assert stored.store.n_decisions() == 180
     stored.store.close()
 
@@ -143,20 +147,49 @@ def test_state_size_stays_bounded_on_a_long_noisy_series(rf_dir):
 
 def _stream(n_series: int = 3, n: int = 150) -> list[str]:
     lines = []
-    series = {f"bench/{k}": step_series(n, at=(50, 110), jump=0.5, seed=10 + k) for k in range(n_series)}
+    series = {
+        f"bench/{k}": step_series(n, at=(50, 110), jump=0.5, seed=10 + k) for k in range(n_series)
+    }
     for i in range(n):
         for s, v in series.items():
-            lines.append(json.dumps({"series_id": s, "commit": f"{s}@{i}", "value": v[i], "timestamp": 1.7e9 + 60 * i}))
+            lines.append(
+                json.dumps(
+                    {
+                        "series_id": s,
+                        "commit": f"{s}@{i}",
+                        "value": v[i],
+                        "timestamp": 1.7e9 + 60 * i,
+                    }
+                )
+            )
     return [line + "\n" for line in lines]
 
 
 def test_kill_9_mid_stream_then_resume_decides_every_commit_once(rf_dir, tmp_path):
     lines = _stream()
     db = tmp_path / "state.db"
-    cmd = [sys.executable, "-m", "triage.cli", "watch", "--model", str(rf_dir), "--state", str(db), "--explain", "none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "triage.cli",
+        "watch",
+        "--model",
+        str(rf_dir),
+        "--state",
+        str(db),
+        "--explain",
+        "none",
+    ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     def feed():
         try:
@@ -183,7 +216,9 @@ def test_kill_9_mid_stream_then_resume_decides_every_commit_once(rf_dir, tmp_pat
         decided = store.n_decisions()
     assert 150 <= decided < len(lines), "the kill must land in the middle of the stream"
 
-    resumed = subprocess.run(cmd, cwd=ROOT, env=env, input="".join(lines), capture_output=True, text=True, timeout=120)
+    resumed = subprocess.run(
+        cmd, cwd=ROOT, env=env, input="".join(lines), capture_output=True, text=True, timeout=120
+    )
     assert resumed.returncode == 0, resumed.stderr
     out = [json.loads(line) for line in resumed.stdout.splitlines()]
     assert len(out) == len(lines)
@@ -205,7 +240,9 @@ def test_kill_9_mid_stream_then_resume_decides_every_commit_once(rf_dir, tmp_pat
     assert {(d.series, d.commit): (d.index, d.probability, d.decision) for d in stored} == expected
     for o in printed + out:
         assert (o["probability"], o["decision"]) == expected[(o["series"], o["commit"])][1:]
-    assert any(v[2] for v in expected.values()), "the stream has clear steps: some decisions are positive"
+    assert any(v[2] for v in expected.values()), (
+        "the stream has clear steps: some decisions are positive"
+    )
 
 
 def test_bounded_cache_reloads_evicted_series_from_the_store(rf_dir, tmp_path):
@@ -220,3 +257,25 @@ def test_bounded_cache_reloads_evicted_series_from_the_store(rf_dir, tmp_path):
             assert len(small.states) <= 2
     assert small.store.n_decisions() == 250
     small.store.close()
+
+
+def test_batch_mixing_redelivered_and_new_commits(rf_dir, tmp_path):
+    db = tmp_path / "s.db"
+    series = {f"s{k}": step_series(40, at=(20,), jump=0.5, seed=k) for k in range(3)}
+    loop = persisted(rf_dir, db)
+    loop.process_many([(s, f"c{i}", v[i]) for i in range(25) for s, v in series.items()])
+    loop.store.close()
+    # After a restart the producer re-sends from commit 20: 5 known, 15 new commits per series.
+    loop = persisted(rf_dir, db)
+    out = loop.process_many([(s, f"c{i}", v[i]) for i in range(20, 40) for s, v in series.items()])
+    assert [d.replayed for d in out] == [i < 25 for i in range(20, 40) for _ in series]
+    assert loop.store.n_decisions() == 120
+    memory = OnlineTriage.from_model_dir(rf_dir, explain="none")
+    expected = memory.process_many(
+        [(s, f"c{i}", v[i]) for i in range(40) for s, v in series.items()]
+    )
+    got = {
+        (d.series, d.commit): (d.index, d.probability, d.decision) for d in loop.store.decisions()
+    }
+    assert got == {(d.series, d.commit): (d.index, d.probability, d.decision) for d in expected}
+    loop.store.close()

@@ -113,7 +113,9 @@ def flatten_xgboost(booster) -> tuple[FlatForest, np.float32]:
         leaf = left < 0
         cond = np.asarray(tree["split_conditions"], dtype=np.float32)
         roots.append(offset)
-        feats.append(np.where(leaf, 0, np.asarray(tree["split_indices"], dtype=np.int32)).astype(np.int32))
+        feats.append(
+            np.where(leaf, 0, np.asarray(tree["split_indices"], dtype=np.int32)).astype(np.int32)
+        )
         thr.append(cond)
         lefts.append(np.where(leaf, -1, left + offset).astype(np.int32))
         rights.append(np.where(leaf, -1, right + offset).astype(np.int32))
@@ -254,9 +256,21 @@ class CompiledPredictor:
         if self.model == "rf":
             # sklearn validates X to float32 before walking the trees.
             X32 = np.ascontiguousarray(X, dtype=np.float32)
-            return _forest_proba(X32, f.feature, f.threshold, f.left, f.right, f.value, f.default_left, f.roots)
+            return _forest_proba(
+                X32, f.feature, f.threshold, f.left, f.right, f.value, f.default_left, f.roots
+            )
         X32 = np.ascontiguousarray(X, dtype=np.float32)
-        margin = _xgb_margin(X32, f.feature, f.threshold, f.left, f.right, f.value, f.default_left, f.roots, self._base)
+        margin = _xgb_margin(
+            X32,
+            f.feature,
+            f.threshold,
+            f.left,
+            f.right,
+            f.value,
+            f.default_left,
+            f.roots,
+            self._base,
+        )
         return _sigmoid32(margin)
 
     def positive_proba(self, X: np.ndarray) -> np.ndarray:

@@ -43,7 +43,9 @@ from triage.errors import InputError
 err_console = Console(stderr=True)
 
 MODEL_HELP = "Window-0 model directory (train one with `triage train --window 0`)."
-MIN_PRE_HELP = "Commits Pre must hold before a change point can be declared (0 = the paper's loop as is)."
+MIN_PRE_HELP = (
+    "Commits Pre must hold before a change point can be declared (0 = the paper's loop as is)."
+)
 
 
 def _fail(exc: Exception) -> None:
@@ -136,13 +138,25 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
 
 def watch(
     model: Path = typer.Option(..., "--model", help=MODEL_HELP),
-    state: Path = typer.Option(None, "--state", help="SQLite state file (created if absent); default: in memory."),
-    csv_file: Path = typer.Option(None, "--csv", help="Read results from this CSV instead of JSON lines on stdin."),
-    follow: bool = typer.Option(False, "--follow", help="With --csv: keep reading as lines are appended."),
-    reset_state: bool = typer.Option(False, "--reset-state", help="Forget the state file's series and decisions first."),
-    explain: str = typer.Option("positive", help="Which decisions get top_features: positive, all, none."),
+    state: Path = typer.Option(
+        None, "--state", help="SQLite state file (created if absent); default: in memory."
+    ),
+    csv_file: Path = typer.Option(
+        None, "--csv", help="Read results from this CSV instead of JSON lines on stdin."
+    ),
+    follow: bool = typer.Option(
+        False, "--follow", help="With --csv: keep reading as lines are appended."
+    ),
+    reset_state: bool = typer.Option(
+        False, "--reset-state", help="Forget the state file's series and decisions first."
+    ),
+    explain: str = typer.Option(
+        "positive", help="Which decisions get top_features: positive, all, none."
+    ),
     min_pre: int = typer.Option(5, "--min-pre", help=MIN_PRE_HELP),
-    durable: bool = typer.Option(False, "--durable", help="fsync every decision (survives power loss, slower)."),
+    durable: bool = typer.Option(
+        False, "--durable", help="fsync every decision (survives power loss, slower)."
+    ),
     poll: float = typer.Option(0.2, help="Seconds between checks for new lines with --follow."),
 ) -> None:
     """Decide each new result as it arrives; one JSON line per commit on stdout."""
@@ -159,7 +173,11 @@ def watch(
                 store.reset()
         loop = OnlineTriage.from_model_dir(model, store=store, explain=explain, min_pre=min_pre)
         source = str(csv_file) if csv_file is not None else "<stdin>"
-        records = _csv_records(csv_file, follow, poll) if csv_file is not None else _json_records(sys.stdin, source)
+        records = (
+            _csv_records(csv_file, follow, poll)
+            if csv_file is not None
+            else _json_records(sys.stdin, source)
+        )
         out = sys.stdout
         for number, record in records:
             try:
@@ -180,12 +198,18 @@ def watch(
 
 
 def detect(
-    data: Path = typer.Option(..., "--data", help="Dataset file or directory (any layout triage.loaders reads)."),
+    data: Path = typer.Option(
+        ..., "--data", help="Dataset file or directory (any layout triage.loaders reads)."
+    ),
     model: Path = typer.Option(..., "--model", help=MODEL_HELP),
-    out: Path = typer.Option(..., "--out", help="CSV to write: series_id, commit, index, probability."),
+    out: Path = typer.Option(
+        ..., "--out", help="CSV to write: series_id, commit, index, probability."
+    ),
     layout: str = typer.Option("auto", help="Input layout (see `triage summary --help`)."),
     min_pre: int = typer.Option(5, "--min-pre", help=MIN_PRE_HELP),
-    batch_series: int = typer.Option(4096, "--batch-series", help="Series replayed side by side per batch."),
+    batch_series: int = typer.Option(
+        4096, "--batch-series", help="Series replayed side by side per batch."
+    ),
 ) -> None:
     """Replay whole histories through the online loop and write the change points it finds."""
     from triage.loaders import load

@@ -146,7 +146,13 @@ class RecomputedPre:
     names : feature columns to return, in order (default: every column)
     """
 
-    def __init__(self, names: Sequence[str] | None = None, *, series_id: str = "", values: Iterable[float] = ()):
+    def __init__(
+        self,
+        names: Sequence[str] | None = None,
+        *,
+        series_id: str = "",
+        values: Iterable[float] = (),
+    ):
         self.names = list(names) if names is not None else list(ALL_COLUMNS)
         position = {c: i for i, c in enumerate(ALL_COLUMNS)}
         self._select = np.array([position[c] for c in self.names], dtype=np.int64)
@@ -176,11 +182,18 @@ class RecomputedPre:
         if self._pre is None:
             self._pre = window_characteristics(pre)
         after = np.array([x], dtype=np.float64)
-        full = np.concatenate([self._pre, window_characteristics(after), C.normalised_moments(pre, after)])
+        full = np.concatenate(
+            [self._pre, window_characteristics(after), C.normalised_moments(pre, after)]
+        )
         return full[self._select]
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": "recomputed", "names": self.names, "series_id": self.series_id, "values": list(self.values)}
+        return {
+            "kind": "recomputed",
+            "names": self.names,
+            "series_id": self.series_id,
+            "values": list(self.values),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> RecomputedPre:
@@ -277,7 +290,9 @@ def to_ns(timestamp: object) -> int | None:
         try:
             timestamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"timestamp {text!r} is not ISO-8601 (e.g. 2024-05-01T12:00:00Z)") from None
+            raise ValueError(
+                f"timestamp {text!r} is not ISO-8601 (e.g. 2024-05-01T12:00:00Z)"
+            ) from None
     if isinstance(timestamp, datetime):
         if timestamp.tzinfo is None:
             timestamp = timestamp.replace(tzinfo=UTC)
@@ -350,7 +365,10 @@ class OnlineTriage:
         self.classifier = classifier
         names = list(classifier.feature_names_ or [])
         if not names:
-            raise ModelMismatch(None, "the model has no feature names; the online loop needs the feature-matrix columns")
+            raise ModelMismatch(
+                None,
+                "the model has no feature names; the online loop needs the feature-matrix columns",
+            )
         unknown = [c for c in names if c not in ALL_COLUMNS]
         if unknown:
             raise ModelMismatch(
@@ -446,7 +464,9 @@ class OnlineTriage:
 
     # ------------------------------------------------------------------ processing
 
-    def process_one(self, series_id: str, commit: str, value: float, timestamp: object = None) -> Decision:
+    def process_one(
+        self, series_id: str, commit: str, value: float, timestamp: object = None
+    ) -> Decision:
         """Decide one new commit of a series; returns its :class:`Decision`.
 
         Raises :class:`RejectedCommit` (nothing changed) for a non-finite
@@ -454,7 +474,9 @@ class OnlineTriage:
         """
         return self.process_many([(series_id, commit, value, timestamp)])[0]
 
-    def process_many(self, records: Iterable[Sequence[object] | dict[str, object]]) -> list[Decision]:
+    def process_many(
+        self, records: Iterable[Sequence[object] | dict[str, object]]
+    ) -> list[Decision]:
         """Decide a batch of commits, possibly of many series; decisions in input order.
 
         ``records`` are ``(series_id, commit, value[, timestamp])`` tuples or
@@ -467,24 +489,57 @@ class OnlineTriage:
         return self._process([self._normalise(r) for r in records])
 
     def _process(self, items: list[tuple[str, str, float, int | None]]) -> list[Decision]:
-        """:meth:`process_many` on checked ``(series_id, commit, value, timestamp ns)`` items."""
+        """:meth:`process_many` on checked ``(series_id, commit, value, timestamp ns)`` items.
+
+        With a store, re-delivered commits are rare (a restart), so the batch
+        is first decided optimistically: only commits that look re-delivered
+        (a series' latest commit, or a timestamp older than its latest) are
+        looked up, and the decisions table's uniqueness catches the rest at
+        commit time, which rolls the batch back and redoes it with every
+        commit looked up. That saves a query per commit in the common case.
+        """
+        if self.store is None:
+            return self._decide(items, None)
+        from triage.state_store import AlreadyDecided
+
+        try:
+            return self._decide(items, None)
+        except AlreadyDecided:
+            known = [(sid, c) for sid, c, _, _ in items if self.state(sid) is not None]
+            return self._decide(items, self.store.get_decisions(known))
+
+    def _decide(self, items, stored: dict | None) -> list[Decision]:
+        """Decide ``items``; ``stored`` = the batch's stored decisions when looked up (store only)."""
         decisions: list[Decision | None] = [None] * len(items)
         rounds: list[list[int]] = []
         depth: dict[str, int] = {}
         seen_in_batch: dict[tuple[str, str], int] = {}
         pending_ts: dict[str, int | None] = {}
         duplicates: list[tuple[int, int]] = []
-        for i, (sid, commit, value, ts) in enumerate(items):
+        for i, (sid, commit, _value, ts) in enumerate(items):
             key = (sid, commit)
             if key in seen_in_batch:
                 duplicates.append((i, seen_in_batch[key]))
                 continue
             st = self.state(sid)
-            old = self._already_decided(sid, commit, st)
+            last_ts = (
+                pending_ts[sid] if sid in pending_ts else (st.last_ts if st is not None else None)
+            )
+            if self.store is None:
+                old = self._latest(sid, commit, st)
+            elif stored is not None:
+                old = stored.get(key)
+            elif st is not None and (
+                st.last_commit == commit
+                or (ts is not None and last_ts is not None and ts < last_ts)
+            ):
+                old = self.store.get_decision(sid, commit)
+            else:
+                old = None
             if old is not None:
+                old.replayed = True
                 decisions[i] = old
                 continue
-            last_ts = pending_ts[sid] if sid in pending_ts else (st.last_ts if st is not None else None)
             if ts is not None and last_ts is not None and ts < last_ts:
                 raise RejectedCommit(
                     sid,
@@ -518,7 +573,9 @@ class OnlineTriage:
             self._evict()
         for i, j in duplicates:
             d = decisions[j]
-            decisions[i] = Decision(d.series, d.commit, d.index, d.probability, d.decision, list(d.top_features), True)
+            decisions[i] = Decision(
+                d.series, d.commit, d.index, d.probability, d.decision, list(d.top_features), True
+            )
         return decisions  # type: ignore[return-value]
 
     def _evict(self) -> None:
@@ -530,11 +587,17 @@ class OnlineTriage:
 
     def _normalise(self, record) -> tuple[str, str, float, int | None]:
         if isinstance(record, dict):
-            sid, commit, value, ts = (record.get("series_id"), record.get("commit"), record.get("value"),
-                                      record.get("timestamp"))
+            sid, commit, value, ts = (
+                record.get("series_id"),
+                record.get("commit"),
+                record.get("value"),
+                record.get("timestamp"),
+            )
         else:
             if len(record) not in (3, 4):
-                raise ValueError(f"a record is (series_id, commit, value[, timestamp]), got {record!r}")
+                raise ValueError(
+                    f"a record is (series_id, commit, value[, timestamp]), got {record!r}"
+                )
             sid, commit, value = record[0], record[1], record[2]
             ts = record[3] if len(record) == 4 else None
         sid, commit, v = _check(sid, commit, value)
@@ -544,15 +607,10 @@ class OnlineTriage:
             raise RejectedCommit(sid, commit, str(exc)) from None
         return sid, commit, v, ns
 
-    def _already_decided(self, sid: str, commit: str, st: SeriesState | None) -> Decision | None:
-        if st is None:
-            return None
-        if self.store is not None:
-            stored = self.store.get_decision(sid, commit)
-            if stored is not None:
-                stored.replayed = True
-            return stored
-        if st.last_commit == commit:
+    @staticmethod
+    def _latest(sid: str, commit: str, st: SeriesState | None) -> Decision | None:
+        """Without a store only the latest commit of a series is remembered."""
+        if st is not None and st.last_commit == commit:
             return Decision(sid, commit, st.n - 1, st.last_probability, st.last_decision, [], True)
         return None
 
@@ -634,16 +692,25 @@ class OnlineTriage:
             for h in group:
                 if not np.all(np.isfinite(h.values)):
                     bad = int(np.flatnonzero(~np.isfinite(h.values))[0])
-                    raise RejectedCommit(h.series_id, str(h.commits[bad]), "value is not a finite number")
+                    raise RejectedCommit(
+                        h.series_id, str(h.commits[bad]), "value is not a finite number"
+                    )
                 ts = [None] * len(h)
                 if h.timestamps is not None:
                     ns = np.asarray(h.timestamps).astype("datetime64[ns]")
                     ok = ~np.isnat(ns)
-                    ts = [int(t) if k else None for t, k in zip(ns.astype(np.int64).tolist(), ok.tolist(), strict=True)]
+                    ts = [
+                        int(t) if k else None
+                        for t, k in zip(ns.astype(np.int64).tolist(), ok.tolist(), strict=True)
+                    ]
                 columns.append((h.series_id, [str(c) for c in h.commits], h.values.tolist(), ts))
             longest = max(len(h) for h in group)
             for i in range(longest):
-                batch = [(sid, commits[i], values[i], ts[i]) for sid, commits, values, ts in columns if i < len(commits)]
+                batch = [
+                    (sid, commits[i], values[i], ts[i])
+                    for sid, commits, values, ts in columns
+                    if i < len(commits)
+                ]
                 found.extend(d for d in self._process(batch) if d.decision and not d.replayed)
         order = {h.series_id: k for k, h in enumerate(histories)}
         found.sort(key=lambda d: (order[d.series], d.index))

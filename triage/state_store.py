@@ -58,6 +58,10 @@ _SCHEMA = (
 )
 
 
+class AlreadyDecided(Exception):
+    """:meth:`StateStore.commit` found a decision for a commit already stored; nothing was written."""
+
+
 class StateStoreError(InputError):
     """A state file that cannot be used: another model's, another format, in use, unreadable."""
 
@@ -83,7 +87,9 @@ class StateStore:
             self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
             mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if self.path != ":memory:" and str(mode).lower() != "wal":
-                raise StateStoreError(self.path, f"cannot switch the state file to WAL mode (got {mode!r})")
+                raise StateStoreError(
+                    self.path, f"cannot switch the state file to WAL mode (got {mode!r})"
+                )
             self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             # Taking the write lock now makes a second process fail here, clearly,
             # rather than at its first commit with a diverged in-memory state.
@@ -92,17 +98,23 @@ class StateStore:
                 self._db.execute(statement)
             fmt = self._meta("format")
             if fmt is None:
-                self._db.execute("INSERT INTO meta VALUES ('format', ?), ('format_version', ?)",
-                                 (FORMAT, str(FORMAT_VERSION)))
+                self._db.execute(
+                    "INSERT INTO meta VALUES ('format', ?), ('format_version', ?)",
+                    (FORMAT, str(FORMAT_VERSION)),
+                )
             elif fmt != FORMAT:
                 raise StateStoreError(self.path, "not an online-triage state file")
             elif int(self._meta("format_version") or 0) > FORMAT_VERSION:
-                raise StateStoreError(self.path, "state file written by a newer version of changepoint-triage")
+                raise StateStoreError(
+                    self.path, "state file written by a newer version of changepoint-triage"
+                )
             self._db.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             self._close_quietly()
             if "locked" in str(exc) or "busy" in str(exc):
-                raise StateStoreError(self.path, "the state file is in use by another process") from None
+                raise StateStoreError(
+                    self.path, "the state file is in use by another process"
+                ) from None
             raise StateStoreError(self.path, f"cannot open the state file: {exc}") from None
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
@@ -135,7 +147,8 @@ class StateStore:
         """
         if model_id is None:
             raise StateStoreError(
-                self.path, "a persisted loop needs the model's identity: load it with OnlineTriage.from_model_dir"
+                self.path,
+                "a persisted loop needs the model's identity: load it with OnlineTriage.from_model_dir",
             )
         stored = self.model_id
         if stored is not None and stored != model_id and not reset:
@@ -165,7 +178,9 @@ class StateStore:
 
     def load_series(self, series_id: str) -> dict | None:
         """The stored ``SeriesState.to_dict()`` of a series, or None."""
-        row = self._db.execute("SELECT state FROM series WHERE series_id = ?", (series_id,)).fetchone()
+        row = self._db.execute(
+            "SELECT state FROM series WHERE series_id = ?", (series_id,)
+        ).fetchone()
         return json.loads(row[0]) if row else None
 
     def get_decision(self, series_id: str, commit: str):
@@ -178,19 +193,49 @@ class StateStore:
         ).fetchone()
         if row is None:
             return None
-        return Decision(series_id, commit, int(row[0]), float(row[1]), bool(row[2]), json.loads(row[3]))
+        return Decision(
+            series_id, commit, int(row[0]), float(row[1]), bool(row[2]), json.loads(row[3])
+        )
+
+    def get_decisions(self, keys: Iterable[tuple[str, str]]) -> dict:
+        """Stored decisions of many ``(series_id, commit)`` pairs: ``{pair: Decision}`` for those found.
+
+        The pairs go into a temporary table joined on the decisions' unique
+        index: one statement for the batch instead of one query per commit.
+        """
+        from triage.online import Decision
+
+        keys = list(keys)
+        if not keys:
+            return {}
+        db = self._db
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS probe (series_id TEXT, commit_id TEXT)")
+        db.execute("DELETE FROM probe")
+        db.executemany("INSERT INTO probe VALUES (?, ?)", keys)
+        rows = db.execute(
+            "SELECT d.series_id, d.commit_id, d.idx, d.probability, d.decision, d.top_features "
+            "FROM probe p JOIN decisions d ON d.series_id = p.series_id AND d.commit_id = p.commit_id"
+        ).fetchall()
+        return {
+            (s, c): Decision(s, c, int(i), float(p), bool(d), json.loads(t))
+            for s, c, i, p, d, t in rows
+        }
 
     def decisions(self, series_id: str | None = None) -> list:
         """Every stored decision (of one series), in the order they were made."""
         from triage.online import Decision
 
-        query = "SELECT series_id, commit_id, idx, probability, decision, top_features FROM decisions"
+        query = (
+            "SELECT series_id, commit_id, idx, probability, decision, top_features FROM decisions"
+        )
         args: tuple = ()
         if series_id is not None:
             query += " WHERE series_id = ?"
             args = (series_id,)
         rows = self._db.execute(query + " ORDER BY rowid", args).fetchall()
-        return [Decision(s, c, int(i), float(p), bool(d), json.loads(t)) for s, c, i, p, d, t in rows]
+        return [
+            Decision(s, c, int(i), float(p), bool(d), json.loads(t)) for s, c, i, p, d, t in rows
+        ]
 
     def n_decisions(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM decisions").fetchone()[0])
@@ -203,12 +248,20 @@ class StateStore:
     def commit(self, decisions: Iterable, states: Mapping[str, dict]) -> None:
         """Write decisions and the resulting series states in one transaction.
 
-        ``decisions`` are :class:`~triage.online.Decision` objects (new ones:
-        a commit already stored violates the uniqueness and rolls the whole
-        transaction back); ``states`` maps series id to ``SeriesState.to_dict()``.
+        ``decisions`` are :class:`~triage.online.Decision` objects of new
+        commits; ``states`` maps series id to ``SeriesState.to_dict()``. A
+        commit already stored rolls the whole transaction back and raises
+        :class:`AlreadyDecided` (the loop then looks its batch up and retries).
         """
         rows = [
-            (d.series, d.commit, d.index, d.probability, int(d.decision), json.dumps(d.top_features))
+            (
+                d.series,
+                d.commit,
+                d.index,
+                d.probability,
+                int(d.decision),
+                json.dumps(d.top_features),
+            )
             for d in decisions
         ]
         state_rows = [(sid, json.dumps(st, separators=(",", ":"))) for sid, st in states.items()]
@@ -218,6 +271,9 @@ class StateStore:
             db.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?)", rows)
             db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)", state_rows)
             db.execute("COMMIT")
+        except sqlite3.IntegrityError:
+            db.execute("ROLLBACK")
+            raise AlreadyDecided() from None
         except BaseException:
             db.execute("ROLLBACK")
             raise
