@@ -118,10 +118,13 @@ def _binary_metrics(y: np.ndarray, proba: np.ndarray, threshold: float) -> dict[
 def _run_one(X, y, groups, order, model, kind, rep, seed, threshold, params, test_size, val_size):
     train, val, test = split_indices(kind, y, groups, order, seed=seed, test_size=test_size, val_size=val_size)
     clf = TriageClassifier(model=model, threshold=threshold, random_state=seed, n_jobs=1, **params)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     clf.fit(X[train], y[train], groups=groups[train], validation=(X[val], y[val]))
     fit_seconds = time.perf_counter() - started
     proba = clf.predict_proba(X[test])[:, 1]
+    # CPU seconds (one thread per model) do not grow with other work on the
+    # machine, unlike wall time: they give the protocol's cost on idle cores.
+    cpu_seconds = time.process_time() - cpu_started
     return {
         "model": model,
         "split": kind,
@@ -132,6 +135,7 @@ def _run_one(X, y, groups, order, model, kind, rep, seed, threshold, params, tes
         "n_train": int(len(train)),
         "n_test": int(len(test)),
         "fit_seconds": fit_seconds,
+        "cpu_seconds": cpu_seconds,
     }
 
 
@@ -143,7 +147,8 @@ class EvaluationResult:
     """Per-split records and the settings that produced them.
 
     ``records`` has one row per (model, split, rep): the four metrics,
-    ``threshold``, ``n_train``, ``n_test``, ``fit_seconds``.
+    ``threshold``, ``n_train``, ``n_test``, ``fit_seconds`` (wall) and
+    ``cpu_seconds`` (fit + predict, CPU time of the worker).
     """
 
     records: pd.DataFrame
@@ -176,6 +181,8 @@ class EvaluationResult:
                 f"{r[f'{m}_mean']:.3f} [{r[f'{m}_ci_low']:.3f}, {r[f'{m}_ci_high']:.3f}]" for _, r in s.iterrows()
             ]
         out["fit s"] = s["fit_seconds_mean"].map(lambda v: f"{v:.2f}")
+        if "cpu_seconds_mean" in s:
+            out["cpu s"] = s["cpu_seconds_mean"].map(lambda v: f"{v:.2f}")
         return out
 
     def to_markdown(self) -> str:
@@ -200,12 +207,14 @@ class EvaluationResult:
 
 
 def summarise(records: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """Mean, sd and 2.5/97.5 percentiles of each metric (and fit time) per ``by`` group."""
+    """Mean, sd and 2.5/97.5 percentiles of each metric (and times) per ``by`` group."""
     rows = []
     for key, g in records.groupby(list(by), sort=False):
         row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
         row["n"] = len(g)
-        for m in (*METRICS, "fit_seconds"):
+        for m in (*METRICS, "fit_seconds", "cpu_seconds"):
+            if m not in g:
+                continue
             v = g[m].to_numpy(dtype=float)
             row[f"{m}_mean"] = float(np.nanmean(v))
             row[f"{m}_sd"] = float(np.nanstd(v, ddof=1)) if len(v) > 1 else 0.0
