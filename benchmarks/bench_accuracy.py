@@ -15,11 +15,17 @@ TCPDBench: F1 / precision / recall with a margin):
    rest (70 %) is the fitting part.
 2. **Models.** Both triage models learn only from the fitting part's triaged
    candidates (the generator's emulated human labels ``true_positive`` /
-   ``false_positive``; Pre/After bounded by that series' confirmed change
-   points, i.e. what ``features.extract`` builds for ``triage train``): an RF
-   with the model window (``--window``, adaptive by default) scores detector
-   candidates, and an RF with window 0 drives the online loop. Each is saved
-   and loaded back through ``training.model_files`` (the manifest carries the
+   ``false_positive``). The model that scores detector candidates is an RF
+   with a fixed After window of ``--window`` (30) commits, and its training
+   Pre/After are *not* bounded by the series' confirmed change points
+   (``--train-bounds none``): that is the window a candidate gets from the
+   scoring code on an unlabelled series (item 5), so training and use see the
+   same windows. ``--train-bounds labels`` trains on the matrix ``triage
+   features`` builds for ``triage train`` (windows stop at confirmed change
+   points) instead. Window 30 and ``none`` were chosen on validation series
+   only (BENCHMARKS.md). The online loop's model is an RF with window 0
+   trained as ``triage train --window 0`` does. Each model is saved and
+   loaded back through ``training.model_files`` (the manifest carries the
    window the scoring code reads).
 3. **Held-out series are unlabelled.** Their labels and ground truth are
    removed before anything runs on them; the ground truth (``true_change``
@@ -36,8 +42,9 @@ TCPDBench: F1 / precision / recall with a margin):
    explanations off) and kept when P(true change) >= the threshold. On an
    unlabelled series the scoring code bounds Pre/After by the series'
    ``true_positive`` labels -- there are none, so **Pre is every commit before
-   the candidate and After every commit from it to the end** (adaptive
-   model) or ``w`` commits after it (fixed window ``w``). Two thresholds:
+   the candidate and After the candidate plus the ``w`` commits after it**
+   (fixed window ``w``; to the end of the series for an adaptive model).
+   Two thresholds:
    the model's own (0.5), and one **tuned per detector on the validation part
    of the training side** (never on the test series): the highest threshold
    whose TCPDBench recall there is at least ``keep_recall`` (0.97) times the
@@ -101,6 +108,9 @@ GOAL_DETECTORS: tuple[str, ...] = ("perfherder", "edivisive")
 GOAL_PRECISION_GAIN = 0.20
 GOAL_RECALL_KEPT = 0.95
 
+#: How the training windows are bounded (see :func:`train_model`).
+TRAIN_BOUNDS: tuple[str, ...] = ("labels", "none")
+
 
 @dataclass
 class Config:
@@ -115,10 +125,11 @@ class Config:
     val_sample: int | None = 150  # validation series used for threshold tuning (None = all)
     detectors: Sequence[str] = field(default_factory=lambda: list(names()) + ["ensemble_c2", "ensemble_c4"])
     margin: int = 5
-    window: str | int = "adaptive"
+    window: str | int = 30  # chosen on validation series (BENCHMARKS.md)
+    train_bounds: str = "none"
     keep_recall: float = 0.97
     online: bool = True
-    speed_series: int = 10
+    speed_series: int = 8
     speed_length: int = 500
     n_jobs: int = 2
     n_estimators: int = 100
@@ -284,16 +295,25 @@ def tune_threshold(
 # --------------------------------------------------------------------------- models
 
 
-def train_model(dataset: Dataset, window: str | int, out: Path, n_jobs: int, n_estimators: int):
-    """Fit the RF on the triaged candidates of ``dataset`` with ``window``; save and load it back."""
+def train_model(dataset: Dataset, window: str | int, out: Path, n_jobs: int, n_estimators: int, bounds: str = "labels"):
+    """Fit the RF on the triaged candidates of ``dataset`` with ``window``; save and load it back.
+
+    ``bounds="labels"``: Pre/After stop at the series' confirmed change points,
+    the matrix ``triage features`` builds for ``triage train``. ``"none"``: no
+    change point bounds them -- the windows :func:`triage.scoring.score_candidates`
+    gives a candidate on a series without confirmed labels.
+    """
     from features.extract import extract_features
     from training.classifier import TriageClassifier
     from training.model_files import load_model, save_model
 
-    matrix = extract_features(dataset, window=window, n_jobs=n_jobs)
+    if bounds not in TRAIN_BOUNDS:
+        raise ValueError(f"bounds must be one of {', '.join(TRAIN_BOUNDS)}, got {bounds!r}")
+    change_points = {s: [] for s in dataset.series_ids} if bounds == "none" else None
+    matrix = extract_features(dataset, window=window, change_points=change_points, n_jobs=n_jobs)
     matrix = matrix[matrix["label"].isin(L.TRIAGED)].reset_index(drop=True)
     clf = TriageClassifier(model="rf", n_jobs=n_jobs, random_state=0, n_estimators=n_estimators).fit(matrix)
-    save_model(clf, out, window=window, extra={"trained_on": "bench_accuracy fitting part"})
+    save_model(clf, out, window=window, extra={"trained_on": "bench_accuracy fitting part", "train_bounds": bounds})
     loaded = load_model(out)
     loaded.manifest_["_path"] = str(out)
     return loaded, len(matrix)
@@ -330,18 +350,18 @@ def score(dataset: Dataset, predictions: dict[str, np.ndarray], classifier) -> d
     return out
 
 
-def online_predictions(dataset: Dataset, model_dir: Path, threshold: float | None = None) -> tuple[dict[str, np.ndarray], dict[str, list]]:
-    """Change points the online loop declares on every series, and (index, probability, pre length) per commit."""
+def online_predictions(dataset: Dataset, model_dir: Path, threshold: float | None = None) -> dict[str, np.ndarray]:
+    """Change points the online loop declares on every series of ``dataset`` (replayed from scratch), per series."""
     from triage.online import OnlineTriage
 
     loop = OnlineTriage.from_model_dir(model_dir, explain="none")
     if threshold is not None:
         loop.threshold = float(threshold)
     found = loop.replay(dataset)
-    out = {h.series_id: [] for h in dataset}
+    out: dict[str, list[int]] = {h.series_id: [] for h in dataset}
     for d in found:
         out[d.series].append(d.index)
-    return {s: np.array(sorted(v), dtype=np.int64) for s, v in out.items()}, {}
+    return {s: np.array(sorted(v), dtype=np.int64) for s, v in out.items()}
 
 
 # --------------------------------------------------------------------------- speed
@@ -369,11 +389,15 @@ def speed(methods: Sequence[str], classifier, model0_dir: Path | None, n_series:
             total.append(1e3 * (t2 - t0))
         out[name] = {"alone_ms": float(np.median(alone)), "with_triage_ms": float(np.median(total))}
     if model0_dir is not None:
+        from triage.online import OnlineTriage
+
+        loop = OnlineTriage.from_model_dir(model0_dir, explain="none")
+        loop.replay(Dataset([unlabelled(next(iter(data)))]))  # numba compilation is not per-series work
         per = []
         for h in data:
-            one = Dataset([h])
+            loop.states.clear()
             t0 = time.perf_counter()
-            online_predictions(one, model0_dir)
+            loop.replay(Dataset([h]))
             per.append(1e3 * (time.perf_counter() - t0))
         out["online"] = {"alone_ms": float(np.median(per)), "with_triage_ms": float(np.median(per))}
     return out
@@ -403,8 +427,9 @@ def run(config: Config, workdir: Path | None = None, log=print) -> dict[str, obj
     root = Path(tmp.name) if tmp is not None else Path(workdir)
     fit = data.subset(fit_ids)
     t0 = time.perf_counter()
-    clf, n_rows = train_model(fit, config.window, root / "model", config.n_jobs, config.n_estimators)
-    log(f"triage model (window {config.window}): {n_rows} triaged candidates, {time.perf_counter() - t0:.1f} s")
+    clf, n_rows = train_model(fit, config.window, root / "model", config.n_jobs, config.n_estimators, config.train_bounds)
+    log(f"triage model (window {config.window}, training windows bounded by {config.train_bounds}): "
+        f"{n_rows} triaged candidates, {time.perf_counter() - t0:.1f} s")
     model0_dir = None
     n_rows0 = 0
     if config.online:
@@ -437,16 +462,16 @@ def run(config: Config, workdir: Path | None = None, log=print) -> dict[str, obj
 
     if model0_dir is not None:
         t0 = time.perf_counter()
-        pred, _ = online_predictions(test, model0_dir)
+        pred = online_predictions(test, model0_dir)
         rows.append({"method": "online", "triage": "model", "threshold": 0.5, **metrics(truth, pred, config.margin)})
         # Threshold maximising the mean F1 on the validation series (a coarse grid: each point is a replay).
         best_t, best_f = 0.5, -1.0
-        for t in (0.5, 0.6, 0.7, 0.8, 0.9):
-            vp, _ = online_predictions(val, model0_dir, threshold=t)
+        for t in (0.5, 0.6, 0.7, 0.8, 0.9, 0.95):
+            vp = online_predictions(val, model0_dir, threshold=t)
             f = metrics(val_truth, vp, config.margin)["f1"]
             if f > best_f:
                 best_t, best_f = t, f
-        pred, _ = online_predictions(test, model0_dir, threshold=best_t)
+        pred = online_predictions(test, model0_dir, threshold=best_t)
         rows.append({"method": "online", "triage": "tuned", "threshold": best_t, **metrics(truth, pred, config.margin)})
         log(f"online loop: {time.perf_counter() - t0:.1f} s")
 
@@ -523,7 +548,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sample", type=int, default=d.sample, help="held-out series evaluated (0 = all)")
     parser.add_argument("--val-sample", type=int, default=d.val_sample, help="validation series for tuning (0 = all)")
     parser.add_argument("--detectors", default="", help="comma-separated methods (default: all registered + ensemble_c2, ensemble_c4)")
-    parser.add_argument("--window", default=d.window, help="model window: adaptive or an integer w")
+    parser.add_argument("--window", default=str(d.window), help="model window: adaptive or an integer w")
+    parser.add_argument("--train-bounds", choices=TRAIN_BOUNDS, default=d.train_bounds,
+                        help="training Pre/After bounded by confirmed labels (as triage train) or by nothing (as scoring sees unlabelled series)")
     parser.add_argument("--keep-recall", type=float, default=d.keep_recall)
     parser.add_argument("--no-online", action="store_true")
     parser.add_argument("--speed-series", type=int, default=d.speed_series)
@@ -533,7 +560,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     config = Config(
         preset=args.preset, seed=args.seed, n_series=args.n_series, sample=args.sample or None,
         val_sample=args.val_sample or None, window=args.window if args.window == "adaptive" else int(args.window),
-        keep_recall=args.keep_recall, online=not args.no_online, speed_series=args.speed_series, n_jobs=args.n_jobs,
+        train_bounds=args.train_bounds, keep_recall=args.keep_recall, online=not args.no_online, speed_series=args.speed_series, n_jobs=args.n_jobs,
     )
     if args.detectors:
         config.detectors = [n.strip() for n in args.detectors.split(",") if n.strip()]
