@@ -9,7 +9,9 @@ benchmarked on histories built to look like continuous-benchmarking results:
   would flag never reaches a human); **short-lived regressions** reverted after
   a few commits (the revert is a true change point too); **slow drifts** (a
   ramp over tens of commits: not a change point);
-* **noise**: Gaussian, heavy-tailed (Student t), **bimodal** (two machine
+* **noise**: Gaussian, heavy-tailed (Student t), optionally a slowly
+  **wandering level** (AR(1), ``wander_share``; off in the presets until the
+  models are re-measured on it), **bimodal** (two machine
   states, a Markov chain that flips for short runs), single-commit **spikes**
   (like index 10 of TigerBeetle's history), **noise bursts** (the standard
   deviation grows for a stretch), several **measurements per commit** on a
@@ -38,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.signal import lfilter
 
 from triage import labels as L
 from triage.history import Dataset
@@ -74,6 +77,9 @@ class SyntheticConfig:
     drift_share: float = 0.15
     drift_length: tuple[int, int] = (30, 120)
     drift_total: tuple[float, float] = (0.03, 0.15)  # relative change over the drift
+    wander_share: float = 0.0  # series whose level wanders (AR(1)), as real benchmarks' do
+    wander_phi: tuple[float, float] = (0.85, 0.98)  # AR(1) coefficient per commit
+    wander_sd: tuple[float, float] = (0.5, 2.0)  # stationary sd, in white-noise sd
     burst_share: float = 0.10
     burst_length: tuple[int, int] = (15, 60)
     burst_factor: tuple[float, float] = (2.0, 4.0)
@@ -190,6 +196,15 @@ def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[s
         ramp[a + length :] = 1 + total
         rel *= ramp
         drift_at = (a, length)
+    # --- wandering level (slow, autocorrelated: machine and environment state)
+    # Short-circuit before drawing: with the share at 0 the random stream, and so
+    # every preset's rows, stay exactly as they were before this option existed.
+    if config.wander_share > 0 and rng.random() < config.wander_share:
+        phi = rng.uniform(*config.wander_phi)
+        sd = rng.uniform(*config.wander_sd) * cv
+        innov = rng.standard_normal(n) * sd * np.sqrt(1 - phi**2)
+        innov[0] = rng.standard_normal() * sd  # start in the stationary distribution
+        rel *= 1 + lfilter([1.0], [1.0, -phi], innov)
     level = base * rel
 
     # --- noise scale (bursts raise it for a stretch)
