@@ -22,6 +22,11 @@ Let ``x`` be the raw window, ``n0 = len(x)``.
    measurements never carry ten significant digits, so a smaller spread is
    rounding, not signal) every characteristic takes its *constant* value.
    A single point is constant.
+
+   Empty and constant values (:func:`degenerate_values`): every
+   characteristic 0, except ``hurst = 0.5`` (no memory), ``series_length =
+   n0`` and, for a constant window, ``flat_spots = max(n0, 4)`` (every point
+   in one interval). Two and three points are repeated and computed normally.
 4. Otherwise ``z = (x - mean x) / sd x`` (``sd`` with ``ddof=1``): the
    standardisation ``tsfeatures()`` applies by default (``scale=TRUE``), so
    every characteristic is scale-free and comparable across benchmarks. The
@@ -84,14 +89,15 @@ flat ``v`` (spread <= 1e-10 of its magnitude).
 ``max_kl_shift``
     R definition (not in the Python port): Gaussian kernel densities
     (bandwidth ``bw.nrd0(z)``) of each point on a 100-point grid over
-    ``[min z, max z]``, floored at ``dnorm(38)``; an interquartile range of
-    at most ``1e-10`` (``z`` units) counts as 0 in ``bw.nrd0`` (it is rounding
-    of equal values, and a bandwidth made of rounding makes the result noise); right-aligned rolling means
-    ``D_j`` over ``l`` points; ``kl_i = sum_grid D_i (log D_i - log D_{i+l})
+    ``[min z, max z]``, floored at ``dnorm(38)``; right-aligned rolling
+    means ``D_j`` over ``l`` points; ``kl_i = sum_grid D_i (log D_i - log D_{i+l})
     * step`` for ``i = 1 .. n-l`` (1-based), where R's ``fill = NA`` makes
     ``kl_i = 0`` for ``i < l`` (``na.rm`` sum of nothing); result
     ``max(diff(kl))`` (signed, so the first real ``kl`` value counts as a jump
-    from 0 -- kept as in R). 0 when ``n <= 2l`` (R: NA).
+    from 0 -- kept as in R). 0 when ``n <= 2l`` (R: NA). Difference from R:
+    an interquartile range of at most ``1e-10`` (``z`` units) counts as 0 in
+    ``bw.nrd0`` (it is rounding between equal values, and a bandwidth made of
+    rounding makes the result noise).
 ``nonlinearity``
     Teräsvirta's neural-network test as in the Python port:
     ``10 * log(SSR0 / SSR1)``, ``SSR0`` the residual sum of squares of
@@ -100,8 +106,8 @@ flat ``v`` (spread <= 1e-10 of its magnitude).
     statistic ``n log(SSR0/SSR1)`` by ``10 / n``, so ``n`` cancels; R uses
     ``n - 1`` observations in the statistic.) 0 when ``n <= 5`` (as many
     parameters as observations), when ``z[1:]`` or ``z[:-1]`` is flat, or
-    when ``SSR0 <= 1e-12 * SST``; ``SSR1`` is
-    floored at ``1e-10 * SSR0`` so an exact cubic fit stays finite.
+    when ``SSR0 <= 1e-12 * SST``; ``SSR1`` is floored at ``1e-10 * SSR0`` so
+    an exact cubic fit stays finite (at most ``10 log 1e10 = 230.3``).
 ``arch_lm``
     Engle's ARCH LM ``R^2``: regression of ``e_t^2`` on ``1, e_{t-1}^2 ..
     e_{t-q}^2``, ``e = z - mean z``, ``q = min(12, (n - 2) // 2)`` (R: 12,
@@ -133,10 +139,9 @@ rank-deficient, and nearly collinear ones (a lagged square that varies by
 1e-8 of its size next to one spike) make the fit depend on rounding: there the
 packages' pseudo-inverses return noise. Here a column whose part orthogonal to
 the columns before it (in the order listed above) is at most ``1e-6`` of its
-norm is dropped, and the residuals
-are those of the fit on the remaining columns. So a window whose lagged
-values take two distinct values has ``nonlinearity = 0`` (the powers add
-nothing).
+norm is dropped, and the residuals are those of the fit on the remaining
+columns. So a window whose lagged values take two distinct values has
+``nonlinearity = 0`` (the powers add nothing).
 
 Not included: Holt's ``alpha``/``beta`` (``statsmodels`` optimises them
 numerically; a fast version could not match it to 1e-6), ``heterogeneity``
