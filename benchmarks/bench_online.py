@@ -127,7 +127,9 @@ def explain_cost(model: Path, values: np.ndarray) -> float:
     return float(np.median(times) / 1e3)
 
 
-def throughput(model: Path, dataset, store_dir: Path | None, batch_series: int) -> dict[str, float]:
+def throughput(
+    model: Path, dataset, store_dir: Path | None, batch_series: int, commits_per_batch: int
+) -> dict[str, float]:
     store = None
     if store_dir is not None:
         db = store_dir / "throughput.db"
@@ -137,8 +139,10 @@ def throughput(model: Path, dataset, store_dir: Path | None, batch_series: int) 
     loop.process_one("warm-up", "w0", 1.0)
     n = dataset.n_commits()
     t0 = time.perf_counter()
-    found = loop.replay(dataset, batch_series=batch_series)
+    c0 = time.process_time()
+    found = loop.replay(dataset, batch_series=batch_series, commits_per_batch=commits_per_batch)
     seconds = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     sizes = np.array(
         [
             len(json.dumps(st, separators=(",", ":")))
@@ -151,6 +155,8 @@ def throughput(model: Path, dataset, store_dir: Path | None, batch_series: int) 
         "series": len(dataset),
         "seconds": seconds,
         "per_s": n / seconds,
+        "cpu_s": cpu,
+        "per_cpu_s": n / cpu,
         "found": len(found),
         "state_median_B": float(np.median(sizes)),
         "state_max_B": float(sizes.max()),
@@ -165,6 +171,19 @@ def throughput(model: Path, dataset, store_dir: Path | None, batch_series: int) 
     return out
 
 
+def serialisation_cost(model: Path, values: np.ndarray) -> float:
+    """Median µs to serialise one series' state as the store does (to_dict + JSON)."""
+    loop = OnlineTriage.from_model_dir(model, explain="none")
+    times = []
+    for i, x in enumerate(values):
+        loop.process_one("s", str(i), x)
+        st = loop.state("s")
+        t0 = time.perf_counter_ns()
+        json.dumps(loop._state_to_dict(st), separators=(",", ":"))
+        times.append(time.perf_counter_ns() - t0)
+    return float(np.median(times) / 1e3)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -175,6 +194,7 @@ def main() -> None:
         "--repeats", type=int, default=5, help="passes over TigerBeetle in (a) and (d)"
     )
     parser.add_argument("--batch-series", type=int, default=4096)
+    parser.add_argument("--commits-per-batch", type=int, default=16)
     args = parser.parse_args()
 
     from triage.synthetic import generate, preset_config
@@ -207,10 +227,11 @@ def main() -> None:
             f"p99 {a['p99_us']:.1f}; {a['positives']:.0f} positives per pass"
         )
         print(f"    explanation of one positive: median {explain_cost(model, values):.0f} µs")
-        b = throughput(model, dataset, None, args.batch_series)
+        b = throughput(model, dataset, None, args.batch_series, args.commits_per_batch)
         print(
             f"(b) replay {b['series']} series / {b['commits']} commits, memory: {b['seconds']:.1f} s = "
-            f"{b['per_s']:,.0f} commits/s (1 process); {b['found']} change points"
+            f"{b['per_s']:,.0f} commits/s wall; CPU {b['cpu_s']:.1f} s = {b['per_cpu_s']:,.0f} commits "
+            f"per CPU-second (1 process); {b['found']} change points"
         )
         print(
             f"(c) state per series (JSON): median {b['state_median_B']:.0f} B, max {b['state_max_B']:.0f} B"
@@ -218,12 +239,13 @@ def main() -> None:
         d = latency(model, values, args.repeats, store_dir=work)
         print(
             f"(d) TigerBeetle process_one, SQLite: median {d['median_us']:.1f} µs, p90 {d['p90_us']:.1f}, "
-            f"p99 {d['p99_us']:.1f}"
+            f"p99 {d['p99_us']:.1f}; of which state serialisation (to_dict + JSON) "
+            f"{serialisation_cost(model, values):.0f} µs median"
         )
-        e = throughput(model, dataset, work, args.batch_series)
+        e = throughput(model, dataset, work, args.batch_series, args.commits_per_batch)
         print(
-            f"(d) replay, SQLite (one transaction per round of {min(args.batch_series, args.series)} series): "
-            f"{e['per_s']:,.0f} commits/s; stored state avg {e['sqlite_state_avg_B']:.0f} B, "
+            f"(d) replay, SQLite (one transaction per {args.commits_per_batch} commits x {min(args.batch_series, args.series)} series): "
+            f"{e['per_s']:,.0f} commits/s wall, {e['per_cpu_s']:,.0f} per CPU-second; stored state avg {e['sqlite_state_avg_B']:.0f} B, "
             f"max {e['sqlite_state_max_B']:.0f} B; file {e['db_bytes_per_commit']:.0f} B per commit"
         )
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")

@@ -210,6 +210,11 @@ def detect(
     batch_series: int = typer.Option(
         4096, "--batch-series", help="Series replayed side by side per batch."
     ),
+    commits_per_batch: int = typer.Option(
+        16,
+        "--commits-per-batch",
+        help="Commits of each series per batch (one predictor call each).",
+    ),
 ) -> None:
     """Replay whole histories through the online loop and write the change points it finds."""
     from triage.loaders import load
@@ -220,7 +225,9 @@ def detect(
         loop = OnlineTriage.from_model_dir(model, explain="none", min_pre=min_pre)
         started = time.perf_counter()
         try:
-            found = loop.replay(dataset, batch_series=batch_series)
+            found = loop.replay(
+                dataset, batch_series=batch_series, commits_per_batch=commits_per_batch
+            )
         except RejectedCommit as exc:
             raise InputError(data, None, str(exc)) from None
         seconds = time.perf_counter() - started

@@ -672,15 +672,22 @@ class OnlineTriage:
 
     # ------------------------------------------------------------------ replay
 
-    def replay(self, dataset, batch_series: int = 4096) -> list[Decision]:
+    def replay(
+        self, dataset, batch_series: int = 4096, commits_per_batch: int = 16
+    ) -> list[Decision]:
         """Run whole histories through the loop (the paper's Section 4 experiment).
 
         ``dataset`` is a :class:`~triage.history.Dataset`; series are replayed
-        side by side, ``batch_series`` of them per batch, round by round (the
+        side by side, ``batch_series`` of them at a time, round by round (the
         i-th commit of each), so the predictor sees one row per series per
-        call. Returns the positive decisions (the change points found), in
-        series order then commit order.
+        call. Each :meth:`process_many` batch holds ``commits_per_batch``
+        rounds: with a store that is one transaction, and each series' state
+        is serialised once per batch instead of once per commit. Returns the
+        positive decisions (the change points found), in series order then
+        commit order.
         """
+        if commits_per_batch < 1:
+            raise ValueError(f"commits_per_batch must be >= 1, got {commits_per_batch!r}")
         found: list[Decision] = []
         histories = list(dataset)
         for start in range(0, len(histories), batch_series):
@@ -705,9 +712,10 @@ class OnlineTriage:
                     ]
                 columns.append((h.series_id, [str(c) for c in h.commits], h.values.tolist(), ts))
             longest = max(len(h) for h in group)
-            for i in range(longest):
+            for first in range(0, longest, commits_per_batch):
                 batch = [
                     (sid, commits[i], values[i], ts[i])
+                    for i in range(first, first + commits_per_batch)
                     for sid, commits, values, ts in columns
                     if i < len(commits)
                 ]
