@@ -121,15 +121,15 @@ class Config:
     n_series: int | None = None  # override the preset's series count (tests)
     test_share: float = 0.2
     val_share: float = 0.1
-    sample: int | None = 300  # held-out series evaluated (None = all)
-    val_sample: int | None = 150  # validation series used for threshold tuning (None = all)
+    sample: int | None = 150  # held-out series evaluated (None = all)
+    val_sample: int | None = 100  # validation series used for threshold tuning (None = all)
     detectors: Sequence[str] = field(default_factory=lambda: list(names()) + ["ensemble_c2", "ensemble_c4"])
     margin: int = 5
     window: str | int = 30  # chosen on validation series (BENCHMARKS.md)
     train_bounds: str = "none"
     keep_recall: float = 0.97
     online: bool = True
-    speed_series: int = 8
+    speed_series: int = 5
     speed_length: int = 500
     n_jobs: int = 2
     n_estimators: int = 100
