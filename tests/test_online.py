@@ -150,10 +150,14 @@ def test_batched_across_series_equals_one_by_one(rf_dir):
     assert len(calls) == 70 and set(calls) == {4}
 
 
-@pytest.mark.parametrize("commits_per_batch", [1, 7])
-def test_replay_equals_process_one(rf_dir, small_dataset, commits_per_batch):
+@pytest.mark.parametrize(("commits_per_batch", "keep_states"), [(1, True), (7, False)])
+def test_replay_equals_process_one(rf_dir, small_dataset, commits_per_batch, keep_states):
     subset = small_dataset.subset(small_dataset.series_ids[:6])
-    found = loop_of(rf_dir).replay(subset, batch_series=4, commits_per_batch=commits_per_batch)
+    loop = loop_of(rf_dir)
+    found = loop.replay(
+        subset, batch_series=4, commits_per_batch=commits_per_batch, keep_states=keep_states
+    )
+    assert len(loop.states) == (6 if keep_states else 0)
     one = loop_of(rf_dir)
     expected = [
         (h.series_id, i)

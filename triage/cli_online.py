@@ -226,7 +226,10 @@ def detect(
         started = time.perf_counter()
         try:
             found = loop.replay(
-                dataset, batch_series=batch_series, commits_per_batch=commits_per_batch
+                dataset,
+                batch_series=batch_series,
+                commits_per_batch=commits_per_batch,
+                keep_states=False,
             )
         except RejectedCommit as exc:
             raise InputError(data, None, str(exc)) from None

@@ -673,7 +673,11 @@ class OnlineTriage:
     # ------------------------------------------------------------------ replay
 
     def replay(
-        self, dataset, batch_series: int = 4096, commits_per_batch: int = 16
+        self,
+        dataset,
+        batch_series: int = 4096,
+        commits_per_batch: int = 16,
+        keep_states: bool = True,
     ) -> list[Decision]:
         """Run whole histories through the loop (the paper's Section 4 experiment).
 
@@ -682,7 +686,10 @@ class OnlineTriage:
         i-th commit of each), so the predictor sees one row per series per
         call. Each :meth:`process_many` batch holds ``commits_per_batch``
         rounds: with a store that is one transaction, and each series' state
-        is serialised once per batch instead of once per commit. Returns the
+        is serialised once per batch instead of once per commit.
+        ``keep_states=False`` drops a group's states from memory once its
+        series are replayed (a store keeps them), so memory is bounded by
+        ``batch_series`` however many series the dataset holds. Returns the
         positive decisions (the change points found), in series order then
         commit order.
         """
@@ -720,6 +727,9 @@ class OnlineTriage:
                     if i < len(commits)
                 ]
                 found.extend(d for d in self._process(batch) if d.decision and not d.replayed)
+            if not keep_states:
+                for sid, *_ in columns:
+                    self.states.pop(sid, None)
         order = {h.series_id: k for k, h in enumerate(histories)}
         found.sort(key=lambda d: (order[d.series], d.index))
         return found
