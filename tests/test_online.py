@@ -168,11 +168,16 @@ def test_replay_equals_process_one(rf_dir, small_dataset, commits_per_batch, kee
     assert [(d.series, d.index) for d in found] == expected
 
 
-def test_compiled_and_library_predictor_agree(rf_dir):
+@pytest.mark.parametrize("kind", ["rf", "xgb", "svm"])
+def test_compiled_and_library_predictor_agree(kind):
+    path = model_dir(kind)
     values = step_series(120, at=(60,), jump=0.5, seed=2)
-    a = run(loop_of(rf_dir, compiled=True), "s", values)
-    b = run(loop_of(rf_dir, compiled=False), "s", values)
-    assert [d.probability for d in a] == [d.probability for d in b]
+    a = run(loop_of(path, compiled=True), "s", values)
+    b = run(loop_of(path, compiled=False), "s", values)
+    np.testing.assert_allclose(
+        [d.probability for d in a], [d.probability for d in b], rtol=0, atol=1e-12
+    )
+    assert [d.decision for d in a] == [d.decision for d in b]
 
 
 # ---------------------------------------------------------------------- state
