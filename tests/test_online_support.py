@@ -18,7 +18,9 @@ series the negatives.
 
 from __future__ import annotations
 
+import atexit
 import functools
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -91,7 +93,9 @@ def model_dir(kind: str = "rf", features: tuple[str, ...] | None = None) -> Path
     """A window-0 model trained on the small synthetic preset, saved once per session."""
     from training.pipeline import train
 
-    out = Path(tempfile.mkdtemp(prefix=f"online-{kind}-")) / "model"
+    root = Path(tempfile.mkdtemp(prefix=f"online-{kind}-"))
+    atexit.register(shutil.rmtree, root, True)
+    out = root / "model"
     params = {"n_estimators": 100} if kind in ("rf", "xgb") else {}
     train(
         small_matrix(),
