@@ -158,6 +158,9 @@ def watch(
         False, "--durable", help="fsync every decision (survives power loss, slower)."
     ),
     poll: float = typer.Option(0.2, help="Seconds between checks for new lines with --follow."),
+    cache_series: int = typer.Option(
+        100_000, "--cache-series", help="With --state: series states kept in memory (LRU)."
+    ),
 ) -> None:
     """Decide each new result as it arrives; one JSON line per commit on stdout."""
     from triage.online import OnlineTriage, RejectedCommit
@@ -171,7 +174,13 @@ def watch(
             store = StateStore(state, durable=durable)
             if reset_state:
                 store.reset()
-        loop = OnlineTriage.from_model_dir(model, store=store, explain=explain, min_pre=min_pre)
+        loop = OnlineTriage.from_model_dir(
+            model,
+            store=store,
+            explain=explain,
+            min_pre=min_pre,
+            max_cached_series=cache_series if store is not None else None,
+        )
         source = str(csv_file) if csv_file is not None else "<stdin>"
         records = (
             _csv_records(csv_file, follow, poll)
