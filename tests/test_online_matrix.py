@@ -1,0 +1,55 @@
+"""Training rows for the online model: positives, ordinary negatives, Pre bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from features.extract import extract_features
+from training.online_matrix import online_matrix
+from triage import labels as L
+
+
+def test_rows_are_confirmed_points_false_alerts_and_ordinary_commits(small_dataset):
+    matrix = online_matrix(small_dataset, ordinary_per_series=5, seed=0)
+    for h in small_dataset:
+        rows = matrix[matrix["series_id"] == h.series_id]
+        idx = set(rows["index"])
+        assert set(h.confirmed()) <= idx
+        assert set(np.flatnonzero(h.labels == L.FALSE_POSITIVE)) <= idx
+        # untriaged candidates are never training rows
+        assert not idx & set(h.indices_with(L.UNTRIAGED))
+        positives = set(rows.loc[rows["label"] == L.TRUE_POSITIVE, "index"])
+        assert positives == set(h.confirmed())
+        ordinary = idx - set(h.candidates())
+        assert len(ordinary) == min(5, len(h) - 1 - len(h.candidates()))
+    assert set(matrix["label"]) == {L.TRUE_POSITIVE, L.FALSE_POSITIVE}
+
+
+def test_window_zero_features_with_pre_bounded_by_positives(small_dataset):
+    matrix = online_matrix(small_dataset, ordinary_per_series=3, use_truth=True, seed=1)
+    h = next(iter(small_dataset))
+    rows = matrix[matrix["series_id"] == h.series_id]
+    direct = extract_features(
+        small_dataset,
+        candidates=[(h.series_id, int(i)) for i in rows["index"]],
+        window=0,
+        change_points={h.series_id: h.true_change_points()},
+    )
+    feature_cols = [c for c in direct.columns if c.startswith(("pre_", "after_", "norm_"))]
+    np.testing.assert_array_equal(rows[feature_cols].to_numpy(), direct[feature_cols].to_numpy())
+    assert (rows["after_series_length"] == 1).all()  # After is the commit alone
+
+
+def test_sampling_is_seeded_and_zero_means_candidates_only(small_dataset):
+    a = online_matrix(small_dataset, ordinary_per_series=4, seed=3)
+    b = online_matrix(small_dataset, ordinary_per_series=4, seed=3)
+    assert a["index"].tolist() == b["index"].tolist()
+    paper = online_matrix(small_dataset, ordinary_per_series=0)
+    counts = small_dataset.label_counts()
+    assert len(paper) == counts[L.TRUE_POSITIVE] + counts[L.FALSE_POSITIVE]
+
+
+def test_bad_arguments(small_dataset):
+    with pytest.raises(ValueError, match="ordinary_per_series"):
+        online_matrix(small_dataset, ordinary_per_series=-1)

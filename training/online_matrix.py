@@ -1,0 +1,84 @@
+"""Training rows for the online (window-0) model: the per-commit question.
+
+The online loop (Bauer et al., ICPE 2022, Algorithm 1) asks the model about
+*every* new commit, but triaged candidates are already suspicious commits: a
+window-0 model that only ever saw candidates calls roughly one ordinary noisy
+commit in six a change point (measured while building the online loop, see
+``tests/test_online_support.py``). So the online model also learns from
+ordinary commits:
+
+* positives: the confirmed change points (``true_positive`` labels), or the
+  ground-truth change points of synthetic data when ``use_truth`` is set;
+* negatives: the ``false_positive`` candidates and ``ordinary_per_series``
+  random commits per series that no detector flagged;
+* Pre of every row is bounded by the positives, as the loop bounds it by the
+  change points it found; After is the commit alone (window 0).
+
+Untriaged candidates are left out: nobody knows their answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from features.extract import extract_features
+from triage import labels as L
+from triage.history import Dataset
+
+
+def online_matrix(
+    dataset: Dataset,
+    *,
+    ordinary_per_series: int = 10,
+    use_truth: bool = False,
+    seed: int = 0,
+    n_jobs: int = 1,
+) -> pd.DataFrame:
+    """The window-0 feature matrix for training an online model.
+
+    Parameters
+    ----------
+    dataset : histories with triage labels (and ground truth if ``use_truth``)
+    ordinary_per_series : int >= 0
+        Unflagged commits sampled per series as negatives (0 = candidates only,
+        the paper's training data).
+    use_truth : take the positives from ``History.true_change`` (synthetic data)
+        instead of the ``true_positive`` labels.
+    seed : seed of the sampling of ordinary commits
+    n_jobs : processes for the feature extraction
+
+    Returns
+    -------
+    DataFrame in the feature-matrix contract (ARCHITECTURE.md); ``label`` is
+    ``true_positive`` for positives and ``false_positive`` for every negative,
+    ordinary commits included.
+    """
+    if ordinary_per_series < 0:
+        raise ValueError(f"ordinary_per_series must be >= 0, got {ordinary_per_series}")
+    rng = np.random.default_rng(seed)
+    picks: dict[str, list[int]] = {}
+    positives: dict[str, np.ndarray] = {}
+    for h in dataset:
+        if use_truth:
+            if h.true_change is None:
+                raise ValueError(f"series {h.series_id!r} has no ground truth (true_change); use its labels")
+            pos = h.true_change_points()
+        else:
+            pos = h.confirmed()
+        false_alerts = np.flatnonzero(h.labels == L.FALSE_POSITIVE)
+        flagged = np.union1d(pos, h.candidates())
+        unflagged = np.setdiff1d(np.arange(1, len(h)), flagged)
+        ordinary = rng.choice(unflagged, min(ordinary_per_series, unflagged.size), replace=False)
+        rows = np.unique(np.concatenate([pos, false_alerts, ordinary]).astype(np.int64))
+        if rows.size:
+            picks[h.series_id] = rows.tolist()
+            positives[h.series_id] = pos
+    if not picks:
+        raise ValueError("no confirmed change points or false alerts to learn from")
+    matrix = extract_features(dataset, candidates=picks, window=0, change_points=positives, n_jobs=n_jobs)
+    is_positive = np.zeros(len(matrix), dtype=bool)
+    for sid, group in matrix.groupby("series_id", sort=False).groups.items():
+        is_positive[matrix.index.get_indexer(group)] = np.isin(matrix.loc[group, "index"], positives[sid])
+    matrix["label"] = np.where(is_positive, L.TRUE_POSITIVE, L.FALSE_POSITIVE)
+    return matrix
