@@ -53,3 +53,31 @@ def test_sampling_is_seeded_and_zero_means_candidates_only(small_dataset):
 def test_bad_arguments(small_dataset):
     with pytest.raises(ValueError, match="ordinary_per_series"):
         online_matrix(small_dataset, ordinary_per_series=-1)
+
+
+def _detected(model_dir, dataset) -> int:
+    from triage.online import OnlineTriage
+
+    return len(OnlineTriage.from_model_dir(model_dir, explain="none").replay(dataset))
+
+
+def test_train_window_zero_learns_the_per_commit_question(tmp_path):
+    # The CLI trains online models on ordinary commits too; the paper's
+    # candidates-only rows make a loop that fires on many ordinary commits.
+    from typer.testing import CliRunner
+
+    from triage.cli import app
+    from triage.synthetic import generate
+
+    runner = CliRunner()
+    common = ["train", "--preset", "small", "--window", "0", "--no-track", "--test-size", "0"]
+    result = runner.invoke(app, [*common, "--out", str(tmp_path / "online")])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, [*common, "--ordinary-per-series", "0", "--out", str(tmp_path / "paper")])
+    assert result.exit_code == 0, result.output
+
+    fresh = generate("small", seed=7)
+    truth = sum(len(h.true_change_points()) for h in fresh)
+    online, paper = _detected(tmp_path / "online", fresh), _detected(tmp_path / "paper", fresh)
+    assert 0.5 * truth <= online <= 2 * truth, (online, truth)
+    assert paper > 4 * truth, (paper, truth)

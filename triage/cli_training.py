@@ -108,19 +108,27 @@ def dataset_of(data: Path | None, preset: str | None, seed: int):
     return load(data)
 
 
-def build_matrix(dataset, window: str | int, n_jobs: int):
-    """The feature matrix of every candidate of ``dataset`` for ``window``."""
+def build_matrix(dataset, window: str | int, n_jobs: int, ordinary_per_series: int = 0):
+    """The feature matrix of every candidate of ``dataset`` for ``window``.
+
+    With window 0 and ``ordinary_per_series`` > 0, the rows of an online model
+    instead (:mod:`training.online_matrix`): it will be asked about every commit.
+    """
     try:
         from features.extract import extract_features
     except ImportError:
         raise InputError(None, None, "features.extract is not available in this installation; use --matrix") from None
     try:
+        if window == 0 and ordinary_per_series > 0:
+            from training.online_matrix import online_matrix
+
+            return online_matrix(dataset, ordinary_per_series=ordinary_per_series, n_jobs=n_jobs)
         return extract_features(dataset, window=window, n_jobs=n_jobs)
     except (ValueError, KeyError) as exc:  # a NaN inside a window, a bad candidate: name it, no traceback
         raise InputError(dataset.source, None, f"feature extraction failed: {exc}") from None
 
 
-def matrix_of(data, preset, matrix, window, seed, n_jobs):
+def matrix_of(data, preset, matrix, window, seed, n_jobs, ordinary_per_series: int = 0):
     if matrix is not None:
         if data is not None or preset is not None:
             raise typer.BadParameter("give exactly one of --data, --preset or --matrix")
@@ -128,7 +136,7 @@ def matrix_of(data, preset, matrix, window, seed, n_jobs):
             return read_matrix(matrix)
     dataset = dataset_of(data, preset, seed)
     with console.status(f"extracting features (window {window}) from {len(dataset):,} series"):
-        return build_matrix(dataset, window, n_jobs)
+        return build_matrix(dataset, window, n_jobs, ordinary_per_series)
 
 
 # ---------------------------------------------------------------------- commands
@@ -151,15 +159,17 @@ def train(
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP)] = None,
     no_track: Annotated[bool, typer.Option("--no-track", help="Do not log to MLflow.")] = False,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction and model threads.")] = 1,
+    ordinary_per_series: Annotated[int, typer.Option("--ordinary-per-series", min=0, help="With --window 0: unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper).")] = 10,
 ) -> None:
     """Train a classifier, measure it on held-out series, save it and log it to MLflow."""
     from training.pipeline import train as run_train
 
     w = parse_window(window)
     policy = f"recall:{target_recall}" if target_recall is not None else threshold
-    fm = matrix_of(data, preset, matrix, w, seed, n_jobs)
+    online_rows = ordinary_per_series if w == 0 else 0
+    fm = matrix_of(data, preset, matrix, w, seed, n_jobs, online_rows)
     source = {"data": str(data) if data else None, "preset": preset, "matrix": str(matrix) if matrix else None,
-              "seed": seed}
+              "seed": seed, "ordinary_per_series": online_rows if matrix is None else None}
     with console.status(f"training {model}"):
         result = run_train(
             fm,
@@ -178,7 +188,8 @@ def train(
             extra={"source": {k: v for k, v in source.items() if v is not None}},
         )
     clf = result.classifier
-    table = Table(title=f"{model} trained on {clf.n_train_['positives'] + clf.n_train_['negatives']:,} triaged candidates")
+    rows = "rows (change points, false alerts, ordinary commits)" if online_rows and matrix is None else "triaged candidates"
+    table = Table(title=f"{model} trained on {clf.n_train_['positives'] + clf.n_train_['negatives']:,} {rows}")
     table.add_column("metric")
     table.add_column("held-out value", justify="right")
     table.add_column("95 % interval", justify="right")
