@@ -563,10 +563,19 @@ def select_features(
     """Run the GA on a feature matrix (the contract of :mod:`features.extract`).
 
     Uses the triaged rows only; returns the :class:`FeatureSet` to save.
+    Columns constant over those rows (e.g. every ``after_*`` column at
+    ``window=0``, where After is one point) cannot inform the forest and are
+    left out of the chromosome; ``extra["constant_columns"]`` lists them.
     """
     selector = selector or GeneticSelector()
     X, y, groups, columns = training_rows(frame)
-    selector.fit(X, y, groups, columns, callback=callback)
+    with np.errstate(invalid="ignore"):
+        spread = np.nanmax(X, axis=0) - np.nanmin(X, axis=0) if len(X) else np.zeros(len(columns))
+    varying = spread > 0
+    if not varying.any():
+        raise ValueError("every feature column is constant over the triaged rows")
+    constant = [c for c, v in zip(columns, varying, strict=True) if not v]
+    selector.fit(X[:, varying], y, groups, [c for c, v in zip(columns, varying, strict=True) if v], callback=callback)
     return FeatureSet(
         names=selector.names_,
         fitness=selector.fitness_,
@@ -585,6 +594,7 @@ def select_features(
             "n_estimators": selector.n_estimators,
             "n_rows": int(len(y)),
             "n_candidates": len(columns),
+            "constant_columns": constant,
             "history": selector.history_,
         },
     )

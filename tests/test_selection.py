@@ -250,3 +250,14 @@ def test_a_single_feature_column_still_runs(matrix):
     one = matrix[["series_id", "commit", "index", "timestamp", "label", "truth_label", "after_mean"]]
     fs = select_features(one, selector=small_selector(generations=2))
     assert fs.names == ["after_mean"]
+
+
+def test_constant_columns_are_left_out(matrix):
+    """At window 0 every after_* column is constant: the GA must not spend genes on them."""
+    frame = matrix.assign(after_entropy=0.0, after_hurst=0.5)
+    fs = select_features(frame, selector=small_selector(generations=1))
+    assert fs.extra["constant_columns"] == ["after_entropy", "after_hurst"]
+    assert not {"after_entropy", "after_hurst"} & set(fs.names)
+    assert fs.extra["n_candidates"] == 25
+    with pytest.raises(ValueError, match="every feature column is constant"):
+        select_features(matrix.assign(**{c: 1.0 for c in training_rows(matrix)[3]}), selector=small_selector())
