@@ -24,7 +24,7 @@ TCPDBench: F1 / precision / recall with a margin):
    features`` builds for ``triage train`` (windows stop at confirmed change
    points) instead. Window 30 and ``none`` were chosen on validation series
    only (BENCHMARKS.md). The online loop's model is an RF with window 0
-   trained as ``triage train --window 0`` does. Each model is saved and
+   (item 6). Each model is saved and
    loaded back through ``training.model_files`` (the manifest carries the
    window the scoring code reads).
 3. **Held-out series are unlabelled.** Their labels and ground truth are
@@ -49,8 +49,10 @@ TCPDBench: F1 / precision / recall with a margin):
    of the training side** (never on the test series): the highest threshold
    whose TCPDBench recall there is at least ``keep_recall`` (0.97) times the
    detector's own recall there.
-6. **Online loop** (``triage.online.OnlineTriage.replay``, window-0 model,
-   ``min_pre`` 5) over each held-out series from its first commit; its
+6. **Online loop** (``triage.online.OnlineTriage.replay``, window-0 model
+   trained on the fitting part as ``triage train --window 0`` trains it:
+   confirmed change points against false alerts and 10 unflagged commits per
+   series, :mod:`training.online_matrix`; ``min_pre`` 5) over each held-out series from its first commit; its
    positive decisions are the predictions. Thresholds: the model's own 0.5
    and the one maximising the mean F1 on the validation series.
 7. **Metrics**: per series, TCPDBench precision / recall with margin 5
@@ -121,14 +123,15 @@ class Config:
     n_series: int | None = None  # override the preset's series count (tests)
     test_share: float = 0.2
     val_share: float = 0.1
-    sample: int | None = 150  # held-out series evaluated (None = all)
-    val_sample: int | None = 100  # validation series used for threshold tuning (None = all)
+    sample: int | None = 300  # held-out series evaluated (None = all)
+    val_sample: int | None = 150  # validation series used for threshold tuning (None = all)
     detectors: Sequence[str] = field(default_factory=lambda: list(names()) + ["ensemble_c2", "ensemble_c4"])
     margin: int = 5
     window: str | int = 30  # chosen on validation series (BENCHMARKS.md)
     train_bounds: str = "none"
     keep_recall: float = 0.97
     online: bool = True
+    online_ordinary: int = 10  # unflagged commits per series as negatives (triage train --window 0 default)
     speed_series: int = 5
     speed_length: int = 500
     n_jobs: int = 2
@@ -295,8 +298,21 @@ def tune_threshold(
 # --------------------------------------------------------------------------- models
 
 
-def train_model(dataset: Dataset, window: str | int, out: Path, n_jobs: int, n_estimators: int, bounds: str = "labels"):
+def train_model(
+    dataset: Dataset,
+    window: str | int,
+    out: Path,
+    n_jobs: int,
+    n_estimators: int,
+    bounds: str = "labels",
+    ordinary_per_series: int = 0,
+):
     """Fit the RF on the triaged candidates of ``dataset`` with ``window``; save and load it back.
+
+    With ``window == 0`` and ``ordinary_per_series > 0`` the rows are those of
+    an online model, as ``triage train --window 0`` builds them
+    (:func:`training.online_matrix.online_matrix`: confirmed change points
+    against false alerts and that many unflagged commits per series).
 
     ``bounds="labels"``: Pre/After stop at the series' confirmed change points,
     the matrix ``triage features`` builds for ``triage train``. ``"none"``: no
@@ -309,8 +325,13 @@ def train_model(dataset: Dataset, window: str | int, out: Path, n_jobs: int, n_e
 
     if bounds not in TRAIN_BOUNDS:
         raise ValueError(f"bounds must be one of {', '.join(TRAIN_BOUNDS)}, got {bounds!r}")
-    change_points = {s: [] for s in dataset.series_ids} if bounds == "none" else None
-    matrix = extract_features(dataset, window=window, change_points=change_points, n_jobs=n_jobs)
+    if window == 0 and ordinary_per_series > 0:
+        from training.online_matrix import online_matrix
+
+        matrix = online_matrix(dataset, ordinary_per_series=ordinary_per_series, n_jobs=n_jobs)
+    else:
+        change_points = {s: [] for s in dataset.series_ids} if bounds == "none" else None
+        matrix = extract_features(dataset, window=window, change_points=change_points, n_jobs=n_jobs)
     matrix = matrix[matrix["label"].isin(L.TRIAGED)].reset_index(drop=True)
     clf = TriageClassifier(model="rf", n_jobs=n_jobs, random_state=0, n_estimators=n_estimators).fit(matrix)
     save_model(clf, out, window=window, extra={"trained_on": "bench_accuracy fitting part", "train_bounds": bounds})
@@ -434,9 +455,11 @@ def run(config: Config, workdir: Path | None = None, log=print) -> dict[str, obj
     n_rows0 = 0
     if config.online:
         t0 = time.perf_counter()
-        _, n_rows0 = train_model(fit, 0, root / "model_w0", config.n_jobs, config.n_estimators)
+        _, n_rows0 = train_model(fit, 0, root / "model_w0", config.n_jobs, config.n_estimators,
+                                 ordinary_per_series=config.online_ordinary)
         model0_dir = root / "model_w0"
-        log(f"window-0 model: {n_rows0} triaged candidates, {time.perf_counter() - t0:.1f} s")
+        log(f"window-0 model: {n_rows0} rows (ordinary commits per series: {config.online_ordinary}), "
+            f"{time.perf_counter() - t0:.1f} s")
 
     t0 = time.perf_counter()
     det_test = run_detectors(list(test), config.detectors, config.n_jobs)
@@ -553,6 +576,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="training Pre/After bounded by confirmed labels (as triage train) or by nothing (as scoring sees unlabelled series)")
     parser.add_argument("--keep-recall", type=float, default=d.keep_recall)
     parser.add_argument("--no-online", action="store_true")
+    parser.add_argument("--online-ordinary", type=int, default=d.online_ordinary,
+                        help="window-0 model: unflagged commits per series as negatives (0 = triaged candidates only)")
     parser.add_argument("--speed-series", type=int, default=d.speed_series)
     parser.add_argument("--n-jobs", type=int, default=d.n_jobs)
     parser.add_argument("--out", default="benchmarks/out/accuracy.json")
@@ -560,7 +585,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     config = Config(
         preset=args.preset, seed=args.seed, n_series=args.n_series, sample=args.sample or None,
         val_sample=args.val_sample or None, window=args.window if args.window == "adaptive" else int(args.window),
-        train_bounds=args.train_bounds, keep_recall=args.keep_recall, online=not args.no_online, speed_series=args.speed_series, n_jobs=args.n_jobs,
+        train_bounds=args.train_bounds, keep_recall=args.keep_recall, online=not args.no_online, online_ordinary=args.online_ordinary, speed_series=args.speed_series, n_jobs=args.n_jobs,
     )
     if args.detectors:
         config.detectors = [n.strip() for n in args.detectors.split(",") if n.strip()]

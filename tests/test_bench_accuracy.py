@@ -31,7 +31,7 @@ def bench():
 def result(bench, tmp_path_factory):
     config = bench.Config(
         preset="small", n_series=30, sample=None, val_sample=None, detectors=["perfherder", "cusum"],
-        online=False, speed_series=1, speed_length=200, n_jobs=1, n_estimators=20,
+        online=True, speed_series=1, speed_length=200, n_jobs=1, n_estimators=20,
     )
     return bench.run(config, workdir=tmp_path_factory.mktemp("bench"), log=lambda msg: None)
 
@@ -57,7 +57,7 @@ def test_table_structure(bench, result):
     rows = result["rows"]
     assert [(r["method"], r["triage"]) for r in rows] == [
         (m, t) for m in ("perfherder", "cusum") for t in ("none", "model", "tuned")
-    ]
+    ] + [("online", "model"), ("online", "tuned")]
     assert result["series"]["test_used"] == 6 and result["series"]["fit"] == 21
     table = bench.markdown(result)
     lines = table.splitlines()
@@ -76,6 +76,7 @@ def test_metrics_in_range_and_consistent(result):
             assert math.isnan(r[key]) or 0.0 <= r[key] <= 1.0
         assert r["ms_per_series"] > 0
     by = {(r["method"], r["triage"]): r for r in result["rows"]}
+    assert by[("online", "tuned")]["threshold"] in (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
     for m in ("perfherder", "cusum"):
         # Triage only removes alerts: never more alerts, never more recall.
         for t in ("model", "tuned"):
