@@ -41,9 +41,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import random
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -59,6 +57,7 @@ from sklearn.model_selection import StratifiedGroupKFold
 
 from features.catalogue import METADATA_COLUMNS
 from triage import labels as L
+from triage.atomic import write_text_atomic
 from triage.errors import InputError
 
 METRICS: tuple[str, ...] = ("accuracy", "auc")
@@ -160,24 +159,8 @@ class FeatureSet:
 
 def save_feature_set(feature_set: FeatureSet, path: str | Path) -> Path:
     """Write ``feature_set`` as JSON at ``path`` atomically (temp file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(feature_set.to_dict(), fh, indent=2)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        # mkstemp creates the file private (0600); give it the mode a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    text = json.dumps(feature_set.to_dict(), indent=2) + "\n"
+    return write_text_atomic(text, path, fsync=True)
 
 
 def load_feature_set(path: str | Path) -> FeatureSet:

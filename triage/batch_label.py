@@ -25,8 +25,6 @@ dataset (:mod:`triage.scoring`) get exactly the training columns.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -37,6 +35,8 @@ from features import catalogue as C
 from features.extract import extract_features
 from features.windows import ADAPTIVE
 from triage import labels as L
+from triage.atomic import write_csv_atomic as write_frame_atomic
+from triage.atomic import write_text_atomic
 from triage.errors import InputError
 from triage.history import Dataset, History
 
@@ -258,40 +258,6 @@ def agreement(decisions: pd.DataFrame, reference: str = "label") -> dict[str, fl
 
 
 # --------------------------------------------------------------------------- writing
-
-
-def write_frame_atomic(frame: pd.DataFrame, path: str | Path, **to_csv: object) -> Path:
-    """Write ``frame`` as CSV next to ``path`` and rename it into place.
-
-    An interrupted run never leaves a half-written file where a reader expects
-    a complete one: either the old file or the new one is there.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        frame.to_csv(tmp, index=False, **to_csv)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
-
-
-def write_text_atomic(text: str, path: str | Path) -> Path:
-    """Write ``text`` (UTF-8) next to ``path`` and rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
 
 
 def write_decisions(decisions: pd.DataFrame, path: str | Path, *, fmt: str = "csv") -> Path:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from triage.atomic import write_csv_atomic
 from triage.history import Dataset
 from triage.loaders import LAYOUTS, load
 
@@ -47,19 +46,6 @@ def candidates_frame(dataset: Dataset, detector_name: str, params: dict | None =
     return frame
 
 
-def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    # written next to the destination and renamed: no half-written CSV on interrupt
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        frame.to_csv(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def candidates(
     data: Path = typer.Option(..., "--data", help="Dataset file or directory (any supported layout)."),
     detector: str = typer.Option(..., "--detector", help="Detector name (list them with `triage detectors`)."),
@@ -85,7 +71,7 @@ def candidates(
             frame = candidates_frame(dataset, detector, params)
     except ValueError as exc:  # a parameter value the detector rejects when it runs
         raise typer.BadParameter(str(exc)) from None
-    _write_csv(frame, out)
+    write_csv_atomic(frame, out)
     console.print(f"{len(frame)} candidates from {detector} on {len(dataset)} series -> {out}")
 
 

@@ -28,9 +28,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +36,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from triage.atomic import atomic_write
 from triage.errors import InputError
 
 err_console = Console(stderr=True)
@@ -243,18 +242,15 @@ def detect(
         except RejectedCommit as exc:
             raise InputError(data, None, str(exc)) from None
         seconds = time.perf_counter() - started
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-        try:
-            with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
                 writer = csv.writer(fh)
                 writer.writerow(["series_id", "commit", "index", "probability"])
                 for d in found:
                     writer.writerow([d.series, d.commit, d.index, repr(d.probability)])
-            os.replace(tmp, out)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+
+        atomic_write(out, write)
     except (InputError, ValueError) as exc:
         _fail(exc)
     n = dataset.n_commits()

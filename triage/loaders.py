@@ -33,8 +33,6 @@ and what is wrong.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from triage import labels as L
+from triage.atomic import atomic_write, write_csv_atomic
 from triage.errors import InputError
 from triage.history import REQUIRED_COLUMNS, Dataset, History
 
@@ -136,7 +135,8 @@ def detect_layout(path: Path) -> str:
     )
 
 
-def _read_csv_as_text(path: Path, sep: str = ",") -> pd.DataFrame:
+def read_csv_text(path: Path, sep: str = ",", *, require_rows: bool = True) -> pd.DataFrame:
+    """Every cell as text (no NaN guessing), stripped column names; located errors."""
     try:
         frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True)
     except pd.errors.EmptyDataError:
@@ -146,7 +146,7 @@ def _read_csv_as_text(path: Path, sep: str = ",") -> pd.DataFrame:
     except UnicodeDecodeError:
         raise InputError(path, None, "not a UTF-8 text file") from None
     frame.columns = [str(c).strip() for c in frame.columns]
-    if frame.empty:
+    if require_rows and frame.empty:
         raise InputError(path, None, "file has a header but no data rows")
     return frame
 
@@ -163,7 +163,7 @@ def read_long(path: str | Path, *, aggregate: str = "mean", sort_timestamps: boo
             raise InputError(path, None, "file has no rows")
         rows = np.arange(1, len(frame) + 1)
     else:
-        frame = _read_csv_as_text(path)
+        frame = read_csv_text(path)
         rows = np.arange(2, len(frame) + 2)  # header is line 1
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
@@ -176,7 +176,7 @@ def read_long(path: str | Path, *, aggregate: str = "mean", sort_timestamps: boo
 def read_mongodb_demo(path: str | Path) -> Dataset:
     """Read the ICPE 2022 data-challenge demo layout (``"Value";"MongoDB.Label"``)."""
     path = Path(path)
-    frame = _read_csv_as_text(path, sep=";")
+    frame = read_csv_text(path, sep=";")
     missing = [c for c in MONGODB_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(
@@ -210,7 +210,7 @@ def read_otava_csv(
     non-number in a metric column is an error naming its row).
     """
     path = Path(path)
-    frame = _read_csv_as_text(path)
+    frame = read_csv_text(path)
     if commit_column not in frame.columns:
         raise InputError(path, 1, f"missing column {commit_column!r} (found: {', '.join(frame.columns)})")
     has_time = time_column in frame.columns
@@ -509,18 +509,8 @@ def write_long(dataset: Dataset, path: str | Path) -> Path:
     frame = dataset.to_frame()
     if "timestamp" in frame.columns and frame["timestamp"].isna().all():
         frame["timestamp"] = ""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        if path.suffix.lower() == ".parquet":
-            if (frame["timestamp"] == "").all() if frame["timestamp"].dtype == object else False:
-                frame = frame.drop(columns="timestamp")
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False, date_format="%Y-%m-%dT%H:%M:%S")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    if path.suffix.lower() == ".parquet":
+        if (frame["timestamp"] == "").all() if frame["timestamp"].dtype == object else False:
+            frame = frame.drop(columns="timestamp")
+        return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    return write_csv_atomic(frame, path, date_format="%Y-%m-%dT%H:%M:%S")

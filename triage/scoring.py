@@ -75,6 +75,7 @@ from triage import labels as L
 from triage.batch_label import candidate_matrix, decide, model_features, model_window
 from triage.errors import InputError
 from triage.history import Dataset
+from triage.loaders import read_csv_text
 
 #: Input layouts :func:`read_candidates` knows.
 LAYOUTS: tuple[str, ...] = ("auto", "candidates", "otava-json", "otava-csv", "perfherder-json", "perfherder-csv")
@@ -144,7 +145,7 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
         if layout == "otava-json":
             return _otava_json(payload, path)
         return _perfherder_json(payload, path)
-    frame = _read_text_csv(path)
+    frame = read_csv_text(path, require_rows=False)
     if layout == "candidates":
         return _candidates_csv(frame, path)
     if layout == "otava-csv":
@@ -185,19 +186,6 @@ def _detect(path: Path) -> str:
         f"cannot tell the candidate layout from the header ({header.strip()[:80]!r}); expected "
         "series_id + commit/index (triage candidates), an Otava report or a Perfherder alerts export",
     )
-
-
-def _read_text_csv(path: Path) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except pd.errors.EmptyDataError:
-        raise InputError(path, None, "file is empty") from None
-    except pd.errors.ParserError as exc:
-        raise InputError(path, None, f"not a valid CSV file: {exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
-    return frame
 
 
 def _text(value: object) -> str | None:
