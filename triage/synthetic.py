@@ -34,7 +34,6 @@ series has its own child seed, so changing ``n_series`` keeps the first series.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -43,6 +42,7 @@ import pandas as pd
 from scipy.signal import lfilter
 
 from triage import labels as L
+from triage.atomic import atomic_write, write_csv_atomic, write_text_atomic
 from triage.history import Dataset
 from triage.loaders import _build_dataset
 
@@ -352,8 +352,8 @@ def write_synthetic(
 ) -> Path:
     """Generate and write a dataset directory: ``history.<fmt>`` and ``dataset.json``.
 
-    Returns the path of the history file. Files are written beside their final
-    name and renamed into place.
+    Returns the path of the history file. Files are written atomically
+    (:mod:`triage.atomic`).
     """
     preset = config if isinstance(config, str) else None
     if isinstance(config, str):
@@ -364,12 +364,10 @@ def write_synthetic(
     out_dir.mkdir(parents=True, exist_ok=True)
     frame = generate_frame(config, seed)
     path = out_dir / f"history.{fmt}"
-    tmp = out_dir / f".history.{fmt}.tmp"
     if fmt == "parquet":
-        frame.to_parquet(tmp, index=False)
+        atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
     else:
-        frame.to_csv(tmp, index=False, date_format="%Y-%m-%dT%H:%M:%S")
-    os.replace(tmp, path)
+        write_csv_atomic(frame, path, date_format="%Y-%m-%dT%H:%M:%S")
     for other in ("parquet", "csv"):  # a stale file of the other format would shadow this one
         if other != fmt and (out_dir / f"history.{other}").exists():
             (out_dir / f"history.{other}").unlink()
@@ -384,5 +382,5 @@ def write_synthetic(
         "candidates": frame.loc[first, "label"].value_counts().to_dict(),
         "true_change_points": int(frame["true_change"].sum()),
     }
-    (out_dir / "dataset.json").write_text(json.dumps(meta, indent=2, default=list) + "\n")
+    write_text_atomic(json.dumps(meta, indent=2, default=list) + "\n", out_dir / "dataset.json")
     return path
