@@ -56,8 +56,13 @@ def test_unknown_series_for_plot(tmp_path, shared_data):
 
 
 @pytest.mark.slow
-def test_demo_runs_end_to_end(tmp_path):
+def test_demo_runs_every_job_end_to_end(tmp_path):
     proc = triage("demo", "--out", str(tmp_path / "demo"))
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "demo" / "series.png").exists()
-    assert "true_positive" in proc.stdout
+    demo = tmp_path / "demo"
+    assert (demo / "series.png").read_bytes()[:4] == b"\x89PNG"
+    assert (demo / "report" / "index.html").is_file()
+    for name in ("labelled.csv", "candidates.csv", "scored.csv"):
+        assert len((demo / name).read_text().splitlines()) > 1, name
+    for step in ("batch labelling", "perfherder + triage", "online loop (window 0)", "report:"):
+        assert step in proc.stdout, step

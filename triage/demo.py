@@ -1,0 +1,146 @@
+"""The demo job behind ``triage demo`` / ``make demo``: every use of the tool, once.
+
+1. generate synthetic histories (preset ``small``) and load them back;
+2. load the bundled models (``models/``) and show their held-out figures;
+3. batch-label the untriaged alerts and check them against the ground truth;
+4. run Mozilla's Perfherder detector, score its candidates with the model,
+   and compare precision / recall before and after triage;
+5. run the online loop (window-0 model) over the histories, commit by commit;
+6. write the HTML report a sheriff would open.
+
+The synthetic data is generated with a seed the bundled models were not
+trained on, so the figures printed are out-of-sample.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from triage import labels as L
+from triage.history import Dataset
+from triage.loaders import load
+from triage.tables import dataset_summary
+
+#: Where the bundled models live: ``models/`` at the top of the checkout.
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+ADAPTIVE_MODEL = "default-adaptive"
+ONLINE_MODEL = "default-w0"
+#: Not a seed the bundled models were trained on (they use seed 0).
+DEMO_SEED = 2026
+
+
+def bundled_model_dir(name: str, models_dir: Path = MODELS_DIR) -> Path:
+    path = models_dir / name
+    if not (path / "manifest.json").is_file():
+        from triage.errors import InputError
+
+        raise InputError(
+            path, None, f"bundled model {name!r} is missing; rebuild it with `triage train --preset default` (see models/README.md)"
+        )
+    return path
+
+
+def _cpd_scores(dataset: Dataset, found: dict[str, list[int]]) -> tuple[float, float, float]:
+    """Mean TCPDBench F1, precision, recall (margin 5) against the ground truth."""
+    from triage.cpd_metrics import f_measure
+
+    scores = [f_measure({1: h.true_change_points().tolist()}, found.get(h.series_id, []), margin=5) for h in dataset]
+    return tuple(float(np.mean([getattr(s, k) for s in scores])) for k in ("f", "precision", "recall"))
+
+
+def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR, console: Console | None = None) -> Path:
+    """Run the whole demo into ``out``; returns the report's ``index.html``."""
+    from features.extract import extract_features  # noqa: F401  (fail early if features are broken)
+    from triage.atomic import write_csv_atomic
+    from triage.batch_label import agreement, label_candidates, load_classifier
+    from triage.cli_detectors import candidates_frame
+    from triage.online import OnlineTriage
+    from triage.plotting import plot_history
+    from triage.report import build_report, candidate_points, read_decisions
+    from triage.scoring import read_candidates, score_candidates
+    from triage.synthetic import write_synthetic
+
+    console = console or Console()
+    out = Path(out)
+
+    console.rule("1. synthetic performance histories")
+    path = write_synthetic(out / "data", "small", seed)
+    dataset = load(path)
+    console.print(dataset_summary(dataset, title=f"preset 'small', seed {seed}: {path}"))
+    history = max(dataset, key=lambda h: len(h.candidates()))
+    console.print(f"plot of {history.series_id}: {plot_history(history, out / 'series.png')}")
+
+    console.rule("2. the bundled models")
+    adaptive_dir = bundled_model_dir(ADAPTIVE_MODEL, models_dir)
+    model = load_classifier(adaptive_dir)
+    table = Table(title=f"held-out figures from the model manifests ({models_dir})")
+    for col in ("model", "window", "trained on", "held-out AUC", "accuracy", "threshold"):
+        table.add_column(col, no_wrap=True)
+    online_dir = bundled_model_dir(ONLINE_MODEL, models_dir)
+    for d in (adaptive_dir, online_dir):
+        m = load_classifier(d).manifest_
+        metrics = m.get("metrics", {})
+        table.add_row(
+            d.name,
+            str(m.get("window")),
+            f"{m['n_train']['fit']:,} rows",
+            f"{metrics.get('auc', float('nan')):.3f}",
+            f"{metrics.get('accuracy', float('nan')):.3f}",
+            f"{m['threshold']['value']:.3f} ({m['threshold']['policy']})",
+        )
+    console.print(table)
+
+    console.rule("3. batch labelling of untriaged alerts")
+    decisions = label_candidates(dataset, model, which="untriaged")
+    agree = agreement(decisions, reference="truth_label")
+    console.print(
+        f"{len(decisions)} untriaged alerts labelled; {int((decisions['classification'] == L.TRUE_POSITIVE).sum())} "
+        f"called true; agreement with the ground truth: {agree.get('accuracy', float('nan')):.2f}"
+    )
+    write_csv_atomic(decisions.drop(columns=["index", "truth_label"]), out / "labelled.csv")
+
+    console.rule("4. scoring Perfherder's candidates")
+    cands = candidates_frame(dataset, "perfherder")
+    cand_file = write_csv_atomic(cands, out / "candidates.csv")
+    scored = score_candidates(dataset, read_candidates(cand_file), model)
+    scored_file = write_csv_atomic(scored, out / "scored.csv")
+    console.print(
+        f"{len(cands)} candidates from perfherder, {int((scored['classification'] == L.TRUE_POSITIVE).sum())} "
+        f"kept by the model: {scored_file}"
+    )
+    alone: dict[str, list[int]] = {}
+    kept: dict[str, list[int]] = {}
+    called_true = scored["classification"] == L.TRUE_POSITIVE
+    for sid, idx, keep in zip(cands["series_id"], cands["index"], called_true, strict=True):
+        alone.setdefault(sid, []).append(int(idx))
+        if bool(keep):
+            kept.setdefault(sid, []).append(int(idx))
+    t = Table("candidates", "count", "F1", "precision", "recall", title="against the ground truth (TCPDBench, margin 5)")
+    for name, found in (("perfherder alone", alone), ("perfherder + triage", kept)):
+        f1, p, r = _cpd_scores(dataset, found)
+        t.add_row(name, str(sum(map(len, found.values()))), f"{f1:.3f}", f"{p:.3f}", f"{r:.3f}")
+
+    console.rule("5. the online loop, commit by commit")
+    loop = OnlineTriage.from_model_dir(online_dir, explain="positive")
+    detected = loop.replay(dataset)
+    online: dict[str, list[int]] = {}
+    for d in detected:
+        online.setdefault(d.series, []).append(int(d.index))
+    f1, p, r = _cpd_scores(dataset, online)
+    t.add_row("online loop (window 0)", str(len(detected)), f"{f1:.3f}", f"{p:.3f}", f"{r:.3f}")
+    console.print(t)
+    if detected:
+        first = detected[0]
+        console.print(f"e.g. {first.series} commit {first.commit}: P(true) {first.probability:.2f} - {'; '.join(first.top_features)}")
+
+    console.rule("6. the report")
+    index = build_report(
+        dataset, read_decisions(scored_file, dataset), out / "report",
+        candidates=candidate_points(cand_file, dataset), title="changepoint-triage demo",
+    )
+    console.print(f"report: {index}")
+    return index
