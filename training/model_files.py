@@ -93,6 +93,11 @@ def save_model(
         _check_replaceable(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=parent))
     try:
+        # mkdtemp makes the directory private (0700); a model directory should
+        # get the usual permissions, as ``mkdir`` would give it.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)
         files = _write_model(clf, tmp)
         manifest = _manifest(clf, files, window, metrics, feature_set_file, extra)
         _write_bytes(tmp / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
