@@ -71,5 +71,5 @@ def test_train_end_to_end_from_a_synthetic_preset(tmp_path):
     assert res.exit_code == 0, res.output
     clf = load_model(out)
     assert clf.manifest_["window"] == 0
-    assert clf.manifest_["extra"]["source"] == {"preset": "small", "seed": 0}
+    assert clf.manifest_["extra"]["source"] == {"preset": "small", "seed": 0, "ordinary_per_series": 10}
     assert all(c.startswith(("pre_", "after_", "norm_")) for c in clf.feature_names_)
