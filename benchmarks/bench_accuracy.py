@@ -68,6 +68,10 @@ TCPDBench: F1 / precision / recall with a margin):
    scoring its candidates; the ensembles are run as real
    :class:`~triage.detectors.Ensemble` objects there.
 
+``--select`` runs the validation-only study that chose the model window,
+the training-window bounds and the recall share instead (tune on one half of
+400 validation series, measure on the other; no held-out series).
+
 The slow detectors (``hybrid_cvm`` about 5 s per 500-point series) make the
 whole held-out set too long for a 30-minute budget on 2 cores, so by default
 every method runs on the same seeded subsample of ``--sample`` held-out
@@ -536,6 +540,68 @@ def goals(rows: Sequence[dict[str, object]]) -> list[dict[str, object]]:
     return out
 
 
+# --------------------------------------------------------------------------- model selection
+
+#: Model variants of the selection study: (window, training-window bounds).
+SELECTION_VARIANTS: tuple[tuple[str | int, str], ...] = (
+    ("adaptive", "labels"), (10, "labels"), (20, "labels"), (30, "labels"), (60, "labels"), (30, "none"),
+)
+SELECTION_DETECTORS: tuple[str, ...] = ("perfherder", "edivisive", "binseg")
+SELECTION_KEEPS: tuple[float, ...] = (0.95, 0.96, 0.97)
+
+
+def selection_study(config: Config, n_val: int = 400, workdir: Path | None = None, log=print) -> list[dict[str, object]]:
+    """Choose the model window, training bounds and recall share on validation series only.
+
+    ``n_val`` validation series (seeded) are cut in two halves: thresholds are
+    tuned on the first, gains measured on the second; no held-out series is
+    touched. Returns one row per (variant, detector, keep share).
+    """
+    from triage.synthetic import generate, preset_config
+
+    overrides = {"n_series": config.n_series} if config.n_series else {}
+    data = generate(preset_config(config.preset, **overrides), seed=config.seed)
+    fit_ids, val_ids, _ = split_series(data.series_ids, config.test_share, config.val_share, config.seed)
+    val_ids = subsample(val_ids, n_val, config.seed + 7)
+    halves = val_ids[::2], val_ids[1::2]
+    truth = [{s: data[s].true_change_points() for s in half} for half in halves]
+    sets = [Dataset([unlabelled(data[s]) for s in half]) for half in halves]
+    found = [run_detectors(list(d), SELECTION_DETECTORS, config.n_jobs) for d in sets]
+    fit = data.subset(fit_ids)
+    tmp = tempfile.TemporaryDirectory(prefix="bench_accuracy_select.") if workdir is None else None
+    root = Path(tmp.name) if tmp is not None else Path(workdir)
+    rows: list[dict[str, object]] = []
+    for window, bounds in SELECTION_VARIANTS:
+        clf, _ = train_model(fit, window, root / f"model_{window}_{bounds}", config.n_jobs, config.n_estimators, bounds)
+        for name in SELECTION_DETECTORS:
+            proba = [score(d, f[name], clf) for d, f in zip(sets, found, strict=True)]
+            base = metrics(truth[1], found[1][name], config.margin)
+            for share in SELECTION_KEEPS:
+                t = tune_threshold(truth[0], found[0][name], proba[0], config.margin, share)
+                m = metrics(truth[1], keep(found[1][name], proba[1], t), config.margin)
+                rows.append({"window": window, "bounds": bounds, "method": name, "keep_recall": share, "threshold": t,
+                             "precision_gain": m["precision"] - base["precision"],
+                             "recall_kept": m["recall"] / base["recall"] if base["recall"] else float("nan")})
+        log(f"variant window {window}, bounds {bounds} done")
+    if tmp is not None:
+        tmp.cleanup()
+    return rows
+
+
+def selection_markdown(rows: Sequence[dict[str, object]], share: float = 0.97) -> str:
+    """Precision gain (points) and recall kept per variant and detector, at one recall share."""
+    lines = ["| model window, training windows bounded by | " + " | ".join(SELECTION_DETECTORS) + " |",
+             "| --- |" + " ---: |" * len(SELECTION_DETECTORS)]
+    for window, bounds in SELECTION_VARIANTS:
+        cells = []
+        for name in SELECTION_DETECTORS:
+            r = next(r for r in rows if r["window"] == window and r["bounds"] == bounds
+                     and r["method"] == name and r["keep_recall"] == share)
+            cells.append(f"{100 * r['precision_gain']:+.1f}, {100 * r['recall_kept']:.1f} %")
+        lines.append(f"| {window}, {bounds} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -581,6 +647,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--speed-series", type=int, default=d.speed_series)
     parser.add_argument("--n-jobs", type=int, default=d.n_jobs)
     parser.add_argument("--out", default="benchmarks/out/accuracy.json")
+    parser.add_argument("--select", action="store_true",
+                        help="run the validation-only model selection study instead (writes benchmarks/out/accuracy_selection.json)")
     args = parser.parse_args(argv)
     config = Config(
         preset=args.preset, seed=args.seed, n_series=args.n_series, sample=args.sample or None,
@@ -589,6 +657,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     if args.detectors:
         config.detectors = [n.strip() for n in args.detectors.split(",") if n.strip()]
+    if args.select:
+        rows = selection_study(config, log=lambda msg: print(msg, flush=True))
+        out = Path(args.out).with_name("accuracy_selection.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(rows, indent=2, default=float) + "\n")
+        for share in SELECTION_KEEPS:
+            print(f"\nthreshold tuned to keep {share:.0%} of the recall on half A, measured on half B:\n")
+            print(selection_markdown(rows, share))
+        return
     result = run(config, log=lambda msg: print(msg, flush=True))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -113,3 +113,14 @@ def test_derived_ensembles_equal_the_real_ones(bench, small_dataset):
         for name in ("ensemble", "mozilla_or_ensemble", "ensemble_c2"):
             real = make("ensemble", **bench.ensemble_params(name)).fit(h.values).indices_
             np.testing.assert_array_equal(bench.derive_ensemble(name, found), np.unique(real))
+
+
+def test_selection_table_layout(bench):
+    rows = [
+        {"window": w, "bounds": b, "method": m, "keep_recall": k, "threshold": 0.5,
+         "precision_gain": 0.1, "recall_kept": 0.96}
+        for w, b in bench.SELECTION_VARIANTS for m in bench.SELECTION_DETECTORS for k in bench.SELECTION_KEEPS
+    ]
+    lines = bench.selection_markdown(rows, 0.97).splitlines()
+    assert len(lines) == 2 + len(bench.SELECTION_VARIANTS)
+    assert lines[2] == "| adaptive, labels | " + " | ".join(["+10.0, 96.0 %"] * len(bench.SELECTION_DETECTORS)) + " |"
