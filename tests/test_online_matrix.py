@@ -76,6 +76,11 @@ def test_train_window_zero_learns_the_per_commit_question(tmp_path):
     result = runner.invoke(app, [*common, "--ordinary-per-series", "0", "--out", str(tmp_path / "paper")])
     assert result.exit_code == 0, result.output
 
+    from training.model_files import load_model
+
+    assert load_model(tmp_path / "online").manifest_["threshold"]["policy"] == "fbeta:1"
+    assert load_model(tmp_path / "paper").manifest_["threshold"]["policy"] == "0.5"
+
     fresh = generate("small", seed=7)
     truth = sum(len(h.true_change_points()) for h in fresh)
     online, paper = _detected(tmp_path / "online", fresh), _detected(tmp_path / "paper", fresh)

@@ -152,7 +152,7 @@ def train(
     features: Annotated[Path | None, typer.Option("--features", help="Feature-set JSON (triage select-features); default all columns.")] = None,
     window: Annotated[str, typer.Option("--window", help=WINDOW_HELP)] = "adaptive",
     target_recall: Annotated[float | None, typer.Option("--target-recall", help="Choose the threshold on validation data to reach this recall of true alerts.")] = None,
-    threshold: Annotated[str, typer.Option("--threshold", help="Threshold policy: a number, recall:R or fbeta:B (--target-recall wins).")] = "0.5",
+    threshold: Annotated[str | None, typer.Option("--threshold", help="Threshold policy: a number, recall:R or fbeta:B (--target-recall wins). Default 0.5; fbeta:1 for an online model (--window 0 with ordinary commits), whose training rows hold far more changes than a stream does.")] = None,
     test_size: Annotated[float, typer.Option("--test-size", help="Fraction of series held out to measure the model (0 = none).")] = 0.2,
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
     register: Annotated[str | None, typer.Option("--register", help="Registered model name (default triage-<model>).")] = None,
@@ -165,11 +165,19 @@ def train(
     from training.pipeline import train as run_train
 
     w = parse_window(window)
-    policy = f"recall:{target_recall}" if target_recall is not None else threshold
-    online_rows = ordinary_per_series if w == 0 else 0
+    online_rows = ordinary_per_series if w == 0 and matrix is None else 0
+    if target_recall is not None:
+        policy = f"recall:{target_recall}"
+    elif threshold is not None:
+        policy = threshold
+    else:
+        # P(change) = 0.5 suits the training mix (~7 % changes at 10 ordinary commits per
+        # series), not a stream where ~1 % of commits are changes: replaying fresh series,
+        # F-beta on validation rows doubled precision for a few points of recall.
+        policy = "fbeta:1" if online_rows else "0.5"
     fm = matrix_of(data, preset, matrix, w, seed, n_jobs, online_rows)
     source = {"data": str(data) if data else None, "preset": preset, "matrix": str(matrix) if matrix else None,
-              "seed": seed, "ordinary_per_series": online_rows if matrix is None else None}
+              "seed": seed, "ordinary_per_series": online_rows or None}
     with console.status(f"training {model}"):
         result = run_train(
             fm,
