@@ -77,8 +77,8 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
     console.rule("2. the bundled models")
     adaptive_dir = bundled_model_dir(ADAPTIVE_MODEL, models_dir)
     model = load_classifier(adaptive_dir)
-    table = Table(title=f"held-out figures from the model manifests ({models_dir})")
-    for col in ("model", "window", "trained on", "held-out AUC", "accuracy", "threshold"):
+    table = Table(title=f"held-out figures from the model manifests ({models_dir.name}/)")
+    for col in ("model", "window", "rows", "AUC", "accuracy", "threshold"):
         table.add_column(col, no_wrap=True)
     online_dir = bundled_model_dir(ONLINE_MODEL, models_dir)
     for d in (adaptive_dir, online_dir):
@@ -87,10 +87,10 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
         table.add_row(
             d.name,
             str(m.get("window")),
-            f"{m['n_train']['fit']:,} rows",
+            f"{m['n_train']['fit']:,}",
             f"{metrics.get('auc', float('nan')):.3f}",
             f"{metrics.get('accuracy', float('nan')):.3f}",
-            f"{m['threshold']['value']:.3f} ({m['threshold']['policy']})",
+            f"{m['threshold']['value']:.2f} {m['threshold']['policy']}",
         )
     console.print(table)
 
