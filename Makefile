@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +27,7 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 
-bench: $(VENV)/.installed-dev
-	$(BIN)/python -m benchmarks.run_all
+# Benchmarks are not part of `make test`: each has its command in BENCHMARKS.md.
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache
