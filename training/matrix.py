@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+# The contract's column names have one definition, in the feature catalogue.
+from features.catalogue import METADATA_COLUMNS, NORM_COLUMNS  # noqa: F401  (re-exported)
 from triage import labels as L
 from triage.errors import InputError
 
-METADATA_COLUMNS: tuple[str, ...] = ("series_id", "commit", "index", "timestamp", "label", "truth_label")
-NORM_COLUMNS: tuple[str, ...] = ("norm_mean_pre", "norm_mean_after", "norm_sd_pre", "norm_sd_after")
 #: Class names in ``classes_`` order: index 1 is the positive class (a real change).
 CLASS_NAMES: tuple[str, str] = (L.FALSE_POSITIVE, L.TRUE_POSITIVE)
 

@@ -42,6 +42,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from features import catalogue as C
+
 #: Plain-words templates of the per-window characteristics: ``{w}`` is
 #: "pre" or "after", ``{v}`` the value already formatted.
 PHRASES: dict[str, str] = {
@@ -69,7 +71,7 @@ PHRASES: dict[str, str] = {
 
 
 #: Columns the level and spread phrases read from the whole row.
-NORM_PHRASE_COLUMNS: tuple[str, ...] = ("norm_mean_pre", "norm_mean_after", "norm_sd_pre", "norm_sd_after")
+NORM_PHRASE_COLUMNS: tuple[str, ...] = C.NORM_COLUMNS
 
 
 @dataclass
