@@ -117,6 +117,19 @@ def _var_of(vals):
 
 
 @numba.njit(cache=True)
+def _project_out(Q, kept, v):
+    """Remove from ``v`` (in place) its components on the first ``kept`` columns of Q, twice."""
+    rows = v.size
+    for _ in range(2):
+        for q in range(kept):
+            c = 0.0
+            for t in range(rows):
+                c += Q[t, q] * v[t]
+            for t in range(rows):
+                v[t] -= c * Q[t, q]
+
+
+@numba.njit(cache=True)
 def _residuals_greedy(X, y):
     """Residuals of y on the columns of X that are not collinear with earlier ones.
 
@@ -132,13 +145,7 @@ def _residuals_greedy(X, y):
         norm0 = np.sqrt((v * v).sum())
         if norm0 == 0.0:
             continue
-        for _ in range(2):
-            for q in range(kept):
-                c = 0.0
-                for t in range(rows):
-                    c += Q[t, q] * v[t]
-                for t in range(rows):
-                    v[t] -= c * Q[t, q]
+        _project_out(Q, kept, v)
         nv = np.sqrt((v * v).sum())
         if nv <= _COLLINEAR_RTOL * norm0:
             continue
@@ -146,13 +153,7 @@ def _residuals_greedy(X, y):
             Q[t, kept] = v[t] / nv
         kept += 1
     r = y.copy()
-    for _ in range(2):
-        for q in range(kept):
-            c = 0.0
-            for t in range(rows):
-                c += Q[t, q] * r[t]
-            for t in range(rows):
-                r[t] -= c * Q[t, q]
+    _project_out(Q, kept, r)
     return r
 
 
