@@ -14,6 +14,7 @@ from training import model_files
 from training.classifier import TriageClassifier
 from training.demo_matrix import make_matrix
 from training.model_files import CHECKSUMS, ModelFileError, load_model, save_model
+from triage import atomic
 from triage.errors import InputError
 
 PARAMS = {"rf": {"n_estimators": 15}, "svm": {}, "xgb": {"n_estimators": 20}}
@@ -157,7 +158,7 @@ def test_crash_mid_write_keeps_the_old_model(fitted, matrix, tmp_path, monkeypat
 def test_crash_during_the_swap_keeps_the_old_model(fitted, tmp_path, monkeypatch):
     path = save_model(fitted["rf"], tmp_path / "m")
     before = {p.name: p.read_bytes() for p in path.iterdir()}
-    monkeypatch.setattr(model_files, "_exchange", lambda a, b: False)  # take the two-rename path
+    monkeypatch.setattr(atomic, "_exchange", lambda a, b: False)  # take the two-rename path
     real_rename = model_files.os.rename
     calls = []
 

@@ -21,7 +21,8 @@ from.
 
 Writes are atomic: the files are written and fsynced in a temporary directory
 beside the target, then swapped in with one ``renameat2(RENAME_EXCHANGE)``
-(Linux) or, elsewhere, two renames with a restore on failure. A crash leaves
+(Linux) or, elsewhere, two renames with a restore on failure
+(:func:`triage.atomic.replace_dir`, which the HTML report uses too). A crash leaves
 either the old model or the new one, never a mix, and the temporary directory
 is removed on any error. An existing target is replaced only if it is a model
 directory or empty.
@@ -29,15 +30,12 @@ directory or empty.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import hashlib
 import json
 import os
 import platform
 import shutil
 import tempfile
-import uuid
 import zipfile
 from datetime import UTC, datetime
 from importlib import metadata
@@ -46,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from training.classifier import MODELS, TriageClassifier
+from triage.atomic import replace_dir
 from triage.errors import InputError
 
 FORMAT = "changepoint-triage-model"
@@ -104,7 +103,7 @@ def save_model(
         sums = "".join(f"{_sha256(tmp / name)}  {name}\n" for name in sorted([*files.values(), MANIFEST]))
         _write_bytes(tmp / CHECKSUMS, sums.encode())
         _fsync_dir(tmp)
-        _swap_in(tmp, path)
+        replace_dir(tmp, path)
         _fsync_dir(parent)
     finally:
         # After a successful swap ``tmp`` holds the old model (or is gone).
@@ -383,42 +382,3 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two existing paths (Linux renameat2); False if unsupported."""
-    if not hasattr(_exchange, "fn"):
-        fn = None
-        if platform.system() == "Linux":
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            fn = getattr(libc, "renameat2", None)
-        _exchange.fn = fn
-    fn = _exchange.fn
-    if fn is None:
-        return False
-    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-    if rc != 0:
-        err = ctypes.get_errno()
-        if err in (22, 38, 95):  # EINVAL / ENOSYS / EOPNOTSUPP: the filesystem cannot
-            return False
-        raise OSError(err, os.strerror(err), str(b))
-    return True
-
-
-def _swap_in(tmp: Path, path: Path) -> None:
-    """Put directory ``tmp`` at ``path``; afterwards ``tmp`` holds the old model, if any."""
-    if not path.exists():
-        os.rename(tmp, path)
-        return
-    if _exchange(tmp, path):
-        return
-    backup = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
-    os.rename(path, backup)
-    try:
-        os.rename(tmp, path)
-    except BaseException:
-        os.rename(backup, path)
-        raise
-    os.rename(backup, tmp)

@@ -1,7 +1,7 @@
 """Writing files so that readers only ever see the old content or the new, whole.
 
 Every output of the tool (datasets, candidate and decision CSVs, feature-set
-files) is written to a temporary file in the destination's directory and
+files; model and report directories through :func:`replace_dir`) is written to a temporary file in the destination's directory and
 renamed over it: ``os.replace`` is atomic within one file system, so a crash,
 a kill or a full disk mid-write leaves the previous file intact and no
 half-written one behind.
@@ -9,8 +9,12 @@ half-written one behind.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
+import platform
 import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -51,3 +55,50 @@ def write_csv_atomic(frame: pd.DataFrame, path: str | Path, **to_csv: object) ->
 def write_text_atomic(text: str, path: str | Path, *, fsync: bool = False) -> Path:
     """Write ``text`` (UTF-8) to ``path``, atomically."""
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), fsync=fsync)
+
+
+# Linux renameat2(RENAME_EXCHANGE): swaps two paths in one step.
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two existing paths (Linux renameat2); False if unsupported."""
+    if not hasattr(_exchange, "fn"):
+        fn = None
+        if platform.system() == "Linux":
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            fn = getattr(libc, "renameat2", None)
+        _exchange.fn = fn
+    fn = _exchange.fn
+    if fn is None:
+        return False
+    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if rc != 0:
+        err = ctypes.get_errno()
+        if err in (22, 38, 95):  # EINVAL / ENOSYS / EOPNOTSUPP: the filesystem cannot
+            return False
+        raise OSError(err, os.strerror(err), str(b))
+    return True
+
+
+def replace_dir(tmp: Path, path: Path) -> None:
+    """Put the finished directory ``tmp`` at ``path``; afterwards ``tmp`` holds the old one, if any.
+
+    One atomic exchange where the platform has it; elsewhere two renames,
+    with the old directory put back if the second fails, so ``path`` never
+    ends up holding a half-written directory. The caller removes ``tmp``.
+    """
+    if not path.exists():
+        os.rename(tmp, path)
+        return
+    if _exchange(tmp, path):
+        return
+    backup = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+    os.rename(path, backup)
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        os.rename(backup, path)
+        raise
+    os.rename(backup, tmp)

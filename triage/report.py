@@ -26,7 +26,6 @@ import os
 import re
 import shutil
 import tempfile
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from triage import labels as L
+from triage.atomic import replace_dir
 from triage.errors import InputError
 from triage.history import Dataset, History
 
@@ -322,22 +322,9 @@ def build_report(
         page = render_html(ordered, sections, title=title, source=str(dataset.source or ""),
                            n_candidates=n_cand, omitted=omitted)
         (tmp / "index.html").write_text(page, encoding="utf-8")
-        _swap_in(tmp, out)
+        replace_dir(tmp, out)  # the old report, now in tmp, goes with it below
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out / "index.html"
 
 
-def _swap_in(tmp: Path, out: Path) -> None:
-    """Put directory ``tmp`` at ``out``; an old report there is removed afterwards."""
-    if not out.exists():
-        os.rename(tmp, out)
-        return
-    backup = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-    os.rename(out, backup)
-    try:
-        os.rename(tmp, out)
-    except BaseException:
-        os.rename(backup, out)
-        raise
-    shutil.rmtree(backup, ignore_errors=True)
