@@ -18,11 +18,11 @@ from dataclasses import replace
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from features.extract import extract_features
-from features.windows import window_bounds
-from training.classifier import TriageClassifier
-from triage import labels as L
+from triage.core import labels as L
+from triage.features.extract import extract_features
+from triage.features.windows import window_bounds
 from triage.synthetic import PRESETS, generate
+from triage.training.classifier import TriageClassifier
 
 TRIAGED = [L.TRUE_POSITIVE, L.FALSE_POSITIVE]
 

@@ -49,14 +49,14 @@ TCPDBench: F1 / precision / recall with a margin):
    of the training side** (never on the test series): the highest threshold
    whose TCPDBench recall there is at least ``keep_recall`` (0.97) times the
    detector's own recall there.
-6. **Online loop** (``triage.online.OnlineTriage.replay``, window-0 model
+6. **Online loop** (``triage.online.loop.OnlineTriage.replay``, window-0 model
    trained on the fitting part as ``triage train --window 0`` trains it:
    confirmed change points against false alerts and 10 unflagged commits per
    series, :mod:`training.online_matrix`; ``min_pre`` 5) over each held-out series from its first commit; its
    positive decisions are the predictions. Thresholds: the model's own 0.5
    and the one maximising the mean F1 on the validation series.
 7. **Metrics**: per series, TCPDBench precision / recall with margin 5
-   (``triage.cpd_metrics.f_measure``, index 0 counted as a trivial change
+   (``triage.core.metrics.f_measure``, index 0 counted as a trivial change
    point); ``precision`` and ``recall`` are their means over series and
    ``F1`` = 2PR/(P+R) of those means; ``F1 (series mean)`` is the mean of the
    per-series F1 (how TCPDBench and the Mozilla study average). ``alert
@@ -94,11 +94,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from triage import labels as L
-from triage.cpd_metrics import f_measure, true_positives
+from triage.core import labels as L
+from triage.core.history import Dataset, History
+from triage.core.metrics import f_measure, true_positives
 from triage.detectors import defaults, make, names
 from triage.detectors.ensemble import vote
-from triage.history import Dataset, History
 
 #: Ensembles formed from member detections: name -> overrides of the registry's ``ensemble`` parameters.
 #: ``ensemble`` and ``mozilla_or_ensemble`` are the registry's own entries.
@@ -323,14 +323,14 @@ def train_model(
     change point bounds them -- the windows :func:`triage.scoring.score_candidates`
     gives a candidate on a series without confirmed labels.
     """
-    from features.extract import extract_features
-    from training.classifier import TriageClassifier
-    from training.model_files import load_model, save_model
+    from triage.features.extract import extract_features
+    from triage.training.classifier import TriageClassifier
+    from triage.training.model_files import load_model, save_model
 
     if bounds not in TRAIN_BOUNDS:
         raise ValueError(f"bounds must be one of {', '.join(TRAIN_BOUNDS)}, got {bounds!r}")
     if window == 0 and ordinary_per_series > 0:
-        from training.online_matrix import online_matrix
+        from triage.training.online_matrix import online_matrix
 
         matrix = online_matrix(dataset, ordinary_per_series=ordinary_per_series, n_jobs=n_jobs)
     else:
@@ -377,7 +377,7 @@ def score(dataset: Dataset, predictions: dict[str, np.ndarray], classifier) -> d
 
 def online_predictions(dataset: Dataset, model_dir: Path, threshold: float | None = None) -> dict[str, np.ndarray]:
     """Change points the online loop declares on every series of ``dataset`` (replayed from scratch), per series."""
-    from triage.online import OnlineTriage
+    from triage.online.loop import OnlineTriage
 
     loop = OnlineTriage.from_model_dir(model_dir, explain="none")
     if threshold is not None:
@@ -414,7 +414,7 @@ def speed(methods: Sequence[str], classifier, model0_dir: Path | None, n_series:
             total.append(1e3 * (t2 - t0))
         out[name] = {"alone_ms": float(np.median(alone)), "with_triage_ms": float(np.median(total))}
     if model0_dir is not None:
-        from triage.online import OnlineTriage
+        from triage.online.loop import OnlineTriage
 
         loop = OnlineTriage.from_model_dir(model0_dir, explain="none")
         loop.replay(Dataset([unlabelled(next(iter(data)))]))  # numba compilation is not per-series work

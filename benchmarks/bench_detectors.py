@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from triage.cpd_metrics import f_measure
+from triage.core.metrics import f_measure
 from triage.detectors import EDivisive, make, names
 from triage.synthetic import generate, preset_config
 

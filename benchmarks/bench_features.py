@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from features import catalogue as C
-from features import fast, reference
+from triage.features import catalogue as C
+from triage.features import fast, reference
 
 
 def make_windows(n: int, min_len: int, max_len: int, seed: int) -> list[np.ndarray]:

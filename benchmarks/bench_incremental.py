@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from features import catalogue as C
-from features.fast import window_characteristics
-from features.incremental import DEFAULT_HORIZON, PAPER_CHARACTERISTICS, PreState
+from triage.features import catalogue as C
+from triage.features.fast import window_characteristics
+from triage.features.incremental import DEFAULT_HORIZON, PAPER_CHARACTERISTICS, PreState
 
 CONFIGS = {
     "paper (7 + norm pair, 18 columns)": list(PAPER_CHARACTERISTICS),

@@ -1,6 +1,6 @@
 """Speed and state size of the online loop (BENCHMARKS.md, "Online loop").
 
-Measures :class:`triage.online.OnlineTriage` (Bauer et al., ICPE 2022,
+Measures :class:`triage.online.loop.OnlineTriage` (Bauer et al., ICPE 2022,
 Algorithm 1) with a window-0 random forest (scikit-learn defaults of
 :class:`~training.classifier.TriageClassifier`: 300 trees) evaluated by the
 compiled predictor:
@@ -16,7 +16,7 @@ compiled predictor:
     per round of the batch), single process (one core);
 (c) **state size**: ``len(json.dumps(SeriesState.to_dict()))`` per series
     after (b), and the bytes SQLite stores;
-(d) **persisted**: (a) again with a :class:`~triage.state_store.StateStore`
+(d) **persisted**: (a) again with a :class:`~triage.online.state_store.StateStore`
     (one transaction per commit, WAL, ``synchronous=NORMAL``), and (b)'s
     batches with one transaction per batch.
 
@@ -44,18 +44,18 @@ from pathlib import Path
 
 import numpy as np
 
-from triage.online import OnlineTriage
-from triage.state_store import StateStore
+from triage.online.loop import OnlineTriage
+from triage.online.state_store import StateStore
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def train_model(out: Path, names: list[str] | None, seed: int = 0) -> Path:
     """A window-0 forest for the per-commit question (see the module docstring)."""
-    from features.extract import extract_features
-    from training.pipeline import train
-    from triage import labels as L
+    from triage.core import labels as L
+    from triage.features.extract import extract_features
     from triage.synthetic import generate
+    from triage.training.pipeline import train
 
     ds = generate("small", seed=seed)
     rng = np.random.default_rng(seed)
@@ -203,7 +203,7 @@ def main() -> None:
     if args.model is not None:
         models = {"given": args.model}
     else:
-        from features.incremental import PAPER_CHARACTERISTICS
+        from triage.features.incremental import PAPER_CHARACTERISTICS
 
         models = {
             "paper set (18 columns)": train_model(work / "paper", list(PAPER_CHARACTERISTICS)),

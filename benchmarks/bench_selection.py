@@ -29,7 +29,7 @@ def load_matrix(preset: str, seed: int, window: str | int, out: Path, n_jobs: in
         if cache.exists() and preset == "default" and seed == 0:
             info["matrix_from"] = str(cache)
             return pd.read_parquet(cache), info
-    from features.extract import extract_features
+    from triage.features.extract import extract_features
     from triage.synthetic import generate
 
     t0 = time.perf_counter()
@@ -60,7 +60,7 @@ def main() -> None:
     args = ap.parse_args()
     window: str | int = args.window if args.window == "adaptive" else int(args.window)
 
-    from features.selection import (
+    from triage.features.selection import (
         GeneticSelector,
         cv_score,
         grouped_splits,

@@ -25,7 +25,7 @@ import pandas as pd
 
 
 def matrix_for(dataset, window, out: Path, n_jobs: int) -> pd.DataFrame:
-    from features.extract import extract_features
+    from triage.features.extract import extract_features
 
     cache = out / f"matrix-w{window}.parquet"
     if cache.exists():
@@ -56,7 +56,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     report: dict[str, object] = {"preset": args.preset, "seed": args.seed}
 
-    from triage.cli_training import parse_windows
+    from triage.cli.training import parse_windows
     from triage.synthetic import generate
 
     dataset = None
@@ -72,8 +72,8 @@ def main() -> None:
     cache = args.out / "matrix-wadaptive.parquet"
     matrix = pd.read_parquet(cache) if cache.exists() else matrix_for(data(), "adaptive", args.out, args.n_jobs)
 
-    from training.classifier import TriageClassifier
-    from training.matrix import training_data
+    from triage.training.classifier import TriageClassifier
+    from triage.training.matrix import training_data
 
     td = training_data(matrix)
     report["candidates"] = len(td)
@@ -93,7 +93,7 @@ def main() -> None:
                   f"{time.process_time() - cpu:.1f} s CPU", flush=True)
 
     if "table1" in steps:
-        from training.evaluation import evaluate
+        from triage.training.evaluation import evaluate
 
         frames = []
         for kind in args.kinds.split(","):
@@ -108,15 +108,15 @@ def main() -> None:
             print(f"{kind}: {n} splits x {args.models}: {secs / 60:.1f} min", flush=True)
             frames.append(result.records)
             result.save(args.out / f"table1-{kind}")
-        from training.evaluation import EvaluationResult
+        from triage.training.evaluation import EvaluationResult
 
         combined = EvaluationResult(pd.concat(frames, ignore_index=True), result.settings)
         combined.save(args.out / "table1")
         print(combined.to_markdown(), flush=True)
 
     if "windows" in steps:
-        from training.evaluation import window_markdown, window_study
-        from training.plots import window_png
+        from triage.training.evaluation import window_markdown, window_study
+        from triage.training.plots import window_png
 
         started = time.perf_counter()
         table = window_study(lambda w: matrix_for(data(), w, args.out, args.n_jobs), parse_windows(args.windows),

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from sklearn.metrics import roc_auc_score
 
-from features.extract import extract_features
-from training.classifier import TriageClassifier
-from triage import labels as L
+from triage.core import labels as L
+from triage.features.extract import extract_features
 from triage.loaders import load
 from triage.synthetic import PRESETS, generate
+from triage.training.classifier import TriageClassifier
 
 MONGODB = Path(__file__).resolve().parents[2] / "shared" / "data" / "mongodb_demo.csv"
 TRIAGED = [L.TRUE_POSITIVE, L.FALSE_POSITIVE]

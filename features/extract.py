@@ -4,7 +4,7 @@
 (column contract in ``ARCHITECTURE.md``); :func:`candidate_features` is the
 same computation for one candidate of one series, for online and
 batch-labelling code that has a value array rather than a
-:class:`~triage.history.Dataset`.
+:class:`~triage.core.history.Dataset`.
 
 Which windows: :mod:`features.windows`. Which characteristics and what they
 give on empty, short and constant windows: :mod:`features.catalogue`.
@@ -18,10 +18,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from features import catalogue as C
-from features import windows as W
-from triage import labels as L
-from triage.history import Dataset, History
+from triage.core import labels as L
+from triage.core.history import Dataset, History
+from triage.features import catalogue as C
+from triage.features import windows as W
 
 Implementation = Literal["fast", "reference"]
 IMPLEMENTATIONS: tuple[str, ...] = ("fast", "reference")
@@ -29,11 +29,11 @@ IMPLEMENTATIONS: tuple[str, ...] = ("fast", "reference")
 
 def _implementation(name: str):
     if name == "fast":
-        from features import fast
+        from triage.features import fast
 
         return fast
     if name == "reference":
-        from features import reference
+        from triage.features import reference
 
         return reference
     raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {name!r}")

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
-from features import catalogue as C
+from triage.features import catalogue as C
 
 _SQRT_2PI = float(np.sqrt(2.0 * np.pi))
 # R's dnorm(38): the floor of the kernel densities in max_kl_shift.

@@ -92,8 +92,8 @@ from collections.abc import Iterable, Sequence
 import numba
 import numpy as np
 
-from features import catalogue as C
-from features import fast as F
+from triage.features import catalogue as C
+from triage.features import fast as F
 
 #: The paper's characteristics: its seven per-window ones and the pair ones.
 PAPER_CHARACTERISTICS: tuple[str, ...] = C.CHARACTERISTICS[:7] + C.PAIR_CHARACTERISTICS

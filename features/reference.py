@@ -27,7 +27,7 @@ from types import ModuleType
 
 import numpy as np
 
-from features import catalogue as C
+from triage.features import catalogue as C
 
 
 @functools.cache

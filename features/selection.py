@@ -55,10 +55,10 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold
 
-from features.catalogue import METADATA_COLUMNS
-from triage import labels as L
-from triage.atomic import write_text_atomic
-from triage.errors import InputError
+from triage.core import labels as L
+from triage.core.atomic import write_text_atomic
+from triage.core.errors import InputError
+from triage.features.catalogue import METADATA_COLUMNS
 
 METRICS: tuple[str, ...] = ("accuracy", "auc")
 UNITS: tuple[str, ...] = ("column", "characteristic")
@@ -164,7 +164,7 @@ def save_feature_set(feature_set: FeatureSet, path: str | Path) -> Path:
 
 
 def load_feature_set(path: str | Path) -> FeatureSet:
-    """Read a feature-set JSON file; problems raise :class:`~triage.errors.InputError`."""
+    """Read a feature-set JSON file; problems raise :class:`~triage.core.errors.InputError`."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, None, "no such file")

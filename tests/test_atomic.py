@@ -8,7 +8,7 @@ import stat
 import pandas as pd
 import pytest
 
-from triage.atomic import atomic_write, write_csv_atomic, write_text_atomic
+from triage.core.atomic import atomic_write, write_csv_atomic, write_text_atomic
 
 
 def test_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path):

@@ -21,9 +21,6 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from features.catalogue import N_CHARACTERISTICS, normalised_moments
-from features.fast import window_characteristics
-from triage import labels as L
 from triage.batch_label import (
     ALL_FEATURES,
     OUTPUT_COLUMNS,
@@ -34,9 +31,12 @@ from triage.batch_label import (
     load_classifier,
     point_features,
 )
-from triage.cli import app
-from triage.errors import InputError
-from triage.history import History
+from triage.cli.app import app
+from triage.core import labels as L
+from triage.core.errors import InputError
+from triage.core.history import History
+from triage.features.catalogue import N_CHARACTERISTICS, normalised_moments
+from triage.features.fast import window_characteristics
 from triage.loaders import load, write_long
 from triage.synthetic import generate, preset_config
 
@@ -58,7 +58,7 @@ def _matrix() -> pd.DataFrame:
 @functools.cache
 def trained_model(kind: str = "rf") -> Path:
     """A model directory (rf, xgb or svm) trained through training.pipeline, once per process."""
-    from training.pipeline import train
+    from triage.training.pipeline import train
 
     root = Path(tempfile.mkdtemp(prefix="triage-test-model-"))
     atexit.register(shutil.rmtree, root, True)
@@ -106,7 +106,7 @@ def test_windows_are_bounded_by_neighbouring_confirmed_change_points():
 
 
 def test_point_features_keep_the_requested_order_and_repeats():
-    from features.extract import extract_features
+    from triage.features.extract import extract_features
 
     dataset = generate("small", seed=0)
     h = max(dataset, key=lambda s: len(s.candidates()))
@@ -214,8 +214,8 @@ def test_missing_model_directory_is_an_input_error(tmp_path):
 
 
 def test_a_fixed_window_model_gets_fixed_windows(clf, tmp_path):
-    from training.model_files import save_model
     from triage.batch_label import model_window
+    from triage.training.model_files import save_model
 
     assert model_window(clf) == "adaptive"
     fixed = load_classifier(save_model(clf, tmp_path / "w2", window=2))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from triage import labels as L
 from triage.batch_label import label_candidates, load_classifier
-from triage.demo import ADAPTIVE_MODEL, MODELS_DIR, ONLINE_MODEL
+from triage.cli.demo import ADAPTIVE_MODEL, MODELS_DIR, ONLINE_MODEL
+from triage.core import labels as L
 from triage.loaders import load
 
 

@@ -8,14 +8,14 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from triage.cli import app
+from triage.cli.app import app
 
 runner = CliRunner()
 
 
 def triage(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "from triage.cli import main; main()", *args],
+        [sys.executable, "-c", "from triage.cli.app import main; main()", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,13 +1,13 @@
-"""training.compiled reproduces TriageClassifier.predict_proba (1e-12) for forests, XGBoost and calibrators."""
+"""triage.training.compiled reproduces TriageClassifier.predict_proba (1e-12) for forests, XGBoost and calibrators."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from training.classifier import TriageClassifier
-from training.compiled import CompiledPredictor
-from training.model_files import load_model, save_model
+from triage.training.classifier import TriageClassifier
+from triage.training.compiled import CompiledPredictor
+from triage.training.model_files import load_model, save_model
 
 
 def _data(seed: int = 0, n: int = 500, p: int = 10, nan_share: float = 0.0):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import triage.cpd_metrics as M
+import triage.core.metrics as M
 
 
 def test_doctests_including_tcpdbench_published_examples():

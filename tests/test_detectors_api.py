@@ -141,7 +141,7 @@ def test_registry_defaults_override_class_defaults():
 def test_detectors_on_synthetic_histories_match_ground_truth(small_dataset):
     """On the synthetic preset, Perfherder and the penalised methods recover the true
     change points: TCPDBench F1 (margin 5) averaged over series."""
-    from triage.cpd_metrics import f_measure
+    from triage.core.metrics import f_measure
 
     for name, floor in (("perfherder", 0.75), ("binseg", 0.65), ("cusum", 0.65)):
         scores = [

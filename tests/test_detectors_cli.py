@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
 
-from triage.cli import app
-from triage.cli_detectors import CANDIDATE_COLUMNS, candidates_frame
+from triage.cli.app import app
+from triage.cli.detectors import CANDIDATE_COLUMNS, candidates_frame
+from triage.core.history import Dataset, History
 from triage.detectors import make
-from triage.history import Dataset, History
 from triage.loaders import load, write_long
 
 runner = CliRunner()
@@ -82,7 +82,7 @@ def test_unknown_detector_or_parameter_is_a_clear_error(tmp_path):
 def test_console_entry_point_exits_non_zero_without_traceback(tmp_path):
     data = write_long(_dataset(), tmp_path / "history.csv")
     proc = subprocess.run(
-        [sys.executable, "-c", "from triage.cli import main; main()", "candidates", "--data", str(data),
+        [sys.executable, "-c", "from triage.cli.app import main; main()", "candidates", "--data", str(data),
          "--out", str(tmp_path / "c.csv"), "--detector", "nope"],
         capture_output=True,
         text=True,

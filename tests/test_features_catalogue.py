@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from features import catalogue as C
-from features import fast, reference
+from triage.features import catalogue as C
+from triage.features import fast, reference
 
 PAPER = (
     "crossing_points",

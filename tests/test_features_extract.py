@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from features import catalogue as C
-from features.extract import candidate_features, extract_features, matrix_columns
-from triage.history import Dataset, History
+from triage.core.history import Dataset, History
+from triage.features import catalogue as C
+from triage.features.extract import candidate_features, extract_features, matrix_columns
 from triage.loaders import load
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

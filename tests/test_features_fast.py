@@ -1,4 +1,4 @@
-"""features.fast against features.reference (tsfeatures) on many kinds of windows.
+"""triage.features.fast against features.reference (tsfeatures) on many kinds of windows.
 
 Tolerance: 1e-6 relative, with an absolute floor of 1e-8 for values near 0
 (characteristics are computed on standardised windows, so their natural scale
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from features import catalogue as C
-from features import fast, reference
+from triage.features import catalogue as C
+from triage.features import fast, reference
 
 RTOL = 1e-6
 ATOL = 1e-8

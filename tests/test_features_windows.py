@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from features.windows import adaptive_bounds, confirmed_array, fixed_bounds, window_bounds
+from triage.features.windows import adaptive_bounds, confirmed_array, fixed_bounds, window_bounds
 
 # n = 20 commits, confirmed change points at 5 and 12.
 CPS = [5, 12]

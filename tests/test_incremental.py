@@ -1,4 +1,4 @@
-"""features.incremental.PreState against the batch characteristics of features.fast."""
+"""triage.features.incremental.PreState against the batch characteristics of features.fast."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from features import catalogue as C
-from features.incremental import (
+from triage.features import catalogue as C
+from triage.features.incremental import (
     BOUNDED,
     EXACT,
     PAPER_CHARACTERISTICS,
@@ -190,7 +190,7 @@ def test_from_dict_rejects_foreign_data():
 def test_online_rows_equal_features_extract_at_window_0():
     """The contract with the batch matrix: the online row of commit p, Pre since the last
     change point, is features.extract's window-0 row of candidate p."""
-    from features.extract import candidate_features
+    from triage.features.extract import candidate_features
 
     rng = np.random.default_rng(2)
     values = np.round(np.r_[10 + rng.standard_normal(60), 14 + rng.standard_normal(50)], 2)

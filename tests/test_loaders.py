@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triage import labels as L
-from triage.errors import InputError
-from triage.history import Dataset, History
+from triage.core import labels as L
+from triage.core.errors import InputError
+from triage.core.history import Dataset, History
 from triage.loaders import UnsortedTimestampsWarning, load, write_long
 
 

@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 from test_online_support import model_dir, reference_features, step_series
 
-from features.windows import window_bounds
-from training.model_files import ModelFileError, load_model, save_model
-from triage.errors import InputError
-from triage.online import (
+from triage.core.errors import InputError
+from triage.features.windows import window_bounds
+from triage.online.loop import (
     ALL_COLUMNS,
     Decision,
     ModelMismatch,
@@ -20,6 +19,7 @@ from triage.online import (
     RejectedCommit,
     SeriesState,
 )
+from triage.training.model_files import ModelFileError, load_model, save_model
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def _recorded_rows(loop: OnlineTriage) -> list[np.ndarray]:
 def test_features_equal_a_from_scratch_computation(rf_dir, pre_class):
     """The rows the model sees equal the batch features of Pre = windows.py's bounds given the
     change points the loop itself found, After = the new commit."""
-    from features.incremental import BOUNDED, DEFAULT_HORIZON
+    from triage.features.incremental import BOUNDED, DEFAULT_HORIZON
 
     kwargs = {"pre_class": RecomputedPre} if pre_class == "recomputed" else {}
     loop = loop_of(rf_dir, **kwargs)
@@ -260,7 +260,7 @@ def test_model_of_another_window_is_refused(rf_dir, tmp_path):
 def test_feature_set_the_loop_cannot_compute_is_refused():
     import pandas as pd
 
-    from training.classifier import TriageClassifier
+    from triage.training.classifier import TriageClassifier
 
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"pre_hurst": rng.random(40), "pre_holt_alpha": rng.random(40)})

@@ -14,9 +14,9 @@ import pytest
 from test_online_support import model_dir, step_series
 from typer.testing import CliRunner
 
-from triage.cli import app
-from triage.online import OnlineTriage
-from triage.state_store import StateStore
+from triage.cli.app import app
+from triage.online.loop import OnlineTriage
+from triage.online.state_store import StateStore
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -118,7 +118,7 @@ def test_watch_follow_decides_lines_appended_later(rf_dir, tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "triage.cli",
+        "triage.cli.app",
         "watch",
         "--model",
         str(rf_dir),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from features.extract import extract_features
-from training.online_matrix import online_matrix
-from triage import labels as L
+from triage.core import labels as L
+from triage.features.extract import extract_features
+from triage.training.online_matrix import online_matrix
 
 
 def test_rows_are_confirmed_points_false_alerts_and_ordinary_commits(small_dataset):
@@ -56,7 +56,7 @@ def test_bad_arguments(small_dataset):
 
 
 def _detected(model_dir, dataset) -> int:
-    from triage.online import OnlineTriage
+    from triage.online.loop import OnlineTriage
 
     return len(OnlineTriage.from_model_dir(model_dir, explain="none").replay(dataset))
 
@@ -66,7 +66,7 @@ def test_train_window_zero_learns_the_per_commit_question(tmp_path):
     # candidates-only rows make a loop that fires on many ordinary commits.
     from typer.testing import CliRunner
 
-    from triage.cli import app
+    from triage.cli.app import app
     from triage.synthetic import generate
 
     runner = CliRunner()
@@ -76,7 +76,7 @@ def test_train_window_zero_learns_the_per_commit_question(tmp_path):
     result = runner.invoke(app, [*common, "--ordinary-per-series", "0", "--out", str(tmp_path / "paper")])
     assert result.exit_code == 0, result.output
 
-    from training.model_files import load_model
+    from triage.training.model_files import load_model
 
     assert load_model(tmp_path / "online").manifest_["threshold"]["policy"] == "fbeta:1"
     assert load_model(tmp_path / "paper").manifest_["threshold"]["policy"] == "0.5"

@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from features import catalogue as C
-from features.fast import window_characteristics
-from features.windows import window_bounds
-from triage import labels as L
+from triage.core import labels as L
+from triage.features import catalogue as C
+from triage.features.fast import window_characteristics
+from triage.features.windows import window_bounds
 
 COLUMNS = C.feature_columns()
 
@@ -91,7 +91,7 @@ def small_matrix() -> pd.DataFrame:
 @functools.cache
 def model_dir(kind: str = "rf", features: tuple[str, ...] | None = None) -> Path:
     """A window-0 model trained on the small synthetic preset, saved once per session."""
-    from training.pipeline import train
+    from triage.training.pipeline import train
 
     root = Path(tempfile.mkdtemp(prefix=f"online-{kind}-"))
     atexit.register(shutil.rmtree, root, True)

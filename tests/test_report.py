@@ -12,11 +12,11 @@ from PIL import Image
 from test_batch_label import trained_model
 from typer.testing import CliRunner
 
-from triage import labels as L
 from triage.batch_label import label_candidates, load_classifier, write_decisions
-from triage.cli import app
-from triage.cli_detectors import candidates_frame
-from triage.errors import InputError
+from triage.cli.app import app
+from triage.cli.detectors import candidates_frame
+from triage.core import labels as L
+from triage.core.errors import InputError
 from triage.loaders import load
 from triage.report import build_report, read_decisions
 from triage.synthetic import generate, preset_config
@@ -212,7 +212,7 @@ def test_bad_decisions_file(synthetic, tmp_path):
 
 def test_plot_marks_decisions_where_they_are(tmp_path):
     """A decision lands at its x position: the red dot sits mid-plot for a mid-series index."""
-    from triage.history import History
+    from triage.core.history import History
     from triage.report import plot_series
 
     n = 200

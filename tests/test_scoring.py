@@ -12,16 +12,16 @@ import pytest
 from test_batch_label import _matrix, trained_model
 from typer.testing import CliRunner
 
-from training.classifier import TriageClassifier
-from training.model_files import save_model
-from triage import labels as L
 from triage.batch_label import label_candidates, load_classifier
-from triage.cli import app
-from triage.cli_detectors import candidates_frame
-from triage.errors import InputError
+from triage.cli.app import app
+from triage.cli.detectors import candidates_frame
+from triage.core import labels as L
+from triage.core.errors import InputError
 from triage.loaders import load, write_long
 from triage.scoring import read_candidates, resolve, score_candidates, threshold_for_recall
 from triage.synthetic import generate, preset_config
+from triage.training.classifier import TriageClassifier
+from triage.training.model_files import save_model
 
 runner = CliRunner()
 
@@ -312,7 +312,7 @@ def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(data_file, model
     cand = _write(tmp_path, "series_id,index\nnope,3\n")
     out = tmp_path / "scores.csv"
     proc = subprocess.run(
-        [sys.executable, "-m", "triage.cli", "score", "--data", str(data_file), "--candidates", str(cand),
+        [sys.executable, "-m", "triage.cli.app", "score", "--data", str(data_file), "--candidates", str(cand),
          "--model", str(model_dir), "--out", str(out)],
         capture_output=True, text=True, timeout=120,
     )

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from features.selection import (
+from triage.core.errors import InputError
+from triage.features.selection import (
     REQUIRED_KEYS,
     FeatureSet,
     GeneticSelector,
@@ -22,7 +23,6 @@ from features.selection import (
     select_features,
     training_rows,
 )
-from triage.errors import InputError
 
 INFORMATIVE = ["pre_mean", "after_mean", "norm_sd_after"]
 
@@ -173,13 +173,13 @@ def test_data_hash_changes_with_the_data(selected, matrix):
     changed = matrix.copy()
     changed.loc[1, "pre_noise0"] += 1.0  # row 0 is not triaged
     X, y, groups, columns = training_rows(changed)
-    from features.selection import data_hash
+    from triage.features.selection import data_hash
 
     assert data_hash(X, y, groups, columns) != selected.data_hash
 
 
 def test_save_load_round_trip(selected, tmp_path):
-    path = save_feature_set(selected, tmp_path / "sub" / "features.json")
+    path = save_feature_set(selected, tmp_path / "sub" / "triage.features.json")
     raw = json.loads(path.read_text())
     assert set(REQUIRED_KEYS) <= set(raw)
     loaded = load_feature_set(path)
@@ -220,7 +220,7 @@ def test_bad_parameters_are_rejected(matrix):
 
 def test_cli_select_features_on_a_synthetic_dataset(tmp_path):
     """End to end: synthetic histories -> features.extract -> GA -> feature-set file."""
-    from triage.cli import app
+    from triage.cli.app import app
     from triage.synthetic import write_synthetic
 
     data = write_synthetic(tmp_path / "synth", "small", seed=0)
@@ -236,7 +236,7 @@ def test_cli_select_features_on_a_synthetic_dataset(tmp_path):
 
 
 def test_cli_bad_window_and_bad_data(tmp_path):
-    from triage.cli import app
+    from triage.cli.app import app
 
     out = tmp_path / "fs.json"
     result = CliRunner().invoke(app, ["select-features", "--data", str(tmp_path), "--out", str(out), "--window", "wide"])

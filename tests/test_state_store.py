@@ -1,4 +1,4 @@
-"""triage.state_store: exactly-once decisions across kill -9, idempotent re-delivery, model identity."""
+"""triage.online.state_store: exactly-once decisions across kill -9, idempotent re-delivery, model identity."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from test_online_support import model_dir, step_series
 
-from triage.online import OnlineTriage, RejectedCommit
-from triage.state_store import StateStore, StateStoreError
+from triage.online.loop import OnlineTriage, RejectedCommit
+from triage.online.state_store import StateStore, StateStoreError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -171,7 +171,7 @@ def test_kill_9_mid_stream_then_resume_decides_every_commit_once(rf_dir, tmp_pat
     cmd = [
         sys.executable,
         "-m",
-        "triage.cli",
+        "triage.cli.app",
         "watch",
         "--model",
         str(rf_dir),

@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from triage import labels as L
+from triage.core import labels as L
 from triage.loaders import load
 from triage.synthetic import PRESETS, generate, generate_frame, preset_config, write_synthetic
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from training import tracking
-from training.demo_matrix import make_matrix
-from training.evaluation import evaluate
-from training.pipeline import train
-from triage.cli import app
+from triage.cli.app import app
+from triage.training import tracking
+from triage.training.demo_matrix import make_matrix
+from triage.training.evaluation import evaluate
+from triage.training.pipeline import train
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import pytest
 from sklearn.base import clone
 from sklearn.metrics import recall_score, roc_auc_score
 
-from training.classifier import TriageClassifier
-from training.demo_matrix import make_matrix
-from training.matrix import training_data
-from triage.errors import InputError
+from triage.core.errors import InputError
+from triage.training.classifier import TriageClassifier
+from triage.training.demo_matrix import make_matrix
+from triage.training.matrix import training_data
 
 SMALL = {"rf": {"n_estimators": 60}, "svm": {}, "xgb": {"n_estimators": 80}}
 

@@ -8,9 +8,9 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from training.demo_matrix import make_matrix
-from training.model_files import load_model
-from triage.cli import app
+from triage.cli.app import app
+from triage.training.demo_matrix import make_matrix
+from triage.training.model_files import load_model
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_bad_input_exits_2_with_one_line(matrix_file, tmp_path):
     bad = tmp_path / "untriaged.parquet"
     pd.read_parquet(matrix_file).assign(label="not_triaged").to_parquet(bad)
     proc = subprocess.run(
-        [sys.executable, "-c", "from triage.cli import main; main()", "train", "--matrix", str(bad),
+        [sys.executable, "-c", "from triage.cli.app import main; main()", "train", "--matrix", str(bad),
          "--out", str(tmp_path / "m"), "--no-track"],
         capture_output=True, text=True, timeout=120,
     )

@@ -6,10 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from training.demo_matrix import make_matrix
-from training.evaluation import METRICS, evaluate, split_indices, window_markdown, window_study
-from training.matrix import training_data
-from training.plots import window_png
+from triage.training.demo_matrix import make_matrix
+from triage.training.evaluation import (
+    METRICS,
+    evaluate,
+    split_indices,
+    window_markdown,
+    window_study,
+)
+from triage.training.matrix import training_data
+from triage.training.plots import window_png
 
 FAST = {"rf": {"n_estimators": 25}, "xgb": {"n_estimators": 30}}
 

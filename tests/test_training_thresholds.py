@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from training.thresholds import Fixed, MaxFBeta, TargetRecall, choose_threshold, parse_policy
+from triage.training.thresholds import Fixed, MaxFBeta, TargetRecall, choose_threshold, parse_policy
 
 
 @pytest.mark.parametrize(

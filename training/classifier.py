@@ -30,10 +30,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.validation import check_is_fitted
 
-from training import matrix as M
-from training.thresholds import Fixed, choose_threshold, parse_policy
-from triage import labels as L
-from triage.errors import InputError
+from triage.core import labels as L
+from triage.core.errors import InputError
+from triage.training import matrix as M
+from triage.training.thresholds import Fixed, choose_threshold, parse_policy
 
 MODELS: tuple[str, ...] = ("rf", "svm", "xgb")
 CALIBRATIONS: tuple[str, ...] = ("auto", "sigmoid", "isotonic", "none")

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from training.classifier import TriageClassifier, _apply_calibrator
+from triage.training.classifier import TriageClassifier, _apply_calibrator
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from triage import labels as L
+from triage.core import labels as L
 
 CHARACTERISTICS: tuple[str, ...] = ("mean", "sd", "median", "min", "max", "trend", "acf1")
 

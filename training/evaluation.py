@@ -46,8 +46,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from training import matrix as M
-from training.classifier import MODELS, TriageClassifier
+from triage.training import matrix as M
+from triage.training.classifier import MODELS, TriageClassifier
 
 SPLITS: tuple[str, ...] = ("random", "grouped", "time")
 METRICS: tuple[str, ...] = ("auc", "accuracy", "sensitivity", "specificity")

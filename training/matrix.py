@@ -23,10 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from triage.core import labels as L
+from triage.core.errors import InputError
+
 # The contract's column names have one definition, in the feature catalogue.
-from features.catalogue import METADATA_COLUMNS, NORM_COLUMNS  # noqa: F401  (re-exported)
-from triage import labels as L
-from triage.errors import InputError
+from triage.features.catalogue import METADATA_COLUMNS, NORM_COLUMNS  # noqa: F401  (re-exported)
 
 #: Class names in ``classes_`` order: index 1 is the positive class (a real change).
 CLASS_NAMES: tuple[str, str] = (L.FALSE_POSITIVE, L.TRUE_POSITIVE)
@@ -49,7 +50,7 @@ def read_feature_set(path: str | Path) -> list[str]:
 
     Accepts the file :mod:`features.selection` writes (an object whose
     ``names`` lists feature columns) or a bare JSON list of column names.
-    Problems raise :class:`~triage.errors.InputError`.
+    Problems raise :class:`~triage.core.errors.InputError`.
     """
     path = Path(path)
     if not path.is_file():

@@ -16,7 +16,7 @@ from mlflow.pyfunc import PythonModel
 
 class TriageModel(PythonModel):
     def load_context(self, context) -> None:
-        from training.model_files import load_model
+        from triage.training.model_files import load_model
 
         self.clf = load_model(context.artifacts["model_dir"])
 

@@ -14,7 +14,7 @@ A saved model is a directory::
 Loading verifies every checksum (and that no file was added), then the
 manifest's format and library versions, then loads skops files with an explicit
 allowlist of the types this project writes. Anything off raises
-:class:`ModelFileError` (an :class:`~triage.errors.InputError`) and loads
+:class:`ModelFileError` (an :class:`~triage.core.errors.InputError`) and loads
 nothing. The checksums detect corruption and accidental edits; they are not a
 signature, so a model directory is exactly as trustworthy as where it came
 from.
@@ -22,7 +22,7 @@ from.
 Writes are atomic: the files are written and fsynced in a temporary directory
 beside the target, then swapped in with one ``renameat2(RENAME_EXCHANGE)``
 (Linux) or, elsewhere, two renames with a restore on failure
-(:func:`triage.atomic.replace_dir`, which the HTML report uses too). A crash leaves
+(:func:`triage.core.atomic.replace_dir`, which the HTML report uses too). A crash leaves
 either the old model or the new one, never a mix, and the temporary directory
 is removed on any error. An existing target is replaced only if it is a model
 directory or empty.
@@ -43,9 +43,9 @@ from pathlib import Path
 
 import numpy as np
 
-from training.classifier import MODELS, TriageClassifier
-from triage.atomic import replace_dir
-from triage.errors import InputError
+from triage.core.atomic import replace_dir
+from triage.core.errors import InputError
+from triage.training.classifier import MODELS, TriageClassifier
 
 FORMAT = "changepoint-triage-model"
 FORMAT_VERSION = 1

@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from features.extract import extract_features
-from triage import labels as L
-from triage.history import Dataset
+from triage.core import labels as L
+from triage.core.history import Dataset
+from triage.features.extract import extract_features
 
 
 def online_matrix(

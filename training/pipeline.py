@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from training import matrix as M
-from training.classifier import TriageClassifier
-from training.evaluation import _binary_metrics, split_indices
-from training.model_files import check_writable, save_model
+from triage.training import matrix as M
+from triage.training.classifier import TriageClassifier
+from triage.training.evaluation import _binary_metrics, split_indices
+from triage.training.model_files import check_writable, save_model
 
 
 @dataclass
@@ -77,7 +77,7 @@ def train(
     """Fit, measure on a grouped hold-out, refit on all, save to ``out``, log to MLflow.
 
     ``matrix`` is the feature matrix (contract in ARCHITECTURE.md). Raises
-    :class:`~triage.errors.InputError` for a matrix without triaged rows or
+    :class:`~triage.core.errors.InputError` for a matrix without triaged rows or
     lacking the requested feature columns; nothing is written then.
     """
     check_writable(out)  # fail before minutes of training, not after
@@ -116,7 +116,7 @@ def train(
     )
     run = None
     if track:
-        from training.tracking import log_training_run
+        from triage.training.tracking import log_training_run
 
         run = log_training_run(
             clf,

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from triage.errors import InputError
+from triage.core.errors import InputError
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
 TRAIN_EXPERIMENT = "triage-train"
@@ -106,7 +106,7 @@ def log_training_run(
     """
     from mlflow.models import infer_signature
 
-    from training.plots import confusion_png, roc_png
+    from triage.training.plots import confusion_png, roc_png
 
     mlflow, client, uri = _client(tracking_uri)
     exp_id = _experiment_id(client, experiment, uri)
@@ -176,7 +176,7 @@ def log_evaluation_run(
     per-split records, summary and differences are CSV/Markdown artifacts.
     ``extra_files`` (name -> path) adds more artifacts, e.g. the window plot.
     """
-    from training.evaluation import METRICS
+    from triage.training.evaluation import METRICS
 
     mlflow, client, uri = _client(tracking_uri)
     exp_id = _experiment_id(client, experiment, uri)

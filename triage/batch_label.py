@@ -31,14 +31,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from features import catalogue as C
-from features.extract import extract_features
-from features.windows import ADAPTIVE
-from triage import labels as L
-from triage.atomic import write_csv_atomic as write_frame_atomic
-from triage.atomic import write_text_atomic
-from triage.errors import InputError
-from triage.history import Dataset, History
+from triage.core import labels as L
+from triage.core.atomic import write_csv_atomic as write_frame_atomic
+from triage.core.atomic import write_text_atomic
+from triage.core.errors import InputError
+from triage.core.history import Dataset, History
+from triage.features import catalogue as C
+from triage.features.extract import extract_features
+from triage.features.windows import ADAPTIVE
 
 #: Columns of the batch-labelling output, in file order.
 OUTPUT_COLUMNS: tuple[str, ...] = (
@@ -104,7 +104,7 @@ def model_features(classifier, source: str | Path | None = None) -> list[str]:
 
 def load_classifier(path: str | Path):
     """A fitted classifier from a model directory (checksums verified), with its source recorded."""
-    from training.model_files import load_model
+    from triage.training.model_files import load_model
 
     clf = load_model(path)
     clf.manifest_["_path"] = str(path)

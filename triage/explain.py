@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from features import catalogue as C
+from triage.features import catalogue as C
 
 #: Plain-words templates of the per-window characteristics: ``{w}`` is
 #: "pre" or "after", ``{v}`` the value already formatted.
@@ -102,7 +102,7 @@ class Contributions:
 
 def _unwrap(classifier, X) -> tuple[object, str, list[str], np.ndarray]:
     """(underlying estimator, kind rf|xgb|svm, feature names, X as float (n, p))."""
-    from training import matrix as M
+    from triage.training import matrix as M
 
     est = getattr(classifier, "estimator_", None)
     if est is not None and hasattr(classifier, "model"):

@@ -25,7 +25,7 @@ json
 A directory written by ``triage synth`` holds ``history.parquet`` or
 ``history.csv``; :func:`load` finds it.
 
-Every problem is reported as one :class:`~triage.errors.InputError` naming the
+Every problem is reported as one :class:`~triage.core.errors.InputError` naming the
 file, the row (file line for CSV, header = line 1; record number for Parquet)
 and what is wrong.
 """
@@ -40,10 +40,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from triage import labels as L
-from triage.atomic import atomic_write, write_csv_atomic
-from triage.errors import InputError
-from triage.history import REQUIRED_COLUMNS, Dataset, History
+from triage.core import labels as L
+from triage.core.atomic import atomic_write, write_csv_atomic
+from triage.core.errors import InputError
+from triage.core.history import REQUIRED_COLUMNS, Dataset, History
 
 AGGREGATES: dict[str, Callable[[pd.core.groupby.SeriesGroupBy], pd.Series]] = {
     "mean": lambda g: g.mean(),

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from triage import labels as L
-from triage.history import History
+from triage.core import labels as L
+from triage.core.history import History
 
 # Colour per label, chosen so true/false alerts read apart at a glance.
 LABEL_STYLE: dict[str, tuple[str, str]] = {

@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from triage import labels as L
-from triage.atomic import replace_dir
-from triage.errors import InputError
-from triage.history import Dataset, History
+from triage.core import labels as L
+from triage.core.atomic import replace_dir
+from triage.core.errors import InputError
+from triage.core.history import Dataset, History
 
 #: Columns a decisions file must have (plus ``commit`` or ``index``).
 REQUIRED_DECISION_COLUMNS: tuple[str, ...] = ("series_id", "p_true", "classification")

@@ -43,7 +43,7 @@ Perfherder alerts
     series is the first of signature hash, signature id, ``"suite test
     platform"``, ``"suite test"`` that names a series of the data.
 
-Rows are numbered as :class:`~triage.errors.InputError` does: the file line
+Rows are numbered as :class:`~triage.core.errors.InputError` does: the file line
 for CSV (header = line 1), the 1-based change / alert record for JSON.
 
 Threshold for ``--target-recall``
@@ -69,13 +69,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from features.extract import extract_features
-from training.thresholds import TargetRecall, choose_threshold
-from triage import labels as L
 from triage.batch_label import candidate_matrix, decide, model_features, model_window
-from triage.errors import InputError
-from triage.history import Dataset
+from triage.core import labels as L
+from triage.core.errors import InputError
+from triage.core.history import Dataset
+from triage.features.extract import extract_features
 from triage.loaders import read_csv_text
+from triage.training.thresholds import TargetRecall, choose_threshold
 
 #: Input layouts :func:`read_candidates` knows.
 LAYOUTS: tuple[str, ...] = ("auto", "candidates", "otava-json", "otava-csv", "perfherder-json", "perfherder-csv")

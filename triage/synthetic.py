@@ -41,9 +41,9 @@ import numpy as np
 import pandas as pd
 from scipy.signal import lfilter
 
-from triage import labels as L
-from triage.atomic import atomic_write, write_csv_atomic, write_text_atomic
-from triage.history import Dataset
+from triage.core import labels as L
+from triage.core.atomic import atomic_write, write_csv_atomic, write_text_atomic
+from triage.core.history import Dataset
 from triage.loaders import _build_dataset
 
 NOISE_KINDS = ("gaussian", "student_t", "bimodal")
@@ -337,7 +337,7 @@ def generate_frame(config: SyntheticConfig | str = "small", seed: int = 0) -> pd
 
 
 def generate(config: SyntheticConfig | str = "small", seed: int = 0) -> Dataset:
-    """A synthetic :class:`~triage.history.Dataset` (replicates aggregated by mean).
+    """A synthetic :class:`~triage.core.history.Dataset` (replicates aggregated by mean).
 
     It is built through the same validation as a loaded file, so
     ``generate(...)`` and ``load(write_synthetic(...))`` agree.
@@ -353,7 +353,7 @@ def write_synthetic(
     """Generate and write a dataset directory: ``history.<fmt>`` and ``dataset.json``.
 
     Returns the path of the history file. Files are written atomically
-    (:mod:`triage.atomic`).
+    (:mod:`triage.core.atomic`).
     """
     preset = config if isinstance(config, str) else None
     if isinstance(config, str):

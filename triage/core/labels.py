@@ -57,7 +57,7 @@ def normalise_label(raw: object) -> str:
     """Map a raw label (MongoDB status, Perfherder status or empty) to a canonical one.
 
     Raises ``KeyError`` for an unknown label; loaders turn it into an
-    :class:`~triage.errors.InputError` that names the row.
+    :class:`~triage.core.errors.InputError` that names the row.
     """
     if raw is None:
         return NONE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from triage.history import Dataset
+from triage.core.history import Dataset
 
 
 def dataset_summary(dataset: Dataset, title: str | None = None) -> Table:

@@ -1,6 +1,6 @@
 """Crash-safe per-series state of the online loop in one embedded SQLite file.
 
-The online loop (:mod:`triage.online`) must survive a crash or ``kill -9``
+The online loop (:mod:`triage.online.loop`) must survive a crash or ``kill -9``
 without losing a commit or counting one twice, and a producer that re-sends
 commits after a restart must get the same answers. So:
 
@@ -38,7 +38,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from triage.errors import InputError
+from triage.core.errors import InputError
 
 FORMAT = "changepoint-triage-online-state"
 FORMAT_VERSION = 1
@@ -184,8 +184,8 @@ class StateStore:
         return json.loads(row[0]) if row else None
 
     def get_decision(self, series_id: str, commit: str):
-        """The stored :class:`~triage.online.Decision` of a commit, or None."""
-        from triage.online import Decision
+        """The stored :class:`~triage.online.loop.Decision` of a commit, or None."""
+        from triage.online.loop import Decision
 
         row = self._db.execute(
             "SELECT idx, probability, decision, top_features FROM decisions WHERE series_id = ? AND commit_id = ?",
@@ -203,7 +203,7 @@ class StateStore:
         The pairs go into a temporary table joined on the decisions' unique
         index: one statement for the batch instead of one query per commit.
         """
-        from triage.online import Decision
+        from triage.online.loop import Decision
 
         keys = list(keys)
         if not keys:
@@ -223,7 +223,7 @@ class StateStore:
 
     def decisions(self, series_id: str | None = None) -> list:
         """Every stored decision (of one series), in the order they were made."""
-        from triage.online import Decision
+        from triage.online.loop import Decision
 
         query = (
             "SELECT series_id, commit_id, idx, probability, decision, top_features FROM decisions"
@@ -248,7 +248,7 @@ class StateStore:
     def commit(self, decisions: Iterable, states: Mapping[str, dict]) -> None:
         """Write decisions and the resulting series states in one transaction.
 
-        ``decisions`` are :class:`~triage.online.Decision` objects of new
+        ``decisions`` are :class:`~triage.online.loop.Decision` objects of new
         commits; ``states`` maps series id to ``SeriesState.to_dict()``. A
         commit already stored rolls the whole transaction back and raises
         :class:`AlreadyDecided` (the loop then looks its batch up and retries).

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from triage import labels as L
+from triage.core import labels as L
 
 #: Columns of the long layout, in file order. The first four are required
 #: except ``timestamp``; the rest are optional.
@@ -46,7 +46,7 @@ class History:
     values : ndarray of float64, shape (n,)
         One finite value per commit (several measurements already aggregated).
     labels : ndarray of str, shape (n,)
-        Canonical triage labels (see :mod:`triage.labels`); ``""`` = not a candidate.
+        Canonical triage labels (see :mod:`triage.core.labels`); ``""`` = not a candidate.
     timestamps : ndarray of datetime64[ns], shape (n,), or None
     true_change : ndarray of bool, shape (n,), or None
         Ground truth (synthetic data): True where a real change starts.

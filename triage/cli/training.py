@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from triage.errors import InputError
+from triage.core.errors import InputError
 
 console = Console()
 models_app = typer.Typer(help="The model registry (MLflow): list versions, promote one.", no_args_is_help=True)
@@ -115,12 +115,12 @@ def build_matrix(dataset, window: str | int, n_jobs: int, ordinary_per_series: i
     instead (:mod:`training.online_matrix`): it will be asked about every commit.
     """
     try:
-        from features.extract import extract_features
+        from triage.features.extract import extract_features
     except ImportError:
-        raise InputError(None, None, "features.extract is not available in this installation; use --matrix") from None
+        raise InputError(None, None, "triage.features.extract is not available in this installation; use --matrix") from None
     try:
         if window == 0 and ordinary_per_series > 0:
-            from training.online_matrix import online_matrix
+            from triage.training.online_matrix import online_matrix
 
             return online_matrix(dataset, ordinary_per_series=ordinary_per_series, n_jobs=n_jobs)
         return extract_features(dataset, window=window, n_jobs=n_jobs)
@@ -162,7 +162,7 @@ def train(
     ordinary_per_series: Annotated[int, typer.Option("--ordinary-per-series", min=0, help="With --window 0: unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper).")] = 10,
 ) -> None:
     """Train a classifier, measure it on held-out series, save it and log it to MLflow."""
-    from training.pipeline import train as run_train
+    from triage.training.pipeline import train as run_train
 
     w = parse_window(window)
     online_rows = ordinary_per_series if w == 0 and matrix is None else 0
@@ -232,7 +232,7 @@ def evaluate(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Parallel processes (joblib); -1 = all cores.")] = 1,
 ) -> None:
     """The paper's protocol (80/20 splits, 10 % validation) for each model under random, grouped and time-ordered splits."""
-    from training.evaluation import evaluate as run_evaluate
+    from triage.training.evaluation import evaluate as run_evaluate
 
     w = parse_window(window)
     fm = matrix_of(data, preset, matrix, w, seed, n_jobs)
@@ -264,7 +264,7 @@ def evaluate(
         paths = result.save(out)
         console.print(f"results written to [bold]{paths['markdown'].parent}[/]")
     if not no_track:
-        from training.tracking import log_evaluation_run
+        from triage.training.tracking import log_evaluation_run
 
         run_id = log_evaluation_run(result, params={"window": w}, tracking_uri=tracking_uri)
         console.print(f"MLflow run {run_id}")
@@ -285,9 +285,9 @@ def window_study(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Parallel processes (joblib); -1 = all cores.")] = 1,
 ) -> None:
     """AUC against the Pre/After window size (paper Fig. 2): a table and a PNG plot."""
-    from training.evaluation import window_markdown
-    from training.evaluation import window_study as run_study
-    from training.plots import window_png
+    from triage.training.evaluation import window_markdown
+    from triage.training.evaluation import window_study as run_study
+    from triage.training.plots import window_png
 
     dataset = dataset_of(data, preset, seed)
     table = run_study(
@@ -315,7 +315,7 @@ def window_study(
     if not no_track:
         import mlflow
 
-        from training.tracking import EVALUATE_EXPERIMENT, _client, _experiment_id
+        from triage.training.tracking import EVALUATE_EXPERIMENT, _client, _experiment_id
 
         _, client, uri = _client(tracking_uri)
         with mlflow.start_run(experiment_id=_experiment_id(client, EVALUATE_EXPERIMENT, uri), run_name="window-study"):
@@ -354,7 +354,7 @@ def models_list(
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP)] = None,
 ) -> None:
     """Registered models, their versions and aliases."""
-    from training.tracking import list_models, resolve_tracking_uri
+    from triage.training.tracking import list_models, resolve_tracking_uri
 
     rows = list_models(tracking_uri)
     table = Table(title=f"Registered models ({resolve_tracking_uri(tracking_uri)})")
@@ -373,7 +373,7 @@ def models_promote(
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP)] = None,
 ) -> None:
     """Point an alias (default champion) at a model version."""
-    from training.tracking import promote
+    from triage.training.tracking import promote
 
     promote(name, version, alias, tracking_uri)
     console.print(f"{name} version {version} is now @{alias}")

@@ -42,7 +42,7 @@ model is evaluated by :class:`training.compiled.CompiledPredictor` (numba,
 same numbers as ``predict_proba``).
 
 Persistence (crash-safe, exactly-once, idempotent re-delivery) is
-:mod:`triage.state_store`; without a store the loop keeps its state in memory
+:mod:`triage.online.state_store`; without a store the loop keeps its state in memory
 and only recognises the re-delivery of a series' *latest* commit.
 
 ``top_features`` (plain-words reasons from :mod:`triage.explain`) costs a
@@ -65,9 +65,9 @@ from pathlib import Path
 
 import numpy as np
 
-from features import catalogue as C
-from features.fast import window_characteristics
-from triage.errors import InputError
+from triage.core.errors import InputError
+from triage.features import catalogue as C
+from triage.features.fast import window_characteristics
 
 #: Every feature column the loop can compute, in the feature-matrix order
 #: (``pre_*``, ``after_*``, ``norm_*``; see ARCHITECTURE.md).
@@ -207,7 +207,7 @@ class RecomputedPre:
 def default_pre_class():
     """:class:`features.incremental.PreState` when installed, else :class:`RecomputedPre`."""
     try:
-        from features.incremental import PreState
+        from triage.features.incremental import PreState
     except ImportError:
         return RecomputedPre
     return PreState
@@ -334,7 +334,7 @@ class OnlineTriage:
         ``window=0``); see :meth:`from_model_dir`.
     model_id : identity of the model (the SHA-256 of its manifest), stored
         with persisted state so a store is never continued by another model.
-    store : optional :class:`triage.state_store.StateStore`; with it, every
+    store : optional :class:`triage.online.state_store.StateStore`; with it, every
         decision and the state it leads to are committed together.
         Without one, a batch interrupted by an exception after its first
         round keeps the rounds already applied (their decisions are lost to
@@ -383,7 +383,7 @@ class OnlineTriage:
         self.feature_names = names
         self.threshold = float(classifier.threshold_)
         if compiled:
-            from training.compiled import CompiledPredictor
+            from triage.training.compiled import CompiledPredictor
 
             self._predict = CompiledPredictor(classifier).positive_proba
         else:
@@ -405,7 +405,7 @@ class OnlineTriage:
     @classmethod
     def from_model_dir(cls, path: str | Path, **kwargs) -> OnlineTriage:
         """Load a model directory (verified, see :mod:`training.model_files`) and check it is window-0."""
-        from training.model_files import MANIFEST, load_model
+        from triage.training.model_files import MANIFEST, load_model
 
         path = Path(path)
         clf = load_model(path)
@@ -504,7 +504,7 @@ class OnlineTriage:
         """
         if self.store is None:
             return self._decide(items, None)
-        from triage.state_store import AlreadyDecided
+        from triage.online.state_store import AlreadyDecided
 
         try:
             return self._decide(items, None)
@@ -685,7 +685,7 @@ class OnlineTriage:
     ) -> list[Decision]:
         """Run whole histories through the loop (the paper's Section 4 experiment).
 
-        ``dataset`` is a :class:`~triage.history.Dataset`; series are replayed
+        ``dataset`` is a :class:`~triage.core.history.Dataset`; series are replayed
         side by side, ``batch_series`` of them at a time, round by round (the
         i-th commit of each), so the predictor sees one row per series per
         call. Each :meth:`process_many` batch holds ``commits_per_batch``

@@ -8,7 +8,7 @@
 
 Every command reads the dataset with :func:`triage.loaders.load` (any layout),
 prints a rich table and exits 2 with one line on bad input (see
-:func:`triage.cli.main`). Heavy imports happen inside the commands.
+:func:`triage.cli.app.main`). Heavy imports happen inside the commands.
 """
 
 from __future__ import annotations

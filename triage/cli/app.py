@@ -13,7 +13,7 @@ import sys
 import typer
 from rich.console import Console
 
-from triage.errors import InputError
+from triage.core.errors import InputError
 
 app = typer.Typer(
     name="triage",
@@ -32,12 +32,12 @@ def _root() -> None:
 
 # Order here is the order of `triage --help`.
 COMMAND_MODULES: list[str] = [
-    "triage.cli_data",
-    "triage.cli_detectors",
-    "triage.cli_features",
-    "triage.cli_training",
-    "triage.cli_online",
-    "triage.cli_ops",
+    "triage.cli.data",
+    "triage.cli.detectors",
+    "triage.cli.features",
+    "triage.cli.training",
+    "triage.cli.online",
+    "triage.cli.alerts",
 ]
 
 for _name in COMMAND_MODULES:

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from triage.errors import InputError
+from triage.core.errors import InputError
 from triage.loaders import load
 
 console = Console()
@@ -45,8 +45,8 @@ def select_features_command(
 ) -> None:
     """Choose the feature subset with a genetic algorithm (Bauer et al., ICPE 2022)."""
     # Imported here so that `triage --help` stays fast.
-    from features.extract import extract_features
-    from features.selection import GeneticSelector, save_feature_set, select_features
+    from triage.features.extract import extract_features
+    from triage.features.selection import GeneticSelector, save_feature_set, select_features
 
     selector = GeneticSelector(
         population=population,

@@ -20,13 +20,13 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from triage import labels as L
-from triage.history import Dataset
+from triage.cli.tables import dataset_summary
+from triage.core import labels as L
+from triage.core.history import Dataset
 from triage.loaders import load
-from triage.tables import dataset_summary
 
 #: Where the bundled models live: ``models/`` at the top of the checkout.
-MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 ADAPTIVE_MODEL = "default-adaptive"
 ONLINE_MODEL = "default-w0"
 #: Not a seed the bundled models were trained on (they use seed 0).
@@ -36,7 +36,7 @@ DEMO_SEED = 2026
 def bundled_model_dir(name: str, models_dir: Path = MODELS_DIR) -> Path:
     path = models_dir / name
     if not (path / "manifest.json").is_file():
-        from triage.errors import InputError
+        from triage.core.errors import InputError
 
         raise InputError(
             path, None, f"bundled model {name!r} is missing; rebuild it with `triage train --preset default` (see models/README.md)"
@@ -46,7 +46,7 @@ def bundled_model_dir(name: str, models_dir: Path = MODELS_DIR) -> Path:
 
 def _cpd_scores(dataset: Dataset, found: dict[str, list[int]]) -> tuple[float, float, float]:
     """Mean TCPDBench F1, precision, recall (margin 5) against the ground truth."""
-    from triage.cpd_metrics import f_measure
+    from triage.core.metrics import f_measure
 
     scores = [f_measure({1: h.true_change_points().tolist()}, found.get(h.series_id, []), margin=5) for h in dataset]
     return tuple(float(np.mean([getattr(s, k) for s in scores])) for k in ("f", "precision", "recall"))
@@ -54,11 +54,11 @@ def _cpd_scores(dataset: Dataset, found: dict[str, list[int]]) -> tuple[float, f
 
 def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR, console: Console | None = None) -> Path:
     """Run the whole demo into ``out``; returns the report's ``index.html``."""
-    from features.extract import extract_features  # noqa: F401  (fail early if features are broken)
-    from triage.atomic import write_csv_atomic
     from triage.batch_label import agreement, label_candidates, load_classifier
-    from triage.cli_detectors import candidates_frame
-    from triage.online import OnlineTriage
+    from triage.cli.detectors import candidates_frame
+    from triage.core.atomic import write_csv_atomic
+    from triage.features.extract import extract_features  # noqa: F401  (fail early if features are broken)
+    from triage.online.loop import OnlineTriage
     from triage.plotting import plot_history
     from triage.report import build_report, candidate_points, read_decisions
     from triage.scoring import read_candidates, score_candidates

@@ -1,7 +1,7 @@
 """Online commands: ``triage watch`` (decide new results as they arrive) and ``triage detect``
 (replay whole histories through the same loop, the paper's Section 4 experiment).
 
-Both run :class:`triage.online.OnlineTriage` (Bauer et al., ICPE 2022,
+Both run :class:`triage.online.loop.OnlineTriage` (Bauer et al., ICPE 2022,
 Algorithm 1) with a window-0 model directory.
 
 ``triage watch`` input, one result per line:
@@ -36,8 +36,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from triage.atomic import atomic_write
-from triage.errors import InputError
+from triage.core.atomic import atomic_write
+from triage.core.errors import InputError
 
 err_console = Console(stderr=True)
 
@@ -162,8 +162,8 @@ def watch(
     ),
 ) -> None:
     """Decide each new result as it arrives; one JSON line per commit on stdout."""
-    from triage.online import OnlineTriage, RejectedCommit
-    from triage.state_store import StateStore
+    from triage.online.loop import OnlineTriage, RejectedCommit
+    from triage.online.state_store import StateStore
 
     if follow and csv_file is None:
         _fail(InputError(None, None, "--follow needs --csv FILE"))
@@ -226,7 +226,7 @@ def detect(
 ) -> None:
     """Replay whole histories through the online loop and write the change points it finds."""
     from triage.loaders import load
-    from triage.online import OnlineTriage, RejectedCommit
+    from triage.online.loop import OnlineTriage, RejectedCommit
 
     try:
         dataset = load(data, layout=layout)

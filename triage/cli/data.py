@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from triage.errors import InputError
+from triage.cli.tables import dataset_summary
+from triage.core.errors import InputError
 from triage.loaders import LAYOUTS, load
-from triage.tables import dataset_summary
 
 console = Console()
 
@@ -70,7 +70,7 @@ def demo(
     seed: int = typer.Option(2026, help="Seed of the synthetic data (the bundled models were trained on seed 0)."),
 ) -> None:
     """Every job once: synthetic data, bundled models, batch labelling, scoring, online loop, report."""
-    from triage.demo import run_demo
+    from triage.cli.demo import run_demo
 
     run_demo(out, seed=seed, console=console)
 

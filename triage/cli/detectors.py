@@ -9,8 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from triage.atomic import write_csv_atomic
-from triage.history import Dataset
+from triage.core.atomic import write_csv_atomic
+from triage.core.history import Dataset
 from triage.loaders import LAYOUTS, load
 
 console = Console()
