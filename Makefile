@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint typecheck clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,10 +24,16 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -n 2
 
+# `make lint` is what CI runs before the tests: ruff, then mypy on the packages
+# listed under [tool.mypy] in pyproject.toml.
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/mypy
 
 # Benchmarks are not part of `make test`: each has its command in BENCHMARKS.md.
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache
+	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache .mypy_cache

@@ -60,17 +60,13 @@ def main() -> None:
     args = ap.parse_args()
     window: str | int = args.window if args.window == "adaptive" else int(args.window)
 
-    from triage.features.selection import (
-        GeneticSelector,
-        cv_score,
-        grouped_splits,
-        save_feature_set,
-        select_features,
-        training_rows,
-    )
+    from triage.features.feature_sets import save_feature_set
+    from triage.features.matrix import training_data
+    from triage.features.selection import GeneticSelector, cv_score, grouped_splits, select_features
 
     matrix, report = load_matrix(args.preset, args.seed, window, args.out, args.n_jobs)
-    X, y, groups, columns = training_rows(matrix)
+    rows = training_data(matrix)
+    X, y, groups, columns = rows.X, rows.y.astype(np.int64), rows.groups, rows.columns
     report.update({"rows": int(len(y)), "columns": len(columns), "series": int(len(np.unique(groups)))})
     t0 = time.perf_counter()
     splits = grouped_splits(y, groups, args.folds, args.seed)

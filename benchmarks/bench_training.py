@@ -72,8 +72,8 @@ def main() -> None:
     cache = args.out / "matrix-wadaptive.parquet"
     matrix = pd.read_parquet(cache) if cache.exists() else matrix_for(data(), "adaptive", args.out, args.n_jobs)
 
+    from triage.features.matrix import training_data
     from triage.training.classifier import TriageClassifier
-    from triage.training.matrix import training_data
 
     td = training_data(matrix)
     report["candidates"] = len(td)

@@ -4,8 +4,8 @@ Bauer et al. (ICPE 2022) describe the Pre and After windows of a candidate
 commit with characteristics from Hyndman's R package ``tsfeatures`` (after
 Wang, Smith & Hyndman 2006, "Characteristic-based clustering for time series
 data"). This module is the single definition of what each characteristic
-means here; :mod:`features.reference` (``tsfeatures`` 0.4.5, the Python port,
-plus straightforward numpy where it lacks one) and :mod:`features.fast`
+means here; :mod:`triage.features.reference` (``tsfeatures`` 0.4.5, the Python port,
+plus straightforward numpy where it lacks one) and :mod:`triage.features.fast`
 (numba) both compute exactly these definitions and are tested against each
 other.
 

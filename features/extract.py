@@ -6,8 +6,8 @@ same computation for one candidate of one series, for online and
 batch-labelling code that has a value array rather than a
 :class:`~triage.core.history.Dataset`.
 
-Which windows: :mod:`features.windows`. Which characteristics and what they
-give on empty, short and constant windows: :mod:`features.catalogue`.
+Which windows: :mod:`triage.features.windows`. Which characteristics and what they
+give on empty, short and constant windows: :mod:`triage.features.catalogue`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from triage.core import labels as L
+from triage.core import labels
 from triage.core.history import Dataset, History
-from triage.features import catalogue as C
-from triage.features import windows as W
+from triage.features import catalogue, windows
+from triage.features.row import RowLayout, feature_row
 
 Implementation = Literal["fast", "reference"]
 IMPLEMENTATIONS: tuple[str, ...] = ("fast", "reference")
@@ -41,34 +41,23 @@ def _implementation(name: str):
 
 def matrix_columns(names: Iterable[str] | None = None) -> list[str]:
     """All columns of the feature matrix: metadata, then :func:`catalogue.feature_columns`."""
-    return list(C.METADATA_COLUMNS) + C.feature_columns(names)
+    return list(catalogue.METADATA_COLUMNS) + catalogue.feature_columns(names)
 
 
-class _Layout:
+def _layout(names: Iterable[str] | None) -> RowLayout:
     """Which characteristics go where in a feature row (resolved once per call)."""
-
-    def __init__(self, names: Iterable[str] | None):
-        window_names, pair_names = C.check_names(names)
-        self.window_pos = C.column_selector(window_names)
-        self.norm_pos = np.array(
-            [j for j, col in enumerate(C.NORM_COLUMNS) if col.rsplit("_", 1)[0] in pair_names],
-            dtype=np.int64,
-        )
-        self.width = 2 * len(self.window_pos) + len(self.norm_pos)
-        self.columns = C.feature_columns(names)
+    return RowLayout(catalogue.feature_columns(names))
 
 
-def _row(values: np.ndarray, pre: W.Bounds, after: W.Bounds, layout: _Layout, impl) -> np.ndarray:
+def _row(values: np.ndarray, pre: windows.Bounds, after: windows.Bounds, layout: RowLayout, impl) -> np.ndarray:
     pre_x = values[pre[0] : pre[1]]
     after_x = values[after[0] : after[1]]
-    k = len(layout.window_pos)
-    out = np.empty(layout.width)
-    if k:
-        out[:k] = impl.window_characteristics(pre_x)[layout.window_pos]
-        out[k : 2 * k] = impl.window_characteristics(after_x)[layout.window_pos]
-    if len(layout.norm_pos):
-        out[2 * k :] = C.normalised_moments(pre_x, after_x)[layout.norm_pos]
-    return out
+    return feature_row(
+        layout,
+        impl.window_characteristics(pre_x) if layout.needs_pre else None,
+        impl.window_characteristics(after_x) if layout.needs_after else None,
+        catalogue.normalised_moments(pre_x, after_x) if layout.needs_norm else None,
+    )
 
 
 def _check_finite(values: np.ndarray, start: int, stop: int, series_id: str, p: int) -> None:
@@ -103,7 +92,7 @@ def candidate_features(
     change_points : iterable of int or None
         Confirmed change points (indices); ``None`` = none.
     window : ``"adaptive"`` or int >= 0
-        After window (see :mod:`features.windows`).
+        After window (see :mod:`triage.features.windows`).
     names : iterable of str or None
         Characteristics to compute (``None`` = all).
     implementation : ``"fast"`` (default) or ``"reference"``
@@ -113,7 +102,7 @@ def candidate_features(
     Returns
     -------
     ndarray of float64, shape (len(catalogue.feature_columns(names)),)
-        In :func:`features.catalogue.feature_columns` order; all finite.
+        In :func:`triage.features.catalogue.feature_columns` order; all finite.
 
     Raises
     ------
@@ -121,9 +110,9 @@ def candidate_features(
         Bad ``p``, ``window`` or change points, or a NaN/inf in the windows.
     """
     values = np.asarray(values, dtype=np.float64)
-    pre, after = W.window_bounds(p, len(values), change_points, window)
+    pre, after = windows.window_bounds(p, len(values), change_points, window)
     _check_finite(values, pre[0], after[1], series_id, int(p))
-    return _row(values, pre, after, _Layout(names), _implementation(implementation))
+    return _row(values, pre, after, _layout(names), _implementation(implementation))
 
 
 def _series_block(
@@ -135,12 +124,12 @@ def _series_block(
     implementation: str,
 ) -> np.ndarray:
     """Feature rows of one series' candidates, shape (len(indices), width)."""
-    layout = _Layout(names)
+    layout = _layout(names)
     impl = _implementation(implementation)
     values = history.values
     out = np.empty((len(indices), layout.width))
     for r, p in enumerate(indices):
-        pre, after = W.window_bounds(int(p), len(values), cps, window)
+        pre, after = windows.window_bounds(int(p), len(values), cps, window)
         _check_finite(values, pre[0], after[1], history.series_id, int(p))
         out[r] = _row(values, pre, after, layout, impl)
     return out
@@ -155,10 +144,11 @@ def _candidate_indices(
 ) -> dict[str, np.ndarray]:
     if candidates is None:
         return {h.series_id: h.candidates() for h in dataset}
+    pairs: Iterable[tuple[str, int]]
     if isinstance(candidates, Mapping):
         pairs = ((sid, p) for sid, ps in candidates.items() for p in ps)
     else:
-        pairs = iter(candidates)
+        pairs = candidates
     wanted: dict[str, list[int]] = {}
     for sid, p in pairs:
         if sid not in dataset:
@@ -180,7 +170,7 @@ def _candidate_indices(
 
 def _confirmed(history: History, change_points: Mapping[str, Iterable[int]] | None) -> np.ndarray:
     if change_points is not None and history.series_id in change_points:
-        return W.confirmed_array(change_points[history.series_id], len(history))
+        return windows.confirmed_array(change_points[history.series_id], len(history))
     return history.confirmed().astype(np.int64)
 
 
@@ -215,7 +205,7 @@ def extract_features(
         Which commits to describe. ``None`` = every labelled candidate
         (non-empty label) of every series.
     window : ``"adaptive"`` or int >= 0
-        After window (see :mod:`features.windows`).
+        After window (see :mod:`triage.features.windows`).
     names : iterable of str or None
         Characteristics (:data:`catalogue.CHARACTERISTICS` and ``norm_mean``,
         ``norm_sd``); ``None`` = all.
@@ -245,9 +235,9 @@ def extract_features(
         ``candidates`` names a series the dataset lacks.
     """
     _implementation(implementation)  # fail early on a bad name
-    layout = _Layout(names)
-    if isinstance(window, str) and window != W.ADAPTIVE:
-        raise ValueError(f"window must be {W.ADAPTIVE!r} or an integer >= 0, got {window!r}")
+    layout = _layout(names)
+    if isinstance(window, str) and window != windows.ADAPTIVE:
+        raise ValueError(f"window must be {windows.ADAPTIVE!r} or an integer >= 0, got {window!r}")
     wanted = _candidate_indices(dataset, candidates)
     jobs = [
         (dataset[sid], idx, _confirmed(dataset[sid], change_points))
@@ -284,7 +274,7 @@ def _metadata(jobs: list) -> pd.DataFrame:
             else np.full(k, np.datetime64("NaT"), dtype="datetime64[ns]")
         )
         truth = (
-            h.truth_label[idx] if h.truth_label is not None else np.full(k, L.NONE, dtype=object)
+            h.truth_label[idx] if h.truth_label is not None else np.full(k, labels.NONE, dtype=object)
         )
         parts.append(
             pd.DataFrame(

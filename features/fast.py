@@ -1,8 +1,8 @@
 """Fast characteristics: one numba kernel per window (the default implementation).
 
-Computes exactly the definitions of :mod:`features.catalogue` (held to
-:mod:`features.reference` within 1e-6 relative by property tests). The window
-is prepared by :func:`features.catalogue.prepare` (shared with the reference,
+Computes exactly the definitions of :mod:`triage.features.catalogue` (held to
+:mod:`triage.features.reference` within 1e-6 relative by property tests). The window
+is prepared by :func:`triage.features.catalogue.prepare` (shared with the reference,
 so both start from the same standardised values); the periodogram comes from
 ``numpy.fft`` because numba has no FFT; everything else runs in one compiled
 kernel (``cache=True``: compiled once per machine, then loaded from
@@ -14,10 +14,13 @@ Costs per window of length ``n`` with lag ``l``: ``O(100 n l)`` additions and
 per prefix), ``O(n q^2)`` for the regressions (``q <= 13`` columns), ``O(n l)``
 for the rest. Measured speed-up over the reference: BENCHMARKS.md.
 
-The private kernels (``_max_kl_shift(z, l)``, ``_arch_lm(z)``,
-``_nonlinearity(z)``, ``_flat_spots(z)``, ``_kpss(z)``, ``_pp(z)``) take a
-prepared window and are also called by :mod:`features.incremental`; keep
-their signatures.
+The per-characteristic kernels :func:`max_kl_shift` ``(z, l)``,
+:func:`arch_lm`, :func:`nonlinearity`, :func:`flat_spots`, :func:`kpss` and
+:func:`pp` ``(z)`` take a prepared window and are public: the online Pre
+state (:mod:`triage.features.incremental`) calls them on its last
+``horizon`` commits; keep their signatures. They stay in this module because
+:func:`_kernel` calls them from compiled code, and numba's on-disk cache of a
+caller does not notice when a callee in another module changes.
 """
 
 from __future__ import annotations
@@ -27,16 +30,16 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
-from triage.features import catalogue as C
+from triage.features import catalogue
 
 _SQRT_2PI = float(np.sqrt(2.0 * np.pi))
 # R's dnorm(38): the floor of the kernel densities in max_kl_shift.
 _DNORM38 = float(np.exp(-0.5 * 38.0 * 38.0) / _SQRT_2PI)
 
-_I = C.INDEX  # resolved to integer constants at import, so numba sees literals
+_I = catalogue.INDEX  # resolved to integer constants at import, so numba sees literals
 _CROSS = _I["crossing_points"]
 _ENT = _I["entropy"]
-_MLS = _I["max_level_shift"]
+_MAX_LEVEL_SHIFT = _I["max_level_shift"]
 _SER = _I["serial_correlation"]
 _STAB = _I["stability"]
 _LUMP = _I["lumpiness"]
@@ -46,7 +49,7 @@ _ACF1 = _I["x_acf1"]
 _ACF10 = _I["x_acf10"]
 _D1ACF1 = _I["diff1_acf1"]
 _D1ACF10 = _I["diff1_acf10"]
-_MVS = _I["max_var_shift"]
+_MAX_VAR_SHIFT = _I["max_var_shift"]
 _MKL = _I["max_kl_shift"]
 _NONLIN = _I["nonlinearity"]
 _ARCH = _I["arch_lm"]
@@ -54,11 +57,11 @@ _STD1 = _I["std1st_der"]
 _KPSS = _I["unitroot_kpss"]
 _PP = _I["unitroot_pp"]
 _LEN = _I["series_length"]
-_FLAT_RTOL = C.FLAT_RTOL
-_HURST_FLOOR = C.HURST_SD_FLOOR
-_COLLINEAR_RTOL = C.COLLINEAR_RTOL
-_IQR_FLOOR = C.IQR_FLOOR
-_GRID = C.KL_GRID
+_FLAT_RTOL = catalogue.FLAT_RTOL
+_HURST_FLOOR = catalogue.HURST_SD_FLOOR
+_COLLINEAR_RTOL = catalogue.COLLINEAR_RTOL
+_IQR_FLOOR = catalogue.IQR_FLOOR
+_GRID = catalogue.KL_GRID
 
 
 @numba.njit(cache=True)
@@ -278,7 +281,7 @@ def _density_row(zi, lo_x, by, bw, row):
 
 
 @numba.njit(cache=True)
-def _max_kl_shift(z, w):
+def max_kl_shift(z, w):
     """Streams over the window with ring buffers of w (densities) and w + 1
     (window means and their logs) grid rows, so the working set stays in L1
     whatever n (full n x 100 matrices cost more in page faults than in
@@ -425,7 +428,7 @@ def _hurst(z):
 
 
 @numba.njit(cache=True)
-def _flat_spots(z):
+def flat_spots(z):
     n = z.size
     mn = z.min()
     mx = z.max()
@@ -453,7 +456,7 @@ def _flat_spots(z):
 
 
 @numba.njit(cache=True)
-def _nonlinearity(z):
+def nonlinearity(z):
     n = z.size
     if n <= 5 or _flat(z[1:]) or _flat(z[:-1]):
         return 0.0
@@ -481,7 +484,7 @@ def _nonlinearity(z):
 
 
 @numba.njit(cache=True)
-def _arch_lm(z):
+def arch_lm(z):
     n = z.size
     q = min(12, (n - 2) // 2)
     e = z - z.mean()
@@ -503,7 +506,7 @@ def _arch_lm(z):
 
 
 @numba.njit(cache=True)
-def _kpss(z):
+def kpss(z):
     n = z.size
     L = int(4.0 * (n / 100.0) ** 0.25)
     e = z - z.mean()
@@ -526,7 +529,7 @@ def _kpss(z):
 
 
 @numba.njit(cache=True)
-def _pp(z):
+def pp(z):
     n = z.size
     m = n - 1
     y = z[1:]
@@ -618,16 +621,16 @@ def _kernel(z, psd, n0, out):
             mls = dm
         if dv > mvs:
             mvs = dv
-    out[_MLS] = mls
-    out[_MVS] = mvs
+    out[_MAX_LEVEL_SHIFT] = mls
+    out[_MAX_VAR_SHIFT] = mvs
 
-    out[_MKL] = _max_kl_shift(z, w)
+    out[_MKL] = max_kl_shift(z, w)
     out[_HURST] = _hurst(z)
-    out[_FLAT] = _flat_spots(z)
-    out[_NONLIN] = _nonlinearity(z)
-    out[_ARCH] = _arch_lm(z)
-    out[_KPSS] = _kpss(z)
-    out[_PP] = _pp(z)
+    out[_FLAT] = flat_spots(z)
+    out[_NONLIN] = nonlinearity(z)
+    out[_ARCH] = arch_lm(z)
+    out[_KPSS] = kpss(z)
+    out[_PP] = pp(z)
     out[_LEN] = n0
 
 
@@ -658,13 +661,13 @@ def window_characteristics(x: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray of float64, shape (len(catalogue.CHARACTERISTICS),)
-        In :data:`features.catalogue.CHARACTERISTICS` order.
+        In :data:`triage.features.catalogue.CHARACTERISTICS` order.
     """
     x = np.asarray(x, dtype=np.float64)
-    z = C.prepare(x)
+    z = catalogue.prepare(x)
     if z is None:
-        return C.degenerate_values(x.size)
-    out = np.empty(C.N_CHARACTERISTICS)
+        return catalogue.degenerate_values(x.size)
+    out = np.empty(catalogue.N_CHARACTERISTICS)
     _kernel(z, periodogram(z), float(x.size), out)
     return out
 
@@ -680,7 +683,7 @@ def many_window_characteristics(windows: Sequence[np.ndarray]) -> np.ndarray:
     -------
     ndarray of float64, shape (len(windows), len(catalogue.CHARACTERISTICS))
     """
-    out = np.empty((len(windows), C.N_CHARACTERISTICS))
+    out = np.empty((len(windows), catalogue.N_CHARACTERISTICS))
     for i, x in enumerate(windows):
         out[i] = window_characteristics(x)
     return out

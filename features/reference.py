@@ -3,7 +3,7 @@ R package) wherever it has the characteristic, plain numpy / statsmodels
 elsewhere.
 
 This is the slow, obviously-correct side of the property tests that hold
-:mod:`features.fast` to the definitions of :mod:`features.catalogue`. Where
+:mod:`triage.features.fast` to the definitions of :mod:`triage.features.catalogue`. Where
 ``tsfeatures`` has the characteristic it is called as is on the prepared
 window; the catalogue's guards for degenerate inputs (flat regressands, exact
 fits, prefixes with zero spread) are applied around the call, since there the
@@ -27,7 +27,7 @@ from types import ModuleType
 
 import numpy as np
 
-from triage.features import catalogue as C
+from triage.features import catalogue
 
 
 @functools.cache
@@ -69,7 +69,7 @@ def bw_nrd0(x: np.ndarray) -> float:
     (and the catalogue's: an IQR of at most ``IQR_FLOOR`` counts as 0)."""
     hi = float(np.std(x, ddof=1))
     q75, q25 = np.percentile(x, [75, 25])
-    iqr = q75 - q25 if q75 - q25 > C.IQR_FLOOR else 0.0  # catalogue: rounding is no spread
+    iqr = q75 - q25 if q75 - q25 > catalogue.IQR_FLOOR else 0.0  # catalogue: rounding is no spread
     lo = min(hi, iqr / 1.34)
     if lo == 0:
         lo = hi or abs(float(x[0])) or 1.0
@@ -83,16 +83,16 @@ def max_kl_shift(x: np.ndarray, width: int) -> float:
     n = len(x)
     if n <= 2 * width:
         return 0.0
-    grid = np.linspace(np.min(x), np.max(x), C.KL_GRID)
+    grid = np.linspace(np.min(x), np.max(x), catalogue.KL_GRID)
     step = grid[1] - grid[0]
     bw = bw_nrd0(x)
     floor = np.exp(-0.5 * 38.0**2) / np.sqrt(2 * np.pi)
-    dens = np.empty((n, C.KL_GRID))
+    dens = np.empty((n, catalogue.KL_GRID))
     for i in range(n):
         dens[i] = np.exp(-0.5 * ((grid - x[i]) / bw) ** 2) / (bw * np.sqrt(2 * np.pi))
     dens = np.maximum(dens, floor)
     # roll_mean(fill = NA, align = "right"): row j averages rows j-width+1 .. j.
-    rmean = np.full((n, C.KL_GRID), np.nan)
+    rmean = np.full((n, catalogue.KL_GRID), np.nan)
     for j in range(width - 1, n):
         rmean[j] = dens[j - width + 1 : j + 1].mean(axis=0)
     kl = np.empty(n - width)
@@ -109,12 +109,12 @@ def _hurst(z: np.ndarray) -> float:
     y = np.cumsum(z)
     mean_t = y / t
     s_t = np.array([np.sqrt(np.mean((z[: i + 1] - mean_t[i]) ** 2)) for i in range(n)])
-    if np.all(s_t[1:] > C.HURST_SD_FLOOR):
+    if np.all(s_t[1:] > catalogue.HURST_SD_FLOOR):
         return float(ts.hurst(z.copy())["hurst"])
     # Leading run of (nearly) equal values: the package would divide 0 by 0;
     # the catalogue drops those prefixes from the fit.
     r_t = np.array([np.ptp(y[: i + 1] - t[: i + 1] * mean_t[i]) for i in range(n)])
-    keep = (s_t > C.HURST_SD_FLOOR) & (r_t > 0)
+    keep = (s_t > catalogue.HURST_SD_FLOOR) & (r_t > 0)
     keep[0] = False
     if keep.sum() < 2:
         return 0.5
@@ -125,7 +125,7 @@ def _acf_block(v: np.ndarray, lag: int) -> tuple[float, float]:
     """(r_1, sum_{k=1..lag} r_k^2) of ``v`` by ``statsmodels.acf``; zeros when ``v`` is flat."""
     from statsmodels.tsa.stattools import acf
 
-    if C.is_flat(v):
+    if catalogue.is_flat(v):
         return 0.0, 0.0
     r = acf(v, nlags=min(lag, v.size - 1), fft=False)
     return float(r[1]), float(np.sum(r[1 : lag + 1] ** 2))
@@ -142,7 +142,7 @@ def _independent_columns(X: np.ndarray) -> np.ndarray:
         if kept:
             basis = X[:, kept]
             col = col - basis @ np.linalg.lstsq(basis, col, rcond=None)[0]
-        if np.linalg.norm(col) > C.COLLINEAR_RTOL * norm0:
+        if np.linalg.norm(col) > catalogue.COLLINEAR_RTOL * norm0:
             kept.append(j)
     return np.array(kept, dtype=np.int64)
 
@@ -155,7 +155,7 @@ def _ols_residuals(X: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _nonlinearity(z: np.ndarray) -> float:
     ts, _ = _tsfeatures()
     n = z.size
-    if n <= 5 or C.is_flat(z[1:]) or C.is_flat(z[:-1]):
+    if n <= 5 or catalogue.is_flat(z[1:]) or catalogue.is_flat(z[:-1]):
         return 0.0
     y, xl = z[1:], z[:-1]
     design = np.column_stack([np.ones(n - 1), xl])
@@ -175,10 +175,10 @@ def _nonlinearity(z: np.ndarray) -> float:
 
 def _arch_lm(z: np.ndarray) -> float:
     ts, ts_utils = _tsfeatures()
-    q = C.arch_lags(z.size)
+    q = catalogue.arch_lags(z.size)
     sq = (z - z.mean()) ** 2
     target = sq[q:]
-    if C.is_flat(target):
+    if catalogue.is_flat(target):
         return 0.0
     lagged = ts_utils.embed(sq, q + 1)[:, 1:]
     design = np.column_stack([np.ones(len(target)), lagged])
@@ -195,7 +195,7 @@ def _arch_lm(z: np.ndarray) -> float:
 def _kpss(z: np.ndarray) -> float:
     ts, _ = _tsfeatures()
     n = z.size
-    lags = C.bartlett_lags(n)
+    lags = catalogue.bartlett_lags(n)
     e = z - z.mean()
     s_hat = np.sum(e**2) + 2 * sum(
         (1 - k / (lags + 1)) * np.dot(e[k:], e[:-k]) for k in range(1, lags + 1)
@@ -220,13 +220,13 @@ def _pp(z: np.ndarray) -> float:
     """
     import statsmodels.api as sm
 
-    if C.is_flat(z[1:]) or C.is_flat(z[:-1]):
+    if catalogue.is_flat(z[1:]) or catalogue.is_flat(z[:-1]):
         return 0.0
     m = z.size - 1
     y, xl = z[1:], z[:-1]
     fit = sm.OLS(y, sm.add_constant(xl, has_constant="add")).fit()
     res = fit.resid
-    lags = C.bartlett_lags(z.size)
+    lags = catalogue.bartlett_lags(z.size)
     weights = 1.0 - np.arange(1, lags + 1) / (lags + 1)
     coprods = np.array([np.dot(res[i + 1 :], res[: m - i - 1]) for i in range(lags)])
     lam = float(np.sum(weights * coprods)) / m
@@ -244,17 +244,17 @@ def window_characteristics(x: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray of float64, shape (len(catalogue.CHARACTERISTICS),)
-        In :data:`features.catalogue.CHARACTERISTICS` order.
+        In :data:`triage.features.catalogue.CHARACTERISTICS` order.
     """
     from statsmodels.stats.diagnostic import acorr_ljungbox
 
     x = np.asarray(x, dtype=np.float64)
-    z = C.prepare(x)
+    z = catalogue.prepare(x)
     if z is None:
-        return C.degenerate_values(x.size)
+        return catalogue.degenerate_values(x.size)
     ts, _ = _tsfeatures()
     n = z.size
-    lag = C.lag_for(n)
+    lag = catalogue.lag_for(n)
     dz = np.diff(z)
     acf1, acf10 = _acf_block(z, lag)
     d_acf1, d_acf10 = _acf_block(dz, lag)
@@ -285,12 +285,12 @@ def window_characteristics(x: np.ndarray) -> np.ndarray:
         "unitroot_pp": _pp(z),
         "series_length": float(x.size),
     }
-    return np.array([values[name] for name in C.CHARACTERISTICS], dtype=np.float64)
+    return np.array([values[name] for name in catalogue.CHARACTERISTICS], dtype=np.float64)
 
 
 def many_window_characteristics(windows: Sequence[np.ndarray]) -> np.ndarray:
     """Characteristics of many raw windows, shape (len(windows), len(CHARACTERISTICS))."""
-    out = np.empty((len(windows), C.N_CHARACTERISTICS))
+    out = np.empty((len(windows), catalogue.N_CHARACTERISTICS))
     for i, x in enumerate(windows):
         out[i] = window_characteristics(x)
     return out

@@ -4,8 +4,9 @@ The paper chose its classifier's inputs with a genetic algorithm: each
 individual is a bit string saying which features the random forest may use,
 its fitness is the cross-validated quality of that forest, and a population of
 200 evolves for some 70 generations. This module does the same on the feature
-matrix of :mod:`features.extract` and writes the winner as a *feature-set JSON*
-file that training and the online loop read.
+matrix of :mod:`features.extract` and returns the winner as a
+:class:`~features.feature_sets.FeatureSet`, saved as the feature-set file that
+training and the online loop read (:mod:`features.feature_sets`).
 
 Chromosome
 ----------
@@ -32,20 +33,19 @@ each generation's new subsets are evaluated in parallel with joblib. The run is
 reproducible: splits, forests and the GA's random draws all derive from
 ``seed``, and results do not depend on ``n_jobs``.
 
-Target: ``label == "true_positive"`` among the triaged rows (``true_positive``
-or ``false_positive``); other rows are ignored.
+Rows, columns and values are those training uses (:func:`features.matrix.training_data`):
+the triaged rows (target ``label == "true_positive"``, against
+``false_positive``; other rows are ignored), the contract feature columns
+(``pre_*``, ``after_*``, ``norm_*``), NaN kept and infinities read as NaN.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import random
+import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -55,188 +55,17 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold
 
-from triage.core import labels as L
-from triage.core.atomic import write_text_atomic
-from triage.core.errors import InputError
-from triage.features.catalogue import METADATA_COLUMNS
+from triage.features.feature_sets import METRICS, FeatureSet
+from triage.features.matrix import training_data
 
-METRICS: tuple[str, ...] = ("accuracy", "auc")
 UNITS: tuple[str, ...] = ("column", "characteristic")
-#: Keys every feature-set file has (others, such as ``history``, are optional).
-REQUIRED_KEYS: tuple[str, ...] = (
-    "names",
-    "fitness",
-    "metric",
-    "generations",
-    "n_evaluated",
-    "seed",
-    "data_hash",
-    "created",
-)
 
 #: ``callback(generation, max_generations, best_score, n_evaluated)`` after
 #: each generation (generation 0 = the initial population).
 ProgressCallback = Callable[[int, int, float, int], None]
 
 
-# --------------------------------------------------------------------------- the feature-set file
-
-
-@dataclass
-class FeatureSet:
-    """A selected feature subset and how it was found.
-
-    Attributes
-    ----------
-    names : list of str
-        Feature columns, in the feature matrix's column order.
-    fitness : float
-        Cross-validated score of the subset (``metric``), in [0, 1].
-    metric : ``"accuracy"`` or ``"auc"``
-    generations : int
-        Generations evolved after the initial population (fewer than asked
-        when the early stop fired).
-    n_evaluated : int
-        Distinct subsets whose fitness was computed.
-    seed : int
-    data_hash : str
-        SHA-256 of the training rows the fitness was computed on (see
-        :func:`data_hash`), so a model can check it is trained on the data the
-        subset was selected for.
-    created : str
-        ISO 8601 UTC time of the selection.
-    extra : dict
-        Optional details (``unit``, ``population``, ``n_splits``,
-        ``n_estimators``, per-generation ``history``); saved as top-level keys.
-    """
-
-    names: list[str]
-    fitness: float
-    metric: str
-    generations: int
-    n_evaluated: int
-    seed: int
-    data_hash: str
-    created: str
-    extra: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        extra = out.pop("extra")
-        return {**out, **{k: v for k, v in extra.items() if k not in out}}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> FeatureSet:
-        missing = [k for k in REQUIRED_KEYS if k not in data]
-        if missing:
-            raise ValueError(f"feature set lacks {', '.join(missing)}")
-        names = data["names"]
-        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-            raise ValueError("feature set 'names' must be a non-empty list of column names")
-        if len(set(names)) != len(names):
-            raise ValueError("feature set 'names' has duplicates")
-        if data["metric"] not in METRICS:
-            raise ValueError(f"feature set metric {data['metric']!r} is not one of {', '.join(METRICS)}")
-        return cls(
-            names=list(names),
-            fitness=float(data["fitness"]),
-            metric=str(data["metric"]),
-            generations=int(data["generations"]),
-            n_evaluated=int(data["n_evaluated"]),
-            seed=int(data["seed"]),
-            data_hash=str(data["data_hash"]),
-            created=str(data["created"]),
-            extra={k: v for k, v in data.items() if k not in REQUIRED_KEYS},
-        )
-
-    def select(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """The columns of ``frame`` this set names, in its order; ``KeyError`` if any is absent."""
-        missing = [n for n in self.names if n not in frame.columns]
-        if missing:
-            raise KeyError(f"feature matrix lacks selected column(s) {', '.join(missing)}")
-        return frame[self.names]
-
-
-def save_feature_set(feature_set: FeatureSet, path: str | Path) -> Path:
-    """Write ``feature_set`` as JSON at ``path`` atomically (temp file, then rename)."""
-    text = json.dumps(feature_set.to_dict(), indent=2) + "\n"
-    return write_text_atomic(text, path, fsync=True)
-
-
-def load_feature_set(path: str | Path) -> FeatureSet:
-    """Read a feature-set JSON file; problems raise :class:`~triage.core.errors.InputError`."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(path, None, "no such file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file") from None
-    if not isinstance(data, dict):
-        raise InputError(path, None, "expected a JSON object (a feature set)")
-    try:
-        return FeatureSet.from_dict(data)
-    except (ValueError, TypeError) as exc:
-        raise InputError(path, None, str(exc)) from None
-
-
-# --------------------------------------------------------------------------- training rows
-
-
-def feature_columns(frame: pd.DataFrame) -> list[str]:
-    """The feature columns of a feature matrix (every column but the metadata), in order."""
-    return [c for c in frame.columns if c not in METADATA_COLUMNS]
-
-
-def training_rows(
-    frame: pd.DataFrame, columns: Sequence[str] | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """The triaged rows of a feature matrix as arrays.
-
-    Returns
-    -------
-    X : ndarray of float64, shape (n_rows, n_features)
-        NaN is kept (a characteristic undefined on a short window; the forest
-        handles missing values); infinities raise ``ValueError`` naming the
-        series, index and column.
-    y : ndarray of int, shape (n_rows,)
-        1 for ``true_positive``, 0 for ``false_positive``.
-    groups : ndarray of str, shape (n_rows,)
-        ``series_id`` of each row, for grouped folds.
-    columns : list of str, the feature columns of ``X``
-    """
-    for col in ("series_id", "label"):
-        if col not in frame.columns:
-            raise ValueError(f"feature matrix lacks the {col!r} column")
-    columns = list(feature_columns(frame) if columns is None else columns)
-    if not columns:
-        raise ValueError("feature matrix has no feature columns")
-    triaged = frame["label"].isin([L.TRUE_POSITIVE, L.FALSE_POSITIVE]).to_numpy()
-    rows = frame.loc[triaged]
-    X = rows[columns].to_numpy(dtype=np.float64)
-    bad = np.isinf(X)
-    if bad.any():
-        r, c = np.argwhere(bad)[0]
-        where = rows.iloc[r]
-        index = where["index"] if "index" in rows.columns else rows.index[r]
-        raise ValueError(
-            f"series {where['series_id']!r}, index {index}: feature {columns[c]!r} is infinite"
-        )
-    y = (rows["label"].to_numpy() == L.TRUE_POSITIVE).astype(np.int64)
-    groups = rows["series_id"].astype(str).to_numpy()
-    return X, y, groups, columns
-
-
-def data_hash(X: np.ndarray, y: np.ndarray, groups: np.ndarray, columns: Sequence[str]) -> str:
-    """SHA-256 (hex) of the training rows: column names, values, targets and series ids."""
-    h = hashlib.sha256()
-    h.update("\x1f".join(columns).encode())
-    h.update(np.ascontiguousarray(X, dtype=np.float64).tobytes())
-    h.update(np.ascontiguousarray(y, dtype=np.int64).tobytes())
-    h.update("\x1f".join(map(str, groups)).encode())
-    return h.hexdigest()
+# --------------------------------------------------------------------------- genes
 
 
 def genes_of(columns: Sequence[str], unit: str = "column") -> tuple[list[str], list[np.ndarray]]:
@@ -551,9 +380,13 @@ def select_features(
     left out of the chromosome; ``extra["constant_columns"]`` lists them.
     """
     selector = selector or GeneticSelector()
-    X, y, groups, columns = training_rows(frame)
-    with np.errstate(invalid="ignore"):
-        spread = np.nanmax(X, axis=0) - np.nanmin(X, axis=0) if len(X) else np.zeros(len(columns))
+    if "series_id" not in frame.columns:
+        raise ValueError("feature matrix lacks the 'series_id' column (folds are grouped by series)")
+    data = training_data(frame)
+    X, y, groups, columns = data.X, data.y.astype(np.int64), data.groups, data.columns
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: constant
+        spread = np.nanmax(X, axis=0) - np.nanmin(X, axis=0)
     varying = spread > 0
     if not varying.any():
         raise ValueError("every feature column is constant over the triaged rows")
@@ -566,7 +399,7 @@ def select_features(
         generations=selector.generations_,
         n_evaluated=selector.n_evaluated_,
         seed=selector.seed,
-        data_hash=data_hash(X, y, groups, columns),
+        data_hash=data.data_hash(),
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         extra={
             "unit": selector.unit,

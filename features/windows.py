@@ -25,7 +25,7 @@ Every function here returns **half-open** ``(start, stop)`` bounds, ready for
 - no confirmed change point after ``p``: After ends at ``n - 1``;
 - ``p`` right after a change point (``p = p- + 1``) or ``p = 0``: Pre is empty
   (``start == stop``), as the formula says; the characteristics define a value
-  for empty windows (see :mod:`features.catalogue`);
+  for empty windows (see :mod:`triage.features.catalogue`);
 - ``p`` itself in ``C`` (a confirmed candidate being described): it is
   neither ``p-`` nor ``p+`` because both are *strict*;
 - After is never empty: it always holds ``p``.
@@ -34,6 +34,7 @@ Every function here returns **half-open** ``(start, stop)`` bounds, ready for
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeGuard
 
 import numpy as np
 
@@ -170,7 +171,7 @@ def window_bounds(
     return pre, (p, min(p + int(window) + 1, nxt))
 
 
-def _is_clean(change_points: object, n: int) -> bool:
+def _is_clean(change_points: object, n: int) -> TypeGuard[np.ndarray]:
     """True for an already validated int64 array (the batch path), to skip re-checking."""
     return (
         isinstance(change_points, np.ndarray)

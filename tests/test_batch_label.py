@@ -21,22 +21,14 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from triage.batch_label import (
-    ALL_FEATURES,
-    OUTPUT_COLUMNS,
-    PUBLISHED_HEADER,
-    agreement,
-    candidate_matrix,
-    label_candidates,
-    load_classifier,
-    point_features,
-)
+from triage.batch_label import OUTPUT_COLUMNS, PUBLISHED_HEADER, agreement, label_candidates
 from triage.cli.app import app
-from triage.core import labels as L
+from triage.core import labels
 from triage.core.errors import InputError
 from triage.core.history import History
 from triage.features.catalogue import N_CHARACTERISTICS, normalised_moments
 from triage.features.fast import window_characteristics
+from triage.inference import ALL_FEATURES, candidate_matrix, load_classifier, point_features
 from triage.loaders import load, write_long
 from triage.synthetic import generate, preset_config
 
@@ -47,7 +39,7 @@ MODEL_PARAMS = {"rf": {"n_estimators": 100}, "xgb": {"n_estimators": 60, "max_de
 def training_matrix() -> pd.DataFrame:
     """Feature matrix of the triaged candidates of the enlarged small preset (seed 0)."""
     dataset = generate(TRAIN_CONFIG, seed=0)
-    return candidate_matrix(dataset, L.TRIAGED)
+    return candidate_matrix(dataset, labels.TRIAGED)
 
 
 @functools.cache
@@ -86,11 +78,11 @@ runner = CliRunner()
 def test_windows_are_bounded_by_neighbouring_confirmed_change_points():
     rng = np.random.default_rng(3)
     values = np.r_[rng.normal(10, 1, 30), rng.normal(20, 1, 30), rng.normal(15, 1, 40)]
-    labels = np.full(100, "", dtype=object)
-    labels[[30, 60]] = L.TRUE_POSITIVE
-    labels[45] = L.NOT_TRIAGED
-    labels[80] = L.UNDER_INVESTIGATION
-    h = History("s", [f"c{i}" for i in range(100)], values, labels)
+    commit_labels = np.full(100, "", dtype=object)
+    commit_labels[[30, 60]] = labels.TRUE_POSITIVE
+    commit_labels[45] = labels.NOT_TRIAGED
+    commit_labels[80] = labels.UNDER_INVESTIGATION
+    h = History("s", [f"c{i}" for i in range(100)], values, commit_labels)
     rows = point_features(h, [45, 80])
     nc = N_CHARACTERISTICS
     # Candidate 45 sits between confirmed 30 and 60: Pre = [31, 44], After = [45, 59].
@@ -129,11 +121,11 @@ def test_untriaged_accuracy_well_above_chance_on_synthetic(clf, tmp_path):
                       tmp_path / "history.csv")
     dataset = load(path)
     decisions = label_candidates(dataset, clf, which="untriaged", explain_top=0)
-    assert set(decisions["label"]) <= L.UNTRIAGED
+    assert set(decisions["label"]) <= labels.UNTRIAGED
     stats = agreement(decisions, "truth_label")
     assert stats["n"] >= 60
-    majority = max((decisions["truth_label"] == L.TRUE_POSITIVE).mean(),
-                   (decisions["truth_label"] == L.FALSE_POSITIVE).mean())
+    majority = max((decisions["truth_label"] == labels.TRUE_POSITIVE).mean(),
+                   (decisions["truth_label"] == labels.FALSE_POSITIVE).mean())
     # Measured 0.755 on 102 candidates (majority class 0.51).
     assert stats["accuracy"] >= majority + 0.1, stats
     assert stats["sensitivity"] > 0.5 and stats["specificity"] > 0.5, stats
@@ -151,10 +143,10 @@ def test_probabilities_and_decisions_are_consistent(clf):
     decisions = label_candidates(dataset, clf, which="all", explain_top=2)
     np.testing.assert_allclose(decisions["p_false"] + decisions["p_true"], 1.0)
     called = decisions["p_true"] >= clf.threshold_
-    assert (decisions["classification"] == np.where(called, L.TRUE_POSITIVE, L.FALSE_POSITIVE)).all()
+    assert (decisions["classification"] == np.where(called, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)).all()
     assert decisions["explanation"].str.count("; ").eq(1).all()
     strict = label_candidates(dataset, clf, which="all", threshold=0.99, explain_top=0)
-    assert (strict["classification"] == L.TRUE_POSITIVE).sum() <= called.sum()
+    assert (strict["classification"] == labels.TRUE_POSITIVE).sum() <= called.sum()
 
 
 # --------------------------------------------------------------------------- CLI and the real demo file
@@ -169,8 +161,8 @@ def test_cli_labels_the_mongodb_demo_end_to_end(shared_data, model_dir, tmp_path
     assert tuple(frame.columns) == OUTPUT_COLUMNS
     # The demo's two not_triaged candidates, at rows 72 and 165 of the file.
     assert frame["commit"].tolist() == [72, 165]
-    assert set(frame["label"]) == {L.NOT_TRIAGED}
-    assert set(frame["classification"]) <= {L.TRUE_POSITIVE, L.FALSE_POSITIVE}
+    assert set(frame["label"]) == {labels.NOT_TRIAGED}
+    assert set(frame["classification"]) <= {labels.TRUE_POSITIVE, labels.FALSE_POSITIVE}
     np.testing.assert_allclose(frame["p_false"] + frame["p_true"], 1.0, atol=2e-4)
     assert (frame["explanation"].str.len() > 0).all()
 
@@ -204,7 +196,7 @@ def test_synthetic_file_round_trip_through_the_cli(model_dir, tmp_path):
     assert "agreement with ground truth" in result.output
     frame = pd.read_csv(out, keep_default_na=False)
     expected = load(path).label_counts()
-    assert len(frame) == expected[L.NOT_TRIAGED] + expected[L.UNDER_INVESTIGATION]
+    assert len(frame) == expected[labels.NOT_TRIAGED] + expected[labels.UNDER_INVESTIGATION]
     assert (frame["explanation"] == "").all()
 
 
@@ -214,7 +206,7 @@ def test_missing_model_directory_is_an_input_error(tmp_path):
 
 
 def test_a_fixed_window_model_gets_fixed_windows(clf, tmp_path):
-    from triage.batch_label import model_window
+    from triage.inference import model_window
     from triage.training.model_files import save_model
 
     assert model_window(clf) == "adaptive"
@@ -226,5 +218,5 @@ def test_a_fixed_window_model_gets_fixed_windows(clf, tmp_path):
     assert (w2[["series_id", "commit"]].to_numpy() == adaptive[["series_id", "commit"]].to_numpy()).all()
     # After = [p, p + 2] at most: other features, other probabilities.
     assert not np.allclose(w2["p_true"], adaptive["p_true"])
-    rows = candidate_matrix(dataset, L.UNTRIAGED, window=2)
+    rows = candidate_matrix(dataset, labels.UNTRIAGED, window=2)
     assert rows["after_series_length"].max() <= 3

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from triage.batch_label import label_candidates, load_classifier
+from triage.batch_label import label_candidates
 from triage.cli.demo import ADAPTIVE_MODEL, MODELS_DIR, ONLINE_MODEL
-from triage.core import labels as L
+from triage.core import labels
+from triage.inference import load_classifier
 from triage.loaders import load
 
 
@@ -24,4 +25,4 @@ def test_adaptive_model_reproduces_mongodbs_triage(shared_data):
     decisions = label_candidates(dataset, load_classifier(MODELS_DIR / ADAPTIVE_MODEL), which="triaged")
     assert sorted(decisions["index"]) == [267, 410, 432, 448]
     assert (decisions["classification"] == decisions["label"]).all()
-    assert decisions.loc[decisions["label"] == L.TRUE_POSITIVE, "p_true"].min() > 0.6
+    assert decisions.loc[decisions["label"] == labels.TRUE_POSITIVE, "p_true"].min() > 0.6

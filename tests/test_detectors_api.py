@@ -164,3 +164,29 @@ def test_mongodb_demo_true_positives_are_found(shared_data):
         found = {c.index for c in make(name).detect(history.values)}
         assert confirmed <= found, (name, sorted(found))
     assert {c.index for c in make("bocpd").detect(history.values)} == confirmed
+
+
+def test_one_param_grammar_typed_by_defaults_or_inferred():
+    from triage.core.params import parse_params as parse_text
+
+    # key and value are stripped in both forms; a later key wins
+    assert parse_text([" n = 5 ", "n=6", "name= ks "]) == {"n": 6, "name": "ks"}
+    assert parse_text(["a=1.5", "b=TRUE", "c=none", "d=yes"]) == {"a": 1.5, "b": True, "c": None, "d": "yes"}
+    typed = parse_text(["flag=on", "k=3", "x=3", "names=a, b,"], {"flag": False, "k": 1, "x": 1.0, "names": ()})
+    assert typed == {"flag": True, "k": 3, "x": 3.0, "names": ("a", "b")}
+    assert isinstance(typed["x"], float)
+    assert parse_params("hybrid_ks", ["test= mwu "]) == {"test": "mwu"}
+    with pytest.raises(ValueError, match="key=value"):
+        parse_text(["=1"])
+    with pytest.raises(ValueError, match="flag.*not a boolean"):
+        parse_text(["flag=maybe"], {"flag": True})
+
+
+def test_an_ensemble_built_directly_needs_detectors_or_a_factory():
+    from triage.detectors import Ensemble
+
+    with pytest.raises(ValueError, match="names, not detectors"):
+        Ensemble(members=("pelt", "binseg")).fit(flat_series())
+    ens = Ensemble(members=("pelt", "binseg"), min_votes=2)
+    ens.factory = make
+    assert ens.detect(step_series()) == make("ensemble", members=("pelt", "binseg"), min_votes=2).detect(step_series())

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from test_batch_label import _matrix, trained_model
 
-from triage.batch_label import ALL_FEATURES
 from triage.explain import PHRASES, contributions, describe, explain
+from triage.inference import ALL_FEATURES
 from triage.training.model_files import load_model
 
 

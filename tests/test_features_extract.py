@@ -1,4 +1,4 @@
-"""The feature matrix (features.extract) on hand-built, real and synthetic histories."""
+"""The feature matrix (triage.features.extract) on hand-built, real and synthetic histories."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 
 from triage.core.history import Dataset, History
-from triage.features import catalogue as C
+from triage.features import catalogue
 from triage.features.extract import candidate_features, extract_features, matrix_columns
 from triage.loaders import load
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 MONGODB = SHARED / "data" / "mongodb_demo.csv"
 
-LEN = C.feature_columns().index
+LEN = catalogue.feature_columns().index
 
 
 def _history(sid, values, labels, *, timestamps=False, truth=None):
@@ -74,7 +74,7 @@ def hand_dataset() -> Dataset:
 def test_columns_dtypes_and_default_candidates(hand_dataset):
     df = extract_features(hand_dataset)
     assert list(df.columns) == matrix_columns()
-    assert list(df.columns[:6]) == list(C.METADATA_COLUMNS)
+    assert list(df.columns[:6]) == list(catalogue.METADATA_COLUMNS)
     assert df["series_id"].tolist() == ["a"] * 5 + ["b"] * 2 + ["c"] * 2
     assert df["index"].tolist() == [0, 20, 21, 33, 45, 6, 11, 1, 2]
     assert df["index"].dtype == np.int64
@@ -85,7 +85,7 @@ def test_columns_dtypes_and_default_candidates(hand_dataset):
     assert df["label"].tolist()[:3] == ["false_positive", "true_positive", "not_triaged"]
     assert df.loc[df.series_id == "a", "truth_label"].tolist()[2] == "false_positive"
     assert (df.loc[df.series_id != "a", "truth_label"] == "").all()
-    feats = df[C.feature_columns()]
+    feats = df[catalogue.feature_columns()]
     assert (feats.dtypes == np.float64).all()
     assert np.isfinite(feats.to_numpy()).all()  # empty, constant and short windows included
 
@@ -112,7 +112,7 @@ def test_rows_equal_single_candidate_vectors(hand_dataset):
     for _, row in df.iterrows():
         h = hand_dataset[row.series_id]
         vec = candidate_features(h.values, row["index"], h.confirmed(), 2)
-        np.testing.assert_array_equal(row[C.feature_columns()].to_numpy(dtype=float), vec)
+        np.testing.assert_array_equal(row[catalogue.feature_columns()].to_numpy(dtype=float), vec)
 
 
 def test_change_points_override(hand_dataset):
@@ -161,7 +161,7 @@ def test_non_finite_value_in_a_window_names_series_and_index():
         extract_features(ds)
     # The NaN lies outside the windows of 28 (Pre starts after the change at 25).
     df = extract_features(ds, candidates={"broken": [28]})
-    assert np.isfinite(df[C.feature_columns()].to_numpy()).all()
+    assert np.isfinite(df[catalogue.feature_columns()].to_numpy()).all()
     with pytest.raises(ValueError, match="non-finite"):
         candidate_features(np.array([1.0, np.inf, 2.0]), 2)
 
@@ -183,7 +183,7 @@ def test_parallel_equals_serial(hand_dataset):
 def test_reference_implementation_agrees(hand_dataset):
     fast = extract_features(hand_dataset, window=5)
     ref = extract_features(hand_dataset, window=5, implementation="reference")
-    cols = C.feature_columns()
+    cols = catalogue.feature_columns()
     np.testing.assert_allclose(ref[cols].to_numpy(), fast[cols].to_numpy(), rtol=1e-6, atol=1e-8)
 
 
@@ -205,7 +205,7 @@ def test_real_mongodb_history():
         "false_positive",
         "false_positive",
     ]
-    assert np.isfinite(df[C.feature_columns()].to_numpy()).all()
+    assert np.isfinite(df[catalogue.feature_columns()].to_numpy()).all()
     by_index = df.set_index("index")
     # Confirmed changes at 267 and 410: Pre of 432 is [411, 431], After [432, 506].
     assert by_index.loc[432, "pre_series_length"] == 21
@@ -214,7 +214,7 @@ def test_real_mongodb_history():
     assert by_index.loc[267, "after_series_length"] == 143
     ref = extract_features(ds, window=10, implementation="reference")
     fast = extract_features(ds, window=10)
-    cols = C.feature_columns()
+    cols = catalogue.feature_columns()
     np.testing.assert_allclose(ref[cols].to_numpy(), fast[cols].to_numpy(), rtol=1e-6, atol=1e-8)
 
 
@@ -226,5 +226,5 @@ def test_synthetic_small_preset():
     df = extract_features(ds, window=5)
     assert len(df) == sum(len(h.candidates()) for h in ds)
     assert list(df.columns) == matrix_columns()
-    assert np.isfinite(df[C.feature_columns()].to_numpy()).all()
+    assert np.isfinite(df[catalogue.feature_columns()].to_numpy()).all()
     assert set(df["truth_label"]) <= {"true_positive", "false_positive"}

@@ -1,4 +1,4 @@
-"""triage.features.fast against features.reference (tsfeatures) on many kinds of windows.
+"""triage.features.fast against triage.features.reference (tsfeatures) on many kinds of windows.
 
 Tolerance: 1e-6 relative, with an absolute floor of 1e-8 for values near 0
 (characteristics are computed on standardised windows, so their natural scale
@@ -12,8 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triage.features import catalogue as C
-from triage.features import fast, reference
+from triage.features import catalogue, fast, reference
 
 RTOL = 1e-6
 ATOL = 1e-8
@@ -31,11 +30,11 @@ def _warm():
 def assert_agree(x: np.ndarray) -> None:
     got = fast.window_characteristics(x)
     want = reference.window_characteristics(x)
-    assert got.shape == want.shape == (C.N_CHARACTERISTICS,)
-    assert np.all(np.isfinite(got)), dict(zip(C.CHARACTERISTICS, got, strict=True))
+    assert got.shape == want.shape == (catalogue.N_CHARACTERISTICS,)
+    assert np.all(np.isfinite(got)), dict(zip(catalogue.CHARACTERISTICS, got, strict=True))
     bad = ~np.isclose(got, want, rtol=RTOL, atol=ATOL)
     assert not bad.any(), {
-        C.CHARACTERISTICS[i]: (float(got[i]), float(want[i])) for i in np.flatnonzero(bad)
+        catalogue.CHARACTERISTICS[i]: (float(got[i]), float(want[i])) for i in np.flatnonzero(bad)
     } | {"window": x.tolist()}
 
 
@@ -66,7 +65,7 @@ def test_tiny_windows(values):
 def test_constant_windows(value, n):
     x = np.full(n, value)
     got = fast.window_characteristics(x)
-    np.testing.assert_array_equal(got, C.degenerate_values(n))
+    np.testing.assert_array_equal(got, catalogue.degenerate_values(n))
     assert_agree(x)
 
 
@@ -141,7 +140,7 @@ def test_ill_conditioned_window_matches_exact_arithmetic():
 
     rng = np.random.default_rng(11)
     x = np.r_[-11937.8, rng.normal(0, 1e-3, 19)]
-    z = C.prepare(x)
+    z = catalogue.prepare(x)
     q = [Fraction(float(v)) for v in z]
     y, xl, m = q[1:], q[:-1], len(q) - 1
     xm, ym = sum(xl) / m, sum(y) / m
@@ -149,7 +148,7 @@ def test_ill_conditioned_window_matches_exact_arithmetic():
         (a - xm) ** 2 for a in xl
     )
     res = [b - ym - alpha * (a - xm) for a, b in zip(xl, y, strict=True)]
-    lags = C.bartlett_lags(len(z))
+    lags = catalogue.bartlett_lags(len(z))
     lam = (
         sum(
             (1 - Fraction(i + 1, lags + 1)) * sum(res[t] * res[t - i - 1] for t in range(i + 1, m))
@@ -158,7 +157,7 @@ def test_ill_conditioned_window_matches_exact_arithmetic():
         / m
     )
     exact = float(m * (alpha - 1) - lam / (sum((b - ym) ** 2 for b in y) / m**2))
-    got = fast.window_characteristics(x)[C.INDEX["unitroot_pp"]]
+    got = fast.window_characteristics(x)[catalogue.INDEX["unitroot_pp"]]
     assert got == pytest.approx(exact, rel=1e-8)
 
 
@@ -171,8 +170,8 @@ def test_ill_conditioned_arch_matches_exact_arithmetic():
     rng = np.random.default_rng(0)
     x = rng.normal(0, 1e-2, 10)
     x[8] = 3734.3
-    z = C.prepare(x)
-    q = C.arch_lags(z.size)
+    z = catalogue.prepare(x)
+    q = catalogue.arch_lags(z.size)
     zz = [Fraction(float(v)) for v in z]
     mu = sum(zz) / len(zz)
     sq = [(v - mu) ** 2 for v in zz]
@@ -199,5 +198,5 @@ def test_ill_conditioned_arch_matches_exact_arithmetic():
     ]
     ym = sum(y) / len(y)
     exact = float(1 - sum(r * r for r in res) / sum((t - ym) ** 2 for t in y))
-    assert fast.window_characteristics(x)[C.INDEX["arch_lm"]] == pytest.approx(exact, rel=1e-8)
-    assert reference.window_characteristics(x)[C.INDEX["arch_lm"]] == pytest.approx(exact, rel=1e-8)
+    assert fast.window_characteristics(x)[catalogue.INDEX["arch_lm"]] == pytest.approx(exact, rel=1e-8)
+    assert reference.window_characteristics(x)[catalogue.INDEX["arch_lm"]] == pytest.approx(exact, rel=1e-8)

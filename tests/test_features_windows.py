@@ -1,4 +1,4 @@
-"""Pre/After window bounds (features.windows)."""
+"""Pre/After window bounds (triage.features.windows)."""
 
 from __future__ import annotations
 

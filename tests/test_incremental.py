@@ -1,4 +1,4 @@
-"""triage.features.incremental.PreState against the batch characteristics of features.fast."""
+"""triage.features.incremental.PreState against the batch characteristics of triage.features.fast."""
 
 from __future__ import annotations
 
@@ -11,15 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triage.features import catalogue as C
-from triage.features.incremental import (
-    BOUNDED,
-    EXACT,
-    PAPER_CHARACTERISTICS,
-    PreState,
-    batch_features,
-    resolve_names,
-)
+from triage.features import catalogue
+from triage.features.incremental import BOUNDED, EXACT, PAPER_CHARACTERISTICS, PreState
+from triage.features.pre_state_slots import SLOT_N_LOWER
+from triage.features.recomputed import batch_features
+from triage.features.row import resolve_names
 
 RTOL, ATOL = 1e-7, 1e-9
 
@@ -65,7 +61,7 @@ def test_full_catalogue_equals_batch_on_random_streams(values, horizon):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(values=streams(max_size=70), data=st.data())
 def test_resets_restart_pre_as_the_windows_define(values, data):
-    """After reset() at commit c, Pre of later commits is [c + 1, ...], as in features.windows."""
+    """After reset() at commit c, Pre of later commits is [c + 1, ...], as in triage.features.windows."""
     names = list(PAPER_CHARACTERISTICS)
     state = PreState(names, horizon=24, series_id="s")
     cps = set(data.draw(st.lists(st.integers(0, max(len(values) - 1, 0)), max_size=4)))
@@ -95,7 +91,7 @@ def test_feature_set_columns_in_their_own_order():
 
 def test_characteristic_names_expand_to_catalogue_columns():
     _, cols = resolve_names(["hurst", "norm_mean", "crossing_points"])
-    assert cols == C.feature_columns(["hurst", "norm_mean", "crossing_points"])
+    assert cols == catalogue.feature_columns(["hurst", "norm_mean", "crossing_points"])
     with pytest.raises(ValueError, match="unknown characteristic or feature column 'pre_bogus'"):
         PreState(["pre_bogus"])
     with pytest.raises(ValueError, match="horizon"):
@@ -125,7 +121,7 @@ def test_hurst_exact_on_a_trend_whose_hull_keeps_every_point():
     expected = batch_features(values, 0.0, ["hurst"])
     assert_matches(state.features_one(0.0), expected, "trend")
     # The documented cost: on such a trend the hull keeps a point per commit.
-    assert state._f[24] > 250
+    assert state._f[SLOT_N_LOWER] > 250
 
 
 def test_after_window_is_the_constant_single_point():
@@ -189,7 +185,7 @@ def test_from_dict_rejects_foreign_data():
 
 def test_online_rows_equal_features_extract_at_window_0():
     """The contract with the batch matrix: the online row of commit p, Pre since the last
-    change point, is features.extract's window-0 row of candidate p."""
+    change point, is triage.features.extract's window-0 row of candidate p."""
     from triage.features.extract import candidate_features
 
     rng = np.random.default_rng(2)

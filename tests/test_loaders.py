@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triage.core import labels as L
+from triage.core import labels
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
 from triage.loaders import UnsortedTimestampsWarning, load, write_long
@@ -37,7 +37,7 @@ def test_mongodb_demo_loads(shared_data):
         "under_investigation": 0,
     }
     # Line 74 of the file (header = line 1) is the first not_triaged row: position 72.
-    assert history.labels[72] == L.NOT_TRIAGED
+    assert history.labels[72] == labels.NOT_TRIAGED
     assert history.values[72] == pytest.approx(559.373091560733)
     assert list(history.confirmed()) == [267, 410]
 
@@ -79,7 +79,7 @@ def test_several_measurements_are_aggregated(tmp_path):
     p90 = load(path, aggregate="p90")["s"]
     assert p90.values[0] == pytest.approx(np.quantile([1, 2, 6], 0.9))
     assert list(p90.n_measurements) == [3, 1]
-    assert p90.labels[0] == L.TRUE_POSITIVE  # Perfherder "fixed"
+    assert p90.labels[0] == labels.TRUE_POSITIVE  # Perfherder "fixed"
 
 
 def test_interleaved_series_are_separated(tmp_path):
@@ -91,18 +91,18 @@ def test_interleaved_series_are_separated(tmp_path):
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        ("invalid", L.FALSE_POSITIVE),
-        ("Fixed", L.TRUE_POSITIVE),
-        ("backedout", L.TRUE_POSITIVE),
-        ("acknowledged", L.TRUE_POSITIVE),
-        ("untriaged", L.NOT_TRIAGED),
-        ("investigating", L.UNDER_INVESTIGATION),
-        ("true_positive", L.TRUE_POSITIVE),
-        ("", L.NONE),
+        ("invalid", labels.FALSE_POSITIVE),
+        ("Fixed", labels.TRUE_POSITIVE),
+        ("backedout", labels.TRUE_POSITIVE),
+        ("acknowledged", labels.TRUE_POSITIVE),
+        ("untriaged", labels.NOT_TRIAGED),
+        ("investigating", labels.UNDER_INVESTIGATION),
+        ("true_positive", labels.TRUE_POSITIVE),
+        ("", labels.NONE),
     ],
 )
 def test_perfherder_statuses_map(raw, expected):
-    assert L.normalise_label(raw) == expected
+    assert labels.normalise_label(raw) == expected
 
 
 # --------------------------------------------------------------------------- bad input
@@ -186,7 +186,7 @@ def test_json_list_rejects_null(tmp_path):
 
 
 def test_write_is_atomic_and_keeps_old_file_on_failure(tmp_path, monkeypatch):
-    dataset = Dataset([History("s", ["a", "b"], [1.0, 2.0], [L.NONE, L.TRUE_POSITIVE])])
+    dataset = Dataset([History("s", ["a", "b"], [1.0, 2.0], [labels.NONE, labels.TRUE_POSITIVE])])
     path = write_long(dataset, tmp_path / "out.csv")
     before = path.read_bytes()
 
@@ -202,7 +202,7 @@ def test_write_is_atomic_and_keeps_old_file_on_failure(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- properties
 
-labels_st = st.sampled_from([lab for lab in L.CANONICAL])
+labels_st = st.sampled_from([lab for lab in labels.CANONICAL])
 finite = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False)
 
 
@@ -213,12 +213,12 @@ def datasets(draw):
     for s in range(n_series):
         n = draw(st.integers(1, 12))
         values = draw(st.lists(finite, min_size=n, max_size=n))
-        labels = draw(st.lists(labels_st, min_size=n, max_size=n))
+        commit_labels = draw(st.lists(labels_st, min_size=n, max_size=n))
         stamps = np.datetime64("2024-01-01T00:00:00") + np.sort(
             np.array(draw(st.lists(st.integers(0, 10**6), min_size=n, max_size=n)))
         ).astype("timedelta64[s]")
         histories.append(
-            History(f"series {s}", [f"c{i}" for i in range(n)], values, labels, timestamps=stamps.astype("datetime64[ns]"))
+            History(f"series {s}", [f"c{i}" for i in range(n)], values, commit_labels, timestamps=stamps.astype("datetime64[ns]"))
         )
     return Dataset(histories)
 
@@ -263,7 +263,7 @@ def test_malformed_value_is_rejected_at_its_row(tmp_path, values, position, bad)
 @given(label=st.text(min_size=1, max_size=12).filter(lambda t: t.strip() and "\n" not in t and "\r" not in t))
 def test_unknown_labels_are_rejected(tmp_path, label):
     try:
-        L.normalise_label(label)
+        labels.normalise_label(label)
         return  # a known spelling
     except KeyError:
         pass
@@ -274,3 +274,69 @@ def test_unknown_labels_are_rejected(tmp_path, label):
         warnings.simplefilter("error")
         with pytest.raises(InputError, match=r"row 2: unknown label"):
             load(path)
+
+
+# --------------------------------------------------------------------------- timestamps (one rule, triage.core.timestamps)
+
+TIMESTAMP_CASES = [
+    # (input, instant in ns since the epoch UTC, or None for "rejected")
+    ("2024-05-01T12:00:00Z", 1714564800 * 10**9),
+    ("2024-05-01T12:00:00", 1714564800 * 10**9),  # naive = UTC
+    ("2024-05-01 14:00:00+02:00", 1714564800 * 10**9),
+    ("2024-05-01T14:00:00+0200", 1714564800 * 10**9),
+    ("2024-05-01T12:00:00 UTC", 1714564800 * 10**9),  # not ISO: the general parser
+    ("2024-05-01T12:00:00.123456789Z", 1714564800 * 10**9 + 123456789),  # nanoseconds kept
+    ("20240501", 1714521600 * 10**9),  # ISO basic form: a date, not seconds
+    ("May 1 2024", 1714521600 * 10**9),
+    ("01/05/2024", 1704412800 * 10**9),  # month first
+    ("1714564800", 1714564800 * 10**9),  # numeric text: seconds since the epoch
+    ("1714564800.5", 1714564800 * 10**9 + 500_000_000),
+    ("1714564800000", None),  # milliseconds are not guessed: outside the range
+    ("3000-01-01", None),
+    ("yesterday", None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), TIMESTAMP_CASES)
+def test_one_timestamp_rule_for_files_and_the_online_loop(text, expected):
+    from triage.core.timestamps import parse_column, to_ns
+    from triage.online.loop import to_ns as loop_to_ns
+
+    instants, missing, bad = parse_column(pd.Series([text, " "]))
+    assert list(missing) == [False, True]
+    if expected is None:
+        assert bad[0]
+        with pytest.raises(ValueError):
+            to_ns(text)
+    else:
+        assert not bad[0] and int(instants[0].astype(np.int64)) == expected
+        assert to_ns(text) == loop_to_ns(text) == expected
+
+
+def test_timestamp_numbers_objects_and_missing_values():
+    import datetime as dt
+
+    from triage.core.timestamps import parse_column, to_ns
+
+    s = 1714564800
+    for value in (s, float(s), np.int64(s), np.float64(s), np.datetime64("2024-05-01T12:00:00"),
+                  dt.datetime(2024, 5, 1, 12), pd.Timestamp("2024-05-01T14:00", tz="Europe/Paris")):
+        assert to_ns(value) == s * 10**9, value
+    for value in (None, pd.NaT, np.datetime64("NaT"), "", "  "):
+        assert to_ns(value) is None
+    for value in (True, float("nan"), float("inf"), [s]):
+        with pytest.raises(ValueError):
+            to_ns(value)
+    instants, missing, bad = parse_column(pd.Series([s, np.nan, np.inf]))
+    assert int(instants[0].astype(np.int64)) == s * 10**9 and list(missing) == [False, True, False]
+    assert list(bad) == [False, False, True]
+
+
+def test_epoch_seconds_columns_load(tmp_path):
+    path = write(tmp_path, "series_id,commit,timestamp,value\ns,a,1714564800,1\ns,b,1714564860,2\n")
+    history = load(path)["s"]
+    assert list(history.timestamps) == [np.datetime64("2024-05-01T12:00:00"), np.datetime64("2024-05-01T12:01:00")]
+    frame = pd.DataFrame({"series_id": ["s", "s"], "commit": ["a", "b"], "timestamp": [1714564800, 1714564860],
+                          "value": [1.0, 2.0]})
+    frame.to_parquet(tmp_path / "h.parquet", index=False)
+    assert list(load(tmp_path / "h.parquet")["s"].timestamps) == list(history.timestamps)

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_training import make_matrix
 
 from triage.core import atomic
 from triage.core.errors import InputError
 from triage.training import model_files
 from triage.training.classifier import TriageClassifier
-from triage.training.demo_matrix import make_matrix
 from triage.training.model_files import CHECKSUMS, ModelFileError, load_model, save_model
 
 PARAMS = {"rf": {"n_estimators": 15}, "svm": {}, "xgb": {"n_estimators": 20}}

@@ -6,19 +6,14 @@ import json
 
 import numpy as np
 import pytest
-from test_online_support import model_dir, reference_features, step_series
+from helpers_online import model_dir, reference_features, step_series
 
 from triage.core.errors import InputError
+from triage.features.recomputed import RecomputedPre
 from triage.features.windows import window_bounds
-from triage.online.loop import (
-    ALL_COLUMNS,
-    Decision,
-    ModelMismatch,
-    OnlineTriage,
-    RecomputedPre,
-    RejectedCommit,
-    SeriesState,
-)
+from triage.online.loop import ALL_COLUMNS, OnlineTriage
+from triage.online.records import Decision, ModelMismatch, RejectedCommit
+from triage.online.series_state import SeriesState
 from triage.training.model_files import ModelFileError, load_model, save_model
 
 
@@ -290,3 +285,16 @@ def test_top_features_for_positive_decisions_only(rf_dir):
         "decision",
         "top_features",
     }
+
+
+def test_both_pre_states_declare_the_one_interface():
+    from triage.features.incremental import PreState
+    from triage.features.pre_state import PreWindowState
+
+    for state in (PreState(ALL_COLUMNS, series_id="s"), RecomputedPre(ALL_COLUMNS, series_id="s")):
+        assert isinstance(state, PreWindowState)
+        state.learn_one(1.0).learn_one(2.0)
+        restored = type(state).from_dict(json.loads(json.dumps(state.to_dict())))
+        assert restored.n == state.n == 2
+        np.testing.assert_array_equal(restored.features_array(3.0), state.features_array(3.0))
+        assert state.reset().n == 0

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_online_support import model_dir, step_series
+from helpers_online import model_dir, step_series
 from typer.testing import CliRunner
 
 from triage.cli.app import app

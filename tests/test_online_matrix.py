@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from triage.core import labels as L
+from triage.core import labels
 from triage.features.extract import extract_features
 from triage.training.online_matrix import online_matrix
 
@@ -16,14 +16,14 @@ def test_rows_are_confirmed_points_false_alerts_and_ordinary_commits(small_datas
         rows = matrix[matrix["series_id"] == h.series_id]
         idx = set(rows["index"])
         assert set(h.confirmed()) <= idx
-        assert set(np.flatnonzero(h.labels == L.FALSE_POSITIVE)) <= idx
+        assert set(np.flatnonzero(h.labels == labels.FALSE_POSITIVE)) <= idx
         # untriaged candidates are never training rows
-        assert not idx & set(h.indices_with(L.UNTRIAGED))
-        positives = set(rows.loc[rows["label"] == L.TRUE_POSITIVE, "index"])
+        assert not idx & set(h.indices_with(labels.UNTRIAGED))
+        positives = set(rows.loc[rows["label"] == labels.TRUE_POSITIVE, "index"])
         assert positives == set(h.confirmed())
         ordinary = idx - set(h.candidates())
         assert len(ordinary) == min(5, len(h) - 1 - len(h.candidates()))
-    assert set(matrix["label"]) == {L.TRUE_POSITIVE, L.FALSE_POSITIVE}
+    assert set(matrix["label"]) == {labels.TRUE_POSITIVE, labels.FALSE_POSITIVE}
 
 
 def test_window_zero_features_with_pre_bounded_by_positives(small_dataset):
@@ -47,7 +47,7 @@ def test_sampling_is_seeded_and_zero_means_candidates_only(small_dataset):
     assert a["index"].tolist() == b["index"].tolist()
     paper = online_matrix(small_dataset, ordinary_per_series=0)
     counts = small_dataset.label_counts()
-    assert len(paper) == counts[L.TRUE_POSITIVE] + counts[L.FALSE_POSITIVE]
+    assert len(paper) == counts[labels.TRUE_POSITIVE] + counts[labels.FALSE_POSITIVE]
 
 
 def test_bad_arguments(small_dataset):

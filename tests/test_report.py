@@ -12,11 +12,12 @@ from PIL import Image
 from test_batch_label import trained_model
 from typer.testing import CliRunner
 
-from triage.batch_label import label_candidates, load_classifier, write_decisions
+from triage.batch_label import label_candidates, write_decisions
 from triage.cli.app import app
 from triage.cli.detectors import candidates_frame
-from triage.core import labels as L
+from triage.core import labels
 from triage.core.errors import InputError
+from triage.inference import load_classifier
 from triage.loaders import load
 from triage.report import build_report, read_decisions
 from triage.synthetic import generate, preset_config
@@ -149,13 +150,13 @@ def test_report_page_images_and_table(synthetic, clf, tmp_path):
     assert p_shown == sorted(p_shown, reverse=True)  # most likely true alerts first
     top = decisions.sort_values("p_true", ascending=False, kind="stable").iloc[0]
     assert rows[0][1] == top["series_id"] and rows[0][2] == top["commit"]
-    assert rows[0][6].startswith("true alert" if top["classification"] == L.TRUE_POSITIVE else "false alert")
-    differs = ((decisions["label"].isin(L.TRIAGED))
-               & ((decisions["label"] == L.TRUE_POSITIVE) != (decisions["classification"] == L.TRUE_POSITIVE)))
+    assert rows[0][6].startswith("true alert" if top["classification"] == labels.TRUE_POSITIVE else "false alert")
+    differs = ((decisions["label"].isin(labels.TRIAGED))
+               & ((decisions["label"] == labels.TRUE_POSITIVE) != (decisions["classification"] == labels.TRUE_POSITIVE)))
     assert sum(r[6].endswith("\u2260 human") for r in rows) == int(differs.sum())
     assert {r[1] for r in rows} == set(decisions["series_id"])  # the odd id came through escaped, intact
     assert 'a&lt;b&gt;&amp;&quot;c/../d' in page.read_text()
-    n_true = int((decisions["classification"] == L.TRUE_POSITIVE).sum())
+    n_true = int((decisions["classification"] == labels.TRUE_POSITIVE).sum())
     assert f"<b>{n_true}</b> likely true alerts" in page.read_text()
 
 
@@ -218,7 +219,7 @@ def test_plot_marks_decisions_where_they_are(tmp_path):
     n = 200
     h = History("s", [f"c{k}" for k in range(n)], np.random.default_rng(0).normal(100, 1, n), None)
     png = plot_series(h, tmp_path / "p.png",
-                      decisions=pd.DataFrame({"index": [n // 2], "p_true": [0.9], "classification": [L.TRUE_POSITIVE]}))
+                      decisions=pd.DataFrame({"index": [n // 2], "p_true": [0.9], "classification": [labels.TRUE_POSITIVE]}))
     with Image.open(png) as im:
         rgb = np.asarray(im.convert("RGB")).astype(int)
     # matplotlib's tab:red is (214, 39, 40); the legend (also holding a red dot) is in the top rows.
@@ -230,7 +231,8 @@ def test_plot_marks_decisions_where_they_are(tmp_path):
 
 
 def test_report_from_detector_scores_shows_the_human_labels_of_the_data(synthetic, clf, tmp_path):
-    from triage.scoring import CandidateTable, score_candidates
+    from triage.candidate_files import CandidateTable
+    from triage.scoring import score_candidates
 
     dataset = load(synthetic)
     h = max(dataset, key=lambda s: len(s.confirmed()))
@@ -242,4 +244,4 @@ def test_report_from_detector_scores_shows_the_human_labels_of_the_data(syntheti
     frame = read_decisions(path, dataset)
     page = build_report(dataset, frame, tmp_path / "r")
     rows = {int(r[3]): r[4] for r in parse(page).rows}
-    assert rows == {points[0]: L.TRUE_POSITIVE, 1: h.labels[1] or "-"}
+    assert rows == {points[0]: labels.TRUE_POSITIVE, 1: h.labels[1] or "-"}

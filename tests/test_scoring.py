@@ -12,13 +12,15 @@ import pytest
 from test_batch_label import _matrix, trained_model
 from typer.testing import CliRunner
 
-from triage.batch_label import label_candidates, load_classifier
+from triage.batch_label import label_candidates
+from triage.candidate_files import read_candidates, resolve
 from triage.cli.app import app
 from triage.cli.detectors import candidates_frame
-from triage.core import labels as L
+from triage.core import labels
 from triage.core.errors import InputError
+from triage.inference import load_classifier
 from triage.loaders import load, write_long
-from triage.scoring import read_candidates, resolve, score_candidates, threshold_for_recall
+from triage.scoring import score_candidates, threshold_for_recall
 from triage.synthetic import generate, preset_config
 from triage.training.classifier import TriageClassifier
 from triage.training.model_files import save_model
@@ -66,7 +68,7 @@ def test_detector_candidates_scored_through_the_cli(dataset, data_file, model_di
     assert list(scored.columns[: len(cands.columns)]) == list(cands.columns)
     np.testing.assert_allclose(scored["p_value"].astype(float), cands["p_value"].astype(float))
     assert list(scored.columns[len(cands.columns):]) == ["p_false", "p_true", "classification", "explanation"]
-    assert set(scored["classification"]) <= {L.TRUE_POSITIVE, L.FALSE_POSITIVE}
+    assert set(scored["classification"]) <= {labels.TRUE_POSITIVE, labels.FALSE_POSITIVE}
     np.testing.assert_allclose(scored["p_false"] + scored["p_true"], 1.0)
 
 
@@ -98,13 +100,13 @@ def test_index_only_candidates_and_the_threshold_overrides(dataset, clf, data_fi
     series, index = resolve(dataset, table)
     assert index.tolist() == [0, 5, len(h) - 1]
     everything = score_candidates(dataset, table, clf, threshold=0.0, explain_top=0)
-    assert (everything["classification"] == L.TRUE_POSITIVE).all()
+    assert (everything["classification"] == labels.TRUE_POSITIVE).all()
     assert everything["commit"].tolist() == [h.commits[0], h.commits[5], h.commits[-1]]
 
     cut, n = threshold_for_recall(dataset, clf, 0.9)
     triaged = label_candidates(dataset, clf, which="triaged", explain_top=0)
     assert n == len(triaged)
-    truth = triaged["label"] == L.TRUE_POSITIVE
+    truth = triaged["label"] == labels.TRUE_POSITIVE
     assert (triaged.loc[truth, "p_true"] >= cut).mean() >= 0.9
     result = runner.invoke(app, ["score", "--data", str(data_file), "--candidates", str(cand_file),
                                  "--model", str(model_dir), "--target-recall", "0.9"])
@@ -323,7 +325,7 @@ def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(data_file, model
 
 
 def test_output_is_written_atomically(dataset, clf, tmp_path, monkeypatch):
-    from triage.batch_label import write_frame_atomic
+    from triage.core.atomic import write_csv_atomic
 
     out = tmp_path / "scores.csv"
     out.write_text("the previous, complete file\n")
@@ -337,16 +339,16 @@ def test_output_is_written_atomically(dataset, clf, tmp_path, monkeypatch):
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", half_then_crash)
     with pytest.raises(OSError, match="disk full"):
-        write_frame_atomic(scored, out)
+        write_csv_atomic(scored, out)
     monkeypatch.undo()
     assert out.read_text() == "the previous, complete file\n"
     assert [p.name for p in tmp_path.iterdir()] == ["scores.csv"]
-    write_frame_atomic(scored, out)
+    write_csv_atomic(scored, out)
     assert len(pd.read_csv(out)) == 1
 
 
 def test_points_given_in_code_repeats_and_an_empty_table(dataset, clf):
-    from triage.scoring import CandidateTable
+    from triage.candidate_files import CandidateTable
 
     h = list(dataset)[1]
     table = CandidateTable.from_points([h.series_id] * 3, [7, 2, 7])

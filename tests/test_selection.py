@@ -1,4 +1,5 @@
-"""Genetic feature selection (features.selection) on a generated feature matrix."""
+"""Genetic feature selection (features.selection), its training rows (features.matrix)
+and the feature-set file (features.feature_sets), on a generated feature matrix."""
 
 from __future__ import annotations
 
@@ -11,17 +12,20 @@ import pytest
 from typer.testing import CliRunner
 
 from triage.core.errors import InputError
-from triage.features.selection import (
+from triage.features.feature_sets import (
     REQUIRED_KEYS,
     FeatureSet,
+    load_feature_set,
+    read_feature_set,
+    save_feature_set,
+)
+from triage.features.matrix import data_hash, training_data
+from triage.features.selection import (
     GeneticSelector,
     cv_score,
     genes_of,
     grouped_splits,
-    load_feature_set,
-    save_feature_set,
     select_features,
-    training_rows,
 )
 
 INFORMATIVE = ["pre_mean", "after_mean", "norm_sd_after"]
@@ -59,6 +63,12 @@ def make_matrix(seed: int = 0, n_series: int = 12, per_series: int = 20, n_noise
     return frame
 
 
+def training_rows(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """(X, y as int64, groups, columns) of the triaged rows, as the GA sees them."""
+    data = training_data(frame)
+    return data.X, data.y.astype(np.int64), data.groups, data.columns
+
+
 def small_selector(**kw) -> GeneticSelector:
     params = dict(population=16, generations=6, patience=3, n_estimators=15, n_splits=3, seed=0)
     params.update(kw)
@@ -84,11 +94,29 @@ def test_training_rows_keep_triaged_rows_and_feature_columns(matrix):
     assert set(groups) == set(matrix["series_id"])
 
 
-def test_infinite_feature_names_series_and_index(matrix):
+def test_infinite_features_are_read_as_missing_as_in_training(matrix):
+    """One rule for selection and training: an infinite characteristic is NaN (undefined)."""
     bad = matrix.copy()
     bad.loc[5, "pre_noise3"] = np.inf
-    with pytest.raises(ValueError, match=r"series 's0', index 50: feature 'pre_noise3'"):
-        training_rows(bad)
+    bad.loc[6, "pre_noise4"] = -np.inf
+    X, _, _, columns = training_rows(bad)
+    triaged = np.flatnonzero(matrix["label"].isin(["true_positive", "false_positive"]))
+    r5, r6 = int(np.searchsorted(triaged, 5)), int(np.searchsorted(triaged, 6))
+    assert np.isnan(X[r5, columns.index("pre_noise3")]) and np.isnan(X[r6, columns.index("pre_noise4")])
+    assert np.isfinite(np.delete(X, [r5, r6], axis=0)).all()
+    same_as_nan = matrix.copy()
+    same_as_nan.loc[5, "pre_noise3"] = np.nan
+    same_as_nan.loc[6, "pre_noise4"] = np.nan
+    fs_inf = select_features(bad, selector=small_selector(generations=1))
+    fs_nan = select_features(same_as_nan, selector=small_selector(generations=1))
+    assert fs_inf.data_hash == fs_nan.data_hash and fs_inf.names == fs_nan.names
+
+
+def test_only_contract_columns_are_features(matrix):
+    """Feature columns are the contract's (pre_*, after_*, norm_*), as in training."""
+    frame = matrix.assign(detector_score=np.linspace(0.0, 1.0, len(matrix)), note="x")
+    X, _, _, columns = training_rows(frame)
+    assert "detector_score" not in columns and "note" not in columns and X.shape[1] == 23
 
 
 def test_folds_never_split_a_series(matrix):
@@ -173,8 +201,6 @@ def test_data_hash_changes_with_the_data(selected, matrix):
     changed = matrix.copy()
     changed.loc[1, "pre_noise0"] += 1.0  # row 0 is not triaged
     X, y, groups, columns = training_rows(changed)
-    from triage.features.selection import data_hash
-
     assert data_hash(X, y, groups, columns) != selected.data_hash
 
 
@@ -204,6 +230,17 @@ def test_bad_feature_set_file_is_an_input_error(tmp_path, content, problem):
     with pytest.raises(InputError, match=problem) as info:
         load_feature_set(path)
     assert info.value.source == str(path)
+
+
+def test_names_only_reader_accepts_the_file_or_a_bare_list(selected, tmp_path):
+    path = save_feature_set(selected, tmp_path / "fs.json")
+    assert read_feature_set(path) == selected.names
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(["pre_mean", "after_mean"]))
+    assert read_feature_set(bare) == ["pre_mean", "after_mean"]
+    bare.write_text(json.dumps(["pre_mean", "pre_mean"]))
+    with pytest.raises(InputError, match="duplicates"):
+        read_feature_set(bare)
 
 
 def test_select_missing_column_is_a_key_error(selected):
@@ -240,7 +277,8 @@ def test_cli_bad_window_and_bad_data(tmp_path):
 
     out = tmp_path / "fs.json"
     result = CliRunner().invoke(app, ["select-features", "--data", str(tmp_path), "--out", str(out), "--window", "wide"])
-    assert result.exit_code == 2 and "neither 'adaptive' nor a number" in result.output
+    # The one window grammar (triage.cli.options.parse_window) words it so.
+    assert result.exit_code == 2 and "an integer >= 0, got 'wide'" in result.output
     result = CliRunner().invoke(app, ["select-features", "--data", str(tmp_path / "none.csv"), "--out", str(out)])
     assert isinstance(result.exception, InputError) and "no such file" in str(result.exception)
     assert not out.exists()
@@ -261,3 +299,10 @@ def test_constant_columns_are_left_out(matrix):
     assert fs.extra["n_candidates"] == 25
     with pytest.raises(ValueError, match="every feature column is constant"):
         select_features(matrix.assign(**{c: 1.0 for c in training_rows(matrix)[3]}), selector=small_selector())
+
+
+def test_a_model_trained_on_the_same_rows_carries_the_feature_sets_hash(selected, matrix):
+    from triage.training.classifier import TriageClassifier
+
+    clf = TriageClassifier(n_estimators=10).fit(matrix)
+    assert clf.data_hash_ == selected.data_hash

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_online_support import model_dir, step_series
+from helpers_online import model_dir, step_series
 
-from triage.online.loop import OnlineTriage, RejectedCommit
+from triage.online.loop import OnlineTriage
+from triage.online.records import RejectedCommit
 from triage.online.state_store import StateStore, StateStoreError
 
 ROOT = Path(__file__).resolve().parents[1]

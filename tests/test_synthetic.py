@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from triage.core import labels as L
+from triage.core import labels
 from triage.loaders import load
 from triage.synthetic import PRESETS, generate, generate_frame, preset_config, write_synthetic
 
@@ -29,19 +29,19 @@ def test_first_series_do_not_depend_on_n_series():
 
 def test_every_true_change_has_a_true_positive_candidate_nearby(small_dataset):
     for h in small_dataset:
-        truth_tp = np.flatnonzero(h.truth_label == L.TRUE_POSITIVE)
+        truth_tp = np.flatnonzero(h.truth_label == labels.TRUE_POSITIVE)
         for c in h.true_change_points():
             assert np.min(np.abs(truth_tp - c)) <= 2, (h.series_id, c)
         # and every candidate has a ground-truth label
         cands = h.candidates()
-        assert set(h.truth_label[cands]) <= {L.TRUE_POSITIVE, L.FALSE_POSITIVE}
-        assert (h.truth_label[h.labels == L.NONE] == L.NONE).all()
+        assert set(h.truth_label[cands]) <= {labels.TRUE_POSITIVE, labels.FALSE_POSITIVE}
+        assert (h.truth_label[h.labels == labels.NONE] == labels.NONE).all()
 
 
 def test_candidate_stream_mixes_labels(small_dataset):
     counts = small_dataset.label_counts()
-    assert counts[L.TRUE_POSITIVE] > 10 and counts[L.FALSE_POSITIVE] > 10
-    assert counts[L.NOT_TRIAGED] + counts[L.UNDER_INVESTIGATION] > 0
+    assert counts[labels.TRUE_POSITIVE] > 10 and counts[labels.FALSE_POSITIVE] > 10
+    assert counts[labels.NOT_TRIAGED] + counts[labels.UNDER_INVESTIGATION] > 0
 
 
 def test_changes_move_the_level_by_their_magnitude():

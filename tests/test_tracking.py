@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from helpers_training import make_matrix
 from typer.testing import CliRunner
 
 from triage.cli.app import app
 from triage.training import tracking
-from triage.training.demo_matrix import make_matrix
 from triage.training.evaluation import evaluate
 from triage.training.pipeline import train
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_training import make_matrix
 from sklearn.base import clone
 from sklearn.metrics import recall_score, roc_auc_score
 
 from triage.core.errors import InputError
+from triage.features.matrix import training_data
 from triage.training.classifier import TriageClassifier
-from triage.training.demo_matrix import make_matrix
-from triage.training.matrix import training_data
 
 SMALL = {"rf": {"n_estimators": 60}, "svm": {}, "xgb": {"n_estimators": 80}}
 

@@ -6,10 +6,10 @@ import subprocess
 import sys
 
 import pytest
+from helpers_training import make_matrix
 from typer.testing import CliRunner
 
 from triage.cli.app import app
-from triage.training.demo_matrix import make_matrix
 from triage.training.model_files import load_model
 
 

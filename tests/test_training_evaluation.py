@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_training import make_matrix
 
-from triage.training.demo_matrix import make_matrix
+from triage.features.matrix import training_data
 from triage.training.evaluation import (
     METRICS,
     evaluate,
@@ -14,7 +15,6 @@ from triage.training.evaluation import (
     window_markdown,
     window_study,
 )
-from triage.training.matrix import training_data
 from triage.training.plots import window_png
 
 FAST = {"rf": {"n_estimators": 25}, "xgb": {"n_estimators": 30}}

@@ -27,53 +27,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.validation import check_is_fitted
 
-from triage.core import labels as L
+from triage.core import labels
 from triage.core.errors import InputError
-from triage.training import matrix as M
+from triage.features import matrix
+from triage.training.model_kinds import KINDS, MODELS, ModelKind, kind_of
 from triage.training.thresholds import Fixed, choose_threshold, parse_policy
 
-MODELS: tuple[str, ...] = ("rf", "svm", "xgb")
 CALIBRATIONS: tuple[str, ...] = ("auto", "sigmoid", "isotonic", "none")
 
-#: Defaults tuned on the synthetic benchmark (BENCHMARKS.md, "Training and
-#: evaluation"); any of them can be overridden by a keyword to the constructor.
-DEFAULT_PARAMS: dict[str, dict[str, object]] = {
-    # 100 trees: on the default synthetic preset 300 trees gained < 0.005 AUC
-    # at three times the fit time, and the 100-split protocol must stay short.
-    "rf": {"n_estimators": 100, "max_features": "sqrt", "min_samples_leaf": 2},
-    "svm": {"C": 3.0, "gamma": "scale", "kernel": "rbf", "cache_size": 500},
-    "xgb": {
-        "n_estimators": 400,
-        "learning_rate": 0.05,
-        "max_depth": 6,
-        "subsample": 0.8,
-        "colsample_bytree": 0.8,
-        "min_child_weight": 1.0,
-        "tree_method": "hist",
-    },
-}
+#: Each kind's default parameters, by kind name (a view of
+#: :mod:`training.model_kinds`, where each kind is defined); any of them can be
+#: overridden by a keyword to the constructor.
+DEFAULT_PARAMS: dict[str, dict[str, object]] = {name: kind.defaults for name, kind in KINDS.items()}
 
-#: Distributions for the optional randomized hyper-parameter search.
-SEARCH_SPACES: dict[str, dict[str, list[object]]] = {
-    "rf": {
-        "n_estimators": [100, 200, 300, 500],
-        "max_features": ["sqrt", "log2", 0.3, 0.5],
-        "min_samples_leaf": [1, 2, 4, 8],
-        "max_depth": [None, 12, 20],
-    },
-    "svm": {"C": [0.3, 1.0, 3.0, 10.0, 30.0], "gamma": ["scale", 0.003, 0.01, 0.03, 0.1]},
-    "xgb": {
-        "n_estimators": [200, 400, 800],
-        "learning_rate": [0.02, 0.05, 0.1],
-        "max_depth": [3, 4, 6, 8],
-        "subsample": [0.7, 0.8, 1.0],
-        "colsample_bytree": [0.5, 0.8, 1.0],
-        "min_child_weight": [1.0, 3.0, 10.0],
-    },
-}
+__all__ = ["CALIBRATIONS", "DEFAULT_PARAMS", "MODELS", "TriageClassifier"]
 
 
 class TriageClassifier(ClassifierMixin, BaseEstimator):
@@ -84,7 +53,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
     model : ``"rf"`` (random forest, default), ``"svm"`` (RBF SVM on
         standardised features) or ``"xgb"`` (gradient-boosted trees, XGBoost).
     features : list of feature columns, path of a feature-set JSON file
-        (:mod:`features.selection`), or None for every contract feature column.
+        (:mod:`features.feature_sets`), or None for every contract feature column.
     threshold : policy for the decision threshold on P(true alert): a number
         (fixed, default ``"0.5"``), ``"recall:R"`` (highest threshold reaching
         recall R on validation data) or ``"fbeta:B"`` (maximise F-beta on
@@ -117,7 +86,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
     threshold_policy_ : str, the policy as text (``"0.5"``, ``"recall:0.95"``)
     params_ : dict, the model parameters actually used
     best_params_ : dict, the search's best setting (only with ``search``)
-    data_hash_ : str, SHA-256 of the training rows (see :func:`training.matrix.data_hash`)
+    data_hash_ : str, SHA-256 of the training rows (see :func:`features.matrix.data_hash`)
     n_train_ : dict, rows used for fitting / validation and positives
     fit_seconds_ : float, wall-clock seconds of ``fit``
     """
@@ -199,7 +168,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = Xa.shape[1]
         if names is not None and isinstance(X, pd.DataFrame) and all(isinstance(n, str) for n in names):
             self.feature_names_in_ = np.asarray(names, dtype=object)
-        self.data_hash_ = M.data_hash(Xa, y01, groups if groups is not None else np.array([], dtype=str), names or [])
+        self.data_hash_ = matrix.data_hash(Xa, y01, groups if groups is not None else np.array([], dtype=str), names or [])
 
         calibration = self._calibration_method()
         if validation is not None:
@@ -218,7 +187,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             params = self._search(params, X_fit, y_fit, g_fit)
         self.params_ = params
         self.estimator_ = self._build(params)
-        self._fit_estimator(self.estimator_, X_fit, y_fit)
+        self.estimator_.fit(X_fit, y_fit, **self._kind.fit_params(self.class_weight, y_fit))
 
         self.calibrator_ = None
         if calibration != "none":
@@ -237,9 +206,12 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - started
         return self
 
+    @property
+    def _kind(self) -> ModelKind:
+        return kind_of(self.model)
+
     def _check_params(self) -> None:
-        if self.model not in MODELS:
-            raise ValueError(f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
+        kind_of(self.model)
         if not (self.class_weight in ("balanced", None) or isinstance(self.class_weight, dict)):
             raise ValueError(f"class_weight must be 'balanced', a dict or None, got {self.class_weight!r}")
         if (self.calibration or "none") not in CALIBRATIONS:
@@ -252,24 +224,24 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
 
     def _calibration_method(self) -> str:
         method = self.calibration or "none"
-        if self.model == "svm" and method in ("auto", "none"):
-            # An SVM margin is no probability; it is always mapped (Platt).
+        if self._kind.margin_score and method in ("auto", "none"):
+            # A margin (the SVM's) is no probability; it is always mapped (Platt).
             return "sigmoid"
         return "none" if method == "auto" else method
 
     def _training_arrays(self, X, y, groups):
         """(X float64 (n, p), y in {0,1} (n,), groups or None, classes_, feature names or None)."""
         if isinstance(X, pd.DataFrame) and y is None:
-            td = M.training_data(X, self.features)
-            return td.X, td.y.astype(np.int64), td.groups, np.array(M.CLASS_NAMES, dtype=object), td.columns
+            td = matrix.training_data(X, self.features)
+            return td.X, td.y.astype(np.int64), td.groups, np.array(matrix.CLASS_NAMES, dtype=object), td.columns
         if y is None:
             raise ValueError(
                 "requires y to be passed, but the target y is None "
                 "(only a feature matrix with a 'label' column carries its own target)"
             )
         if isinstance(X, pd.DataFrame):
-            names = M.resolve_features(self.features, X) or list(X.columns)
-            Xa = M.feature_array(X, names)
+            names = matrix.resolve_features(self.features, X) or list(X.columns)
+            Xa = matrix.feature_array(X, names)
         else:
             if self.features is not None:
                 raise ValueError("features= selects DataFrame columns; X is an array")
@@ -296,7 +268,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
 
     def _validation_arrays(self, X_val, y_val) -> tuple[np.ndarray, np.ndarray]:
         if isinstance(X_val, pd.DataFrame) and y_val is None:
-            td = M.training_data(X_val, self.feature_names_)
+            td = matrix.training_data(X_val, self.feature_names_)
             return td.X, td.y.astype(np.int64)
         return self._predict_array(X_val), self._encode_target(y_val, self.classes_)
 
@@ -312,47 +284,14 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         return (y_arr == classes[1]).astype(np.int64)
 
     def _resolved_params(self) -> dict[str, object]:
-        params = dict(DEFAULT_PARAMS[self.model])
+        params = dict(self._kind.defaults)
         params.update({k: getattr(self, k) for k in self._model_param_names()})
         return params
 
     def _build(self, params: dict[str, object]):
-        seed = self.random_state
-        cw = self.class_weight
-        if self.model == "rf":
-            from sklearn.ensemble import RandomForestClassifier
-
-            return RandomForestClassifier(class_weight=cw, random_state=seed, n_jobs=self.n_jobs, **params)
-        if self.model == "svm":
-            from sklearn.impute import SimpleImputer
-            from sklearn.pipeline import Pipeline
-            from sklearn.preprocessing import StandardScaler
-            from sklearn.svm import SVC
-
-            svc = SVC(class_weight=cw, random_state=seed, **params)
-            return Pipeline(
-                [
-                    ("impute", SimpleImputer(strategy="median", keep_empty_features=True)),
-                    ("scale", StandardScaler()),
-                    ("svc", svc),
-                ]
-            )
-        from xgboost import XGBClassifier
-
-        return XGBClassifier(
-            objective="binary:logistic",
-            eval_metric="logloss",
-            random_state=seed if seed is not None else 0,
-            n_jobs=self.n_jobs or 1,
-            **params,
+        return self._kind.build(
+            params, class_weight=self.class_weight, random_state=self.random_state, n_jobs=self.n_jobs
         )
-
-    def _fit_estimator(self, est, X: np.ndarray, y: np.ndarray) -> None:
-        if self.model == "xgb" and self.class_weight is not None:
-            # XGBoost has no class_weight; per-row weights of the class are the same thing.
-            est.fit(X, y, sample_weight=compute_sample_weight(self.class_weight, y))
-        else:
-            est.fit(X, y)
 
     def _search(self, params, X, y, groups) -> dict[str, object]:
         from sklearn.model_selection import (
@@ -361,29 +300,25 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             StratifiedKFold,
         )
 
-        space = SEARCH_SPACES[self.model]
-        prefix = "svc__" if self.model == "svm" else ""
+        kind = self._kind
+        prefix = kind.search_prefix
         est = self._build(dict(params))
         cv = (
             StratifiedGroupKFold(3, shuffle=True, random_state=self.random_state)
             if groups is not None
             else StratifiedKFold(3, shuffle=True, random_state=self.random_state)
         )
-        fit_params = {}
-        if self.model == "xgb" and self.class_weight is not None:
-            fit_params["sample_weight"] = compute_sample_weight(self.class_weight, y)
-        scoring = "roc_auc"
         search = RandomizedSearchCV(
             est,
-            {prefix + k: v for k, v in space.items()},
+            {prefix + k: v for k, v in kind.search_space.items()},
             n_iter=int(self.search),
-            scoring=scoring,
+            scoring="roc_auc",
             cv=cv,
             random_state=self.random_state,
             n_jobs=self.n_jobs,
             refit=False,
         )
-        search.fit(X, y, groups=groups, **fit_params)
+        search.fit(X, y, groups=groups, **kind.fit_params(self.class_weight, y))
         best = {k.removeprefix(prefix): v for k, v in search.best_params_.items()}
         self.best_params_ = best
         self.search_score_ = float(search.best_score_)
@@ -393,7 +328,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
 
     def _predict_array(self, X) -> np.ndarray:
         if isinstance(X, pd.DataFrame) and getattr(self, "feature_names_", None) is not None:
-            return M.feature_array(X, self.feature_names_)
+            return matrix.feature_array(X, self.feature_names_)
         Xa = _as_2d_float(X.to_numpy() if isinstance(X, pd.DataFrame) else X)
         if Xa.shape[1] != self.n_features_in_:
             raise ValueError(
@@ -405,9 +340,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
     def _raw_score(self, Xa: np.ndarray) -> np.ndarray:
         """The model's own score for the positive class, shape (n,): the SVM's
         margin when it is calibrated here, else the model's probability."""
-        if self.model == "svm":
-            return self.estimator_.decision_function(Xa)
-        return self.estimator_.predict_proba(Xa)[:, 1]
+        return self._kind.raw_score(self.estimator_, Xa)
 
     def _positive_proba(self, Xa: np.ndarray) -> np.ndarray:
         score = self._raw_score(Xa)
@@ -433,13 +366,13 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
     def score(self, X, y=None, sample_weight=None) -> float:
         """Accuracy at ``threshold_``; on a feature matrix with ``y=None``, over its triaged rows."""
         if isinstance(X, pd.DataFrame) and y is None:
-            mask = M.triaged_mask(X)
+            mask = matrix.triaged_mask(X)
             if not mask.any():
                 raise InputError(None, None, "no triaged candidates to score")
             X = X.loc[mask]
             y = X["label"].astype(str).to_numpy()
             if self.classes_.dtype.kind not in "OUS":
-                y = np.where(y == M.CLASS_NAMES[1], self.classes_[1], self.classes_[0])
+                y = np.where(y == matrix.CLASS_NAMES[1], self.classes_[1], self.classes_[0])
         return super().score(X, y, sample_weight=sample_weight)
 
 
@@ -471,14 +404,14 @@ def _classes_of(y: np.ndarray) -> np.ndarray:
         values = set(np.unique(y.astype(str)))
         # Other canonical labels (not_triaged, ...) mean untriaged rows slipped in:
         # they carry no target, so refuse rather than learn them as a class.
-        untriaged = sorted(values & (set(L.CANONICAL) - set(M.CLASS_NAMES)))
+        untriaged = sorted(values & (set(labels.CANONICAL) - set(matrix.CLASS_NAMES)))
         if untriaged:
             raise ValueError(
                 f"y holds {', '.join(repr(v) for v in untriaged)}; only true_positive / false_positive "
                 "can be learned (pass the feature matrix without y to drop untriaged rows)"
             )
-        if values <= set(M.CLASS_NAMES) and len(values) == 2:
-            return np.array(M.CLASS_NAMES, dtype=object)
+        if values <= set(matrix.CLASS_NAMES) and len(values) == 2:
+            return np.array(matrix.CLASS_NAMES, dtype=object)
         classes = np.array(sorted(values), dtype=object)
     else:
         if y.dtype.kind == "f" and np.any(np.asarray(y) != np.round(y)):

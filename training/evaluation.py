@@ -23,7 +23,7 @@ Two stricter splits, side by side with the paper's:
     Train on earlier candidates, test on later ones: rows are sorted by
     timestamp when every row has one, else by ``index`` (the commit position;
     this assumes series advance together, see
-    :func:`training.matrix.time_key`), ties by series id. The latest 20 % are
+    :func:`features.matrix.time_key`), ties by series id. The latest 20 % are
     the test part and the latest 10 % of the rest the validation part. The
     split is the same for every repetition; repetitions vary only the model's
     seed, so its interval shows model variance, not data variance.
@@ -46,8 +46,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from triage.training import matrix as M
-from triage.training.classifier import MODELS, TriageClassifier
+from triage.core.metrics import classification_report
+from triage.features.matrix import TrainingData, training_data
+from triage.training.classifier import TriageClassifier
+from triage.training.model_kinds import MODELS
 
 SPLITS: tuple[str, ...] = ("random", "grouped", "time")
 METRICS: tuple[str, ...] = ("auc", "accuracy", "sensitivity", "specificity")
@@ -102,19 +104,6 @@ def split_indices(
 # ---------------------------------------------------------------------- one run
 
 
-def _binary_metrics(y: np.ndarray, proba: np.ndarray, threshold: float) -> dict[str, float]:
-    from sklearn.metrics import roc_auc_score
-
-    pred = proba >= threshold
-    pos, neg = y == 1, y == 0
-    return {
-        "auc": float(roc_auc_score(y, proba)),
-        "accuracy": float(np.mean(pred == pos)),
-        "sensitivity": float(np.mean(pred[pos])) if pos.any() else float("nan"),
-        "specificity": float(np.mean(~pred[neg])) if neg.any() else float("nan"),
-    }
-
-
 def _run_one(X, y, groups, order, model, kind, rep, seed, threshold, params, test_size, val_size):
     train, val, test = split_indices(kind, y, groups, order, seed=seed, test_size=test_size, val_size=val_size)
     clf = TriageClassifier(model=model, threshold=threshold, random_state=seed, n_jobs=1, **params)
@@ -130,7 +119,7 @@ def _run_one(X, y, groups, order, model, kind, rep, seed, threshold, params, tes
         "split": kind,
         "rep": rep,
         "seed": seed,
-        **_binary_metrics(y[test], proba, clf.threshold_),
+        **classification_report(y[test], proba, clf.threshold_),
         "threshold": float(clf.threshold_),
         "n_train": int(len(train)),
         "n_test": int(len(test)),
@@ -234,7 +223,7 @@ def _markdown(df: pd.DataFrame) -> str:
 
 
 def evaluate(
-    data: pd.DataFrame | M.TrainingData,
+    data: pd.DataFrame | TrainingData,
     *,
     models: Sequence[str] = MODELS,
     splits: Sequence[str] = SPLITS,
@@ -251,12 +240,12 @@ def evaluate(
     """Run ``n_splits`` repetitions of each split kind for each model.
 
     ``data`` is a feature matrix (triaged rows are used) or prepared
-    :class:`~training.matrix.TrainingData`. ``model_params`` maps a model name
+    :class:`~features.matrix.TrainingData`. ``model_params`` maps a model name
     to keyword overrides (e.g. ``{"rf": {"n_estimators": 100}}``). Repetition
     ``r`` uses seed ``random_state + r`` for the split and the model, so every
     model sees the same splits.
     """
-    td = data if isinstance(data, M.TrainingData) else M.training_data(data, features)
+    td = data if isinstance(data, TrainingData) else training_data(data, features)
     for m in models:
         if m not in MODELS:
             raise ValueError(f"unknown model {m!r} (use {', '.join(MODELS)})")
@@ -289,7 +278,7 @@ def evaluate(
         "n_positive": int(y.sum()),
         "n_series": int(len(np.unique(td.groups))),
         "features": td.columns,
-        "data_hash": M.data_hash(td.X, y, td.groups, td.columns),
+        "data_hash": td.data_hash(),
         "model_params": model_params,
     }
     return EvaluationResult(records, settings)

@@ -3,7 +3,9 @@
 A saved model is a directory::
 
     model.skops | model.ubj   the fitted model: skops for scikit-learn models,
-                              XGBoost's own UBJSON for XGBoost (never pickle)
+                              the kind's own format where it has one
+                              (XGBoost's UBJSON; :mod:`training.model_kinds`),
+                              never pickle
     calibrator.skops          the score -> probability map (only when calibrated)
     manifest.json             what the model is: model kind, feature columns,
                               window mode, threshold policy and value, classes,
@@ -45,7 +47,8 @@ import numpy as np
 
 from triage.core.atomic import replace_dir
 from triage.core.errors import InputError
-from triage.training.classifier import MODELS, TriageClassifier
+from triage.training.classifier import TriageClassifier
+from triage.training.model_kinds import KINDS, MODELS
 
 FORMAT = "changepoint-triage-model"
 FORMAT_VERSION = 1
@@ -127,10 +130,11 @@ def _check_replaceable(path: Path) -> None:
 
 def _write_model(clf: TriageClassifier, where: Path) -> dict[str, str]:
     files: dict[str, str] = {}
-    if clf.model == "xgb":
-        # XGBoost's own format, forward-readable by later XGBoost versions.
-        target = where / "model.ubj"
-        clf.estimator_.save_model(target)
+    kind = KINDS[clf.model]
+    if kind.native_file is not None:
+        # The kind's own format (XGBoost's is forward-readable by later versions).
+        target = where / kind.native_file
+        kind.save_native(clf.estimator_, target)
         _fsync_file(target)
         files["estimator"] = target.name
     else:
@@ -210,12 +214,10 @@ def load_model(path: str | Path) -> TriageClassifier:
     path = Path(path)
     manifest = verify_model_dir(path)
     files = manifest["files"]
-    if manifest["model"] == "xgb":
-        from xgboost import XGBClassifier
-
-        estimator = XGBClassifier()
+    kind = KINDS[manifest["model"]]
+    if kind.native_file is not None:
         try:
-            estimator.load_model(path / files["estimator"])
+            estimator = kind.load_native(path / files["estimator"])
         except Exception as exc:  # XGBoostError and friends: report, never half-load
             raise ModelFileError(path, f"cannot read {files['estimator']}: {exc}") from None
     else:
@@ -302,7 +304,8 @@ def check_compatible(manifest: object, path: str | Path = "<manifest>") -> None:
         raise ModelFileError(path, "manifest classes must be two")
     saved = manifest["libraries"]
     here = library_versions()
-    if manifest["model"] != "xgb" or manifest["files"].get("calibrator"):
+    kind = KINDS[manifest["model"]]
+    if kind.native_file is None or manifest["files"].get("calibrator"):
         # skops files hold scikit-learn internals, whose layout may change with
         # any minor release (tree node arrays did): require the same major.minor.
         if _major_minor(saved.get("scikit-learn")) != _major_minor(here["scikit-learn"]):
@@ -311,13 +314,13 @@ def check_compatible(manifest: object, path: str | Path = "<manifest>") -> None:
                 f"saved with scikit-learn {saved.get('scikit-learn')}, this is {here['scikit-learn']}: "
                 "retrain, or install the saved version",
             )
-    if manifest["model"] == "xgb":
-        saved_major = _major_minor(saved.get("xgboost"))[0]
-        here_major = _major_minor(here.get("xgboost"))[0]
-        # XGBoost reads models of older versions, not of newer ones.
+    if (lib := kind.native_library) is not None:
+        saved_major = _major_minor(saved.get(lib))[0]
+        here_major = _major_minor(here.get(lib))[0]
+        # A native format reads models of older versions, not of newer ones.
         if saved_major is None or here_major is None or saved_major > here_major:
             raise ModelFileError(
-                path, f"saved with xgboost {saved.get('xgboost')}, this is {here.get('xgboost')}: cannot read it"
+                path, f"saved with {lib} {saved.get(lib)}, this is {here.get(lib)}: cannot read it"
             )
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from triage.core import labels as L
+from triage.core import labels
 from triage.core.history import Dataset
 from triage.features.extract import extract_features
 
@@ -66,7 +66,7 @@ def online_matrix(
             pos = h.true_change_points()
         else:
             pos = h.confirmed()
-        false_alerts = np.flatnonzero(h.labels == L.FALSE_POSITIVE)
+        false_alerts = np.flatnonzero(h.labels == labels.FALSE_POSITIVE)
         flagged = np.union1d(pos, h.candidates())
         unflagged = np.setdiff1d(np.arange(1, len(h)), flagged)
         ordinary = rng.choice(unflagged, min(ordinary_per_series, unflagged.size), replace=False)
@@ -80,5 +80,5 @@ def online_matrix(
     is_positive = np.zeros(len(matrix), dtype=bool)
     for sid, group in matrix.groupby("series_id", sort=False).groups.items():
         is_positive[matrix.index.get_indexer(group)] = np.isin(matrix.loc[group, "index"], positives[sid])
-    matrix["label"] = np.where(is_positive, L.TRUE_POSITIVE, L.FALSE_POSITIVE)
+    matrix["label"] = np.where(is_positive, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
     return matrix

@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from triage.training import matrix as M
+from triage.core.metrics import classification_report
+from triage.features.matrix import resolve_features, training_data
 from triage.training.classifier import TriageClassifier
-from triage.training.evaluation import _binary_metrics, split_indices
+from triage.training.evaluation import split_indices
 from triage.training.model_files import check_writable, save_model
 
 
@@ -41,14 +42,14 @@ def bootstrap_metrics(
     y: np.ndarray, proba: np.ndarray, threshold: float, *, n_boot: int = 200, seed: int = 0
 ) -> dict[str, float]:
     """Each metric on (y (n,) 0/1, proba (n,)) plus ``_ci_low`` / ``_ci_high``: bootstrap 2.5/97.5 %."""
-    point = _binary_metrics(y, proba, threshold)
+    point = classification_report(y, proba, threshold)
     rng = np.random.default_rng(seed)
     draws: dict[str, list[float]] = {k: [] for k in point}
     for _ in range(n_boot):
         idx = rng.integers(0, len(y), len(y))
         if len(np.unique(y[idx])) < 2:
             continue
-        for k, v in _binary_metrics(y[idx], proba[idx], threshold).items():
+        for k, v in classification_report(y[idx], proba[idx], threshold).items():
             draws[k].append(v)
     out = dict(point)
     for k, values in draws.items():
@@ -81,8 +82,8 @@ def train(
     lacking the requested feature columns; nothing is written then.
     """
     check_writable(out)  # fail before minutes of training, not after
-    columns = M.resolve_features(features, matrix)
-    td = M.training_data(matrix, columns)
+    columns = resolve_features(features, matrix)
+    td = training_data(matrix, columns)
     feature_set_file = str(features) if isinstance(features, str | Path) else None
     params = dict(model_params or {})
 

@@ -1,7 +1,22 @@
-"""changepoint-triage: learn the triage of performance change-point alerts.
+"""changepoint-triage: learn the triage of performance change-point alerts (Bauer et al., ICPE 2022).
 
-The user-facing package: data model and loaders, synthetic histories, the CLI,
-and (in later modules) the online loop, batch labelling and candidate scoring.
+Layers, each importing only from the layers before it:
+
+1. ``triage.core`` -- the data model every package stands on: series and
+   datasets (``history``), the label vocabulary (``labels``), the one
+   user-facing error (``errors``), atomic writes (``atomic``), metrics
+   (``metrics``), the timestamp rule (``timestamps``) and the ``key=value``
+   parameter grammar (``params``).
+2. ``triage.detectors`` (statistical change-point detectors, one registry of
+   names) and ``triage.features`` (Pre/After windows and their
+   characteristics, the feature matrix).
+3. ``triage.training`` -- classifiers, evaluation, tracking and model files.
+4. The product: ``loaders`` and ``sniffing`` (reading users' files),
+   ``synthetic`` (generated histories), ``inference`` (applying a model to
+   feature rows), ``batch_label``, ``candidate_files`` and ``scoring``
+   (detector candidates), ``explain``, ``online`` (the streaming loop and its
+   state store), ``report`` and ``plotting``.
+5. ``triage.cli`` -- the ``triage`` command, one module per group of commands.
 """
 
 __version__ = "0.1.0"

@@ -3,7 +3,7 @@
 Every candidate nobody triaged yet (``not_triaged`` / ``under_investigation``)
 is described by its Pre and After windows, bounded by the neighbouring
 *confirmed* change points of its series (the ``true_positive`` labels, see
-:mod:`features.windows`), and the trained model decides: true or false alert.
+:mod:`triage.features.windows`), and the trained model decides: true or false alert.
 
 The output follows the layout the paper's replication package published
 (``Output/classified_points.csv`` of the ICPE 2022 data-challenge repository:
@@ -17,28 +17,22 @@ spelled as a canonical label and the decision's top reasons last::
 (``;``-separated, ``"Commit Hash";"MongoDB Label";"Prob. False";"Prob. True";
 "Classification"`` with ``TRUE``/``FALSE``) for people comparing with it.
 
-Features come from :func:`features.extract.extract_features` for any
-(series, index) point with the model's window (the manifest's ``window``;
-adaptive when absent), so detector candidates that are not labelled in the
-dataset (:mod:`triage.scoring`) get exactly the training columns.
+Loading the model, building the feature rows with the model's window and
+deciding them is :mod:`triage.inference`, shared with :mod:`triage.scoring`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from triage.core import labels as L
-from triage.core.atomic import write_csv_atomic as write_frame_atomic
-from triage.core.atomic import write_text_atomic
-from triage.core.errors import InputError
-from triage.core.history import Dataset, History
-from triage.features import catalogue as C
-from triage.features.extract import extract_features
-from triage.features.windows import ADAPTIVE
+from triage.core import labels
+from triage.core.atomic import write_csv_atomic, write_text_atomic
+from triage.core.history import Dataset
+from triage.core.metrics import confusion
+from triage.inference import candidate_matrix, decide, model_window
 
 #: Columns of the batch-labelling output, in file order.
 OUTPUT_COLUMNS: tuple[str, ...] = (
@@ -56,152 +50,12 @@ PUBLISHED_HEADER: tuple[str, ...] = ("Commit Hash", "MongoDB Label", "Prob. Fals
 
 #: Which candidates :func:`label_candidates` classifies.
 SELECTIONS: dict[str, frozenset[str]] = {
-    "untriaged": L.UNTRIAGED,
-    "triaged": L.TRIAGED,
-    "all": L.UNTRIAGED | L.TRIAGED,
+    "untriaged": labels.UNTRIAGED,
+    "triaged": labels.TRIAGED,
+    "all": labels.UNTRIAGED | labels.TRIAGED,
 }
 
-#: Every feature column this installation computes, in contract order.
-ALL_FEATURES: tuple[str, ...] = tuple(C.feature_columns())
-
-
-# --------------------------------------------------------------------------- model
-
-
-def model_window(classifier) -> str | int:
-    """The Pre/After window the model was trained with (``"adaptive"`` or an int ``w``)."""
-    manifest = getattr(classifier, "manifest_", None) or {}
-    window = manifest.get("window")
-    if window is None or window == ADAPTIVE:
-        return ADAPTIVE
-    try:
-        return int(window)
-    except (TypeError, ValueError):
-        raise InputError(manifest.get("_path"), None, f"model manifest has an unknown window {window!r}") from None
-
-
-def model_features(classifier, source: str | Path | None = None) -> list[str]:
-    """The model's feature columns, checked against what this installation computes.
-
-    Raises :class:`InputError` naming ``source`` (the model directory) when the
-    model lists no feature names or a column this version cannot compute (a
-    model from another feature catalogue).
-    """
-    names = getattr(classifier, "feature_names_", None)
-    if not names:
-        raise InputError(source, None, "the model lists no feature columns; it was trained on a bare array")
-    unknown = [n for n in names if n not in ALL_FEATURES]
-    if unknown:
-        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-        raise InputError(
-            source,
-            None,
-            f"the model's feature set does not match this installation: it expects {shown}, "
-            "which features.catalogue does not define (retrain the model with this version)",
-        )
-    return list(names)
-
-
-def load_classifier(path: str | Path):
-    """A fitted classifier from a model directory (checksums verified), with its source recorded."""
-    from triage.training.model_files import load_model
-
-    clf = load_model(path)
-    clf.manifest_["_path"] = str(path)
-    model_features(clf, path)
-    return clf
-
-
-# --------------------------------------------------------------------------- features
-
-
-def point_features(
-    history: History,
-    indices: Sequence[int] | np.ndarray,
-    *,
-    window: str | int = ADAPTIVE,
-    confirmed: np.ndarray | None = None,
-) -> pd.DataFrame:
-    """The feature-matrix rows of candidates at ``indices`` of one series.
-
-    Parameters
-    ----------
-    history : the series
-    indices : candidate positions, shape (k,), each in ``[0, len(history))``;
-        any order, repeats allowed (rows follow ``indices``)
-    window : ``"adaptive"`` or a fixed After width ``w``
-    confirmed : confirmed change points bounding the windows; default the
-        series' ``true_positive`` labels
-
-    Returns
-    -------
-    DataFrame, shape (k, 6 + len(ALL_FEATURES)): the columns of
-    :func:`features.extract.extract_features`.
-    """
-    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-    unique, inverse = np.unique(idx, return_inverse=True)
-    frame = extract_features(
-        Dataset([history]),
-        candidates={history.series_id: unique},
-        window=window,
-        change_points=None if confirmed is None else {history.series_id: confirmed},
-    )
-    return frame.iloc[inverse].reset_index(drop=True)
-
-
-def candidate_matrix(
-    dataset: Dataset,
-    wanted: Iterable[str] = SELECTIONS["all"],
-    *,
-    window: str | int = ADAPTIVE,
-    n_jobs: int = 1,
-) -> pd.DataFrame:
-    """Feature-matrix rows of every candidate whose label is in ``wanted``.
-
-    Rows in dataset order, ascending index within a series; columns of
-    :func:`features.extract.extract_features` (``truth_label`` holds the
-    ground truth of synthetic data, ``""`` when unknown).
-    """
-    wanted = frozenset(wanted)
-    chosen = {h.series_id: idx for h in dataset if len(idx := h.indices_with(wanted))}
-    return extract_features(dataset, candidates=chosen, window=window, n_jobs=n_jobs)
-
-
-# --------------------------------------------------------------------------- decisions
-
-
-def decide(
-    classifier,
-    matrix: pd.DataFrame,
-    *,
-    threshold: float | None = None,
-    explain_top: int = 3,
-) -> pd.DataFrame:
-    """P(false), P(true), the classification and the explanation of every row of ``matrix``.
-
-    Returns a DataFrame with the same index as ``matrix`` and columns
-    ``p_false, p_true, classification, explanation`` (explanation ``""`` when
-    ``explain_top`` is 0). ``threshold`` overrides the model's own.
-    """
-    out = pd.DataFrame(index=matrix.index)
-    if matrix.empty:
-        for col in ("p_false", "p_true", "classification", "explanation"):
-            out[col] = pd.Series(dtype=float if col.startswith("p_") else object)
-        return out
-    names = model_features(classifier, (getattr(classifier, "manifest_", None) or {}).get("_path"))
-    proba = classifier.predict_proba(matrix[names])
-    cut = float(classifier.threshold_ if threshold is None else threshold)
-    out["p_false"] = proba[:, 0]
-    out["p_true"] = proba[:, 1]
-    out["classification"] = np.where(proba[:, 1] >= cut, L.TRUE_POSITIVE, L.FALSE_POSITIVE)
-    if explain_top > 0:
-        from triage.explain import explain
-
-        reasons = explain(classifier, matrix, top=explain_top)
-        out["explanation"] = ["; ".join(r) for r in reasons]
-    else:
-        out["explanation"] = ""
-    return out
+# --------------------------------------------------------------------------- labelling
 
 
 def label_candidates(
@@ -241,20 +95,10 @@ def agreement(decisions: pd.DataFrame, reference: str = "label") -> dict[str, fl
     ``specificity`` (false alerts called false); NaN where undefined.
     """
     ref = decisions[reference].astype(str) if reference in decisions else pd.Series(dtype=str)
-    mask = ref.isin(L.TRIAGED).to_numpy()
-    y = ref.to_numpy()[mask] == L.TRUE_POSITIVE
-    pred = decisions["classification"].to_numpy()[mask] == L.TRUE_POSITIVE
-    n = int(mask.sum())
-
-    def rate(num: int, den: int) -> float:
-        return float(num / den) if den else float("nan")
-
-    return {
-        "n": n,
-        "accuracy": rate(int((y == pred).sum()), n),
-        "sensitivity": rate(int((y & pred).sum()), int(y.sum())),
-        "specificity": rate(int((~y & ~pred).sum()), int((~y).sum())),
-    }
+    mask = ref.isin(labels.TRIAGED).to_numpy()
+    y = ref.to_numpy()[mask] == labels.TRUE_POSITIVE
+    pred = decisions["classification"].to_numpy()[mask] == labels.TRUE_POSITIVE
+    return {"n": int(mask.sum()), **confusion(y, pred).rates()}
 
 
 # --------------------------------------------------------------------------- writing
@@ -268,7 +112,7 @@ def write_decisions(decisions: pd.DataFrame, path: str | Path, *, fmt: str = "cs
     if fmt == "csv":
         frame = decisions[list(OUTPUT_COLUMNS)].copy()
         frame[["p_false", "p_true"]] = frame[["p_false", "p_true"]].round(4)
-        return write_frame_atomic(frame, path)
+        return write_csv_atomic(frame, path)
     if fmt == "published":
         frame = pd.DataFrame(
             {
@@ -276,7 +120,7 @@ def write_decisions(decisions: pd.DataFrame, path: str | Path, *, fmt: str = "cs
                 PUBLISHED_HEADER[1]: decisions["label"].astype(str),
                 PUBLISHED_HEADER[2]: decisions["p_false"].round(3),
                 PUBLISHED_HEADER[3]: decisions["p_true"].round(3),
-                PUBLISHED_HEADER[4]: np.where(decisions["classification"] == L.TRUE_POSITIVE, "TRUE", "FALSE"),
+                PUBLISHED_HEADER[4]: np.where(decisions["classification"] == labels.TRUE_POSITIVE, "TRUE", "FALSE"),
             }
         )
         # The published file quotes the header only.

@@ -42,7 +42,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from triage.features import catalogue as C
+from triage.features import catalogue
+from triage.features.matrix import feature_array
 
 #: Plain-words templates of the per-window characteristics: ``{w}`` is
 #: "pre" or "after", ``{v}`` the value already formatted.
@@ -71,7 +72,7 @@ PHRASES: dict[str, str] = {
 
 
 #: Columns the level and spread phrases read from the whole row.
-NORM_PHRASE_COLUMNS: tuple[str, ...] = C.NORM_COLUMNS
+NORM_PHRASE_COLUMNS: tuple[str, ...] = catalogue.NORM_COLUMNS
 
 
 @dataclass
@@ -102,13 +103,11 @@ class Contributions:
 
 def _unwrap(classifier, X) -> tuple[object, str, list[str], np.ndarray]:
     """(underlying estimator, kind rf|xgb|svm, feature names, X as float (n, p))."""
-    from triage.training import matrix as M
-
     est = getattr(classifier, "estimator_", None)
     if est is not None and hasattr(classifier, "model"):
         names = list(classifier.feature_names_ or [])
         if isinstance(X, pd.DataFrame) and names:
-            Xa = M.feature_array(X, names)
+            Xa = feature_array(X, names)
         else:
             Xa = np.array(X, dtype=np.float64)
             Xa[~np.isfinite(Xa)] = np.nan

@@ -22,6 +22,7 @@ json
     A JSON list of numbers (e.g. TigerBeetle's history): one series named
     after the file stem, commit ids are 0-based positions.
 
+``layout="auto"`` tells them apart by :func:`triage.sniffing.data_layout`.
 A directory written by ``triage synth`` holds ``history.parquet`` or
 ``history.csv``; :func:`load` finds it.
 
@@ -40,10 +41,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from triage.core import labels as L
+from triage.core import labels, timestamps
 from triage.core.atomic import atomic_write, write_csv_atomic
 from triage.core.errors import InputError
 from triage.core.history import REQUIRED_COLUMNS, Dataset, History
+from triage.sniffing import MONGODB_COLUMNS, data_layout
 
 AGGREGATES: dict[str, Callable[[pd.core.groupby.SeriesGroupBy], pd.Series]] = {
     "mean": lambda g: g.mean(),
@@ -51,7 +53,6 @@ AGGREGATES: dict[str, Callable[[pd.core.groupby.SeriesGroupBy], pd.Series]] = {
     "p90": lambda g: g.quantile(0.9),
 }
 LAYOUTS = ("auto", "long", "mongodb", "otava", "json")
-MONGODB_COLUMNS = ("Value", "MongoDB.Label")
 DATASET_FILES = ("history.parquet", "history.csv")
 
 
@@ -95,7 +96,7 @@ def load(
     if not path.exists():
         raise InputError(path, None, "no such file")
     if layout == "auto":
-        layout = detect_layout(path)
+        layout = data_layout(path)
     if layout == "long":
         return read_long(path, aggregate=aggregate, sort_timestamps=sort_timestamps)
     if layout == "mongodb":
@@ -103,36 +104,6 @@ def load(
     if layout == "otava":
         return read_otava_csv(path, aggregate=aggregate, sort_timestamps=sort_timestamps)
     return read_json_values(path)
-
-
-def detect_layout(path: Path) -> str:
-    """Guess the layout from the suffix and the header line."""
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        return "long"
-    if suffix == ".json":
-        return "json"
-    try:
-        with open(path, encoding="utf-8") as fh:
-            header = fh.readline()
-    except UnicodeDecodeError:
-        raise InputError(path, 1, "not a UTF-8 text file") from None
-    if not header.strip():
-        raise InputError(path, None, "file is empty")
-    if ";" in header and all(col in header for col in MONGODB_COLUMNS):
-        return "mongodb"
-    columns = [c.strip().strip('"') for c in header.strip().split(",")]
-    if "series_id" in columns:
-        return "long"
-    if "commit" in columns or "time" in columns:
-        return "otava"
-    raise InputError(
-        path,
-        1,
-        "cannot tell the layout from the header "
-        f"({header.strip()[:80]!r}); expected a long layout (series_id, commit, value, ...), "
-        "the MongoDB demo layout or an Otava CSV (time, commit, metrics...)",
-    )
 
 
 def read_csv_text(path: Path, sep: str = ",", *, require_rows: bool = True) -> pd.DataFrame:
@@ -305,39 +276,29 @@ def _parse_labels(raw: pd.Series, rows: np.ndarray, path: Path, column: str) -> 
     mapping: dict[str, str] = {}
     for value in pd.unique(text):
         try:
-            mapping[value] = L.normalise_label(value)
+            mapping[value] = labels.normalise_label(value)
         except KeyError:
             # Python equality: numpy's fixed-width strings would drop trailing NULs.
             i = next(j for j, t in enumerate(text) if t == value)
             raise InputError(
-                path, int(rows[i]), f"unknown {column} {value!r} (known: {L.known_labels()})"
+                path, int(rows[i]), f"unknown {column} {value!r} (known: {labels.known_labels()})"
             ) from None
     return np.array([mapping[v] for v in text], dtype=object) if len(mapping) > 1 else np.full(
-        len(text), next(iter(mapping.values()), L.NONE), dtype=object
+        len(text), next(iter(mapping.values()), labels.NONE), dtype=object
     )
 
 
 def _parse_timestamps(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray | None:
-    if pd.api.types.is_datetime64_any_dtype(raw):
-        ts = pd.to_datetime(raw, utc=True)
-    else:
-        text = raw.astype(object).where(raw.notna(), "").astype(str).str.strip()
-        if (text == "").all():
-            return None
-        empty = (text == "").to_numpy()
-        if empty.any():
-            raise InputError(path, int(rows[_first(empty)]), "timestamp is missing")
-        # ISO 8601 is what exports (and our writers) use and parses fast; anything
-        # else goes through the slow per-element parser.
-        ts = pd.to_datetime(text, errors="coerce", utc=True, format="ISO8601")
-        retry = ts.isna().to_numpy()
-        if retry.any():
-            ts[retry] = pd.to_datetime(text[retry], errors="coerce", utc=True, format="mixed")
-        bad = ts.isna().to_numpy()
-        if bad.any():
-            i = _first(bad)
-            raise InputError(path, int(rows[i]), f"timestamp {text.iloc[i]!r} is not a date/time")
-    return ts.dt.tz_convert(None).to_numpy(dtype="datetime64[ns]")
+    """The column by :mod:`triage.core.timestamps`' rule; None when every cell is blank."""
+    instants, missing, bad = timestamps.parse_column(raw)
+    if missing.all():
+        return None
+    if missing.any():
+        raise InputError(path, int(rows[_first(missing)]), "timestamp is missing")
+    if bad.any():
+        i = _first(bad)
+        raise InputError(path, int(rows[i]), f"timestamp {str(raw.iloc[i]).strip()!r} is not a date/time")
+    return instants
 
 
 def _parse_flags(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
@@ -375,10 +336,10 @@ def _build_dataset(
     commits = _require_text(frame["commit"], rows, path, "commit")
     values = _parse_values(frame["value"], rows, path)
     n = len(frame)
-    labels = (
+    row_labels = (
         _parse_labels(frame["label"], rows, path, "label")
         if "label" in frame.columns
-        else np.full(n, L.NONE, dtype=object)
+        else np.full(n, labels.NONE, dtype=object)
     )
     timestamps = _parse_timestamps(frame["timestamp"], rows, path) if "timestamp" in frame.columns else None
     true_change = _parse_flags(frame["true_change"], rows, path) if "true_change" in frame.columns else None
@@ -416,7 +377,7 @@ def _build_dataset(
 
     agg_values = AGGREGATES[aggregate](pd.Series(values[order]).groupby(run_id)).to_numpy()
     n_meas = np.bincount(run_id, minlength=n_runs)
-    run_labels = _run_labels(labels[order], run_id, n_runs, rows[order], path, "label")
+    run_labels = _run_labels(row_labels[order], run_id, n_runs, rows[order], path, "label")
     run_truth = _run_labels(truth[order], run_id, n_runs, rows[order], path, "truth_label") if truth is not None else None
     run_change = (
         np.bincount(run_id, weights=true_change[order].astype(float), minlength=n_runs) > 0
@@ -476,14 +437,14 @@ def _build_dataset(
 
 
 def _run_labels(
-    labels: np.ndarray, run_id: np.ndarray, n_runs: int, rows: np.ndarray, path: Path, column: str
+    row_labels: np.ndarray, run_id: np.ndarray, n_runs: int, rows: np.ndarray, path: Path, column: str
 ) -> np.ndarray:
     """One label per run: the non-empty label of its rows, which must agree."""
-    out = np.full(n_runs, L.NONE, dtype=object)
-    labelled = labels != L.NONE
+    out = np.full(n_runs, labels.NONE, dtype=object)
+    labelled = row_labels != labels.NONE
     if not labelled.any():
         return out
-    ids, labs, rws = run_id[labelled], labels[labelled], rows[labelled]
+    ids, labs, rws = run_id[labelled], row_labels[labelled], rows[labelled]
     out[ids[::-1]] = labs[::-1]  # the first label of a commit wins; later ones must agree
     conflict = labs != out[ids]
     if conflict.any():

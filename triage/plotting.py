@@ -6,15 +6,15 @@ from pathlib import Path
 
 import numpy as np
 
-from triage.core import labels as L
+from triage.core import labels
 from triage.core.history import History
 
 # Colour per label, chosen so true/false alerts read apart at a glance.
 LABEL_STYLE: dict[str, tuple[str, str]] = {
-    L.TRUE_POSITIVE: ("tab:red", "^"),
-    L.FALSE_POSITIVE: ("tab:gray", "x"),
-    L.NOT_TRIAGED: ("tab:orange", "o"),
-    L.UNDER_INVESTIGATION: ("tab:purple", "s"),
+    labels.TRUE_POSITIVE: ("tab:red", "^"),
+    labels.FALSE_POSITIVE: ("tab:gray", "x"),
+    labels.NOT_TRIAGED: ("tab:orange", "o"),
+    labels.UNDER_INVESTIGATION: ("tab:purple", "s"),
 }
 
 

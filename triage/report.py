@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from triage.core import labels as L
+from triage.candidate_files import read_candidates, resolve
+from triage.core import labels
 from triage.core.atomic import replace_dir
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
@@ -113,8 +114,6 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
 
 def candidate_points(path: str | Path, dataset: Dataset) -> dict[str, np.ndarray]:
     """Detector candidates of a candidate file as {series id: sorted indices}."""
-    from triage.scoring import read_candidates, resolve
-
     series, index = resolve(dataset, read_candidates(path))
     out: dict[str, list[int]] = {}
     for s, i in zip(series, index, strict=True):
@@ -156,10 +155,10 @@ def plot_series(
     span = hi - lo if hi > lo else max(abs(hi), 1.0)
     for k, cp in enumerate(history.confirmed()):
         ax.axvline(cp, color="tab:red", lw=1.1, alpha=0.7, label="confirmed change" if k == 0 else None, zorder=1)
-    rejected = np.flatnonzero(history.labels == L.FALSE_POSITIVE)
+    rejected = np.flatnonzero(history.labels == labels.FALSE_POSITIVE)
     if len(rejected):
         ax.scatter(rejected, v[rejected], marker="x", color="0.45", s=40, label="rejected alert", zorder=3)
-    open_ = history.indices_with(L.UNTRIAGED)
+    open_ = history.indices_with(labels.UNTRIAGED)
     if len(open_):
         ax.scatter(open_, v[open_], facecolors="none", edgecolors="tab:orange", s=90, lw=1.4,
                    label="untriaged", zorder=3)
@@ -169,7 +168,7 @@ def plot_series(
     if decisions is not None and len(decisions):
         idx = decisions["index"].to_numpy(dtype=np.int64)
         p = decisions["p_true"].to_numpy(dtype=np.float64)
-        is_true = decisions["classification"].astype(str).to_numpy() == L.TRUE_POSITIVE
+        is_true = decisions["classification"].astype(str).to_numpy() == labels.TRUE_POSITIVE
         if is_true.any():
             ax.scatter(idx[is_true], v[idx[is_true]], color="tab:red", s=28, zorder=4, label="model: true")
         if (~is_true).any():
@@ -208,11 +207,11 @@ def _slug(series_id: str, used: set[str]) -> str:
 def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str]) -> list[str]:
     rows = []
     for rank, rec in enumerate(decisions.to_dict("records"), start=1):
-        is_true = rec["classification"] == L.TRUE_POSITIVE
+        is_true = rec["classification"] == labels.TRUE_POSITIVE
         sid = str(rec["series_id"])
         human = str(rec.get("label", "") or "")
         # A triaged alert the model calls the other way is worth a second look.
-        differs = human in L.TRIAGED and (human == L.TRUE_POSITIVE) != is_true
+        differs = human in labels.TRIAGED and (human == labels.TRUE_POSITIVE) != is_true
         call = ("true alert" if is_true else "false alert") + (' <span class="differs">&ne; human</span>' if differs else "")
         cells = [
             f'<td class="num">{rank}</td>',
@@ -244,7 +243,7 @@ def render_html(
     """
     anchors = {sid: "summary" for sid in decisions["series_id"].astype(str)}
     anchors.update({sid: anchor for sid, anchor, *_ in sections})
-    n_true = int((decisions["classification"] == L.TRUE_POSITIVE).sum())
+    n_true = int((decisions["classification"] == labels.TRUE_POSITIVE).sum())
     counts = [
         f"<span><b>{len(decisions)}</b> decisions</span>",
         f"<span><b>{n_true}</b> likely true alerts</span>",
@@ -317,7 +316,7 @@ def build_report(
             plot_series(dataset[sid], tmp / png, decisions=rows,
                         candidates=candidates.get(sid) if candidates else None)
             sections.append((sid, anchors[sid], png, len(rows),
-                             int((rows["classification"] == L.TRUE_POSITIVE).sum())))
+                             int((rows["classification"] == labels.TRUE_POSITIVE).sum())))
         n_cand = int(sum(len(v) for v in candidates.values())) if candidates is not None else None
         page = render_html(ordered, sections, title=title, source=str(dataset.source or ""),
                            n_candidates=n_cand, omitted=omitted)

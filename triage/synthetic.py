@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy.signal import lfilter
 
-from triage.core import labels as L
+from triage.core import labels
 from triage.core.atomic import atomic_write, write_csv_atomic, write_text_atomic
 from triage.core.history import Dataset
 from triage.loaders import _build_dataset
@@ -251,7 +251,7 @@ def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[s
 
     # --- candidates
     n_cand = np.zeros(n, dtype=bool)
-    truth = np.full(n, L.NONE, dtype=object)
+    truth = np.full(n, labels.NONE, dtype=object)
 
     def add(idx: int, lab: str) -> None:
         if 1 <= idx < n and not n_cand[idx]:
@@ -260,29 +260,29 @@ def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[s
 
     for c in change_at:
         if rng.random() < config.exact_detection_share:
-            add(c, L.TRUE_POSITIVE)
+            add(c, labels.TRUE_POSITIVE)
         else:
-            add(int(np.clip(c + rng.choice([-2, -1, 1, 2]), 1, n - 1)), L.TRUE_POSITIVE)
+            add(int(np.clip(c + rng.choice([-2, -1, 1, 2]), 1, n - 1)), labels.TRUE_POSITIVE)
     for s in spikes:
         if rng.random() < config.fp_spike:
-            add(int(s + (rng.random() < 0.3)), L.FALSE_POSITIVE)
+            add(int(s + (rng.random() < 0.3)), labels.FALSE_POSITIVE)
     for f in flips:
         if rng.random() < config.fp_flip:
-            add(int(f), L.FALSE_POSITIVE)
+            add(int(f), labels.FALSE_POSITIVE)
     if drift_at is not None and rng.random() < config.fp_drift:
         a, length = drift_at
-        add(int(a + rng.integers(length // 3, length + 1)), L.FALSE_POSITIVE)
+        add(int(a + rng.integers(length // 3, length + 1)), labels.FALSE_POSITIVE)
     if burst_at is not None and rng.random() < config.fp_burst:
-        add(int(burst_at + rng.integers(0, 3)), L.FALSE_POSITIVE)
+        add(int(burst_at + rng.integers(0, 3)), labels.FALSE_POSITIVE)
     for r in rng.integers(1, n, rng.poisson(config.fp_random_rate)):
-        add(int(r), L.FALSE_POSITIVE)
+        add(int(r), labels.FALSE_POSITIVE)
 
-    labels = truth.copy()
+    commit_labels = truth.copy()
     cand_idx = np.flatnonzero(n_cand)
     u = rng.random(len(cand_idx))
-    labels[cand_idx[u < config.not_triaged_share]] = L.NOT_TRIAGED
+    commit_labels[cand_idx[u < config.not_triaged_share]] = labels.NOT_TRIAGED
     both = config.not_triaged_share + config.under_investigation_share
-    labels[cand_idx[(u >= config.not_triaged_share) & (u < both)]] = L.UNDER_INVESTIGATION
+    commit_labels[cand_idx[(u >= config.not_triaged_share) & (u < both)]] = labels.UNDER_INVESTIGATION
 
     true_change = np.zeros(n, dtype=np.int8)
     true_change[change_at] = 1
@@ -297,7 +297,7 @@ def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[s
         "positions": positions,
         "rows": rows,
         "values": values,
-        "labels": labels,
+        "labels": commit_labels,
         "truth": truth,
         "true_change": true_change,
     }
@@ -327,9 +327,9 @@ def generate_frame(config: SyntheticConfig | str = "small", seed: int = 0) -> pd
                     "commit": ids[s["positions"]][rows],
                     "timestamp": stamps[s["positions"]][rows],
                     "value": s["values"],
-                    "label": np.where(first, s["labels"][rows], L.NONE),
+                    "label": np.where(first, s["labels"][rows], labels.NONE),
                     "true_change": np.where(first, s["true_change"][rows], 0).astype(np.int8),
-                    "truth_label": np.where(first, s["truth"][rows], L.NONE),
+                    "truth_label": np.where(first, s["truth"][rows], labels.NONE),
                 }
             )
         )
@@ -371,7 +371,7 @@ def write_synthetic(
     for other in ("parquet", "csv"):  # a stale file of the other format would shadow this one
         if other != fmt and (out_dir / f"history.{other}").exists():
             (out_dir / f"history.{other}").unlink()
-    first = frame["label"] != L.NONE
+    first = frame["label"] != labels.NONE
     meta = {
         "generator": "triage.synthetic",
         "preset": preset,

@@ -18,39 +18,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+
+from triage.cli.tables import decision_table
 
 console = Console()
 
 DATA_HELP = "Dataset file or directory (long CSV/Parquet, MongoDB demo CSV, Otava CSV, JSON list)."
 MODEL_HELP = "Model directory written by `triage train` (checksums are verified)."
 EXPLAIN_HELP = "Top contributing features to report per decision (0 = none)."
-
-
-def _decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = ()) -> Table:
-    """The ``limit`` most likely true alerts as a rich table."""
-    table = Table(title=title)
-    for col in ("series", "commit", *extra, "P(true)", "model"):
-        # Identifiers on one line (cut with an ellipsis); the reason takes what is left.
-        table.add_column(col, justify="right" if col == "P(true)" else "left", no_wrap=True,
-                         overflow="ellipsis", max_width=28 if col == "series" else 14)
-    # The reasons need room; on a narrow terminal they stay in the CSV only.
-    with_why = console.width >= 110
-    if with_why:
-        table.add_column("why", overflow="fold", min_width=30)
-    top = frame.sort_values("p_true", ascending=False, kind="stable").head(limit)
-    for rec in top.to_dict("records"):
-        is_true = rec["classification"] == "true_positive"
-        why = str(rec.get("explanation", "") or "").split("; ")[0]
-        cells = [
-            str(rec["series_id"]),
-            str(rec["commit"]),
-            *[str(rec.get(c, "")) for c in extra],
-            f"{rec['p_true']:.3f}",
-            "[bold red]true[/]" if is_true else "false",
-        ]
-        table.add_row(*cells, *([why] if with_why else []))
-    return table
 
 
 def label(
@@ -65,13 +40,8 @@ def label(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
 ) -> None:
     """Classify untriaged candidates (not_triaged, under_investigation) with a trained model."""
-    from triage.batch_label import (
-        SELECTIONS,
-        agreement,
-        label_candidates,
-        load_classifier,
-        write_decisions,
-    )
+    from triage.batch_label import SELECTIONS, agreement, label_candidates, write_decisions
+    from triage.inference import load_classifier
     from triage.loaders import load
 
     if which not in SELECTIONS:
@@ -87,7 +57,7 @@ def label(
                                      n_jobs=n_jobs)
     cut = clf.threshold_ if threshold is None else threshold
     n_true = int((decisions["classification"] == "true_positive").sum())
-    console.print(_decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",)))
+    console.print(decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",), wide=console.width >= 110))
     console.print(f"{n_true:,} of {len(decisions):,} called true at threshold {cut:.3f}", soft_wrap=True)
     for ref, name in (("label", "human labels"), ("truth_label", "ground truth")):
         stats = agreement(decisions, ref)
@@ -113,9 +83,11 @@ def score(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
 ) -> None:
     """Score detector candidates with P(true change) and a decision."""
-    from triage.batch_label import load_classifier, write_frame_atomic
+    from triage.candidate_files import read_candidates
+    from triage.core.atomic import write_csv_atomic
+    from triage.inference import load_classifier
     from triage.loaders import load
-    from triage.scoring import read_candidates, score_candidates, threshold_for_recall
+    from triage.scoring import score_candidates, threshold_for_recall
 
     if target_recall is not None and threshold is not None:
         raise typer.BadParameter("give --target-recall or --threshold, not both")
@@ -136,10 +108,10 @@ def score(
         scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top, n_jobs=n_jobs)
     n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
     view = scored.rename(columns={f"triage_{c}": c for c in ("p_true", "classification", "explanation")})
-    console.print(_decision_table(view, f"{len(scored):,} candidates ({table.layout})", show, extra=("index",)))
+    console.print(decision_table(view, f"{len(scored):,} candidates ({table.layout})", show, extra=("index",), wide=console.width >= 110))
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})", soft_wrap=True)
     if out is not None:
-        write_frame_atomic(scored, out)
+        write_csv_atomic(scored, out)
         console.print(f"scores written to [bold]{out}[/]", soft_wrap=True)
 
 

@@ -1,8 +1,9 @@
 """The ``triage`` command line.
 
-Each group of commands lives in its own ``triage.cli_*`` module that exposes
-``register(app)``; this module only assembles them, so that adding a command
-never means editing another command's code.
+Each group of commands lives in its own ``triage.cli.<group>`` module that
+exposes ``register(app)``; this module only assembles them, so that adding a
+command never means editing another command's code. Shared option parsers are
+in :mod:`triage.cli.options`, the rich tables in :mod:`triage.cli.tables`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
 
 
 @app.callback()

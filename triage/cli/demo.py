@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from triage.cli.tables import dataset_summary
-from triage.core import labels as L
+from triage.core import labels
 from triage.core.history import Dataset
 from triage.loaders import load
 
@@ -54,14 +54,16 @@ def _cpd_scores(dataset: Dataset, found: dict[str, list[int]]) -> tuple[float, f
 
 def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR, console: Console | None = None) -> Path:
     """Run the whole demo into ``out``; returns the report's ``index.html``."""
-    from triage.batch_label import agreement, label_candidates, load_classifier
+    from triage.batch_label import agreement, label_candidates
+    from triage.candidate_files import read_candidates
     from triage.cli.detectors import candidates_frame
     from triage.core.atomic import write_csv_atomic
     from triage.features.extract import extract_features  # noqa: F401  (fail early if features are broken)
+    from triage.inference import load_classifier
     from triage.online.loop import OnlineTriage
     from triage.plotting import plot_history
     from triage.report import build_report, candidate_points, read_decisions
-    from triage.scoring import read_candidates, score_candidates
+    from triage.scoring import score_candidates
     from triage.synthetic import write_synthetic
 
     console = console or Console()
@@ -98,7 +100,7 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
     decisions = label_candidates(dataset, model, which="untriaged")
     agree = agreement(decisions, reference="truth_label")
     console.print(
-        f"{len(decisions)} untriaged alerts labelled; {int((decisions['classification'] == L.TRUE_POSITIVE).sum())} "
+        f"{len(decisions)} untriaged alerts labelled; {int((decisions['classification'] == labels.TRUE_POSITIVE).sum())} "
         f"called true; agreement with the ground truth: {agree.get('accuracy', float('nan')):.2f}"
     )
     write_csv_atomic(decisions.drop(columns=["index", "truth_label"]), out / "labelled.csv")
@@ -109,12 +111,12 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
     scored = score_candidates(dataset, read_candidates(cand_file), model)
     scored_file = write_csv_atomic(scored, out / "scored.csv")
     console.print(
-        f"{len(cands)} candidates from perfherder, {int((scored['classification'] == L.TRUE_POSITIVE).sum())} "
+        f"{len(cands)} candidates from perfherder, {int((scored['classification'] == labels.TRUE_POSITIVE).sum())} "
         f"kept by the model: {scored_file}"
     )
     alone: dict[str, list[int]] = {}
     kept: dict[str, list[int]] = {}
-    called_true = scored["classification"] == L.TRUE_POSITIVE
+    called_true = scored["classification"] == labels.TRUE_POSITIVE
     for sid, idx, keep in zip(cands["series_id"], cands["index"], called_true, strict=True):
         alone.setdefault(sid, []).append(int(idx))
         if bool(keep):

@@ -9,24 +9,11 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from triage.cli.options import parse_window
 from triage.core.errors import InputError
 from triage.loaders import load
 
 console = Console()
-
-
-def parse_window(text: str) -> str | int:
-    """``"adaptive"`` or a positive number of commits per window."""
-    text = text.strip().lower()
-    if text == "adaptive":
-        return text
-    try:
-        w = int(text)
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is neither 'adaptive' nor a number of commits") from None
-    if w < 0:
-        raise typer.BadParameter("window must be 'adaptive' or >= 0 commits")
-    return w
 
 
 def select_features_command(
@@ -46,7 +33,8 @@ def select_features_command(
     """Choose the feature subset with a genetic algorithm (Bauer et al., ICPE 2022)."""
     # Imported here so that `triage --help` stays fast.
     from triage.features.extract import extract_features
-    from triage.features.selection import GeneticSelector, save_feature_set, select_features
+    from triage.features.feature_sets import save_feature_set
+    from triage.features.selection import GeneticSelector, select_features
 
     selector = GeneticSelector(
         population=population,

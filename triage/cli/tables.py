@@ -1,4 +1,8 @@
-"""Human-readable tables (rich) for the CLI."""
+"""The rich tables the CLI prints for the product's objects: datasets, decisions, evaluations.
+
+Each function turns one object into a :class:`rich.table.Table`; commands
+print them (one-off tables of a single command stay in that command).
+"""
 
 from __future__ import annotations
 
@@ -21,4 +25,57 @@ def dataset_summary(dataset: Dataset, title: str | None = None) -> Table:
     truth = sum(len(h.true_change_points()) for h in dataset)
     if any(h.true_change is not None for h in dataset):
         table.add_row("true change points (ground truth)", f"{truth:,}")
+    return table
+
+
+def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *, wide: bool = True) -> Table:
+    """The ``limit`` most likely true alerts of a decisions frame (``triage label`` / ``score``).
+
+    ``wide``: room for the first reason (a terminal of 110 columns or more).
+    """
+    table = Table(title=title)
+    for col in ("series", "commit", *extra, "P(true)", "model"):
+        # Identifiers on one line (cut with an ellipsis); the reason takes what is left.
+        table.add_column(col, justify="right" if col == "P(true)" else "left", no_wrap=True,
+                         overflow="ellipsis", max_width=28 if col == "series" else 14)
+    # The reasons need room; on a narrow terminal they stay in the CSV only.
+    with_why = wide
+    if with_why:
+        table.add_column("why", overflow="fold", min_width=30)
+    top = frame.sort_values("p_true", ascending=False, kind="stable").head(limit)
+    for rec in top.to_dict("records"):
+        is_true = rec["classification"] == "true_positive"
+        why = str(rec.get("explanation", "") or "").split("; ")[0]
+        cells = [
+            str(rec["series_id"]),
+            str(rec["commit"]),
+            *[str(rec.get(c, "")) for c in extra],
+            f"{rec['p_true']:.3f}",
+            "[bold red]true[/]" if is_true else "false",
+        ]
+        table.add_row(*cells, *([why] if with_why else []))
+    return table
+
+
+def evaluation_table(result) -> Table:
+    """Table 1 of the paper from a :class:`~triage.training.evaluation` result: mean [95 % interval]."""
+    t1 = result.table1()
+    s = result.settings
+    table = Table(title=(f"{s['n_splits']} splits, {s['n_candidates']:,} candidates "
+                         f"({s['n_positive']:,} true) in {s['n_series']:,} series: mean [95 % interval]"))
+    for col in t1.columns:
+        table.add_column(str(col), justify="left" if col in ("split", "model") else "right")
+    for row in t1.itertuples(index=False):
+        table.add_row(*[str(v) for v in row])
+    return table
+
+
+def differences_table(result) -> Table:
+    """Stricter splits minus random splits, per model and metric."""
+    diff = result.differences()
+    table = Table(title="Stricter splits minus random splits (mean)")
+    for col in diff.columns:
+        table.add_column(str(col), justify="left" if col in ("split", "model") else "right")
+    for row in diff.itertuples(index=False):
+        table.add_row(*[f"{v:+.3f}" if isinstance(v, float) else str(v) for v in row])
     return table

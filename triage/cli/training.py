@@ -18,6 +18,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from triage.cli.options import parse_model_params, parse_window, parse_windows
+from triage.cli.tables import differences_table, evaluation_table
 from triage.core.errors import InputError
 
 console = Console()
@@ -32,52 +34,6 @@ PARAM_HELP = "Model parameter KEY=VALUE (repeatable), e.g. n_estimators=100; for
 
 
 # ---------------------------------------------------------------------- input
-
-
-def parse_window(text: str) -> str | int:
-    """``"adaptive"`` or a non-negative int."""
-    text = str(text).strip().lower()
-    if text == "adaptive":
-        return "adaptive"
-    try:
-        w = int(text)
-    except ValueError:
-        raise typer.BadParameter(f"window must be 'adaptive' or an integer >= 0, got {text!r}") from None
-    if w < 0:
-        raise typer.BadParameter(f"window must be >= 0, got {w}")
-    return w
-
-
-def parse_windows(text: str) -> list[str | int]:
-    """``"0-10,adaptive"`` -> [0, 1, ..., 10, "adaptive"]."""
-    out: list[str | int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if "-" in part:
-            lo, hi = (int(v) for v in part.split("-", 1))
-            out.extend(range(lo, hi + 1))
-        elif part:
-            out.append(parse_window(part))
-    return out
-
-
-def _value(text: str) -> object:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return {"none": None, "true": True, "false": False}.get(text.lower(), text)
-
-
-def parse_params(items: list[str] | None) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"--param expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = _value(value.strip())
-    return out
 
 
 def read_matrix(path: Path):
@@ -189,7 +145,7 @@ def train(
             test_size=test_size,
             random_state=seed,
             n_jobs=n_jobs,
-            model_params=parse_params(param),
+            model_params=parse_model_params(param),
             track=not no_track,
             tracking_uri=tracking_uri,
             register_as=None if no_track else (register or f"triage-{model}"),
@@ -237,7 +193,7 @@ def evaluate(
     w = parse_window(window)
     fm = matrix_of(data, preset, matrix, w, seed, n_jobs)
     per_model: dict[str, dict[str, object]] = {}
-    for key, value in parse_params(param).items():
+    for key, value in parse_model_params(param).items():
         name, sep, p = key.partition(".")
         if not sep:
             raise typer.BadParameter(f"evaluate --param expects MODEL.KEY=VALUE, got {key!r}")
@@ -258,8 +214,8 @@ def evaluate(
         if isinstance(exc, InputError):
             raise
         raise typer.BadParameter(str(exc)) from None
-    console.print(_table1(result))
-    console.print(_differences(result))
+    console.print(evaluation_table(result))
+    console.print(differences_table(result))
     if out is not None:
         paths = result.save(out)
         console.print(f"results written to [bold]{paths['markdown'].parent}[/]")
@@ -298,7 +254,7 @@ def window_study(
         n_splits=splits,
         random_state=seed,
         n_jobs=n_jobs,
-        model_params=parse_params(param),
+        model_params=parse_model_params(param),
     )
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "window_study.csv", index=False)
@@ -325,28 +281,6 @@ def window_study(
                 mlflow.log_metrics({f"w{r['window']}.auc_{s}": float(r[f"auc_{s}"]) for s in ("mean", "ci_low", "ci_high")})
             for name in ("window_study.csv", "window_study.md", "window_study.png"):
                 mlflow.log_artifact(str(out / name))
-
-
-def _table1(result) -> Table:
-    t1 = result.table1()
-    s = result.settings
-    table = Table(title=(f"{s['n_splits']} splits, {s['n_candidates']:,} candidates "
-                         f"({s['n_positive']:,} true) in {s['n_series']:,} series: mean [95 % interval]"))
-    for col in t1.columns:
-        table.add_column(str(col), justify="left" if col in ("split", "model") else "right")
-    for row in t1.itertuples(index=False):
-        table.add_row(*[str(v) for v in row])
-    return table
-
-
-def _differences(result) -> Table:
-    diff = result.differences()
-    table = Table(title="Stricter splits minus random splits (mean)")
-    for col in diff.columns:
-        table.add_column(str(col), justify="left" if col in ("split", "model") else "right")
-    for row in diff.itertuples(index=False):
-        table.add_row(*[f"{v:+.3f}" if isinstance(v, float) else str(v) for v in row])
-    return table
 
 
 @models_app.command("list")

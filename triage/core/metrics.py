@@ -23,7 +23,10 @@ set, whose order is an implementation detail), so results are deterministic.
 Classification
 --------------
 AUC, accuracy, sensitivity and specificity of triage decisions
-(true positive = a real change, the "positive" class).
+(true positive = a real change, the "positive" class). This is the one
+definition: training's hold-out and evaluation protocol
+(:func:`classification_report`) and batch labelling's agreement with human or
+ground-truth labels (:func:`confusion`, :meth:`Confusion.rates`) use it.
 """
 
 from __future__ import annotations
@@ -163,13 +166,12 @@ def roc_auc(y_true: Iterable, scores: Iterable[float]) -> float:
     if n_pos == 0 or n_neg == 0:
         return float("nan")
     order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(len(s))
     sorted_s = s[order]
-    # mid-ranks for ties
+    # mid-ranks for ties: the run [a, b) of equal scores shares rank (a + b + 1) / 2
     starts = np.flatnonzero(np.r_[True, sorted_s[1:] != sorted_s[:-1]])
     ends = np.r_[starts[1:], len(s)]
-    for a, b in zip(starts, ends, strict=True):
-        ranks[order[a:b]] = (a + b + 1) / 2.0
+    ranks = np.empty(len(s))
+    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
     u = ranks[y].sum() - n_pos * (n_pos + 1) / 2.0
     return float(u / (n_pos * n_neg))
 
@@ -200,6 +202,10 @@ class Confusion:
         q = self.tn + self.fp
         return self.tn / q if q else float("nan")
 
+    def rates(self) -> dict[str, float]:
+        """``accuracy``, ``sensitivity`` and ``specificity``; NaN where a denominator is 0."""
+        return {"accuracy": self.accuracy, "sensitivity": self.sensitivity, "specificity": self.specificity}
+
 
 def confusion(y_true: Iterable, y_pred: Iterable) -> Confusion:
     """Confusion counts of 0/1 (or boolean) predictions.
@@ -215,13 +221,14 @@ def confusion(y_true: Iterable, y_pred: Iterable) -> Confusion:
 
 
 def classification_report(y_true: Iterable, scores: Iterable[float], threshold: float = 0.5) -> dict[str, float]:
-    """AUC of ``scores`` and accuracy / sensitivity / specificity of ``scores >= threshold``."""
+    """AUC of ``scores`` and accuracy / sensitivity / specificity of ``scores >= threshold``.
+
+    ``y_true`` 0/1 or boolean, shape (n,); ``scores`` P(positive), shape (n,).
+    AUC is NaN when only one class is present.
+
+    >>> classification_report([0, 0, 1, 1], [0.1, 0.6, 0.7, 0.4])
+    {'auc': 0.75, 'accuracy': 0.5, 'sensitivity': 0.5, 'specificity': 0.5}
+    """
     s = np.asarray(list(scores) if not isinstance(scores, np.ndarray) else scores, dtype=np.float64)
     y = _binary(y_true)
-    c = confusion(y, s >= threshold)
-    return {
-        "auc": roc_auc(y, s),
-        "accuracy": c.accuracy,
-        "sensitivity": c.sensitivity,
-        "specificity": c.specificity,
-    }
+    return {"auc": roc_auc(y, s), **confusion(y, s >= threshold).rates()}

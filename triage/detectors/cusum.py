@@ -21,20 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from triage.detectors.base import ChangePoint, Detector
-
-
-def _least_squares_split(c1: np.ndarray, c2: np.ndarray, a: int, b: int, lo: int) -> int:
-    """Split ``j`` in ``[lo, b)`` of ``x[a:b]`` minimising the two sides' sums of squares.
-
-    ``c1``/``c2`` are prefix sums of ``x`` and ``x**2`` (length n + 1).
-    """
-    j = np.arange(lo, b)
-
-    def sse(u, v):
-        s = c1[v] - c1[u]
-        return c2[v] - c2[u] - s * s / (v - u)
-
-    return int(j[int(np.argmin(sse(a, j) + sse(j, b)))])
+from triage.detectors.costs import CostL2
 
 
 class Cusum(Detector):
@@ -69,9 +56,9 @@ class Cusum(Detector):
         if n < self.min_window + 1:
             return []
         k = self.drift * float(np.ptp(x))
-        # Prefix sums give each window's mean and standard deviation in O(1).
-        c1 = np.concatenate([[0.0], np.cumsum(x)])
-        c2 = np.concatenate([[0.0], np.cumsum(x * x)])
+        # The L2 cost's prefix sums also give each window's mean and standard deviation in O(1).
+        cost = CostL2().fit(x)
+        c1, c2 = cost.cumsum, cost.cumsum_sq
         out: list[ChangePoint] = []
         seg = 0
         gp = gn = 0.0
@@ -94,7 +81,8 @@ class Cusum(Detector):
             if sigma > 0 and (gp > h or gn > h):
                 up = gp >= gn
                 last_zero = zp if up else zn
-                onset = _least_squares_split(c1, c2, seg, t + 1, max(seg + 1, last_zero + 1 - self.window))
+                # least-squares split of the segment up to the alarm (see the module docstring)
+                onset = cost.best_split(seg, t + 1, np.arange(max(seg + 1, last_zero + 1 - self.window), t + 1))
                 out.append(
                     ChangePoint(
                         int(onset),

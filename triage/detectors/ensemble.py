@@ -17,7 +17,8 @@ alerts and the ensemble's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -29,7 +30,9 @@ class Ensemble(Detector):
 
     Parameters
     ----------
-    members : registry names (or :class:`Detector` instances) of the voters
+    members : the voters: :class:`Detector` instances (their ``name`` labels
+        their votes), or registry names when the ensemble has a
+        :attr:`factory` (ensembles built by :func:`triage.detectors.make` do)
     margin : detections at most this many commits apart are one event (5)
     min_votes : members that must agree to flag an event (3)
     always : names of members whose detection alone flags an event (none)
@@ -53,22 +56,32 @@ class Ensemble(Detector):
         self.min_votes = min_votes
         self.always = always
 
-    def _member_detectors(self) -> list[tuple[str, Detector]]:
-        from triage.detectors.registry import make  # the registry imports this module
+    #: Builds a member from its registry name. :func:`triage.detectors.registry.make`
+    #: sets it on the ensembles it builds (as it sets ``name``); an ensemble
+    #: constructed directly takes :class:`Detector` members, or a factory here.
+    factory: Callable[[str], Detector] | None = None
 
-        out = []
-        for m in self.members:
-            if isinstance(m, Detector):
-                out.append((m.name, m))
-            else:
-                out.append((str(m), make(str(m))))
-        names = [n for n, _ in out]
+    def _member_names(self) -> list[str]:
+        names = [m.name if isinstance(m, Detector) else str(m) for m in self.members]
         if len(set(names)) != len(names):
             raise ValueError(f"ensemble members must have distinct names, got {names}")
         unknown = set(self.always) - set(names)
         if unknown:
             raise ValueError(f"'always' names {sorted(unknown)} are not members ({', '.join(names)})")
-        return out
+        return names
+
+    def _member_detectors(self) -> list[tuple[str, Detector]]:
+        names = self._member_names()
+        named = [str(m) for m in self.members if not isinstance(m, Detector)]
+        if named and self.factory is None:
+            raise ValueError(
+                f"ensemble members {', '.join(map(repr, named))} are names, not detectors: build the ensemble "
+                "with triage.detectors.make('ensemble', members=...), which resolves registry names"
+            )
+        return [
+            (n, m if isinstance(m, Detector) else self.factory(str(m)))  # type: ignore[misc]
+            for n, m in zip(names, self.members, strict=True)
+        ]
 
     def _find(self, x: np.ndarray) -> list[ChangePoint]:
         if self.margin < 0 or self.min_votes < 1:
@@ -82,7 +95,7 @@ class Ensemble(Detector):
 
 
 def vote(
-    detections: Sequence[tuple[int, str]], margin: int, min_votes: int, always: set[str] = frozenset()
+    detections: Sequence[tuple[int, str]], margin: int, min_votes: int, always: AbstractSet[str] = frozenset()
 ) -> list[ChangePoint]:
     """Group ``(index, member)`` detections (sorted by index) into events and keep the agreed ones."""
     out: list[ChangePoint] = []

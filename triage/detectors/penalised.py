@@ -25,6 +25,7 @@ import numpy as np
 import ruptures as rpt
 
 from triage.detectors.base import ChangePoint, Detector, robust_sigma
+from triage.detectors.costs import CostL2
 
 
 def refine_l2(x: np.ndarray, ends: list[int], radius: int, min_size: int) -> list[int]:
@@ -32,16 +33,9 @@ def refine_l2(x: np.ndarray, ends: list[int], radius: int, min_size: int) -> lis
 
     Breakpoints are refined left to right, each between its (already refined)
     left neighbour and its right neighbour, keeping ``min_size`` commits per
-    segment. Cost of ``x[a:b]`` = sum of squares around its mean, from prefix sums.
+    segment; the cost of a segment is :class:`~triage.detectors.costs.CostL2`.
     """
-    c1 = np.concatenate([[0.0], np.cumsum(x)])
-    c2 = np.concatenate([[0.0], np.cumsum(x * x)])
-
-    def sse(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
-        m = np.asarray(b) - np.asarray(a)
-        s = c1[b] - c1[a]
-        return c2[b] - c2[a] - s * s / m
-
+    cost = CostL2().fit(x)
     out = list(ends)
     n = len(x)
     for k, b in enumerate(out):
@@ -50,19 +44,33 @@ def refine_l2(x: np.ndarray, ends: list[int], radius: int, min_size: int) -> lis
         cand = np.arange(max(lo_seg + min_size, b - radius), min(hi_seg - min_size, b + radius) + 1)
         if len(cand) == 0:
             continue
-        cost = sse(lo_seg, cand) + sse(cand, hi_seg)
-        out[k] = int(cand[int(np.argmin(cost))])
+        out[k] = cost.best_split(lo_seg, hi_seg, cand)
     return out
 
 
-class _RupturesSearch(Detector):
-    model: str
-    penalty: float
-    min_size: int
-    jump: int
+class PenalisedSearch(Detector):
+    """Penalised segmentation with one of ruptures' search methods (:attr:`algorithm`).
 
-    def _algo(self, x: np.ndarray):  # pragma: no cover - abstract
-        raise NotImplementedError
+    Parameters
+    ----------
+    penalty : penalty factor, see module docstring (3)
+    model : ruptures cost name ("l2": shifts in mean)
+    min_size : minimum segment length in commits (5)
+    jump : candidate grid step (5, ruptures' default), refined to the commit
+
+    ``score`` is the shift between the adjacent segment means in noise
+    standard deviations; fields ``mean_before``, ``mean_after``, ``penalty``.
+    Subclasses only name the search (:class:`Pelt`, :class:`BinSeg`).
+    """
+
+    #: The ruptures search class (``rpt.Pelt``, ``rpt.Binseg``), set by subclasses.
+    algorithm: type
+
+    def __init__(self, penalty: float = 3.0, model: str = "l2", min_size: int = 5, jump: int = 5):
+        self.penalty = penalty
+        self.model = model
+        self.min_size = min_size
+        self.jump = jump
 
     def _find(self, x: np.ndarray) -> list[ChangePoint]:
         n = len(x)
@@ -73,7 +81,7 @@ class _RupturesSearch(Detector):
         if self.model != "l2":
             # other costs (e.g. "normal", "rbf") are not in squared value units
             pen = self.penalty * math.log(n)
-        bkps = self._algo(x).predict(pen=pen)
+        bkps = self.algorithm(model=self.model, min_size=self.min_size, jump=self.jump).fit(x).predict(pen=pen)
         ends = [b for b in bkps if b < n]  # ruptures appends n
         if self.jump > 1 and self.model == "l2":
             ends = refine_l2(x, ends, self.jump - 1, self.min_size)
@@ -92,42 +100,15 @@ class _RupturesSearch(Detector):
         return out
 
 
-class Pelt(_RupturesSearch):
-    """PELT (Killick et al. 2012) via ``ruptures.Pelt``.
-
-    Parameters
-    ----------
-    penalty : penalty factor, see module docstring (3)
-    model : ruptures cost name ("l2": shifts in mean)
-    min_size : minimum segment length in commits (5)
-    jump : PELT candidate grid step (5, ruptures' default), refined to the commit
-
-    ``score`` is the shift between the adjacent segment means in noise
-    standard deviations; fields ``mean_before``, ``mean_after``, ``penalty``.
-    """
+class Pelt(PenalisedSearch):
+    """PELT (Killick et al. 2012) via ``ruptures.Pelt``; parameters and score as :class:`PenalisedSearch`."""
 
     name = "pelt"
-
-    def __init__(self, penalty: float = 3.0, model: str = "l2", min_size: int = 5, jump: int = 5):
-        self.penalty = penalty
-        self.model = model
-        self.min_size = min_size
-        self.jump = jump
-
-    def _algo(self, x: np.ndarray):
-        return rpt.Pelt(model=self.model, min_size=self.min_size, jump=self.jump).fit(x)
+    algorithm = rpt.Pelt
 
 
-class BinSeg(_RupturesSearch):
-    """Binary segmentation via ``ruptures.Binseg``; parameters and score as :class:`Pelt`."""
+class BinSeg(PenalisedSearch):
+    """Binary segmentation via ``ruptures.Binseg``; parameters and score as :class:`PenalisedSearch`."""
 
     name = "binseg"
-
-    def __init__(self, penalty: float = 3.0, model: str = "l2", min_size: int = 5, jump: int = 5):
-        self.penalty = penalty
-        self.model = model
-        self.min_size = min_size
-        self.jump = jump
-
-    def _algo(self, x: np.ndarray):
-        return rpt.Binseg(model=self.model, min_size=self.min_size, jump=self.jump).fit(x)
+    algorithm = rpt.Binseg

@@ -1,7 +1,8 @@
 """Detectors by name, with default parameters, for the CLI and the benchmarks.
 
-``make("hybrid_ks", alpha=0.01)`` builds a detector; :func:`parse_params`
-turns ``key=value`` strings into typed keyword arguments, checked against the
+``make("hybrid_ks", alpha=0.01)`` builds a detector (and the detectors an
+ensemble names); :func:`parse_params` turns ``key=value`` strings (grammar:
+:mod:`triage.core.params`) into typed keyword arguments, checked against the
 detector's parameters (the type of each default decides how a value parses).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from triage.core import params
 from triage.detectors.base import Detector
 from triage.detectors.bocpd import Bocpd
 from triage.detectors.cusum import Cusum
@@ -56,7 +58,11 @@ def defaults(name: str) -> dict[str, Any]:
 
 
 def make(name: str, **params: Any) -> Detector:
-    """Detector ``name`` with its defaults, overridden by ``params``."""
+    """Detector ``name`` with its defaults, overridden by ``params``.
+
+    An ensemble's members may be registry names: the ensemble builds them
+    with this function (its ``factory``), each with its own defaults.
+    """
     cls, _ = _entry(name)
     full = defaults(name)
     unknown = set(params) - set(full)
@@ -68,43 +74,17 @@ def make(name: str, **params: Any) -> Detector:
     full.update(params)
     det = cls(**full)
     det.name = name  # the registry name, e.g. "hybrid_ks", labels its output
+    if isinstance(det, Ensemble):
+        det.factory = make  # members given by name are built here, with their defaults
     return det
-
-
-def _parse_value(text: str, default: Any) -> Any:
-    if isinstance(default, bool):
-        low = text.strip().lower()
-        if low in ("1", "true", "yes", "on"):
-            return True
-        if low in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(f"{text!r} is not a boolean")
-    if isinstance(default, int):
-        return int(text)
-    if isinstance(default, float):
-        return float(text)
-    if isinstance(default, (tuple, list)):
-        return tuple(part.strip() for part in text.split(",") if part.strip())
-    return text
 
 
 def parse_params(name: str, items: Iterable[str]) -> dict[str, Any]:
     """``["alpha=0.01", "test=ks"]`` -> typed keyword arguments for :func:`make`.
 
-    List-valued parameters (ensemble ``members``, ``always``) take
-    comma-separated names. Raises ``ValueError`` naming the bad item.
+    The grammar is :mod:`triage.core.params`; here each key is checked
+    against the detector's parameters and typed by its default. List-valued
+    parameters (ensemble ``members``, ``always``) take comma-separated names.
+    Raises ``ValueError`` naming the bad item.
     """
-    full = defaults(name)
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ValueError(f"parameter {item!r} is not key=value")
-        if key not in full:
-            raise ValueError(f"unknown parameter {key!r} for detector {name!r} (known: {', '.join(full)})")
-        try:
-            out[key] = _parse_value(value, full[key])
-        except ValueError as exc:
-            raise ValueError(f"parameter {key}: {exc}") from None
-    return out
+    return params.parse_params(items, defaults(name), owner=f"detector {name!r}")

@@ -1,1 +1,1 @@
-"""The online loop (Algorithm 1 of Bauer et al.): per-series state, decisions, and the store that persists them."""
+"""The online loop (Algorithm 1 of Bauer et al.): ``loop`` (OnlineTriage), ``series_state`` (per-series state), ``records`` (decisions, errors), ``state_store`` (SQLite persistence)."""

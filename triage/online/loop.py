@@ -4,12 +4,12 @@ For each new commit ``p`` of a series:
 
 1. **Pre** is the run of commits since the last change point *this loop*
    found (all earlier commits when it found none). As in
-   :mod:`features.windows`, Pre of ``p`` is ``[p- + 1, p - 1]`` with ``p-``
+   :mod:`triage.features.windows`, Pre of ``p`` is ``[p- + 1, p - 1]`` with ``p-``
    the last change point: the change-point commit itself belongs to no later
    Pre, and the commit right after a change point has an empty Pre.
 2. **After** is the new commit alone (window ``w = 0``: nothing after ``p`` is
    known yet).
-3. The window-0 model (a :class:`~training.classifier.TriageClassifier` saved
+3. The window-0 model (a :class:`~triage.training.classifier.TriageClassifier` saved
    with ``window=0``) gives P(true alert) from the characteristics of
    (Pre, After); ``P >= threshold`` is a positive decision.
 4. A positive decision makes ``p`` the new last change point and empties Pre;
@@ -33,13 +33,22 @@ commits are grouped across series so that the predictor runs once per round
 replays fast. Commits of one series are always processed in delivery order,
 so a batch gives the same decisions as the same commits one by one.
 
-Pre's characteristics come from :class:`features.incremental.PreState`
-(updated in O(1) / O(log n) per commit; some characteristics on the last
-``horizon`` = 64 commits of Pre, see that module) when it is installed, else
-from :class:`RecomputedPre`, which keeps Pre's values and recomputes the
-catalogue characteristics from scratch (exact, O(len Pre) per commit). The
-model is evaluated by :class:`training.compiled.CompiledPredictor` (numba,
-same numbers as ``predict_proba``).
+Pre's characteristics come from a
+:class:`~triage.features.pre_state.PreWindowState` per series:
+:class:`triage.features.incremental.PreState` by default (updated in O(1) /
+O(log n) per commit; some characteristics on the last ``horizon`` = 64
+commits of Pre, see that module), or
+:class:`triage.features.recomputed.RecomputedPre`, which keeps Pre's values
+and recomputes the catalogue characteristics from scratch (exact, O(len Pre)
+per commit). The model is evaluated by
+:class:`triage.training.compiled.CompiledPredictor` (numba, same numbers as
+``predict_proba``).
+
+The records the loop returns and raises (:class:`~triage.online.records.Decision`,
+:class:`~triage.online.records.RejectedCommit`,
+:class:`~triage.online.records.ModelMismatch`) live in
+:mod:`triage.online.records`, the per-series state in
+:mod:`triage.online.series_state`.
 
 Persistence (crash-safe, exactly-once, idempotent re-delivery) is
 :mod:`triage.online.state_store`; without a store the loop keeps its state in memory
@@ -59,252 +68,36 @@ import hashlib
 import itertools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from triage.core.errors import InputError
-from triage.features import catalogue as C
-from triage.features.fast import window_characteristics
+from triage.core import timestamps
+from triage.features import catalogue
+from triage.features.incremental import PreState
+from triage.online.records import AlreadyDecided, Decision, ModelMismatch, RejectedCommit
+from triage.online.series_state import SeriesState
 
 #: Every feature column the loop can compute, in the feature-matrix order
 #: (``pre_*``, ``after_*``, ``norm_*``; see ARCHITECTURE.md).
-ALL_COLUMNS: tuple[str, ...] = tuple(C.feature_columns())
+ALL_COLUMNS: tuple[str, ...] = tuple(catalogue.feature_columns())
 
 EXPLAIN_MODES: tuple[str, ...] = ("positive", "all", "none")
-
-
-class RejectedCommit(ValueError):
-    """A commit the loop refuses: non-finite value, timestamp going backwards, bad ids.
-
-    Nothing changed when this is raised. ``series`` and ``commit`` name it.
-    """
-
-    def __init__(self, series: str, commit: str, problem: str):
-        self.series = series
-        self.commit = commit
-        self.problem = problem
-        super().__init__(f"series {series!r}, commit {commit!r}: {problem}")
-
-
-class ModelMismatch(InputError):
-    """The model cannot drive the online loop, or is not the one a state store was built with."""
-
-    def __init__(self, source: str | Path | None, problem: str):
-        super().__init__(source, None, problem)
-
-
-# ---------------------------------------------------------------------- decisions
-
-
-@dataclass
-class Decision:
-    """The loop's verdict on one commit.
-
-    ``index`` is the commit's 0-based position in its series as the loop saw
-    it; ``probability`` is P(true alert) in [0, 1]; ``decision`` is True for a
-    change point; ``top_features`` holds up to three plain-words reasons
-    (empty when not explained, see the module docstring); ``replayed`` is True
-    when the commit had been decided before and this is the stored verdict.
-    """
-
-    series: str
-    commit: str
-    index: int
-    probability: float
-    decision: bool
-    top_features: list[str] = field(default_factory=list)
-    replayed: bool = False
-
-    def to_dict(self) -> dict[str, object]:
-        """The JSON-line form: series, commit, probability, decision, top_features (+ replayed)."""
-        out: dict[str, object] = {
-            "series": self.series,
-            "commit": self.commit,
-            "probability": self.probability,
-            "decision": self.decision,
-            "top_features": list(self.top_features),
-        }
-        if self.replayed:
-            out["replayed"] = True
-        return out
-
-
-# ---------------------------------------------------------------------- Pre state
-
-
-class RecomputedPre:
-    """Pre's values, with the characteristics recomputed from scratch on demand.
-
-    The reference implementation of the Pre state, with the interface the loop
-    uses of :class:`features.incremental.PreState` (``learn_one``, ``reset``,
-    ``features_array``, ``to_dict`` / ``from_dict``, ``n``): exact on all of
-    Pre (no horizon), memory and time O(len Pre) per commit. It serves when
-    ``features.incremental`` is not installed and as the slow, obviously
-    correct twin in tests.
-
-    Parameters
-    ----------
-    names : feature columns to return, in order (default: every column)
-    """
-
-    def __init__(
-        self,
-        names: Sequence[str] | None = None,
-        *,
-        series_id: str = "",
-        values: Iterable[float] = (),
-    ):
-        self.names = list(names) if names is not None else list(ALL_COLUMNS)
-        position = {c: i for i, c in enumerate(ALL_COLUMNS)}
-        self._select = np.array([position[c] for c in self.names], dtype=np.int64)
-        self.series_id = series_id
-        self.values: list[float] = [float(v) for v in values]
-        self._pre: np.ndarray | None = None
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
-    def learn_one(self, x: float) -> RecomputedPre:
-        """Append one value (float) to Pre."""
-        self.values.append(float(x))
-        self._pre = None
-        return self
-
-    def reset(self) -> RecomputedPre:
-        """Empty Pre (a change point was found)."""
-        self.values.clear()
-        self._pre = None
-        return self
-
-    def features_array(self, x: float) -> np.ndarray:
-        """Features of (Pre, After = [x]), shape (len(names),), in ``names`` order."""
-        pre = np.asarray(self.values, dtype=np.float64)
-        if self._pre is None:
-            self._pre = window_characteristics(pre)
-        after = np.array([x], dtype=np.float64)
-        full = np.concatenate(
-            [self._pre, window_characteristics(after), C.normalised_moments(pre, after)]
-        )
-        return full[self._select]
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "kind": "recomputed",
-            "names": self.names,
-            "series_id": self.series_id,
-            "values": list(self.values),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, object]) -> RecomputedPre:
-        return cls(data["names"], series_id=data.get("series_id", ""), values=data["values"])
-
-
-def default_pre_class():
-    """:class:`features.incremental.PreState` when installed, else :class:`RecomputedPre`."""
-    try:
-        from triage.features.incremental import PreState
-    except ImportError:
-        return RecomputedPre
-    return PreState
-
-
-# ---------------------------------------------------------------------- series state
-
-
-@dataclass
-class SeriesState:
-    """Everything the loop knows about one series between two commits.
-
-    n : commits seen (the next commit's index)
-    last_cp : index of the last change point found, -1 when none
-    last_commit : id of the latest commit, None before the first
-    last_ts : its timestamp in ns since the epoch (UTC), None when not given
-    last_probability, last_decision : the latest verdict (for re-delivery)
-    pre : the Pre state (``PreState`` or ``RecomputedPre``)
-    """
-
-    pre: object
-    n: int = 0
-    last_cp: int = -1
-    last_commit: str | None = None
-    last_ts: int | None = None
-    last_probability: float = 0.0
-    last_decision: bool = False
-    n_change_points: int = 0
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "n": self.n,
-            "last_cp": self.last_cp,
-            "last_commit": self.last_commit,
-            "last_ts": self.last_ts,
-            "last_probability": self.last_probability,
-            "last_decision": self.last_decision,
-            "n_change_points": self.n_change_points,
-            "pre": self.pre.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, object]) -> SeriesState:
-        pre_data = data["pre"]
-        pre_class = RecomputedPre if pre_data.get("kind") == "recomputed" else default_pre_class()
-        return cls(
-            pre=pre_class.from_dict(pre_data),
-            n=int(data["n"]),
-            last_cp=int(data["last_cp"]),
-            last_commit=data["last_commit"],
-            last_ts=data["last_ts"],
-            last_probability=float(data["last_probability"]),
-            last_decision=bool(data["last_decision"]),
-            n_change_points=int(data.get("n_change_points", 0)),
-        )
 
 
 # ---------------------------------------------------------------------- input checks
 
 
 def to_ns(timestamp: object) -> int | None:
-    """A timestamp as int nanoseconds since the epoch (UTC), or None.
+    """A timestamp as int nanoseconds since the epoch (UTC), or None when missing.
 
-    Accepts None, ISO-8601 text (naive = UTC), ``datetime``,
-    ``numpy.datetime64`` and numbers (seconds since the epoch). Raises
+    The rule (ISO-8601 or other date/time text, naive = UTC; ``datetime``,
+    ``numpy.datetime64``; numbers and numeric text = seconds since the epoch)
+    is :mod:`triage.core.timestamps`', the same as the loaders'. Raises
     ``ValueError`` for anything else.
     """
-    if timestamp is None:
-        return None
-    if isinstance(timestamp, bool):
-        raise ValueError(f"timestamp {timestamp!r} is not a time")
-    if isinstance(timestamp, int | float):
-        if not math.isfinite(timestamp):
-            raise ValueError(f"timestamp {timestamp!r} is not finite")
-        return int(round(float(timestamp) * 1e9))
-    if isinstance(timestamp, np.datetime64):
-        if np.isnat(timestamp):
-            return None
-        return int(timestamp.astype("datetime64[ns]").astype(np.int64))
-    if isinstance(timestamp, str):
-        text = timestamp.strip()
-        if not text:
-            return None
-        try:
-            timestamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(
-                f"timestamp {text!r} is not ISO-8601 (e.g. 2024-05-01T12:00:00Z)"
-            ) from None
-    if isinstance(timestamp, datetime):
-        if timestamp.tzinfo is None:
-            timestamp = timestamp.replace(tzinfo=UTC)
-        delta = timestamp - datetime(1970, 1, 1, tzinfo=UTC)
-        return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
-    if hasattr(timestamp, "value") and hasattr(timestamp, "tz_localize"):  # pandas.Timestamp
-        return None if timestamp != timestamp else int(timestamp.value)
-    raise ValueError(f"timestamp {timestamp!r} is not a time")
+    return timestamps.to_ns(timestamp)
 
 
 def _check(series_id: object, commit: object, value: object) -> tuple[str, str, float]:
@@ -330,7 +123,7 @@ class OnlineTriage:
     Parameters
     ----------
     classifier : fitted TriageClassifier trained on window-0 features
-        (``training.model_files.load_model`` of a model saved with
+        (``triage.training.model_files.load_model`` of a model saved with
         ``window=0``); see :meth:`from_model_dir`.
     model_id : identity of the model (the SHA-256 of its manifest), stored
         with persisted state so a store is never continued by another model.
@@ -344,9 +137,11 @@ class OnlineTriage:
     compiled : use the numba predictor (True) or ``predict_proba`` (False).
     min_pre : commits Pre must hold before a change point can be declared
         (see the module docstring).
-    pre_class : the Pre-state class, called as ``pre_class(names,
-        series_id=...)`` (default: ``features.incremental.PreState`` when
-        installed, else :class:`RecomputedPre`).
+    pre_class : the Pre-state class (a
+        :class:`~triage.features.pre_state.PreWindowState`), called as
+        ``pre_class(names, series_id=...)`` (default:
+        :class:`~triage.features.incremental.PreState`; the exact, slow twin is
+        :class:`~triage.features.recomputed.RecomputedPre`).
     max_cached_series : with a store, keep at most this many series states in
         memory (least recently used are dropped; the store has them), so a
         watcher over hundreds of thousands of series stays small. None = all.
@@ -393,7 +188,7 @@ class OnlineTriage:
         self.min_pre = min_pre
         self.model_id = model_id
         self.explain = explain
-        self.pre_class = pre_class or default_pre_class()
+        self.pre_class = pre_class or PreState
         self.store = store
         self.max_cached_series = max_cached_series
         self.states: dict[str, SeriesState] = {}
@@ -404,7 +199,7 @@ class OnlineTriage:
 
     @classmethod
     def from_model_dir(cls, path: str | Path, **kwargs) -> OnlineTriage:
-        """Load a model directory (verified, see :mod:`training.model_files`) and check it is window-0."""
+        """Load a model directory (verified, see :mod:`triage.training.model_files`) and check it is window-0."""
         from triage.training.model_files import MANIFEST, load_model
 
         path = Path(path)
@@ -504,8 +299,6 @@ class OnlineTriage:
         """
         if self.store is None:
             return self._decide(items, None)
-        from triage.online.state_store import AlreadyDecided
-
         try:
             return self._decide(items, None)
         except AlreadyDecided:
@@ -577,6 +370,7 @@ class OnlineTriage:
             self._evict()
         for i, j in duplicates:
             d = decisions[j]
+            assert d is not None  # decided above: j is the commit's first occurrence
             decisions[i] = Decision(
                 d.series, d.commit, d.index, d.probability, d.decision, list(d.top_features), True
             )
@@ -584,6 +378,8 @@ class OnlineTriage:
 
     def _evict(self) -> None:
         """Drop least recently used states beyond ``max_cached_series`` (they are in the store)."""
+        if self.max_cached_series is None:
+            return
         excess = len(self.states) - self.max_cached_series
         if excess > 0:
             for sid in list(itertools.islice(self.states, excess)):
@@ -713,7 +509,7 @@ class OnlineTriage:
                     raise RejectedCommit(
                         h.series_id, str(h.commits[bad]), "value is not a finite number"
                     )
-                ts = [None] * len(h)
+                ts: list[int | None] = [None] * len(h)
                 if h.timestamps is not None:
                     ns = np.asarray(h.timestamps).astype("datetime64[ns]")
                     ok = ~np.isnat(ns)

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from triage.core.errors import InputError
+from triage.online.records import AlreadyDecided, Decision
 
 FORMAT = "changepoint-triage-online-state"
 FORMAT_VERSION = 1
@@ -56,10 +57,6 @@ _SCHEMA = (
         UNIQUE (series_id, commit_id)
     )""",
 )
-
-
-class AlreadyDecided(Exception):
-    """:meth:`StateStore.commit` found a decision for a commit already stored; nothing was written."""
 
 
 class StateStoreError(InputError):
@@ -183,10 +180,8 @@ class StateStore:
         ).fetchone()
         return json.loads(row[0]) if row else None
 
-    def get_decision(self, series_id: str, commit: str):
-        """The stored :class:`~triage.online.loop.Decision` of a commit, or None."""
-        from triage.online.loop import Decision
-
+    def get_decision(self, series_id: str, commit: str) -> Decision | None:
+        """The stored :class:`~triage.online.records.Decision` of a commit, or None."""
         row = self._db.execute(
             "SELECT idx, probability, decision, top_features FROM decisions WHERE series_id = ? AND commit_id = ?",
             (series_id, commit),
@@ -197,14 +192,12 @@ class StateStore:
             series_id, commit, int(row[0]), float(row[1]), bool(row[2]), json.loads(row[3])
         )
 
-    def get_decisions(self, keys: Iterable[tuple[str, str]]) -> dict:
+    def get_decisions(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Decision]:
         """Stored decisions of many ``(series_id, commit)`` pairs: ``{pair: Decision}`` for those found.
 
         The pairs go into a temporary table joined on the decisions' unique
         index: one statement for the batch instead of one query per commit.
         """
-        from triage.online.loop import Decision
-
         keys = list(keys)
         if not keys:
             return {}
@@ -221,10 +214,8 @@ class StateStore:
             for s, c, i, p, d, t in rows
         }
 
-    def decisions(self, series_id: str | None = None) -> list:
+    def decisions(self, series_id: str | None = None) -> list[Decision]:
         """Every stored decision (of one series), in the order they were made."""
-        from triage.online.loop import Decision
-
         query = (
             "SELECT series_id, commit_id, idx, probability, decision, top_features FROM decisions"
         )
@@ -245,13 +236,14 @@ class StateStore:
 
     # ------------------------------------------------------------------ writing
 
-    def commit(self, decisions: Iterable, states: Mapping[str, dict]) -> None:
+    def commit(self, decisions: Iterable[Decision], states: Mapping[str, dict]) -> None:
         """Write decisions and the resulting series states in one transaction.
 
-        ``decisions`` are :class:`~triage.online.loop.Decision` objects of new
+        ``decisions`` are :class:`~triage.online.records.Decision` objects of new
         commits; ``states`` maps series id to ``SeriesState.to_dict()``. A
         commit already stored rolls the whole transaction back and raises
-        :class:`AlreadyDecided` (the loop then looks its batch up and retries).
+        :class:`~triage.online.records.AlreadyDecided` (the loop then looks its
+        batch up and retries).
         """
         rows = [
             (

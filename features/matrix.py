@@ -1,21 +1,34 @@
-"""From a feature matrix to training arrays: X, y, groups and a time order.
+"""From a feature matrix to learning arrays: X, y, groups, a time order and a data hash.
 
-The feature matrix is the contract between :mod:`features` and :mod:`training`
-(see ARCHITECTURE.md): one row per (series, candidate), metadata columns
-``series_id, commit, index, timestamp, label, truth_label`` and feature columns
-``pre_<name>``, ``after_<name>``, ``norm_mean_pre``, ``norm_mean_after``,
-``norm_sd_pre``, ``norm_sd_after``.
+The feature matrix is the contract between :mod:`features` and
+:mod:`training` (see ARCHITECTURE.md): one row per (series, candidate),
+metadata columns ``series_id, commit, index, timestamp, label, truth_label``
+and feature columns ``pre_<name>``, ``after_<name>``, ``norm_mean_pre``,
+``norm_mean_after``, ``norm_sd_pre``, ``norm_sd_after`` (names from
+:mod:`features.catalogue`). Feature selection and training both read it
+through this module, so both see the same rows, columns and values.
 
-Target: ``label == "true_positive"`` (1, a real change a sheriff confirmed)
-against ``label == "false_positive"`` (0). Candidates nobody triaged
-(``not_triaged``, ``under_investigation``) carry no target and are left out of
-training; they are what a trained model later labels.
+Feature columns
+    The contract's: ``pre_*``, ``after_*`` and the four ``norm_*`` columns.
+    Any other column (metadata, a detector's score, a note) is not a feature.
+Values
+    Float64. NaN is kept (a characteristic undefined on a short window; every
+    model here handles missing values). Infinities become NaN: an infinite
+    characteristic (a ratio over a constant window, in a matrix built
+    elsewhere) says no more than "undefined", and prediction
+    (:class:`training.classifier.TriageClassifier`, the compiled predictor,
+    the online loop) maps them the same way, so a model is trained, selected
+    and applied on the same values.
+Target
+    ``label == "true_positive"`` (1, a real change a sheriff confirmed)
+    against ``label == "false_positive"`` (0). Candidates nobody triaged
+    (``not_triaged``, ``under_investigation``) carry no target and are left
+    out; they are what a trained model later labels.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,21 +36,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from triage.core import labels as L
+from triage.core import labels
 from triage.core.errors import InputError
+from triage.features.catalogue import CHARACTERISTICS, NORM_COLUMNS
+from triage.features.catalogue import feature_columns as catalogue_columns
+from triage.features.feature_sets import read_feature_set
 
-# The contract's column names have one definition, in the feature catalogue.
-from triage.features.catalogue import METADATA_COLUMNS, NORM_COLUMNS  # noqa: F401  (re-exported)
+#: Class names in ``classes_`` order: y = 1 is the positive class (a real change).
+CLASS_NAMES: tuple[str, str] = (labels.FALSE_POSITIVE, labels.TRUE_POSITIVE)
 
-#: Class names in ``classes_`` order: index 1 is the positive class (a real change).
-CLASS_NAMES: tuple[str, str] = (L.FALSE_POSITIVE, L.TRUE_POSITIVE)
+# ``pre_`` and ``after_``, as the catalogue spells its per-window columns.
+_SIDE_PREFIXES: tuple[str, ...] = tuple(
+    dict.fromkeys(c.partition("_")[0] + "_" for c in catalogue_columns(CHARACTERISTICS))
+)
 
 
 def is_feature_column(name: object) -> bool:
     """True for a contract feature column (``pre_*``, ``after_*``, ``norm_*``)."""
-    return isinstance(name, str) and (
-        name.startswith("pre_") or name.startswith("after_") or name in NORM_COLUMNS
-    )
+    return isinstance(name, str) and (name.startswith(_SIDE_PREFIXES) or name in NORM_COLUMNS)
 
 
 def feature_columns(matrix: pd.DataFrame) -> list[str]:
@@ -45,30 +61,8 @@ def feature_columns(matrix: pd.DataFrame) -> list[str]:
     return [c for c in matrix.columns if is_feature_column(c)]
 
 
-def read_feature_set(path: str | Path) -> list[str]:
-    """Feature columns listed in a feature-set JSON file.
-
-    Accepts the file :mod:`features.selection` writes (an object whose
-    ``names`` lists feature columns) or a bare JSON list of column names.
-    Problems raise :class:`~triage.core.errors.InputError`.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, None, "no such feature-set file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(path, None, f"not a JSON feature set: {exc}") from None
-    names = data.get("names") if isinstance(data, dict) else data
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        raise InputError(path, None, "expected a non-empty list of column names (key 'names')")
-    if len(set(names)) != len(names):
-        raise InputError(path, None, "feature set lists a column twice")
-    return list(names)
-
-
 def resolve_features(features: str | Path | Sequence[str] | None, matrix: pd.DataFrame | None) -> list[str] | None:
-    """The feature columns to use: a list as given, a JSON path read, or all of ``matrix``'s."""
+    """The feature columns to use: a list as given, a feature-set file read, or all of ``matrix``'s."""
     if features is None:
         return feature_columns(matrix) if matrix is not None else None
     if isinstance(features, (str, Path)):
@@ -88,11 +82,7 @@ def check_columns(matrix: pd.DataFrame, columns: Sequence[str], source: str | No
 
 
 def feature_array(matrix: pd.DataFrame, columns: Sequence[str], source: str | None = None) -> np.ndarray:
-    """``matrix[columns]`` as float64, shape (n_rows, n_columns); infinities become NaN.
-
-    Infinite characteristics (a ratio over a constant window) carry no more
-    information than "undefined", and every model here handles NaN.
-    """
+    """``matrix[columns]`` as float64, shape (n_rows, n_columns); infinities become NaN."""
     check_columns(matrix, columns, source)
     try:
         X = np.array(matrix[list(columns)].to_numpy(dtype=np.float64, na_value=np.nan), copy=True)
@@ -122,12 +112,16 @@ class TrainingData:
     def __len__(self) -> int:
         return len(self.y)
 
+    def data_hash(self) -> str:
+        """:func:`data_hash` of these rows."""
+        return data_hash(self.X, self.y, self.groups, self.columns)
+
 
 def triaged_mask(matrix: pd.DataFrame) -> np.ndarray:
     """Boolean mask of rows labelled ``true_positive`` or ``false_positive``."""
     if "label" not in matrix.columns:
         raise InputError(None, None, "feature matrix has no 'label' column")
-    return matrix["label"].astype(str).isin(L.TRIAGED).to_numpy()
+    return matrix["label"].astype(str).isin(labels.TRIAGED).to_numpy()
 
 
 def training_data(
@@ -138,8 +132,10 @@ def training_data(
 ) -> TrainingData:
     """X, y, groups and time order of the triaged rows of a feature matrix.
 
-    Raises :class:`InputError` when a column is missing, no row is triaged, or
-    only one class is present (nothing to learn).
+    ``features``: the columns (a list, or a feature-set file); default every
+    contract feature column. Raises :class:`InputError` when a column is
+    missing or not numeric, no row is triaged, or only one class is present
+    (nothing to learn).
     """
     columns = resolve_features(features, matrix)
     if not columns:
@@ -150,9 +146,9 @@ def training_data(
     rows = np.flatnonzero(mask)
     sub = matrix.iloc[rows]
     X = feature_array(sub, columns, source)
-    y = (sub["label"].astype(str).to_numpy() == L.TRUE_POSITIVE).astype(np.int8)
+    y = (sub["label"].astype(str).to_numpy() == labels.TRUE_POSITIVE).astype(np.int8)
     if y.min() == y.max():
-        only = L.TRUE_POSITIVE if y[0] else L.FALSE_POSITIVE
+        only = labels.TRUE_POSITIVE if y[0] else labels.FALSE_POSITIVE
         raise InputError(source, None, f"only {only} candidates: need both true and false alerts to learn from")
     groups = (sub["series_id"].astype(str).to_numpy() if "series_id" in sub.columns else np.arange(len(sub)).astype(str))
     return TrainingData(X=X, y=y, groups=groups, order=time_key(sub), columns=columns, rows=rows)
@@ -178,10 +174,11 @@ def time_key(matrix: pd.DataFrame) -> np.ndarray:
 
 
 def data_hash(X: np.ndarray, y: np.ndarray, groups: np.ndarray, columns: Sequence[str]) -> str:
-    """SHA-256 (hex) of the training rows: column names, values, targets, series ids.
+    """SHA-256 (hex) of training rows: column names, values, targets (as int64), series ids.
 
-    The same bytes as :func:`features.selection.data_hash` hashes (y as int64),
-    so a model and a feature set selected on the same rows carry the same hash.
+    A feature set (:mod:`features.selection`) and a model
+    (:class:`training.classifier.TriageClassifier`) computed on the same rows
+    carry the same hash.
     """
     h = hashlib.sha256()
     h.update("\x1f".join(map(str, columns)).encode())

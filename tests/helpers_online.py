@@ -1,19 +1,16 @@
-"""Helpers for the online-loop tests (no tests here): a small window-0 model and reference features.
+"""Helpers of the online-loop tests (no tests here): a small window-0 model, reference rows, step series.
 
-Until the bundled default model exists, the tests train their own window-0
-random forest on ``triage.synthetic.generate("small")`` through the training
-API (:func:`training.pipeline.train`). The feature matrix is built here from
-the catalogue functions directly (:mod:`features.windows` bounds,
-:mod:`features.fast` characteristics), which is also the non-incremental
-computation the loop's features are checked against.
+The tests train their own window-0 random forest on
+``triage.synthetic.generate("small")`` through the training API
+(:func:`triage.training.pipeline.train`), on the rows an online model learns
+from: the synthetic ground-truth change points as positives, the false alerts
+and ten ordinary commits per series as negatives (:func:`window0_matrix`; see
+:mod:`triage.training.online_matrix` for why ordinary commits are in).
 
-The online loop asks the model about *every* commit, while triaged
-candidates are already suspicious commits: a model trained on candidates only
-called about one ordinary noisy commit in six a change point (measured on
-``step_series``). So the test model learns the per-commit question: the
-ground-truth change points of the synthetic series are the positives (Pre
-bounded by them), the false-alert candidates and ten ordinary commits per
-series the negatives.
+:func:`reference_features` is the non-incremental computation the loop's
+features are checked against: the catalogue characteristics of Pre and After
+from scratch (:mod:`triage.features.fast`), placed by the one row assembler
+(:func:`triage.features.row.feature_row`).
 """
 
 from __future__ import annotations
@@ -27,43 +24,52 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from triage.core import labels as L
-from triage.features import catalogue as C
+from triage.core import labels
+from triage.features import catalogue
 from triage.features.fast import window_characteristics
+from triage.features.row import RowLayout, feature_row
 from triage.features.windows import window_bounds
 
-COLUMNS = C.feature_columns()
+COLUMNS = catalogue.feature_columns()
+_LAYOUT = RowLayout(COLUMNS)
 
 
 def reference_features(pre: np.ndarray, after: np.ndarray) -> np.ndarray:
     """Every feature column of (Pre, After) computed from scratch, shape (len(COLUMNS),)."""
     pre = np.asarray(pre, dtype=np.float64)
     after = np.asarray(after, dtype=np.float64)
-    return np.concatenate(
-        [
-            window_characteristics(pre),
-            window_characteristics(after),
-            C.normalised_moments(pre, after),
-        ]
+    return feature_row(
+        _LAYOUT,
+        window_characteristics(pre),
+        window_characteristics(after),
+        catalogue.normalised_moments(pre, after),
     )
 
 
 def window0_matrix(dataset, ordinary_per_series: int = 10, seed: int = 0) -> pd.DataFrame:
-    """Window-0 feature rows for the per-commit question (see the module docstring).
+    """Window-0 feature rows for the per-commit question.
 
     Positives: every ground-truth change point; negatives: every
     ``false_positive`` candidate and ``ordinary_per_series`` random other
-    commits per series. Pre is bounded by the ground-truth change points.
+    commits per series, in that order. Pre is bounded by the ground-truth
+    change points.
+
+    Still a copy of :func:`triage.training.online_matrix.online_matrix`
+    (``use_truth=True``): that function keeps one sorted row per commit, this
+    one keeps the picking order (and a commit both a change point and a false
+    alert twice), and the models the tests train, so the decisions they pin,
+    depend on the row order. To go when the tests' expectations are rebased
+    on the real function.
     """
     rng = np.random.default_rng(seed)
     rows = []
     for h in dataset:
         truth = h.true_change_points()
-        false_alerts = np.flatnonzero(h.labels == L.FALSE_POSITIVE)
+        false_alerts = np.flatnonzero(h.labels == labels.FALSE_POSITIVE)
         others = np.setdiff1d(np.arange(1, len(h)), np.concatenate([truth, h.candidates()]))
         ordinary = rng.choice(others, min(ordinary_per_series, others.size), replace=False)
-        picks = [(int(p), L.TRUE_POSITIVE) for p in truth]
-        picks += [(int(p), L.FALSE_POSITIVE) for p in np.concatenate([false_alerts, ordinary])]
+        picks = [(int(p), labels.TRUE_POSITIVE) for p in truth]
+        picks += [(int(p), labels.FALSE_POSITIVE) for p in np.concatenate([false_alerts, ordinary])]
         for p, label in picks:
             (a, b), (c, d) = window_bounds(p, len(h), truth, 0)
             feats = reference_features(h.values[a:b], h.values[c:d])
@@ -83,6 +89,7 @@ def window0_matrix(dataset, ordinary_per_series: int = 10, seed: int = 0) -> pd.
 
 @functools.cache
 def small_matrix() -> pd.DataFrame:
+    """Window-0 training rows of the small synthetic preset."""
     from triage.synthetic import generate
 
     return window0_matrix(generate("small", seed=0))

@@ -1,4 +1,4 @@
-"""A small generated feature matrix for tests and examples.
+"""Test helper (no tests here): a small generated feature matrix for the training tests.
 
 The realistic path is ``triage.synthetic`` -> ``features.extract``; this module
 builds a contract-shaped matrix directly, in milliseconds, so that training
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from triage.core import labels as L
+from triage.core import labels
 
 CHARACTERISTICS: tuple[str, ...] = ("mean", "sd", "median", "min", "max", "trend", "acf1")
 
@@ -63,9 +63,9 @@ def make_matrix(
     cols["norm_mean_after"] = (after_mean - lo) / span
     cols["norm_sd_pre"] = noise / span
     cols["norm_sd_after"] = after_sd / span
-    label = np.where(truth, L.TRUE_POSITIVE, L.FALSE_POSITIVE).astype(object)
+    label = np.where(truth, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE).astype(object)
     untriaged = rng.random(n) < untriaged_rate
-    label[untriaged] = L.NOT_TRIAGED
+    label[untriaged] = labels.NOT_TRIAGED
     ts = (
         pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(index, unit="h")
         if timestamps
@@ -78,7 +78,7 @@ def make_matrix(
             "index": index.astype(np.int64),
             "timestamp": ts,
             "label": label,
-            "truth_label": np.where(truth, L.TRUE_POSITIVE, L.FALSE_POSITIVE).astype(object),
+            "truth_label": np.where(truth, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE).astype(object),
         }
     )
     return pd.concat([meta, pd.DataFrame(cols)], axis=1)

@@ -1,0 +1,160 @@
+"""The feature-set file: which feature columns a model uses, and how they were chosen.
+
+:mod:`features.selection` writes it; training, scoring and the online loop
+read it. It is a JSON object::
+
+    {"names": ["pre_mean", "after_mean", ...],   feature columns, matrix order
+     "fitness": 0.93, "metric": "accuracy",       cross-validated score
+     "generations": 12, "n_evaluated": 1834,      how long the search ran
+     "seed": 0, "data_hash": "<sha256>",          reproducibility
+     "created": "2024-05-01T12:00:00+00:00",
+     ...}                                          optional details (unit, history)
+
+:func:`load_feature_set` reads the whole file strictly; :func:`read_feature_set`
+needs only the column names and also accepts a bare JSON list of them (a
+hand-written subset). Problems raise :class:`~triage.core.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from triage.core.atomic import write_text_atomic
+from triage.core.errors import InputError
+
+#: Fitness metrics a selection may use (and a file may name).
+METRICS: tuple[str, ...] = ("accuracy", "auc")
+#: Keys every feature-set file has (others, such as ``history``, are optional).
+REQUIRED_KEYS: tuple[str, ...] = (
+    "names",
+    "fitness",
+    "metric",
+    "generations",
+    "n_evaluated",
+    "seed",
+    "data_hash",
+    "created",
+)
+
+
+@dataclass
+class FeatureSet:
+    """A selected feature subset and how it was found.
+
+    Attributes
+    ----------
+    names : list of str
+        Feature columns, in the feature matrix's column order.
+    fitness : float
+        Cross-validated score of the subset (``metric``), in [0, 1].
+    metric : ``"accuracy"`` or ``"auc"``
+    generations : int
+        Generations evolved after the initial population (fewer than asked
+        when the early stop fired).
+    n_evaluated : int
+        Distinct subsets whose fitness was computed.
+    seed : int
+    data_hash : str
+        SHA-256 of the training rows the fitness was computed on (see
+        :func:`features.matrix.data_hash`), so a model can check it is trained
+        on the data the subset was selected for.
+    created : str
+        ISO 8601 UTC time of the selection.
+    extra : dict
+        Optional details (``unit``, ``population``, ``n_splits``,
+        ``n_estimators``, per-generation ``history``); saved as top-level keys.
+    """
+
+    names: list[str]
+    fitness: float
+    metric: str
+    generations: int
+    n_evaluated: int
+    seed: int
+    data_hash: str
+    created: str
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        extra = out.pop("extra")
+        return {**out, **{k: v for k, v in extra.items() if k not in out}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FeatureSet:
+        missing = [k for k in REQUIRED_KEYS if k not in data]
+        if missing:
+            raise ValueError(f"feature set lacks {', '.join(missing)}")
+        names = check_names(data["names"])
+        if data["metric"] not in METRICS:
+            raise ValueError(f"feature set metric {data['metric']!r} is not one of {', '.join(METRICS)}")
+        return cls(
+            names=names,
+            fitness=float(data["fitness"]),
+            metric=str(data["metric"]),
+            generations=int(data["generations"]),
+            n_evaluated=int(data["n_evaluated"]),
+            seed=int(data["seed"]),
+            data_hash=str(data["data_hash"]),
+            created=str(data["created"]),
+            extra={k: v for k, v in data.items() if k not in REQUIRED_KEYS},
+        )
+
+    def select(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The columns of ``frame`` this set names, in its order; ``KeyError`` if any is absent."""
+        missing = [n for n in self.names if n not in frame.columns]
+        if missing:
+            raise KeyError(f"feature matrix lacks selected column(s) {', '.join(missing)}")
+        return frame[self.names]
+
+
+def check_names(names: object) -> list[str]:
+    """``names`` as a list if it is a non-empty list of distinct strings, else ``ValueError``."""
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise ValueError("feature set 'names' must be a non-empty list of column names")
+    if len(set(names)) != len(names):
+        raise ValueError("feature set 'names' has duplicates")
+    return list(names)
+
+
+def save_feature_set(feature_set: FeatureSet, path: str | Path) -> Path:
+    """Write ``feature_set`` as JSON at ``path`` atomically (temp file, then rename)."""
+    text = json.dumps(feature_set.to_dict(), indent=2) + "\n"
+    return write_text_atomic(text, path, fsync=True)
+
+
+def load_feature_set(path: str | Path) -> FeatureSet:
+    """Read a whole feature-set file (every key of :data:`REQUIRED_KEYS`)."""
+    path = Path(path)
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise InputError(path, None, "expected a JSON object (a feature set)")
+    try:
+        return FeatureSet.from_dict(data)
+    except (ValueError, TypeError) as exc:
+        raise InputError(path, None, str(exc)) from None
+
+
+def read_feature_set(path: str | Path) -> list[str]:
+    """The feature columns a feature-set file lists: its ``names``, or a bare JSON list of names."""
+    path = Path(path)
+    data = _read_json(path)
+    try:
+        return check_names(data.get("names") if isinstance(data, dict) else data)
+    except ValueError as exc:
+        raise InputError(path, None, str(exc)) from None
+
+
+def _read_json(path: Path) -> object:
+    if not path.is_file():
+        raise InputError(path, None, "no such file")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not a UTF-8 text file") from None

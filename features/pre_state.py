@@ -1,0 +1,61 @@
+"""The one interface of the online Pre state: :class:`PreWindowState`.
+
+The online loop (:mod:`triage.online.loop`, Algorithm 1 of Bauer et al., ICPE
+2022) keeps one Pre state per series: the commits since the last change point
+it found, summarised well enough to give the window-0 features of (Pre, new
+commit). Every commit goes through exactly one of ``learn_one`` (the commit
+joins Pre) or ``reset`` (it is a change point: Pre restarts empty after it).
+
+Implementations:
+
+* :class:`triage.features.incremental.PreState` -- running summaries, O(1)
+  (O(log n) for ``hurst``) per commit, some characteristics bounded to the
+  last ``horizon`` commits; the loop's default;
+* :class:`triage.features.recomputed.RecomputedPre` -- keeps Pre's values
+  and recomputes every characteristic from scratch, exact, O(len Pre) per
+  commit; the slow, obviously correct twin.
+
+Both are built as ``cls(names, series_id=...)`` with ``names`` the feature
+columns to return (``None`` = every column), and both assemble their row with
+:func:`triage.features.row.feature_row`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Self, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class PreWindowState(Protocol):
+    """What the online loop needs of one series' Pre window."""
+
+    @property
+    def n(self) -> int:
+        """Commits in Pre."""
+        ...
+
+    def learn_one(self, x: float) -> Self:
+        """Append one commit's value to Pre."""
+        ...
+
+    def reset(self) -> Self:
+        """Empty Pre: the commit just described is a change point."""
+        ...
+
+    def features_array(self, x_new: float) -> np.ndarray:
+        """Features of (Pre, After = ``[x_new]``), shape (len(columns),), in the state's column order.
+
+        Pre is not changed.
+        """
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable state; :meth:`from_dict` restores it exactly."""
+        ...
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """The state :meth:`to_dict` saved."""
+        ...

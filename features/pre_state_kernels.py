@@ -1,0 +1,412 @@
+"""Compiled kernels of :class:`triage.features.incremental.PreState`.
+
+They work on the state's arrays, laid out as
+:mod:`triage.features.pre_state_slots` describes: ``f`` the scalar slots,
+``first`` the leading values, ``ring`` the latest values (value ``t`` at
+``t % len(ring)``), ``hu`` / ``hl`` the upper and lower convex hulls of the
+cumulative sums, ``groups`` the update groups switched on.
+
+* :func:`learn` appends one value to Pre (O(1), O(log n) with the hulls);
+* :func:`exact_characteristics` reads the exactly-updated characteristics
+  off the slots;
+* :func:`standardised_tail`, :func:`crossing_points`, :func:`entropy` serve
+  the characteristics bounded to the last ``horizon`` commits (the others of
+  those come from :mod:`triage.features.fast`'s per-characteristic kernels,
+  called from Python: numba's on-disk cache of a caller does not notice when
+  a callee in another module changes).
+
+The formulas, and what is exact and what is bounded: the
+:mod:`triage.features.incremental` docstring.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from triage.features import catalogue
+from triage.features.pre_state_slots import (
+    GROUP_ACF,
+    GROUP_BLOCKS,
+    GROUP_DIFF,
+    GROUP_HURST,
+    GROUP_SHIFTS,
+    LAGS,
+    SLOT_BLOCK_MEANS_M2,
+    SLOT_BLOCK_MEANS_MEAN,
+    SLOT_BLOCK_VARS_M2,
+    SLOT_BLOCK_VARS_MEAN,
+    SLOT_COMOMENTS,
+    SLOT_CUMSUM,
+    SLOT_DIFF_COMOMENTS,
+    SLOT_DIFF_M2,
+    SLOT_DIFF_MAX,
+    SLOT_DIFF_MEAN,
+    SLOT_DIFF_MIN,
+    SLOT_FIRST_VALUE,
+    SLOT_HURST_K,
+    SLOT_HURST_SU,
+    SLOT_HURST_SUU,
+    SLOT_HURST_SUV,
+    SLOT_HURST_SV,
+    SLOT_M2,
+    SLOT_MAX,
+    SLOT_MAX_LEVEL_SHIFT_RAW,
+    SLOT_MAX_VAR_SHIFT_RAW,
+    SLOT_MEAN,
+    SLOT_MIN,
+    SLOT_N,
+    SLOT_N_BLOCKS,
+    SLOT_N_LOWER,
+    SLOT_N_UPPER,
+)
+
+# Positions in a vector of catalogue characteristics (integer constants for numba).
+_SERIAL_CORRELATION = catalogue.INDEX["serial_correlation"]
+_STABILITY = catalogue.INDEX["stability"]
+_LUMPINESS = catalogue.INDEX["lumpiness"]
+_HURST = catalogue.INDEX["hurst"]
+_X_ACF1 = catalogue.INDEX["x_acf1"]
+_X_ACF10 = catalogue.INDEX["x_acf10"]
+_DIFF1_ACF1 = catalogue.INDEX["diff1_acf1"]
+_DIFF1_ACF10 = catalogue.INDEX["diff1_acf10"]
+_MAX_LEVEL_SHIFT = catalogue.INDEX["max_level_shift"]
+_MAX_VAR_SHIFT = catalogue.INDEX["max_var_shift"]
+_STD1ST_DER = catalogue.INDEX["std1st_der"]
+_SERIES_LENGTH = catalogue.INDEX["series_length"]
+_FLAT_RTOL = catalogue.FLAT_RTOL
+
+
+@numba.njit(cache=True)
+def is_flat(lo, hi):
+    return hi - lo <= _FLAT_RTOL * max(abs(hi), abs(lo))
+
+
+@numba.njit(cache=True)
+def _pairwise_block(a, lo, n):
+    """numpy's pairwise-sum leaf (n <= 128): eight interleaved accumulators."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    stop = n - n % 8
+    while i < stop:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True)
+def _half(n):
+    n2 = n // 2
+    return n2 - n2 % 8
+
+
+@numba.njit(cache=True)
+def _np_sum(a, lo, n):
+    """Sum of a[lo:lo+n] in numpy's pairwise order, so standardised windows match numpy bit for bit.
+
+    numpy splits a long range in two halves (the first a multiple of 8 long)
+    until pieces have <= 128 values. Evaluated with an explicit stack: numba
+    cannot reliably load a recursive function from its on-disk cache.
+    """
+    if n <= 128:
+        return _pairwise_block(a, lo, n)
+    los = np.empty(64, np.int64)
+    ns = np.empty(64, np.int64)
+    stage = np.zeros(64, np.int64)
+    left = np.empty(64)
+    sp = 1
+    los[0] = lo
+    ns[0] = n
+    while True:
+        i = sp - 1
+        if ns[i] > 128:
+            stage[i] = 1
+            los[sp] = los[i]
+            ns[sp] = _half(ns[i])
+            stage[sp] = 0
+            sp += 1
+            continue
+        r = _pairwise_block(a, los[i], ns[i])
+        sp -= 1
+        while sp > 0:
+            p = sp - 1
+            if stage[p] == 1:
+                left[p] = r
+                stage[p] = 2
+                h = _half(ns[p])
+                los[sp] = los[p] + h
+                ns[sp] = ns[p] - h
+                stage[sp] = 0
+                sp += 1
+                break
+            r = left[p] + r
+            sp -= 1
+        if sp == 0:
+            return r
+
+
+@numba.njit(cache=True)
+def _block_mean_var(ring, start, stop):
+    """Mean and variance (ddof=1, two passes) of values start..stop-1 held in the ring."""
+    R = ring.size
+    m = 0.0
+    for t in range(start, stop):
+        m += ring[t % R]
+    m /= stop - start
+    s = 0.0
+    for t in range(start, stop):
+        s += (ring[t % R] - m) ** 2
+    return m, s / (stop - start - 1)
+
+
+@numba.njit(cache=True)
+def _hull_push(h, size, X, Y, upper):
+    while size >= 2:
+        ax, ay = h[size - 2, 0], h[size - 2, 1]
+        bx, by = h[size - 1, 0], h[size - 1, 1]
+        cross = (bx - ax) * (Y - ay) - (by - ay) * (X - ax)
+        if (upper and cross >= 0.0) or (not upper and cross <= 0.0):
+            size -= 1
+        else:
+            break
+    h[size, 0] = X
+    h[size, 1] = Y
+    return size + 1
+
+
+@numba.njit(cache=True)
+def _hull_extreme(h, size, m, upper):
+    """max (upper) or min (lower) over hull points of Y - m X, by binary search on edge slopes."""
+    lo = 0
+    hi = size - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        rise = h[mid + 1, 1] - h[mid, 1]
+        run = m * (h[mid + 1, 0] - h[mid, 0])
+        if (upper and rise > run) or (not upper and rise < run):
+            lo = mid + 1
+        else:
+            hi = mid
+    return h[lo, 1] - m * h[lo, 0]
+
+
+@numba.njit(cache=True)
+def learn(f, first, ring, hu, hl, x, groups):
+    """Append x to Pre. Callers ensure the hulls have room for one more point."""
+    n = int(f[SLOT_N])
+    R = ring.size
+    m_old = f[SLOT_MEAN]
+    m_new = m_old + (x - m_old) / (n + 1)
+    if groups[GROUP_ACF] and n >= 1:
+        delta = m_new - m_old
+        P = 0.0
+        Q = 0.0
+        for k in range(1, min(n, LAGS) + 1):
+            a = ring[(n - k) % R]
+            P -= a - m_old
+            Q -= first[k - 1] - m_old
+            f[SLOT_COMOMENTS + k - 1] += -delta * (P + Q) + (n - k) * delta * delta + (a - m_new) * (x - m_new)
+    f[SLOT_M2] += (x - m_old) * (x - m_new)
+    f[SLOT_MEAN] = m_new
+    if n == 0:
+        f[SLOT_MIN] = x
+        f[SLOT_MAX] = x
+        f[SLOT_FIRST_VALUE] = x
+    else:
+        f[SLOT_MIN] = min(f[SLOT_MIN], x)
+        f[SLOT_MAX] = max(f[SLOT_MAX], x)
+    if groups[GROUP_DIFF] and n >= 1:
+        d = x - ring[(n - 1) % R]
+        nd = n - 1  # differences so far; the new one has index nd
+        dm_old = f[SLOT_DIFF_MEAN]
+        dm_new = dm_old + (d - dm_old) / (nd + 1)
+        delta = dm_new - dm_old
+        P = 0.0
+        Q = 0.0
+        for k in range(1, min(nd, LAGS) + 1):
+            a = ring[(n - k) % R] - ring[(n - k - 1) % R]
+            P -= a - dm_old
+            Q -= first[k] - first[k - 1] - dm_old
+            f[SLOT_DIFF_COMOMENTS + k - 1] += -delta * (P + Q) + (nd - k) * delta * delta + (a - dm_new) * (d - dm_new)
+        f[SLOT_DIFF_M2] += (d - dm_old) * (d - dm_new)
+        f[SLOT_DIFF_MEAN] = dm_new
+        if nd == 0:
+            f[SLOT_DIFF_MIN] = d
+            f[SLOT_DIFF_MAX] = d
+        else:
+            f[SLOT_DIFF_MIN] = min(f[SLOT_DIFF_MIN], d)
+            f[SLOT_DIFF_MAX] = max(f[SLOT_DIFF_MAX], d)
+    ring[n % R] = x
+    if n < first.size:
+        first[n] = x
+    n += 1
+    f[SLOT_N] = n
+    if groups[GROUP_BLOCKS] and n % LAGS == 0:
+        bm, bv = _block_mean_var(ring, n - LAGS, n)
+        nb = f[SLOT_N_BLOCKS] + 1.0
+        dm = bm - f[SLOT_BLOCK_MEANS_MEAN]
+        f[SLOT_BLOCK_MEANS_MEAN] += dm / nb
+        f[SLOT_BLOCK_MEANS_M2] += dm * (bm - f[SLOT_BLOCK_MEANS_MEAN])
+        dv = bv - f[SLOT_BLOCK_VARS_MEAN]
+        f[SLOT_BLOCK_VARS_MEAN] += dv / nb
+        f[SLOT_BLOCK_VARS_M2] += dv * (bv - f[SLOT_BLOCK_VARS_MEAN])
+        f[SLOT_N_BLOCKS] = nb
+    if groups[GROUP_SHIFTS] and n >= 2 * LAGS:
+        ma, va = _block_mean_var(ring, n - 2 * LAGS, n - LAGS)
+        mb, vb = _block_mean_var(ring, n - LAGS, n)
+        f[SLOT_MAX_LEVEL_SHIFT_RAW] = max(f[SLOT_MAX_LEVEL_SHIFT_RAW], abs(mb - ma))
+        f[SLOT_MAX_VAR_SHIFT_RAW] = max(f[SLOT_MAX_VAR_SHIFT_RAW], abs(vb - va))
+    if groups[GROUP_HURST]:
+        # Cumulative sums of x - (first value) keep Y small for a level series.
+        Y = f[SLOT_CUMSUM] + (x - f[SLOT_FIRST_VALUE])
+        f[SLOT_CUMSUM] = Y
+        X = float(n)
+        f[SLOT_N_UPPER] = _hull_push(hu, int(f[SLOT_N_UPPER]), X, Y, True)
+        f[SLOT_N_LOWER] = _hull_push(hl, int(f[SLOT_N_LOWER]), X, Y, False)
+        if n >= 2 and not is_flat(f[SLOT_MIN], f[SLOT_MAX]):
+            m = Y / n
+            r = _hull_extreme(hu, int(f[SLOT_N_UPPER]), m, True) - _hull_extreme(hl, int(f[SLOT_N_LOWER]), m, False)
+            s = math.sqrt(f[SLOT_M2] / n)
+            if r > 0.0 and s > 0.0:
+                u = math.log(X)
+                v = math.log(r / s)
+                f[SLOT_HURST_K] += 1.0
+                f[SLOT_HURST_SU] += u
+                f[SLOT_HURST_SV] += v
+                f[SLOT_HURST_SUU] += u * u
+                f[SLOT_HURST_SUV] += u * v
+
+
+@numba.njit(cache=True)
+def exact_characteristics(f, groups, out):
+    """Exact-state characteristics (of the updated groups) of a non-flat Pre longer than 10 commits."""
+    n = f[SLOT_N]
+    var = f[SLOT_M2] / (n - 1.0)
+    sd = math.sqrt(var)
+    if groups[GROUP_ACF]:
+        acc = 0.0
+        for k in range(LAGS):
+            r = f[SLOT_COMOMENTS + k] / f[SLOT_M2]
+            if k == 0:
+                out[_X_ACF1] = r
+            acc += r * r
+        out[_X_ACF10] = acc
+        out[_SERIAL_CORRELATION] = n * acc
+    if groups[GROUP_DIFF]:
+        if is_flat(f[SLOT_DIFF_MIN], f[SLOT_DIFF_MAX]):
+            out[_DIFF1_ACF1] = 0.0
+            out[_DIFF1_ACF10] = 0.0
+        else:
+            acc = 0.0
+            for k in range(LAGS):
+                r = f[SLOT_DIFF_COMOMENTS + k] / f[SLOT_DIFF_M2]
+                if k == 0:
+                    out[_DIFF1_ACF1] = r
+                acc += r * r
+            out[_DIFF1_ACF10] = acc
+        out[_STD1ST_DER] = math.sqrt(f[SLOT_DIFF_M2] / (n - 2.0)) / sd
+    if groups[GROUP_BLOCKS]:
+        if n < 2 * LAGS:
+            out[_STABILITY] = 0.0
+            out[_LUMPINESS] = 0.0
+        else:
+            out[_STABILITY] = f[SLOT_BLOCK_MEANS_M2] / (f[SLOT_N_BLOCKS] - 1.0) / var
+            out[_LUMPINESS] = f[SLOT_BLOCK_VARS_M2] / (f[SLOT_N_BLOCKS] - 1.0) / (var * var)
+    if groups[GROUP_SHIFTS]:
+        out[_MAX_LEVEL_SHIFT] = f[SLOT_MAX_LEVEL_SHIFT_RAW] / sd
+        out[_MAX_VAR_SHIFT] = f[SLOT_MAX_VAR_SHIFT_RAW] / var
+    if groups[GROUP_HURST]:
+        k = f[SLOT_HURST_K]
+        if k < 2.0:
+            out[_HURST] = 0.5
+        else:
+            out[_HURST] = (f[SLOT_HURST_SUV] - f[SLOT_HURST_SU] * f[SLOT_HURST_SV] / k) / (f[SLOT_HURST_SUU] - f[SLOT_HURST_SU] * f[SLOT_HURST_SU] / k)
+    out[_SERIES_LENGTH] = n
+
+
+@numba.njit(cache=True)
+def entropy(z):
+    """The catalogue's spectral entropy by a direct DFT (numba has no FFT)."""
+    n = z.size
+    zm = _np_sum(z, 0, n) / n
+    nk = n // 2 + 1
+    cos_t = np.empty(n)
+    sin_t = np.empty(n)
+    for j in range(n):
+        cos_t[j] = math.cos(2.0 * math.pi * j / n)
+        sin_t[j] = math.sin(2.0 * math.pi * j / n)
+    psd = np.empty(nk)
+    for k in range(nk):
+        re = 0.0
+        im = 0.0
+        j = 0
+        for t in range(n):
+            d = z[t] - zm
+            re += d * cos_t[j]
+            im -= d * sin_t[j]
+            j += k
+            if j >= n:
+                j -= n
+        p = re * re + im * im
+        if k > 0 and not (n % 2 == 0 and k == nk - 1):
+            p *= 2.0
+        psd[k] = p
+    tot = psd.sum()
+    h = 0.0
+    if tot > 0.0:
+        for k in range(nk):
+            pk = psd[k] / tot
+            if pk > 0.0:
+                h -= pk * math.log(pk) / math.log(2.0)
+        h /= math.log2(float(nk))
+    return h
+
+
+@numba.njit(cache=True)
+def standardised_tail(ring, n, width):
+    """The last `width` values of Pre, standardised as catalogue.prepare does (in
+    numpy's summation order, so the result matches it bit for bit); an empty
+    array when that window is flat."""
+    R = ring.size
+    w = np.empty(width)
+    for i in range(width):
+        w[i] = ring[(n - width + i) % R]
+    lo = w.min()
+    hi = w.max()
+    if is_flat(lo, hi):
+        return np.empty(0)
+    x = w / max(abs(lo), abs(hi))
+    mean = _np_sum(x, 0, width) / width
+    d = x - mean
+    d = d * d
+    sd = math.sqrt(_np_sum(d, 0, width) / (width - 1))
+    return (x - mean) / sd
+
+
+@numba.njit(cache=True)
+def crossing_points(z):
+    med = np.median(z)
+    cross = 0
+    for t in range(z.size - 1):
+        if (z[t] <= med) != (z[t + 1] <= med):
+            cross += 1
+    return float(cross)

@@ -1,0 +1,49 @@
+"""Option values shared by several command groups: windows and ``--param`` items.
+
+Each parser turns text into a value or raises ``typer.BadParameter`` (exit 2
+with the message); the grammars themselves live with what they describe
+(:mod:`triage.core.params` for ``key=value``, :mod:`triage.features.windows`
+for the Pre/After window).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from triage.core import params
+from triage.features.windows import ADAPTIVE
+
+
+def parse_window(text: str) -> str | int:
+    """``"adaptive"`` (any case) or a fixed window of ``w >= 0`` commits."""
+    text = str(text).strip().lower()
+    if text == ADAPTIVE:
+        return ADAPTIVE
+    try:
+        w = int(text)
+    except ValueError:
+        raise typer.BadParameter(f"window must be 'adaptive' or an integer >= 0, got {text!r}") from None
+    if w < 0:
+        raise typer.BadParameter(f"window must be >= 0, got {w}")
+    return w
+
+
+def parse_windows(text: str) -> list[str | int]:
+    """``"0-10,adaptive"`` -> [0, 1, ..., 10, "adaptive"]."""
+    out: list[str | int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if "-" in part:
+            lo, hi = (int(v) for v in part.split("-", 1))
+            out.extend(range(lo, hi + 1))
+        elif part:
+            out.append(parse_window(part))
+    return out
+
+
+def parse_model_params(items: list[str] | None) -> dict[str, object]:
+    """``--param KEY=VALUE`` items of a model, values inferred (grammar: :mod:`triage.core.params`)."""
+    try:
+        return params.parse_params(items)
+    except ValueError as exc:
+        raise typer.BadParameter(f"--param: {exc}") from None

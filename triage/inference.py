@@ -1,0 +1,173 @@
+"""Applying a trained model to feature rows: the layer batch labelling, scoring and the CLI share.
+
+* :func:`load_classifier` reads a model directory (checksums verified) and
+  checks its feature columns against this installation
+  (:func:`model_features`); :func:`model_window` is the Pre/After window it
+  was trained with (the manifest's ``window``; adaptive when absent).
+* :func:`candidate_matrix` / :func:`point_features` build the feature rows of
+  labelled candidates / of any (series, index) point with
+  :func:`triage.features.extract.extract_features`, so detector candidates that
+  are not labelled in the dataset (:mod:`triage.scoring`) get exactly the
+  training columns.
+* :func:`decide` gives every row P(false), P(true), the classification under
+  the model's threshold (or an override) and the top reasons
+  (:mod:`triage.explain`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from triage.core import labels
+from triage.core.errors import InputError
+from triage.core.history import Dataset, History
+from triage.features import catalogue
+from triage.features.extract import extract_features
+from triage.features.windows import ADAPTIVE
+
+#: Every feature column this installation computes, in contract order.
+ALL_FEATURES: tuple[str, ...] = tuple(catalogue.feature_columns())
+
+
+# --------------------------------------------------------------------------- model
+
+
+def model_window(classifier) -> str | int:
+    """The Pre/After window the model was trained with (``"adaptive"`` or an int ``w``)."""
+    manifest = getattr(classifier, "manifest_", None) or {}
+    window = manifest.get("window")
+    if window is None or window == ADAPTIVE:
+        return ADAPTIVE
+    try:
+        return int(window)
+    except (TypeError, ValueError):
+        raise InputError(manifest.get("_path"), None, f"model manifest has an unknown window {window!r}") from None
+
+
+def model_features(classifier, source: str | Path | None = None) -> list[str]:
+    """The model's feature columns, checked against what this installation computes.
+
+    Raises :class:`InputError` naming ``source`` (the model directory) when the
+    model lists no feature names or a column this version cannot compute (a
+    model from another feature catalogue).
+    """
+    names = getattr(classifier, "feature_names_", None)
+    if not names:
+        raise InputError(source, None, "the model lists no feature columns; it was trained on a bare array")
+    unknown = [n for n in names if n not in ALL_FEATURES]
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise InputError(
+            source,
+            None,
+            f"the model's feature set does not match this installation: it expects {shown}, "
+            "which features.catalogue does not define (retrain the model with this version)",
+        )
+    return list(names)
+
+
+def load_classifier(path: str | Path):
+    """A fitted classifier from a model directory (checksums verified), with its source recorded."""
+    # Imported on use: scikit-learn / XGBoost take seconds to import.
+    from triage.training.model_files import load_model
+
+    clf = load_model(path)
+    clf.manifest_["_path"] = str(path)
+    model_features(clf, path)
+    return clf
+
+
+# --------------------------------------------------------------------------- features
+
+
+def point_features(
+    history: History,
+    indices: Sequence[int] | np.ndarray,
+    *,
+    window: str | int = ADAPTIVE,
+    confirmed: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """The feature-matrix rows of candidates at ``indices`` of one series.
+
+    Parameters
+    ----------
+    history : the series
+    indices : candidate positions, shape (k,), each in ``[0, len(history))``;
+        any order, repeats allowed (rows follow ``indices``)
+    window : ``"adaptive"`` or a fixed After width ``w``
+    confirmed : confirmed change points bounding the windows; default the
+        series' ``true_positive`` labels
+
+    Returns
+    -------
+    DataFrame, shape (k, 6 + len(ALL_FEATURES)): the columns of
+    :func:`features.extract.extract_features`.
+    """
+    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+    unique, inverse = np.unique(idx, return_inverse=True)
+    frame = extract_features(
+        Dataset([history]),
+        candidates={history.series_id: unique},
+        window=window,
+        change_points=None if confirmed is None else {history.series_id: confirmed},
+    )
+    return frame.iloc[inverse].reset_index(drop=True)
+
+
+def candidate_matrix(
+    dataset: Dataset,
+    wanted: Iterable[str] = labels.UNTRIAGED | labels.TRIAGED,
+    *,
+    window: str | int = ADAPTIVE,
+    n_jobs: int = 1,
+) -> pd.DataFrame:
+    """Feature-matrix rows of every candidate whose label is in ``wanted``.
+
+    Rows in dataset order, ascending index within a series; columns of
+    :func:`features.extract.extract_features` (``truth_label`` holds the
+    ground truth of synthetic data, ``""`` when unknown).
+    """
+    wanted = frozenset(wanted)
+    chosen = {h.series_id: idx for h in dataset if len(idx := h.indices_with(wanted))}
+    return extract_features(dataset, candidates=chosen, window=window, n_jobs=n_jobs)
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def decide(
+    classifier,
+    matrix: pd.DataFrame,
+    *,
+    threshold: float | None = None,
+    explain_top: int = 3,
+) -> pd.DataFrame:
+    """P(false), P(true), the classification and the explanation of every row of ``matrix``.
+
+    Returns a DataFrame with the same index as ``matrix`` and columns
+    ``p_false, p_true, classification, explanation`` (explanation ``""`` when
+    ``explain_top`` is 0). ``threshold`` overrides the model's own.
+    """
+    out = pd.DataFrame(index=matrix.index)
+    if matrix.empty:
+        for col in ("p_false", "p_true", "classification", "explanation"):
+            out[col] = pd.Series(dtype=float if col.startswith("p_") else object)
+        return out
+    names = model_features(classifier, (getattr(classifier, "manifest_", None) or {}).get("_path"))
+    proba = classifier.predict_proba(matrix[names])
+    cut = float(classifier.threshold_ if threshold is None else threshold)
+    out["p_false"] = proba[:, 0]
+    out["p_true"] = proba[:, 1]
+    out["classification"] = np.where(proba[:, 1] >= cut, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
+    if explain_top > 0:
+        from triage.explain import explain  # on use: SHAP and the forest walkers are heavy
+
+        reasons = explain(classifier, matrix, top=explain_top)
+        out["explanation"] = ["; ".join(r) for r in reasons]
+    else:
+        out["explanation"] = ""
+    return out

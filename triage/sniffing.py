@@ -1,0 +1,99 @@
+"""Telling a file's layout from its name and first line: data files and candidate files.
+
+One family of sniffers, so that every reader of user files agrees on how a
+header is read (UTF-8, blank = empty file, comma-separated names, surrounding
+quotes dropped) and on the errors that come from it
+(:class:`~triage.core.errors.InputError`, header = line 1).
+
+* :func:`data_layout` -- a performance history for :func:`triage.loaders.load`:
+  ``long``, ``mongodb``, ``otava`` or ``json``.
+* :func:`candidate_layout` -- detector output for
+  :func:`triage.candidate_files.read_candidates`: ``candidates``,
+  ``otava-json``, ``otava-csv``, ``perfherder-json`` or ``perfherder-csv``.
+
+The column vocabularies the sniffers look for are defined here and used by the
+readers too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from triage.core.errors import InputError
+
+#: The ICPE 2022 data-challenge demo layout's columns (``;``-separated).
+MONGODB_COLUMNS: tuple[str, ...] = ("Value", "MongoDB.Label")
+#: Columns that name a Perfherder series in a flat alerts export.
+SIGNATURE_COLUMNS: tuple[str, ...] = ("signature_hash", "series_signature", "signature_id", "signature")
+#: Fields of an Otava change (any one marks a flat Otava report).
+OTAVA_FIELDS: tuple[str, ...] = ("forward_change_percent", "magnitude", "mean_before", "mean_after", "pvalue")
+
+
+def read_header(path: Path) -> str:
+    """The first line of a text file; :class:`InputError` when it is not UTF-8 or is blank."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            header = fh.readline()
+    except UnicodeDecodeError:
+        raise InputError(path, 1, "not a UTF-8 text file") from None
+    if not header.strip():
+        raise InputError(path, None, "file is empty")
+    return header
+
+
+def header_columns(header: str) -> list[str]:
+    """Comma-separated column names of a header line, stripped of blanks and quotes."""
+    return [c.strip().strip('"') for c in header.strip().split(",")]
+
+
+def data_layout(path: Path) -> str:
+    """The layout of a data file, from the suffix and the header line."""
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return "long"
+    if suffix == ".json":
+        return "json"
+    header = read_header(path)
+    if ";" in header and all(col in header for col in MONGODB_COLUMNS):
+        return "mongodb"
+    columns = header_columns(header)
+    if "series_id" in columns:
+        return "long"
+    if "commit" in columns or "time" in columns:
+        return "otava"
+    raise InputError(
+        path,
+        1,
+        "cannot tell the layout from the header "
+        f"({header.strip()[:80]!r}); expected a long layout (series_id, commit, value, ...), "
+        "the MongoDB demo layout or an Otava CSV (time, commit, metrics...)",
+    )
+
+
+def candidate_layout(path: Path) -> str:
+    """The layout of a candidate file: JSON by its content, CSV by its header line."""
+    if path.suffix.lower() == ".json":
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return "perfherder-json"  # the reader reports the exact problem
+        if isinstance(payload, dict) and ("results" in payload or "alerts" in payload):
+            return "perfherder-json"
+        if isinstance(payload, list) and (not payload or isinstance(payload[0], dict) and "alerts" in payload[0]):
+            return "perfherder-json"
+        return "otava-json"
+    header = read_header(path)
+    columns = set(header_columns(header))
+    if columns & set(SIGNATURE_COLUMNS) and "revision" in columns:
+        return "perfherder-csv"
+    if "metric" in columns and columns & set(OTAVA_FIELDS):
+        return "otava-csv"
+    if "series_id" in columns:
+        return "candidates"
+    raise InputError(
+        path,
+        1,
+        f"cannot tell the candidate layout from the header ({header.strip()[:80]!r}); expected "
+        "series_id + commit/index (triage candidates), an Otava report or a Perfherder alerts export",
+    )
