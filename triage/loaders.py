@@ -45,6 +45,7 @@ from triage.core import labels, timestamps
 from triage.core.atomic import atomic_write, write_csv_atomic
 from triage.core.errors import InputError
 from triage.core.history import REQUIRED_COLUMNS, Dataset, History
+from triage.core.values import check_values
 from triage.sniffing import MONGODB_COLUMNS, data_layout
 
 AGGREGATES: dict[str, Callable[[pd.core.groupby.SeriesGroupBy], pd.Series]] = {
@@ -268,7 +269,7 @@ def _parse_values(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
         else:
             problem = f"value {shown!r} is not a number"
         raise InputError(path, int(rows[i]), problem)
-    return values
+    return check_values(values, path, rows)  # |x| near 1e308 or 1e-308 would overflow downstream
 
 
 def _parse_labels(raw: pd.Series, rows: np.ndarray, path: Path, column: str) -> np.ndarray:

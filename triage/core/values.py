@@ -1,0 +1,87 @@
+"""Which measured values the project can compute with: the one range check.
+
+A value must be finite, and a non-zero value's magnitude must lie in
+[:data:`MIN_ABS`, :data:`MAX_ABS`] = [1e-100, 1e100]. Why these bounds:
+the detectors and features square values and sum squares (variances, t
+statistics, segment costs, CUSUM sums). With ``|x| <= 1e100`` a sum of
+squares over a million commits stays below 1e206, far from the float64
+maximum (1.8e308), so nothing overflows into ``inf`` and then ``NaN``. With
+``|x| >= 1e-100`` a square stays above 1e-200, far from the subnormal range
+(below 2.2e-308), so a variance never underflows to 0 and no test divides by
+zero. Values near 1e308 or 1e-308 passed the loaders before (they are finite)
+and then ended in ``ZeroDivisionError`` or ``nan%`` downstream (issue 14).
+Zero itself is exact and allowed. Rescale such a series (change its unit) to
+bring it into range.
+
+:func:`check_values` is called by every reader of values (the loaders) and by
+the online loop for each arriving value, so that both refuse the same values
+with the same message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from triage.core.errors import InputError
+
+MAX_ABS = 1e100
+MIN_ABS = 1e-100
+
+
+def value_problem(value: float) -> str | None:
+    """Why one value cannot be used, or ``None`` when it can."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        # OverflowError: an integer too large for a float (10**400).
+        return f"value {_shown(value)} is not a number that fits a float"
+    if math.isnan(x):
+        return "value is not a number (NaN)"
+    if math.isinf(x):
+        return f"value {_shown(value)} is not finite"
+    if x != 0.0 and not (MIN_ABS <= abs(x) <= MAX_ABS):
+        return (
+            f"value {x:.6g} is outside the usable range (0 or 1e-100 <= |x| <= 1e100): "
+            "squares of it would overflow or underflow in the features and detectors; rescale the series (change its unit)"
+        )
+    return None
+
+
+def check_values(
+    values: Sequence[float] | np.ndarray,
+    source: str | Path | None,
+    rows: Sequence[int] | np.ndarray | None = None,
+) -> np.ndarray:
+    """``values`` as float64 (n,), or :class:`InputError` naming the first bad one.
+
+    ``rows`` (n,) gives each value's row number in ``source`` for the message
+    (1-based, as :class:`~triage.core.errors.InputError` counts); without it
+    the position (1-based) is reported.
+    """
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        for i, v in enumerate(values):
+            if (problem := value_problem(v)) is not None:
+                raise InputError(source, _row(rows, i), problem) from None
+        raise
+    with np.errstate(invalid="ignore"):
+        magnitude = np.abs(arr)
+        bad = ~np.isfinite(arr) | ((magnitude != 0.0) & ((magnitude < MIN_ABS) | (magnitude > MAX_ABS)))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(source, _row(rows, i), value_problem(arr[i]) or "value is not usable")
+    return arr
+
+
+def _row(rows: Sequence[int] | np.ndarray | None, i: int) -> int:
+    return int(rows[i]) if rows is not None else i + 1
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:30] + f"... ({len(text)} characters)"
