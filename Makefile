@@ -21,11 +21,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/triage demo --out demo-out
 
-test: $(VENV)/.installed-dev
+# The whole check: lint (ruff, mypy), then the full test suite.
+test: lint
 	$(BIN)/python -m pytest -q -n 2
 
-# `make lint` is what CI runs before the tests: ruff, then mypy on the packages
-# listed under [tool.mypy] in pyproject.toml.
+# ruff, then mypy on the packages listed under [tool.mypy] in pyproject.toml.
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
