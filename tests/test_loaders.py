@@ -118,7 +118,6 @@ def test_perfherder_statuses_map(raw, expected):
         ("series_id,commit,value\ns,a,1\ns,b,inf\n", r"row 3: value 'inf' is not finite"),
         ("series_id,commit,value\ns,a,1\ns,b,\n", r"row 3: value is missing"),
         ("series_id,commit,value\ns,a,1\ns,b,nan\n", r"row 3: value 'nan' is not a number"),
-        ("series_id,commit,value\ns,a,1\ns,b,2\ns,a,3\n", r"row 4: duplicate commit id 'a' in series 's' \(first seen at row 2"),
         ("series_id,commit,value,label\ns,a,1,\ns,b,2,maybe\n", r"row 3: unknown label 'maybe'"),
         ("series_id,commit,value\ns,,1\n", r"row 2: commit is missing"),
         ("series_id,commit,timestamp,value\ns,a,2024-01-02,1\ns,b,2024-01-01,2\n", r"row 3: timestamps of series 's' go backwards"),
@@ -341,3 +340,61 @@ def test_epoch_seconds_columns_load(tmp_path):
                           "value": [1.0, 2.0]})
     frame.to_parquet(tmp_path / "h.parquet", index=False)
     assert list(load(tmp_path / "h.parquet")["s"].timestamps) == list(history.timestamps)
+
+
+# --------------------------------------------------------------------------- retriggers, from_frame, indexing
+
+
+def test_a_retrigger_belongs_to_its_commit_wherever_it_appears(tmp_path):
+    # Commit a measured again after b and c (a re-run days later): one commit, two measurements.
+    path = write(
+        tmp_path,
+        "series_id,commit,timestamp,value\n"
+        "s,a,2024-01-01T00:00:00,10\ns,b,2024-01-02T00:00:00,20\n"
+        "s,c,2024-01-03T00:00:00,30\ns,a,2024-01-05T00:00:00,14\n",
+    )
+    history = load(path)["s"]
+    assert list(history.commits) == ["a", "b", "c"]  # first appearance
+    assert list(history.values) == [12.0, 20.0, 30.0]
+    assert list(history.n_measurements) == [2, 1, 1]
+    assert str(history.timestamps[0]).startswith("2024-01-01")
+
+
+def test_commit_order_given_wins_over_first_appearance():
+    frame = pd.DataFrame({"series_id": "s", "commit": ["b", "a", "c", "b"], "value": [2.0, 1.0, 3.0, 4.0]})
+    history = Dataset.from_frame(frame, commit_order=["a", "b", "c"])["s"]
+    assert list(history.commits) == ["a", "b", "c"]
+    assert list(history.values) == [1.0, 3.0, 3.0]
+    with pytest.raises(InputError, match=r"<frame>, row 3: commit 'c' is not in the given commit order"):
+        Dataset.from_frame(frame, commit_order=["a", "b"])
+
+
+def test_from_frame_validates_like_a_file():
+    frame = pd.DataFrame({"series_id": ["s", "s"], "commit": ["a", "b"], "value": [1.0, float("nan")]})
+    with pytest.raises(InputError, match=r"<frame>, row 2: value"):
+        Dataset.from_frame(frame)
+    with pytest.raises(InputError, match="missing column 'value'"):
+        Dataset.from_frame(frame.drop(columns="value"))
+
+
+def test_dataset_iterates_histories_and_indexes_by_id_and_position():
+    frame = pd.DataFrame({"series_id": ["x", "x", "y"], "commit": ["1", "2", "1"], "value": [1.0, 2.0, 3.0]})
+    dataset = Dataset.from_frame(frame)
+    assert [h.series_id for h in dataset] == ["x", "y"]
+    assert dataset[0] is dataset["x"] and dataset[-1] is dataset["y"]
+    assert "x" in dataset and 0 not in dataset
+    with pytest.raises(IndexError, match="out of range"):
+        dataset[2]
+    with pytest.raises(KeyError, match="unknown series 'z'"):
+        dataset["z"]
+
+
+@pytest.mark.parametrize(
+    ("higher", "before", "after", "kind"),
+    [(True, 10, 8, "regression"), (True, 10, 12, "improvement"), (False, 10, 12, "regression"),
+     (False, 10, 8, "improvement"), (None, 10, 12, "change")],
+)
+def test_change_kind_follows_the_units_direction(higher, before, after, kind):
+    history = History("s", ["a"], [1.0], None, higher_is_better=higher)
+    assert history.change_kind(before, after) == kind
+

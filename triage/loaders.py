@@ -34,31 +34,29 @@ and what is wrong.
 from __future__ import annotations
 
 import json
-import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from triage.core import labels, timestamps
 from triage.core.atomic import atomic_write, write_csv_atomic
 from triage.core.errors import InputError
-from triage.core.history import REQUIRED_COLUMNS, Dataset, History
-from triage.core.values import check_values
+from triage.core.history import (
+    AGGREGATES,
+    REQUIRED_COLUMNS,
+    Dataset,
+    UnsortedTimestampsWarning,
+    dataset_from_long,
+)
 from triage.sniffing import MONGODB_COLUMNS, data_layout
 
-AGGREGATES: dict[str, Callable[[pd.core.groupby.SeriesGroupBy], pd.Series]] = {
-    "mean": lambda g: g.mean(),
-    "median": lambda g: g.median(),
-    "p90": lambda g: g.quantile(0.9),
-}
 LAYOUTS = ("auto", "long", "mongodb", "otava", "json")
 DATASET_FILES = ("history.parquet", "history.csv")
 
 
-class UnsortedTimestampsWarning(UserWarning):
-    """Timestamps went backwards and the rows were sorted because the caller asked."""
+#: The long-frame builder; kept under its old name for callers such as ``triage.synthetic``.
+_build_dataset = dataset_from_long
+__all__ = ["AGGREGATES", "UnsortedTimestampsWarning", "load", "write_long"]
 
 
 # --------------------------------------------------------------------------- reading
@@ -240,222 +238,6 @@ def _looks_numeric(col: pd.Series) -> bool:
     text = col.astype(str).str.strip()
     text = text[text != ""]
     return bool(len(text)) and float(pd.to_numeric(text, errors="coerce").notna().mean()) >= 0.5
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _first(mask: np.ndarray) -> int:
-    return int(np.flatnonzero(mask)[0])
-
-
-def _parse_values(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
-    if pd.api.types.is_numeric_dtype(raw):
-        values = raw.to_numpy(dtype=np.float64)
-        text = raw.astype(str).to_numpy()
-    else:
-        text = raw.astype(str).str.strip().to_numpy()
-        values = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        i = _first(bad)
-        shown = text[i]
-        if shown in ("", "None", "<NA>"):
-            problem = "value is missing"
-        elif np.isinf(values[i]):
-            problem = f"value {shown!r} is not finite"
-        elif np.isnan(values[i]) and pd.to_numeric(pd.Series([shown]), errors="coerce").notna().all():
-            problem = f"value {shown!r} is not a number (NaN)"
-        else:
-            problem = f"value {shown!r} is not a number"
-        raise InputError(path, int(rows[i]), problem)
-    return check_values(values, path, rows)  # |x| near 1e308 or 1e-308 would overflow downstream
-
-
-def _parse_labels(raw: pd.Series, rows: np.ndarray, path: Path, column: str) -> np.ndarray:
-    text = raw.astype(object).where(raw.notna(), "").astype(str).to_numpy()
-    mapping: dict[str, str] = {}
-    for value in pd.unique(text):
-        try:
-            mapping[value] = labels.normalise_label(value)
-        except KeyError:
-            # Python equality: numpy's fixed-width strings would drop trailing NULs.
-            i = next(j for j, t in enumerate(text) if t == value)
-            raise InputError(
-                path, int(rows[i]), f"unknown {column} {value!r} (known: {labels.known_labels()})"
-            ) from None
-    return np.array([mapping[v] for v in text], dtype=object) if len(mapping) > 1 else np.full(
-        len(text), next(iter(mapping.values()), labels.NONE), dtype=object
-    )
-
-
-def _parse_timestamps(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray | None:
-    """The column by :mod:`triage.core.timestamps`' rule; None when every cell is blank."""
-    instants, missing, bad = timestamps.parse_column(raw)
-    if missing.all():
-        return None
-    if missing.any():
-        raise InputError(path, int(rows[_first(missing)]), "timestamp is missing")
-    if bad.any():
-        i = _first(bad)
-        raise InputError(path, int(rows[i]), f"timestamp {str(raw.iloc[i]).strip()!r} is not a date/time")
-    return instants
-
-
-def _parse_flags(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
-    text = raw.astype(object).where(raw.notna(), "").astype(str).str.strip().str.lower().to_numpy()
-    truthy = np.isin(text, ["1", "true", "yes", "1.0"])
-    falsy = np.isin(text, ["0", "false", "no", "", "0.0"])
-    bad = ~(truthy | falsy)
-    if bad.any():
-        i = _first(bad)
-        raise InputError(path, int(rows[i]), f"true_change {text[i]!r} is not 0/1")
-    return truthy
-
-
-def _require_text(raw: pd.Series, rows: np.ndarray, path: Path, column: str) -> np.ndarray:
-    text = raw.astype(object).where(raw.notna(), "").astype(str).str.strip().to_numpy(dtype=object)
-    empty = text == ""
-    if empty.any():
-        raise InputError(path, int(rows[_first(empty)]), f"{column} is missing")
-    return text
-
-
-def _build_dataset(
-    frame: pd.DataFrame,
-    rows: np.ndarray,
-    path: Path,
-    *,
-    aggregate: str = "mean",
-    sort_timestamps: bool = False,
-) -> Dataset:
-    """Validate a long-layout frame and turn it into a :class:`Dataset`.
-
-    ``rows[i]`` is what error messages call the row of ``frame.iloc[i]``.
-    """
-    series = _require_text(frame["series_id"], rows, path, "series_id")
-    commits = _require_text(frame["commit"], rows, path, "commit")
-    values = _parse_values(frame["value"], rows, path)
-    n = len(frame)
-    row_labels = (
-        _parse_labels(frame["label"], rows, path, "label")
-        if "label" in frame.columns
-        else np.full(n, labels.NONE, dtype=object)
-    )
-    timestamps = _parse_timestamps(frame["timestamp"], rows, path) if "timestamp" in frame.columns else None
-    true_change = _parse_flags(frame["true_change"], rows, path) if "true_change" in frame.columns else None
-    truth = (
-        _parse_labels(frame["truth_label"], rows, path, "truth_label")
-        if "truth_label" in frame.columns
-        else None
-    )
-
-    # A run = consecutive rows of one (series, commit): the measurements of one commit.
-    series_codes, series_order = pd.factorize(series)
-    key_codes, _ = pd.factorize(pd.Series(series) + "\x00" + pd.Series(commits))
-    order = np.argsort(series_codes, kind="stable")  # group each series, keep row order inside
-    k_sorted = key_codes[order]
-    s_sorted = series_codes[order]
-    starts = np.ones(n, dtype=bool)
-    starts[1:] = (k_sorted[1:] != k_sorted[:-1]) | (s_sorted[1:] != s_sorted[:-1])
-    run_keys = k_sorted[starts]
-    seen_at: dict[int, int] = {}
-    if len(np.unique(run_keys)) != len(run_keys):
-        run_first_rows = order[starts]
-        for key, first in zip(run_keys, run_first_rows, strict=True):
-            if key in seen_at:
-                raise InputError(
-                    path,
-                    int(rows[first]),
-                    f"duplicate commit id {commits[first]!r} in series {series[first]!r} "
-                    f"(first seen at row {int(rows[seen_at[key]])}; measurements of one commit "
-                    "must be consecutive rows)",
-                )
-            seen_at[key] = first
-    run_id = np.cumsum(starts) - 1
-    n_runs = int(run_id[-1]) + 1
-    first_idx = order[starts]  # frame index of each run's first row
-
-    agg_values = AGGREGATES[aggregate](pd.Series(values[order]).groupby(run_id)).to_numpy()
-    n_meas = np.bincount(run_id, minlength=n_runs)
-    run_labels = _run_labels(row_labels[order], run_id, n_runs, rows[order], path, "label")
-    run_truth = _run_labels(truth[order], run_id, n_runs, rows[order], path, "truth_label") if truth is not None else None
-    run_change = (
-        np.bincount(run_id, weights=true_change[order].astype(float), minlength=n_runs) > 0
-        if true_change is not None
-        else None
-    )
-    run_ts = timestamps[first_idx] if timestamps is not None else None
-    run_series = series_codes[first_idx]
-    run_commits = commits[first_idx]
-
-    histories = []
-    bounds = np.flatnonzero(np.r_[True, run_series[1:] != run_series[:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        sl = slice(a, b)
-        perm = None
-        if run_ts is not None:
-            ts = run_ts[sl]
-            back = ts[1:] < ts[:-1]
-            if back.any():
-                j = _first(back) + 1
-                row = int(rows[first_idx[a + j]])
-                if not sort_timestamps:
-                    raise InputError(
-                        path,
-                        row,
-                        f"timestamps of series {series_order[run_series[a]]!r} go backwards "
-                        f"({pd.Timestamp(ts[j])} after {pd.Timestamp(ts[j - 1])}); "
-                        "sort the file or ask for sorting (--sort-timestamps)",
-                    )
-                warnings.warn(
-                    f"{path}: series {series_order[run_series[a]]!r} sorted by timestamp "
-                    f"(first out-of-order row {row})",
-                    UnsortedTimestampsWarning,
-                    stacklevel=3,
-                )
-                perm = np.argsort(ts, kind="stable")
-
-        def take(arr, sl=sl, perm=perm):
-            if arr is None:
-                return None
-            part = arr[sl]
-            return part[perm] if perm is not None else part
-
-        histories.append(
-            History(
-                series_id=str(series_order[run_series[a]]),
-                commits=take(run_commits),
-                values=take(agg_values),
-                labels=take(run_labels),
-                timestamps=take(run_ts),
-                true_change=take(run_change),
-                truth_label=take(run_truth),
-                n_measurements=take(n_meas),
-            )
-        )
-    return Dataset(histories, source=str(path))
-
-
-def _run_labels(
-    row_labels: np.ndarray, run_id: np.ndarray, n_runs: int, rows: np.ndarray, path: Path, column: str
-) -> np.ndarray:
-    """One label per run: the non-empty label of its rows, which must agree."""
-    out = np.full(n_runs, labels.NONE, dtype=object)
-    labelled = row_labels != labels.NONE
-    if not labelled.any():
-        return out
-    ids, labs, rws = run_id[labelled], row_labels[labelled], rows[labelled]
-    out[ids[::-1]] = labs[::-1]  # the first label of a commit wins; later ones must agree
-    conflict = labs != out[ids]
-    if conflict.any():
-        i = _first(conflict)
-        raise InputError(
-            path,
-            int(rws[i]),
-            f"{column} {labs[i]!r} disagrees with {out[ids[i]]!r} on another measurement of the same commit",
-        )
-    return out
 
 
 # --------------------------------------------------------------------------- writing

@@ -5,6 +5,17 @@ files; model and report directories through :func:`replace_dir`) is written to a
 renamed over it: ``os.replace`` is atomic within one file system, so a crash,
 a kill or a full disk mid-write leaves the previous file intact and no
 half-written one behind.
+
+What "the destination" is (:func:`destination`):
+
+* ``-`` is standard output: the content is written whole to a temporary file
+  first, then copied to stdout, so a failure mid-way prints nothing;
+* a symbolic link is written *through*: its target is replaced, the link stays;
+* a special file (a device such as ``/dev/stdout`` or ``/dev/null``, a FIFO, a
+  socket) is never replaced by a regular file: the finished content is copied
+  into it;
+* a directory where a file is expected, or a parent that is not a directory,
+  is an :class:`~triage.core.errors.InputError` naming the path.
 """
 
 from __future__ import annotations
@@ -13,6 +24,9 @@ import ctypes
 import ctypes.util
 import os
 import platform
+import shutil
+import stat
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -20,15 +34,84 @@ from pathlib import Path
 
 import pandas as pd
 
+from triage.core.errors import InputError
+
+#: The path that means standard output (and standard input for readers).
+STDIO = "-"
+
+
+def is_stdio(path: str | Path | None) -> bool:
+    """True for ``-`` (a path given on the command line as a dash)."""
+    return path is not None and str(path) == STDIO
+
+
+def destination(path: str | Path) -> tuple[str, Path | None]:
+    """Where a write to ``path`` goes: ``("stdout", None)``, ``("special", p)`` or ``("file", p)``.
+
+    ``("file", p)``: a regular file (existing or not) at ``p``, symbolic links
+    already followed; ``("special", p)``: an existing device, FIFO or socket.
+    Raises :class:`InputError` for a directory or a parent that is not one.
+    """
+    if is_stdio(path):
+        return "stdout", None
+    path = Path(path)
+    # Follow links (also dangling ones, and links in the parent chain), so a
+    # link is written through and never replaced by a regular file.
+    real = Path(os.path.realpath(path))
+    try:
+        mode = os.stat(real).st_mode
+    except FileNotFoundError:
+        parent = real.parent
+        if parent.exists() and not parent.is_dir():
+            raise InputError(path, None, f"cannot write here: {parent} is not a directory") from None
+        return "file", real
+    except NotADirectoryError:
+        raise InputError(path, None, "cannot write here: a parent of this path is a file, not a directory") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(path, None, "is a directory; expected a file path")
+    if stat.S_ISREG(mode):
+        return "file", real
+    return "special", real
+
+
+def _copy_into(src: Path, target: Path | None) -> None:
+    """Copy a finished temporary file to stdout (``target`` None) or into a special file."""
+    with open(src, "rb") as fh:
+        if target is None:
+            sys.stdout.flush()
+            out = sys.stdout.buffer
+            shutil.copyfileobj(fh, out)
+            out.flush()
+        else:
+            # Opened for writing only, never created or renamed over: a device stays a device.
+            with open(target, "wb", buffering=0) as dev:
+                shutil.copyfileobj(fh, dev)
+
 
 def atomic_write(path: str | Path, write: Callable[[Path], None], *, fsync: bool = False) -> Path:
     """Call ``write(tmp)`` on a temporary path beside ``path``, then rename it into place.
+
+    ``path`` may be ``-`` (stdout), a link (written through) or a device (copied
+    into); see the module docstring. Returns ``path`` as the caller named it
+    for stdout and devices, the file actually written otherwise.
 
     The new file gets the mode a plain ``open()`` would give it (``mkstemp``
     makes it private). With ``fsync`` the data reaches the disk before the
     rename, for files whose loss after a power cut would matter.
     """
-    path = Path(path)
+    kind, real = destination(path)
+    if kind != "file" or real is None:
+        # stdout or a device: build the whole content aside, then copy it in.
+        fd, name = tempfile.mkstemp(prefix=".triage-out.", suffix=".tmp")
+        os.close(fd)
+        tmp = Path(name)
+        try:
+            write(tmp)
+            _copy_into(tmp, real)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return Path(path)
+    path = real
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -50,6 +133,22 @@ def atomic_write(path: str | Path, write: Callable[[Path], None], *, fsync: bool
 def write_csv_atomic(frame: pd.DataFrame, path: str | Path, **to_csv: object) -> Path:
     """``frame.to_csv(path, index=False, **to_csv)``, atomically."""
     return atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, **to_csv))
+
+
+def write_jsonl_atomic(frame: pd.DataFrame, path: str | Path) -> Path:
+    """``frame`` as JSON lines (one object per row, ISO dates), atomically."""
+    return atomic_write(
+        path, lambda tmp: frame.to_json(tmp, orient="records", lines=True, date_format="iso")
+    )
+
+
+def write_frame(frame: pd.DataFrame, path: str | Path, fmt: str = "csv", **to_csv: object) -> Path:
+    """Write a table as ``csv`` or ``json`` (JSON lines), atomically; ``-`` is stdout."""
+    if fmt == "json":
+        return write_jsonl_atomic(frame, path)
+    if fmt != "csv":
+        raise ValueError(f"unknown table format {fmt!r} (use csv or json)")
+    return write_csv_atomic(frame, path, **to_csv)
 
 
 def write_text_atomic(text: str, path: str | Path, *, fsync: bool = False) -> Path:

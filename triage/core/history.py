@@ -12,13 +12,31 @@ Arrays are positional: index ``i`` of every array is the ``i``-th commit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from triage.core import labels as L
+from triage.core import timestamps
+from triage.core.errors import InputError
+from triage.core.values import check_values
+
+# The loaders' validation below calls the label module ``labels``.
+labels = L
+
+AGGREGATES: dict[str, Callable[[pd.core.groupby.SeriesGroupBy], pd.Series]] = {
+    "mean": lambda g: g.mean(),
+    "median": lambda g: g.median(),
+    "p90": lambda g: g.quantile(0.9),
+}
+
+
+class UnsortedTimestampsWarning(UserWarning):
+    """Timestamps went backwards and the rows were sorted because the caller asked."""
 
 #: Columns of the long layout, in file order. The first four are required
 #: except ``timestamp``; the rest are optional.
@@ -55,6 +73,11 @@ class History:
         candidate (``true_positive`` / ``false_positive``), ``""`` elsewhere.
     n_measurements : ndarray of int, shape (n,), or None
         How many raw measurements were aggregated into each value.
+    higher_is_better : bool or None
+        The direction of the unit: True for throughput-like values (ops/s),
+        False for times and sizes, None when the source does not say. Reports
+        call a step in the worse direction a regression, the other an
+        improvement; unknown direction is reported as a plain change.
     """
 
     series_id: str
@@ -65,6 +88,7 @@ class History:
     true_change: np.ndarray | None = None
     truth_label: np.ndarray | None = None
     n_measurements: np.ndarray | None = None
+    higher_is_better: bool | None = None
     _index: dict[str, int] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -122,9 +146,23 @@ class History:
             data["truth_label"] = self.truth_label
         return pd.DataFrame(data)
 
+    def change_kind(self, before: float, after: float) -> str:
+        """``regression``, ``improvement`` or ``change`` (direction unknown) for a step before -> after."""
+        if self.higher_is_better is None or after == before:
+            return "change"
+        worse = after < before if self.higher_is_better else after > before
+        return "regression" if worse else "improvement"
+
 
 class Dataset:
-    """An ordered collection of histories, keyed by series id."""
+    """An ordered collection of histories, keyed by series id.
+
+    One rule for access: **iterating yields histories** (in order), and
+    ``dataset[key]`` takes either a series id (``str``) or a position
+    (``int``, negative counts from the end); ``key in dataset`` asks about
+    series ids. Build one from a pandas DataFrame in the long layout with
+    :meth:`from_frame`.
+    """
 
     def __init__(self, histories: Iterable[History] = (), source: str | None = None):
         self._series: dict[str, History] = {}
@@ -140,12 +178,39 @@ class Dataset:
     def __len__(self) -> int:
         return len(self._series)
 
-    def __getitem__(self, series_id: str) -> History:
+    def __getitem__(self, key: str | int) -> History:
+        if isinstance(key, int | np.integer) and not isinstance(key, bool):
+            ids = list(self._series)
+            try:
+                return self._series[ids[int(key)]]
+            except IndexError:
+                raise IndexError(f"series position {int(key)} out of range ({len(ids)} series)") from None
         try:
-            return self._series[series_id]
+            return self._series[key]
         except KeyError:
             where = f" in {self.source}" if self.source else ""
-            raise KeyError(f"unknown series {series_id!r}{where}") from None
+            raise KeyError(f"unknown series {key!r}{where}") from None
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        *,
+        aggregate: str = "mean",
+        sort_timestamps: bool = False,
+        commit_order: Sequence[str] | None = None,
+        source: str = "<frame>",
+    ) -> Dataset:
+        """A dataset from a DataFrame in the long layout (``series_id, commit, value``, ...).
+
+        The same validation as files: bad cells raise
+        :class:`~triage.core.errors.InputError` naming ``source`` and the
+        1-based record number.
+        """
+        return dataset_from_long(
+            frame, None, source, aggregate=aggregate, sort_timestamps=sort_timestamps,
+            commit_order=commit_order,
+        )
 
     def __contains__(self, series_id: object) -> bool:
         return series_id in self._series
@@ -175,3 +240,235 @@ class Dataset:
 
     def subset(self, series_ids: Iterable[str]) -> Dataset:
         return Dataset((self[s] for s in series_ids), source=self.source)
+
+
+# --------------------------------------------------------------------------- building from a long frame
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _parse_values(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
+    if pd.api.types.is_numeric_dtype(raw):
+        values = raw.to_numpy(dtype=np.float64)
+        text = raw.astype(str).to_numpy()
+    else:
+        text = raw.astype(str).str.strip().to_numpy()
+        values = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = _first(bad)
+        shown = text[i]
+        if shown in ("", "None", "<NA>"):
+            problem = "value is missing"
+        elif np.isinf(values[i]):
+            problem = f"value {shown!r} is not finite"
+        elif np.isnan(values[i]) and pd.to_numeric(pd.Series([shown]), errors="coerce").notna().all():
+            problem = f"value {shown!r} is not a number (NaN)"
+        else:
+            problem = f"value {shown!r} is not a number"
+        raise InputError(path, int(rows[i]), problem)
+    return check_values(values, path, rows)  # |x| near 1e308 or 1e-308 would overflow downstream
+
+
+def _parse_labels(raw: pd.Series, rows: np.ndarray, path: Path, column: str) -> np.ndarray:
+    text = raw.astype(object).where(raw.notna(), "").astype(str).to_numpy()
+    mapping: dict[str, str] = {}
+    for value in pd.unique(text):
+        try:
+            mapping[value] = labels.normalise_label(value)
+        except KeyError:
+            # Python equality: numpy's fixed-width strings would drop trailing NULs.
+            i = next(j for j, t in enumerate(text) if t == value)
+            raise InputError(
+                path, int(rows[i]), f"unknown {column} {value!r} (known: {labels.known_labels()})"
+            ) from None
+    return np.array([mapping[v] for v in text], dtype=object) if len(mapping) > 1 else np.full(
+        len(text), next(iter(mapping.values()), labels.NONE), dtype=object
+    )
+
+
+def _parse_timestamps(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray | None:
+    """The column by :mod:`triage.core.timestamps`' rule; None when every cell is blank."""
+    instants, missing, bad = timestamps.parse_column(raw)
+    if missing.all():
+        return None
+    if missing.any():
+        raise InputError(path, int(rows[_first(missing)]), "timestamp is missing")
+    if bad.any():
+        i = _first(bad)
+        raise InputError(path, int(rows[i]), f"timestamp {str(raw.iloc[i]).strip()!r} is not a date/time")
+    return instants
+
+
+def _parse_flags(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
+    text = raw.astype(object).where(raw.notna(), "").astype(str).str.strip().str.lower().to_numpy()
+    truthy = np.isin(text, ["1", "true", "yes", "1.0"])
+    falsy = np.isin(text, ["0", "false", "no", "", "0.0"])
+    bad = ~(truthy | falsy)
+    if bad.any():
+        i = _first(bad)
+        raise InputError(path, int(rows[i]), f"true_change {text[i]!r} is not 0/1")
+    return truthy
+
+
+def _require_text(raw: pd.Series, rows: np.ndarray, path: Path, column: str) -> np.ndarray:
+    text = raw.astype(object).where(raw.notna(), "").astype(str).str.strip().to_numpy(dtype=object)
+    empty = text == ""
+    if empty.any():
+        raise InputError(path, int(rows[_first(empty)]), f"{column} is missing")
+    return text
+
+
+def dataset_from_long(
+    frame: pd.DataFrame,
+    rows: np.ndarray | None = None,
+    path: str | Path = "<frame>",
+    *,
+    aggregate: str = "mean",
+    sort_timestamps: bool = False,
+    commit_order: Sequence[str] | None = None,
+    higher_is_better: Mapping[str, bool | None] | None = None,
+) -> Dataset:
+    """Validate a long-layout frame and turn it into a :class:`Dataset`.
+
+    ``rows[i]`` is what error messages call the row of ``frame.iloc[i]``
+    (default: 1-based record numbers). Several measurements of one commit
+    (consecutive or not) are aggregated with ``aggregate``; commits keep the
+    order of their first appearance unless ``commit_order`` lists them.
+    ``higher_is_better`` maps series ids to their direction (default unknown).
+    """
+    path = Path(path)
+    if aggregate not in AGGREGATES:
+        raise InputError(path, None, f"unknown aggregate {aggregate!r} (use one of {', '.join(AGGREGATES)})")
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(map(str, frame.columns))})")
+    if frame.empty:
+        raise InputError(path, None, "no rows")
+    frame = frame.reset_index(drop=True)
+    rows = np.arange(1, len(frame) + 1) if rows is None else np.asarray(rows)
+    series = _require_text(frame["series_id"], rows, path, "series_id")
+    commits = _require_text(frame["commit"], rows, path, "commit")
+    values = _parse_values(frame["value"], rows, path)
+    n = len(frame)
+    row_labels = (
+        _parse_labels(frame["label"], rows, path, "label")
+        if "label" in frame.columns
+        else np.full(n, labels.NONE, dtype=object)
+    )
+    timestamps = _parse_timestamps(frame["timestamp"], rows, path) if "timestamp" in frame.columns else None
+    true_change = _parse_flags(frame["true_change"], rows, path) if "true_change" in frame.columns else None
+    truth = (
+        _parse_labels(frame["truth_label"], rows, path, "truth_label")
+        if "truth_label" in frame.columns
+        else None
+    )
+
+    # A run = every row of one (series, commit): the measurements of one commit,
+    # wherever they appear (a retrigger re-measures a commit later, even after
+    # other commits). Runs are ordered by the commit's first appearance in its
+    # series, or by ``commit_order`` when given.
+    series_codes, series_order = pd.factorize(series)
+    key_codes, _ = pd.factorize(pd.Series(series) + "\x00" + pd.Series(commits))
+    if commit_order is not None:
+        position = {str(c): i for i, c in enumerate(commit_order)}
+        rank = np.array([position.get(c, -1) for c in commits], dtype=np.int64)
+        if (rank < 0).any():
+            i = _first(rank < 0)
+            raise InputError(path, int(rows[i]), f"commit {commits[i]!r} is not in the given commit order")
+        # np.lexsort is stable: rows of one commit keep their file order.
+        order = np.lexsort((rank, series_codes))
+    else:
+        # Codes follow first appearance, so sorting by them keeps each commit's first place.
+        order = np.lexsort((key_codes, series_codes))
+    k_sorted = key_codes[order]
+    s_sorted = series_codes[order]
+    starts = np.ones(n, dtype=bool)
+    starts[1:] = (k_sorted[1:] != k_sorted[:-1]) | (s_sorted[1:] != s_sorted[:-1])
+    run_id = np.cumsum(starts) - 1
+    n_runs = int(run_id[-1]) + 1
+    first_idx = order[starts]  # frame index of each run's first row
+
+    agg_values = AGGREGATES[aggregate](pd.Series(values[order]).groupby(run_id)).to_numpy()
+    n_meas = np.bincount(run_id, minlength=n_runs)
+    run_labels = _run_labels(row_labels[order], run_id, n_runs, rows[order], path, "label")
+    run_truth = _run_labels(truth[order], run_id, n_runs, rows[order], path, "truth_label") if truth is not None else None
+    run_change = (
+        np.bincount(run_id, weights=true_change[order].astype(float), minlength=n_runs) > 0
+        if true_change is not None
+        else None
+    )
+    run_ts = timestamps[first_idx] if timestamps is not None else None
+    run_series = series_codes[first_idx]
+    run_commits = commits[first_idx]
+
+    histories = []
+    bounds = np.flatnonzero(np.r_[True, run_series[1:] != run_series[:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        sl = slice(a, b)
+        perm = None
+        if run_ts is not None:
+            ts = run_ts[sl]
+            back = ts[1:] < ts[:-1]
+            if back.any():
+                j = _first(back) + 1
+                row = int(rows[first_idx[a + j]])
+                if not sort_timestamps:
+                    raise InputError(
+                        path,
+                        row,
+                        f"timestamps of series {series_order[run_series[a]]!r} go backwards "
+                        f"({pd.Timestamp(ts[j])} after {pd.Timestamp(ts[j - 1])}); "
+                        "sort the file or ask for sorting (--sort-timestamps)",
+                    )
+                warnings.warn(
+                    f"{path}: series {series_order[run_series[a]]!r} sorted by timestamp "
+                    f"(first out-of-order row {row})",
+                    UnsortedTimestampsWarning,
+                    stacklevel=3,
+                )
+                perm = np.argsort(ts, kind="stable")
+
+        def take(arr, sl=sl, perm=perm):
+            if arr is None:
+                return None
+            part = arr[sl]
+            return part[perm] if perm is not None else part
+
+        histories.append(
+            History(
+                series_id=str(series_order[run_series[a]]),
+                commits=take(run_commits),
+                values=take(agg_values),
+                labels=take(run_labels),
+                timestamps=take(run_ts),
+                true_change=take(run_change),
+                truth_label=take(run_truth),
+                n_measurements=take(n_meas),
+                higher_is_better=(higher_is_better or {}).get(str(series_order[run_series[a]])),
+            )
+        )
+    return Dataset(histories, source=str(path))
+
+
+def _run_labels(
+    row_labels: np.ndarray, run_id: np.ndarray, n_runs: int, rows: np.ndarray, path: Path, column: str
+) -> np.ndarray:
+    """One label per run: the non-empty label of its rows, which must agree."""
+    out = np.full(n_runs, labels.NONE, dtype=object)
+    labelled = row_labels != labels.NONE
+    if not labelled.any():
+        return out
+    ids, labs, rws = run_id[labelled], row_labels[labelled], rows[labelled]
+    out[ids[::-1]] = labs[::-1]  # the first label of a commit wins; later ones must agree
+    conflict = labs != out[ids]
+    if conflict.any():
+        i = _first(conflict)
+        raise InputError(
+            path,
+            int(rws[i]),
+            f"{column} {labs[i]!r} disagrees with {out[ids[i]]!r} on another measurement of the same commit",
+        )
+    return out
