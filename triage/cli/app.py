@@ -13,6 +13,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from triage.core.errors import InputError
 
@@ -20,13 +21,35 @@ app = typer.Typer(
     name="triage",
     help="Learn and apply the triage of performance change-point alerts.",
     no_args_is_help=True,
-    add_completion=False,
+    # `triage --install-completion` / `--show-completion` (bash, zsh, fish, PowerShell).
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("changepoint-triage")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        import triage
+
+        return getattr(triage, "__version__", "unknown")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"triage (changepoint-triage) {_version()}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Learn and apply the triage of performance change-point alerts."""
 
 
@@ -46,12 +69,21 @@ for _name in COMMAND_MODULES:
 err_console = Console(stderr=True)
 
 
+def error_line(exc: BaseException) -> Text:
+    """``error: <message>`` with the message as literal text.
+
+    File names may contain brackets (``runs[bold].csv``, ``x[/]y.csv``): they
+    must be printed as they are, never read as rich markup.
+    """
+    return Text.assemble(("error:", "bold red"), " ", str(exc))
+
+
 def main() -> None:
     """Console entry point: bad input exits 2 with one readable line, not a traceback."""
     try:
         app()
     except InputError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(error_line(exc), highlight=False, soft_wrap=True)
         sys.exit(2)
 
 
