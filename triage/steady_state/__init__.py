@@ -1,0 +1,31 @@
+"""Steady-state detection: where a run's warm-up ends, before its iterations are aggregated.
+
+Two detectors with one API (fit on one run, read ``start_``; ``None`` means
+never steady): :class:`KBKSSD` (Beseda et al., kernel-based) and
+:class:`CPSSD` (Traini et al., change-point based, its baseline). The names
+users type are in :data:`METHODS`; :func:`make` builds one, and
+:func:`steady_mask` cuts the runs of a measurement table to their steady parts.
+"""
+
+from __future__ import annotations
+
+from triage.steady_state.base import NONE, SteadyStateDetector, steady_mask
+from triage.steady_state.cpssd import CPSSD
+from triage.steady_state.kbkssd import KBKSSD
+
+METHODS: dict[str, type] = {"kbkssd": KBKSSD, "cpssd": CPSSD}
+CHOICES = (*METHODS, NONE)
+
+
+def make(name: str) -> SteadyStateDetector | None:
+    """The detector called ``name`` with its defaults; ``None`` for ``none``."""
+    key = name.strip().lower()
+    if key == NONE:
+        return None
+    if key not in METHODS:
+        raise ValueError(f"unknown steady-state method {name!r} (use one of {', '.join(CHOICES)})")
+    detector: SteadyStateDetector = METHODS[key]()
+    return detector
+
+
+__all__ = ["CHOICES", "CPSSD", "KBKSSD", "METHODS", "NONE", "SteadyStateDetector", "make", "steady_mask"]

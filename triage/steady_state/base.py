@@ -1,0 +1,68 @@
+"""What every steady-state detector shares: the API, the noise level, the trimming of runs.
+
+A *run* is the iterations of one benchmark execution in time order (one JMH
+fork, one asv sample series, the repeated CI measurements of one commit). A
+detector is fitted on one run and answers with ``start_``: the index of the
+first steady iteration, or ``None`` when the run never reaches a steady state.
+Parameters are constructor arguments and results are attributes with a
+trailing underscore, as in scikit-learn.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from triage.detectors.base import robust_sigma
+
+# The names users type (``--trim-warmup``); ``none`` keeps every iteration.
+NONE = "none"
+
+
+class SteadyStateDetector(Protocol):
+    """Fit on one run's iterations; ``start_`` is the steady-state start or ``None``."""
+
+    start_: int | None
+
+    def fit(self, x: np.ndarray) -> SteadyStateDetector: ...
+
+
+def as_run(x: object) -> np.ndarray:
+    """One run as a finite float vector; a run with NaN or inf is refused, not guessed."""
+    arr = np.asarray(x, dtype=float).ravel()
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("a run's iterations must be finite numbers")
+    return arr
+
+
+def noise_level(x: np.ndarray) -> float:
+    """Noise standard deviation of a run with steps and a warm-up slope.
+
+    First differences cancel the slow warm-up trend and a step moves only one
+    of them, so their median absolute value is a robust noise estimate
+    (:func:`triage.detectors.base.robust_sigma`); it is floored at a tiny share
+    of the level so that a constant run does not divide by zero.
+    """
+    s = robust_sigma(x)
+    floor = 1e-9 * max(1.0, float(np.median(np.abs(x)))) if len(x) else 1e-9
+    return max(s, floor)
+
+
+def steady_mask(values: np.ndarray, run_id: np.ndarray, detector: SteadyStateDetector | None) -> np.ndarray:
+    """Which measurements to keep when each run is cut to its steady part.
+
+    ``values[i]`` belongs to run ``run_id[i]`` (runs are contiguous, in
+    iteration order). A run that never becomes steady keeps all its
+    measurements: nothing in it is known to be steadier than the rest, and
+    dropping the commit would hide it from the detectors altogether.
+    """
+    keep = np.ones(len(values), dtype=bool)
+    if detector is None or len(values) == 0:
+        return keep
+    bounds = np.flatnonzero(np.r_[True, run_id[1:] != run_id[:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        start = detector.fit(values[a:b]).start_
+        if start:
+            keep[a : a + start] = False
+    return keep
