@@ -101,3 +101,27 @@ def test_never_steady_run_keeps_all_measurements_and_bad_names_are_refused():
         make("magic")
     with pytest.raises(ValueError, match="finite"):
         KBKSSD().fit([1.0, np.nan, 2.0])
+
+
+def test_load_trims_each_commits_warmup_before_aggregating(tmp_path):
+    import pandas as pd
+
+    from triage.core.errors import InputError
+    from triage.loaders import load
+
+    rng = np.random.default_rng(13)
+    rows = []
+    for c in range(3):
+        x = 10 + rng.standard_normal(300) * 0.1
+        x[:80] += 1.0 + c  # warm-up 10 to 30 sd above the steady level
+        rows += [("s", f"c{c}", v) for v in x]
+    path = tmp_path / "runs.csv"
+    pd.DataFrame(rows, columns=["series_id", "commit", "value"]).to_csv(path, index=False)
+    plain = load(path)["s"].values
+    assert np.all(plain > 10.2)  # the warm-up biases the mean upwards
+    for method in ("kbkssd", "cpssd"):
+        trimmed = load(path, trim_warmup=method)["s"]
+        assert np.allclose(trimmed.values, 10.0, atol=0.03), method
+        assert list(trimmed.n_measurements) == [300, 300, 300]
+    with pytest.raises(InputError, match="unknown steady-state method"):
+        load(path, trim_warmup="magic")

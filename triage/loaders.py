@@ -34,11 +34,13 @@ and what is wrong.
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from triage import steady_state
 from triage.core.atomic import atomic_write, write_csv_atomic
 from triage.core.errors import InputError
 from triage.core.history import (
@@ -68,6 +70,7 @@ def load(
     layout: str = "auto",
     aggregate: str = "mean",
     sort_timestamps: bool = False,
+    trim_warmup: str = "none",
 ) -> Dataset:
     """Load a dataset from ``path`` in any supported layout.
 
@@ -79,8 +82,15 @@ def load(
         measurements of one commit
     sort_timestamps : sort each series by timestamp (stable) with a
         :class:`UnsortedTimestampsWarning` instead of failing on unsorted rows
+    trim_warmup : ``kbkssd``, ``cpssd`` or ``none``: aggregate only the steady
+        part of each commit's measurements (:mod:`triage.steady_state`)
     """
     path = Path(path)
+    try:
+        detector = steady_state.make(trim_warmup)
+    except ValueError as exc:
+        raise InputError(path, None, str(exc)) from None
+    trim = None if detector is None else partial(steady_state.steady_mask, detector=detector)
     if aggregate not in AGGREGATES:
         raise InputError(path, None, f"unknown aggregate {aggregate!r} (use one of {', '.join(AGGREGATES)})")
     if layout not in LAYOUTS:
@@ -97,11 +107,11 @@ def load(
     if layout == "auto":
         layout = data_layout(path)
     if layout == "long":
-        return read_long(path, aggregate=aggregate, sort_timestamps=sort_timestamps)
+        return read_long(path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim)
     if layout == "mongodb":
         return read_mongodb_demo(path)
     if layout == "otava":
-        return read_otava_csv(path, aggregate=aggregate, sort_timestamps=sort_timestamps)
+        return read_otava_csv(path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim)
     return read_json_values(path)
 
 
@@ -121,7 +131,7 @@ def read_csv_text(path: Path, sep: str = ",", *, require_rows: bool = True) -> p
     return frame
 
 
-def read_long(path: str | Path, *, aggregate: str = "mean", sort_timestamps: bool = False) -> Dataset:
+def read_long(path: str | Path, *, aggregate: str = "mean", sort_timestamps: bool = False, trim=None) -> Dataset:
     """Read the long layout from CSV or Parquet (see module docstring)."""
     path = Path(path)
     if path.suffix.lower() == ".parquet":
@@ -140,7 +150,7 @@ def read_long(path: str | Path, *, aggregate: str = "mean", sort_timestamps: boo
         raise InputError(
             path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(frame.columns)})"
         )
-    return _build_dataset(frame, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps)
+    return _build_dataset(frame, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim)
 
 
 def read_mongodb_demo(path: str | Path) -> Dataset:
@@ -171,6 +181,7 @@ def read_otava_csv(
     metrics: list[str] | None = None,
     aggregate: str = "mean",
     sort_timestamps: bool = False,
+    trim=None,
 ) -> Dataset:
     """Read Apache Otava's CSV layout: one series per metric column.
 
@@ -210,7 +221,7 @@ def read_otava_csv(
         )
     long = pd.concat(parts, ignore_index=True)
     rows = long.pop("_row").to_numpy()
-    return _build_dataset(long, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps)
+    return _build_dataset(long, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim)
 
 
 def read_json_values(path: str | Path) -> Dataset:

@@ -330,6 +330,7 @@ def dataset_from_long(
     sort_timestamps: bool = False,
     commit_order: Sequence[str] | None = None,
     higher_is_better: Mapping[str, bool | None] | None = None,
+    trim: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> Dataset:
     """Validate a long-layout frame and turn it into a :class:`Dataset`.
 
@@ -338,6 +339,9 @@ def dataset_from_long(
     (consecutive or not) are aggregated with ``aggregate``; commits keep the
     order of their first appearance unless ``commit_order`` lists them.
     ``higher_is_better`` maps series ids to their direction (default unknown).
+    ``trim(values, run_id)`` -> mask of the measurements to aggregate (the
+    steady parts, :func:`triage.steady_state.steady_mask`); it must keep at
+    least one measurement of every run.
     """
     path = Path(path)
     if aggregate not in AGGREGATES:
@@ -391,7 +395,8 @@ def dataset_from_long(
     n_runs = int(run_id[-1]) + 1
     first_idx = order[starts]  # frame index of each run's first row
 
-    agg_values = AGGREGATES[aggregate](pd.Series(values[order]).groupby(run_id)).to_numpy()
+    keep = trim(values[order], run_id) if trim is not None else np.ones(n, dtype=bool)
+    agg_values = AGGREGATES[aggregate](pd.Series(values[order][keep]).groupby(run_id[keep])).to_numpy()
     n_meas = np.bincount(run_id, minlength=n_runs)
     run_labels = _run_labels(row_labels[order], run_id, n_runs, rows[order], path, "label")
     run_truth = _run_labels(truth[order], run_id, n_runs, rows[order], path, "truth_label") if truth is not None else None
