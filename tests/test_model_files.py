@@ -212,3 +212,99 @@ def test_a_model_skops_that_is_not_a_zip_is_refused(fitted, tmp_path):
     with pytest.raises(ModelFileError, match="cannot read model.skops"):
         load_model(path)
     assert not zipfile.is_zipfile(path / "model.skops")
+
+
+# ---------------------------------------------------------------------- hostile model directories (issue 14)
+
+
+def _recover_checksums(path: Path) -> None:
+    """Recompute every checksum, as someone who edits a model directory on purpose would."""
+    names = sorted(p.name for p in path.iterdir() if p.name != CHECKSUMS)
+    (path / CHECKSUMS).write_text("".join(f"{model_files._sha256(path / n)}  {n}\n" for n in names))
+
+
+@pytest.mark.parametrize("target", ["../outside.skops", "/tmp/elsewhere.skops"])
+def test_a_manifest_pointing_outside_the_directory_is_refused(target, fitted, tmp_path):
+    path = save_model(fitted["rf"], tmp_path / "m")
+    (tmp_path / "outside.skops").write_bytes((path / "model.skops").read_bytes())
+    _rewrite_manifest(path, lambda m: m["files"].update({"estimator": target}))
+    with pytest.raises(ModelFileError, match="not a plain name inside"):
+        load_model(path)
+
+
+def test_a_symlink_to_dev_zero_or_a_fifo_is_refused_without_hanging(fitted, tmp_path):
+    import os
+
+    path = save_model(fitted["rf"], tmp_path / "m")
+    (path / "model.skops").unlink()
+    (path / "model.skops").symlink_to("/dev/zero")
+    with pytest.raises(ModelFileError, match="symbolic link"):
+        load_model(path)
+    (path / "model.skops").unlink()
+    os.mkfifo(path / "model.skops")  # reading it would block forever
+    with pytest.raises(ModelFileError, match="not a regular file"):
+        load_model(path)
+    (path / "model.skops").unlink()
+    (path / CHECKSUMS).unlink()
+    os.mkfifo(path / CHECKSUMS)
+    with pytest.raises(ModelFileError, match="not a regular file"):
+        load_model(path)
+
+
+def test_an_oversized_file_is_refused(fitted, tmp_path, monkeypatch):
+    path = save_model(fitted["rf"], tmp_path / "m")
+    monkeypatch.setattr(model_files, "MAX_FILE_BYTES", 1000)
+    with pytest.raises(ModelFileError, match="over the limit"):
+        load_model(path)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda m: m["threshold"].update({"value": float("nan")}), "not a finite number in \\[0, 1\\]"),
+        (lambda m: m["threshold"].update({"value": 1.5}), "not a finite number in \\[0, 1\\]"),
+        (lambda m: m["threshold"].update({"value": "0.5"}), "not a finite number in \\[0, 1\\]"),
+        (lambda m: m.update({"model": "xgb"}), "stored in model.ubj"),
+        (lambda m: m.update({"model": "svm"}), "holds a RandomForestClassifier|needs its calibrator"),
+        (lambda m: m.update({"window": -3}), "window -3"),
+        (lambda m: m.update({"classes": "ab"}), "classes must be two"),
+    ],
+)
+def test_tampered_manifest_fields_are_refused(change, message, fitted, tmp_path):
+    path = save_model(fitted["rf"], tmp_path / "m")
+    _rewrite_manifest(path, change)
+    with pytest.raises(ModelFileError, match=message):
+        load_model(path)
+
+
+def test_a_swapped_kind_with_a_matching_file_name_is_refused(fitted, tmp_path):
+    """The svm's files under an rf manifest: file names match, the estimator inside does not."""
+    path = save_model(fitted["svm"], tmp_path / "m")
+    _rewrite_manifest(path, lambda m: m.update({"model": "rf", "files": {"estimator": "model.skops"}}))
+    (path / "calibrator.skops").unlink()
+    _recover_checksums(path)
+    with pytest.raises(ModelFileError, match="holds a Pipeline, not a rf model"):
+        load_model(path)
+
+
+def test_a_binary_checksum_file_is_a_clear_error(fitted, tmp_path):
+    path = save_model(fitted["rf"], tmp_path / "m")
+    (path / CHECKSUMS).write_bytes(b"\xff\xfe\x00garbage\x80")
+    with pytest.raises(ModelFileError, match="not text"):
+        load_model(path)
+
+
+def test_stale_temporaries_of_dead_writers_are_removed_live_ones_kept(fitted, tmp_path):
+    import os
+    import subprocess
+
+    proc = subprocess.Popen(["true"])  # a pid that has certainly exited
+    proc.wait()
+    stale = tmp_path / f".m.tmp-{proc.pid}-abc"
+    old_style = tmp_path / ".m.tmp-xyz"
+    live = tmp_path / f".m.tmp-{os.getppid()}-def"
+    for d in (stale, old_style, live):
+        d.mkdir()
+        (d / "model.skops").write_bytes(b"half")
+    save_model(fitted["rf"], tmp_path / "m")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m", live.name])

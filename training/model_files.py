@@ -28,15 +28,27 @@ beside the target, then swapped in with one ``renameat2(RENAME_EXCHANGE)``
 either the old model or the new one, never a mix, and the temporary directory
 is removed on any error. An existing target is replaced only if it is a model
 directory or empty.
+
+What loading refuses beyond checksums (issue 14): a manifest naming a file
+outside the directory (``../x``, an absolute path) or not covered by the
+checksums; any entry that is not a regular file (a symlink to ``/dev/zero``, a
+FIFO, a subdirectory), which could otherwise hang the reader forever; a file
+larger than :data:`MAX_FILE_BYTES`; a manifest whose model kind does not match
+its files or the estimator inside them; a threshold that is not a finite number
+in [0, 1] (NaN would make every decision false). A temporary directory left
+by a killed writer (``.<name>.tmp-<pid>-*`` whose process is gone) is removed
+by the next :func:`save_model` or :func:`clean_stale_temporaries`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import shutil
+import stat
 import tempfile
 import zipfile
 from datetime import UTC, datetime
@@ -58,6 +70,19 @@ CHECKSUMS = "checksums.sha256"
 #: Types skops may instantiate beyond its built-in trusted set (scikit-learn
 #: estimators, numpy arrays). Nothing else is ever loaded.
 TRUSTED_TYPES: frozenset[str] = frozenset({"numpy.dtype", "sklearn.tree._tree.Tree"})
+
+#: Largest file a model directory may hold. A random forest of 500 deep trees
+#: on a million rows stays well below it; anything larger is not ours, and
+#: reading it whole would only exhaust memory.
+MAX_FILE_BYTES = 1 << 30
+#: Largest manifest / checksum file: both are a few kilobytes when written here.
+MAX_TEXT_BYTES = 1 << 20
+#: The estimator types each kind's file must hold (class names after loading).
+ESTIMATOR_TYPES: dict[str, tuple[str, ...]] = {
+    "rf": ("RandomForestClassifier",),
+    "svm": ("Pipeline",),
+    "xgb": ("XGBClassifier",),
+}
 
 
 class ModelFileError(InputError):
@@ -86,6 +111,35 @@ def save_model(
     ``metrics`` (e.g. held-out AUC) and ``extra`` go into the manifest as given
     (they must be JSON-serialisable).
     """
+    path = Path(path)
+    tmp = stage_model(clf, path, window=window, metrics=metrics, feature_set_file=feature_set_file, extra=extra)
+    try:
+        commit_model(tmp, path)
+    finally:
+        # After a successful swap ``tmp`` holds the old model (or is gone).
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def stage_model(
+    clf: TriageClassifier,
+    path: str | Path,
+    *,
+    window: str | int | None = None,
+    metrics: dict[str, object] | None = None,
+    feature_set_file: str | Path | None = None,
+    extra: dict[str, object] | None = None,
+    run_id: str | None = None,
+) -> Path:
+    """Write the complete model directory beside ``path`` (not yet in place); returns it.
+
+    :func:`commit_model` puts it in place. The training pipeline logs the
+    staged directory to MLflow in between, so that the registry never
+    advertises a model that is not complete. ``run_id`` (the MLflow run that
+    produced the model) goes into the manifest: it is how an interrupted run is
+    later told apart from a finished one. The caller removes the staged
+    directory if it is not committed.
+    """
     if not hasattr(clf, "estimator_"):
         raise ValueError("the classifier is not fitted")
     path = Path(path)
@@ -93,7 +147,8 @@ def save_model(
     parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         _check_replaceable(path)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=parent))
+    clean_stale_temporaries(path)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{_temporary_prefix(path)}{os.getpid()}-", dir=parent))
     try:
         # mkdtemp makes the directory private (0700); a model directory should
         # get the usual permissions, as ``mkdir`` would give it.
@@ -102,16 +157,67 @@ def save_model(
         os.chmod(tmp, 0o777 & ~umask)
         files = _write_model(clf, tmp)
         manifest = _manifest(clf, files, window, metrics, feature_set_file, extra)
+        if run_id is not None:
+            manifest["run_id"] = run_id
         _write_bytes(tmp / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
         sums = "".join(f"{_sha256(tmp / name)}  {name}\n" for name in sorted([*files.values(), MANIFEST]))
         _write_bytes(tmp / CHECKSUMS, sums.encode())
         _fsync_dir(tmp)
-        replace_dir(tmp, path)
-        _fsync_dir(parent)
-    finally:
-        # After a successful swap ``tmp`` holds the old model (or is gone).
+    except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-    return path
+        raise
+    return tmp
+
+
+def commit_model(staged: Path, path: str | Path) -> None:
+    """Swap the directory :func:`stage_model` wrote into ``path`` (atomic; the old model ends in ``staged``)."""
+    path = Path(path)
+    if path.exists():
+        _check_replaceable(path)
+    replace_dir(staged, path)
+    _fsync_dir(path.parent.resolve())
+
+
+def _temporary_prefix(path: Path) -> str:
+    return f".{path.name}.tmp-"
+
+
+def clean_stale_temporaries(path: str | Path) -> list[Path]:
+    """Remove temporary directories of ``path`` left by writers that were killed; returns them.
+
+    A writer's temporary directory is ``.<name>.tmp-<pid>-<random>`` beside
+    ``path``: it is stale when no process ``<pid>`` runs any more (or the name
+    carries no pid, as older versions wrote). Live writers' directories stay.
+    """
+    path = Path(path)
+    parent = path.parent
+    prefix = _temporary_prefix(path)
+    removed: list[Path] = []
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(prefix) or entry.is_symlink() or not entry.is_dir():
+            continue
+        pid_text = entry.name[len(prefix):].split("-", 1)[0]
+        if pid_text.isdigit() and _process_alive(int(pid_text)):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # exists (another user's), or not a pid we can judge: leave it
+    return True
 
 
 def check_writable(path: str | Path) -> None:
@@ -222,17 +328,24 @@ def load_model(path: str | Path) -> TriageClassifier:
             raise ModelFileError(path, f"cannot read {files['estimator']}: {exc}") from None
     else:
         estimator = _load_skops(path, files["estimator"])
+    if type(estimator).__name__ not in ESTIMATOR_TYPES[kind.name]:
+        raise ModelFileError(
+            path, f"{files['estimator']} holds a {type(estimator).__name__}, not a {kind.name} model: the manifest does not match"
+        )
     calibrator = _load_skops(path, files["calibrator"]) if files.get("calibrator") else None
 
     threshold = manifest["threshold"]
-    clf = TriageClassifier(
-        model=manifest["model"],
-        features=manifest["features"],
-        threshold=threshold["policy"],
-        class_weight=manifest["class_weight"],
-        random_state=manifest["random_state"],
-        **manifest["params"],
-    )
+    try:
+        clf = TriageClassifier(
+            model=manifest["model"],
+            features=manifest["features"],
+            threshold=threshold["policy"],
+            class_weight=manifest.get("class_weight"),
+            random_state=manifest.get("random_state"),
+            **manifest["params"],
+        )
+    except (TypeError, ValueError) as exc:  # a parameter name TriageClassifier does not take
+        raise ModelFileError(path, f"manifest parameters are not usable: {exc}") from None
     clf.estimator_ = estimator
     clf.calibrator_ = calibrator
     clf.classes_ = np.array(manifest["classes"], dtype=object if isinstance(manifest["classes"][0], str) else None)
@@ -243,8 +356,8 @@ def load_model(path: str | Path) -> TriageClassifier:
     clf.threshold_ = float(threshold["value"])
     clf.threshold_policy_ = str(threshold["policy"])
     clf.params_ = dict(manifest["params"])
-    clf.data_hash_ = manifest["data_hash"]
-    clf.n_train_ = manifest["n_train"]
+    clf.data_hash_ = manifest.get("data_hash")
+    clf.n_train_ = manifest.get("n_train")
     clf.manifest_ = manifest
     return clf
 
@@ -256,19 +369,94 @@ def verify_model_dir(path: str | Path) -> dict[str, object]:
         raise ModelFileError(path, "no such model directory")
     _verify_checksums(path)
     try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        manifest = json.loads(_read_small(path, MANIFEST).decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise ModelFileError(path, f"unreadable manifest.json: {exc}") from None
     check_compatible(manifest, path)
+    _check_manifest_files(manifest, path)
     return manifest
 
 
+def _check_entry(path: Path, name: str) -> os.stat_result:
+    """``name`` inside ``path`` is a plain name of a regular file under the size limit."""
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
+        raise ModelFileError(path, f"file name {name!r} is not a plain name inside the model directory")
+    try:
+        st = os.lstat(path / name)
+    except OSError as exc:
+        raise ModelFileError(path, f"cannot read {name}: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise ModelFileError(path, f"{name} is a symbolic link; a model directory holds regular files only")
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelFileError(path, f"{name} is not a regular file (a FIFO, device or directory)")
+    if st.st_size > MAX_FILE_BYTES:
+        raise ModelFileError(path, f"{name} is {st.st_size:,} bytes, over the limit of {MAX_FILE_BYTES:,}")
+    return st
+
+
+def _read_small(path: Path, name: str) -> bytes:
+    st = _check_entry(path, name)
+    if st.st_size > MAX_TEXT_BYTES:
+        raise ModelFileError(path, f"{name} is {st.st_size:,} bytes, over the limit of {MAX_TEXT_BYTES:,}")
+    try:
+        # O_NOFOLLOW | O_NONBLOCK: if the entry was swapped for a link or FIFO since
+        # lstat, opening fails or returns at once instead of following or blocking.
+        fd = os.open(path / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise ModelFileError(path, f"cannot read {name}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(MAX_TEXT_BYTES + 1)
+
+
+def _check_manifest_files(manifest: dict, path: Path) -> None:
+    """The manifest's files are the kind's, inside the directory; its threshold is usable."""
+    files = manifest["files"]
+    kind = KINDS[manifest["model"]]
+    if not isinstance(files, dict) or not isinstance(files.get("estimator"), str):
+        raise ModelFileError(path, "manifest 'files' must name the estimator file")
+    if unknown := sorted(set(files) - {"estimator", "calibrator"}):
+        raise ModelFileError(path, f"manifest names unknown file role(s): {', '.join(unknown)}")
+    for role, name in files.items():
+        if name is None and role == "calibrator":
+            continue
+        _check_entry(path, name)  # inside, regular, bounded (the checksums cover only the inside)
+    expected = kind.native_file or "model.skops"
+    if files["estimator"] != expected:
+        raise ModelFileError(
+            path, f"a {kind.name} model is stored in {expected}, but the manifest names {files['estimator']!r}"
+        )
+    if files.get("calibrator") not in (None, "calibrator.skops"):
+        raise ModelFileError(path, f"the calibrator is stored in calibrator.skops, not {files['calibrator']!r}")
+    if kind.margin_score and not files.get("calibrator"):
+        raise ModelFileError(path, f"a {kind.name} model needs its calibrator (its score is a margin)")
+    threshold = manifest["threshold"]
+    value = threshold.get("value") if isinstance(threshold, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not 0 <= value <= 1:
+        raise ModelFileError(path, f"manifest threshold {value!r} is not a finite number in [0, 1]")
+    if not isinstance(threshold.get("policy"), str):
+        raise ModelFileError(path, "manifest threshold policy must be text")
+    if not isinstance(manifest["params"], dict) or not all(isinstance(k, str) for k in manifest["params"]):
+        raise ModelFileError(path, "manifest params must be an object of named values")
+    n_features = manifest["n_features"]
+    if isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 1:
+        raise ModelFileError(path, f"manifest n_features {n_features!r} is not a positive integer")
+    features = manifest.get("features")
+    if features is not None and (not isinstance(features, list) or not all(isinstance(f, str) for f in features)):
+        raise ModelFileError(path, "manifest features must be a list of column names")
+    window = manifest.get("window")
+    if window is not None and window != "adaptive" and (isinstance(window, bool) or not isinstance(window, int) or window < 0):
+        raise ModelFileError(path, f"manifest window {window!r} is not 'adaptive' or an integer >= 0")
+
+
 def _verify_checksums(path: Path) -> None:
-    sums_file = path / CHECKSUMS
-    if not sums_file.is_file():
+    if not os.path.lexists(path / CHECKSUMS):
         raise ModelFileError(path, f"no {CHECKSUMS}: not a model directory, or an incomplete one")
+    try:
+        sums_text = _read_small(path, CHECKSUMS).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ModelFileError(path, f"{CHECKSUMS} is not text: not a model directory, or a damaged one") from None
     expected: dict[str, str] = {}
-    for n, line in enumerate(sums_file.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(sums_text.splitlines(), start=1):
         digest, sep, name = line.partition("  ")
         if not sep or len(digest) != 64 or "/" in name or name in ("", ".", ".."):
             raise ModelFileError(path, f"{CHECKSUMS} line {n} is malformed")
@@ -280,6 +468,8 @@ def _verify_checksums(path: Path) -> None:
         raise ModelFileError(path, f"missing file(s): {', '.join(missing)}")
     if unknown := sorted(present - set(expected)):
         raise ModelFileError(path, f"file(s) not covered by the checksums: {', '.join(unknown)}")
+    for name in expected:
+        _check_entry(path, name)  # before reading: a FIFO or /dev/zero link would never end
     for name, digest in expected.items():
         if _sha256(path / name) != digest:
             raise ModelFileError(path, f"checksum mismatch for {name}: the file was modified or corrupted")
@@ -298,11 +488,13 @@ def check_compatible(manifest: object, path: str | Path = "<manifest>") -> None:
     if manifest["model"] not in MODELS:
         raise ModelFileError(path, f"unknown model kind {manifest['model']!r}")
     features = manifest.get("features")
-    if features is not None and len(features) != manifest["n_features"]:
+    if features is not None and (not isinstance(features, list) or len(features) != manifest["n_features"]):
         raise ModelFileError(path, "manifest lists a different number of features than n_features")
-    if len(manifest["classes"]) != 2:
+    if not isinstance(manifest["classes"], list) or len(manifest["classes"]) != 2:
         raise ModelFileError(path, "manifest classes must be two")
     saved = manifest["libraries"]
+    if not isinstance(saved, dict) or not isinstance(manifest["files"], dict):
+        raise ModelFileError(path, "manifest 'libraries' and 'files' must be objects")
     here = library_versions()
     kind = KINDS[manifest["model"]]
     if kind.native_file is None or manifest["files"].get("calibrator"):

@@ -1,0 +1,233 @@
+"""The command line's one boundary: option checks before work, and the last word on errors.
+
+Option checks
+    Each ``check_*`` function takes an option's value and its spelling
+    (``"--test-size"``) and returns the value or raises ``typer.BadParameter``
+    naming the option (click prints it and exits 2). Commands call them first
+    thing, so that a bad option fails in a second, not after minutes of
+    feature extraction or training, and never after writing anything.
+
+Outputs
+    :func:`check_output_not_input` refuses an output path that is, or resolves
+    to, one of the command's inputs (``--out`` equal to ``--data``), before
+    anything is read.
+
+Errors
+    :func:`exit_code_for` is what :func:`triage.cli.app.main` does with an
+    exception that escaped a command: an operating-system error naming a file
+    (full disk, read-only folder, permission) is one line and exit 2, like an
+    :class:`~triage.core.errors.InputError`; anything else is an internal
+    error: one line with the exception's type, the version, and the file the
+    full traceback was written to, exit 1. Never a raw traceback on the
+    terminal.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import traceback
+from pathlib import Path
+
+import typer
+
+#: Where internal errors' tracebacks go, unless ``TRIAGE_ERROR_LOG`` says otherwise.
+ERROR_LOG_NAME = "triage-errors.log"
+
+
+# ---------------------------------------------------------------------- option checks
+
+
+def check_number(option: str, value: float | None, *, low: float | None = None, high: float | None = None,
+                 low_open: bool = False, high_open: bool = False) -> float | None:
+    """``value`` if it is a finite number in the range; ``None`` passes (option not given).
+
+    ``low_open`` / ``high_open`` exclude the bound itself.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value!r}", param_hint=option)
+    lo = "(" if low_open else "["
+    hi = ")" if high_open else "]"
+    span = f"{lo}{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}{hi}"
+    if low is not None and (value < low or (low_open and value == low)):
+        raise typer.BadParameter(f"must be in {span}, got {value:g}", param_hint=option)
+    if high is not None and (value > high or (high_open and value == high)):
+        raise typer.BadParameter(f"must be in {span}, got {value:g}", param_hint=option)
+    return value
+
+
+def check_int(option: str, value: int | None, *, low: int | None = None, high: int | None = None,
+              allow: tuple[int, ...] = ()) -> int | None:
+    """``value`` if it is an int in [low, high] or one of ``allow`` (e.g. -1 = all cores for ``--n-jobs``)."""
+    if value is None or value in allow:
+        return value
+    if (low is not None and value < low) or (high is not None and value > high):
+        extra = f" (or {', '.join(map(str, allow))})" if allow else ""
+        bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise typer.BadParameter(f"must be {bounds}{extra}, got {value}", param_hint=option)
+    return value
+
+
+def check_n_jobs(value: int, option: str = "--n-jobs") -> int:
+    """A joblib process count: >= 1, or -1 for all cores (0 means nothing to joblib)."""
+    check_int(option, value, low=1, allow=(-1,))
+    return value
+
+
+def check_choice(option: str, value: str, choices: tuple[str, ...] | list[str]) -> str:
+    if value not in choices:
+        raise typer.BadParameter(f"must be one of {', '.join(choices)}, got {value!r}", param_hint=option)
+    return value
+
+
+def check_names(option: str, text: str, choices: tuple[str, ...] | list[str]) -> list[str]:
+    """A comma-separated list of names from ``choices``, at least one."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise typer.BadParameter(f"give at least one of {', '.join(choices)}", param_hint=option)
+    for name in names:
+        check_choice(option, name, choices)
+    return names
+
+
+def check_threshold_policy(option: str, spec: str) -> str:
+    """A threshold policy text (``0.5``, ``recall:0.9``, ``fbeta:2``) that parses and is in range."""
+    from triage.training.thresholds import Fixed, MaxFBeta, TargetRecall, parse_policy
+
+    try:
+        policy = parse_policy(spec)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from None
+    # parse_policy reads float text, so "nan" and "inf" arrive here as numbers.
+    if isinstance(policy, Fixed):
+        check_number(option, policy.value, low=0.0, high=1.0)
+    elif isinstance(policy, TargetRecall):
+        check_number(option, policy.recall, low=0.0, high=1.0, low_open=True)
+    elif isinstance(policy, MaxFBeta):
+        check_number(option, policy.beta, low=0.0, low_open=True)
+    return spec
+
+
+def check_model_params(option: str, model: str, params: dict[str, object]) -> dict[str, object]:
+    """``--param`` items the model kind accepts, with values its estimator takes.
+
+    Builds (does not fit) the estimator once, so that an unknown name or a
+    negative number of trees fails now, naming the parameter.
+    """
+    from triage.training.model_kinds import kind_of
+
+    kind = kind_of(model)
+    try:
+        estimator = kind.build({**kind.defaults, **params}, class_weight=None, random_state=0, n_jobs=1)
+        if hasattr(estimator, "_validate_params"):  # scikit-learn's own range checks, without fitting
+            inner = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+            inner._validate_params()
+    except Exception as exc:  # TypeError (unknown name), InvalidParameterError (range): one line
+        raise typer.BadParameter(f"{model}: {_first_line(exc)}", param_hint=option) from None
+    return params
+
+
+def check_input_path(option: str, path: Path | None, *, directory_ok: bool = True) -> Path | None:
+    """An existing file (or directory, when allowed) to read; ``None`` passes."""
+    if path is None or str(path) == "-":
+        return path
+    if not path.exists():
+        raise typer.BadParameter(f"{path}: no such file or directory", param_hint=option)
+    if path.is_dir() and not directory_ok:
+        raise typer.BadParameter(f"{path}: is a directory, expected a file", param_hint=option)
+    return path
+
+
+def check_output_dir(option: str, path: Path) -> Path:
+    """A directory to write into: absent (it will be made) or a directory, never a file."""
+    if path.exists() and not path.is_dir():
+        raise typer.BadParameter(f"{path} exists and is not a directory", param_hint=option)
+    return path
+
+
+def check_output_not_input(out: Path | str | None, *inputs: Path | str | None, option: str = "--out") -> None:
+    """Refuse an output that is, or resolves to, one of ``inputs`` (or lies inside an input directory).
+
+    Symbolic links are followed on both sides, so ``--out link`` pointing at
+    ``--data`` is refused as well. ``-`` (stdin / stdout) is never the same file.
+    """
+    if out is None or str(out) == "-":
+        return
+    target = _resolved(Path(out))
+    for given in inputs:
+        if given is None or str(given) == "-":
+            continue
+        source = _resolved(Path(given))
+        same = target == source
+        if not same and Path(out).exists() and Path(given).exists():
+            try:
+                same = os.path.samefile(out, given)
+            except OSError:
+                same = False
+        if same:
+            raise typer.BadParameter(f"{out} is an input of this command ({given}); refusing to overwrite it",
+                                     param_hint=option)
+        if Path(given).is_dir() and source in target.parents:
+            raise typer.BadParameter(f"{out} lies inside the input directory {given}; write elsewhere",
+                                     param_hint=option)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: compare the spelling
+        return path.absolute()
+
+
+# ---------------------------------------------------------------------- errors
+
+
+def error_log_path() -> Path:
+    """``$TRIAGE_ERROR_LOG``, else ``triage-errors.log`` in the temporary folder."""
+    return Path(os.environ.get("TRIAGE_ERROR_LOG") or Path(tempfile.gettempdir()) / ERROR_LOG_NAME)
+
+
+def exit_code_for(exc: BaseException, print_line) -> int:
+    """Report an exception that escaped a command with ``print_line(text)``; return the exit code.
+
+    OSError with a file name (disk full, read-only, permission denied): the
+    user can fix it, so one line naming the file, exit 2. Everything else is
+    our bug: one line, the version, and where the traceback was written, exit 1.
+    """
+    if isinstance(exc, OSError) and (exc.filename is not None or exc.errno is not None):
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        reason = exc.strerror or str(exc)
+        print_line(f"error: {where}{reason}")
+        return 2
+    log = error_log_path()
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"--- triage {version()} pid {os.getpid()}\n")
+            fh.write("".join(traceback.format_exception(exc)))
+        logged = f"the traceback is in {log}"
+    except OSError as write_error:
+        logged = f"the traceback could not be written to {log} ({write_error.strerror})"
+    print_line(
+        f"internal error: {type(exc).__name__}: {_first_line(exc)} "
+        f"(triage {version()}); {logged}; please report it"
+    )
+    return 1
+
+
+def version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("changepoint-triage")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else ""
+    return line if len(line) <= 300 else line[:290] + "..."
