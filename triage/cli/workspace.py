@@ -1,0 +1,141 @@
+"""Workspace commands: ``triage serve``, ``triage labels export|agreement``.
+
+``serve``     the triage workspace, a local web application
+              (:mod:`triage.workspace.app`) where sheriffs decide alerts;
+``labels``    the labels store those decisions go to
+              (:mod:`triage.workspace.store`): export it in the long layout,
+              print the model's precision and recall against it by week.
+
+``triage train --labels FILE`` (:mod:`triage.cli.training`) trains on the data
+with the store's decisions overlaid.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+labels_app = typer.Typer(help="The workspace's labels store: export decisions, agreement by week.", no_args_is_help=True)
+
+DATA_HELP = "Dataset file or directory (any layout triage.loaders reads)."
+LABELS_HELP = "SQLite labels store the decisions go to (created when missing)."
+
+
+def _default_sheriff() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        return os.environ.get("USER", "sheriff")
+
+
+def serve(
+    data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
+    labels: Annotated[Path, typer.Option("--labels", help=LABELS_HELP)],
+    candidates: Annotated[Path | None, typer.Option("--candidates", help="Detector candidates (any layout `triage score` reads); default: the candidates labelled in --data.")] = None,
+    model: Annotated[Path | None, typer.Option("--model", help="Model directory: P(true) and the model's call for every alert.")] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind; anything but loopback needs --token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8765,
+    token: Annotated[str | None, typer.Option("--token", envvar="TRIAGE_TOKEN", help="Access token every request must carry (required off loopback; or $TRIAGE_TOKEN).")] = None,
+    commit_url: Annotated[str | None, typer.Option("--commit-url", help="Commit link template, e.g. https://github.com/o/r/commit/{commit}.")] = None,
+    sheriff: Annotated[str | None, typer.Option("--sheriff", help="Name recorded with decisions when the page gives none (default: your user name).")] = None,
+) -> None:
+    """Serve the triage workspace: the alert queue, series plots, one-click decisions, agreement by week."""
+    from triage.workspace.app import Workspace, check_commit_url, check_host, create_app
+    from triage.workspace.store import LabelsStore
+
+    try:
+        check_host(host, token)
+        check_commit_url(commit_url)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    ws = build_workspace(data, labels, candidates, model, commit_url=commit_url,
+                         sheriff=sheriff or _default_sheriff(), token=token, store_cls=LabelsStore,
+                         workspace_cls=Workspace)
+    import uvicorn
+
+    shown = "localhost" if host in ("127.0.0.1", "::1") else host
+    url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    console.print(f"{len(ws.alerts):,} alerts from {len(ws.dataset):,} series; decisions go to [bold]{labels}[/]", soft_wrap=True)
+    console.print(f"open [bold]{url}[/] (Ctrl-C stops)", soft_wrap=True)
+    uvicorn.run(create_app(ws), host=host, port=port, log_level="warning")
+
+
+def build_workspace(data, labels, candidates, model, *, commit_url, sheriff, token, store_cls, workspace_cls):
+    """Load the data, score the alerts, open the store: everything ``serve`` needs before listening."""
+    from triage.inference import load_classifier
+    from triage.loaders import load
+    from triage.workspace.alerts import build_alerts
+
+    store = store_cls(labels)
+    dataset = load(data)
+    clf = load_classifier(model) if model is not None else None
+    with console.status(f"building the alerts of {len(dataset):,} series"):
+        alerts = build_alerts(dataset, candidates, clf)
+    return workspace_cls(dataset=dataset, alerts=alerts, store=store,
+                         model_name=str(model) if model is not None else None,
+                         commit_url=commit_url, sheriff=sheriff, token=token)
+
+
+@labels_app.command("export")
+def labels_export(
+    labels: Annotated[Path, typer.Option("--labels", help="SQLite labels store written by `triage serve`.")],
+    out: Annotated[Path, typer.Option("--out", help="CSV or Parquet to write (atomically).")],
+    data: Annotated[Path | None, typer.Option("--data", help="With the data: the whole dataset in the long layout with the decisions as its labels (what `triage train --data` reads). Without: one row per decided alert.")] = None,
+) -> None:
+    """Export the sheriffs' current decisions in the long layout."""
+    from triage.core.atomic import write_csv_atomic
+    from triage.workspace.store import LabelsStore, export_long
+
+    store = LabelsStore(labels, create=False)
+    if data is not None:
+        from triage.loaders import load, write_long
+        from triage.workspace.store import overlay
+
+        merged, n = overlay(load(data), store)
+        write_long(merged, out)
+        console.print(f"{len(merged):,} series with {n:,} decisions as labels written to [bold]{out}[/]", soft_wrap=True)
+        return
+    frame = export_long(store)
+    if out.suffix == ".parquet":
+        from triage.core.atomic import atomic_write
+
+        atomic_write(out, lambda tmp: frame.to_parquet(tmp, index=False))
+    else:
+        write_csv_atomic(frame, out)
+    console.print(f"{len(frame):,} decisions written to [bold]{out}[/]", soft_wrap=True)
+
+
+@labels_app.command("agreement")
+def labels_agreement(
+    labels: Annotated[Path, typer.Option("--labels", help="SQLite labels store written by `triage serve`.")],
+) -> None:
+    """The model's precision and recall against the sheriffs' decisions, by week."""
+    from triage.workspace.store import LabelsStore, agreement_by_week
+
+    store = LabelsStore(labels, create=False)
+    frame = agreement_by_week(store)
+    if frame.empty:
+        console.print(f"no true/false decision with a model call in {labels} ({len(store):,} decisions recorded)")
+        return
+    table = Table(title=f"the model against the sheriffs, by week ({labels})")
+    for col in ("week", "model", "decisions", "both true", "model only", "sheriff only", "both false",
+                "precision", "recall", "agreement"):
+        table.add_column(col, justify="left" if col in ("week", "model") else "right")
+    fmt = lambda v: "n/a" if v != v else f"{v:.3f}"  # noqa: E731  (NaN: nothing to divide by)
+    for r in frame.to_dict("records"):
+        table.add_row(r["week"], r["model"] or "-", str(r["decisions"]), str(r["tp"]), str(r["fp"]), str(r["fn"]),
+                      str(r["tn"]), fmt(r["precision"]), fmt(r["recall"]), fmt(r["agreement"]))
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.add_typer(labels_app, name="labels")
+

@@ -1,0 +1,210 @@
+"""The alerts a sheriff reviews: one per detector candidate, with what a person needs to decide.
+
+Each :class:`Alert` carries the series name (suite / test / platform where
+the candidate file names them, e.g. a Perfherder export; else the series
+id), the commit, its date, the % change of the median and its direction
+(regression or improvement, from the series' ``higher_is_better`` when the
+History has one, lower is better otherwise), P(true) and the model's call,
+the detector that raised it, and a plain reason computed from the values
+around the commit (:func:`reason`), e.g. "median rose 12% (5.0 noise sd) and
+stayed up for 30 commits".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from triage.candidate_files import CandidateTable, read_candidates, resolve
+from triage.core import labels as L
+from triage.core.history import Dataset, History
+
+#: Commits on each side of a candidate used for the medians of the reason.
+REASON_WINDOW = 30
+#: Consecutive commits whose median must fall back for the change to end.
+SETTLE = 5
+
+
+@dataclass
+class Alert:
+    """One candidate in the queue (``key`` = (series_id, commit) identifies it)."""
+
+    series_id: str
+    name: str
+    commit: str
+    index: int
+    date: pd.Timestamp | None
+    change_pct: float
+    direction: str  # "regression", "improvement" or "none"
+    detector: str
+    data_label: str
+    reason: str
+    p_true: float | None = None
+    model_call: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.series_id, self.commit)
+
+
+def lower_is_better(history: History) -> bool:
+    """The unit's direction: ``higher_is_better`` on the History when present (ops/s), else lower."""
+    return not bool(getattr(history, "higher_is_better", False))
+
+
+def _noise_sd(values: np.ndarray) -> float:
+    """Robust noise level: the MAD of first differences / sqrt(2), so a slow drift is not noise."""
+    if len(values) < 3:
+        return float(np.std(values)) if len(values) else 0.0
+    d = np.diff(values)
+    mad = float(np.median(np.abs(d - np.median(d)))) * 1.4826 / np.sqrt(2.0)
+    return mad if mad > 0 else float(np.std(values))
+
+
+def change_at(history: History, i: int, window: int = REASON_WINDOW) -> tuple[float, float, float, int, bool]:
+    """(median before, median after, noise sd, commits the new level lasted, lasted to the end)."""
+    v = history.values
+    pre = v[max(0, i - window): i]
+    post = v[i: i + window]
+    if len(pre) == 0 or len(post) == 0:
+        return float("nan"), float("nan"), float("nan"), 0, False
+    before, after = float(np.median(pre)), float(np.median(post))
+    sd = _noise_sd(pre if len(pre) >= 3 else np.concatenate([pre, post]))
+    mid = (before + after) / 2.0
+    up = after >= before
+    # The change lasts while the rolling median of SETTLE commits stays past the midpoint.
+    n = len(v)
+    lasted = n - i
+    for j in range(i, n - SETTLE + 1):
+        m = float(np.median(v[j: j + SETTLE]))
+        if (m < mid) if up else (m > mid):
+            lasted = j - i
+            break
+    return before, after, sd, lasted, i + lasted >= n
+
+
+def reason(history: History, i: int) -> tuple[str, float, str]:
+    """Plain words for the change at ``i``, its % change and direction.
+
+    Returns (reason, % change of the median, "regression" | "improvement" | "none").
+    """
+    before, after, sd, lasted, to_end = change_at(history, i)
+    if not np.isfinite(before) or not np.isfinite(after):
+        where = "first" if i == 0 else "last"
+        return f"the {where} commit of the history: no values on one side", float("nan"), "none"
+    pct = (after - before) / abs(before) * 100.0 if before != 0 else float("nan")
+    if after == before:
+        return "median unchanged", 0.0, "none"
+    rose = after > before
+    direction = "regression" if rose == lower_is_better(history) else "improvement"
+    verb = "rose" if rose else "fell"
+    size = f"{abs(pct):.3g}%" if np.isfinite(pct) else f"from {before:.4g} to {after:.4g}"
+    noise = f" ({abs(after - before) / sd:.1f} noise sd)" if sd > 0 else " (noise-free series)"
+    side = "up" if rose else "down"
+    if to_end:
+        stay = f"stayed {side} to the end of the history ({lasted} commits)"
+    elif lasted <= 1:
+        stay = "came straight back (a spike)"
+    else:
+        stay = f"stayed {side} for {lasted} commits"
+    return f"median {verb} {size}{noise} and {stay}", pct, direction
+
+
+def _display_names(table: CandidateTable) -> list[str | None]:
+    """Suite / test / platform of each candidate when the detector's file names them (Perfherder)."""
+    f = table.fields
+    cols = [[c for c in (f"signature_{k}", k) if c in f.columns] for k in ("suite", "test", "machine_platform")]
+    if "platform" in f.columns and not cols[2]:
+        cols[2] = ["platform"]
+    if not any(cols):
+        return [None] * len(table)
+    out: list[str | None] = []
+    for _, rec in f.iterrows():
+        parts = []
+        for options in cols:
+            for c in options:
+                val = rec.get(c)
+                if val is not None and not (isinstance(val, float) and np.isnan(val)) and str(val).strip():
+                    parts.append(str(val).strip())
+                    break
+        out.append(" / ".join(parts) if parts else None)
+    return out
+
+
+def _detectors(table: CandidateTable) -> list[str]:
+    if "detector" in table.fields.columns:
+        return [str(d) for d in table.fields["detector"].fillna("")]
+    name = {"otava-json": "otava", "otava-csv": "otava", "perfherder-json": "perfherder",
+            "perfherder-csv": "perfherder"}.get(table.layout, table.layout)
+    return [name] * len(table)
+
+
+def build_alerts(
+    dataset: Dataset,
+    candidates: str | Path | None = None,
+    classifier=None,
+    *,
+    model_name: str | None = None,
+) -> list[Alert]:
+    """Every alert of the workspace.
+
+    ``candidates``: a detector's file (any layout :func:`read_candidates`
+    reads); without it, the candidates labelled in the data (any non-empty
+    label). ``classifier``: when given, P(true) and the model's call per
+    alert (:func:`triage.scoring.score_candidates`).
+    """
+    if candidates is not None:
+        table = read_candidates(candidates)
+        names = _display_names(table)
+        detectors = _detectors(table)
+    else:
+        sids = [h.series_id for h in dataset for _ in h.candidates()]
+        idx = [int(i) for h in dataset for i in h.candidates()]
+        table = CandidateTable.from_points(sids, idx, source=str(dataset.source))
+        names = [None] * len(table)
+        detectors = ["labelled in the data"] * len(table)
+    if len(table) == 0:
+        return []
+    series, index = resolve(dataset, table)
+    p_true: list[float | None] = [None] * len(table)
+    calls: list[str | None] = [None] * len(table)
+    if classifier is not None:
+        from triage.scoring import score_candidates
+
+        scored = score_candidates(dataset, table, classifier, explain_top=0)
+        pcol = "triage_p_true" if "triage_p_true" in scored.columns else "p_true"
+        ccol = "triage_classification" if "triage_classification" in scored.columns else "classification"
+        p_true = [float(p) for p in scored[pcol]]
+        calls = [str(c) for c in scored[ccol]]
+    alerts: dict[tuple[str, str], Alert] = {}
+    for k, (sid, i) in enumerate(zip(series, index.tolist(), strict=True)):
+        h = dataset[sid]
+        commit = str(h.commits[i])
+        if (sid, commit) in alerts:  # the same commit flagged twice (two detectors): one alert
+            alerts[(sid, commit)].detector += f", {detectors[k]}" if detectors[k] not in alerts[(sid, commit)].detector else ""
+            continue
+        why, pct, direction = reason(h, i)
+        date = None
+        if h.timestamps is not None and not pd.isna(h.timestamps[i]):
+            date = pd.Timestamp(h.timestamps[i])
+        alerts[(sid, commit)] = Alert(
+            series_id=sid, name=names[k] or sid, commit=commit, index=int(i), date=date, change_pct=pct,
+            direction=direction, detector=detectors[k] or "unknown", data_label=str(h.labels[i]), reason=why,
+            p_true=p_true[k], model_call=calls[k],
+        )
+    return list(alerts.values())
+
+
+def status_of(alert: Alert, decided: str | None) -> str:
+    """The alert's status word: the sheriff's decision, else the data's label, else untriaged."""
+    label = decided if decided is not None else alert.data_label
+    if label == L.TRUE_POSITIVE:
+        return "true"
+    if label == L.FALSE_POSITIVE:
+        return "false"
+    if label == L.UNDER_INVESTIGATION and decided is not None:
+        return "unsure"
+    return "untriaged"

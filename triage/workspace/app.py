@@ -1,0 +1,415 @@
+"""The workspace's web application (Starlette; served by uvicorn from ``triage serve``).
+
+Pages: ``/`` the alert queue (filters in the query string), ``/series?id=``
+a series with its plot (``/plot.png?id=``), ``/agreement`` the model against
+the sheriffs by week. ``POST /decide`` and ``POST /undo`` change the labels
+store and redirect back (303), so every decision is one click and works
+without JavaScript; ``static/workspace.js`` only remembers the sheriff's name.
+
+Safety:
+
+* every POST carries the page's CSRF token (a random value per server run,
+  in a hidden field): a page on another site cannot read it, so cannot forge
+  a decision;
+* Jinja2 autoescapes every value (series names and notes are user data), and
+  the Content-Security-Policy allows scripts, styles and images from this
+  server only (no inline script), so an injected ``<script>`` would not run
+  even if it slipped through;
+* with an access token (required off loopback, see :func:`check_host`) every
+  request must present it: ``?token=`` once (then an HttpOnly, SameSite=Strict
+  cookie), or ``Authorization: Bearer``;
+* bad requests get a 4xx page with one clear sentence; an unexpected error
+  a 500 page without a traceback (logged on the server).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlencode
+
+import jinja2
+import pandas as pd
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from triage.core import labels as L
+from triage.core.history import Dataset
+from triage.workspace.alerts import Alert, status_of
+from triage.workspace.plot import series_png
+from triage.workspace.store import DECISIONS, MAX_NOTE, Decision, LabelsStore, agreement_by_week
+
+HERE = Path(__file__).resolve().parent
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+STATUSES = ("untriaged", "true", "false", "unsure")
+CALLS = {"true": L.TRUE_POSITIVE, "false": L.FALSE_POSITIVE}
+DIRECTIONS = ("regression", "improvement")
+#: Largest POST body accepted (a decision is a few hundred bytes).
+MAX_BODY = 16_384
+#: Rows shown per queue page.
+PAGE = 200
+log = logging.getLogger("triage.workspace")
+
+
+def check_host(host: str, token: str | None) -> None:
+    """Refuse to serve off loopback without an access token (``ValueError`` says why)."""
+    if host not in LOOPBACK and not token:
+        raise ValueError(f"--host {host} is reachable from other machines: give --token (a secret every request must carry)")
+    if token is not None and len(token) < 12:
+        raise ValueError("--token must be at least 12 characters")
+
+
+def check_commit_url(template: str | None) -> None:
+    """A commit URL template is http(s) and has ``{commit}`` (``ValueError`` otherwise)."""
+    if template is None:
+        return
+    if not template.startswith(("http://", "https://")) or "{commit}" not in template:
+        raise ValueError("--commit-url must be an http(s) URL containing {commit}, e.g. https://github.com/o/r/commit/{commit}")
+
+
+@dataclass
+class Workspace:
+    """What the server holds: the data, the alerts, the store and the settings."""
+
+    dataset: Dataset
+    alerts: list[Alert]
+    store: LabelsStore
+    model_name: str | None = None
+    commit_url: str | None = None
+    sheriff: str = "sheriff"
+    token: str | None = None
+    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    by_key: dict[tuple[str, str], Alert] = field(init=False)
+    _plot_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        check_commit_url(self.commit_url)
+        self.by_key = {a.key: a for a in self.alerts}
+
+    def commit_link(self, commit: str) -> str | None:
+        if not self.commit_url:
+            return None
+        return self.commit_url.replace("{commit}", quote(commit, safe=""))
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+class BadRequest(HTTPException):
+    def __init__(self, detail: str, status: int = 400):
+        super().__init__(status_code=status, detail=detail)
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(HERE / "templates")),
+        autoescape=True,  # every value is escaped: series names and notes are user data
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["pct"] = lambda v: "" if v is None or pd.isna(v) else f"{v:+.1f}%"
+    env.filters["prob"] = lambda v: "" if v is None else f"{v:.2f}"
+    env.filters["date"] = lambda v: "" if v is None else v.strftime("%Y-%m-%d %H:%M")
+    env.filters["q"] = lambda v: quote(str(v), safe="")
+    return env
+
+
+ENV = _env()
+
+
+def _page(ws: Workspace, template: str, status: int = 200, **context) -> HTMLResponse:
+    html = ENV.get_template(template).render(csrf=ws.csrf, model_name=ws.model_name, **context)
+    return HTMLResponse(html, status_code=status)
+
+
+def _date_param(params, name: str) -> pd.Timestamp | None:
+    text = params.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        ts = pd.Timestamp(text)
+    except (ValueError, TypeError):
+        raise BadRequest(f"{name}: {text[:40]!r} is not a date (use YYYY-MM-DD)") from None
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+
+
+def _choice(params, name: str, allowed) -> str:
+    value = params.get(name, "").strip()
+    if value and value not in allowed:
+        raise BadRequest(f"{name} must be one of {', '.join(allowed)} (got {value[:40]!r})")
+    return value
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The urlencoded body as a dict of single values (4xx for anything else)."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip()
+    if ctype != "application/x-www-form-urlencoded":
+        raise BadRequest("send the form as application/x-www-form-urlencoded", 415)
+    size = request.headers.get("content-length")
+    if size is not None and (not size.isdigit() or int(size) > MAX_BODY):
+        raise BadRequest(f"request body larger than {MAX_BODY} bytes", 413)
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        raise BadRequest(f"request body larger than {MAX_BODY} bytes", 413)
+    try:
+        parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+    except UnicodeDecodeError:
+        raise BadRequest("the form is not UTF-8") from None
+    return {k: v[-1] for k, v in parsed.items()}
+
+
+def _check_csrf(ws: Workspace, form: dict[str, str]) -> None:
+    if not hmac.compare_digest(form.get("csrf", "").encode(), ws.csrf.encode()):
+        raise BadRequest("missing or stale form token: reload the page and try again", 403)
+
+
+def _alert_of(ws: Workspace, form: dict[str, str]) -> Alert:
+    sid, commit = form.get("series_id", ""), form.get("commit", "")
+    if not sid or not commit:
+        raise BadRequest("series_id and commit are required")
+    alert = ws.by_key.get((sid, commit))
+    if alert is None:
+        raise BadRequest(f"no alert at commit {commit[:60]!r} of series {sid[:120]!r}", 404)
+    return alert
+
+
+def _next(form: dict[str, str], alert: Alert) -> str:
+    """Where to go after a POST: a local path only (no open redirect)."""
+    target = form.get("next", "/")
+    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+        target = "/"
+    return f"{target}#a-{quote(alert.series_id, safe='')}-{quote(alert.commit, safe='')}"
+
+
+def _rows(ws: Workspace, alerts: list[Alert], current: dict[tuple[str, str], Decision]) -> list[dict]:
+    rows = []
+    for a in alerts:
+        d = current.get(a.key)
+        rows.append({
+            "a": a,
+            "status": status_of(a, d.label if d else None),
+            "decision": d,
+            "link": ws.commit_link(a.commit),
+            "anchor": f"a-{quote(a.series_id, safe='')}-{quote(a.commit, safe='')}",
+            "call": {L.TRUE_POSITIVE: "true", L.FALSE_POSITIVE: "false"}.get(a.model_call or "", ""),
+        })
+    return rows
+
+
+def _sort_key(row: dict) -> tuple:
+    """Untriaged first, then the most likely true (no model: the biggest change) first."""
+    a: Alert = row["a"]
+    p = a.p_true if a.p_true is not None else -1.0
+    size = abs(a.change_pct) if a.change_pct == a.change_pct else 0.0
+    return (row["status"] != "untriaged", -p, -size, a.series_id, a.index)
+
+
+# ---------------------------------------------------------------------- pages
+
+
+async def queue(request: Request) -> Response:
+    ws: Workspace = request.app.state.ws
+    q = request.query_params
+    series = q.get("series", "").strip()
+    status = _choice(q, "status", (*STATUSES, "all"))
+    call = _choice(q, "call", tuple(CALLS))
+    direction = _choice(q, "direction", DIRECTIONS)
+    since, until = _date_param(q, "since"), _date_param(q, "until")
+    if since is not None and until is not None and since > until:
+        raise BadRequest("since is after until")
+    try:
+        limit = int(q.get("limit", PAGE))
+    except ValueError:
+        raise BadRequest("limit must be a whole number") from None
+    if not 1 <= limit <= 10_000:
+        raise BadRequest("limit must be between 1 and 10000")
+    current = await run_in_threadpool(ws.store.current)
+    rows = _rows(ws, ws.alerts, current)
+    needle = series.lower()
+    kept = []
+    for r in rows:
+        a: Alert = r["a"]
+        if needle and needle not in a.series_id.lower() and needle not in a.name.lower():
+            continue
+        if status and status != "all" and r["status"] != status:
+            continue
+        if call and a.model_call != CALLS[call]:
+            continue
+        if direction and a.direction != direction:
+            continue
+        if since is not None and (a.date is None or _utc(a.date) < since):
+            continue
+        if until is not None and (a.date is None or _utc(a.date) > until + pd.Timedelta(days=1)):
+            continue
+        kept.append(r)
+    kept.sort(key=_sort_key)
+    filters = {"series": series, "status": status, "call": call, "direction": direction,
+               "since": q.get("since", ""), "until": q.get("until", "")}
+    here = "/?" + urlencode({k: v for k, v in filters.items() if v}) if any(filters.values()) else "/"
+    counts = {s: sum(r["status"] == s for r in rows) for s in STATUSES}
+    return _page(ws, "queue.html", rows=kept[:limit], total=len(kept), all_total=len(rows), filters=filters,
+                 here=here, counts=counts, statuses=STATUSES, has_model=any(a.p_true is not None for a in ws.alerts),
+                 title="Alert queue")
+
+
+def _utc(ts: pd.Timestamp) -> pd.Timestamp:
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+
+
+async def series_page(request: Request) -> Response:
+    ws: Workspace = request.app.state.ws
+    sid = request.query_params.get("id", "")
+    if sid not in ws.dataset:
+        raise BadRequest(f"no series {sid[:120]!r} in the data", 404)
+    current = await run_in_threadpool(ws.store.current)
+    rows = _rows(ws, [a for a in ws.alerts if a.series_id == sid], current)
+    rows.sort(key=lambda r: r["a"].index)
+    h = ws.dataset[sid]
+    name = rows[0]["a"].name if rows else sid
+    return _page(ws, "series.html", rows=rows, sid=sid, name=name, n_commits=len(h),
+                 here=f"/series?id={quote(sid, safe='')}", title=name)
+
+
+async def plot(request: Request) -> Response:
+    ws: Workspace = request.app.state.ws
+    sid = request.query_params.get("id", "")
+    if sid not in ws.dataset:
+        raise BadRequest(f"no series {sid[:120]!r} in the data", 404)
+    current = await run_in_threadpool(ws.store.current)
+    rows = _rows(ws, [a for a in ws.alerts if a.series_id == sid], current)
+    points = [(r["a"].index, r["status"], r["a"].p_true, r["a"].model_call) for r in rows]
+    h = ws.dataset[sid]
+    title = rows[0]["a"].name if rows else sid
+
+    def draw() -> bytes:
+        with ws._plot_lock:  # matplotlib's font cache and Agg are not made for concurrent drawing
+            return series_png(h, points, title=title)
+
+    png = await run_in_threadpool(draw)
+    return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
+
+
+async def agreement_page(request: Request) -> Response:
+    ws: Workspace = request.app.state.ws
+    table = await run_in_threadpool(agreement_by_week, ws.store)
+    return _page(ws, "agreement.html", weeks=table.to_dict("records"), title="Agreement by week",
+                 n_decisions=len(ws.store))
+
+
+async def decide(request: Request) -> Response:
+    ws: Workspace = request.app.state.ws
+    form = await _form(request)
+    _check_csrf(ws, form)
+    alert = _alert_of(ws, form)
+    decision = form.get("decision", "")
+    if decision not in DECISIONS:
+        raise BadRequest(f"decision must be one of {', '.join(DECISIONS)} (got {decision[:40]!r})")
+    note = form.get("note", "")
+    if len(note) > MAX_NOTE:
+        raise BadRequest(f"the note is longer than {MAX_NOTE} characters")
+    who = form.get("who", "").strip()[:200] or ws.sheriff
+    await run_in_threadpool(
+        lambda: ws.store.record(alert.series_id, alert.commit, decision, who=who, note=note, p_true=alert.p_true,
+                                model_call=alert.model_call, model=ws.model_name)
+    )
+    return RedirectResponse(_next(form, alert), status_code=303)
+
+
+async def undo(request: Request) -> Response:
+    ws: Workspace = request.app.state.ws
+    form = await _form(request)
+    _check_csrf(ws, form)
+    alert = _alert_of(ws, form)
+    who = form.get("who", "").strip()[:200] or ws.sheriff
+    done = await run_in_threadpool(lambda: ws.store.undo(alert.series_id, alert.commit, who=who))
+    if done is None:
+        raise BadRequest("this alert has no decision to undo", 409)
+    return RedirectResponse(_next(form, alert), status_code=303)
+
+
+async def favicon(request: Request) -> Response:
+    return Response((HERE / "static" / "favicon.svg").read_bytes(), media_type="image/svg+xml")
+
+
+# ---------------------------------------------------------------------- errors and middleware
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    status = getattr(exc, "status_code", 400)
+    detail = getattr(exc, "detail", "") or "bad request"
+    ws: Workspace = request.app.state.ws
+    return _page(ws, "error.html", status=status, status_code=status, message=str(detail), title="Error")
+
+
+async def server_error(request: Request, exc: Exception) -> Response:
+    log.exception("unexpected error on %s", request.url.path)
+    ws: Workspace = request.app.state.ws
+    return _page(ws, "error.html", status=500, status_code=500,
+                 message="the workspace could not handle this request (the server log has the details)", title="Error")
+
+
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+
+class Guard(BaseHTTPMiddleware):
+    """The access token (when set) and the security headers on every response."""
+
+    async def dispatch(self, request: Request, call_next) -> Response:
+        ws: Workspace = request.app.state.ws
+        if ws.token:
+            given = request.query_params.get("token")
+            if given is not None and hmac.compare_digest(given.encode(), ws.token.encode()):
+                # Trade the URL's token for a cookie, and drop it from the address bar.
+                rest = {k: v for k, v in request.query_params.items() if k != "token"}
+                target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+                response: Response = RedirectResponse(target, status_code=303)
+                response.set_cookie("triage_token", ws.token, httponly=True, samesite="strict")
+                return self._harden(response)
+            bearer = request.headers.get("authorization", "")
+            presented = request.cookies.get("triage_token") or (bearer[7:] if bearer.startswith("Bearer ") else "")
+            if not hmac.compare_digest(presented.encode(), ws.token.encode()):
+                return self._harden(HTMLResponse(
+                    "<!doctype html><title>Token required</title><p>This workspace needs its access token: "
+                    "open the address <code>triage serve</code> printed (it ends in <code>?token=...</code>).</p>",
+                    status_code=401))
+        return self._harden(await call_next(request))
+
+    @staticmethod
+    def _harden(response: Response) -> Response:
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["X-Frame-Options"] = "DENY"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
+
+
+def create_app(ws: Workspace) -> Starlette:
+    """The ASGI application serving ``ws``."""
+    routes = [
+        Route("/", queue),
+        Route("/series", series_page),
+        Route("/plot.png", plot),
+        Route("/agreement", agreement_page),
+        Route("/decide", decide, methods=["POST"]),
+        Route("/undo", undo, methods=["POST"]),
+        Route("/favicon.ico", favicon),
+        Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(Guard)],
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+    )
+    app.state.ws = ws
+    return app

@@ -1,0 +1,74 @@
+"""The series page's picture: values against dates, confirmed changes, candidates, model calls.
+
+Drawn with matplotlib's object API (a ``Figure`` per call, no pyplot state),
+because the server draws from several threads at once.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import numpy as np
+
+from triage.core.history import History
+
+# Status word -> (colour, marker): sheriff-true reads red, false grey, open orange.
+STATUS_STYLE: dict[str, tuple[str, str]] = {
+    "true": ("tab:red", "^"),
+    "false": ("tab:gray", "x"),
+    "unsure": ("tab:purple", "s"),
+    "untriaged": ("tab:orange", "o"),
+}
+
+
+def series_png(history: History, points: Sequence[tuple[int, str, float | None, str | None]], *,
+               title: str) -> bytes:
+    """A PNG of ``history``.
+
+    ``points``: per alert ``(index, status word, P(true) or None, model call or None)``.
+    The x-axis is the commit date when the series has timestamps, else the
+    position. Confirmed changes (status ``true``) get a vertical line; every
+    candidate a marker by status; the model's call is written above it
+    (P(true), bold when called true).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    n = len(history)
+    has_dates = history.timestamps is not None and not np.all(np.isnat(history.timestamps))
+    x = history.timestamps if has_dates else np.arange(n)
+    fig = Figure(figsize=(10, 3.4), dpi=96)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value")
+    top = float(np.nanmax(history.values)) if n else 0.0
+    seen: set[str] = set()
+    confirmed_drawn = False
+    for index, status, p_true, call in points:
+        if status == "true":
+            ax.axvline(x[index], color="tab:red", lw=1.0, ls="--", alpha=0.6,
+                       label=None if confirmed_drawn else "confirmed change")
+            confirmed_drawn = True
+        colour, marker = STATUS_STYLE.get(status, STATUS_STYLE["untriaged"])
+        ax.scatter([x[index]], [history.values[index]], color=colour, marker=marker, s=55, zorder=3,
+                   label=None if status in seen else f"candidate: {status}")
+        seen.add(status)
+        if p_true is not None:
+            ax.annotate(f"{p_true:.2f}", (x[index], top), fontsize=7, ha="center", va="bottom",
+                        color="tab:red" if call == "true_positive" else "tab:gray",
+                        fontweight="bold" if call == "true_positive" else "normal")
+    if n:  # head-room for the P(true) labels written above the line
+        low = float(np.nanmin(history.values))
+        ax.set_ylim(top=top + 0.15 * (top - low if top > low else abs(top) or 1.0))
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("commit date" if has_dates else "commit (position in history)")
+    ax.set_ylabel("value")
+    if has_dates:
+        fig.autofmt_xdate()
+    ax.legend(fontsize=7, loc="upper left", ncols=3)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

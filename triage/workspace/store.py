@@ -1,0 +1,327 @@
+"""The labels store: every sheriff decision, in SQLite.
+
+One file (``--labels FILE``) holds an append-only table of decisions::
+
+    id, series_id, commit, label, note, who, decided_at,
+    p_true, model_call, model, undone_at, undone_by
+
+``label`` is a canonical label of :mod:`triage.core.labels`: the workspace's
+*true* is ``true_positive``, *false* is ``false_positive`` and *unsure* is
+``under_investigation`` (still untriaged: training ignores it). ``p_true``,
+``model_call`` and ``model`` record what the model said when the sheriff
+decided, so the agreement by week is measured against the model that served
+the decision, not whichever model is loaded later.
+
+Why append-only: two sheriffs deciding the same alert at once both keep
+their row (nothing is overwritten); the *current* decision of an alert is its
+latest row not undone. Undo marks that row undone (who and when) rather than
+deleting it. Each decision or undo is one transaction; the journal is WAL so
+readers never block the writer, and ``busy_timeout`` makes a second writer
+wait instead of failing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from triage.core import labels as L
+from triage.core.errors import InputError
+from triage.core.history import Dataset, History
+
+#: The workspace's three buttons and the canonical label each stores.
+DECISIONS: dict[str, str] = {
+    "true": L.TRUE_POSITIVE,
+    "false": L.FALSE_POSITIVE,
+    "unsure": L.UNDER_INVESTIGATION,
+}
+#: Canonical label -> button word, for display.
+WORDS: dict[str, str] = {v: k for k, v in DECISIONS.items()}
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS decisions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    series_id TEXT NOT NULL,
+    commit_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    who TEXT NOT NULL,
+    decided_at TEXT NOT NULL,
+    p_true REAL,
+    model_call TEXT,
+    model TEXT,
+    undone_at TEXT,
+    undone_by TEXT
+);
+CREATE INDEX IF NOT EXISTS decisions_alert ON decisions (series_id, commit_id, id);
+CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+FORMAT = "triage-labels-1"
+#: Longest note kept (a note is a comment, not a document).
+MAX_NOTE = 2000
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One row of the store."""
+
+    id: int
+    series_id: str
+    commit: str
+    label: str
+    note: str
+    who: str
+    decided_at: str
+    p_true: float | None
+    model_call: str | None
+    model: str | None
+    undone_at: str | None = None
+    undone_by: str | None = None
+
+    @property
+    def word(self) -> str:
+        return WORDS.get(self.label, self.label)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class LabelsStore:
+    """The decisions of one labels file. Safe to share between threads.
+
+    Each thread gets its own connection (sqlite3 connections are not shared
+    across threads); every write is one ``BEGIN IMMEDIATE`` transaction.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True):
+        self.path = Path(path)
+        if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
+            raise InputError(self.path, None, "the labels store must be a regular file (not a link, directory or device)")
+        if not self.path.exists() and not create:
+            raise InputError(self.path, None, "no such labels store")
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        try:
+            con = self._con()
+            con.executescript(SCHEMA)
+            row = con.execute("SELECT value FROM store_info WHERE key = 'format'").fetchone()
+            if row is None:
+                con.execute("INSERT OR IGNORE INTO store_info VALUES ('format', ?)", (FORMAT,))
+            elif row[0] != FORMAT:
+                raise InputError(self.path, None, f"not a triage labels store (format {row[0]!r}, expected {FORMAT!r})")
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            raise InputError(self.path, None, f"not a triage labels store (SQLite says: {exc})") from None
+
+    # ------------------------------------------------------------------ connections
+
+    def _con(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            try:
+                con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=True)
+                # WAL: readers (page views) never block a decision being written.
+                con.execute("PRAGMA journal_mode=WAL")
+                con.execute("PRAGMA busy_timeout=30000")
+                con.execute("PRAGMA synchronous=NORMAL")
+            except sqlite3.DatabaseError as exc:
+                raise InputError(self.path, None, f"cannot open the labels store: {exc}") from None
+            self._local.con = con
+        return con
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        con = self._con()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        else:
+            con.execute("COMMIT")
+
+    def close(self) -> None:
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None
+
+    # ------------------------------------------------------------------ writing
+
+    def record(
+        self,
+        series_id: str,
+        commit: str,
+        decision: str,
+        *,
+        who: str,
+        note: str = "",
+        p_true: float | None = None,
+        model_call: str | None = None,
+        model: str | None = None,
+    ) -> Decision:
+        """Store one decision (``true`` / ``false`` / ``unsure`` or its canonical label).
+
+        Raises ``ValueError`` for an unknown decision or an empty ``who``.
+        """
+        label = DECISIONS.get(decision, decision)
+        if label not in DECISIONS.values():
+            raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
+        who = str(who).strip()
+        if not who:
+            raise ValueError("a decision needs the sheriff's name (who)")
+        note = str(note or "").strip()[:MAX_NOTE]
+        at = _now()
+        p = None if p_true is None or not np.isfinite(p_true) else float(p_true)
+        with self._write() as con:
+            cur = con.execute(
+                "INSERT INTO decisions (series_id, commit_id, label, note, who, decided_at, p_true, model_call, model) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (str(series_id), str(commit), label, note, who[:200], at, p, model_call, model),
+            )
+            rid = int(cur.lastrowid or 0)
+        return Decision(rid, str(series_id), str(commit), label, note, who[:200], at, p, model_call, model)
+
+    def undo(self, series_id: str, commit: str, *, who: str) -> Decision | None:
+        """Undo the current decision of an alert; returns it, or None when there was none."""
+        with self._write() as con:
+            row = con.execute(
+                "SELECT id FROM decisions WHERE series_id = ? AND commit_id = ? AND undone_at IS NULL "
+                "ORDER BY id DESC LIMIT 1",
+                (str(series_id), str(commit)),
+            ).fetchone()
+            if row is None:
+                return None
+            con.execute("UPDATE decisions SET undone_at = ?, undone_by = ? WHERE id = ?", (_now(), str(who)[:200], row[0]))
+        return self.get(int(row[0]))
+
+    # ------------------------------------------------------------------ reading
+
+    def _rows(self, where: str = "", args: tuple = ()) -> list[Decision]:
+        cur = self._con().execute(
+            "SELECT id, series_id, commit_id, label, note, who, decided_at, p_true, model_call, model, undone_at, undone_by "
+            f"FROM decisions {where} ORDER BY id",
+            args,
+        )
+        return [Decision(*row) for row in cur.fetchall()]
+
+    def get(self, rid: int) -> Decision | None:
+        rows = self._rows("WHERE id = ?", (rid,))
+        return rows[0] if rows else None
+
+    def history(self) -> list[Decision]:
+        """Every decision ever recorded (undone ones included), oldest first."""
+        return self._rows()
+
+    def current(self) -> dict[tuple[str, str], Decision]:
+        """The current decision of every decided alert: (series_id, commit) -> latest row not undone."""
+        out: dict[tuple[str, str], Decision] = {}
+        for d in self._rows("WHERE undone_at IS NULL"):
+            out[(d.series_id, d.commit)] = d  # ordered by id: the latest wins
+        return out
+
+    def __len__(self) -> int:
+        return int(self._con().execute("SELECT COUNT(*) FROM decisions").fetchone()[0])
+
+
+# ---------------------------------------------------------------------- export and overlay
+
+
+def decisions_frame(store: LabelsStore) -> pd.DataFrame:
+    """The current decisions as a table: series_id, commit, label, note, who, decided_at, p_true, model_call, model."""
+    rows = list(store.current().values())
+    cols = ["series_id", "commit", "label", "note", "who", "decided_at", "p_true", "model_call", "model"]
+    return pd.DataFrame([[getattr(d, c) for c in cols] for d in rows], columns=cols)
+
+
+def overlay(dataset: Dataset, store: LabelsStore) -> tuple[Dataset, int]:
+    """A copy of ``dataset`` whose labels are the sheriffs' current decisions where there is one.
+
+    Returns (dataset, number of labels set). A decision on a series or commit
+    the dataset does not have is an :class:`InputError` naming the labels
+    file and the decision's row id: the store belongs to other data.
+    """
+    by_series: dict[str, list[Decision]] = {}
+    for d in store.current().values():
+        by_series.setdefault(d.series_id, []).append(d)
+    histories: list[History] = []
+    n = 0
+    for h in dataset:
+        decided = by_series.pop(h.series_id, [])
+        if not decided:
+            histories.append(h)
+            continue
+        new_labels = h.labels.copy()
+        for d in decided:
+            try:
+                i = h.index_of(d.commit)
+            except KeyError:
+                raise InputError(store.path, d.id, f"decision on commit {d.commit!r} of series {d.series_id!r}, "
+                                 "which the data does not have") from None
+            new_labels[i] = d.label
+            n += 1
+        histories.append(History(h.series_id, h.commits, h.values, new_labels, h.timestamps, h.true_change,
+                                 h.truth_label, h.n_measurements))
+    if by_series:
+        sid, ds = next(iter(by_series.items()))
+        raise InputError(store.path, ds[0].id, f"decision on series {sid!r}, which the data does not have "
+                         f"({sum(map(len, by_series.values()))} decisions on {len(by_series)} unknown series)")
+    return Dataset(histories, source=dataset.source), n
+
+
+def export_long(store: LabelsStore, dataset: Dataset | None = None) -> pd.DataFrame:
+    """The decisions in the long layout.
+
+    With ``dataset``: the whole dataset (``series_id, commit, timestamp,
+    value, label``...) with the decisions overlaid, a file every loader and
+    ``triage train --data`` read. Without: one row per decided alert
+    (``series_id, commit, label, note, who, decided_at, ...``).
+    """
+    if dataset is None:
+        return decisions_frame(store)
+    merged, _ = overlay(dataset, store)
+    return merged.to_frame()
+
+
+# ---------------------------------------------------------------------- agreement
+
+
+def agreement_by_week(store: LabelsStore) -> pd.DataFrame:
+    """The model's precision and recall against the sheriffs, per ISO week of the decision.
+
+    Counts the current true/false decisions that recorded the model's call
+    (``unsure`` and decisions made without a model are left out). Columns:
+    ``week`` (e.g. ``2026-W47``), ``model``, ``decisions``, ``tp``, ``fp``,
+    ``fn``, ``tn``, ``precision`` (NaN when the model called nothing true),
+    ``recall`` (NaN when the sheriffs confirmed nothing), ``agreement``.
+    """
+    cols = ["week", "model", "decisions", "tp", "fp", "fn", "tn", "precision", "recall", "agreement"]
+    rows: dict[tuple[str, str], list[int]] = {}
+    for d in store.current().values():
+        if d.label not in L.TRIAGED or d.model_call not in L.TRIAGED:
+            continue
+        year, week, _ = datetime.fromisoformat(d.decided_at.replace("Z", "+00:00")).isocalendar()
+        key = (f"{year}-W{week:02d}", d.model or "")
+        c = rows.setdefault(key, [0, 0, 0, 0])
+        sheriff, model = d.label == L.TRUE_POSITIVE, d.model_call == L.TRUE_POSITIVE
+        c[0 if sheriff and model else 1 if model else 2 if sheriff else 3] += 1
+    out = []
+    for (week, model), (tp, fp, fn, tn) in sorted(rows.items()):
+        n = tp + fp + fn + tn
+        out.append([week, model, n, tp, fp, fn, tn,
+                    tp / (tp + fp) if tp + fp else float("nan"),
+                    tp / (tp + fn) if tp + fn else float("nan"),
+                    (tp + tn) / n])
+    return pd.DataFrame(out, columns=cols)
