@@ -1,0 +1,116 @@
+"""The JMH JSON reader and per-fork warm-up trimming, on fixtures written here in JMH's format."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from triage.core.errors import InputError
+from triage.loaders import load
+from triage.readers.jmh import read_jmh, steady_long
+
+
+def _entry(benchmark, forks, params=None, mode="thrpt", unit="ops/s"):
+    """One element of JMH's ``-rf json`` output (fields as JMH 1.37 writes them)."""
+    flat = [v for f in forks for v in f]
+    entry = {
+        "jmhVersion": "1.37",
+        "benchmark": benchmark,
+        "mode": mode,
+        "threads": 1,
+        "forks": len(forks),
+        "jvm": "/usr/lib/jvm/java-21/bin/java",
+        "jvmArgs": [],
+        "jdkVersion": "21.0.2",
+        "warmupIterations": 0,
+        "warmupTime": "10 s",
+        "warmupBatchSize": 1,
+        "measurementIterations": len(forks[0]),
+        "measurementTime": "100 ms",
+        "measurementBatchSize": 1,
+        "primaryMetric": {
+            "score": float(np.mean(flat)),
+            "scoreError": float(np.std(flat)),
+            "scoreConfidence": [float(np.min(flat)), float(np.max(flat))],
+            "scorePercentiles": {"0.0": float(np.min(flat)), "100.0": float(np.max(flat))},
+            "scoreUnit": unit,
+            "rawData": [list(map(float, f)) for f in forks],
+        },
+        "secondaryMetrics": {},
+    }
+    if params:
+        entry["params"] = params
+    return entry
+
+
+def _fork(rng, n=300, warm=60, level=1000.0, boost=-300.0):
+    # Throughput below the steady level while the JIT warms up.
+    x = level + rng.standard_normal(n) * 5.0
+    x[:warm] += boost
+    return x
+
+
+def test_read_jmh_one_row_per_benchmark_fork_iteration(tmp_path):
+    rng = np.random.default_rng(0)
+    payload = [
+        _entry("org.acme.Parse.small", [_fork(rng, 50), _fork(rng, 50)], params={"size": "10", "codec": "a"}),
+        _entry("org.acme.Parse.large", [_fork(rng, 40)], mode="avgt", unit="us/op"),
+    ]
+    path = tmp_path / "c1.json"
+    path.write_text(json.dumps(payload))
+    frame = read_jmh(path)
+    assert len(frame) == 50 + 50 + 40
+    assert set(frame["series_id"]) == {"org.acme.Parse.small[codec=a,size=10]", "org.acme.Parse.large"}
+    small = frame[frame["series_id"].str.contains("small")]
+    assert sorted(small["fork"].unique()) == [0, 1]
+    assert small["iteration"].max() == 49
+    assert np.allclose(small["value"].to_numpy()[:50], payload[0]["primaryMetric"]["rawData"][0])
+    assert frame.loc[frame["series_id"] == "org.acme.Parse.large", "unit"].iloc[0] == "us/op"
+
+
+def test_sample_mode_histogram_gives_weighted_iteration_means(tmp_path):
+    entry = _entry("org.acme.Lat.get", [[1.0, 2.0]], mode="sample")
+    del entry["primaryMetric"]["rawData"]
+    entry["primaryMetric"]["rawDataHistogram"] = [[[[10.0, 1], [20.0, 3]], [[5.0, 2]]]]
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps([entry]))
+    assert read_jmh(path)["value"].tolist() == [17.5, 5.0]
+
+
+def test_steady_long_trims_each_fork_then_loads_as_a_history(tmp_path):
+    rng = np.random.default_rng(1)
+    files = []
+    for c in range(3):
+        path = tmp_path / f"commit{c}.json"
+        path.write_text(json.dumps([_entry("org.acme.B.run", [_fork(rng, warm=40 + 20 * f) for f in range(2)])]))
+        files.append(path)
+    long, starts = steady_long(files, trim_warmup="kbkssd")
+    assert list(starts["commit"].unique()) == ["commit0", "commit1", "commit2"]
+    assert np.all(np.abs(starts["steady_start"].to_numpy(dtype=float) - np.tile([40, 60], 3)) <= 3)
+    out = tmp_path / "long.csv"
+    long.to_csv(out, index=False)
+    history = load(out)["org.acme.B.run"]
+    assert np.allclose(history.values, 1000.0, atol=2.0)  # untrimmed means are ~50 below
+    untrimmed, _ = steady_long(files, trim_warmup="none")
+    assert len(untrimmed) == 6 * 300
+
+
+@pytest.mark.parametrize(
+    ("content", "row", "problem"),
+    [
+        ("{not json", None, "not JMH JSON"),
+        ("[]", None, "non-empty list"),
+        ('[{"mode": "thrpt"}]', 1, "without a 'benchmark'"),
+        ('[{"benchmark": "a.B.c", "primaryMetric": {"score": 1}}]', 1, "no 'rawData'"),
+        ('[{"benchmark": "a.B.c", "primaryMetric": {"rawData": [[1, "x"]]}}]', 1, "not a number"),
+        ('[{"benchmark": "a.B.c", "primaryMetric": {"rawData": [[]]}}]', 1, "no iterations"),
+    ],
+)
+def test_bad_jmh_files_are_located_errors(tmp_path, content, row, problem):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(InputError, match=problem) as info:
+        read_jmh(path)
+    assert info.value.row == row and "bad.json" in str(info.value)

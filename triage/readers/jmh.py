@@ -1,0 +1,147 @@
+"""JMH's JSON results (``-rf json``): per benchmark, fork and iteration raw data.
+
+A JMH result file is a JSON list with one object per benchmark (and parameter
+combination). What this reader uses of each object:
+
+* ``benchmark`` (fully qualified method name) and ``params`` (the ``@Param``
+  values, optional): together they name the series, e.g.
+  ``org.acme.Bench.parse[size=10]``; ``mode`` (``thrpt``, ``avgt``,
+  ``sample``, ``ss``) is kept as a column;
+* ``primaryMetric.rawData``: one list per fork of the measurement iterations'
+  scores; for ``sample`` mode without ``rawData``,
+  ``primaryMetric.rawDataHistogram`` (per fork, per iteration, ``[value,
+  count]`` pairs) gives each iteration's count-weighted mean;
+* ``primaryMetric.scoreUnit``.
+
+JMH leaves its warm-up iterations out of ``rawData``; steady-state studies run
+with no JMH warm-up and many measurement iterations, so that the warm-up is in
+the data and a detector finds where it ends. :func:`steady_long` does that per
+fork (each fork is its own JVM, with its own warm-up) and returns the long
+layout of the steady iterations, one file per commit.
+
+Bad input raises :class:`~triage.core.errors.InputError` naming the file, the
+position of the benchmark in the list (1-based, as ``row``) and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from triage import steady_state
+from triage.core.errors import InputError
+
+COLUMNS = ["series_id", "mode", "unit", "fork", "iteration", "value"]
+
+
+def series_name(benchmark: str, params: dict | None) -> str:
+    """``benchmark`` or ``benchmark[k1=v1,k2=v2]`` (keys sorted, so the name is stable)."""
+    if not params:
+        return benchmark
+    return f"{benchmark}[{','.join(f'{k}={params[k]}' for k in sorted(params))}]"
+
+
+def read_jmh(path: str | Path) -> pd.DataFrame:
+    """One row per (benchmark, fork, iteration): ``series_id, mode, unit, fork, iteration, value``.
+
+    Forks and iterations are numbered from 0 in file order.
+    """
+    path = Path(path)
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(path, None, f"not JMH JSON results: {exc}") from None
+    if not isinstance(payload, list) or not payload:
+        raise InputError(path, None, "not JMH JSON results: expected a non-empty list of benchmark objects")
+    rows: list[tuple] = []
+    for pos, item in enumerate(payload, start=1):
+        if not isinstance(item, dict) or not isinstance(item.get("benchmark"), str):
+            raise InputError(path, pos, "benchmark entry without a 'benchmark' name")
+        params = item.get("params")
+        if params is not None and not isinstance(params, dict):
+            raise InputError(path, pos, "'params' is not an object")
+        name = series_name(item["benchmark"], params)
+        metric = item.get("primaryMetric")
+        if not isinstance(metric, dict):
+            raise InputError(path, pos, f"{name}: no 'primaryMetric'")
+        forks = _forks(metric, path, pos, name)
+        mode, unit = str(item.get("mode", "")), str(metric.get("scoreUnit", ""))
+        for f, scores in enumerate(forks):
+            for i, v in enumerate(scores):
+                rows.append((name, mode, unit, f, i, v))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _forks(metric: dict, path: Path, pos: int, name: str) -> list[list[float]]:
+    raw = metric.get("rawData")
+    if raw is None and metric.get("rawDataHistogram") is not None:
+        raw = [[_histogram_mean(it, path, pos, name) for it in _list(fork, path, pos, name)]
+               for fork in _list(metric["rawDataHistogram"], path, pos, name)]
+    if raw is None:
+        raise InputError(path, pos, f"{name}: no 'rawData' (nor 'rawDataHistogram') in 'primaryMetric'")
+    out = []
+    for f, fork in enumerate(_list(raw, path, pos, name)):
+        vals = _list(fork, path, pos, name)
+        try:
+            arr = [float(v) for v in vals]
+        except (TypeError, ValueError):
+            raise InputError(path, pos, f"{name}: fork {f} has a score that is not a number") from None
+        if not vals or not np.all(np.isfinite(arr)):
+            raise InputError(path, pos, f"{name}: fork {f} has no iterations or a non-finite score")
+        out.append(arr)
+    if not out:
+        raise InputError(path, pos, f"{name}: no forks in 'rawData'")
+    return out
+
+
+def _list(x: object, path: Path, pos: int, name: str) -> list:
+    if not isinstance(x, list):
+        raise InputError(path, pos, f"{name}: raw data is not a list")
+    return x
+
+
+def _histogram_mean(pairs: object, path: Path, pos: int, name: str) -> float:
+    try:
+        arr = np.asarray(pairs, dtype=float).reshape(-1, 2)
+        return float(np.average(arr[:, 0], weights=arr[:, 1]))
+    except (TypeError, ValueError, ZeroDivisionError):
+        raise InputError(path, pos, f"{name}: a rawDataHistogram iteration is not [value, count] pairs") from None
+
+
+def steady_long(
+    files: Sequence[str | Path],
+    commits: Sequence[str] | None = None,
+    trim_warmup: str = "kbkssd",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The steady iterations of JMH result files, one file per commit, in history order.
+
+    Returns ``(long, starts)``: ``long`` has ``series_id, commit, value`` (one
+    row per kept iteration, the long layout :func:`triage.loaders.load` reads
+    and aggregates); ``starts`` has one row per (series, commit, fork) with
+    ``iterations``, ``steady_start`` (None: never steady, every iteration
+    kept). ``commits`` defaults to the file stems.
+    """
+    commits = [Path(f).stem for f in files] if commits is None else list(commits)
+    if len(commits) != len(files):
+        raise ValueError(f"{len(files)} files but {len(commits)} commit ids")
+    if len(set(commits)) != len(commits):
+        raise ValueError("each file is one commit: commit ids must be distinct")
+    detector = steady_state.make(trim_warmup)
+    long_parts, starts = [], []
+    for path, commit in zip(files, commits, strict=True):
+        frame = read_jmh(path)
+        for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
+            values = grp["value"].to_numpy()
+            start = 0 if detector is None else detector.fit(values).start_
+            kept = values if start is None else values[start:]
+            starts.append((series, commit, fork, len(values), start))
+            long_parts.append(pd.DataFrame({"series_id": series, "commit": commit, "value": kept}))
+    long = pd.concat(long_parts, ignore_index=True)
+    table = pd.DataFrame(starts, columns=["series_id", "commit", "fork", "iterations", "steady_start"])
+    return long, table
