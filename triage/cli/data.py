@@ -39,9 +39,10 @@ def summary(
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
     sort_timestamps: bool = typer.Option(False, "--sort-timestamps", help="Sort rows by timestamp (with a warning) instead of failing."),
+    trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd or none."),
 ) -> None:
     """Load a dataset and print series, commits and candidates by label."""
-    dataset = load(data, layout=layout, aggregate=aggregate, sort_timestamps=sort_timestamps)
+    dataset = load(data, layout=layout, aggregate=aggregate, sort_timestamps=sort_timestamps, trim_warmup=trim_warmup)
     console.print(dataset_summary(dataset))
 
 

@@ -55,6 +55,7 @@ def candidates(
     out: Path = typer.Option(..., "--out", help="Candidate CSV to write."),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
+    trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd or none."),
 ) -> None:
     """Run a change-point detector on every series and write the candidates as CSV."""
     # scipy.stats and ruptures take seconds to import: only when a detector runs.
@@ -65,7 +66,7 @@ def candidates(
         make(detector, **params)  # constructor-level errors before loading data
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    dataset = load(data, layout=layout, aggregate=aggregate)
+    dataset = load(data, layout=layout, aggregate=aggregate, trim_warmup=trim_warmup)
     try:
         with console.status(f"running {detector} on {len(dataset)} series"):
             frame = candidates_frame(dataset, detector, params)
