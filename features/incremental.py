@@ -312,12 +312,14 @@ class PreState:
         for position, kernel in self._bounded_kernels:
             out[position] = kernel(z)
 
-    def _norm(self, x: float) -> np.ndarray:
+    def _norm(self, after: np.ndarray) -> np.ndarray:
+        """``normalised_moments(Pre, after)`` from Pre's running min, max, mean and M2."""
         f = self._f
         n = int(f[SLOT_N])
         out = np.zeros(4)
-        lo = min(f[SLOT_MIN], x) if n else x
-        hi = max(f[SLOT_MAX], x) if n else x
+        a_lo, a_hi = float(after.min()), float(after.max())
+        lo = min(f[SLOT_MIN], a_lo) if n else a_lo
+        hi = max(f[SLOT_MAX], a_hi) if n else a_hi
         if pre_state_kernels.is_flat(lo, hi):
             return out
         span = hi - lo
@@ -325,16 +327,51 @@ class PreState:
             out[0] = (f[SLOT_MEAN] - lo) / span
             if n > 1:
                 out[2] = math.sqrt(f[SLOT_M2] / (n - 1)) / span
-        out[1] = (x - lo) / span
+        u = (after - lo) / span
+        out[1] = float(np.mean(u))
+        if after.size > 1:
+            out[3] = float(np.std(u, ddof=1))
         return out
 
-    def features_array(self, x_new: float) -> np.ndarray:
-        """Features of (Pre, ``[x_new]``) as an array, shape (len(columns_),), in ``columns_`` order."""
-        x = self._check(x_new)
+    def tail(self, k: int) -> np.ndarray:
+        """Pre's last ``min(n, k, ring size)`` raw values, oldest first (a copy).
+
+        The ring keeps ``max(horizon, 21)`` values (21 when no bounded
+        characteristic is requested): what the robust level-shift measures
+        of the online loop look at.
+        """
+        n = self.n
+        kept = min(n, int(k), self._ring_size)
+        return self._ring[np.arange(n - kept, n) % self._ring_size].copy()
+
+    def features_array(self, x_new: float | np.ndarray) -> np.ndarray:
+        """Features of (Pre, After) as an array, shape (len(columns_),), in ``columns_`` order.
+
+        ``x_new`` is the After window: one value (window 0, After = the new
+        commit alone) or the values of a confirmation delay, the candidate and
+        the commits after it (:mod:`triage.online.loop`). After holds at most
+        a handful of values, so its characteristics are computed from scratch
+        (:func:`triage.features.fast.window_characteristics`), a constant cost.
+        """
+        after = self._after(x_new)
         layout = self._layout
         pre = self.pre_characteristics() if layout.needs_pre else None
-        norm = self._norm(x) if layout.needs_norm else None
-        return feature_row(layout, pre, _AFTER_VALUES, norm)
+        norm = self._norm(after) if layout.needs_norm else None
+        if not layout.needs_after or after.size == 1:
+            after_chars = _AFTER_VALUES
+        else:
+            after_chars = fast.window_characteristics(after)
+        return feature_row(layout, pre, after_chars, norm)
+
+    def _after(self, x_new: float | np.ndarray) -> np.ndarray:
+        if np.ndim(x_new) == 0:
+            return np.array([self._check(x_new)])  # type: ignore[arg-type]
+        after = np.asarray(x_new, dtype=np.float64).ravel()
+        if after.size == 0:
+            raise ValueError(f"series {self.series_id!r}, index {self.index}: the After window is empty")
+        for x in after:
+            self._check(x)
+        return after
 
     def features_one(self, x_new: float) -> dict[str, float]:
         """Features of (Pre, ``[x_new]``) for window 0: ``{column: value}``.

@@ -44,11 +44,17 @@ class PreWindowState(Protocol):
         """Empty Pre: the commit just described is a change point."""
         ...
 
-    def features_array(self, x_new: float) -> np.ndarray:
-        """Features of (Pre, After = ``[x_new]``), shape (len(columns),), in the state's column order.
+    def features_array(self, x_new: float | np.ndarray) -> np.ndarray:
+        """Features of (Pre, After), shape (len(columns),), in the state's column order.
 
+        After is ``[x_new]`` for one value (window 0) or the given values (a
+        confirmation delay of K commits: the candidate and the K after it).
         Pre is not changed.
         """
+        ...
+
+    def tail(self, k: int) -> np.ndarray:
+        """Pre's last values (at most ``k``; the incremental state keeps a bounded ring), oldest first."""
         ...
 
     def to_dict(self) -> dict[str, Any]:

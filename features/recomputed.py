@@ -67,17 +67,24 @@ class RecomputedPre:
         self._pre = None
         return self
 
+    def tail(self, k: int) -> np.ndarray:
+        """Pre's last ``min(n, k)`` values, oldest first."""
+        return np.asarray(self.values[max(0, len(self.values) - int(k)) :], dtype=np.float64)
+
     def reset(self) -> RecomputedPre:
         """Empty Pre (a change point was found)."""
         self.values.clear()
         self._pre = None
         return self
 
-    def features_array(self, x_new: float) -> np.ndarray:
-        """Features of (Pre, After = [x_new]), shape (len(names),), in ``names`` order."""
+    def features_array(self, x_new: float | np.ndarray) -> np.ndarray:
+        """Features of (Pre, After), shape (len(names),), in ``names`` order.
+
+        ``x_new``: After, one value (window 0) or an array (a confirmation delay).
+        """
         layout = self._layout
         pre = np.asarray(self.values, dtype=np.float64)
-        after = np.array([x_new], dtype=np.float64)
+        after = np.asarray(x_new, dtype=np.float64).reshape(-1)
         if layout.needs_pre and self._pre is None:
             self._pre = window_characteristics(pre)
         return feature_row(

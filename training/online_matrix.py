@@ -1,4 +1,4 @@
-"""Training rows for the online (window-0) model: the per-commit question.
+"""Training rows for an online model (window K): the per-commit question.
 
 The online loop (Bauer et al., ICPE 2022, Algorithm 1) asks the model about
 *every* new commit, but triaged candidates are already suspicious commits: a
@@ -12,7 +12,14 @@ ordinary commits:
 * negatives: the ``false_positive`` candidates and ``ordinary_per_series``
   random commits per series that no detector flagged;
 * Pre of every row is bounded by the positives, as the loop bounds it by the
-  change points it found; After is the commit alone (window 0).
+  change points it found; After is the commit and the K commits after it
+  (window K, the loop's confirmation delay; K = 0: the commit alone).
+* With K > 0, ordinary commits are drawn from those more than K commits away
+  from every positive: the K commits before a change see part of the new
+  level in their After window and the K after it a Pre the loop has just
+  emptied, so their answer is a matter of where exactly the alarm lands (the
+  TCPDBench margin), not of whether there is a change; they are left out
+  rather than taught as "no change".
 
 Untriaged candidates are left out: nobody knows their answer.
 """
@@ -31,11 +38,12 @@ def online_matrix(
     dataset: Dataset,
     *,
     ordinary_per_series: int = 10,
+    window: int = 0,
     use_truth: bool = False,
     seed: int = 0,
     n_jobs: int = 1,
 ) -> pd.DataFrame:
-    """The window-0 feature matrix for training an online model.
+    """The window-K feature matrix for training an online model.
 
     Parameters
     ----------
@@ -43,6 +51,8 @@ def online_matrix(
     ordinary_per_series : int >= 0
         Unflagged commits sampled per series as negatives (0 = candidates only,
         the paper's training data).
+    window : K >= 0, the confirmation delay the model is for (After = the
+        commit and the K after it).
     use_truth : take the positives from ``History.true_change`` (synthetic data)
         instead of the ``true_positive`` labels.
     seed : seed of the sampling of ordinary commits
@@ -54,6 +64,8 @@ def online_matrix(
     ``true_positive`` for positives and ``false_positive`` for every negative,
     ordinary commits included.
     """
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise ValueError(f"window must be an integer >= 0, got {window!r}")
     if ordinary_per_series < 0:
         raise ValueError(f"ordinary_per_series must be >= 0, got {ordinary_per_series}")
     rng = np.random.default_rng(seed)
@@ -63,12 +75,13 @@ def online_matrix(
         if use_truth:
             if h.true_change is None:
                 raise ValueError(f"series {h.series_id!r} has no ground truth (true_change); use its labels")
-            pos = h.true_change_points()
+            pos = np.asarray(h.true_change_points(), dtype=np.int64)
         else:
-            pos = h.confirmed()
+            pos = np.asarray(h.confirmed(), dtype=np.int64)
         false_alerts = np.flatnonzero(h.labels == labels.FALSE_POSITIVE)
         flagged = np.union1d(pos, h.candidates())
-        unflagged = np.setdiff1d(np.arange(1, len(h)), flagged)
+        near = (pos[:, None] + np.arange(-window, window + 1)[None, :]).ravel() if window else pos
+        unflagged = np.setdiff1d(np.arange(1, len(h)), np.union1d(flagged, near))
         ordinary = rng.choice(unflagged, min(ordinary_per_series, unflagged.size), replace=False)
         rows = np.unique(np.concatenate([pos, false_alerts, ordinary]).astype(np.int64))
         if rows.size:
@@ -76,7 +89,7 @@ def online_matrix(
             positives[h.series_id] = pos
     if not picks:
         raise ValueError("no confirmed change points or false alerts to learn from")
-    matrix = extract_features(dataset, candidates=picks, window=0, change_points=positives, n_jobs=n_jobs)
+    matrix = extract_features(dataset, candidates=picks, window=window, change_points=positives, n_jobs=n_jobs)
     is_positive = np.zeros(len(matrix), dtype=bool)
     for sid, group in matrix.groupby("series_id", sort=False).groups.items():
         is_positive[matrix.index.get_indexer(group)] = np.isin(matrix.loc[group, "index"], positives[sid])

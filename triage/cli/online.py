@@ -41,7 +41,11 @@ from triage.core.errors import InputError
 
 err_console = Console(stderr=True)
 
-MODEL_HELP = "Window-0 model directory (train one with `triage train --window 0`)."
+MODEL_HELP = "Online model directory: a fixed window K (train one with `triage train --window K`)."
+CONFIRM_HELP = (
+    "Confirmation delay K: decide commit p when the K-th commit after it arrives "
+    "(After = p and those K). Default: the model's window; 0 = the paper's loop."
+)
 MIN_PRE_HELP = (
     "Commits Pre must hold before a change point can be declared (0 = the paper's loop as is)."
 )
@@ -153,6 +157,7 @@ def watch(
         "positive", help="Which decisions get top_features: positive, all, none."
     ),
     min_pre: int = typer.Option(5, "--min-pre", help=MIN_PRE_HELP),
+    confirm_after: int = typer.Option(None, "--confirm-after", min=0, help=CONFIRM_HELP),
     durable: bool = typer.Option(
         False, "--durable", help="fsync every decision (survives power loss, slower)."
     ),
@@ -178,6 +183,7 @@ def watch(
             store=store,
             explain=explain,
             min_pre=min_pre,
+            confirm_after=confirm_after,
             max_cached_series=cache_series if store is not None else None,
         )
         source = str(csv_file) if csv_file is not None else "<stdin>"
@@ -194,8 +200,10 @@ def watch(
                 )
             except RejectedCommit as exc:
                 raise _bad(source, number, str(exc)) from None
-            out.write(json.dumps(decision.to_dict()) + "\n")
-            out.flush()
+            if decision is not None:
+                for line in decision.records():
+                    out.write(json.dumps(line) + "\n")
+                out.flush()
     except (InputError, ValueError) as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -215,6 +223,7 @@ def detect(
     ),
     layout: str = typer.Option("auto", help="Input layout (see `triage summary --help`)."),
     min_pre: int = typer.Option(5, "--min-pre", help=MIN_PRE_HELP),
+    confirm_after: int = typer.Option(None, "--confirm-after", min=0, help=CONFIRM_HELP),
     batch_series: int = typer.Option(
         4096, "--batch-series", help="Series replayed side by side per batch."
     ),
@@ -230,7 +239,9 @@ def detect(
 
     try:
         dataset = load(data, layout=layout)
-        loop = OnlineTriage.from_model_dir(model, explain="none", min_pre=min_pre)
+        loop = OnlineTriage.from_model_dir(
+            model, explain="none", min_pre=min_pre, confirm_after=confirm_after
+        )
         started = time.perf_counter()
         try:
             found = loop.replay(

@@ -64,10 +64,12 @@ person will look at); ``explain="all"`` explains every commit,
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -76,14 +78,54 @@ import numpy as np
 from triage.core import timestamps
 from triage.features import catalogue
 from triage.features.incremental import PreState
-from triage.online.records import AlreadyDecided, Decision, ModelMismatch, RejectedCommit
-from triage.online.series_state import SeriesState
+from triage.online.records import (
+    AlreadyDecided,
+    Decision,
+    ModelMismatch,
+    RejectedCommit,
+    Withdrawal,
+    decision_from_dict,
+    decision_to_dict,
+)
+from triage.online.series_state import Alarm, SeriesState
 
 #: Every feature column the loop can compute, in the feature-matrix order
 #: (``pre_*``, ``after_*``, ``norm_*``; see ARCHITECTURE.md).
 ALL_COLUMNS: tuple[str, ...] = tuple(catalogue.feature_columns())
 
 EXPLAIN_MODES: tuple[str, ...] = ("positive", "all", "none")
+
+#: Largest confirmation delay the loop accepts (the benchmark studies 0..5).
+MAX_CONFIRM = 20
+#: Commits after an alarm's After window at which it is re-checked, when the model does not say.
+DEFAULT_RECHECK = 5
+#: Pre values the re-check's robust median and scale look at (the incremental
+#: state's ring keeps at least 21).
+RECHECK_PRE = 21
+
+
+def _model_window(window: object) -> int | None:
+    """A manifest's window as the confirmation delay K, None when it is not a fixed size."""
+    if isinstance(window, bool):
+        return None
+    if isinstance(window, int) and window >= 0:
+        return window
+    if isinstance(window, str) and window.isdigit():
+        return int(window)
+    return None
+
+
+def _robust(x: np.ndarray) -> tuple[float, float]:
+    """Median and robust scale (1.4826 MAD; the sd, then 1e-9 of the level, when the MAD is 0)."""
+    if x.size == 0:
+        return 0.0, 0.0
+    med = float(np.median(x))
+    scale = 1.4826 * float(np.median(np.abs(x - med)))
+    if scale <= 0 and x.size > 1:
+        scale = float(np.std(x, ddof=1))
+    if scale <= 0:
+        scale = 1e-9 * max(abs(med), 1e-300)
+    return med, scale
 
 
 # ---------------------------------------------------------------------- input checks
@@ -122,9 +164,9 @@ class OnlineTriage:
 
     Parameters
     ----------
-    classifier : fitted TriageClassifier trained on window-0 features
+    classifier : fitted TriageClassifier trained on window-K features
         (``triage.training.model_files.load_model`` of a model saved with
-        ``window=0``); see :meth:`from_model_dir`.
+        ``window=K``, K >= 0); see :meth:`from_model_dir`.
     model_id : identity of the model (the SHA-256 of its manifest), stored
         with persisted state so a store is never continued by another model.
     store : optional :class:`triage.online.state_store.StateStore`; with it, every
@@ -145,6 +187,19 @@ class OnlineTriage:
     max_cached_series : with a store, keep at most this many series states in
         memory (least recently used are dropped; the store has them), so a
         watcher over hundreds of thousands of series stays small. None = all.
+    confirm_after : K, the confirmation delay: commit p is decided when the
+        K-th commit after it arrives, with After = p and those K commits.
+        None = the model's own window (its manifest), 0 = the paper's loop.
+    threshold : P(true alert) at or above which a commit is an alarm; None =
+        the model's threshold.
+    recheck_after : R >= 1, commits after the After window of an alarm at
+        which it is re-checked (see the module docstring); no second alarm is
+        raised in between (the refractory period). None = the model's
+        manifest, else 5.
+    withdraw_below : the re-check withdraws the alarm when the median of the
+        commits since it lies less than this many robust standard deviations
+        of Pre from Pre's median; 0 = never withdraw. None = the model's
+        manifest, else 0.
     """
 
     def __init__(
@@ -158,6 +213,10 @@ class OnlineTriage:
         min_pre: int = 5,
         pre_class=None,
         max_cached_series: int | None = None,
+        confirm_after: int | None = None,
+        threshold: float | None = None,
+        recheck_after: int | None = None,
+        withdraw_below: float | None = None,
     ):
         if explain not in EXPLAIN_MODES:
             raise ValueError(f"explain must be one of {', '.join(EXPLAIN_MODES)}, got {explain!r}")
@@ -176,7 +235,24 @@ class OnlineTriage:
                 + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""),
             )
         self.feature_names = names
-        self.threshold = float(classifier.threshold_)
+        manifest = getattr(classifier, "manifest_", None) or {}
+        rule = manifest.get("online") or {}
+        if confirm_after is None:
+            confirm_after = _model_window(manifest.get("window", 0))
+        if isinstance(confirm_after, bool) or not isinstance(confirm_after, int) or not 0 <= confirm_after <= MAX_CONFIRM:
+            raise ValueError(f"confirm_after must be an integer in [0, {MAX_CONFIRM}], got {confirm_after!r}")
+        self.confirm_after = confirm_after
+        self.threshold = float(classifier.threshold_ if threshold is None else threshold)
+        if recheck_after is None:
+            recheck_after = int(rule.get("recheck_after", DEFAULT_RECHECK))
+        if isinstance(recheck_after, bool) or not isinstance(recheck_after, int) or recheck_after < 1:
+            raise ValueError(f"recheck_after must be an integer >= 1, got {recheck_after!r}")
+        self.recheck_after = recheck_after
+        if withdraw_below is None:
+            withdraw_below = float(rule.get("withdraw_below", 0.0))
+        if not math.isfinite(withdraw_below) or withdraw_below < 0:
+            raise ValueError(f"withdraw_below must be a finite number >= 0, got {withdraw_below!r}")
+        self.withdraw_below = float(withdraw_below)
         if compiled:
             from triage.training.compiled import CompiledPredictor
 
@@ -199,17 +275,23 @@ class OnlineTriage:
 
     @classmethod
     def from_model_dir(cls, path: str | Path, **kwargs) -> OnlineTriage:
-        """Load a model directory (verified, see :mod:`triage.training.model_files`) and check it is window-0."""
+        """Load a model directory (verified, see :mod:`triage.training.model_files`).
+
+        The model must have a fixed window K (``triage train --window K``);
+        the loop's confirmation delay is that K unless ``confirm_after`` is
+        given, and the re-check settings come from the manifest's ``online``
+        entry unless given.
+        """
         from triage.training.model_files import MANIFEST, load_model
 
         path = Path(path)
         clf = load_model(path)
         window = clf.manifest_.get("window")
-        if window not in (0, "0"):
+        if _model_window(window) is None:
             raise ModelMismatch(
                 path,
-                f"the model was trained with window {window!r}; the online loop needs a window-0 model "
-                "(After = the new commit alone): train one with --window 0",
+                f"the model was trained with window {window!r}; the online loop needs a fixed window K "
+                "(After = the commit and the K after it): train one with --window K (0 for the paper's loop)",
             )
         model_id = hashlib.sha256((path / MANIFEST).read_bytes()).hexdigest()
         try:
@@ -248,52 +330,68 @@ class OnlineTriage:
     # state for the whole catalogue) is stored as a reference to the model.
     _MODEL_NAMES = "@model"
 
+    def _names_out(self, pre: object) -> object:
+        if isinstance(pre, dict) and pre.get("names") == self.feature_names:
+            return {**pre, "names": self._MODEL_NAMES}
+        return pre
+
+    def _names_in(self, pre: object) -> object:
+        if isinstance(pre, dict) and pre.get("names") == self._MODEL_NAMES:
+            return {**pre, "names": list(self.feature_names)}
+        return pre
+
     def _state_to_dict(self, st: SeriesState) -> dict[str, object]:
         data = st.to_dict()
-        pre = data["pre"]
-        if isinstance(pre, dict) and pre.get("names") == self.feature_names:
-            data["pre"] = {**pre, "names": self._MODEL_NAMES}
+        data["pre"] = self._names_out(data["pre"])
+        alarm = data.get("alarm")
+        if isinstance(alarm, dict):
+            data["alarm"] = {**alarm, "pre": self._names_out(alarm["pre"])}
         return data
 
     def _state_from_dict(self, data: dict[str, object]) -> SeriesState:
-        pre = data["pre"]
-        if isinstance(pre, dict) and pre.get("names") == self._MODEL_NAMES:
-            data = {**data, "pre": {**pre, "names": list(self.feature_names)}}
+        data = {**data, "pre": self._names_in(data["pre"])}
+        alarm = data.get("alarm")
+        if isinstance(alarm, dict):
+            data["alarm"] = {**alarm, "pre": self._names_in(alarm["pre"])}
         return SeriesState.from_dict(data)
 
     # ------------------------------------------------------------------ processing
 
     def process_one(
         self, series_id: str, commit: str, value: float, timestamp: object = None
-    ) -> Decision:
-        """Decide one new commit of a series; returns its :class:`Decision`.
+    ) -> Decision | None:
+        """Take one new commit of a series; returns the :class:`Decision` it completes.
 
-        Raises :class:`RejectedCommit` (nothing changed) for a non-finite
-        value, an unreadable timestamp, or one older than the series' latest.
+        With a confirmation delay K > 0 the decision is about the commit K
+        before this one (``Decision.commit`` names it, ``decided_at`` this
+        one); None while the series has had no K commits after its oldest
+        undecided one. Raises :class:`RejectedCommit` (nothing changed) for a
+        non-finite value, an unreadable timestamp, or one older than the
+        series' latest.
         """
         return self.process_many([(series_id, commit, value, timestamp)])[0]
 
     def process_many(
         self, records: Iterable[Sequence[object] | dict[str, object]]
-    ) -> list[Decision]:
-        """Decide a batch of commits, possibly of many series; decisions in input order.
+    ) -> list[Decision | None]:
+        """Take a batch of commits, possibly of many series; what each completes, in input order.
 
         ``records`` are ``(series_id, commit, value[, timestamp])`` tuples or
         dicts with those keys. The whole batch is checked first: one bad record
         raises :class:`RejectedCommit` and nothing is decided. Commits of one
-        series are decided in input order; across series, the predictor runs
+        series are taken in input order; across series, the predictor runs
         once per round (see the module docstring). With a store, the batch's
         decisions and states are committed in one transaction.
         """
         return self._process([self._normalise(r) for r in records])
 
-    def _process(self, items: list[tuple[str, str, float, int | None]]) -> list[Decision]:
+    def _process(self, items: list[tuple[str, str, float, int | None]]) -> list[Decision | None]:
         """:meth:`process_many` on checked ``(series_id, commit, value, timestamp ns)`` items.
 
         With a store, re-delivered commits are rare (a restart), so the batch
         is first decided optimistically: only commits that look re-delivered
         (a series' latest commit, or a timestamp older than its latest) are
-        looked up, and the decisions table's uniqueness catches the rest at
+        looked up, and the arrivals table's uniqueness catches the rest at
         commit time, which rolls the batch back and redoes it with every
         commit looked up. That saves a query per commit in the common case.
         """
@@ -305,8 +403,8 @@ class OnlineTriage:
             known = [(sid, c) for sid, c, _, _ in items if self.state(sid) is not None]
             return self._decide(items, self.store.get_decisions(known))
 
-    def _decide(self, items, stored: dict | None) -> list[Decision]:
-        """Decide ``items``; ``stored`` = the batch's stored decisions when looked up (store only)."""
+    def _decide(self, items, stored: dict | None) -> list[Decision | None]:
+        """Decide ``items``; ``stored`` = the batch's stored arrivals when looked up (store only)."""
         decisions: list[Decision | None] = [None] * len(items)
         rounds: list[list[int]] = []
         depth: dict[str, int] = {}
@@ -322,19 +420,20 @@ class OnlineTriage:
             last_ts = (
                 pending_ts[sid] if sid in pending_ts else (st.last_ts if st is not None else None)
             )
+            found, old = False, None
             if self.store is None:
-                old = self._latest(sid, commit, st)
+                found, old = self._latest(sid, commit, st)
             elif stored is not None:
-                old = stored.get(key)
+                found, old = key in stored, stored.get(key)
             elif st is not None and (
                 st.last_commit == commit
                 or (ts is not None and last_ts is not None and ts < last_ts)
             ):
-                old = self.store.get_decision(sid, commit)
-            else:
-                old = None
-            if old is not None:
-                old.replayed = True
+                got = self.store.get_decisions([key])
+                found, old = key in got, got.get(key)
+            if found:
+                if old is not None:
+                    old.replayed = True
                 decisions[i] = old
                 continue
             if ts is not None and last_ts is not None and ts < last_ts:
@@ -354,11 +453,12 @@ class OnlineTriage:
 
         touched: dict[str, SeriesState] = {}
         try:
+            arrivals: list[tuple[str, str, Decision | None]] = []
             for members in rounds:
                 self._round(items, members, decisions, touched)
-            new = [decisions[i] for r in rounds for i in r]
-            if self.store is not None and new:
-                self.store.commit(new, {s: self._state_to_dict(st) for s, st in touched.items()})
+                arrivals.extend((items[i][0], items[i][1], decisions[i]) for i in members)
+            if self.store is not None and arrivals:
+                self.store.commit(arrivals, {s: self._state_to_dict(st) for s, st in touched.items()})
         except BaseException:
             if self.store is not None:
                 # Memory must not run ahead of what was committed: forget the
@@ -370,11 +470,8 @@ class OnlineTriage:
             self._evict()
         for i, j in duplicates:
             d = decisions[j]
-            assert d is not None  # decided above: j is the commit's first occurrence
-            decisions[i] = Decision(
-                d.series, d.commit, d.index, d.probability, d.decision, list(d.top_features), True
-            )
-        return decisions  # type: ignore[return-value]
+            decisions[i] = None if d is None else replace(d, top_features=list(d.top_features), replayed=True)
+        return decisions
 
     def _evict(self) -> None:
         """Drop least recently used states beyond ``max_cached_series`` (they are in the store)."""
@@ -408,51 +505,138 @@ class OnlineTriage:
         return sid, commit, v, ns
 
     @staticmethod
-    def _latest(sid: str, commit: str, st: SeriesState | None) -> Decision | None:
+    def _latest(sid: str, commit: str, st: SeriesState | None) -> tuple[bool, Decision | None]:
         """Without a store only the latest commit of a series is remembered."""
         if st is not None and st.last_commit == commit:
-            return Decision(sid, commit, st.n - 1, st.last_probability, st.last_decision, [], True)
-        return None
+            return True, decision_from_dict(sid, st.last_output, replayed=True)
+        return False, None
 
     def _round(self, items, members: list[int], decisions, touched) -> None:
-        """Features of every member (one commit per series), one predictor call, then the updates.
+        """Features of every member due a decision (one commit per series), one predictor call, then the updates.
 
         Nothing is mutated until the predictor has answered, so an exception
         in the features or the model leaves every state of the round as it was.
         """
-        X = np.empty((len(members), len(self.feature_names)))
-        states = []
-        for row, i in enumerate(members):
+        K = self.confirm_after
+        rows: list[np.ndarray] = []
+        due: list[int] = []  # positions in members with a decision this round
+        states: list[SeriesState] = []
+        pres: list[object] = []  # the Pre each decision is made on (restored if a re-check withdraws)
+        rechecks: list[tuple[bool, float] | None] = []
+        for pos, i in enumerate(members):
             sid, _, value, _ = items[i]
             st = self.states.get(sid)
             if st is None:
                 st = self.new_state(sid)
                 self.states[sid] = st
             states.append(st)
-            X[row] = st.pre.features_array(value)
-        proba = self._predict(X)
-        pre_len = np.array([st.n - st.last_cp - 1 for st in states])
-        positive = (proba >= self.threshold) & (pre_len >= self.min_pre)
+            check = self._recheck(st, value)
+            rechecks.append(check)
+            pre = st.pre
+            if check is not None and check[0]:
+                pre = self._withdrawn_pre(st)
+            pres.append(pre)
+            if len(st.pending) == K:
+                after = value if K == 0 else np.array([v for _, v in st.pending] + [value])
+                rows.append(pre.features_array(after))  # type: ignore[attr-defined]
+                due.append(pos)
+        X = np.array(rows) if rows else np.empty((0, len(self.feature_names)))
+        proba = self._predict(X) if rows else np.empty(0)
+        pre_len = np.array([pres[pos].n for pos in due], dtype=np.int64)  # type: ignore[attr-defined]
+        quiet = np.array(
+            [states[pos].alarm is None or rechecks[pos] is not None for pos in due], dtype=bool
+        )
+        positive = (proba >= self.threshold) & (pre_len >= self.min_pre) & quiet
         explained = self._explain(X, positive)
-        for row, i in enumerate(members):
+        row_of = {pos: r for r, pos in enumerate(due)}
+        for pos, i in enumerate(members):
             sid, commit, value, ts = items[i]
-            st = states[row]
+            st = states[pos]
             touched[sid] = st
-            p = float(proba[row])
-            hit = bool(positive[row])
-            decisions[i] = Decision(sid, commit, st.n, p, hit, explained.get(row, []))
-            if hit:
-                st.pre.reset()
-                st.last_cp = st.n
-                st.n_change_points += 1
-            else:
-                st.pre.learn_one(value)
+            withdrawal = None
+            check = rechecks[pos]
+            if check is not None:
+                alarm = st.alarm
+                assert alarm is not None
+                if check[0]:
+                    withdrawal = Withdrawal(sid, alarm.commit, alarm.index, commit, check[1])
+                    st.pre = pres[pos]  # type: ignore[assignment]
+                    st.last_cp = alarm.last_cp
+                    st.n_change_points -= 1
+                st.alarm = None
+            elif st.alarm is not None:
+                st.alarm.after.append(value)
+            r = row_of.get(pos)
+            decision = None
+            if r is not None:
+                p_index = st.n - K
+                p_commit, p_value = (commit, value) if K == 0 else st.pending[0]
+                prob = float(proba[r])
+                hit = bool(positive[r])
+                decision = Decision(
+                    sid, p_commit, p_index, prob, hit, explained.get(r, []),
+                    decided_at=commit if K else None, withdrawal=withdrawal,
+                )
+                if hit:
+                    after_values = [v for _, v in st.pending[:K]] + [value] if K else [value]
+                    self._raise_alarm(st, p_index, p_commit, prob, after_values)
+                else:
+                    st.pre.learn_one(p_value)
+                if K:
+                    st.pending.pop(0)
+            if K:
+                st.pending.append([commit, value])
+            decisions[i] = decision
             st.n += 1
             st.last_commit = commit
             if ts is not None:
                 st.last_ts = ts
-            st.last_probability = p
-            st.last_decision = hit
+            st.last_output = None if decision is None else decision_to_dict(decision)
+
+    # ------------------------------------------------------------------ the stream rule
+
+    def _raise_alarm(self, st: SeriesState, index: int, commit: str, prob: float, after: list[float]) -> None:
+        """``index`` is a change point: Pre restarts after it; the alarm waits for its re-check."""
+        tail = np.asarray(st.pre.tail(RECHECK_PRE), dtype=np.float64)
+        median, scale = _robust(tail)
+        st.alarm = Alarm(
+            index=index,
+            commit=commit,
+            probability=prob,
+            last_cp=st.last_cp,
+            pre=copy.deepcopy(st.pre),
+            after=list(after),
+            median=median,
+            scale=scale,
+        )
+        st.pre.reset()
+        st.last_cp = index
+        st.n_change_points += 1
+
+    def _recheck(self, st: SeriesState, value: float) -> tuple[bool, float] | None:
+        """The re-check of the series' alarm if this arrival completes it: (withdraw?, score); else None.
+
+        The alarm at p is re-checked when commit p + K + R arrives: the
+        median of the K + R + 1 commits from p on is compared with Pre's
+        median, in units of Pre's robust scale (1.4826 MAD). Below
+        ``withdraw_below`` the later commits contradict a change (a spike or
+        a burst of noise) and the alarm is withdrawn.
+        """
+        alarm = st.alarm
+        if alarm is None or len(alarm.after) + 1 < self.confirm_after + self.recheck_after + 1:
+            return None
+        after = np.array([*alarm.after, value])
+        score = abs(float(np.median(after)) - alarm.median) / alarm.scale if alarm.scale > 0 else math.inf
+        return (score < self.withdraw_below, score)
+
+    def _withdrawn_pre(self, st: SeriesState):
+        """Pre as if the alarm had not been raised: its Pre, then the commits decided since."""
+        alarm = st.alarm
+        assert alarm is not None
+        pre = copy.deepcopy(alarm.pre)
+        for v in alarm.after[: self.recheck_after]:
+            pre.learn_one(v)
+        return pre
 
     def _explain(self, X: np.ndarray, positive: np.ndarray) -> dict[int, list[str]]:
         if self.explain == "none":
@@ -490,12 +674,15 @@ class OnlineTriage:
         ``keep_states=False`` drops a group's states from memory once its
         series are replayed (a store keeps them), so memory is bounded by
         ``batch_series`` however many series the dataset holds. Returns the
-        positive decisions (the change points found), in series order then
-        commit order.
+        positive decisions (the change points found; alarms a re-check
+        withdrew are left out), in series order then commit order. With a
+        confirmation delay K the last K commits of each history are never
+        decided (nothing comes after them).
         """
         if commits_per_batch < 1:
             raise ValueError(f"commits_per_batch must be >= 1, got {commits_per_batch!r}")
         found: list[Decision] = []
+        withdrawn: set[tuple[str, int]] = set()
         histories = list(dataset)
         for start in range(0, len(histories), batch_series):
             group = histories[start : start + batch_series]
@@ -526,10 +713,17 @@ class OnlineTriage:
                     for sid, commits, values, ts in columns
                     if i < len(commits)
                 ]
-                found.extend(d for d in self._process(batch) if d.decision and not d.replayed)
+                for d in self._process(batch):
+                    if d is None or d.replayed:
+                        continue
+                    if d.withdrawal is not None:
+                        withdrawn.add((d.series, d.withdrawal.index))
+                    if d.decision:
+                        found.append(d)
             if not keep_states:
                 for sid, *_ in columns:
                     self.states.pop(sid, None)
+        found = [d for d in found if (d.series, d.index) not in withdrawn]
         order = {h.series_id: k for k, h in enumerate(histories)}
         found.sort(key=lambda d: (order[d.series], d.index))
         return found

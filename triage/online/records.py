@@ -40,6 +40,43 @@ class AlreadyDecided(Exception):
 
 
 @dataclass
+class Withdrawal:
+    """A re-check taking back an earlier alarm: the commits after it contradict a change.
+
+    ``commit`` / ``index`` name the alarm's commit; ``decided_at`` is the
+    commit whose arrival completed the re-check; ``score`` is the re-check's
+    measure (robust shift of the commits since the alarm against Pre, in
+    units of Pre's robust scale; see :mod:`triage.online.loop`).
+    """
+
+    series: str
+    commit: str
+    index: int
+    decided_at: str
+    score: float
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON-line form: its own record, ``"withdrawn": true``."""
+        return {
+            "series": self.series,
+            "commit": self.commit,
+            "withdrawn": True,
+            "decided_at": self.decided_at,
+            "score": self.score,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Withdrawal:
+        return cls(
+            str(data["series"]),
+            str(data["commit"]),
+            int(data["index"]),  # type: ignore[call-overload]
+            str(data["decided_at"]),
+            float(data["score"]),  # type: ignore[arg-type]
+        )
+
+
+@dataclass
 class Decision:
     """The loop's verdict on one commit.
 
@@ -48,7 +85,11 @@ class Decision:
     change point; ``top_features`` holds up to three plain-words reasons
     (empty when not explained, see :mod:`triage.online.loop`); ``replayed`` is
     True when the commit had been decided before and this is the stored
-    verdict.
+    verdict. With a confirmation delay of K commits the verdict on a commit is
+    made when the K-th commit after it arrives: ``decided_at`` names that
+    commit (None when K = 0, the commit itself). ``withdrawal`` is set when the
+    same arrival also completed the re-check of an earlier alarm and took it
+    back (:class:`Withdrawal`, its own output record).
     """
 
     series: str
@@ -58,9 +99,11 @@ class Decision:
     decision: bool
     top_features: list[str] = field(default_factory=list)
     replayed: bool = False
+    decided_at: str | None = None
+    withdrawal: Withdrawal | None = None
 
     def to_dict(self) -> dict[str, object]:
-        """The JSON-line form: series, commit, probability, decision, top_features (+ replayed)."""
+        """The JSON-line form: series, commit, probability, decision, top_features (+ decided_at, replayed)."""
         out: dict[str, object] = {
             "series": self.series,
             "commit": self.commit,
@@ -68,6 +111,56 @@ class Decision:
             "decision": self.decision,
             "top_features": list(self.top_features),
         }
+        if self.decided_at is not None:
+            out["decided_at"] = self.decided_at
         if self.replayed:
             out["replayed"] = True
         return out
+
+    def records(self) -> list[dict[str, object]]:
+        """Every output record of this arrival: the decision, then a withdrawal if any."""
+        out = [self.to_dict()]
+        if self.withdrawal is not None:
+            w = self.withdrawal.to_dict()
+            if self.replayed:
+                w["replayed"] = True
+            out.append(w)
+        return out
+
+
+def decision_to_dict(d: Decision) -> dict[str, object]:
+    """Every field of a decision as plain JSON (the series' ``last_output``, the store's rows)."""
+    return {
+        "commit": d.commit,
+        "index": d.index,
+        "probability": d.probability,
+        "decision": d.decision,
+        "top_features": list(d.top_features),
+        "decided_at": d.decided_at,
+        "withdrawal": None
+        if d.withdrawal is None
+        else {
+            "commit": d.withdrawal.commit,
+            "index": d.withdrawal.index,
+            "decided_at": d.withdrawal.decided_at,
+            "score": d.withdrawal.score,
+        },
+    }
+
+
+def decision_from_dict(series: str, data: dict[str, object] | None, *, replayed: bool = False) -> Decision | None:
+    """The decision :func:`decision_to_dict` saved (None stays None: the arrival decided nothing)."""
+    if data is None:
+        return None
+    w = data.get("withdrawal")
+    return Decision(
+        series,
+        str(data["commit"]),
+        int(data["index"]),  # type: ignore[call-overload]
+        float(data["probability"]),  # type: ignore[arg-type]
+        bool(data["decision"]),
+        [str(t) for t in data.get("top_features") or []],  # type: ignore[union-attr]
+        replayed,
+        None if data.get("decided_at") is None else str(data["decided_at"]),
+        None if not isinstance(w, dict) else Withdrawal.from_dict({**w, "series": series}),
+    )

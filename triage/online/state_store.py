@@ -27,8 +27,17 @@ Tables::
 
     meta(key PRIMARY KEY, value)                 format, model_id
     series(series_id PRIMARY KEY, state)         SeriesState.to_dict() as JSON
-    decisions(rowid, series_id, commit_id, idx, probability, decision, top_features)
-        UNIQUE (series_id, commit_id); rowid = decision order
+    decisions(rowid, series_id, commit_id, decided_commit, idx, probability,
+              decision, top_features, withdrawal)
+        one row per *arrival* (commit_id = the commit that arrived),
+        UNIQUE (series_id, commit_id); rowid = arrival order. With a
+        confirmation delay K the arrival decides the commit K before it
+        (decided_commit, idx); decision is NULL while nothing is decided yet
+        (the first K commits after a series starts); withdrawal is the JSON of
+        an alarm this arrival's re-check took back, else NULL.
+
+Format 1 (before the confirmation delay: one row per decided commit) is not
+read; ``--reset-state`` starts such a file over in format 2.
 """
 
 from __future__ import annotations
@@ -39,10 +48,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from triage.core.errors import InputError
-from triage.online.records import AlreadyDecided, Decision
+from triage.online.records import AlreadyDecided, Decision, decision_from_dict
 
 FORMAT = "changepoint-triage-online-state"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -50,13 +59,54 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS decisions (
         series_id TEXT NOT NULL,
         commit_id TEXT NOT NULL,
-        idx INTEGER NOT NULL,
-        probability REAL NOT NULL,
-        decision INTEGER NOT NULL,
-        top_features TEXT NOT NULL,
+        decided_commit TEXT,
+        idx INTEGER,
+        probability REAL,
+        decision INTEGER,
+        top_features TEXT,
+        withdrawal TEXT,
         UNIQUE (series_id, commit_id)
     )""",
 )
+
+
+_DECISION_COLUMNS = "d.decided_commit, d.idx, d.probability, d.decision, d.top_features, d.withdrawal"
+
+
+def _row(series_id: str, commit: str, d: Decision | None) -> tuple:
+    if d is None:
+        return (series_id, commit, None, None, None, None, None, None)
+    w = d.withdrawal
+    return (
+        series_id,
+        commit,
+        d.commit,
+        d.index,
+        d.probability,
+        int(d.decision),
+        json.dumps(d.top_features),
+        None
+        if w is None
+        else json.dumps({"commit": w.commit, "index": w.index, "decided_at": w.decided_at, "score": w.score}),
+    )
+
+
+def _decision(series_id: str, arrival: str, cols: tuple) -> Decision | None:
+    decided, idx, prob, decision, top, withdrawal = cols
+    if decision is None:
+        return None
+    return decision_from_dict(
+        series_id,
+        {
+            "commit": decided,
+            "index": idx,
+            "probability": prob,
+            "decision": bool(decision),
+            "top_features": json.loads(top),
+            "decided_at": None if decided == arrival else arrival,
+            "withdrawal": None if withdrawal is None else json.loads(withdrawal),
+        },
+    )
 
 
 class StateStoreError(InputError):
@@ -77,6 +127,7 @@ class StateStore:
 
     def __init__(self, path: str | Path, *, durable: bool = False):
         self.path = str(path)
+        self.old_format = False
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=0.0)
             # Exclusive locking before the first WAL access keeps the WAL index
@@ -105,6 +156,8 @@ class StateStore:
                 raise StateStoreError(
                     self.path, "state file written by a newer version of changepoint-triage"
                 )
+            elif int(self._meta("format_version") or 0) < FORMAT_VERSION:
+                self.old_format = True
             self._db.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             self._close_quietly()
@@ -147,6 +200,11 @@ class StateStore:
                 self.path,
                 "a persisted loop needs the model's identity: load it with OnlineTriage.from_model_dir",
             )
+        if self.old_format and not reset:
+            raise StateStoreError(
+                self.path,
+                "the state file is in format 1 (before the confirmation delay); start over with --reset-state",
+            )
         stored = self.model_id
         if stored is not None and stored != model_id and not reset:
             raise StateStoreError(
@@ -163,10 +221,18 @@ class StateStore:
         """Forget every series state, decision and the model identity (one transaction)."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            self._db.execute("DELETE FROM decisions")
+            if self.old_format:
+                self._db.execute("DROP TABLE decisions")
+                self._db.execute(_SCHEMA[2])
+                self._db.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'format_version'", (str(FORMAT_VERSION),)
+                )
+            else:
+                self._db.execute("DELETE FROM decisions")
             self._db.execute("DELETE FROM series")
             self._db.execute("DELETE FROM meta WHERE key = 'model_id'")
             self._db.execute("COMMIT")
+            self.old_format = False
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
@@ -181,22 +247,22 @@ class StateStore:
         return json.loads(row[0]) if row else None
 
     def get_decision(self, series_id: str, commit: str) -> Decision | None:
-        """The stored :class:`~triage.online.records.Decision` of a commit, or None."""
-        row = self._db.execute(
-            "SELECT idx, probability, decision, top_features FROM decisions WHERE series_id = ? AND commit_id = ?",
-            (series_id, commit),
-        ).fetchone()
-        if row is None:
-            return None
-        return Decision(
-            series_id, commit, int(row[0]), float(row[1]), bool(row[2]), json.loads(row[3])
-        )
+        """The stored :class:`~triage.online.records.Decision` the arrival of a commit made, or None.
 
-    def get_decisions(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Decision]:
-        """Stored decisions of many ``(series_id, commit)`` pairs: ``{pair: Decision}`` for those found.
+        None also for an arrival that decided nothing (see :meth:`get_decisions`
+        to tell the two apart).
+        """
+        return self.get_decisions([(series_id, commit)]).get((series_id, commit))
 
-        The pairs go into a temporary table joined on the decisions' unique
-        index: one statement for the batch instead of one query per commit.
+    def get_decisions(
+        self, keys: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], Decision | None]:
+        """Stored arrivals of many ``(series_id, commit)`` pairs: ``{pair: Decision or None}`` for those found.
+
+        A pair is a key of the answer when that commit had arrived; its value
+        is the decision its arrival made, None when it made none. The pairs go
+        into a temporary table joined on the unique index: one statement for
+        the batch instead of one query per commit.
         """
         keys = list(keys)
         if not keys:
@@ -206,29 +272,28 @@ class StateStore:
         db.execute("DELETE FROM probe")
         db.executemany("INSERT INTO probe VALUES (?, ?)", keys)
         rows = db.execute(
-            "SELECT d.series_id, d.commit_id, d.idx, d.probability, d.decision, d.top_features "
+            f"SELECT d.series_id, d.commit_id, {_DECISION_COLUMNS} "
             "FROM probe p JOIN decisions d ON d.series_id = p.series_id AND d.commit_id = p.commit_id"
         ).fetchall()
-        return {
-            (s, c): Decision(s, c, int(i), float(p), bool(d), json.loads(t))
-            for s, c, i, p, d, t in rows
-        }
+        return {(r[0], r[1]): _decision(r[0], r[1], r[2:]) for r in rows}
 
     def decisions(self, series_id: str | None = None) -> list[Decision]:
-        """Every stored decision (of one series), in the order they were made."""
-        query = (
-            "SELECT series_id, commit_id, idx, probability, decision, top_features FROM decisions"
-        )
+        """Every stored decision (of one series), in the order they were made (arrivals that decided nothing left out)."""
+        query = f"SELECT d.series_id, d.commit_id, {_DECISION_COLUMNS} FROM decisions d WHERE d.decision IS NOT NULL"
         args: tuple = ()
         if series_id is not None:
-            query += " WHERE series_id = ?"
+            query += " AND d.series_id = ?"
             args = (series_id,)
-        rows = self._db.execute(query + " ORDER BY rowid", args).fetchall()
-        return [
-            Decision(s, c, int(i), float(p), bool(d), json.loads(t)) for s, c, i, p, d, t in rows
-        ]
+        rows = self._db.execute(query + " ORDER BY d.rowid", args).fetchall()
+        out = [_decision(r[0], r[1], r[2:]) for r in rows]
+        return [d for d in out if d is not None]
 
     def n_decisions(self) -> int:
+        """Decisions stored (arrivals that decided a commit)."""
+        return int(self._db.execute("SELECT count(*) FROM decisions WHERE decision IS NOT NULL").fetchone()[0])
+
+    def n_arrivals(self) -> int:
+        """Commits received and stored, decided or still pending."""
         return int(self._db.execute("SELECT count(*) FROM decisions").fetchone()[0])
 
     def series_ids(self) -> list[str]:
@@ -236,31 +301,26 @@ class StateStore:
 
     # ------------------------------------------------------------------ writing
 
-    def commit(self, decisions: Iterable[Decision], states: Mapping[str, dict]) -> None:
-        """Write decisions and the resulting series states in one transaction.
+    def commit(
+        self,
+        arrivals: Iterable[tuple[str, str, Decision | None]],
+        states: Mapping[str, dict],
+    ) -> None:
+        """Write arrivals, their decisions and the resulting series states in one transaction.
 
-        ``decisions`` are :class:`~triage.online.records.Decision` objects of new
-        commits; ``states`` maps series id to ``SeriesState.to_dict()``. A
-        commit already stored rolls the whole transaction back and raises
+        ``arrivals`` are ``(series_id, commit, Decision or None)`` of new
+        commits (None: the arrival decided nothing); ``states`` maps series id
+        to ``SeriesState.to_dict()``. A commit already stored rolls the whole
+        transaction back and raises
         :class:`~triage.online.records.AlreadyDecided` (the loop then looks its
         batch up and retries).
         """
-        rows = [
-            (
-                d.series,
-                d.commit,
-                d.index,
-                d.probability,
-                int(d.decision),
-                json.dumps(d.top_features),
-            )
-            for d in decisions
-        ]
+        rows = [_row(sid, commit, d) for sid, commit, d in arrivals]
         state_rows = [(sid, json.dumps(st, separators=(",", ":"))) for sid, st in states.items()]
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?)", rows)
+            db.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
             db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)", state_rows)
             db.execute("COMMIT")
         except sqlite3.IntegrityError:
