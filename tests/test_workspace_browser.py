@@ -1,0 +1,132 @@
+"""End to end: the workspace in a real headless browser (Debian's chromium through selenium).
+
+Opens the queue, records a decision with one click, reloads and finds it,
+opens the series page and checks its plot loaded, and checks the browser
+console stayed free of errors (a CSP violation or a failed request would
+show there). Skips, saying why, only when chromium or its driver is absent;
+``.ci/run`` installs both.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from triage.core import labels as L
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+MODEL = Path(__file__).resolve().parents[1] / "models" / "default-adaptive"
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+         "--window-size=1400,1000")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or DRIVER is None,
+    reason="headless browser test needs Debian's chromium and chromium-driver "
+           "(apt-get install -y chromium chromium-driver; .ci/run installs them)",
+)
+
+
+class Server:
+    """uvicorn serving an app on a free loopback port, in a thread."""
+
+    def __init__(self, app):
+        import uvicorn
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+
+def browser(profile: Path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in FLAGS:
+        opts.add_argument(flag)
+    opts.add_argument(f"--user-data-dir={profile}")  # a fresh profile: no state from earlier runs
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(DRIVER), options=opts)
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    from triage.inference import load_classifier
+    from triage.synthetic import generate
+    from triage.workspace.alerts import build_alerts
+    from triage.workspace.app import Workspace
+    from triage.workspace.store import LabelsStore
+
+    full = generate("small", seed=5)
+    dataset = full.subset(full.series_ids[:8])
+    alerts = build_alerts(dataset, None, load_classifier(MODEL))
+    store = LabelsStore(tmp_path_factory.mktemp("ws") / "labels.sqlite")
+    return Workspace(dataset=dataset, alerts=alerts, store=store, model_name="default-adaptive",
+                     commit_url="https://example.org/commit/{commit}", sheriff="default")
+
+
+@pytest.mark.slow
+def test_decision_in_a_real_browser(workspace, tmp_path):
+    pytest.importorskip("selenium", reason="selenium is a dev dependency: pip install -e '.[dev]'")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from triage.workspace.app import create_app
+
+    with Server(create_app(workspace)) as server:
+        base = f"http://127.0.0.1:{server.port}"
+        driver = browser(tmp_path / "profile")
+        try:
+            wait = WebDriverWait(driver, 20)
+            driver.get(base + "/")
+            assert "Alert queue" in driver.title
+            name = driver.find_element(By.ID, "sheriff")
+            name.send_keys("e2e-sheriff")
+            row = driver.find_element(By.CSS_SELECTOR, "table.alerts tbody tr")
+            series, commit = row.get_attribute("data-series"), row.get_attribute("data-commit")
+            assert row.find_element(By.CSS_SELECTOR, ".badge").text == "untriaged"
+            row.find_element(By.CSS_SELECTOR, "input[name=note]").send_keys("seen in the e2e test")
+            row.find_element(By.CSS_SELECTOR, "button.b-true").click()
+            selector = f'tr[data-commit="{commit}"] .by'
+            wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, selector)))
+            driver.refresh()
+            found = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, f'tr[data-commit="{commit}"]')))
+            assert found.find_element(By.CSS_SELECTOR, ".badge").text == "true"
+            assert "true by e2e-sheriff" in found.find_element(By.CSS_SELECTOR, ".by").text
+            (decision,) = workspace.store.current().values()
+            assert (decision.series_id, decision.commit, decision.label, decision.who, decision.note) == (
+                series, commit, L.TRUE_POSITIVE, "e2e-sheriff", "seen in the e2e test")
+            # The series page: its plot is served and decoded.
+            found.find_element(By.CSS_SELECTOR, "td.series a").click()
+            img = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "img.plot")))
+            wait.until(lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", img))
+            logs = driver.get_log("browser")
+        finally:
+            driver.quit()
+    errors = [e for e in logs if e.get("level") == "SEVERE"]
+    assert not errors, errors
