@@ -36,8 +36,9 @@ def series_png(history: History, points: Sequence[tuple[int, str, float | None, 
     from matplotlib.figure import Figure
 
     n = len(history)
-    has_dates = history.timestamps is not None and not np.all(np.isnat(history.timestamps))
-    x = history.timestamps if has_dates else np.arange(n)
+    stamps = history.timestamps
+    has_dates = stamps is not None and not np.all(np.isnat(stamps))
+    x: np.ndarray = stamps if stamps is not None and has_dates else np.arange(n)
     fig = Figure(figsize=(10, 3.4), dpi=96)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()

@@ -315,12 +315,12 @@ def agreement_by_week(store: LabelsStore) -> pd.DataFrame:
         year, week, _ = datetime.fromisoformat(d.decided_at.replace("Z", "+00:00")).isocalendar()
         key = (f"{year}-W{week:02d}", d.model or "")
         c = rows.setdefault(key, [0, 0, 0, 0])
-        sheriff, model = d.label == L.TRUE_POSITIVE, d.model_call == L.TRUE_POSITIVE
-        c[0 if sheriff and model else 1 if model else 2 if sheriff else 3] += 1
+        said_true, called_true = d.label == L.TRUE_POSITIVE, d.model_call == L.TRUE_POSITIVE
+        c[0 if said_true and called_true else 1 if called_true else 2 if said_true else 3] += 1
     out = []
-    for (week, model), (tp, fp, fn, tn) in sorted(rows.items()):
+    for (week_name, model), (tp, fp, fn, tn) in sorted(rows.items()):
         n = tp + fp + fn + tn
-        out.append([week, model, n, tp, fp, fn, tn,
+        out.append([week_name, model, n, tp, fp, fn, tn,
                     tp / (tp + fp) if tp + fp else float("nan"),
                     tp / (tp + fn) if tp + fn else float("nan"),
                     (tp + tn) / n])
