@@ -58,9 +58,10 @@ def test_otava_csv_one_series_per_metric(tmp_path):
         "2024-01-03 10:00:00 +0000,c3,12,1.7,main\n",
     )
     dataset = load(path)
-    assert dataset.series_ids == ["throughput", "latency"]  # branch is a text attribute
-    assert list(dataset["latency"].commits) == ["a1", "c3"]  # empty cell = not measured
-    assert dataset["throughput"].timestamps[2] == np.datetime64("2024-01-03T10:00:00")
+    assert dataset.series_ids == ["throughput@main", "latency@main"]  # the branch is part of the id
+    assert list(dataset["latency@main"].commits) == ["a1", "c3"]  # empty cell = not measured
+    assert dataset["throughput@main"].timestamps[2] == np.datetime64("2024-01-03T10:00:00")
+    assert load(path, branch="main").series_ids == ["throughput", "latency"]
 
 
 def test_otava_bad_metric_value_names_row(tmp_path):
@@ -164,7 +165,7 @@ def test_unknown_layout_header(tmp_path):
 def test_missing_file_and_empty_dir(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         load(tmp_path / "absent.csv")
-    with pytest.raises(InputError, match="directory has none of"):
+    with pytest.raises(InputError, match="cannot tell the layout of this directory"):
         load(tmp_path)
 
 

@@ -15,10 +15,22 @@ def _pyproject() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
+#: Listed packages that hold data only (no __init__.py): the bundled models.
+DATA_ONLY = {"triage.models"}
+
+
 def test_every_package_in_the_checkout_is_listed_for_the_wheel():
     listed = set(_pyproject()["tool"]["setuptools"]["packages"])
     found = set(find_packages(str(ROOT), include=["triage", "triage.*"]))
-    assert found == listed
+    assert found | DATA_ONLY == listed
+
+
+def test_the_bundled_models_are_package_data_of_triage_models():
+    setuptools = _pyproject()["tool"]["setuptools"]
+    assert setuptools["package-dir"]["triage.models"] == "models"
+    assert "*/*" in setuptools["package-data"]["triage.models"]
+    link = ROOT / "triage" / "models"
+    assert link.is_symlink() and link.resolve() == (ROOT / "models").resolve()
 
 
 def test_no_top_level_package_but_triage():

@@ -6,21 +6,32 @@ long (CSV or Parquet)
     One row per measurement: ``series_id, commit, timestamp, value, label``
     (``timestamp`` and ``label`` optional; synthetic data adds ``true_change``
     and ``truth_label``). Rows of a series are in history order; rows of
-    different series may interleave. Several measurements of one commit are
-    consecutive rows of that series and are aggregated (mean, median or p90,
-    as Perfherder and MongoDB summarise replicates). A commit id that comes back
-    after another commit of the same series is a duplicate, an error.
+    different series may interleave. Several measurements of one commit
+    (consecutive rows, or a retrigger measured later) are aggregated (mean,
+    median or p90, as Perfherder and MongoDB summarise replicates); a commit
+    keeps the place of its first appearance unless ``commit_order`` is given.
+    The delimiter (``,``, ``;``, tab, ``|``) is sniffed from the header.
 mongodb
     The ICPE 2022 data-challenge demo layout: ``"Value";"MongoDB.Label"``,
     ``;``-separated, one row per commit in order. The series id is the file
     stem and the commit id the 0-based row position.
-otava
-    Apache Otava's CSV: a time column, a commit column and one column per
-    metric; each metric becomes a series named after its column. Empty cells
-    are skipped (the metric was not measured on that commit).
+otava, otava-dir, otava-config
+    Apache Otava's CSV (a time column, an optional commit column, one column
+    per metric, an optional branch column), a directory of them, or Otava's
+    YAML test config: :mod:`triage.readers.otava`.
 json
     A JSON list of numbers (e.g. TigerBeetle's history): one series named
     after the file stem, commit ids are 0-based positions.
+asv
+    An airspeed-velocity results directory: :mod:`triage.readers.asv`.
+gab
+    github-action-benchmark's ``data.js``: :mod:`triage.readers.gab`.
+perfherder
+    Perfherder's performance-data JSON, labelled by an alerts export
+    (``alerts=``): :mod:`triage.readers.perfherder`.
+
+Any file may be gzip- or zstd-compressed, and ``-`` reads standard input
+(:mod:`triage.readers.source`).
 
 ``layout="auto"`` tells them apart by :func:`triage.sniffing.data_layout`.
 A directory written by ``triage synth`` holds ``history.parquet`` or
@@ -36,6 +47,7 @@ from __future__ import annotations
 import json
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,15 +62,23 @@ from triage.core.history import (
     UnsortedTimestampsWarning,
     dataset_from_long,
 )
+from triage.readers.asv import read_asv
+from triage.readers.gab import read_gab
+from triage.readers.otava import read_otava_config, read_otava_dir, sniff_delimiter
+from triage.readers.otava import read_otava_csv as _read_otava_csv
+from triage.readers.perfherder import read_perfherder_data
+from triage.readers.source import display_name, plain_file, read_csv_text
 from triage.sniffing import MONGODB_COLUMNS, data_layout
 
-LAYOUTS = ("auto", "long", "mongodb", "otava", "json")
+LAYOUTS = (
+    "auto", "long", "mongodb", "otava", "json", "asv", "gab", "perfherder", "otava-dir", "otava-config",
+)
 DATASET_FILES = ("history.parquet", "history.csv")
 
 
 #: The long-frame builder; kept under its old name for callers such as ``triage.synthetic``.
 _build_dataset = dataset_from_long
-__all__ = ["AGGREGATES", "UnsortedTimestampsWarning", "load", "write_long"]
+__all__ = ["AGGREGATES", "UnsortedTimestampsWarning", "load", "read_csv_text", "write_long"]
 
 
 # --------------------------------------------------------------------------- reading
@@ -71,13 +91,23 @@ def load(
     aggregate: str = "mean",
     sort_timestamps: bool = False,
     trim_warmup: str = "none",
+    branch: str | None = None,
+    commit_order: list[str] | None = None,
+    alerts: str | Path | None = None,
 ) -> Dataset:
     """Load a dataset from ``path`` in any supported layout.
 
     Parameters
     ----------
-    path : file or directory (a directory written by ``triage synth``)
-    layout : one of ``auto``, ``long``, ``mongodb``, ``otava``, ``json``
+    path : file or directory (a directory written by ``triage synth``, an asv
+        results directory, a directory of Otava CSVs), possibly gzip/zstd
+        compressed; ``-`` is standard input
+    layout : one of :data:`LAYOUTS` (``auto`` sniffs it)
+    branch : Otava CSVs with a ``branch`` column: keep only this branch
+        (default: every branch, series ``<metric>@<branch>``)
+    commit_order : long layout: the commits in history order (default: the
+        order of their first appearance)
+    alerts : Perfherder alerts export labelling Perfherder performance data
     aggregate : ``mean`` (default), ``median`` or ``p90`` for several
         measurements of one commit
     sort_timestamps : sort each series by timestamp (stable) with a
@@ -100,38 +130,41 @@ def load(
             if (path / name).exists():
                 path = path / name
                 break
-        else:
-            raise InputError(path, None, f"directory has none of {', '.join(DATASET_FILES)}")
-    if not path.exists():
-        raise InputError(path, None, "no such file")
-    if layout == "auto":
-        layout = data_layout(path)
-    if layout == "long":
-        return read_long(path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim)
-    if layout == "mongodb":
-        return read_mongodb_demo(path)
-    if layout == "otava":
-        return read_otava_csv(path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim)
-    return read_json_values(path)
+    if branch is not None and layout not in ("auto", "otava", "otava-dir", "otava-config"):
+        raise InputError(path, None, f"a branch filter applies to Otava CSVs, not to layout {layout!r}")
+    with plain_file(path) as plain:
+        if layout == "auto":
+            layout = data_layout(plain)
+        options: dict[str, Any] = {"aggregate": aggregate, "sort_timestamps": sort_timestamps}
+        if layout == "long":
+            return read_long(plain, trim=trim, commit_order=commit_order, **options)
+        if layout == "mongodb":
+            return read_mongodb_demo(plain)
+        if layout == "otava":
+            return _read_otava_csv(plain, branch=branch, trim=trim, **options)
+        if layout == "otava-dir":
+            return read_otava_dir(plain, branch=branch, trim=trim, **options)
+        if layout == "otava-config":
+            return read_otava_config(plain, branch=branch, trim=trim, **options)
+        if layout == "asv":
+            return read_asv(plain, aggregate=aggregate, trim=trim)
+        if layout == "gab":
+            return read_gab(plain, trim=trim, **options)
+        if layout == "perfherder":
+            return read_perfherder_data(plain, alerts=alerts, trim=trim, **options)
+        if alerts is not None:
+            raise InputError(display_name(path), None, "--alerts labels Perfherder performance data only")
+        return read_json_values(plain)
 
 
-def read_csv_text(path: Path, sep: str = ",", *, require_rows: bool = True) -> pd.DataFrame:
-    """Every cell as text (no NaN guessing), stripped column names; located errors."""
-    try:
-        frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except pd.errors.EmptyDataError:
-        raise InputError(path, None, "file is empty") from None
-    except pd.errors.ParserError as exc:
-        raise InputError(path, None, f"not a valid CSV file: {exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
-    if require_rows and frame.empty:
-        raise InputError(path, None, "file has a header but no data rows")
-    return frame
-
-
-def read_long(path: str | Path, *, aggregate: str = "mean", sort_timestamps: bool = False, trim=None) -> Dataset:
+def read_long(
+    path: str | Path,
+    *,
+    aggregate: str = "mean",
+    sort_timestamps: bool = False,
+    trim=None,
+    commit_order: list[str] | None = None,
+) -> Dataset:
     """Read the long layout from CSV or Parquet (see module docstring)."""
     path = Path(path)
     if path.suffix.lower() == ".parquet":
@@ -143,14 +176,18 @@ def read_long(path: str | Path, *, aggregate: str = "mean", sort_timestamps: boo
             raise InputError(path, None, "file has no rows")
         rows = np.arange(1, len(frame) + 1)
     else:
-        frame = read_csv_text(path)
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            sep = sniff_delimiter(fh.readline())
+        frame = read_csv_text(path, sep=sep)
         rows = np.arange(2, len(frame) + 2)  # header is line 1
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(
             path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(frame.columns)})"
         )
-    return _build_dataset(frame, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim)
+    return _build_dataset(
+        frame, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim, commit_order=commit_order
+    )
 
 
 def read_mongodb_demo(path: str | Path) -> Dataset:
@@ -173,55 +210,9 @@ def read_mongodb_demo(path: str | Path) -> Dataset:
     return _build_dataset(long, np.arange(2, len(frame) + 2), path)
 
 
-def read_otava_csv(
-    path: str | Path,
-    *,
-    time_column: str = "time",
-    commit_column: str = "commit",
-    metrics: list[str] | None = None,
-    aggregate: str = "mean",
-    sort_timestamps: bool = False,
-    trim=None,
-) -> Dataset:
-    """Read Apache Otava's CSV layout: one series per metric column.
-
-    ``metrics`` names the metric columns; by default every column other than
-    the time and commit columns whose non-empty cells are mostly numbers (text
-    columns such as a branch name are attributes and are left out; a stray
-    non-number in a metric column is an error naming its row).
-    """
-    path = Path(path)
-    frame = read_csv_text(path)
-    if commit_column not in frame.columns:
-        raise InputError(path, 1, f"missing column {commit_column!r} (found: {', '.join(frame.columns)})")
-    has_time = time_column in frame.columns
-    others = [c for c in frame.columns if c not in (time_column, commit_column)]
-    if metrics is None:
-        metrics = [c for c in others if _looks_numeric(frame[c])]
-    else:
-        unknown = [m for m in metrics if m not in frame.columns]
-        if unknown:
-            raise InputError(path, 1, f"missing metric column {', '.join(map(repr, unknown))}")
-    if not metrics:
-        raise InputError(path, 1, "no numeric metric column (expected time, commit, then metric columns)")
-    parts = []
-    for metric in metrics:
-        col = frame[metric].str.strip()
-        keep = col != ""
-        parts.append(
-            pd.DataFrame(
-                {
-                    "series_id": metric,
-                    "commit": frame.loc[keep, commit_column].to_numpy(),
-                    "timestamp": frame.loc[keep, time_column].to_numpy() if has_time else "",
-                    "value": col[keep].to_numpy(),
-                    "_row": np.flatnonzero(keep.to_numpy()) + 2,
-                }
-            )
-        )
-    long = pd.concat(parts, ignore_index=True)
-    rows = long.pop("_row").to_numpy()
-    return _build_dataset(long, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim)
+def read_otava_csv(path: str | Path, **options) -> Dataset:
+    """Apache Otava's CSV (kept here for callers; the reader is :mod:`triage.readers.otava`)."""
+    return _read_otava_csv(path, **options)
 
 
 def read_json_values(path: str | Path) -> Dataset:
@@ -242,13 +233,6 @@ def read_json_values(path: str | Path) -> Dataset:
     )
     # For JSON the "row" is the 1-based list element.
     return _build_dataset(long, np.arange(1, len(payload) + 1), path)
-
-
-def _looks_numeric(col: pd.Series) -> bool:
-    """Mostly numbers: a metric (its odd bad cell is then reported, not hidden)."""
-    text = col.astype(str).str.strip()
-    text = text[text != ""]
-    return bool(len(text)) and float(pd.to_numeric(text, errors="coerce").notna().mean()) >= 0.5
 
 
 # --------------------------------------------------------------------------- writing

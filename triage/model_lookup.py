@@ -37,7 +37,9 @@ MANIFEST = "manifest.json"
 
 def bundled_models_dir() -> Path:
     """The directory holding the bundled models, installed or in a checkout."""
-    return Path(str(resources.files("triage.models")))
+    # `triage/models` is a data-only folder (no __init__.py): package data in
+    # the wheel, a link to ../models in a checkout; both sit inside `triage`.
+    return Path(str(resources.files("triage"))) / "models"
 
 
 def bundled_names() -> list[str]:

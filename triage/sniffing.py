@@ -6,7 +6,11 @@ quotes dropped) and on the errors that come from it
 (:class:`~triage.core.errors.InputError`, header = line 1).
 
 * :func:`data_layout` -- a performance history for :func:`triage.loaders.load`:
-  ``long``, ``mongodb``, ``otava`` or ``json``.
+  ``long``, ``mongodb``, ``otava``, ``json`` (a list of numbers), ``asv``
+  (a results directory), ``gab`` (github-action-benchmark ``data.js``),
+  ``perfherder`` (performance-data JSON), ``otava-dir`` (a directory of
+  Otava CSVs) or ``otava-config`` (Otava's YAML test config). Compressed
+  files are decompressed before sniffing (:mod:`triage.readers.source`).
 * :func:`candidate_layout` -- detector output for
   :func:`triage.candidate_files.read_candidates`: ``candidates``,
   ``otava-json``, ``otava-csv``, ``perfherder-json`` or ``perfherder-csv``.
@@ -21,6 +25,10 @@ import json
 from pathlib import Path
 
 from triage.core.errors import InputError
+from triage.readers.asv import is_asv_results
+from triage.readers.gab import is_gab
+from triage.readers.otava import CSV_SUFFIXES, sniff_delimiter
+from triage.readers.perfherder import is_perfherder_data
 
 #: The ICPE 2022 data-challenge demo layout's columns (``;``-separated).
 MONGODB_COLUMNS: tuple[str, ...] = ("Value", "MongoDB.Label")
@@ -42,22 +50,42 @@ def read_header(path: Path) -> str:
     return header
 
 
-def header_columns(header: str) -> list[str]:
-    """Comma-separated column names of a header line, stripped of blanks and quotes."""
-    return [c.strip().strip('"') for c in header.strip().split(",")]
+def header_columns(header: str, sep: str = ",") -> list[str]:
+    """Column names of a header line split at ``sep``, stripped of blanks and quotes."""
+    return [c.strip().strip('"') for c in header.strip().split(sep)]
 
 
 def data_layout(path: Path) -> str:
-    """The layout of a data file, from the suffix and the header line."""
+    """The layout of a data file or directory, from its kind, suffix and first line or content."""
+    if path.is_dir():
+        if is_asv_results(path):
+            return "asv"
+        if any(p.name.lower().endswith(CSV_SUFFIXES) for p in path.iterdir()):
+            return "otava-dir"
+        raise InputError(path, None, "cannot tell the layout of this directory; expected an asv results "
+                         "directory, a directory of Otava CSVs or one written by `triage synth` "
+                         "(history.parquet or history.csv)")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         return "long"
+    if suffix in (".yaml", ".yml"):
+        return "otava-config"
+    if suffix == ".js" or is_gab(path):
+        return "gab"
     if suffix == ".json":
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return "json"  # the reader reports the exact problem
+        if isinstance(payload, dict) and "entries" in payload:
+            return "gab"
+        if is_perfherder_data(payload):
+            return "perfherder"
         return "json"
     header = read_header(path)
     if ";" in header and all(col in header for col in MONGODB_COLUMNS):
         return "mongodb"
-    columns = header_columns(header)
+    columns = header_columns(header, sniff_delimiter(header))
     if "series_id" in columns:
         return "long"
     if "commit" in columns or "time" in columns:

@@ -35,6 +35,10 @@ AGGREGATES: dict[str, Callable[[pd.core.groupby.SeriesGroupBy], pd.Series]] = {
 }
 
 
+#: A warm-up trim: ``trim(values, run_id)`` -> mask of the measurements to aggregate.
+Trim = Callable[[np.ndarray, np.ndarray], np.ndarray] | None
+
+
 class UnsortedTimestampsWarning(UserWarning):
     """Timestamps went backwards and the rows were sorted because the caller asked."""
 
@@ -186,7 +190,7 @@ class Dataset:
             except IndexError:
                 raise IndexError(f"series position {int(key)} out of range ({len(ids)} series)") from None
         try:
-            return self._series[key]
+            return self._series[str(key)] if isinstance(key, str) else self._series[key]  # type: ignore[index]
         except KeyError:
             where = f" in {self.source}" if self.source else ""
             raise KeyError(f"unknown series {key!r}{where}") from None

@@ -1,0 +1,142 @@
+"""airspeed velocity (asv) results directories: numpy, scipy, pandas, astropy, django...
+
+Layout (asv writes it; point ``--data`` at ``results/`` or one machine's folder)::
+
+    results/benchmarks.json                 name -> {type, unit, params, param_names, ...}
+    results/<machine>/machine.json          {"machine": ..., "os": ..., ...}
+    results/<machine>/<commit>-<env>.json   one run of every benchmark on one commit
+
+A result file (format version 2) holds ``commit_hash``, ``env_name``,
+``date`` (the commit's date, ms since the epoch), ``result_columns`` and
+``results``: benchmark name -> a row whose ``result`` column is a list with
+one value per parameter combination (``null`` = failed or skipped, left
+out). Version-1 files (``results`` name -> number or ``{"result", "params"}``)
+are read too.
+
+One series per (machine, environment, benchmark, parameter combination):
+``<machine>/<env>/<benchmark>`` plus ``(<p1>, <p2>)`` for parametrised
+benchmarks. Commits are ordered by their date, as ``asv publish`` draws them.
+Times and memory (types ``time``, ``mem``, ``peakmem``) are lower-is-better;
+``track`` benchmarks leave the direction unknown.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from triage.core.errors import InputError
+from triage.core.history import Dataset, Trim, dataset_from_long
+
+LOWER_IS_BETTER_TYPES = frozenset({"time", "mem", "peakmem"})
+
+
+def is_asv_results(path: Path) -> bool:
+    """A results directory (with ``benchmarks.json`` or machine folders) or one machine's folder."""
+    if not path.is_dir():
+        return False
+    if (path / "machine.json").is_file():
+        return True
+    return (path / "benchmarks.json").is_file() or any((p / "machine.json").is_file() for p in path.iterdir() if p.is_dir())
+
+
+def _load_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not a UTF-8 text file") from None
+
+
+def _machine_dirs(path: Path) -> list[Path]:
+    if (path / "machine.json").is_file():
+        return [path]
+    return sorted(p for p in path.iterdir() if p.is_dir() and (p / "machine.json").is_file())
+
+
+def _benchmarks(path: Path) -> dict[str, dict]:
+    for candidate in (path / "benchmarks.json", path.parent / "benchmarks.json"):
+        if candidate.is_file():
+            payload = _load_json(candidate)
+            if not isinstance(payload, dict):
+                raise InputError(candidate, None, "expected a JSON object of benchmarks")
+            return {k: v for k, v in payload.items() if isinstance(v, dict)}
+    return {}  # without it: no parameter names or types, values still readable
+
+
+def _combos(params: object) -> list[str]:
+    """One label per parameter combination, in asv's order (the cartesian product)."""
+    if not isinstance(params, list) or not params:
+        return [""]
+    return ["(" + ", ".join(map(str, combo)) + ")" for combo in itertools.product(*params)]
+
+
+def _values_and_params(entry: object, columns: list[str] | None) -> tuple[list, object]:
+    if columns is not None:  # version 2: a row of result_columns
+        if not isinstance(entry, list):
+            raise ValueError("expected a list of result columns")
+        row = dict(zip(columns, entry, strict=False))
+        result, params = row.get("result"), row.get("params")
+    elif isinstance(entry, dict):  # version 1, parametrised
+        result, params = entry.get("result"), entry.get("params")
+    else:  # version 1, one number
+        result, params = entry, None
+    if result is None:
+        return [], params
+    return (result if isinstance(result, list) else [result]), params
+
+
+def read_asv(path: str | Path, *, aggregate: str = "mean", trim: Trim = None) -> Dataset:
+    """Read an asv results directory (see the module docstring)."""
+    path = Path(path)
+    machines = _machine_dirs(path)
+    if not machines:
+        raise InputError(path, None, "no asv machine folder (expected <machine>/machine.json and result files)")
+    benchmarks = _benchmarks(path if path != machines[0] else path.parent)
+    records: list[dict] = []
+    higher: dict[str, bool | None] = {}
+    for machine_dir in machines:
+        machine = machine_dir.name
+        for file in sorted(machine_dir.glob("*.json")):
+            if file.name == "machine.json":
+                continue
+            payload = _load_json(file)
+            if not isinstance(payload, dict) or "results" not in payload or "commit_hash" not in payload:
+                raise InputError(file, None, "not an asv result file (no commit_hash / results)")
+            env = str(payload.get("env_name") or file.stem.split("-", 1)[-1])
+            date = payload.get("date")
+            columns = payload.get("result_columns") if payload.get("version", 1) >= 2 else None
+            for name, entry in payload["results"].items():
+                try:
+                    values, params = _values_and_params(entry, columns)
+                except ValueError as exc:
+                    raise InputError(file, None, f"benchmark {name!r}: {exc}") from None
+                meta = benchmarks.get(name, {})
+                labels = _combos(params if params else meta.get("params"))
+                if len(labels) != len(values):
+                    labels = [f"[{i}]" for i in range(len(values))] if len(values) > 1 else [""]
+                for label, value in zip(labels, values, strict=True):
+                    if value is None or (isinstance(value, float) and math.isnan(value)):
+                        continue  # asv writes null for a failed or skipped combination
+                    if not isinstance(value, int | float) or isinstance(value, bool):
+                        raise InputError(file, None, f"benchmark {name!r}{label}: value {value!r} is not a number")
+                    sid = f"{machine}/{env}/{name}{label}"
+                    records.append({"series_id": sid, "commit": payload["commit_hash"], "date": date,
+                                    "value": float(value), "_file": str(file)})
+                    kind = meta.get("type")
+                    higher[sid] = False if kind in LOWER_IS_BETTER_TYPES else None
+    if not records:
+        raise InputError(path, None, "no benchmark results in the asv result files")
+    frame = pd.DataFrame.from_records(records)
+    bad = frame["date"].isna()
+    if bad.any():
+        raise InputError(frame.loc[bad, "_file"].iloc[0], None, "result file has no 'date'")
+    frame = frame.sort_values("date", kind="stable").reset_index(drop=True)
+    frame["timestamp"] = pd.to_datetime(frame.pop("date"), unit="ms", utc=True).dt.tz_localize(None)
+    frame.pop("_file")
+    return dataset_from_long(frame, None, path, aggregate=aggregate, higher_is_better=higher, trim=trim)

@@ -1,0 +1,116 @@
+"""github-action-benchmark's ``data.js`` (the ``gh-pages`` history of Rust, Go, JMH... projects).
+
+The file is one JavaScript assignment::
+
+    window.BENCHMARK_DATA = {
+      "lastUpdate": 1700000000000,
+      "repoUrl": "https://github.com/owner/repo",
+      "entries": {
+        "<suite>": [
+          {"commit": {"id": "<sha>", "timestamp": "...", ...}, "date": 1700000000000,
+           "tool": "cargo", "benches": [{"name": "...", "value": 123, "unit": "ns/iter", "range": "± 4"}]},
+          ...
+        ]
+      }
+    }
+
+(the plain JSON object, as ``data.json``, is read too). One series per
+(suite, bench name): ``<suite>/<name>``. Runs are in the order the action
+appended them; a commit run again later (a re-run) belongs to its commit,
+which keeps its first place. The timestamp is the run's ``date``.
+
+Direction: rates (a unit per time, ``ops/s``, ``ops/ms``, ``MB/s``) are
+higher-is-better, as is the ``customBiggerIsBetter``, ``benchmarkjs`` and
+``pytest`` tools' output (ops/s); everything else (times) lower-is-better.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from triage.core.errors import InputError
+from triage.core.history import Dataset, Trim, dataset_from_long
+
+PREFIX = re.compile(r"^\s*window\.BENCHMARK_DATA\s*=\s*")
+BIGGER_IS_BETTER_TOOLS = frozenset({"customBiggerIsBetter", "benchmarkjs", "pytest"})
+RATE_UNIT = re.compile(r"(^|[^a-z])(ops|op|iter|iterations|req|requests|b|kb|mb|gb)?\s*/\s*(s|sec|ms|us|ns|min)$", re.I)
+
+
+def is_gab(path: Path) -> bool:
+    """A ``data.js`` assignment (by its first bytes)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return bool(PREFIX.match(fh.read(200)))
+    except (UnicodeDecodeError, OSError):
+        return False
+
+
+def higher_is_better(unit: str, tool: str) -> bool:
+    """github-action-benchmark's direction for a unit and a tool (see the module docstring)."""
+    if tool == "customSmallerIsBetter":
+        return False
+    return tool in BIGGER_IS_BETTER_TOOLS or bool(RATE_UNIT.search(unit.strip()))
+
+
+def read_gab(
+    path: str | Path, *, aggregate: str = "mean", sort_timestamps: bool = False, trim: Trim = None
+) -> Dataset:
+    """Read a github-action-benchmark ``data.js`` (see the module docstring)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not a UTF-8 text file") from None
+    m = PREFIX.match(text)
+    # The prefix is replaced by its newlines only, so JSON errors keep the file's line numbers.
+    body = ("\n" * text[: m.end()].count("\n") + text[m.end():]) if m else text
+    body = body.rstrip().rstrip(";")
+    try:
+        payload = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, exc.lineno, f"not a github-action-benchmark data file: {exc.msg}") from None
+    entries = payload.get("entries") if isinstance(payload, dict) else None
+    if not isinstance(entries, dict) or not entries:
+        raise InputError(path, None, "no 'entries' object (expected window.BENCHMARK_DATA = {entries: {...}})")
+    records: list[dict] = []
+    higher: dict[str, bool | None] = {}
+    for suite, runs in entries.items():
+        if not isinstance(runs, list):
+            raise InputError(path, None, f"entries[{suite!r}] is not a list of runs")
+        for number, run in enumerate(runs, start=1):
+            where = f"suite {suite!r}, run {number}"
+            commit = run.get("commit") if isinstance(run, dict) else None
+            if not isinstance(commit, dict) or not commit.get("id"):
+                raise InputError(path, None, f"{where}: no commit id")
+            benches = run.get("benches")
+            if not isinstance(benches, list):
+                raise InputError(path, None, f"{where}: no 'benches' list")
+            tool = str(run.get("tool", ""))
+            for bench in benches:
+                if not isinstance(bench, dict) or "name" not in bench or "value" not in bench:
+                    raise InputError(path, None, f"{where}: a bench without name or value")
+                value = bench["value"]
+                if not isinstance(value, int | float) or isinstance(value, bool):
+                    raise InputError(path, None, f"{where}, bench {bench['name']!r}: value {value!r} is not a number")
+                sid = f"{suite}/{bench['name']}"
+                records.append({"series_id": sid, "commit": str(commit["id"]), "date": run.get("date"),
+                                "value": float(value), "_where": where})
+                higher.setdefault(sid, higher_is_better(str(bench.get("unit", "")), tool))
+    if not records:
+        raise InputError(path, None, "no benchmark results in the file")
+    frame = pd.DataFrame.from_records(records)
+    if frame["date"].notna().all():
+        frame["timestamp"] = pd.to_datetime(frame.pop("date"), unit="ms", utc=True).dt.tz_localize(None)
+    else:
+        frame.pop("date")
+    where = frame.pop("_where")
+    try:
+        return dataset_from_long(frame, None, path, aggregate=aggregate, sort_timestamps=sort_timestamps,
+                                 higher_is_better=higher, trim=trim)
+    except InputError as exc:  # name the run, not a position in the flattened table
+        run = where.iloc[exc.row - 1] if exc.row else None
+        raise InputError(path, None, f"{run}: {exc.problem}" if run else exc.problem) from None

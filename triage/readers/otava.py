@@ -1,0 +1,238 @@
+"""Apache Otava's inputs: its CSV files, a directory of them, and its YAML test config.
+
+CSV (Otava's ``type: csv`` tests)
+    A time column (``time``), optionally a ``commit`` column, then one column
+    per metric; each metric becomes a series named after its column. Empty
+    cells are skipped (the metric was not measured on that row). The
+    delimiter is sniffed from the header (``,``, ``;``, tab or ``|``).
+    Without a commit column each row's time is its commit id (Otava itself
+    keys rows by time). A ``branch`` column splits every metric by branch:
+    series ``<metric>@<branch>``; ``branch="main"`` keeps only that branch's
+    rows (series named by metric alone).
+directory
+    Every ``*.csv`` (also ``.csv.gz`` / ``.csv.zst``) in it, one Otava test
+    per file: series ``<file stem>/<metric>``.
+YAML test config (``otava.yaml``)
+    ``tests: {name: {type: csv, file, time_column, metrics, attributes,
+    csv_options: {delimiter, quote_char}}}``: each csv test is read with its
+    options, series ``<test>/<metric>``. ``metrics`` is a list of column
+    names or a mapping ``name: {column, direction, scale}``; ``direction: 1``
+    (higher is better) or ``-1`` (lower is better) is recorded on the
+    history. ``file`` is relative to the config's directory (or the working
+    directory). Tests of other types (graphite, postgres, bigquery) read from
+    servers and are skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from triage.core.errors import InputError
+from triage.core.history import Dataset, Trim, dataset_from_long
+from triage.readers.source import looks_numeric, plain_file, read_csv_text
+
+DELIMITERS = (",", ";", "\t", "|")
+BRANCH_COLUMN = "branch"
+CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.zst", ".csv.gzip", ".csv.zstd")
+
+
+def sniff_delimiter(header: str) -> str:
+    """The delimiter of a header line: the most frequent of ``,;<tab>|`` (``,`` when none)."""
+    counts = {d: header.count(d) for d in DELIMITERS}
+    best = max(DELIMITERS, key=lambda d: counts[d])
+    return best if counts[best] else ","
+
+
+def _header(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.readline()
+    except UnicodeDecodeError:
+        raise InputError(path, 1, "not a UTF-8 text file") from None
+
+
+def otava_frame(
+    path: Path,
+    *,
+    time_column: str = "time",
+    commit_column: str = "commit",
+    metrics: Mapping[str, str] | list[str] | None = None,
+    branch: str | None = None,
+    delimiter: str | None = None,
+    quotechar: str = '"',
+    prefix: str = "",
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """One Otava CSV as a long frame and its file line numbers.
+
+    ``metrics`` maps series names to columns (a list: names = columns); by
+    default every column other than time, commit and branch whose non-empty
+    cells are mostly numbers (text attributes are left out; a stray
+    non-number in a metric column is an error naming its row).
+    """
+    sep = delimiter or sniff_delimiter(_header(path))
+    frame = read_csv_text(path, sep=sep, quotechar=quotechar)
+    has_time = time_column in frame.columns
+    has_commit = commit_column in frame.columns
+    if not has_time and not has_commit:
+        raise InputError(
+            path, 1,
+            f"missing column {time_column!r} or {commit_column!r} (found: {', '.join(frame.columns)}); "
+            f"delimiter read as {sep!r}",
+        )
+    has_branch = BRANCH_COLUMN in frame.columns
+    lines = np.arange(2, len(frame) + 2)  # header = line 1
+    if branch is not None:
+        if not has_branch:
+            raise InputError(path, 1, f"--branch {branch!r} given but the file has no {BRANCH_COLUMN!r} column")
+        keep = (frame[BRANCH_COLUMN].str.strip() == branch).to_numpy()
+        if not keep.any():
+            known = ", ".join(sorted(set(frame[BRANCH_COLUMN].str.strip())))
+            raise InputError(path, None, f"no rows of branch {branch!r} (branches: {known})")
+        frame, lines = frame.loc[keep].reset_index(drop=True), lines[keep]
+    reserved = {time_column, commit_column, BRANCH_COLUMN}
+    if metrics is None:
+        columns = {c: c for c in frame.columns if c not in reserved and looks_numeric(frame[c])}
+    elif isinstance(metrics, Mapping):
+        columns = dict(metrics)
+    else:
+        columns = {m: m for m in metrics}
+    unknown = [c for c in columns.values() if c not in frame.columns]
+    if unknown:
+        raise InputError(path, 1, f"missing metric column {', '.join(map(repr, unknown))} (found: {', '.join(frame.columns)})")
+    if not columns:
+        raise InputError(path, 1, "no numeric metric column (expected time, commit, then metric columns)")
+    commit = frame[commit_column] if has_commit else frame[time_column]
+    split_branches = has_branch and branch is None
+    parts = []
+    for name, column in columns.items():
+        col = frame[column].str.strip()
+        keep = (col != "").to_numpy()
+        series = f"{prefix}{name}"
+        sid = (series + "@" + frame.loc[keep, BRANCH_COLUMN].str.strip()).to_numpy() if split_branches else series
+        parts.append(
+            pd.DataFrame(
+                {
+                    "series_id": sid,
+                    "commit": commit[keep].to_numpy(),
+                    "timestamp": frame.loc[keep, time_column].to_numpy() if has_time else "",
+                    "value": col[keep].to_numpy(),
+                    "_row": lines[keep],
+                }
+            )
+        )
+    long = pd.concat(parts, ignore_index=True)
+    rows = long.pop("_row").to_numpy()
+    return long, rows
+
+
+def read_otava_csv(
+    path: str | Path,
+    *,
+    time_column: str = "time",
+    commit_column: str = "commit",
+    metrics: list[str] | None = None,
+    branch: str | None = None,
+    aggregate: str = "mean",
+    sort_timestamps: bool = False,
+    trim: Trim = None,
+) -> Dataset:
+    """Read one Otava CSV: one series per metric column (per branch, see the module docstring)."""
+    path = Path(path)
+    long, rows = otava_frame(path, time_column=time_column, commit_column=commit_column, metrics=metrics, branch=branch)
+    return dataset_from_long(long, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim)
+
+
+def read_otava_dir(
+    path: str | Path, *, branch: str | None = None, aggregate: str = "mean", sort_timestamps: bool = False,
+    trim: Trim = None,
+) -> Dataset:
+    """Every Otava CSV of a directory, series ``<file stem>/<metric>``."""
+    path = Path(path)
+    files = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(CSV_SUFFIXES))
+    if not files:
+        raise InputError(path, None, "directory holds no Otava CSV file (*.csv)")
+    histories = []
+    for file in files:
+        stem = file.name[: file.name.lower().rindex(".csv")]
+        with plain_file(file) as plain:
+            long, rows = otava_frame(plain, branch=branch, prefix=f"{stem}/")
+            histories.extend(dataset_from_long(long, rows, plain, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim))
+    return Dataset(histories, source=str(path))
+
+
+def read_otava_config(
+    path: str | Path, *, branch: str | None = None, aggregate: str = "mean", sort_timestamps: bool = False,
+    trim: Trim = None,
+) -> Dataset:
+    """The csv tests of an Otava YAML config, series ``<test>/<metric>``."""
+    import yaml
+
+    path = Path(path)
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(path, mark.line + 1 if mark else None, f"not valid YAML: {exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not a UTF-8 text file") from None
+    tests = config.get("tests") if isinstance(config, dict) else None
+    if not isinstance(tests, dict) or not tests:
+        raise InputError(path, None, "no 'tests:' mapping (expected an Otava config with csv tests)")
+    histories = []
+    for name, test in tests.items():
+        if not isinstance(test, dict):
+            raise InputError(path, None, f"test {name!r} is not a mapping")
+        kind = test.get("type", "csv")
+        if kind != "csv":
+            warnings.warn(f"{path}: test {name!r} of type {kind!r} reads a server; skipped", stacklevel=2)
+            continue
+        if "file" not in test:
+            raise InputError(path, None, f"test {name!r} has no 'file'")
+        file = Path(str(test["file"]))
+        if not file.is_absolute() and not file.exists():
+            file = path.parent / file
+        metrics, directions = _config_metrics(test.get("metrics"), path, str(name))
+        options = test.get("csv_options") or {}
+        with plain_file(file) as plain:
+            long, rows = otava_frame(
+                plain,
+                time_column=str(test.get("time_column", "time")),
+                metrics=metrics,
+                branch=branch,
+                delimiter=options.get("delimiter"),
+                quotechar=options.get("quote_char", '"'),
+                prefix=f"{name}/",
+            )
+            higher = {f"{name}/{m}": d for m, d in directions.items()}
+            histories.extend(
+                dataset_from_long(long, rows, plain, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim,
+                                  higher_is_better=higher)
+            )
+    if not histories:
+        raise InputError(path, None, "no csv test in the config (only csv tests can be read from files)")
+    return Dataset(histories, source=str(path))
+
+
+def _config_metrics(raw: object, path: Path, test: str) -> tuple[dict[str, str] | None, dict[str, bool | None]]:
+    """Metric name -> column, and name -> higher is better, from a test's ``metrics``."""
+    if raw is None:
+        return None, {}
+    if isinstance(raw, list):
+        return {str(m): str(m) for m in raw}, {}
+    if not isinstance(raw, dict):
+        raise InputError(path, None, f"test {test!r}: metrics must be a list or a mapping")
+    columns: dict[str, str] = {}
+    directions: dict[str, bool | None] = {}
+    for name, spec in raw.items():
+        spec = spec if isinstance(spec, dict) else {}
+        columns[str(name)] = str(spec.get("column", name))
+        direction = spec.get("direction")
+        if direction not in (None, 1, -1):
+            raise InputError(path, None, f"test {test!r}, metric {name!r}: direction must be 1 or -1")
+        directions[str(name)] = None if direction is None else direction == 1
+    return columns, directions

@@ -1,0 +1,119 @@
+"""Mozilla Perfherder's performance-data JSON, labelled from an alerts export.
+
+Performance data (``/api/project/<repo>/performance/data/?signature_id=...``)::
+
+    {"<signature>": [{"signature_id": 4, "revision": "<sha>", "push_id": 9,
+                      "push_timestamp": "2024-01-02T03:04:05", "value": 12.5, ...}, ...]}
+
+or a plain list of such points (series named by ``signature_id``). One
+series per signature; several points of one revision (retriggers) are
+aggregated; points keep their order, so a revision keeps its first place.
+
+Alerts (``/api/performance/alertsummary/``, the same export ``triage score``
+reads) give the labels: each alert's ``status`` (the API's integer or its
+name, mapped by :mod:`triage.core.labels`, e.g. 3 = invalid -> false
+positive) is put on its revision in the series whose signature (hash or id)
+the alert names; ``series_signature.lower_is_better`` gives the direction.
+An alert on a revision or signature the data lacks is an error naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from triage.core import labels
+from triage.core.errors import InputError
+from triage.core.history import Dataset, Trim, dataset_from_long
+
+POINT_FIELDS = ("revision", "value")
+
+
+def is_perfherder_data(payload: object) -> bool:
+    """Performance data: a mapping of point lists, or a list of points, with revision and value."""
+    def point(x: object) -> bool:
+        return isinstance(x, dict) and all(k in x for k in POINT_FIELDS)
+
+    if isinstance(payload, dict):
+        return bool(payload) and all(isinstance(v, list) and (not v or point(v[0])) for v in payload.values())
+    return isinstance(payload, list) and bool(payload) and point(payload[0])
+
+
+def _load_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not a UTF-8 text file") from None
+
+
+def read_perfherder_data(
+    path: str | Path,
+    *,
+    alerts: str | Path | None = None,
+    aggregate: str = "mean",
+    sort_timestamps: bool = False,
+    trim: Trim = None,
+) -> Dataset:
+    """Read performance data, optionally labelled by an alerts export (see the module docstring)."""
+    path = Path(path)
+    payload = _load_json(path)
+    if not is_perfherder_data(payload):
+        raise InputError(path, None, "not Perfherder performance data (expected {signature: [{revision, value, ...}]})")
+    groups = payload.items() if isinstance(payload, dict) else [(None, payload)]
+    records = []
+    for key, points in groups:
+        for number, p in enumerate(points, start=1):
+            if not isinstance(p, dict) or "revision" not in p or "value" not in p:
+                raise InputError(path, number, f"point {number} of {key or 'the list'!r}: needs revision and value")
+            sid = key if key is not None else p.get("signature_id", p.get("signature_hash"))
+            if sid is None:
+                raise InputError(path, number, "point without signature_id (a plain list needs it)")
+            records.append({"series_id": str(sid), "commit": p["revision"], "timestamp": p.get("push_timestamp", ""),
+                            "value": p["value"], "_sig_id": p.get("signature_id")})
+    frame = pd.DataFrame.from_records(records)
+    sig_ids = frame.pop("_sig_id")
+    higher: dict[str, bool | None] = {}
+    if alerts is not None:
+        frame["label"] = ""
+        _apply_alerts(frame, sig_ids, Path(alerts), higher)
+    rows = frame.groupby("series_id", sort=False).cumcount().to_numpy() + 1  # point number in its series
+    return dataset_from_long(frame, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps,
+                             higher_is_better=higher, trim=trim)
+
+
+def _apply_alerts(frame: pd.DataFrame, sig_ids: pd.Series, path: Path, higher: dict[str, bool | None]) -> None:
+    payload = _load_json(path)
+    summaries = payload.get("results", payload.get("alerts")) if isinstance(payload, dict) else payload
+    if isinstance(payload, dict) and "alerts" in payload and "results" not in payload:
+        summaries = [payload]
+    if not isinstance(summaries, list):
+        raise InputError(path, None, "expected Perfherder alert summaries ({results: [{revision, alerts}]})")
+    # A signature may be named by its hash (the data's key) or its numeric id.
+    by_id = {str(i): s for i, s in zip(sig_ids, frame["series_id"], strict=True) if i is not None and i == i}
+    known = set(frame["series_id"])
+    for number, summary in enumerate(summaries, start=1):
+        revision = summary.get("revision") if isinstance(summary, dict) else None
+        if not revision:
+            raise InputError(path, number, f"alert summary {number} has no revision")
+        for alert in summary.get("alerts", []):
+            sig = alert.get("series_signature") or {}
+            sid = next((s for s in (sig.get("signature_hash"), sig.get("id"), alert.get("signature_id")) if
+                        s is not None and (str(s) in known or str(s) in by_id)), None)
+            if sid is None:
+                raise InputError(path, number, f"alert on revision {revision!r}: its signature is not in the data")
+            series = str(sid) if str(sid) in known else by_id[str(sid)]
+            try:
+                label = labels.normalise_label(alert.get("status", summary.get("status")))
+            except KeyError:
+                raise InputError(path, number, f"unknown alert status {alert.get('status')!r} "
+                                 f"(known: {labels.known_labels()})") from None
+            where = (frame["series_id"] == series) & (frame["commit"] == revision)
+            if not where.any():
+                raise InputError(path, number, f"alert on revision {revision!r} of {series!r}: the data has no such revision")
+            frame.loc[where, "label"] = label
+            if "lower_is_better" in sig:
+                higher[series] = not bool(sig["lower_is_better"])

@@ -1,0 +1,145 @@
+"""Turning what a user names as input into a plain, seekable, uncompressed file.
+
+Readers parse files more than once (the sniffer reads the header, the reader
+the rest) and pandas picks decompression by suffix. So every input goes
+through :func:`plain_file` first:
+
+* ``-``, ``/dev/stdin``, a FIFO or another non-regular file is read once into
+  a temporary file (a pipe cannot be re-read);
+* gzip and zstd content (told by its magic bytes, whatever the suffix) is
+  decompressed into a temporary file named like the inner file
+  (``histories.csv.gz`` -> ``histories.csv``), so layout sniffing by suffix
+  keeps working;
+* anything else is used in place.
+
+Errors raised inside the block name the file the user gave (``<stdin>`` for
+``-``), never the temporary copy; row numbers stay those of the uncompressed
+text.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import pandas as pd
+
+from triage.core.atomic import is_stdio
+from triage.core.errors import InputError
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd")
+
+
+def display_name(path: str | Path) -> str:
+    """How errors name an input: ``<stdin>`` for ``-``, else the path as given."""
+    return "<stdin>" if is_stdio(path) else str(path)
+
+
+def compression(path: Path) -> str | None:
+    """``gzip``, ``zstd`` or None, from the file's first bytes."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    if head.startswith(ZSTD_MAGIC):
+        return "zstd"
+    return None
+
+
+def _inner_name(name: str) -> str:
+    for suffix in COMPRESSED_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)] or "input"
+    return name
+
+
+def _decompressing(fh: IO[bytes], kind: str) -> IO[bytes]:
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=fh)
+    import zstandard  # only for zstd input
+
+    return zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
+
+
+@contextmanager
+def plain_file(path: str | Path) -> Iterator[Path]:
+    """A regular, uncompressed file with the content of ``path`` (see the module docstring)."""
+    shown = display_name(path)
+    stdin = is_stdio(path)
+    given = Path("stdin" if stdin else path)
+    if not stdin:
+        try:
+            mode = os.stat(given).st_mode
+        except FileNotFoundError:
+            raise InputError(shown, None, "no such file") from None
+        except NotADirectoryError:
+            raise InputError(shown, None, "no such file (a parent is not a directory)") from None
+        if stat.S_ISDIR(mode):
+            yield given  # directories (asv results, Otava tests, `triage synth` output) are read in place
+            return
+        if stat.S_ISREG(mode) and compression(given) is None:
+            yield given
+            return
+    with tempfile.TemporaryDirectory(prefix="triage-input-") as tmpdir:
+        copy = Path(tmpdir) / ("raw-" + given.name)
+        with open(copy, "wb") as out:
+            if stdin:
+                shutil.copyfileobj(sys.stdin.buffer, out)
+            else:
+                with open(given, "rb") as src:
+                    shutil.copyfileobj(src, out)
+        kind = compression(copy) if copy.stat().st_size else None
+        target = copy
+        if kind is not None:
+            target = Path(tmpdir) / _inner_name(given.name)
+            try:
+                with open(copy, "rb") as raw, _decompressing(raw, kind) as stream, open(target, "wb") as out:
+                    shutil.copyfileobj(stream, out)
+            except (OSError, EOFError, ValueError) as exc:  # truncated or corrupt archive
+                raise InputError(shown, None, f"cannot decompress ({kind}): {exc}") from None
+            copy.unlink()
+        else:
+            target = copy.rename(Path(tmpdir) / given.name)
+        try:
+            yield target
+        except InputError as exc:
+            if exc.source == str(target) or exc.source.startswith(str(target)):
+                raise InputError(shown + exc.source[len(str(target)):], exc.row, exc.problem) from None
+            raise
+
+
+def read_csv_text(
+    path: Path, sep: str = ",", *, require_rows: bool = True, quotechar: str = '"'
+) -> pd.DataFrame:
+    """Every cell as text (no NaN guessing), stripped column names; located errors."""
+    try:
+        frame = pd.read_csv(
+            path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True, quotechar=quotechar
+        )
+    except pd.errors.EmptyDataError:
+        raise InputError(path, None, "file is empty") from None
+    except pd.errors.ParserError as exc:
+        raise InputError(path, None, f"not a valid CSV file: {exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not a UTF-8 text file") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if require_rows and frame.empty:
+        raise InputError(path, None, "file has a header but no data rows")
+    return frame
+
+
+def looks_numeric(col: pd.Series) -> bool:
+    """Mostly numbers: a metric (its odd bad cell is then reported, not hidden)."""
+    text = col.astype(str).str.strip()
+    text = text[text != ""]
+    return bool(len(text)) and float(pd.to_numeric(text, errors="coerce").notna().mean()) >= 0.5
