@@ -36,11 +36,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import special
 from scipy.signal import lfilter
 
+from triage import noise_profiles
 from triage.core import labels
 from triage.core.atomic import atomic_write, write_csv_atomic, write_text_atomic
 from triage.core.history import Dataset
@@ -94,6 +97,10 @@ class SyntheticConfig:
     fp_random_rate: float = 0.3  # Poisson mean of random false candidates
     not_triaged_share: float = 0.05
     under_investigation_share: float = 0.01
+    # "real": noise, level shifts and their sizes drawn from the profiles fitted
+    # to real histories (triage/noise_profiles.json); "": the parametric noise above.
+    noise_profile: str = ""
+    fp_cap: int = 2  # real-noise series: at most this many spike / flip false candidates each
 
     def validate(self) -> None:
         if self.n_series < 1:
@@ -105,6 +112,8 @@ class SyntheticConfig:
         shares = (self.not_triaged_share, self.under_investigation_share)
         if min(shares) < 0 or sum(shares) > 1:
             raise ValueError("untriaged shares must be in [0, 1] and sum to <= 1")
+        if self.noise_profile not in ("", "real"):
+            raise ValueError(f"noise_profile must be '' or 'real', not {self.noise_profile!r}")
 
 
 PRESETS: dict[str, SyntheticConfig] = {
@@ -115,6 +124,15 @@ PRESETS: dict[str, SyntheticConfig] = {
     "default": SyntheticConfig(
         n_series=7800, length_min=100, length_max=600, change_rate=0.7, fp_random_rate=0.2
     ),
+    # The default's size, with noise fitted to 372 real histories of five
+    # projects (benchmarks/fit_noise.py, BENCHMARKS.md "Real-noise synthetic
+    # histories"): the preset the bundled models are trained on. Level shifts
+    # come at the real rate and sizes, so change_rate and magnitude are unused;
+    # the fitted wandering level replaces the ramps.
+    "realnoise": SyntheticConfig(
+        n_series=7800, length_min=100, length_max=600, noise_profile="real", drift_share=0.0,
+        short_regression_share=0.15, fp_random_rate=0.6, fp_cap=3,
+    ),
 }
 
 
@@ -123,7 +141,7 @@ def preset_config(name: str, **overrides: object) -> SyntheticConfig:
         config = PRESETS[name]
     except KeyError:
         raise ValueError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})") from None
-    return replace(config, **overrides) if overrides else config
+    return replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- generation
@@ -158,7 +176,7 @@ def _spaced_positions(rng: np.random.Generator, n: int, k: int, gap: int) -> np.
     return np.array(sorted(chosen), dtype=np.int64)
 
 
-def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[str, np.ndarray]:
+def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[str, Any]:
     """One series: per-commit level, noise, values and candidates."""
     n = int(np.round(_log_uniform(rng, config.length_min, config.length_max)))
     base = float(_log_uniform(rng, 1.0, 1e5))
@@ -249,7 +267,30 @@ def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[s
     mult = 1 + scale[rows] * eps + np.where(state_b[rows], offset, 0.0)
     values = level[rows] * spike_factor[rows] * np.maximum(mult, 0.05)
 
-    # --- candidates
+    name = f"{PLATFORMS[i % len(PLATFORMS)]}.{SUITES[(i // len(PLATFORMS)) % len(SUITES)]}.t{i:05d}"
+    bursts = [] if burst_at is None else [burst_at]
+    return _candidates_and_place(config, rng, n, name, rows, values, change_at, spikes, flips, drift_at, bursts)
+
+
+def _candidates_and_place(
+    config: SyntheticConfig,
+    rng: np.random.Generator,
+    n: int,
+    name: str,
+    rows: np.ndarray,
+    values: np.ndarray,
+    change_at: list[int],
+    spikes: np.ndarray,
+    flips: list[int],
+    drift_at: tuple[int, int] | None,
+    bursts: list[int],
+    cap: int | None = None,
+) -> dict[str, Any]:
+    """The triaged candidate stream of one series and its place on the shared timeline.
+
+    ``cap`` bounds the spike and flip false candidates: a detector flags few
+    of a series' outliers when they are frequent (real-noise series).
+    """
     n_cand = np.zeros(n, dtype=bool)
     truth = np.full(n, labels.NONE, dtype=object)
 
@@ -263,6 +304,9 @@ def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[s
             add(c, labels.TRUE_POSITIVE)
         else:
             add(int(np.clip(c + rng.choice([-2, -1, 1, 2]), 1, n - 1)), labels.TRUE_POSITIVE)
+    if cap is not None:
+        spikes = rng.permutation(spikes)[:cap]
+        flips = list(rng.permutation(np.asarray(flips, dtype=np.int64))[:cap])
     for s in spikes:
         if rng.random() < config.fp_spike:
             add(int(s + (rng.random() < 0.3)), labels.FALSE_POSITIVE)
@@ -272,8 +316,9 @@ def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[s
     if drift_at is not None and rng.random() < config.fp_drift:
         a, length = drift_at
         add(int(a + rng.integers(length // 3, length + 1)), labels.FALSE_POSITIVE)
-    if burst_at is not None and rng.random() < config.fp_burst:
-        add(int(burst_at + rng.integers(0, 3)), labels.FALSE_POSITIVE)
+    for burst_at in bursts:
+        if rng.random() < config.fp_burst:
+            add(int(burst_at + rng.integers(0, 3)), labels.FALSE_POSITIVE)
     for r in rng.integers(1, n, rng.poisson(config.fp_random_rate)):
         add(int(r), labels.FALSE_POSITIVE)
 
@@ -291,7 +336,6 @@ def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[s
     span = min(config.timeline, int(np.ceil(n / density)))
     start = int(rng.integers(0, config.timeline - span + 1))
     positions = np.sort(rng.choice(span, n, replace=False)) + start
-    name = f"{PLATFORMS[i % len(PLATFORMS)]}.{SUITES[(i // len(PLATFORMS)) % len(SUITES)]}.t{i:05d}"
     return {
         "name": name,
         "positions": positions,
@@ -301,6 +345,117 @@ def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[s
         "truth": truth,
         "true_change": true_change,
     }
+
+
+def _markov_states(rng: np.random.Generator, n: int, share: float, run: float) -> np.ndarray:
+    """A two-state machine: the minor state holds ``share`` of commits in runs of mean ``run``.
+
+    Drawn as alternating geometric run lengths (no per-commit Python loop), so
+    7,800 series stay fast.
+    """
+    state = np.zeros(n, dtype=bool)
+    if share <= 0:
+        return state
+    p_ba = 1.0 / max(run, 1.0)
+    p_ab = min(share / (1 - share) * p_ba, 1.0)
+    k = int(2 * n * p_ab) + 8
+    minor = rng.geometric(p_ba, k)
+    major = rng.geometric(p_ab, k)
+    t = 0
+    for a, b in zip(major, minor, strict=True):
+        t += int(a)
+        if t >= n:
+            break
+        state[t : t + int(b)] = True
+        t += int(b)
+    return state
+
+
+def _robust_t_scale(df: float) -> float:
+    """Divides Student-t draws so that their MAD-based sd is 1, as the fitted CV is."""
+    return float(special.stdtrit(df, 0.75) / special.ndtri(0.75))
+
+
+def _real_noise_series(
+    config: SyntheticConfig, rng: np.random.Generator, i: int, profiles: dict[str, Any]
+) -> dict[str, Any]:
+    """One series whose noise, level shifts and noise-level changes follow a fitted source profile."""
+    source = noise_profiles.sample_source(rng, profiles)
+    prof = profiles["sources"][source]
+    p = noise_profiles.sample_series_noise(rng, prof, source)
+    n = int(np.round(_log_uniform(rng, config.length_min, config.length_max)))
+    base = float(_log_uniform(rng, 1.0, 1e5))
+    cv = p.cv
+    white_sd = cv * np.sqrt(1 - p.wander_share)
+
+    # --- true changes: real level shifts at the fitted rate and sizes; a share
+    # of them are machine changes that move the noise level too.
+    starts = _spaced_positions(rng, n, int(rng.poisson(p.shift_rate * n)), config.min_gap)
+    sizes = noise_profiles.sample_pooled(rng, prof["shift_size"], len(starts), 0.05)
+    rel = np.ones(n)
+    scale = np.ones(n)
+    change_at: list[int] = []
+    for c, size in zip(starts, sizes, strict=True):
+        mag = min(max(float(size), rng.uniform(config.min_snr, 2 * config.min_snr) * cv), 1.5)
+        factor = float(np.exp(mag if rng.random() < 0.5 else -mag))
+        end = n
+        if rng.random() < config.short_regression_share:
+            revert = int(c + rng.integers(config.revert_after[0], config.revert_after[1] + 1))
+            if revert < n - 1 and all(revert != s for s in starts):
+                end = revert
+                change_at.append(revert)
+        rel[c:end] *= factor
+        change_at.append(int(c))
+        if end == n and rng.random() < prof["machine_share"]:
+            nf = noise_profiles.sample_pooled(rng, prof["noise_factor"], 1, 0.5)[0]
+            scale[c:] *= np.exp(nf if rng.random() < 0.5 else -nf)
+    change_at = sorted(set(change_at))
+
+    # --- noise-level changes without a level shift (not change points)
+    noise_at = _spaced_positions(rng, n, int(rng.poisson(p.noise_change_rate * n)), config.min_gap)
+    for c, nf in zip(noise_at, noise_profiles.sample_pooled(rng, prof["noise_factor"], len(noise_at), 0.5), strict=True):
+        scale[c:] *= np.exp(nf if rng.random() < 0.5 else -nf)
+    scale = np.clip(scale, 0.25, 4.0)
+
+    # --- wandering level (AR(1)), started in its stationary distribution
+    if p.wander_share > 0:
+        sd = cv * np.sqrt(p.wander_share)
+        innov = rng.standard_normal(n) * sd * np.sqrt(1 - p.wander_phi**2)
+        innov[0] = rng.standard_normal() * sd
+        rel *= 1 + lfilter([1.0], [1.0, -p.wander_phi], innov)
+    level = base * rel
+
+    # --- bimodal machine state
+    state_b = _markov_states(rng, n, p.bimodal_share, p.bimodal_run)
+    flips = [int(f) for f in np.flatnonzero(state_b[1:] & ~state_b[:-1]) + 1]
+    up = rng.random() < prof["outlier_up_share"]
+    offset = p.bimodal_offset * cv * (1 if up else -1)
+
+    # --- outliers (single-commit spikes)
+    spikes = np.flatnonzero(rng.random(n) < p.outlier_rate)
+    spikes = spikes[spikes > 0]
+    spike_size = np.minimum(noise_profiles.sample_pooled(rng, prof["outlier_size"], len(spikes), 0.2), 2.0)
+    spike_up = rng.random(len(spikes)) < prof["outlier_up_share"]
+    spike_factor = np.ones(n)
+    spike_factor[spikes] = np.where(spike_up, 1 + spike_size, 1 / (1 + spike_size))
+
+    # --- measurements
+    reps = np.ones(n, dtype=np.int64)
+    if rng.random() < config.replicate_share:
+        reps[:] = rng.integers(config.replicates[0], config.replicates[1] + 1)
+    rows = np.repeat(np.arange(n), reps)
+    if p.tail_df >= noise_profiles.MAX_DF:
+        eps = rng.standard_normal(len(rows))
+    else:
+        eps = rng.standard_t(p.tail_df, len(rows)) / _robust_t_scale(p.tail_df)
+    mult = 1 + white_sd * scale[rows] * eps + np.where(state_b[rows], offset, 0.0)
+    values = level[rows] * spike_factor[rows] * np.maximum(mult, 0.05)
+
+    name = f"{source}.{SUITES[i % len(SUITES)]}.t{i:05d}"
+    return _candidates_and_place(
+        config, rng, n, name, rows, values, change_at, spikes, flips, None, [int(c) for c in noise_at],
+        cap=config.fp_cap,
+    )
 
 
 def generate_frame(config: SyntheticConfig | str = "small", seed: int = 0) -> pd.DataFrame:
@@ -314,26 +469,25 @@ def generate_frame(config: SyntheticConfig | str = "small", seed: int = 0) -> pd
     root = np.random.SeedSequence(seed)
     timeline_seed, series_seed = root.spawn(2)
     ids, stamps = _timeline(config, np.random.default_rng(timeline_seed))
-    parts = []
+    profiles = noise_profiles.load_profiles() if config.noise_profile == "real" else None
+    # Columns are gathered as arrays and framed once: one small DataFrame per
+    # series cost more than generating the series.
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("series_id", "commit", "timestamp", "value", "label",
+                                                          "true_change", "truth_label")}
     for i, child in enumerate(series_seed.spawn(config.n_series)):
-        s = _series(config, np.random.default_rng(child), i)
+        rng = np.random.default_rng(child)
+        s = _real_noise_series(config, rng, i, profiles) if profiles else _series(config, rng, i)
         rows = s["rows"]
         # Labels and ground truth go on the first measurement of a commit only.
         first = np.r_[True, rows[1:] != rows[:-1]]
-        parts.append(
-            pd.DataFrame(
-                {
-                    "series_id": s["name"],
-                    "commit": ids[s["positions"]][rows],
-                    "timestamp": stamps[s["positions"]][rows],
-                    "value": s["values"],
-                    "label": np.where(first, s["labels"][rows], labels.NONE),
-                    "true_change": np.where(first, s["true_change"][rows], 0).astype(np.int8),
-                    "truth_label": np.where(first, s["truth"][rows], labels.NONE),
-                }
-            )
-        )
-    return pd.concat(parts, ignore_index=True)
+        cols["series_id"].append(np.full(len(rows), s["name"], dtype=object))
+        cols["commit"].append(ids[s["positions"]][rows])
+        cols["timestamp"].append(stamps[s["positions"]][rows])
+        cols["value"].append(s["values"])
+        cols["label"].append(np.where(first, s["labels"][rows], labels.NONE))
+        cols["true_change"].append(np.where(first, s["true_change"][rows], 0).astype(np.int8))
+        cols["truth_label"].append(np.where(first, s["truth"][rows], labels.NONE))
+    return pd.DataFrame({k: np.concatenate(v) for k, v in cols.items()})
 
 
 def generate(config: SyntheticConfig | str = "small", seed: int = 0) -> Dataset:

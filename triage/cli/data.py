@@ -18,7 +18,7 @@ DATA_HELP = "Dataset file or directory (long CSV/Parquet, MongoDB demo CSV, Otav
 
 def synth(
     out: Path = typer.Option(..., "--out", help="Directory to write history.<format> and dataset.json into."),
-    preset: str = typer.Option("small", help="Preset: small (tests, demo) or default (the benchmark)."),
+    preset: str = typer.Option("small", help="Preset: small (tests, demo), default (the benchmark) or realnoise (noise fitted to real histories; bundled models)."),
     seed: int = typer.Option(0, help="Random seed; the same preset and seed give the same rows."),
     fmt: str = typer.Option("parquet", "--format", help="parquet or csv."),
 ) -> None:
