@@ -145,4 +145,5 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
         candidates=candidate_points(cand_file, dataset), title="changepoint-triage demo",
     )
     console.print(f"report: {index}")
+    console.print(f"triage workspace on this data: triage serve --data {path} --candidates {cand_file} --model {adaptive_dir} --labels {out / 'labels.sqlite'}", markup=False, highlight=False, soft_wrap=True)
     return index

@@ -184,11 +184,17 @@ def _alert_of(ws: Workspace, form: dict[str, str]) -> Alert:
 
 
 def _next(form: dict[str, str], alert: Alert) -> str:
-    """Where to go after a POST: a local path only (no open redirect)."""
+    """Where to go after a POST: a local path only (no open redirect).
+
+    Back on a series page, to the decided row; back in the queue, to its top,
+    where the next untriaged alert now is (the decided one moved down).
+    """
     target = form.get("next", "/")
     if not target.startswith("/") or target.startswith("//") or "\\" in target:
         target = "/"
-    return f"{target}#a-{quote(alert.series_id, safe='')}-{quote(alert.commit, safe='')}"
+    if target.startswith("/series"):
+        return f"{target}#a-{quote(alert.series_id, safe='')}-{quote(alert.commit, safe='')}"
+    return target
 
 
 def _rows(ws: Workspace, alerts: list[Alert], current: dict[tuple[str, str], Decision]) -> list[dict]:
@@ -290,10 +296,13 @@ async def plot(request: Request) -> Response:
     points = [(r["a"].index, r["status"], r["a"].p_true, r["a"].model_call) for r in rows]
     h = ws.dataset[sid]
     title = rows[0]["a"].name if rows else sid
+    # Changes the data already confirms, where no alert of this workspace sits.
+    alerted = {p[0] for p in points}
+    confirmed = [int(i) for i in h.confirmed() if int(i) not in alerted]
 
     def draw() -> bytes:
         with ws._plot_lock:  # matplotlib's font cache and Agg are not made for concurrent drawing
-            return series_png(h, points, title=title)
+            return series_png(h, points, title=title, confirmed=confirmed)
 
     png = await run_in_threadpool(draw)
     return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})

@@ -23,14 +23,15 @@ STATUS_STYLE: dict[str, tuple[str, str]] = {
 
 
 def series_png(history: History, points: Sequence[tuple[int, str, float | None, str | None]], *,
-               title: str) -> bytes:
+               title: str, confirmed: Sequence[int] = ()) -> bytes:
     """A PNG of ``history``.
 
     ``points``: per alert ``(index, status word, P(true) or None, model call or None)``.
     The x-axis is the commit date when the series has timestamps, else the
     position. Confirmed changes (status ``true``) get a vertical line; every
     candidate a marker by status; the model's call is written above it
-    (P(true), bold when called true).
+    (P(true), bold when called true). ``confirmed``: further confirmed
+    changes (the data's ``true_positive`` labels that are not alerts here).
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -46,6 +47,10 @@ def series_png(history: History, points: Sequence[tuple[int, str, float | None, 
     top = float(np.nanmax(history.values)) if n else 0.0
     seen: set[str] = set()
     confirmed_drawn = False
+    for index in confirmed:
+        ax.axvline(x[index], color="tab:red", lw=1.0, ls="--", alpha=0.6,
+                   label=None if confirmed_drawn else "confirmed change")
+        confirmed_drawn = True
     for index, status, p_true, call in points:
         if status == "true":
             ax.axvline(x[index], color="tab:red", lw=1.0, ls="--", alpha=0.6,
