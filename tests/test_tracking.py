@@ -101,9 +101,15 @@ def test_evaluation_run_logs_metrics_with_intervals(store, matrix):
     run_id = tracking.log_evaluation_run(result, tracking_uri=uri)
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(run_id)
+    assert run.data.metrics == {}  # no flattened <split>.<model>.<metric> names: child runs hold them
+    children = client.search_runs([run.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{run_id}'")
+    by_name = {c.info.run_name: c for c in children}
+    assert sorted(by_name) == ["grouped/rf", "random/rf"]
     for stat in ("mean", "ci_low", "ci_high"):
-        assert f"random.rf.auc_{stat}" in run.data.metrics
-    assert "grouped_minus_random.rf.auc" in run.data.metrics
+        assert f"auc_{stat}" in by_name["random/rf"].data.metrics
+    assert by_name["grouped/rf"].data.params["split"] == "grouped"
+    assert "auc_minus_random" in by_name["grouped/rf"].data.metrics
+    assert "auc_minus_random" not in by_name["random/rf"].data.metrics
     assert run.data.params["n_splits"] == "2"
     assert {"records.csv", "summary.md", "feature_set.json"} <= {a.path for a in client.list_artifacts(run_id)}
 
@@ -116,3 +122,95 @@ def test_cli_models_list_and_promote(store, trained):
     res = runner.invoke(app, ["models", "list", "--tracking-uri", uri])
     assert res.exit_code == 0, res.output
     assert "triage-test" in res.output and "staging" in res.output
+    auc = next(r["auc"] for r in tracking.list_models(uri) if r["name"] == "triage-test")
+    for column in ("window", "AUC", "data", f"{auc:.3f}"):
+        assert column in res.output
+
+
+# ---------------------------------------------------------------------- registry items of issue 12
+
+
+def test_registered_names_carry_kind_and_window():
+    assert tracking.registered_name("rf", "adaptive") == "triage-rf-adaptive"
+    assert tracking.registered_name("xgb", 0) == "triage-xgb-w0"
+    assert tracking.registered_name("rf", 4) != tracking.registered_name("rf", 0)
+
+
+def test_list_models_shows_window_auc_and_data_hash(store, trained):
+    _, uri = store
+    rows = {r["version"]: r for r in tracking.list_models(uri) if r["name"] == "triage-test"}
+    first = trained[0]
+    assert rows["1"]["window"] == "3"
+    assert rows["1"]["auc"] == pytest.approx(first.metrics["auc"])
+    assert rows["1"]["data_hash"] == first.classifier.data_hash_
+    assert rows["1"]["status"] == "FINISHED"
+
+
+def test_resolve_registry_uri_gives_the_verified_model_directory(store, trained, matrix, tmp_path):
+    from triage.training.model_files import load_model
+
+    _, uri = store
+    tracking.promote("triage-test", 1, "prod", uri)
+    model_dir = tracking.resolve_registry_uri("models:/triage-test@prod", uri, cache=tmp_path)
+    clf = load_model(model_dir)
+    assert clf.manifest_["run_id"] == trained[0].run["run_id"]
+    rows = matrix[clf.feature_names_].iloc[:5]
+    assert clf.predict_proba(rows).tolist() == trained[0].classifier.predict_proba(rows).tolist()
+    assert tracking.resolve_registry_uri("models:/triage-test/2", uri, cache=tmp_path).is_dir()
+    with pytest.raises(tracking.TrackingError, match="not found.*versions: 1"):
+        tracking.resolve_registry_uri("models:/triage-test@nobody", uri, cache=tmp_path)
+    with pytest.raises(tracking.TrackingError, match="expected models:/NAME@ALIAS"):
+        tracking.resolve_registry_uri("models:/triage-test", uri, cache=tmp_path)
+
+
+def test_small_training_data_gives_a_warning(tmp_path):
+    small = make_matrix(40, 3, seed=3)
+    result = train(small, tmp_path / "m", model_params={"n_estimators": 10}, track=False)
+    assert any("too uncertain" in w for w in result.warnings)
+    large = train(make_matrix(400, 3, seed=3), tmp_path / "m2", model_params={"n_estimators": 10}, track=False)
+    assert large.warnings == []
+
+
+@pytest.mark.parametrize("content", [b"this is not a database at all" * 10, b"\x00\xff" * 600])
+def test_a_garbage_tracking_database_is_a_clear_error_before_training(content, tmp_path, matrix):
+    db = tmp_path / "garbage.db"
+    db.write_bytes(content)
+    with pytest.raises(tracking.TrackingError, match="not a SQLite database"):
+        train(matrix, tmp_path / "m", tracking_uri=f"sqlite:///{db}")
+    assert not (tmp_path / "m").exists()
+    with pytest.raises(tracking.TrackingError, match="not a tracking URI"):
+        tracking.check_store("mlruns.db")
+
+
+def test_interrupted_runs_are_settled_on_the_next_start(tmp_path, matrix):
+    """A run whose process died: FAILED with its versions deleted, or FINISHED when its model is in place."""
+    import json
+    import subprocess
+
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    done = train(matrix, tmp_path / "m", model_params={"n_estimators": 5}, tracking_uri=uri, register_as="t")
+    client = MlflowClient(tracking_uri=uri)
+    proc = subprocess.Popen(["true"])  # a pid that has certainly exited
+    proc.wait()
+    exp = client.get_experiment_by_name(tracking.TRAIN_EXPERIMENT).experiment_id
+    host = __import__("socket").gethostname()
+
+    def dead_run(target):
+        return client.create_run(exp, tags={tracking.PID_TAG: str(proc.pid), tracking.HOST_TAG: host,
+                                            tracking.TARGET_TAG: str(target), tracking.STATE_TAG: "writing"})
+
+    lost = dead_run(tmp_path / "m").info.run_id  # killed before the swap: m holds the earlier model
+    client.create_model_version("t", "file:///nowhere", run_id=lost)
+    swapped = dead_run(tmp_path / "other").info.run_id  # killed after the swap, before the bookkeeping
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "manifest.json").write_text(json.dumps({"run_id": swapped}))
+    live = client.create_run(exp, tags={tracking.PID_TAG: str(__import__("os").getpid()), tracking.HOST_TAG: host,
+                                        tracking.TARGET_TAG: "x", tracking.STATE_TAG: "writing"}).info.run_id
+    settled = dict(tracking.recover_interrupted_runs(uri))
+    assert settled == {lost: "FAILED", swapped: "FINISHED"}
+    assert client.get_run(lost).info.status == "FAILED"
+    assert client.get_run(swapped).info.status == "FINISHED"
+    assert client.get_run(live).info.status == "RUNNING"  # a live process is never touched
+    assert [r["version"] for r in tracking.list_models(uri) if r["name"] == "t"] == [done.run["version"]]

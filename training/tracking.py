@@ -13,15 +13,36 @@ wherever the process happens to run.
 
 MLflow is imported lazily (inside functions): it takes seconds to import and
 ``triage --help`` must stay fast.
+
+Registered names carry the model kind and window (:func:`registered_name`:
+``triage-rf-adaptive``, ``triage-rf-w0``): an adaptive-window model and an
+online (window 0) model expect different features and must never be versions
+of one name. :func:`resolve_registry_uri` turns ``models:/name@alias`` (or
+``models:/name/3``) into the verified model directory behind it.
+
+All-or-nothing training (issue 14): :func:`training_run` opens the run before
+the model directory is written and tags it with this process and the target
+directory; the directory is swapped into place only after the run's model is
+logged and registered, and the run then ends FINISHED. A process killed in
+between leaves a RUNNING run whose process is gone: :func:`recover_interrupted_runs`
+(called by every training start and by ``models list``) marks it FINISHED when
+the target directory holds that run's model (only the last step was missed),
+and otherwise FAILED, deleting the model versions it registered, so that the
+registry never lists a model that is not in place.
+
+Store problems (a garbage database, an unknown URI scheme) become
+:class:`TrackingError` naming the store, never a traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +55,8 @@ TRAIN_EXPERIMENT = "triage-train"
 EVALUATE_EXPERIMENT = "triage-evaluate"
 #: What the logged pyfunc model needs to run, pinned loosely; listing them
 #: stops MLflow from inferring requirements by loading the model in a subprocess.
+#: The artifact key of the model directory inside the logged pyfunc model.
+MODEL_ARTIFACT = "model_dir"
 PIP_REQUIREMENTS = ["changepoint-triage", "scikit-learn", "xgboost-cpu", "skops", "pandas", "numpy"]
 
 
@@ -49,14 +72,72 @@ def resolve_tracking_uri(uri: str | None = None) -> str:
     return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
 
 
+#: Tags a training run carries so that a later start can tell whether it was interrupted.
+PID_TAG, HOST_TAG, TARGET_TAG, STATE_TAG = "triage.pid", "triage.host", "triage.model_dir", "triage.state"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def registered_name(model: str, window: str | int | None) -> str:
+    """The default registered name of a ``model`` kind trained with ``window``: ``triage-rf-w0``."""
+    if window is None or window == "adaptive":
+        return f"triage-{model}-adaptive"
+    return f"triage-{model}-w{window}"
+
+
+@contextlib.contextmanager
+def store_errors(uri: str) -> Iterator[None]:
+    """Turn what MLflow, SQLAlchemy or SQLite raise about a store into one :class:`TrackingError`."""
+    try:
+        yield
+    except TrackingError:
+        raise
+    except Exception as exc:
+        module = type(exc).__module__.split(".")[0]
+        if module not in ("mlflow", "sqlalchemy", "sqlite3", "alembic") and not isinstance(exc, OSError):
+            raise
+        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TrackingError(f"the tracking store cannot be used: {line[:300]}", uri) from None
+
+
+def _check_uri(uri: str) -> None:
+    """A SQLite store must be a SQLite file (or absent, to be created); other schemes MLflow checks."""
+    if "://" not in uri and not uri.startswith("file:"):
+        raise TrackingError("not a tracking URI: expected e.g. sqlite:///mlruns.db or http://host:5000", uri)
+    if uri.startswith("sqlite:///"):
+        db = Path(uri.removeprefix("sqlite:///"))
+        if db.exists():
+            if not db.is_file():
+                raise TrackingError(f"{db} is not a file", uri)
+            with open(db, "rb") as fh:
+                head = fh.read(16)
+            if head and head != SQLITE_MAGIC:
+                raise TrackingError(f"{db} is not a SQLite database", uri)
+        elif not db.parent.is_dir():
+            raise TrackingError(f"folder {db.parent} does not exist", uri)
+
+
 def _client(uri: str | None):
     import mlflow
     from mlflow.tracking import MlflowClient
 
     uri = resolve_tracking_uri(uri)
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_registry_uri(uri)
-    return mlflow, MlflowClient(tracking_uri=uri, registry_uri=uri), uri
+    _check_uri(uri)
+    with store_errors(uri):
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_registry_uri(uri)
+        return mlflow, MlflowClient(tracking_uri=uri, registry_uri=uri), uri
+
+
+def check_store(tracking_uri: str | None = None) -> str:
+    """Open the store and query it once; :class:`TrackingError` if it is unusable. Returns the URI.
+
+    Training calls it first, so that a garbage database fails in a second,
+    not after minutes of fitting.
+    """
+    _, client, uri = _client(tracking_uri)
+    with store_errors(uri):
+        client.search_experiments(max_results=1)
+    return uri
 
 
 def _experiment_id(client, name: str, uri: str) -> str:
@@ -94,6 +175,7 @@ def log_training_run(
     tracking_uri: str | None = None,
     experiment: str = TRAIN_EXPERIMENT,
     run_name: str | None = None,
+    run_id: str | None = None,
 ) -> dict[str, object]:
     """Log a trained model and its held-out results; optionally register it.
 
@@ -102,7 +184,8 @@ def log_training_run(
     P(true alert), shape (n,)) draws the ROC and confusion matrix at the
     model's threshold. ``input_example`` (a few feature rows) gives the input
     signature. Returns ``run_id``, ``model_uri``, ``registered`` (name) and
-    ``version``.
+    ``version``. ``run_id`` logs into that (open) run, as :func:`training_run`
+    starts it; without it a run is started and ended here.
     """
     from mlflow.models import infer_signature
 
@@ -112,7 +195,8 @@ def log_training_run(
     exp_id = _experiment_id(client, experiment, uri)
     model_dir = Path(model_dir)
     manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
-    with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as run:
+    with store_errors(uri), mlflow.start_run(run_id=run_id, experiment_id=None if run_id else exp_id,
+                                             run_name=run_name) as run:
         all_params = {
             "model": clf.model,
             "threshold_policy": clf.threshold_policy_,
@@ -151,7 +235,7 @@ def log_training_run(
             info = mlflow.pyfunc.log_model(
                 name="model",
                 python_model=str(Path(__file__).with_name("mlflow_model.py")),
-                artifacts={"model_dir": str(model_dir)},
+                artifacts={MODEL_ARTIFACT: str(model_dir)},
                 signature=signature,
                 pip_requirements=PIP_REQUIREMENTS,
                 registered_model_name=register_as,
@@ -170,32 +254,38 @@ def log_evaluation_run(
     experiment: str = EVALUATE_EXPERIMENT,
     run_name: str | None = None,
 ) -> str:
-    """Log an :class:`~training.evaluation.EvaluationResult`; returns the run id.
+    """Log an :class:`~training.evaluation.EvaluationResult`; returns the parent run's id.
 
-    Metrics are named ``<split>.<model>.<metric>_{mean,ci_low,ci_high}``; the
-    per-split records, summary and differences are CSV/Markdown artifacts.
+    One parent run holds the settings, the feature set and the records,
+    summary and differences (CSV/Markdown artifacts); one child run per
+    (split kind, model) holds that pair's metrics as
+    ``<metric>_{mean,ci_low,ci_high}`` and, for grouped and time splits,
+    ``<metric>_minus_random`` — comparable across runs in MLflow's UI, unlike
+    one run with every pair flattened into its metric names.
     ``extra_files`` (name -> path) adds more artifacts, e.g. the window plot.
     """
     from triage.training.evaluation import METRICS
 
     mlflow, client, uri = _client(tracking_uri)
-    exp_id = _experiment_id(client, experiment, uri)
+    with store_errors(uri):
+        exp_id = _experiment_id(client, experiment, uri)
     settings = dict(result.settings)
     features = settings.pop("features", [])
     data_hash = settings.pop("data_hash", "")
-    with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as run:
-        mlflow.log_params(_flat_params({**settings, "n_features": len(features), **(params or {})}))
+    differences = {(row["split"].split(" ")[0], row["model"]): row for _, row in result.differences().iterrows()}
+    with store_errors(uri), mlflow.start_run(experiment_id=exp_id, run_name=run_name) as run:
+        flat = _flat_params({**settings, "n_features": len(features), **(params or {})})
+        mlflow.log_params(flat)
         mlflow.set_tags({"data_hash": data_hash, "kind": "evaluate"})
-        metrics = {}
         for _, row in result.summary().iterrows():
-            for m in (*METRICS, "fit_seconds"):
-                for stat in ("mean", "ci_low", "ci_high"):
-                    metrics[f"{row['split']}.{row['model']}.{m}_{stat}"] = float(row[f"{m}_{stat}"])
-        for _, row in result.differences().iterrows():
-            kind = row["split"].split(" ")[0]
-            for m in METRICS:
-                metrics[f"{kind}_minus_random.{row['model']}.{m}"] = float(row[m])
-        mlflow.log_metrics({k: v for k, v in metrics.items() if np.isfinite(v)})
+            metrics = {f"{m}_{stat}": float(row[f"{m}_{stat}"])
+                       for m in (*METRICS, "fit_seconds") for stat in ("mean", "ci_low", "ci_high")}
+            if (diff := differences.get((row["split"], row["model"]))) is not None:
+                metrics.update({f"{m}_minus_random": float(diff[m]) for m in METRICS})
+            with mlflow.start_run(experiment_id=exp_id, run_name=f"{row['split']}/{row['model']}", nested=True):
+                mlflow.log_params({**flat, "split": row["split"], "model": row["model"]})
+                mlflow.set_tags({"data_hash": data_hash, "kind": "evaluate-split"})
+                mlflow.log_metrics({k: v for k, v in metrics.items() if np.isfinite(v)})
         mlflow.log_dict({"names": list(features)}, "feature_set.json")
         with tempfile.TemporaryDirectory() as tmp:
             for path in result.save(tmp).values():
@@ -205,28 +295,208 @@ def log_evaluation_run(
     return run.info.run_id
 
 
+# ---------------------------------------------------------------------- all-or-nothing training
+
+
+@contextlib.contextmanager
+def training_run(model_dir: str | Path, tracking_uri: str | None = None, *, experiment: str = TRAIN_EXPERIMENT,
+                 run_name: str | None = None) -> Iterator[str]:
+    """A training run for the model that will be put at ``model_dir``; yields its id.
+
+    The run is tagged ``triage.state=writing`` with this process and the
+    target directory until the caller's block ends; then it is ``committed``.
+    If the block raises, the run is FAILED and the versions it registered are
+    deleted before the exception goes on (see the module docstring).
+    """
+    _, client, uri = _client(tracking_uri)
+    with store_errors(uri):
+        exp_id = _experiment_id(client, experiment, uri)
+        tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(),
+                TARGET_TAG: str(Path(model_dir).resolve()), STATE_TAG: "writing"}
+        if run_name:
+            tags["mlflow.runName"] = run_name
+        run_id = client.create_run(exp_id, tags=tags).info.run_id
+    try:
+        yield run_id
+    except BaseException:
+        with contextlib.suppress(Exception):  # the original error matters more than a cleanup failure
+            _abandon(client, run_id)
+        raise
+    with store_errors(uri):
+        client.set_tag(run_id, STATE_TAG, "committed")
+        if client.get_run(run_id).info.status == "RUNNING":
+            client.set_terminated(run_id, "FINISHED")
+
+
+def _abandon(client, run_id: str) -> None:
+    """Mark ``run_id`` FAILED and delete the model versions it registered."""
+    for mv in client.search_model_versions(f"run_id='{run_id}'"):
+        client.delete_model_version(mv.name, mv.version)
+    client.set_tag(run_id, STATE_TAG, "abandoned")
+    client.set_terminated(run_id, "FAILED")
+
+
+def recover_interrupted_runs(tracking_uri: str | None = None) -> list[tuple[str, str]]:
+    """Settle training runs whose process was killed; returns (run id, new status) of each.
+
+    Only runs started on this host by a process that no longer runs are
+    touched. FINISHED when the target directory's manifest names the run (the
+    model was in place, only the last bookkeeping was missed), else FAILED with
+    its registered versions deleted.
+    """
+    _, client, uri = _client(tracking_uri)
+    settled: list[tuple[str, str]] = []
+    with store_errors(uri):
+        exp = client.get_experiment_by_name(TRAIN_EXPERIMENT)
+        if exp is None:
+            return settled
+        runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`{STATE_TAG}` = 'writing'")
+        for run in runs:
+            tags = run.data.tags
+            if tags.get(HOST_TAG) != socket.gethostname() or _alive(tags.get(PID_TAG, "")):
+                continue
+            target = Path(tags.get(TARGET_TAG, ""))
+            if _manifest_run_id(target) == run.info.run_id:
+                client.set_tag(run.info.run_id, STATE_TAG, "committed")
+                client.set_terminated(run.info.run_id, "FINISHED")
+                settled.append((run.info.run_id, "FINISHED"))
+            else:
+                _abandon(client, run.info.run_id)
+                settled.append((run.info.run_id, "FAILED"))
+    return settled
+
+
+def _alive(pid_text: str) -> bool:
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def _manifest_run_id(model_dir: Path) -> str | None:
+    try:
+        return json.loads((model_dir / "manifest.json").read_text(encoding="utf-8")).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 # ---------------------------------------------------------------------- registry
 
 
 def list_models(tracking_uri: str | None = None) -> list[dict[str, object]]:
-    """Every registered model version: name, version, aliases, run id, created (ms epoch)."""
-    _, client, _ = _client(tracking_uri)
+    """Every registered model version.
+
+    Keys: name, version, aliases, run_id, created (ms epoch), and from the
+    training run: window, auc (held-out), data_hash, n_train (triaged rows
+    the final model was fitted on), status (the run's).
+    """
+    recover_interrupted_runs(tracking_uri)
+    _, client, uri = _client(tracking_uri)
     rows = []
-    for rm in client.search_registered_models():
-        aliases_by_version: dict[str, list[str]] = {}
-        for alias, version in (rm.aliases or {}).items():
-            aliases_by_version.setdefault(str(version), []).append(alias)
-        for mv in client.search_model_versions(f"name='{rm.name}'"):
-            rows.append(
-                {
-                    "name": rm.name,
-                    "version": str(mv.version),
-                    "aliases": sorted(aliases_by_version.get(str(mv.version), [])),
-                    "run_id": mv.run_id,
-                    "created": mv.creation_timestamp,
-                }
-            )
+    with store_errors(uri):
+        for rm in client.search_registered_models():
+            aliases_by_version: dict[str, list[str]] = {}
+            for alias, version in (rm.aliases or {}).items():
+                aliases_by_version.setdefault(str(version), []).append(alias)
+            for mv in client.search_model_versions(f"name='{rm.name}'"):
+                rows.append(
+                    {
+                        "name": rm.name,
+                        "version": str(mv.version),
+                        "aliases": sorted(aliases_by_version.get(str(mv.version), [])),
+                        "run_id": mv.run_id,
+                        "created": mv.creation_timestamp,
+                        **_run_facts(client, mv.run_id),
+                    }
+                )
     return sorted(rows, key=lambda r: (r["name"], int(r["version"])))
+
+
+def _run_facts(client, run_id: str | None) -> dict[str, object]:
+    from mlflow.exceptions import MlflowException
+
+    facts: dict[str, object] = {"window": None, "auc": None, "data_hash": None, "n_train": None, "status": None}
+    if not run_id:
+        return facts
+    try:
+        run = client.get_run(run_id)
+    except MlflowException:  # the run was deleted: the version stays listed without its facts
+        return facts
+    params, metrics = run.data.params, run.data.metrics
+    n_train = [params.get(f"n_train.{k}") for k in ("positives", "negatives")]
+    return {
+        "window": params.get("window"),
+        "auc": metrics.get("auc"),
+        "data_hash": run.data.tags.get("data_hash"),
+        "n_train": sum(int(v) for v in n_train) if all(v and v.isdigit() for v in n_train) else None,
+        "status": run.info.status,
+    }
+
+
+def resolve_registry_uri(uri: str, tracking_uri: str | None = None, cache: str | Path | None = None) -> Path:
+    """The verified model directory behind ``models:/name@alias`` or ``models:/name/version``.
+
+    The registered pyfunc model is downloaded once into ``cache`` (default
+    ``$TRIAGE_CACHE`` or ``~/.cache/changepoint-triage``) under
+    ``models/<name>/<version>``; the model directory inside it is verified
+    (:func:`training.model_files.verify_model_dir`) before it is returned.
+    Raises :class:`TrackingError` for an unknown name, alias or version.
+    """
+    from mlflow.exceptions import MlflowException
+
+    from triage.training.model_files import verify_model_dir
+
+    if not uri.startswith("models:/"):
+        raise TrackingError(f"{uri!r} is not a registry URI (models:/NAME@ALIAS or models:/NAME/VERSION)", uri)
+    ref = uri.removeprefix("models:/")
+    name, at, alias = ref.partition("@")
+    version = None
+    if not at:
+        name, slash, version = ref.rpartition("/")
+        if not slash or not version.isdigit() or not name:
+            raise TrackingError(f"{uri!r}: expected models:/NAME@ALIAS or models:/NAME/VERSION", uri)
+    if not name or (at and not alias):
+        raise TrackingError(f"{uri!r}: expected models:/NAME@ALIAS or models:/NAME/VERSION", uri)
+    mlflow, client, store = _client(tracking_uri)
+    with store_errors(store):
+        try:
+            mv = client.get_model_version_by_alias(name, alias) if at else client.get_model_version(name, version)
+        except MlflowException:
+            known = [f"{r['version']}" + (f" (@{', @'.join(r['aliases'])})" if r["aliases"] else "")
+                     for r in list_models(tracking_uri) if r["name"] == name]
+            what = f"its versions: {', '.join(known)}" if known else "no such registered model"
+            raise TrackingError(f"{uri}: not found ({what})", store) from None
+        root = Path(cache or os.environ.get("TRIAGE_CACHE") or Path.home() / ".cache" / "changepoint-triage")
+        dst = root / "models" / name / str(mv.version)
+        if not (dst / "MLmodel").is_file():
+            dst.mkdir(parents=True, exist_ok=True)
+            mlflow.artifacts.download_artifacts(artifact_uri=f"models:/{name}/{mv.version}", dst_path=str(dst))
+    model_dir = _pyfunc_model_dir(dst)
+    verify_model_dir(model_dir)
+    return model_dir
+
+
+def _pyfunc_model_dir(pyfunc_dir: Path) -> Path:
+    """The model directory a logged pyfunc model carries (its ``model_dir`` artifact)."""
+    import yaml
+
+    try:
+        spec = yaml.safe_load((pyfunc_dir / "MLmodel").read_text(encoding="utf-8"))
+        relative = spec["flavors"]["python_function"]["artifacts"][MODEL_ARTIFACT]["path"]
+    except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
+        raise TrackingError(f"{pyfunc_dir}: not a logged triage model ({exc})") from None
+    model_dir = (pyfunc_dir / relative).resolve()
+    if pyfunc_dir.resolve() not in model_dir.parents:
+        raise TrackingError(f"{pyfunc_dir}: its model directory lies outside it")
+    return model_dir
 
 
 def promote(name: str, version: str | int, alias: str = "champion", tracking_uri: str | None = None) -> None:
@@ -235,9 +505,11 @@ def promote(name: str, version: str | int, alias: str = "champion", tracking_uri
 
     _, client, uri = _client(tracking_uri)
     try:
-        client.get_model_version(name, str(version))
-    except MlflowException:
+        with store_errors(uri):
+            client.get_model_version(name, str(version))
+    except (MlflowException, TrackingError):
         known = [r["version"] for r in list_models(tracking_uri) if r["name"] == name]
         what = f"versions {', '.join(known)}" if known else "no such registered model"
         raise TrackingError(f"model {name!r} has no version {version} ({what})", uri) from None
-    client.set_registered_model_alias(name, alias, str(version))
+    with store_errors(uri):
+        client.set_registered_model_alias(name, alias, str(version))

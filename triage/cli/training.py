@@ -20,9 +20,22 @@ from rich.table import Table
 
 from triage.cli.options import parse_model_params, parse_window, parse_windows
 from triage.cli.tables import differences_table, evaluation_table
+from triage.cli.validation import (
+    check_choice,
+    check_input_path,
+    check_int,
+    check_model_params,
+    check_n_jobs,
+    check_names,
+    check_number,
+    check_output_dir,
+    check_output_not_input,
+    check_threshold_policy,
+)
 from triage.core.errors import InputError
 
 console = Console()
+err_console = Console(stderr=True)
 models_app = typer.Typer(help="The model registry (MLflow): list versions, promote one.", no_args_is_help=True)
 
 DATA_HELP = "Dataset file or directory (any layout triage.loaders reads)."
@@ -75,10 +88,10 @@ def build_matrix(dataset, window: str | int, n_jobs: int, ordinary_per_series: i
     except ImportError:
         raise InputError(None, None, "triage.features.extract is not available in this installation; use --matrix") from None
     try:
-        if window == 0 and ordinary_per_series > 0:
+        if isinstance(window, int) and ordinary_per_series > 0:
             from triage.training.online_matrix import online_matrix
 
-            return online_matrix(dataset, ordinary_per_series=ordinary_per_series, n_jobs=n_jobs)
+            return online_matrix(dataset, ordinary_per_series=ordinary_per_series, window=window, n_jobs=n_jobs)
         return extract_features(dataset, window=window, n_jobs=n_jobs)
     except (ValueError, KeyError) as exc:  # a NaN inside a window, a bad candidate: name it, no traceback
         raise InputError(dataset.source, None, f"feature extraction failed: {exc}") from None
@@ -116,12 +129,27 @@ def train(
     no_track: Annotated[bool, typer.Option("--no-track", help="Do not log to MLflow.")] = False,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction and model threads.")] = 1,
     ordinary_per_series: Annotated[int, typer.Option("--ordinary-per-series", min=0, help="With --window 0: unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper).")] = 10,
+    labels: Annotated[Path | None, typer.Option("--labels", help="Labels store of `triage serve`: the sheriffs' decisions replace the data's labels where there is one.")] = None,
 ) -> None:
     """Train a classifier, measure it on held-out series, save it and log it to MLflow."""
+    from triage.training.model_kinds import MODELS
     from triage.training.pipeline import train as run_train
+    from triage.training.tracking import registered_name
 
+    # Every option is checked before any reading, extraction or training.
     w = parse_window(window)
-    online_rows = ordinary_per_series if w == 0 and matrix is None else 0
+    check_choice("--model", model, MODELS)
+    check_number("--target-recall", target_recall, low=0.0, high=1.0, low_open=True)
+    if threshold is not None:
+        check_threshold_policy("--threshold", threshold)
+    check_number("--test-size", test_size, low=0.0, high=1.0, high_open=True)
+    check_int("--seed", seed, low=0, high=2**32 - 1)
+    check_n_jobs(n_jobs)
+    model_params = check_model_params("--param", model, parse_model_params(param))
+    for option, given in (("--data", data), ("--matrix", matrix), ("--features", features)):
+        check_input_path(option, given, directory_ok=option == "--data")
+    check_output_not_input(out, data, matrix, features)
+    online_rows = ordinary_per_series if isinstance(w, int) and matrix is None else 0
     if target_recall is not None:
         policy = f"recall:{target_recall}"
     elif threshold is not None:
@@ -131,9 +159,19 @@ def train(
         # series), not a stream where ~1 % of commits are changes: replaying fresh series,
         # F-beta on validation rows doubled precision for a few points of recall.
         policy = "fbeta:1" if online_rows else "0.5"
-    fm = matrix_of(data, preset, matrix, w, seed, n_jobs, online_rows)
+    if labels is not None:  # the workspace's decisions overlaid on the history's labels
+        from triage.workspace.store import LabelsStore, overlay
+
+        if matrix is not None:
+            raise typer.BadParameter("--labels needs --data or --preset (a feature matrix has no commits to label)")
+        dataset, n_decided = overlay(dataset_of(data, preset, seed), LabelsStore(labels, create=False))
+        console.print(f"{n_decided:,} sheriff decisions from {labels} overlaid on the data's labels")
+        with console.status(f"extracting features (window {w}) from {len(dataset):,} series"):
+            fm = build_matrix(dataset, w, n_jobs, online_rows)
+    else:
+        fm = matrix_of(data, preset, matrix, w, seed, n_jobs, online_rows)
     source = {"data": str(data) if data else None, "preset": preset, "matrix": str(matrix) if matrix else None,
-              "seed": seed, "ordinary_per_series": online_rows or None}
+              "labels": str(labels) if labels else None, "seed": seed, "ordinary_per_series": online_rows or None}
     with console.status(f"training {model}"):
         result = run_train(
             fm,
@@ -145,11 +183,12 @@ def train(
             test_size=test_size,
             random_state=seed,
             n_jobs=n_jobs,
-            model_params=parse_model_params(param),
+            model_params=model_params,
             track=not no_track,
             tracking_uri=tracking_uri,
-            register_as=None if no_track else (register or f"triage-{model}"),
-            extra={"source": {k: v for k, v in source.items() if v is not None}},
+            register_as=None if no_track else (register or registered_name(model, w)),
+            extra={"source": {k: v for k, v in source.items() if v is not None},
+                   **({"online": {"confirm_after": w}} if online_rows else {})},
         )
     clf = result.classifier
     rows = "rows (change points, false alerts, ordinary commits)" if online_rows and matrix is None else "triaged candidates"
@@ -164,6 +203,8 @@ def train(
     table.add_row("threshold", f"{clf.threshold_:.3f} ({clf.threshold_policy_})", "")
     table.add_row("final fit", f"{clf.fit_seconds_:.1f} s", "")
     console.print(table)
+    for warning in result.warnings:
+        err_console.print(f"warning: {warning}", markup=False, highlight=False)
     console.print(f"model written to [bold]{result.model_dir}[/]")
     if result.run:
         reg = f", registered {result.run['registered']} v{result.run['version']}" if result.run["registered"] else ""
@@ -188,21 +229,38 @@ def evaluate(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Parallel processes (joblib); -1 = all cores.")] = 1,
 ) -> None:
     """The paper's protocol (80/20 splits, 10 % validation) for each model under random, grouped and time-ordered splits."""
+    from triage.training.evaluation import SPLITS
     from triage.training.evaluation import evaluate as run_evaluate
+    from triage.training.model_kinds import MODELS
 
+    # Every option is checked before any reading, extraction or fitting.
     w = parse_window(window)
-    fm = matrix_of(data, preset, matrix, w, seed, n_jobs)
+    check_int("--splits", splits, low=1)
+    model_names = check_names("--models", models, MODELS)
+    split_kinds = check_names("--split-kinds", kinds, SPLITS)
+    check_threshold_policy("--threshold", threshold)
+    check_int("--seed", seed, low=0, high=2**32 - 1)
+    check_n_jobs(n_jobs)
     per_model: dict[str, dict[str, object]] = {}
     for key, value in parse_model_params(param).items():
         name, sep, p = key.partition(".")
         if not sep:
             raise typer.BadParameter(f"evaluate --param expects MODEL.KEY=VALUE, got {key!r}")
+        check_choice("--param", name, model_names)
         per_model.setdefault(name, {})[p] = value
+    for name, given in per_model.items():
+        check_model_params("--param", name, given)
+    for option, path in (("--data", data), ("--matrix", matrix), ("--features", features)):
+        check_input_path(option, path, directory_ok=option == "--data")
+    if out is not None:
+        check_output_dir("--out", out)
+        check_output_not_input(out, data, matrix, features)
+    fm = matrix_of(data, preset, matrix, w, seed, n_jobs)
     try:
         result = run_evaluate(
             fm,
-            models=[m.strip() for m in models.split(",") if m.strip()],
-            splits=[k.strip() for k in kinds.split(",") if k.strip()],
+            models=model_names,
+            splits=split_kinds,
             n_splits=splits,
             features=features,
             threshold=threshold,
@@ -241,20 +299,36 @@ def window_study(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Parallel processes (joblib); -1 = all cores.")] = 1,
 ) -> None:
     """AUC against the Pre/After window size (paper Fig. 2): a table and a PNG plot."""
-    from triage.training.evaluation import window_markdown
+    from triage.training.evaluation import SPLITS, window_markdown
     from triage.training.evaluation import window_study as run_study
+    from triage.training.model_kinds import MODELS
     from triage.training.plots import window_png
 
+    check_choice("--model", model, MODELS)
+    check_choice("--split", split, SPLITS)
+    check_int("--splits", splits, low=1)
+    check_int("--seed", seed, low=0, high=2**32 - 1)
+    check_n_jobs(n_jobs)
+    model_params = check_model_params("--param", model, parse_model_params(param))
+    try:
+        window_list = parse_windows(windows)
+    except ValueError:
+        raise typer.BadParameter(f"expected windows like 0-10,adaptive, got {windows!r}", param_hint="--windows") from None
+    if not window_list:
+        raise typer.BadParameter("give at least one window", param_hint="--windows")
+    check_input_path("--data", data)
+    check_output_dir("--out", out)
+    check_output_not_input(out, data)
     dataset = dataset_of(data, preset, seed)
     table = run_study(
         lambda w: build_matrix(dataset, w, n_jobs),
-        parse_windows(windows),
+        window_list,
         model=model,
         split=split,
         n_splits=splits,
         random_state=seed,
         n_jobs=n_jobs,
-        model_params=parse_model_params(param),
+        model_params=model_params,
     )
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "window_study.csv", index=False)
@@ -287,15 +361,22 @@ def window_study(
 def models_list(
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP)] = None,
 ) -> None:
-    """Registered models, their versions and aliases."""
+    """Registered models: versions, aliases, window, held-out AUC, training rows, data hash (first 7), run."""
     from triage.training.tracking import list_models, resolve_tracking_uri
 
     rows = list_models(tracking_uri)
     table = Table(title=f"Registered models ({resolve_tracking_uri(tracking_uri)})")
-    for col in ("name", "version", "aliases", "run"):
-        table.add_column(col)
+    for col in ("name", "version", "aliases", "window", "AUC", "rows", "data", "run"):
+        # fold, not ellipsis: a name or alias cut short in an 80-column terminal is a wrong name
+        table.add_column(col, justify="right" if col in ("AUC", "rows") else "left", overflow="fold",
+                         no_wrap=col != "aliases")
     for r in rows:
-        table.add_row(r["name"], r["version"], ", ".join(r["aliases"]), r["run_id"] or "")
+        auc = r.get("auc")
+        table.add_row(
+            r["name"], r["version"], ", ".join(f"@{a}" for a in r["aliases"]), str(r.get("window") or ""),
+            f"{auc:.3f}" if isinstance(auc, float) else "", f"{r['n_train']:,}" if r.get("n_train") else "",
+            str(r.get("data_hash") or "")[:7], (r["run_id"] or "")[:7],
+        )
     console.print(table if rows else "no registered models")
 
 
