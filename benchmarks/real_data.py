@@ -1,0 +1,321 @@
+"""Real benchmark histories with known injected level shifts (issue 10, item 1).
+
+The data: ``../shared/data/real/`` (372 real, unlabelled performance histories
+of five open-source projects; see its README). Nothing of it is copied into the
+project: this module reads it where it lies and raises :class:`RealDataMissing`
+(a clear message, the benchmarks print it and exit 0, the tests skip) when the
+folder is absent.
+
+Loading
+-------
+``histories.csv.gz`` is read with pandas. A commit measured more than once
+(re-runs in ``rhai`` and ``otel-java``, not always in consecutive rows) is
+*one* commit: its values are averaged and it stays at the position of its
+first appearance (a later re-run of an old commit must not move the commit
+forward in history). :func:`load_real` returns the untouched histories, the
+input of the alarm-rate figures.
+
+Split by source project (fixed, documented, never tuned)
+--------------------------------------------------------
+One project's series share machines, toolchains and code: a split by series
+would let a model learn a project's noise on the fitting side and meet the
+same noise on the test side. So every project sits on exactly one side:
+
+========== ================================ ======== =============================================
+part       projects                         series   why
+========== ================================ ======== =============================================
+fit        ``django-asv``, ``emg3d-bench``  158      asv on GitHub runners + a one-machine backfill
+                                                     with near-deterministic memory series
+validation ``rhai``                         49       a github-action-benchmark export (cargo bench):
+                                                     another tool than the fitting side
+test       ``empymod-bench``, ``otel-java`` 165      both tools, both directions of "better",
+                                                     a laptop backfill and runner machine changes
+========== ================================ ======== =============================================
+
+The test side is the largest and holds the hardest noise (machine changes,
+higher-is-better JMH), so its figures are not flattered; validation is one
+project unlike the fitting ones, so a threshold chosen there has already had
+to transfer. :data:`LOSO_GROUPS` (one group per project) is for
+leave-one-source-project-out studies.
+
+Injection (ground truth)
+------------------------
+Real histories already hold unlabelled changes. Two modes deal with them:
+
+``stable`` (the default, the headline figures)
+    Each series is robust-standardised (median / MAD), clipped at +-6 so a
+    lone outlier cannot make a segment, and segmented by PELT (ruptures, L2
+    cost, ``min_size`` 10) with a high penalty (``penalty_factor * log(n)``,
+    default 10 log n). That conservative segmentation keeps only clear level
+    changes; the stretches between them of at least ``min_stretch`` (80)
+    commits become the base histories (``<series_id>@<start>-<stop>``), so
+    the ground truth is, as far as a conservative look can tell, complete.
+``whole``
+    The whole series is the base history and changes are injected anywhere
+    (>= 20 commits from its ends): the real, unlabelled changes stay and count
+    against every detector as false alarms, and the ground truth is only the
+    injected changes. Reported beside ``stable`` to show the effect.
+
+Into each base history, 0-3 (uniform) multiplicative level shifts are
+injected: sizes log-uniform on [2 %, 30 %], sign + or - with equal odds
+(a shift of size s multiplies by ``1 + s`` or ``1 / (1 + s)``, symmetric in
+log), each at least ``min_gap`` (20) commits from the next one and from both
+ends; each shift multiplies the rest of the base history. The random stream of
+each series is seeded by ``(seed, crc32(series_id))``, so a subsample of
+series sees exactly the injections the full run sees.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from triage.core.history import Dataset, History
+
+#: Where the shared real data lies: ``../shared/data/real`` beside the checkout.
+REAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
+
+#: source project (``series_id`` prefix) -> part of the fixed split.
+SPLIT: dict[str, str] = {
+    "django-asv": "fit",
+    "emg3d-bench": "fit",
+    "rhai": "validation",
+    "empymod-bench": "test",
+    "otel-java": "test",
+}
+PARTS: tuple[str, ...] = ("fit", "validation", "test")
+#: The groups of leave-one-source-project-out studies.
+LOSO_GROUPS: tuple[str, ...] = tuple(SPLIT)
+MODES: tuple[str, ...] = ("stable", "whole")
+
+
+class RealDataMissing(FileNotFoundError):
+    """``../shared/data/real`` is absent: benchmarks print this and exit 0, tests skip."""
+
+
+@dataclass(frozen=True)
+class InjectionConfig:
+    """How shifts are injected (see the module docstring)."""
+
+    min_size: float = 0.02
+    max_size: float = 0.30
+    max_shifts: int = 3
+    min_gap: int = 20
+    min_stretch: int = 80
+    penalty_factor: float = 10.0
+
+
+def real_dir(path: str | Path | None = None) -> Path:
+    """The real-data folder; :class:`RealDataMissing` with a clear message when absent."""
+    folder = Path(path) if path is not None else REAL_DIR
+    if not (folder / "histories.csv.gz").is_file():
+        raise RealDataMissing(
+            f"real data not found: {folder / 'histories.csv.gz'} is absent "
+            "(the shared folder ../shared/data/real beside the checkout); skipping"
+        )
+    return folder
+
+
+def source_of(series_id: str) -> str:
+    """The source project of a series (its ``series_id`` prefix)."""
+    return str(series_id).split("/", 1)[0]
+
+
+def part_of(series_id: str) -> str:
+    """``fit``, ``validation`` or ``test`` for a series (by its source project)."""
+    src = source_of(series_id)
+    try:
+        return SPLIT[src]
+    except KeyError:
+        raise ValueError(f"series {series_id!r}: unknown source project {src!r}") from None
+
+
+def load_meta(path: str | Path | None = None) -> pd.DataFrame:
+    """``series_meta.csv`` indexed by ``series_id`` (``lower_is_better``, ``source`` ...)."""
+    return pd.read_csv(real_dir(path) / "series_meta.csv").set_index("series_id")
+
+
+def load_real(path: str | Path | None = None, sources: Iterable[str] | None = None) -> Dataset:
+    """The untouched real histories, one value per commit (re-runs averaged in place).
+
+    Parameters
+    ----------
+    path : folder holding ``histories.csv.gz`` (default :data:`REAL_DIR`)
+    sources : keep only these source projects (default: all five)
+    """
+    frame = pd.read_csv(real_dir(path) / "histories.csv.gz")
+    frame["value"] = frame["value"].astype(np.float64)
+    if sources is not None:
+        keep = set(sources)
+        frame = frame[frame["series_id"].map(source_of).isin(keep)]
+    histories = []
+    for sid, rows in frame.groupby("series_id", sort=False):
+        # sort=False keeps each commit at its first appearance (a late re-run
+        # of an old commit belongs to that commit, not to the re-run's time).
+        per_commit = rows.groupby("commit", sort=False).agg(
+            value=("value", "mean"), timestamp=("timestamp", "first"), n=("value", "size")
+        )
+        ts = pd.to_datetime(per_commit["timestamp"], utc=True).dt.tz_localize(None)
+        histories.append(
+            History(
+                series_id=str(sid),
+                commits=per_commit.index.to_numpy(),
+                values=per_commit["value"].to_numpy(),
+                labels=None,  # type: ignore[arg-type]  # History fills "" (no candidate)
+                timestamps=ts.to_numpy(dtype="datetime64[ns]"),
+                n_measurements=per_commit["n"].to_numpy(),
+            )
+        )
+    return Dataset(histories, source=str(real_dir(path) / "histories.csv.gz"))
+
+
+def robust_z(values: np.ndarray, clip: float = 6.0) -> np.ndarray:
+    """(x - median) / (1.4826 MAD), clipped to +-clip; a constant series gives zeros."""
+    x = np.asarray(values, dtype=np.float64)
+    med = float(np.median(x))
+    mad = 1.4826 * float(np.median(np.abs(x - med)))
+    if mad <= 0:
+        # a near-deterministic series: its resolution sets the scale
+        sd = float(np.std(x))
+        if sd <= 0:
+            return np.zeros_like(x)
+        mad = sd
+    return np.clip((x - med) / mad, -clip, clip)
+
+
+def _pelt_l2(x: np.ndarray, penalty: float, min_size: int) -> list[int]:
+    """Segment ends (half-open, last = n) of PELT with the L2 cost (Killick et al. 2012).
+
+    Vectorised over the candidate set; ruptures' pure-Python PELT with
+    ``jump=1`` takes minutes on the 1,655-commit series.
+    """
+    n = len(x)
+    s1 = np.concatenate(([0.0], np.cumsum(x)))
+    s2 = np.concatenate(([0.0], np.cumsum(x * x)))
+    best = np.full(n + 1, np.inf)
+    best[0] = -penalty
+    last = np.zeros(n + 1, dtype=np.int64)
+    cands = np.array([0], dtype=np.int64)
+    for t in range(min_size, n + 1):
+        ok = cands[t - cands >= min_size]
+        if ok.size:
+            length = t - ok
+            seg = (s2[t] - s2[ok]) - (s1[t] - s1[ok]) ** 2 / length
+            total = best[ok] + seg + penalty
+            i = int(np.argmin(total))
+            best[t], last[t] = total[i], ok[i]
+            # pruning: a start that is already worse by the penalty never wins later
+            keep = (best[cands] + np.where(t - cands >= min_size,
+                    (s2[t] - s2[cands]) - (s1[t] - s1[cands]) ** 2 / np.maximum(t - cands, 1), 0.0)
+                    <= best[t]) | (t - cands < min_size)
+            cands = cands[keep]
+        if t + 1 - min_size >= 0 and np.isfinite(best[t]):
+            cands = np.append(cands, t)
+    ends = [n]
+    t = n
+    while last[t] > 0:
+        t = int(last[t])
+        ends.append(t)
+    return sorted(ends)
+
+
+def stable_stretches(values: np.ndarray, config: InjectionConfig = InjectionConfig()) -> list[tuple[int, int]]:
+    """Half-open stretches of at least ``min_stretch`` commits between conservative change points."""
+    x = robust_z(values)
+    n = len(x)
+    if n < config.min_stretch:
+        return []
+    ends = _pelt_l2(x, config.penalty_factor * np.log(n), min_size=10)
+    starts = [0, *ends[:-1]]
+    return [(int(a), int(b)) for a, b in zip(starts, ends, strict=True) if b - a >= config.min_stretch]
+
+
+def _rng(seed: int, series_id: str) -> np.random.Generator:
+    return np.random.default_rng([int(seed), zlib.crc32(series_id.encode())])
+
+
+def inject_shifts(
+    values: np.ndarray, rng: np.random.Generator, config: InjectionConfig = InjectionConfig()
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inject 0..max_shifts multiplicative level shifts.
+
+    Returns
+    -------
+    (shifted values, change indices ascending, relative sizes signed: factor - 1)
+    """
+    x = np.asarray(values, dtype=np.float64).copy()
+    n = len(x)
+    k = int(rng.integers(0, config.max_shifts + 1))
+    g = config.min_gap
+    # k changes need g commits at both ends and g between neighbours
+    k = max(0, min(k, (n - 2 * g) // g + 1)) if n > 2 * g else 0
+    if k == 0:
+        return x, np.empty(0, dtype=np.int64), np.empty(0)
+    # place k points with gaps >= g: draw from the slack, then add the gaps
+    slack = (n - 1 - g) - g - (k - 1) * g
+    offsets = np.sort(rng.integers(0, slack + 1, size=k))
+    at = g + offsets + np.arange(k) * g
+    sizes = np.exp(rng.uniform(np.log(config.min_size), np.log(config.max_size), size=k))
+    up = rng.random(k) < 0.5
+    factors = np.where(up, 1.0 + sizes, 1.0 / (1.0 + sizes))
+    for c, f in zip(at, factors, strict=True):
+        x[int(c):] *= f
+    return x, at.astype(np.int64), factors - 1.0
+
+
+def _with_truth(h: History, start: int, stop: int, sid: str, seed: int, config: InjectionConfig) -> History:
+    values, at, _ = inject_shifts(h.values[start:stop], _rng(seed, sid), config)
+    truth = np.zeros(stop - start, dtype=bool)
+    truth[at] = True
+    return History(
+        series_id=sid,
+        commits=h.commits[start:stop],
+        values=values,
+        labels=None,  # type: ignore[arg-type]
+        timestamps=None if h.timestamps is None else h.timestamps[start:stop],
+        true_change=truth,
+        n_measurements=None if h.n_measurements is None else h.n_measurements[start:stop],
+    )
+
+
+def inject(
+    real: Dataset, mode: str = "stable", seed: int = 0, config: InjectionConfig = InjectionConfig()
+) -> Dataset:
+    """Base histories (per ``mode``) with injected shifts and ``true_change`` ground truth."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    out = []
+    for h in real:
+        if mode == "whole":
+            out.append(_with_truth(h, 0, len(h), h.series_id, seed, config))
+            continue
+        for a, b in stable_stretches(h.values, config):
+            out.append(_with_truth(h, a, b, f"{h.series_id}@{a}-{b}", seed, config))
+    return Dataset(out, source=f"{real.source} ({mode} injection, seed {seed})")
+
+
+def split(data: Dataset) -> dict[str, Dataset]:
+    """The fixed split by source project: ``{"fit": ..., "validation": ..., "test": ...}``."""
+    parts: dict[str, list[History]] = {p: [] for p in PARTS}
+    for h in data:
+        parts[part_of(h.series_id)].append(h)
+    return {p: Dataset(hs, source=f"{data.source} [{p}]") for p, hs in parts.items()}
+
+
+def benchmark_parts(
+    mode: str = "stable", seed: int = 0, path: str | Path | None = None, config: InjectionConfig = InjectionConfig()
+) -> dict[str, Dataset]:
+    """Load, inject and split in one call: the benchmark's fit / validation / test parts."""
+    return split(inject(load_real(path), mode=mode, seed=seed, config=config))
+
+
+def subsample(data: Dataset, every: int) -> Dataset:
+    """Every ``every``-th history (deterministic, order kept), for quick runs; 1 = all."""
+    if every <= 1:
+        return data
+    return Dataset([h for i, h in enumerate(data) if i % every == 0], source=f"{data.source} (1 in {every})")

@@ -1,0 +1,122 @@
+"""benchmarks/real_data.py: loading the shared real histories, the split by project, injected ground truth."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from triage.core.metrics import f_measure
+
+MODULE = Path(__file__).resolve().parents[1] / "benchmarks" / "real_data.py"
+
+
+@pytest.fixture(scope="module")
+def R():
+    spec = importlib.util.spec_from_file_location("real_data", MODULE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def real(R):
+    try:
+        return R.load_real()
+    except R.RealDataMissing as exc:
+        pytest.skip(str(exc))
+
+
+def test_missing_folder_is_a_clear_error(R, tmp_path):
+    with pytest.raises(R.RealDataMissing, match="histories.csv.gz is absent"):
+        R.load_real(tmp_path)
+
+
+def test_rerun_commits_are_one_commit_at_first_position(R, tmp_path):
+    frame = pd.DataFrame(
+        {
+            "series_id": ["rhai/a"] * 5,
+            "commit": ["c1", "c2", "c1", "c3", "c2"],
+            "timestamp": [f"2024-01-0{i}T00:00:00Z" for i in range(1, 6)],
+            "value": [1.0, 2.0, 3.0, 4.0, 6.0],
+        }
+    )
+    frame.to_csv(tmp_path / "histories.csv.gz", index=False, compression="gzip")
+    h = R.load_real(tmp_path)["rhai/a"]
+    assert list(h.commits) == ["c1", "c2", "c3"]
+    assert h.values.tolist() == [2.0, 4.0, 4.0]
+    assert h.n_measurements.tolist() == [2, 2, 1]
+    assert str(h.timestamps[0]).startswith("2024-01-01")
+
+
+@pytest.mark.shared
+def test_real_histories_and_split_by_project(R, real):
+    assert len(real) == 372
+    by_source: dict[str, int] = {}
+    for h in real:
+        by_source[R.source_of(h.series_id)] = by_source.get(R.source_of(h.series_id), 0) + 1
+        assert len(set(h.commits)) == len(h)
+    assert by_source == {"django-asv": 123, "empymod-bench": 106, "emg3d-bench": 35, "rhai": 49, "otel-java": 59}
+    parts = R.split(real)
+    assert [len(parts[p]) for p in R.PARTS] == [158, 49, 165]
+    sources = {p: {R.source_of(h.series_id) for h in d} for p, d in parts.items()}
+    assert not (sources["fit"] & sources["validation"]) and not (sources["fit"] & sources["test"])
+    assert not (sources["validation"] & sources["test"])
+    meta = R.load_meta()
+    assert not meta.loc[[h.series_id for h in real if h.series_id.startswith("otel-java")], "lower_is_better"].any()
+
+
+def test_injection_respects_gaps_ends_and_sizes(R):
+    cfg = R.InjectionConfig()
+    counts = []
+    for seed in range(200):
+        base = np.full(150, 10.0)
+        x, at, rel = R.inject_shifts(base, np.random.default_rng(seed), cfg)
+        counts.append(len(at))
+        if len(at):
+            assert at[0] >= 20 and at[-1] <= 150 - 1 - 20
+            assert np.all(np.diff(at) >= 20)
+            size = np.maximum(np.abs(rel), np.abs(1 / (1 + rel) - 1))
+            assert np.all((size >= 0.02 - 1e-12) & (size <= 0.30 + 1e-12))
+            # the level moves exactly at the injected commits, nowhere else
+            moved = np.flatnonzero(np.abs(np.diff(x)) > 1e-9) + 1
+            assert moved.tolist() == at.tolist()
+    assert set(counts) == {0, 1, 2, 3}
+    # a series too short for any change gets none
+    _, at, _ = R.inject_shifts(np.ones(40), np.random.default_rng(0), cfg)
+    assert at.size == 0
+
+
+def test_stable_stretches_cut_at_clear_changes_not_at_outliers(R):
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.normal(100, 1, 200), rng.normal(110, 1, 200)])
+    x[[50, 300]] = [150, 40]  # lone outliers
+    assert R.stable_stretches(x) == [(0, 200), (200, 400)]
+
+
+@pytest.mark.shared
+def test_injected_parts_carry_ground_truth_the_metric_reads(R, real):
+    small = R.Dataset([h for h in real if h.series_id.startswith("rhai/")][:8])
+    for mode in R.MODES:
+        data = R.inject(small, mode=mode, seed=3)
+        again = R.inject(small, mode=mode, seed=3)
+        assert len(data) > 0
+        for h, h2 in zip(data, again, strict=True):
+            assert np.array_equal(h.values, h2.values)  # seeded
+            truth = h.true_change_points()
+            assert f_measure({0: truth}, truth).f == 1.0
+            if mode == "whole":
+                assert h.series_id in small
+            else:
+                sid, span = h.series_id.rsplit("@", 1)
+                a, b = map(int, span.split("-"))
+                assert b - a == len(h) >= 80
+                orig = small[sid].values[a:b]
+                # outside the injected shifts the values are the real ones
+                first = truth[0] if truth.size else len(h)
+                assert np.array_equal(h.values[:first], orig[:first])
