@@ -13,8 +13,8 @@ import sys
 
 import typer
 from rich.console import Console
-from rich.text import Text
 
+from triage.cli.tables import error_line
 from triage.core.errors import InputError
 
 app = typer.Typer(
@@ -67,15 +67,6 @@ for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 
 err_console = Console(stderr=True)
-
-
-def error_line(exc: BaseException) -> Text:
-    """``error: <message>`` with the message as literal text.
-
-    File names may contain brackets (``runs[bold].csv``, ``x[/]y.csv``): they
-    must be printed as they are, never read as rich markup.
-    """
-    return Text.assemble(("error:", "bold red"), " ", str(exc))
 
 
 def main() -> None:
