@@ -18,43 +18,66 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from triage.cli.tables import decision_table
+from triage.cli.progress import JobProgress, chunks
+from triage.cli.tables import check_format, console_for, decision_table
 
 console = Console()
 
-DATA_HELP = "Dataset file or directory (long CSV/Parquet, MongoDB demo CSV, Otava CSV, JSON list)."
-MODEL_HELP = "Model directory written by `triage train` (checksums are verified)."
+DATA_HELP = "Dataset (any layout `triage summary` reads; gzip/zstd compressed or - for stdin)."
+MODEL_HELP = (
+    "Model: `default` (the bundled adaptive-window model), a bundled name (default-adaptive, "
+    "default-w0, ...), a directory written by `triage train` (checksums are verified) or "
+    "models:/name@alias from the registry."
+)
+MODEL_ENV = "TRIAGE_MODEL"
 EXPLAIN_HELP = "Top contributing features to report per decision (0 = none)."
 
 
 def label(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
-    model: Annotated[Path, typer.Option("--model", help=MODEL_HELP)],
-    out: Annotated[Path | None, typer.Option("--out", help="CSV to write (atomically); default: print only.")] = None,
+    model: Annotated[str, typer.Option("--model", help=MODEL_HELP, envvar=MODEL_ENV)] = "default",
+    out: Annotated[Path | None, typer.Option("--out", help="File to write (atomically; - = stdout); default: print only.")] = None,
     which: Annotated[str, typer.Option("--which", help="untriaged (default), triaged (check the model reproduces them) or all.")] = "untriaged",
     threshold: Annotated[float | None, typer.Option("--threshold", help="Override the model's decision threshold on P(true).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="csv (series_id, commit, label, p_false, p_true, classification, explanation) or published (the ICPE 2022 replication package's ;-separated layout).")] = "csv",
+    fmt: Annotated[str, typer.Option("--format", help="csv (series_id, commit, label, p_false, p_true, classification, explanation), json (the same as JSON lines) or published (the ICPE 2022 replication package's ;-separated layout).")] = "csv",
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first.")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
 ) -> None:
     """Classify untriaged candidates (not_triaged, under_investigation) with a trained model."""
-    from triage.batch_label import SELECTIONS, agreement, label_candidates, write_decisions
+    import pandas as pd
+
+    from triage.batch_label import (
+        OUTPUT_COLUMNS,
+        SELECTIONS,
+        agreement,
+        label_candidates,
+        write_decisions,
+    )
+    from triage.core.atomic import write_frame
     from triage.inference import load_classifier
     from triage.loaders import load
+    from triage.model_lookup import resolve_model
 
     if which not in SELECTIONS:
         raise typer.BadParameter(f"--which must be one of {', '.join(SELECTIONS)}")
-    if fmt not in ("csv", "published"):
-        raise typer.BadParameter("--format must be csv or published")
+    check_format(fmt, ("csv", "json", "published"))
+    console = console_for(out)
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise typer.BadParameter("--threshold must be in [0, 1]")
-    clf = load_classifier(model)
+    clf = load_classifier(resolve_model(model, "alerts"))
     dataset = load(data)
-    with console.status(f"labelling {which} candidates of {len(dataset):,} series"):
-        decisions = label_candidates(dataset, clf, which=which, threshold=threshold, explain_top=explain_top,
-                                     n_jobs=n_jobs)
+    # Series are labelled independently: in about ten parts, each a progress step.
+    ids = dataset.series_ids
+    parts = []
+    with JobProgress(f"label ({which})", len(ids), "series") as progress:
+        for part in chunks(len(ids), 10, minimum=200):
+            parts.append(label_candidates(dataset.subset(ids[part]), clf, which=which, threshold=threshold,
+                                          explain_top=explain_top, n_jobs=n_jobs))
+            progress.advance(part.stop - part.start)
+    decisions = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     cut = clf.threshold_ if threshold is None else threshold
     n_true = int((decisions["classification"] == "true_positive").sum())
     console.print(decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",), wide=console.width >= 110))
@@ -66,15 +89,21 @@ def label(
                           f"sensitivity {stats['sensitivity']:.3f}, specificity {stats['specificity']:.3f}",
                           soft_wrap=True)
     if out is not None:
-        write_decisions(decisions, out, fmt=fmt)
-        console.print(f"decisions written to [bold]{out}[/]", soft_wrap=True)
+        if fmt == "json":
+            frame = decisions[list(OUTPUT_COLUMNS)].copy()
+            frame[["p_false", "p_true"]] = frame[["p_false", "p_true"]].round(4)
+            write_frame(frame, out, "json")
+        else:
+            write_decisions(decisions, out, fmt=fmt)
+        console.print(f"decisions written to [bold]{escape(str(out))}[/]", soft_wrap=True)
 
 
 def score(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
-    candidates: Annotated[Path, typer.Option("--candidates", help="Candidates: `triage candidates` CSV, an Otava JSON/CSV report or a Perfherder alerts export (JSON/CSV).")],
-    model: Annotated[Path, typer.Option("--model", help=MODEL_HELP)],
-    out: Annotated[Path | None, typer.Option("--out", help="CSV to write (atomically): the detector's fields plus p_false, p_true, classification, explanation.")] = None,
+    candidates: Annotated[Path, typer.Option("--candidates", help="Candidates: `triage candidates` CSV, an Otava JSON/CSV report or a Perfherder alerts export (JSON/CSV); - = stdin.")],
+    model: Annotated[str, typer.Option("--model", help=MODEL_HELP, envvar=MODEL_ENV)] = "default",
+    out: Annotated[Path | None, typer.Option("--out", help="File to write (atomically; - = stdout): the detector's fields plus p_false, p_true, classification, explanation.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="csv or json (JSON lines, one scored candidate per line).")] = "csv",
     target_recall: Annotated[float | None, typer.Option("--target-recall", help="Threshold reaching this recall on the triaged candidates of --data.")] = None,
     threshold: Annotated[float | None, typer.Option("--threshold", help="Fixed threshold on P(true) (default: the model's).")] = None,
     layout: Annotated[str, typer.Option("--layout", help="Candidate layout: auto, candidates, otava-json, otava-csv, perfherder-json, perfherder-csv.")] = "auto",
@@ -83,21 +112,30 @@ def score(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
 ) -> None:
     """Score detector candidates with P(true change) and a decision."""
+    import pandas as pd
+
     from triage.candidate_files import read_candidates
-    from triage.core.atomic import write_csv_atomic
+    from triage.core.atomic import is_stdio, write_frame
     from triage.inference import load_classifier
     from triage.loaders import load
+    from triage.model_lookup import resolve_model
+    from triage.readers.source import plain_file
     from triage.scoring import score_candidates, threshold_for_recall
 
+    check_format(fmt)
+    console = console_for(out)
+    if is_stdio(data) and is_stdio(candidates):
+        raise typer.BadParameter("--data and --candidates cannot both be - (one standard input)")
     if target_recall is not None and threshold is not None:
         raise typer.BadParameter("give --target-recall or --threshold, not both")
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise typer.BadParameter("--threshold must be in [0, 1]")
     if target_recall is not None and not 0.0 < target_recall <= 1.0:
         raise typer.BadParameter("--target-recall must be in (0, 1]")
-    clf = load_classifier(model)
+    clf = load_classifier(resolve_model(model, "alerts"))
     dataset = load(data)
-    table = read_candidates(candidates, layout)
+    with plain_file(candidates) as plain:
+        table = read_candidates(plain, layout)
     cut, how = clf.threshold_, f"the model's ({clf.threshold_policy_})"
     if target_recall is not None:
         cut, n = threshold_for_recall(dataset, clf, target_recall)
@@ -111,8 +149,16 @@ def score(
     console.print(decision_table(view, f"{len(scored):,} candidates ({table.layout})", show, extra=("index",), wide=console.width >= 110))
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})", soft_wrap=True)
     if out is not None:
-        write_csv_atomic(scored, out)
-        console.print(f"scores written to [bold]{out}[/]", soft_wrap=True)
+        # Candidate files are read as text; JSON should carry their numbers as numbers.
+        if fmt == "json":
+            scored = scored.copy()
+            for col in scored.columns.difference(["series_id", "commit", "explanation", "classification"]):
+                if scored[col].dtype == object:
+                    numbers = pd.to_numeric(scored[col], errors="coerce")
+                    if numbers.notna().sum() == (scored[col].astype(str) != "").sum():
+                        scored[col] = numbers
+        write_frame(scored, out, fmt)
+        console.print(f"scores written to [bold]{escape(str(out))}[/]", soft_wrap=True)
 
 
 def report(

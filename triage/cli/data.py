@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from triage.cli.tables import dataset_summary
+from triage.cli.tables import console_for, dataset_summary, dataset_summary_rows
 from triage.core.errors import InputError
 from triage.loaders import LAYOUTS, load
 
 console = Console()
 
-DATA_HELP = "Dataset file or directory (long CSV/Parquet, MongoDB demo CSV, Otava CSV, JSON list)."
+DATA_HELP = (
+    "Dataset: long CSV/Parquet, MongoDB demo CSV, Otava CSV / directory / YAML config, asv results "
+    "directory, github-action-benchmark data.js, Perfherder performance JSON, JSON list; "
+    "gzip/zstd compressed or - for stdin (README: Input formats)."
+)
+BRANCH_HELP = "Otava CSVs with a branch column: only this branch (default: every branch, series <metric>@<branch>)."
+ALERTS_HELP = "Perfherder alerts export (JSON) labelling Perfherder performance data."
 
 
 def synth(
@@ -40,10 +48,37 @@ def summary(
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
     sort_timestamps: bool = typer.Option(False, "--sort-timestamps", help="Sort rows by timestamp (with a warning) instead of failing."),
     trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd or none."),
+    branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
+    alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
+    fmt: str = typer.Option("table", "--format", help="table (default) or json (one object on stdout)."),
 ) -> None:
     """Load a dataset and print series, commits and candidates by label."""
-    dataset = load(data, layout=layout, aggregate=aggregate, sort_timestamps=sort_timestamps, trim_warmup=trim_warmup)
+    if fmt not in ("table", "json"):
+        raise typer.BadParameter(f"--format must be table or json, got {fmt!r}")
+    dataset = load(data, layout=layout, aggregate=aggregate, sort_timestamps=sort_timestamps,
+                   trim_warmup=trim_warmup, branch=branch, alerts=alerts)
+    if fmt == "json":
+        typer.echo(json.dumps({"source": dataset.source, **dataset_summary_rows(dataset)}))
+        return
     console.print(dataset_summary(dataset))
+
+
+def convert(
+    data: Path = typer.Option(..., "--data", help=DATA_HELP),
+    out: Path = typer.Option(..., "--out", help="Long-layout file to write: .csv, .parquet or - (CSV on stdout)."),
+    layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
+    aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
+    branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
+    alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
+) -> None:
+    """Write any readable input in the long layout (e.g. Perfherder data + alerts -> labelled training data)."""
+    from triage.loaders import write_long
+
+    dataset = load(data, layout=layout, aggregate=aggregate, branch=branch, alerts=alerts)
+    written = write_long(dataset, out)
+    console_for(out).print(
+        f"{len(dataset):,} series, {dataset.n_commits():,} commits -> {escape(str(written))}", highlight=False
+    )
 
 
 def plot(
@@ -79,5 +114,6 @@ def demo(
 def register(app: typer.Typer) -> None:
     app.command("synth")(synth)
     app.command("summary")(summary)
+    app.command("convert")(convert)
     app.command("plot")(plot)
     app.command("demo")(demo)

@@ -24,11 +24,13 @@ from triage.cli.tables import dataset_summary
 from triage.core import labels
 from triage.core.history import Dataset
 from triage.loaders import load
+from triage.model_lookup import DEFAULTS, bundled_models_dir
 
-#: Where the bundled models live: ``models/`` at the top of the checkout.
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
-ADAPTIVE_MODEL = "default-adaptive"
-ONLINE_MODEL = "default-w0"
+#: Where the bundled models live: package data of ``triage`` (``models/`` in a
+#: checkout, ``site-packages/triage/models`` once installed); see triage.model_lookup.
+MODELS_DIR = bundled_models_dir()
+ADAPTIVE_MODEL = DEFAULTS["alerts"]
+ONLINE_MODEL = DEFAULTS["online"]
 #: Not a seed the bundled models were trained on (they use seed 0).
 DEMO_SEED = 2026
 

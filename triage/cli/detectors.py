@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from triage.core.atomic import write_csv_atomic
+from triage.cli.progress import JobProgress
+from triage.cli.tables import check_format, console_for
+from triage.core.atomic import write_frame
 from triage.core.history import Dataset
 from triage.loaders import LAYOUTS, load
 
@@ -19,11 +23,17 @@ console = Console()
 CANDIDATE_COLUMNS = ("series_id", "commit", "index", "detector", "score")
 
 
-def candidates_frame(dataset: Dataset, detector_name: str, params: dict | None = None) -> pd.DataFrame:
+def candidates_frame(
+    dataset: Dataset,
+    detector_name: str,
+    params: dict | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> pd.DataFrame:
     """Run detector ``detector_name`` on every series; one row per change point.
 
     Columns: ``series_id, commit, index, detector, score`` then the detector's
     fields (see each detector's docstring), in first-seen order.
+    ``progress(1)`` is called after each series.
     """
     from triage.detectors import make
 
@@ -40,6 +50,8 @@ def candidates_frame(dataset: Dataset, detector_name: str, params: dict | None =
             }
             row.update({k: v for k, v in cp.fields.items() if k not in row})
             rows.append(row)
+        if progress is not None:
+            progress(1)
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=list(CANDIDATE_COLUMNS))
@@ -52,12 +64,14 @@ def candidates(
     param: list[str] = typer.Option(
         [], "--param", help="Detector parameter key=value (repeatable); see `triage detectors`."
     ),
-    out: Path = typer.Option(..., "--out", help="Candidate CSV to write."),
+    out: Path = typer.Option(..., "--out", help="Candidate file to write (- = stdout)."),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
     trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd or none."),
+    fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines, one candidate per line)."),
+    branch: str = typer.Option(None, "--branch", help="Otava CSVs with a branch column: only this branch."),
 ) -> None:
-    """Run a change-point detector on every series and write the candidates as CSV."""
+    """Run a change-point detector on every series and write the candidates as CSV or JSON lines."""
     # scipy.stats and ruptures take seconds to import: only when a detector runs.
     from triage.detectors import make, parse_params
 
@@ -66,14 +80,16 @@ def candidates(
         make(detector, **params)  # constructor-level errors before loading data
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    dataset = load(data, layout=layout, aggregate=aggregate, trim_warmup=trim_warmup)
+    check_format(fmt)
+    say = console_for(out)
+    dataset = load(data, layout=layout, aggregate=aggregate, trim_warmup=trim_warmup, branch=branch)
     try:
-        with console.status(f"running {detector} on {len(dataset)} series"):
-            frame = candidates_frame(dataset, detector, params)
+        with JobProgress(f"candidates ({detector})", len(dataset), "series") as progress:
+            frame = candidates_frame(dataset, detector, params, progress=progress.advance)
     except ValueError as exc:  # a parameter value the detector rejects when it runs
         raise typer.BadParameter(str(exc)) from None
-    write_csv_atomic(frame, out)
-    console.print(f"{len(frame)} candidates from {detector} on {len(dataset)} series -> {out}")
+    write_frame(frame, out, fmt)
+    say.print(f"{len(frame)} candidates from {detector} on {len(dataset)} series -> {escape(str(out))}", highlight=False)
 
 
 def list_detectors() -> None:

@@ -13,8 +13,9 @@ Algorithm 1) with a window-0 model directory.
   ``commit``, ``value`` (``timestamp`` optional, other columns ignored);
   ``--follow`` keeps reading as lines are appended, like ``tail -f``.
 
-Output: one JSON line per commit on stdout, ``{"series", "commit",
-"probability", "decision", "top_features"}``, plus ``"replayed": true`` when
+Output: one JSON line per commit on stdout, ``{"series_id", "commit",
+"probability", "decision", "top_features"}`` (``series_id`` as in the input;
+an input record may also name its series ``series``), plus ``"replayed": true`` when
 the commit had been decided before (re-delivery after a restart). With
 ``--state FILE.db`` every decision is committed with its state update before
 it is printed, so a killed watcher restarted on the same input continues
@@ -36,12 +37,15 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from triage.core.atomic import atomic_write
 from triage.core.errors import InputError
+from triage.model_lookup import resolve_model
 
 err_console = Console(stderr=True)
 
-MODEL_HELP = "Online model directory: a fixed window K (train one with `triage train --window K`)."
+MODEL_HELP = (
+    "Online model: `default` (the bundled window-0 model), a bundled name, a directory with a fixed "
+    "window K (train one with `triage train --window K`) or models:/name@alias."
+)
 CONFIRM_HELP = (
     "Confirmation delay K: decide commit p when the K-th commit after it arrives "
     "(After = p and those K). Default: the model's window; 0 = the paper's loop."
@@ -52,8 +56,18 @@ MIN_PRE_HELP = (
 
 
 def _fail(exc: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    # The message printed literally: file names may hold [ ].
+    from triage.cli.tables import error_line
+
+    err_console.print(error_line(exc), highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def _output(record: dict[str, object]) -> dict[str, object]:
+    """An output record with the input's field name, ``series_id``, first."""
+    if "series" in record:
+        record = {"series_id": record["series"], **{k: v for k, v in record.items() if k != "series"}}
+    return record
 
 
 # ---------------------------------------------------------------------- input
@@ -75,6 +89,8 @@ def _json_records(stream: io.TextIOBase, source: str) -> Iterator[tuple[int, dic
             raise _bad(source, number, f"not a JSON object: {exc.msg}") from None
         if not isinstance(record, dict):
             raise _bad(source, number, "expected a JSON object with series_id, commit, value")
+        if "series_id" not in record and "series" in record:  # the name older outputs used
+            record["series_id"] = record.pop("series")
         missing = [k for k in ("series_id", "commit", "value") if k not in record]
         if missing:
             raise _bad(source, number, f"missing key(s) {', '.join(missing)}")
@@ -140,7 +156,7 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
 
 
 def watch(
-    model: Path = typer.Option(..., "--model", help=MODEL_HELP),
+    model: str = typer.Option("default", "--model", help=MODEL_HELP, envvar="TRIAGE_MODEL"),
     state: Path = typer.Option(
         None, "--state", help="SQLite state file (created if absent); default: in memory."
     ),
@@ -179,7 +195,7 @@ def watch(
             if reset_state:
                 store.reset()
         loop = OnlineTriage.from_model_dir(
-            model,
+            resolve_model(model, "online"),
             store=store,
             explain=explain,
             min_pre=min_pre,
@@ -202,7 +218,7 @@ def watch(
                 raise _bad(source, number, str(exc)) from None
             if decision is not None:
                 for line in decision.records():
-                    out.write(json.dumps(line) + "\n")
+                    out.write(json.dumps(_output(line)) + "\n")
                 out.flush()
     except (InputError, ValueError) as exc:
         _fail(exc)
@@ -217,10 +233,11 @@ def detect(
     data: Path = typer.Option(
         ..., "--data", help="Dataset file or directory (any layout triage.loaders reads)."
     ),
-    model: Path = typer.Option(..., "--model", help=MODEL_HELP),
+    model: str = typer.Option("default", "--model", help=MODEL_HELP, envvar="TRIAGE_MODEL"),
     out: Path = typer.Option(
-        ..., "--out", help="CSV to write: series_id, commit, index, probability."
+        ..., "--out", help="File to write (- = stdout): series_id, commit, index, probability."
     ),
+    fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines)."),
     layout: str = typer.Option("auto", help="Input layout (see `triage summary --help`)."),
     min_pre: int = typer.Option(5, "--min-pre", help=MIN_PRE_HELP),
     confirm_after: int = typer.Option(None, "--confirm-after", min=0, help=CONFIRM_HELP),
@@ -234,40 +251,51 @@ def detect(
     ),
 ) -> None:
     """Replay whole histories through the online loop and write the change points it finds."""
+    import pandas as pd
+
+    from triage.cli.progress import JobProgress, chunks
+    from triage.cli.tables import check_format
+    from triage.core.atomic import write_frame
     from triage.loaders import load
     from triage.online.loop import OnlineTriage, RejectedCommit
 
+    check_format(fmt)
     try:
         dataset = load(data, layout=layout)
         loop = OnlineTriage.from_model_dir(
-            model, explain="none", min_pre=min_pre, confirm_after=confirm_after
+            resolve_model(model, "online"), explain="none", min_pre=min_pre, confirm_after=confirm_after
         )
         started = time.perf_counter()
+        found = []
+        ids = dataset.series_ids
         try:
-            found = loop.replay(
-                dataset,
-                batch_series=batch_series,
-                commits_per_batch=commits_per_batch,
-                keep_states=False,
-            )
+            # Series are independent: replayed in about 20 parts, each a progress step.
+            with JobProgress("detect", len(ids), "series", console=err_console) as progress:
+                for part in chunks(len(ids), 20, minimum=256, maximum=batch_series):
+                    found.extend(loop.replay(
+                        dataset.subset(ids[part]),
+                        batch_series=batch_series,
+                        commits_per_batch=commits_per_batch,
+                        keep_states=False,
+                    ))
+                    progress.advance(part.stop - part.start)
         except RejectedCommit as exc:
             raise InputError(data, None, str(exc)) from None
         seconds = time.perf_counter() - started
-
-        def write(tmp: Path) -> None:
-            with open(tmp, "w", newline="", encoding="utf-8") as fh:
-                writer = csv.writer(fh)
-                writer.writerow(["series_id", "commit", "index", "probability"])
-                for d in found:
-                    writer.writerow([d.series, d.commit, d.index, repr(d.probability)])
-
-        atomic_write(out, write)
+        frame = pd.DataFrame(
+            [(d.series, d.commit, d.index, d.probability) for d in found],
+            columns=["series_id", "commit", "index", "probability"],
+        )
+        if fmt == "csv":  # repr() keeps every digit of a probability (the CSV round-trips exactly)
+            frame = frame.assign(probability=frame["probability"].map(repr))
+        write_frame(frame, out, fmt)
     except (InputError, ValueError) as exc:
         _fail(exc)
     n = dataset.n_commits()
     err_console.print(
         f"{len(found)} change points in {len(dataset)} series ({n} commits, "
         f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {out}",
+        markup=False,
         highlight=False,
     )
 

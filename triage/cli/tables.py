@@ -6,9 +6,49 @@ print them (one-off tables of a single command stay in that command).
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from triage.core.atomic import is_stdio
 from triage.core.history import Dataset
+
+#: ``--format`` of commands that write tables: CSV or JSON lines (one object per row).
+TABLE_FORMATS = ("csv", "json")
+
+
+def console_for(out: object) -> Console:
+    """Where a command's human-readable lines go: stderr when its data goes to stdout (``--out -``)."""
+    return Console(stderr=True) if is_stdio(out) else Console()
+
+
+def error_line(exc: BaseException) -> Text:
+    """``error: <message>`` with the message as literal text.
+
+    File names may contain brackets (``runs[bold].csv``, ``x[/]y.csv``): they
+    must be printed as they are, never read as rich markup.
+    """
+    return Text.assemble(("error:", "bold red"), " ", str(exc))
+
+
+def check_format(fmt: str, allowed: tuple[str, ...] = TABLE_FORMATS) -> str:
+    import typer
+
+    if fmt not in allowed:
+        raise typer.BadParameter(f"--format must be one of {', '.join(allowed)}, got {fmt!r}")
+    return fmt
+
+
+def dataset_summary_rows(dataset: Dataset) -> dict[str, int]:
+    """The figures of :func:`dataset_summary` as a mapping (``triage summary --format json``)."""
+    counts = dataset.label_counts()
+    rows = {"series": len(dataset), "commits": dataset.n_commits(), "candidates": sum(counts.values()), **counts}
+    if any(h.true_change is not None for h in dataset):
+        rows["true_change_points"] = sum(len(h.true_change_points()) for h in dataset)
+    directions = [h.higher_is_better for h in dataset]
+    rows["higher_is_better_series"] = sum(d is True for d in directions)
+    rows["lower_is_better_series"] = sum(d is False for d in directions)
+    return rows
 
 
 def dataset_summary(dataset: Dataset, title: str | None = None) -> Table:
