@@ -166,7 +166,9 @@ def _stream(n_series: int = 3, n: int = 150) -> list[str]:
     return [line + "\n" for line in lines]
 
 
-def test_kill_9_mid_stream_then_resume_decides_every_commit_once(rf_dir, tmp_path):
+@pytest.mark.parametrize("confirm_after", [0, 3])
+def test_kill_9_mid_stream_then_resume_decides_every_commit_once(rf_dir, tmp_path, confirm_after):
+    """With K > 0 the kill lands while every series holds K received, undecided commits."""
     lines = _stream()
     db = tmp_path / "state.db"
     cmd = [
@@ -180,6 +182,8 @@ def test_kill_9_mid_stream_then_resume_decides_every_commit_once(rf_dir, tmp_pat
         str(db),
         "--explain",
         "none",
+        "--confirm-after",
+        str(confirm_after),
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
@@ -215,29 +219,34 @@ def test_kill_9_mid_stream_then_resume_decides_every_commit_once(rf_dir, tmp_pat
 
     with StateStore(db) as store:
         decided = store.n_decisions()
+        pending = [len(store.load_series(s)["pending"]) for s in store.series_ids()]
     assert 150 <= decided < len(lines), "the kill must land in the middle of the stream"
+    assert pending == [confirm_after] * 3, "undecided commits are part of the stored state"
+    n_decisions = len(lines) - 3 * confirm_after  # the last K of each series wait for more
 
     resumed = subprocess.run(
         cmd, cwd=ROOT, env=env, input="".join(lines), capture_output=True, text=True, timeout=120
     )
     assert resumed.returncode == 0, resumed.stderr
     out = [json.loads(line) for line in resumed.stdout.splitlines()]
-    assert len(out) == len(lines)
+    assert len(out) == n_decisions
     # Exactly the commits stored before the kill come back as replays; the rest are decided now.
     assert sum(bool(o.get("replayed")) for o in out) == decided
 
     with StateStore(db) as store:
         stored = store.decisions()
         states = {s: store.load_series(s) for s in store.series_ids()}
-    assert len(stored) == len(lines) == len({(d.series, d.commit) for d in stored})
+    assert len(stored) == n_decisions == len({(d.series, d.commit) for d in stored})
     assert {s: st["n"] for s, st in states.items()} == {f"bench/{k}": 150 for k in range(3)}
 
-    reference = OnlineTriage.from_model_dir(rf_dir, explain="none")
+    reference = OnlineTriage.from_model_dir(rf_dir, explain="none", confirm_after=confirm_after)
     expected = {}
     for line in lines:
         r = json.loads(line)
         d = reference.process_one(r["series_id"], r["commit"], r["value"], r["timestamp"])
-        expected[(d.series, d.commit)] = (d.index, d.probability, d.decision)
+        if d is not None:
+            expected[(d.series, d.commit)] = (d.index, d.probability, d.decision)
+    assert len(expected) == n_decisions
     assert {(d.series, d.commit): (d.index, d.probability, d.decision) for d in stored} == expected
     for o in printed + out:
         assert (o["probability"], o["decision"]) == expected[(o["series"], o["commit"])][1:]

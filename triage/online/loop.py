@@ -236,7 +236,7 @@ class OnlineTriage:
             )
         self.feature_names = names
         manifest = getattr(classifier, "manifest_", None) or {}
-        rule = manifest.get("online") or {}
+        rule = (manifest.get("extra") or {}).get("online") or {}
         if confirm_after is None:
             confirm_after = _model_window(manifest.get("window", 0))
         if isinstance(confirm_after, bool) or not isinstance(confirm_after, int) or not 0 <= confirm_after <= MAX_CONFIRM:
