@@ -9,8 +9,11 @@ and feature columns ``pre_<name>``, ``after_<name>``, ``norm_mean_pre``,
 through this module, so both see the same rows, columns and values.
 
 Feature columns
-    The contract's: ``pre_*``, ``after_*`` and the four ``norm_*`` columns.
-    Any other column (metadata, a detector's score, a note) is not a feature.
+    The contract's: ``pre_*``, ``after_*``, the four ``norm_*`` columns, the
+    scale-free pair measures ``pair_*`` (:mod:`triage.features.level_shift`)
+    and the detector's own fields ``det_*`` (``det_score``: the score the
+    candidate file carried). Any other column (metadata, a note) is not a
+    feature.
 Values
     Float64. NaN is kept (a characteristic undefined on a short window; every
     model here handles missing values). Infinities become NaN: an infinite
@@ -41,6 +44,10 @@ from triage.core.errors import InputError
 from triage.features.catalogue import CHARACTERISTICS, NORM_COLUMNS
 from triage.features.catalogue import feature_columns as catalogue_columns
 from triage.features.feature_sets import read_feature_set
+from triage.features.level_shift import PREFIX as PAIR_PREFIX
+
+#: Prefix of a detector's own fields used as features (``det_score``).
+DETECTOR_PREFIX = "det_"
 
 #: Class names in ``classes_`` order: y = 1 is the positive class (a real change).
 CLASS_NAMES: tuple[str, str] = (labels.FALSE_POSITIVE, labels.TRUE_POSITIVE)
@@ -52,8 +59,10 @@ _SIDE_PREFIXES: tuple[str, ...] = tuple(
 
 
 def is_feature_column(name: object) -> bool:
-    """True for a contract feature column (``pre_*``, ``after_*``, ``norm_*``)."""
-    return isinstance(name, str) and (name.startswith(_SIDE_PREFIXES) or name in NORM_COLUMNS)
+    """True for a contract feature column (``pre_*``, ``after_*``, ``norm_*``, ``pair_*``, ``det_*``)."""
+    return isinstance(name, str) and (
+        name.startswith((*_SIDE_PREFIXES, PAIR_PREFIX, DETECTOR_PREFIX)) or name in NORM_COLUMNS
+    )
 
 
 def feature_columns(matrix: pd.DataFrame) -> list[str]:
