@@ -425,6 +425,16 @@ def test_serve_refuses_a_public_host_without_token(tmp_path):
     assert not (tmp_path / "l.sqlite").exists()
 
 
+
+def test_serve_with_bad_data_leaves_no_store_behind(tmp_path):
+    from triage.cli.workspace import build_workspace
+
+    with pytest.raises(InputError, match="no such file"):
+        build_workspace(tmp_path / "missing.csv", tmp_path / "l.sqlite", None, None, commit_url=None,
+                        sheriff="ann", token=None)
+    assert not (tmp_path / "l.sqlite").exists()
+
+
 def test_train_on_history_plus_decisions(tmp_path, dataset):
     from typer.testing import CliRunner
 

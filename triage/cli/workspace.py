@@ -47,8 +47,7 @@ def serve(
     sheriff: Annotated[str | None, typer.Option("--sheriff", help="Name recorded with decisions when the page gives none (default: your user name).")] = None,
 ) -> None:
     """Serve the triage workspace: the alert queue, series plots, one-click decisions, agreement by week."""
-    from triage.workspace.app import Workspace, check_commit_url, check_host, create_app
-    from triage.workspace.store import LabelsStore
+    from triage.workspace.app import check_commit_url, check_host, create_app
 
     try:
         check_host(host, token)
@@ -56,8 +55,7 @@ def serve(
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     ws = build_workspace(data, labels, candidates, model, commit_url=commit_url,
-                         sheriff=sheriff or _default_sheriff(), token=token, store_cls=LabelsStore,
-                         workspace_cls=Workspace)
+                         sheriff=sheriff or _default_sheriff(), token=token)
     import uvicorn
 
     shown = "localhost" if host in ("127.0.0.1", "::1") else host
@@ -67,18 +65,24 @@ def serve(
     uvicorn.run(create_app(ws), host=host, port=port, log_level="warning")
 
 
-def build_workspace(data, labels, candidates, model, *, commit_url, sheriff, token, store_cls, workspace_cls):
+def build_workspace(data: Path, labels: Path, candidates: Path | None, model: Path | None, *,
+                    commit_url: str | None, sheriff: str, token: str | None):
     """Load the data, score the alerts, open the store: everything ``serve`` needs before listening."""
     from triage.inference import load_classifier
     from triage.loaders import load
     from triage.workspace.alerts import build_alerts
+    from triage.workspace.app import Workspace
+    from triage.workspace.store import LabelsStore, check_path
 
-    store = store_cls(labels)
+    # The store is created only once the data and the model have loaded: a
+    # typo in --data leaves no empty store behind.
+    check_path(labels)
     dataset = load(data)
     clf = load_classifier(model) if model is not None else None
     with console.status(f"building the alerts of {len(dataset):,} series"):
         alerts = build_alerts(dataset, candidates, clf)
-    return workspace_cls(dataset=dataset, alerts=alerts, store=store,
+    store = LabelsStore(labels)
+    return Workspace(dataset=dataset, alerts=alerts, store=store,
                          model_name=str(model) if model is not None else None,
                          commit_url=commit_url, sheriff=sheriff, token=token)
 

@@ -95,6 +95,16 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def check_path(path: str | Path, *, must_exist: bool = False) -> Path:
+    """``path`` as a labels store location: a regular file, or nothing yet (InputError otherwise)."""
+    path = Path(path)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise InputError(path, None, "the labels store must be a regular file (not a link, directory or device)")
+    if must_exist and not path.exists():
+        raise InputError(path, None, "no such labels store")
+    return path
+
+
 class LabelsStore:
     """The decisions of one labels file. Safe to share between threads.
 
@@ -103,11 +113,7 @@ class LabelsStore:
     """
 
     def __init__(self, path: str | Path, *, create: bool = True):
-        self.path = Path(path)
-        if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
-            raise InputError(self.path, None, "the labels store must be a regular file (not a link, directory or device)")
-        if not self.path.exists() and not create:
-            raise InputError(self.path, None, "no such labels store")
+        self.path = check_path(path, must_exist=not create)
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
