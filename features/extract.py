@@ -20,7 +20,7 @@ import pandas as pd
 
 from triage.core import labels
 from triage.core.history import Dataset, History
-from triage.features import catalogue, windows
+from triage.features import catalogue, level_shift, windows
 from triage.features.row import RowLayout, feature_row
 
 Implementation = Literal["fast", "reference"]
@@ -42,6 +42,10 @@ def _implementation(name: str):
 def matrix_columns(names: Iterable[str] | None = None) -> list[str]:
     """All columns of the feature matrix: metadata, then :func:`catalogue.feature_columns`."""
     return list(catalogue.METADATA_COLUMNS) + catalogue.feature_columns(names)
+
+
+def _pair_columns(pair: bool) -> list[str]:
+    return list(level_shift.PAIR_COLUMNS) if pair else []
 
 
 def _layout(names: Iterable[str] | None) -> RowLayout:
@@ -122,21 +126,35 @@ def _series_block(
     window: str | int,
     names: Iterable[str] | None,
     implementation: str,
+    honest: dict | None = None,
 ) -> np.ndarray:
-    """Feature rows of one series' candidates, shape (len(indices), width)."""
+    """Feature rows of one series' candidates, shape (len(indices), width).
+
+    ``honest`` (``{"candidate": .., "max_len": .., "pair": ..}``): ``candidate``
+    switches to candidate-bounded windows (:func:`windows.candidate_bounds`,
+    bounded by the other ``indices``); ``pair`` appends the pair block.
+    """
     layout = _layout(names)
     impl = _implementation(implementation)
     values = history.values
-    out = np.empty((len(indices), layout.width))
+    pair = bool(honest and honest.get("pair"))
+    out = np.empty((len(indices), layout.width + (len(level_shift.PAIR_COLUMNS) if pair else 0)))
+    all_bounds = []
     for r, p in enumerate(indices):
-        pre, after = windows.window_bounds(int(p), len(values), cps, window)
+        if honest is not None and honest["candidate"]:
+            pre, after = windows.candidate_bounds(int(p), len(values), indices, cps, max_len=honest["max_len"])
+        else:
+            pre, after = windows.window_bounds(int(p), len(values), cps, window)
         _check_finite(values, pre[0], after[1], history.series_id, int(p))
-        out[r] = _row(values, pre, after, layout, impl)
+        out[r, : layout.width] = _row(values, pre, after, layout, impl)
+        all_bounds.append((pre, after))
+    if pair:
+        out[:, layout.width :] = level_shift.pair_block(values, all_bounds)
     return out
 
 
-def _chunk_block(jobs, window, names, implementation) -> list[np.ndarray]:
-    return [_series_block(h, idx, cps, window, names, implementation) for h, idx, cps in jobs]
+def _chunk_block(jobs, window, names, implementation, honest=None) -> list[np.ndarray]:
+    return [_series_block(h, idx, cps, window, names, implementation, honest) for h, idx, cps in jobs]
 
 
 def _candidate_indices(
@@ -195,6 +213,9 @@ def extract_features(
     change_points: Mapping[str, Iterable[int]] | None = None,
     n_jobs: int = 1,
     implementation: Implementation = "fast",
+    candidate_windows: bool = False,
+    max_len: int = windows.CANDIDATE_MAX_LEN,
+    pair: bool = False,
 ) -> pd.DataFrame:
     """Feature matrix of many candidates.
 
@@ -216,6 +237,15 @@ def extract_features(
         Processes (joblib, loky) over chunks of series; 1 = in process,
         -1 = all cores.
     implementation : ``"fast"`` (default) or ``"reference"``
+    candidate_windows : bool
+        Honest windows for fresh candidates (:func:`windows.candidate_bounds`):
+        Pre and After stop at the other candidates of the same series (those
+        described, i.e. one detector run's) and at confirmed change points,
+        and hold at most ``max_len`` commits; ``window`` must be adaptive.
+    max_len : int
+        The longest candidate-bounded window.
+    pair : bool
+        Append the scale-free :data:`level_shift.PAIR_COLUMNS`.
 
     Returns
     -------
@@ -238,6 +268,9 @@ def extract_features(
     layout = _layout(names)
     if isinstance(window, str) and window != windows.ADAPTIVE:
         raise ValueError(f"window must be {windows.ADAPTIVE!r} or an integer >= 0, got {window!r}")
+    if candidate_windows and window != windows.ADAPTIVE:
+        raise ValueError("candidate-bounded windows bound After themselves: leave window adaptive")
+    honest = {"candidate": candidate_windows, "max_len": int(max_len), "pair": pair} if candidate_windows or pair else None
     wanted = _candidate_indices(dataset, candidates)
     jobs = [
         (dataset[sid], idx, _confirmed(dataset[sid], change_points))
@@ -246,7 +279,7 @@ def extract_features(
     ]
 
     if n_jobs == 1 or len(jobs) <= 1:
-        blocks = _chunk_block(jobs, window, names, implementation)
+        blocks = _chunk_block(jobs, window, names, implementation, honest)
     else:
         from joblib import Parallel, delayed, effective_n_jobs
 
@@ -254,13 +287,14 @@ def extract_features(
         # A few chunks per worker evens out series of different lengths.
         chunks = _chunks(jobs, 4 * workers)
         results = Parallel(n_jobs=workers)(
-            delayed(_chunk_block)(chunk, window, names, implementation) for chunk in chunks
+            delayed(_chunk_block)(chunk, window, names, implementation, honest) for chunk in chunks
         )
         blocks = [b for r in results for b in r]
 
     meta = _metadata(jobs)
-    feats = np.vstack(blocks) if blocks else np.empty((0, layout.width))
-    frame = pd.concat([meta, pd.DataFrame(feats, columns=layout.columns, index=meta.index)], axis=1)
+    columns = layout.columns + _pair_columns(pair)
+    feats = np.vstack(blocks) if blocks else np.empty((0, len(columns)))
+    frame = pd.concat([meta, pd.DataFrame(feats, columns=columns, index=meta.index)], axis=1)
     return frame
 
 

@@ -180,3 +180,48 @@ def _is_clean(change_points: object, n: int) -> TypeGuard[np.ndarray]:
         and (change_points.size == 0 or (change_points[0] >= 0 and change_points[-1] < n))
         and bool(np.all(np.diff(change_points) > 0))
     )
+
+
+#: Most commits a candidate-bounded Pre or After window holds (the
+#: ``max_len`` default of :func:`candidate_bounds`).
+CANDIDATE_MAX_LEN = 60
+#: Neighbouring candidates closer than this are taken for the same change
+#: (detectors report a change at neighbouring commits), not as a bound.
+CANDIDATE_MIN_GAP = 5
+
+
+def candidate_bounds(
+    p: int,
+    n: int,
+    candidates: Iterable[int] | np.ndarray | None,
+    confirmed: Iterable[int] | np.ndarray | None = None,
+    max_len: int = CANDIDATE_MAX_LEN,
+    min_gap: int = CANDIDATE_MIN_GAP,
+) -> tuple[Bounds, Bounds]:
+    """Honest Pre and After of a fresh candidate (no confirmed neighbours needed).
+
+    A candidate on an unlabelled series has no confirmed change points around
+    it; unbounded windows then mix levels of other changes and the features
+    say nothing (issue 10: AUC about 0.5). So the windows stop at the previous
+    and next candidate *of the same detector run* that lies at least
+    ``min_gap`` commits away (closer ones are the same change reported twice),
+    or at a confirmed change point where one is known, and hold at most
+    ``max_len`` commits each::
+
+        Pre   = [max(q- + 1, p - max_len), p)
+        After = [p, min(q+, p + max_len))
+
+    ``q-`` / ``q+``: the nearest bound (candidate or confirmed) strictly
+    before / after ``p`` by at least ``min_gap`` (confirmed ones: any
+    distance); -1 / ``n`` when none. Half-open, like every bound here.
+    """
+    if n <= 0:
+        raise ValueError("the series is empty")
+    p = _check_p(p, n)
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got {max_len!r}")
+    cands = confirmed_array(candidates, n)
+    far = cands[np.abs(cands - p) >= min_gap]
+    stops = np.union1d(far, confirmed_array(confirmed, n)).astype(np.int64)
+    prev, nxt = neighbours(p, stops, n)
+    return (max(prev + 1, p - max_len), p), (p, min(nxt, p + max_len))

@@ -228,3 +228,20 @@ def test_synthetic_small_preset():
     assert list(df.columns) == matrix_columns()
     assert np.isfinite(df[catalogue.feature_columns()].to_numpy()).all()
     assert set(df["truth_label"]) <= {"true_positive", "false_positive"}
+
+
+def test_candidate_windows_and_pair_block():
+    from triage.core.history import Dataset, History
+    from triage.features.level_shift import PAIR_COLUMNS, pair_features, resolution
+
+    rng = np.random.default_rng(0)
+    x = np.r_[rng.normal(10, 0.1, 100), rng.normal(12, 0.1, 100)]
+    h = History("s", [f"c{i}" for i in range(200)], x, None)
+    m = extract_features(Dataset([h]), candidates={"s": [30, 100, 150]}, candidate_windows=True, max_len=40, pair=True)
+    assert list(m.columns[-len(PAIR_COLUMNS):]) == list(PAIR_COLUMNS)
+    row = m[m["index"] == 100].iloc[0]
+    # Pre = [31, 100) capped to 40 -> [60, 100); After = [100, 140)
+    assert np.allclose(row[list(PAIR_COLUMNS)].to_numpy(float), pair_features(x[60:100], x[100:140], resolution(x)), equal_nan=True)
+    assert row["pair_robust_shift"] > 10
+    with pytest.raises(ValueError, match="adaptive"):
+        extract_features(Dataset([h]), candidates={"s": [30]}, candidate_windows=True, window=5)

@@ -104,3 +104,17 @@ def test_window_properties(case):
         assert d == nxt
     else:
         assert d == min(p + window + 1, nxt)
+
+
+def test_candidate_bounds_stop_at_other_candidates_and_max_len():
+    from triage.features.windows import candidate_bounds
+
+    # neighbours 40 and 90 bound the windows; 52 is the same change reported twice
+    assert candidate_bounds(50, 200, [40, 50, 52, 90]) == ((41, 50), (50, 90))
+    # max_len caps both sides; no neighbour: the series' ends, then the cap
+    assert candidate_bounds(100, 300, [100], max_len=30) == ((70, 100), (100, 130))
+    assert candidate_bounds(10, 300, [], max_len=60) == ((0, 10), (10, 70))
+    # a confirmed change point bounds at any distance
+    assert candidate_bounds(50, 200, [50], confirmed=[48]) == ((49, 50), (50, 110))
+    with pytest.raises(ValueError):
+        candidate_bounds(5, 10, [5], max_len=0)
