@@ -164,6 +164,12 @@ def test_filters(client, ws):
                                                            ws.dataset["suite/test/linux"].commits[60]}
 
 
+def test_queue_pages(client, ws):
+    html = client.get("/", params={"limit": 3, "direction": "regression"}).text
+    assert len(re.findall(r'data-commit="', html)) == 3
+    assert 'href="/?direction=regression&amp;limit=10000">show all</a>' in html
+
+
 def test_series_page_and_plot(client, ws):
     a = next(a for a in ws.alerts if a.series_id == "suite/test/linux")
     page = client.get("/series", params={"id": a.series_id})

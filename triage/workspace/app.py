@@ -255,7 +255,7 @@ async def queue(request: Request) -> Response:
             continue
         if since is not None and (a.date is None or _utc(a.date) < since):
             continue
-        if until is not None and (a.date is None or _utc(a.date) > until + pd.Timedelta(days=1)):
+        if until is not None and (a.date is None or _utc(a.date) >= until + pd.Timedelta(days=1)):  # to the end of that day
             continue
         kept.append(r)
     kept.sort(key=_sort_key)
@@ -263,7 +263,10 @@ async def queue(request: Request) -> Response:
                "since": q.get("since", ""), "until": q.get("until", "")}
     here = "/?" + urlencode({k: v for k, v in filters.items() if v}) if any(filters.values()) else "/"
     counts = {s: sum(r["status"] == s for r in rows) for s in STATUSES}
-    return _page(ws, "queue.html", rows=kept[:limit], total=len(kept), all_total=len(rows), filters=filters,
+    more = None
+    if len(kept) > limit:
+        more = "/?" + urlencode({**{k: v for k, v in filters.items() if v}, "limit": 10_000})
+    return _page(ws, "queue.html", rows=kept[:limit], total=len(kept), all_total=len(rows), filters=filters, more=more,
                  here=here, counts=counts, statuses=STATUSES, has_model=any(a.p_true is not None for a in ws.alerts),
                  title="Alert queue")
 
