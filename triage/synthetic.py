@@ -383,7 +383,9 @@ def _real_noise_series(
     source = noise_profiles.sample_source(rng, profiles)
     prof = profiles["sources"][source]
     p = noise_profiles.sample_series_noise(rng, prof, source)
-    n = int(np.round(_log_uniform(rng, config.length_min, config.length_max)))
+    # Real lengths of the source, held to the preset's bounds (its size stays the default's).
+    n = int(np.clip(np.round(noise_profiles.sample_pooled(rng, prof["length"], 1, 300.0)[0]),
+                    config.length_min, config.length_max))
     base = float(_log_uniform(rng, 1.0, 1e5))
     cv = p.cv
     white_sd = cv * np.sqrt(1 - p.wander_share)
