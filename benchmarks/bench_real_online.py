@@ -29,9 +29,15 @@ defaults: it needs 12 commits after a change) and the no-detection floor
 (F1 of predicting nothing: TCPDBench counts the start of a series as a
 change point found by everyone).
 
+``--train N`` first trains the missing model directories, one per K, as
+``triage train --preset realnoise --model xgb --window K`` does (the same
+functions: :func:`triage.training.online_matrix.online_matrix` and
+:func:`triage.training.pipeline.train`), on the first N series of the
+preset (a modest study; the bundled model is trained on the whole preset).
+
 Usage::
 
-    nice .venv/bin/python -m benchmarks.bench_real_online --models benchmarks/out/online --ks 0-5
+    nice .venv/bin/python -m benchmarks.bench_real_online --models benchmarks/out/online --ks 0-5 --train 2000
 """
 
 from __future__ import annotations
@@ -87,6 +93,38 @@ def loop_found(model: Path, data: Dataset, k: int, threshold: float, withdraw: f
     return out
 
 
+def train_models(folder: Path, ks: list[int], n_series: int, preset: str = "realnoise", seed: int = 0) -> None:
+    """Model directories ``folder/w<K>`` for the K study (see the module docstring)."""
+    from triage.synthetic import generate
+    from triage.training.online_matrix import online_matrix
+    from triage.training.pipeline import train
+
+    missing = [k for k in ks if not (folder / f"w{k}").is_dir()]
+    if not missing:
+        return
+    full = generate(preset, seed=seed)
+    data = Dataset(list(full)[:n_series], source=f"{full.source} (first {n_series} series)")
+    for k in missing:
+        started = time.perf_counter()
+        fm = online_matrix(data, ordinary_per_series=10, window=k, n_jobs=2)
+        train(
+            fm,
+            folder / f"w{k}",
+            model="xgb",
+            threshold="fbeta:1",
+            window=k,
+            test_size=0.2,
+            random_state=seed,
+            n_jobs=2,
+            track=False,
+            extra={
+                "source": {"preset": preset, "seed": seed, "n_series": n_series, "ordinary_per_series": 10},
+                "online": {"confirm_after": k},
+            },
+        )
+        print(f"trained w{k} on {len(fm):,} rows in {time.perf_counter() - started:.0f} s", flush=True)
+
+
 def parse_ks(spec: str) -> list[int]:
     ks: list[int] = []
     for part in spec.split(","):
@@ -103,7 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", default="stable", choices=real_data.MODES)
     ap.add_argument("--every", type=int, default=1, help="keep every n-th history (quick runs)")
     ap.add_argument("--out", type=Path, default=None, help="also write the tables (Markdown) here")
+    ap.add_argument("--train", type=int, default=0, help="train missing models on the first N realnoise series")
+    ap.add_argument("--train-only", action="store_true", help="stop after training")
     args = ap.parse_args(argv)
+    if args.train:
+        train_models(args.models, parse_ks(args.ks), args.train)
+        if args.train_only:
+            return 0
     try:
         parts = real_data.benchmark_parts(mode=args.mode, seed=args.seed)
         real = real_data.load_real()

@@ -70,6 +70,16 @@ bounded to the last ``horizon`` commits (:data:`BOUNDED`)
 After = ``[x]`` is a single point, a constant window: its characteristics are
 :func:`triage.features.catalogue.degenerate_values` ``(1)``, whatever ``x``. The pair
 features ``norm_mean`` / ``norm_sd`` follow from Pre's mean, sd, min and max.
+With a confirmation delay (After = the candidate and the K commits after it,
+K at most a handful) After's characteristics are computed from scratch on
+those K + 1 values, a constant cost.
+
+The scale-free level-shift measures ``pair_*``
+(:func:`triage.features.level_shift.pair_features`) read Pre's last
+``PAIR_CAP`` (30) values, which the ring keeps, so they equal the batch
+values; one difference: their noise floor, the series' *resolution*, is
+taken online from those Pre values and After (the batch side sees the whole
+series). It matters only for nearly deterministic series.
 
 Agreement with :mod:`triage.features.fast` is held to ``rtol = 1e-7`` (plus a small
 absolute tolerance for values near 0) by property tests: the state sums in a
@@ -100,7 +110,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from triage.features import catalogue, fast, pre_state_kernels
+from triage.features import catalogue, fast, level_shift, pre_state_kernels
 from triage.features.pre_state_slots import (
     FIRST_KEPT,
     GROUP_HURST,
@@ -148,6 +158,18 @@ FORMAT_VERSION = 1
 _INDEX = catalogue.INDEX
 _FLAT_SPOTS = _INDEX["flat_spots"]
 _AFTER_VALUES = catalogue.degenerate_values(1)  # After = one point: a constant window
+
+
+def online_pair_features(pre: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The ``pair_*`` measures as the online loop (and its training rows) define them.
+
+    :func:`triage.features.level_shift.pair_features` of Pre's last
+    ``PAIR_CAP`` values and After, with the resolution floor taken from those
+    values (online, the rest of the series is not at hand).
+    """
+    tail = np.asarray(pre, dtype=np.float64)[-level_shift.PAIR_CAP :]
+    after = np.asarray(after, dtype=np.float64)
+    return level_shift.pair_features(tail, after, level_shift.resolution(np.concatenate([tail, after])))
 
 
 def _max_kl_shift(z: np.ndarray) -> float:
@@ -221,6 +243,8 @@ class PreState:
         self._bounded_kernels = [(pos, kernel) for pos, kernel in _BOUNDED_KERNELS if self._want_bounded[pos]]
         self._any_exact = any(n in EXACT for n in window_names)
         ring = max(self.horizon, MIN_RING) if self._any_bounded else MIN_RING
+        if self._layout.needs_pair:
+            ring = max(ring, level_shift.PAIR_CAP)  # the pair measures read Pre's last PAIR_CAP values
         self._ring_size = ring
         self.index = 0
         self._clear()
@@ -361,7 +385,10 @@ class PreState:
             after_chars = _AFTER_VALUES
         else:
             after_chars = fast.window_characteristics(after)
-        return feature_row(layout, pre, after_chars, norm)
+        pair = None
+        if layout.needs_pair:
+            pair = online_pair_features(self.tail(level_shift.PAIR_CAP), after)
+        return feature_row(layout, pre, after_chars, norm, pair=pair)
 
     def _after(self, x_new: float | np.ndarray) -> np.ndarray:
         if np.ndim(x_new) == 0:

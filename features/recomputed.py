@@ -23,7 +23,7 @@ import numpy as np
 
 from triage.features import catalogue
 from triage.features.fast import window_characteristics
-from triage.features.incremental import BOUNDED, DEFAULT_HORIZON
+from triage.features.incremental import BOUNDED, DEFAULT_HORIZON, online_pair_features
 from triage.features.row import feature_row, layout_for
 
 #: True at the positions of the characteristics PreState bounds to its horizon.
@@ -92,6 +92,7 @@ class RecomputedPre:
             self._pre,
             window_characteristics(after) if layout.needs_after else None,
             catalogue.normalised_moments(pre, after) if layout.needs_norm else None,
+            pair=online_pair_features(pre, after) if layout.needs_pair else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -132,5 +133,6 @@ def batch_features(
         np.where(_IS_BOUNDED, bounded, full),
         window_characteristics(after),
         catalogue.normalised_moments(pre, after),
+        pair=online_pair_features(pre, after) if layout.needs_pair else None,
     )
     return dict(zip(layout.columns, row.tolist(), strict=True))

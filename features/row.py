@@ -3,10 +3,12 @@
 A feature row (the feature-matrix contract in ARCHITECTURE.md) holds
 ``pre_<name>`` and ``after_<name>`` columns, the characteristics of
 :data:`triage.features.catalogue.CHARACTERISTICS` of the Pre and After
-windows, and ``norm_*`` columns, the pair characteristics of
-:func:`triage.features.catalogue.normalised_moments`. Every producer of rows
-computes those three vectors its own way (in batch, incrementally, from
-scratch) and hands them to :func:`feature_row`, which places them:
+windows, ``norm_*`` columns, the pair characteristics of
+:func:`triage.features.catalogue.normalised_moments`, and optionally the
+scale-free level-shift measures ``pair_*`` of
+:func:`triage.features.level_shift.pair_features`. Every producer of rows
+computes those vectors its own way (in batch, incrementally, from scratch)
+and hands them to :func:`feature_row`, which places them:
 
 * :mod:`triage.features.extract` (the feature matrix, one row per candidate);
 * :class:`triage.features.incremental.PreState` (online, Pre updated per commit);
@@ -24,6 +26,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from triage.features import catalogue
+from triage.features.level_shift import PAIR_COLUMNS
 
 
 class RowLayout:
@@ -51,9 +54,12 @@ class RowLayout:
         pre: list[tuple[int, int]] = []
         after: list[tuple[int, int]] = []
         norm: list[tuple[int, int]] = []
+        pair: list[tuple[int, int]] = []
         chars: list[str] = []
         for pos, col in enumerate(self.columns):
-            if col in catalogue.NORM_COLUMNS:
+            if col in PAIR_COLUMNS:
+                pair.append((pos, PAIR_COLUMNS.index(col)))
+            elif col in catalogue.NORM_COLUMNS:
                 norm.append((pos, catalogue.NORM_COLUMNS.index(col)))
                 chars.append(col.rsplit("_", 1)[0])
             elif col.startswith("pre_") and col[4:] in catalogue.INDEX:
@@ -64,9 +70,10 @@ class RowLayout:
                 chars.append(col[6:])
             else:
                 raise ValueError(f"unknown feature column {col!r}")
-        window_names, pair_names = catalogue.check_names(chars)
+        window_names, pair_names = catalogue.check_names(chars) if chars else ((), ())
         self.characteristics: tuple[str, ...] = window_names + pair_names
         self.width = len(self.columns)
+        self.pair_pos, self.pair_index = _split(pair)
         self.pre_pos, self.pre_index = _split(pre)
         self.after_pos, self.after_index = _split(after)
         self.norm_pos, self.norm_index = _split(norm)
@@ -86,6 +93,11 @@ class RowLayout:
         """True when the row has ``norm_*`` columns (the pair characteristics are needed)."""
         return self.norm_pos.size > 0
 
+    @property
+    def needs_pair(self) -> bool:
+        """True when the row has ``pair_*`` columns (:mod:`triage.features.level_shift`)."""
+        return self.pair_pos.size > 0
+
     def __repr__(self) -> str:
         return f"RowLayout({self.columns!r})"
 
@@ -102,6 +114,7 @@ def feature_row(
     after: np.ndarray | None,
     norm: np.ndarray | None,
     out: np.ndarray | None = None,
+    pair: np.ndarray | None = None,
 ) -> np.ndarray:
     """The feature row of one (Pre, After) pair, in ``layout.columns`` order.
 
@@ -118,6 +131,9 @@ def feature_row(
         when the layout has no ``norm_*`` column.
     out : ndarray of float64, shape (layout.width,), optional
         Written in place and returned.
+    pair : ndarray of float64, shape (len(level_shift.PAIR_COLUMNS),), or None
+        :func:`triage.features.level_shift.pair_features` of the pair; None
+        is allowed when the layout has no ``pair_*`` column.
 
     Returns
     -------
@@ -133,6 +149,9 @@ def feature_row(
     if layout.norm_pos.size:
         assert norm is not None, "the layout has norm_* columns"
         row[layout.norm_pos] = norm[layout.norm_index]
+    if layout.pair_pos.size:
+        assert pair is not None, "the layout has pair_* columns"
+        row[layout.pair_pos] = pair[layout.pair_index]
     return row
 
 
@@ -159,7 +178,11 @@ def resolve_names(names: Iterable[str] | None) -> tuple[tuple[str, ...], list[st
     columns: list[str] = []
     only_characteristics = True
     for name in names:
-        if name in catalogue.INDEX or name in catalogue.PAIR_CHARACTERISTICS:
+        if name in PAIR_COLUMNS:
+            only_characteristics = False
+            if name not in columns:
+                columns.append(name)
+        elif name in catalogue.INDEX or name in catalogue.PAIR_CHARACTERISTICS:
             chars.append(name)
             columns.extend(c for c in catalogue.feature_columns([name]) if c not in columns)
         elif name in all_columns:
@@ -172,7 +195,7 @@ def resolve_names(names: Iterable[str] | None) -> tuple[tuple[str, ...], list[st
                 columns.append(name)
         else:
             raise ValueError(f"unknown characteristic or feature column {name!r}")
-    window_names, pair_names = catalogue.check_names(chars)
+    window_names, pair_names = catalogue.check_names(chars) if chars else ((), ())
     if only_characteristics:
         columns = catalogue.feature_columns(chars)
     return window_names + pair_names, columns

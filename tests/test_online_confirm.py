@@ -141,3 +141,21 @@ def test_a_format_1_state_file_is_refused_unless_reset(rf_dir, tmp_path):
     store.reset()
     loop = OnlineTriage.from_model_dir(rf_dir, store=store, explain="none")
     assert loop.process_one("s", "c0", 1.0).index == 0
+
+
+def test_pair_measures_online_equal_the_from_scratch_ones():
+    from triage.features.incremental import online_pair_features
+    from triage.features.level_shift import PAIR_COLUMNS, pair_features
+    from triage.features.recomputed import RecomputedPre
+
+    rng = np.random.default_rng(5)
+    pre = 50 + rng.standard_normal(70)
+    after = np.array([56.0, 55.1, 56.4])
+    names = ["pre_hurst", "after_entropy", "norm_mean_after", *PAIR_COLUMNS]
+    online = PreState(names).learn_many(pre).features_array(after)
+    scratch = RecomputedPre(names, values=pre).features_array(after)
+    np.testing.assert_allclose(online, scratch, rtol=1e-7, atol=1e-9)
+    # Pre's last 30 values, as the batch measures read them
+    np.testing.assert_allclose(online[3:], online_pair_features(pre, after))
+    np.testing.assert_allclose(online[3:], pair_features(pre[-30:], after, 0.0), rtol=1e-12)
+    assert online[3] > 4, "a 6-sigma shift has a large robust shift"

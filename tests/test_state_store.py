@@ -249,7 +249,7 @@ def test_kill_9_mid_stream_then_resume_decides_every_commit_once(rf_dir, tmp_pat
     assert len(expected) == n_decisions
     assert {(d.series, d.commit): (d.index, d.probability, d.decision) for d in stored} == expected
     for o in printed + out:
-        assert (o["probability"], o["decision"]) == expected[(o["series"], o["commit"])][1:]
+        assert (o["probability"], o["decision"]) == expected[(o.get("series_id", o.get("series")), o["commit"])][1:]
     assert any(v[2] for v in expected.values()), (
         "the stream has clear steps: some decisions are positive"
     )

@@ -21,6 +21,11 @@ ordinary commits:
   TCPDBench margin), not of whether there is a change; they are left out
   rather than taught as "no change".
 
+The rows also carry the scale-free level-shift measures ``pair_*``
+(:mod:`triage.features.level_shift`), computed as the loop computes them
+(:func:`triage.features.incremental.online_pair_features`: Pre's last 30
+commits and After).
+
 Untriaged candidates are left out: nobody knows their answer.
 """
 
@@ -32,6 +37,9 @@ import pandas as pd
 from triage.core import labels
 from triage.core.history import Dataset
 from triage.features.extract import extract_features
+from triage.features.incremental import online_pair_features
+from triage.features.level_shift import PAIR_COLUMNS
+from triage.features.windows import window_bounds
 
 
 def online_matrix(
@@ -39,6 +47,7 @@ def online_matrix(
     *,
     ordinary_per_series: int = 10,
     window: int = 0,
+    pairs: bool = True,
     use_truth: bool = False,
     seed: int = 0,
     n_jobs: int = 1,
@@ -53,6 +62,7 @@ def online_matrix(
         the paper's training data).
     window : K >= 0, the confirmation delay the model is for (After = the
         commit and the K after it).
+    pairs : add the ``pair_*`` columns
     use_truth : take the positives from ``History.true_change`` (synthetic data)
         instead of the ``true_positive`` labels.
     seed : seed of the sampling of ordinary commits
@@ -94,4 +104,19 @@ def online_matrix(
     for sid, group in matrix.groupby("series_id", sort=False).groups.items():
         is_positive[matrix.index.get_indexer(group)] = np.isin(matrix.loc[group, "index"], positives[sid])
     matrix["label"] = np.where(is_positive, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
+    if pairs:
+        matrix = pd.concat([matrix, _pair_columns(dataset, matrix, positives, window)], axis=1)
     return matrix
+
+
+def _pair_columns(dataset: Dataset, matrix: pd.DataFrame, positives: dict[str, np.ndarray], window: int) -> pd.DataFrame:
+    """The ``pair_*`` columns of each row, with the same Pre / After windows as its other features."""
+    out = np.full((len(matrix), len(PAIR_COLUMNS)), np.nan)
+    by_id = {h.series_id: h for h in dataset}
+    sids = matrix["series_id"].to_numpy()
+    idx = matrix["index"].to_numpy()
+    for r in range(len(matrix)):
+        h = by_id[sids[r]]
+        (a, b), (c, d) = window_bounds(int(idx[r]), len(h), positives.get(sids[r]), window)
+        out[r] = online_pair_features(h.values[a:b], h.values[c:d])
+    return pd.DataFrame(out, columns=list(PAIR_COLUMNS), index=matrix.index)

@@ -76,7 +76,7 @@ from pathlib import Path
 import numpy as np
 
 from triage.core import timestamps
-from triage.features import catalogue
+from triage.features import catalogue, level_shift
 from triage.features.incremental import PreState
 from triage.online.records import (
     AlreadyDecided,
@@ -91,7 +91,7 @@ from triage.online.series_state import Alarm, SeriesState
 
 #: Every feature column the loop can compute, in the feature-matrix order
 #: (``pre_*``, ``after_*``, ``norm_*``; see ARCHITECTURE.md).
-ALL_COLUMNS: tuple[str, ...] = tuple(catalogue.feature_columns())
+ALL_COLUMNS: tuple[str, ...] = tuple(catalogue.feature_columns()) + level_shift.PAIR_COLUMNS
 
 EXPLAIN_MODES: tuple[str, ...] = ("positive", "all", "none")
 
