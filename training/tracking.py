@@ -195,8 +195,7 @@ def log_training_run(
     exp_id = _experiment_id(client, experiment, uri)
     model_dir = Path(model_dir)
     manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
-    with store_errors(uri), mlflow.start_run(run_id=run_id, experiment_id=None if run_id else exp_id,
-                                             run_name=run_name) as run:
+    with store_errors(uri), _logging_run(mlflow, run_id, exp_id, run_name) as run:
         all_params = {
             "model": clf.model,
             "threshold_policy": clf.threshold_policy_,
@@ -243,6 +242,21 @@ def log_training_run(
     version = getattr(info, "registered_model_version", None)
     return {"run_id": run.info.run_id, "model_uri": info.model_uri, "registered": register_as,
             "version": str(version) if version is not None else None, "tracking_uri": uri}
+
+
+@contextlib.contextmanager
+def _logging_run(mlflow, run_id: str | None, exp_id: str, run_name: str | None):
+    """A new run ended on exit, or the open run ``run_id`` resumed and left RUNNING for its owner to end."""
+    if run_id is None:
+        with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as run:
+            yield run
+        return
+    run = mlflow.start_run(run_id=run_id)
+    try:
+        yield run
+    finally:
+        # Detach from the fluent API without finishing: training_run ends it after the swap.
+        mlflow.end_run(status="RUNNING")
 
 
 def log_evaluation_run(
