@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from triage import noise_profiles
 from triage.core import labels
 from triage.loaders import load
 from triage.synthetic import PRESETS, generate, generate_frame, preset_config, write_synthetic
@@ -131,3 +132,145 @@ def test_small_preset_rows_are_pinned():
     assert generate("small", seed=0).label_counts() == {
         "true_positive": 42, "false_positive": 36, "not_triaged": 3, "under_investigation": 1,
     }
+
+
+# --------------------------------------------------------------------------- realnoise
+
+
+def _realnoise(n_series: int, **overrides):
+    return replace(PRESETS["realnoise"], n_series=n_series, **overrides)
+
+
+def test_realnoise_is_seeded_and_reproducible():
+    a = generate_frame(_realnoise(12), seed=7)
+    b = generate_frame(_realnoise(12), seed=7)
+    c = generate_frame(_realnoise(12), seed=8)
+    assert a.equals(b)
+    assert not a["value"].equals(c["value"])
+    few = generate(_realnoise(4), seed=7)
+    many = generate(_realnoise(12), seed=7)
+    for h in few:
+        np.testing.assert_array_equal(h.values, many[h.series_id].values)
+
+
+def test_realnoise_ground_truth_is_consistent():
+    dataset = generate(_realnoise(60), seed=2)
+    counts = dataset.label_counts()
+    assert counts[labels.TRUE_POSITIVE] > 30 and counts[labels.FALSE_POSITIVE] > 20
+    for h in dataset:
+        truth_tp = np.flatnonzero(h.truth_label == labels.TRUE_POSITIVE)
+        for c in h.true_change_points():
+            assert np.min(np.abs(truth_tp - c)) <= 2, (h.series_id, c)
+        assert set(h.truth_label[h.candidates()]) <= {labels.TRUE_POSITIVE, labels.FALSE_POSITIVE}
+        assert (h.truth_label[h.labels == labels.NONE] == labels.NONE).all()
+        assert (h.values > 0).all()
+
+
+def test_realnoise_true_changes_move_the_level():
+    # A lone true change: the medians of 20 commits either side differ by more
+    # than the noise does between two stretches of 20 without a change.
+    moved, calm = [], []
+    for h in generate(_realnoise(80, short_regression_share=0.0), seed=4):
+        cps = list(h.true_change_points())
+        x = np.log(h.values)
+        for c in cps:
+            others = [o for o in cps if o != c]
+            if 20 <= c <= len(x) - 20 and all(abs(o - c) > 40 for o in others):
+                moved.append(abs(np.median(x[c:c + 20]) - np.median(x[c - 20:c])))
+        if not cps and len(x) >= 80:
+            calm.append(abs(np.median(x[40:60]) - np.median(x[20:40])))
+    assert len(moved) >= 20 and len(calm) >= 5
+    assert np.median(moved) > 2 * np.median(calm)
+
+
+def test_realnoise_mixes_the_sources_in_their_real_proportions():
+    profiles = noise_profiles.load_profiles()["sources"]
+    real = {s: p["series"] for s, p in profiles.items()}
+    rng = np.random.default_rng(0)
+    drawn = [noise_profiles.sample_source(rng, {"sources": profiles}) for _ in range(3000)]
+    for source, count in real.items():
+        share = drawn.count(source) / len(drawn)
+        assert abs(share - count / sum(real.values())) < 0.03, source
+
+
+def test_sampled_parameters_follow_the_committed_quantiles():
+    # The copula keeps each parameter's fitted distribution: the sampled
+    # quartiles sit on the committed ones.
+    profiles = noise_profiles.load_profiles()["sources"]
+    rng = np.random.default_rng(1)
+    for source, profile in profiles.items():
+        draws = [noise_profiles.sample_series_noise(rng, profile, source) for _ in range(1500)]
+        log_cv = np.log([d.cv for d in draws])
+        grid = profile["quantiles"]["log_cv"]
+        for q, level in ((0.25, 5), (0.5, 10), (0.75, 15)):
+            width = grid[level + 1] - grid[level - 1]
+            assert abs(np.quantile(log_cv, q) - grid[level]) <= width + 0.05, (source, q)
+        shift = np.array([d.shift_rate for d in draws])
+        assert abs(np.median(shift) - profile["quantiles"]["shift_rate"][10]) < 0.004, source
+
+
+def test_realnoise_series_measure_like_the_committed_profile():
+    # Measured back with the fitting estimator, generated series show the
+    # noise level and level-shift rate of their source's profile.
+    profiles = noise_profiles.load_profiles()["sources"]
+    measured: dict[str, list[dict]] = {}
+    for h in generate(_realnoise(48, replicate_share=0.0, length_max=400), seed=3):
+        measured.setdefault(h.series_id.split(".", 1)[0], []).append(noise_profiles.series_noise_stats(h.values))
+    assert sum(len(v) for v in measured.values()) == 48
+    for source, rows in measured.items():
+        if len(rows) < 8:
+            continue
+        cv = np.median([r["log_cv"] for r in rows])
+        assert abs(cv - profiles[source]["quantiles"]["log_cv"][10]) < np.log(1.6), source
+    pooled = [r for rows in measured.values() for r in rows]
+    real_shift = np.median([p["quantiles"]["shift_rate"][10] for p in profiles.values()])
+    assert 0.4 * real_shift < np.median([r["shift_rate"] for r in pooled]) < 2.5 * real_shift
+
+
+def test_noise_estimator_recovers_known_noise():
+    rng = np.random.default_rng(0)
+    n = 600
+    white = 100 * (1 + 0.02 * rng.standard_normal(n))
+    s = noise_profiles.series_noise_stats(white)
+    assert abs(np.exp(s["log_cv"]) / 0.02 - 1) < 0.15
+    assert s["shift_rate"] == 0 and s["wander_share"] < 0.15 and s["bimodal_share"] == 0
+    assert np.exp(s["log_tail_df"]) > 10  # Gaussian: light tails
+    # a 20% step, a wandering level and spikes
+    step = white * np.r_[np.ones(300), np.full(300, 1.2)]
+    s = noise_profiles.series_noise_stats(step)
+    assert s["shift_rate"] * n == 1 and abs(s["shift_sizes"][0] - np.log(1.2)) < 0.02
+    from scipy.signal import lfilter
+
+    wander = 100 * (1 + lfilter([1.0], [1.0, -0.95], 0.02 * np.sqrt(1 - 0.95**2) * rng.standard_normal(n))
+                    + 0.02 * rng.standard_normal(n))
+    assert noise_profiles.series_noise_stats(wander)["wander_share"] > 0.25
+    spiky = white.copy()
+    spiky[::50] *= 1.5
+    assert noise_profiles.series_noise_stats(spiky)["outlier_rate"] >= 10 / n
+    heavy = 100 * (1 + 0.02 * rng.standard_t(2.5, n))
+    assert np.exp(noise_profiles.series_noise_stats(heavy)["log_tail_df"]) < 6
+
+
+def test_fit_noise_averages_a_commit_measured_twice(tmp_path):
+    import gzip
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "fit_noise", Path(__file__).resolve().parents[1] / "benchmarks" / "fit_noise.py"
+    )
+    fit_noise = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit_noise)
+    text = (
+        "series_id,commit,timestamp,value\n"
+        "a/x,c1,2024-01-01T00:00:00Z,1.0\n"
+        "a/x,c2,2024-01-02T00:00:00Z,2.0\n"
+        "a/x,c3,2024-01-03T00:00:00Z,3.0\n"
+        "a/x,c1,2024-01-04T00:00:00Z,5.0\n"  # a later re-run of c1
+        "b/y,c1,2024-01-01T00:00:00Z,7.0\n"
+    )
+    with gzip.open(tmp_path / "histories.csv.gz", "wt") as f:
+        f.write(text)
+    series = fit_noise.read_real(tmp_path)
+    np.testing.assert_array_equal(series["a/x"], [3.0, 2.0, 3.0])
+    np.testing.assert_array_equal(series["b/y"], [7.0])
