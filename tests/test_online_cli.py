@@ -43,7 +43,7 @@ def test_watch_json_lines_one_decision_per_commit(rf_dir, tmp_path):
     assert result.exit_code == 0, result.output
     out = [json.loads(line) for line in result.stdout.splitlines()]
     assert [o["commit"] for o in out] == [f"c{i}" for i in range(80)]
-    assert {"series", "commit", "probability", "decision", "top_features"} <= set(out[0])
+    assert {"series_id", "commit", "probability", "decision", "top_features"} <= set(out[0])
     hits = [o for o in out if o["decision"]]
     assert any(o["commit"] == "c40" for o in hits)
     assert all(o["top_features"] for o in hits) and all(

@@ -78,9 +78,9 @@ def _bad(source: object, number: int, problem: str) -> InputError:
     return InputError(f"{source}, line {number}", None, problem)
 
 
-def _json_records(stream: io.TextIOBase, source: str) -> Iterator[tuple[int, dict]]:
+def _json_records(stream: io.TextIOBase, source: str, first: int = 1) -> Iterator[tuple[int, dict]]:
     """(line number, record) for each non-blank JSON line; InputError names a bad line."""
-    for number, line in enumerate(stream, start=1):
+    for number, line in enumerate(stream, start=first):
         if not line.strip():
             continue
         try:
@@ -95,6 +95,75 @@ def _json_records(stream: io.TextIOBase, source: str) -> Iterator[tuple[int, dic
         if missing:
             raise _bad(source, number, f"missing key(s) {', '.join(missing)}")
         yield number, record
+
+
+#: Most commits of a piped stream decided in one transaction.
+BATCH_LINES = 4096
+
+
+def _waiting_lines(stream: io.TextIOBase, limit: int = BATCH_LINES) -> Iterator[list[tuple[int, str]]]:
+    """Batches of (line number, line) from ``stream``: each batch holds the lines already waiting.
+
+    A producer that writes faster than the loop decides leaves a backlog on
+    the pipe; deciding it in one :meth:`OnlineTriage.process_many` (one
+    transaction, one predictor call per round) instead of a transaction per
+    line is what makes a piped stream fast. A slow producer still gets each
+    line decided as soon as it arrives (a batch of one). Streams without a
+    file descriptor (a test's StringIO) give batches of one line.
+    """
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        for number, line in enumerate(stream, start=1):
+            yield [(number, line)]
+        return
+    import os
+    import select
+
+    pending = b""
+    number = 0
+    eof = False
+    while not eof:
+        chunk = os.read(fd, 1 << 16)  # blocks until the producer writes or closes
+        if not chunk:
+            eof = True
+        pending += chunk
+        # Take what else is already waiting, without blocking, up to the batch size.
+        while not eof and pending.count(b"\n") < limit and select.select([fd], [], [], 0)[0]:
+            more = os.read(fd, 1 << 16)
+            if not more:
+                eof = True
+            pending += more
+        lines = pending.split(b"\n")
+        pending = lines.pop()  # an incomplete last line waits for its end
+        if eof and pending:
+            lines.append(pending)
+            pending = b""
+        for start in range(0, len(lines), limit):
+            batch = []
+            for raw in lines[start : start + limit]:
+                number += 1
+                batch.append((number, raw.decode("utf-8", errors="replace")))
+            yield batch
+
+
+def _json_batches(stream: io.TextIOBase, source: str) -> Iterator[list[tuple[int, dict]]]:
+    """Batches of (line number, record) of the waiting JSON lines; a bad line ends the stream.
+
+    The good lines before a bad one are yielded first (they get decided), then
+    the InputError naming the bad line is raised.
+    """
+    for lines in _waiting_lines(stream):
+        batch: list[tuple[int, dict]] = []
+        try:
+            for number, line in lines:
+                batch.extend(_json_records(io.StringIO(line), source, first=number))
+        except InputError:
+            if batch:
+                yield batch
+            raise
+        if batch:
+            yield batch
 
 
 def _csv_lines(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, str]]:
@@ -183,6 +252,10 @@ def watch(
     ),
 ) -> None:
     """Decide each new result as it arrives; one JSON line per commit on stdout."""
+    from triage.cli.validation import check_int, check_number
+
+    check_number("--poll", poll, low=0, high=3600)
+    check_int("--cache-series", cache_series, low=1)
     from triage.online.loop import OnlineTriage, RejectedCommit
     from triage.online.state_store import StateStore
 
@@ -203,23 +276,26 @@ def watch(
             max_cached_series=cache_series if store is not None else None,
         )
         source = str(csv_file) if csv_file is not None else "<stdin>"
-        records = (
-            _csv_records(csv_file, follow, poll)
+        batches = (
+            ([r] for r in _csv_records(csv_file, follow, poll))
             if csv_file is not None
-            else _json_records(sys.stdin, source)
+            else _json_batches(sys.stdin, source)
         )
         out = sys.stdout
-        for number, record in records:
+        for batch in batches:
             try:
-                decision = loop.process_one(
-                    record["series_id"], record["commit"], record["value"], record.get("timestamp")
-                )
-            except RejectedCommit as exc:
-                raise _bad(source, number, str(exc)) from None
-            if decision is not None:
-                for line in decision.records():
-                    out.write(json.dumps(_output(line)) + "\n")
-                out.flush()
+                decisions = loop.process_many([record for _, record in batch])
+            except RejectedCommit:
+                # Nothing of the batch was decided: one by one, so every line
+                # before the bad one is decided and the error names its line.
+                decisions = []
+                for number, record in batch:
+                    try:
+                        decisions.append(loop.process_many([record])[0])
+                    except RejectedCommit as exc:
+                        _write(out, decisions)
+                        raise _bad(source, number, str(exc)) from None
+            _write(out, decisions)
     except (InputError, ValueError) as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -227,6 +303,16 @@ def watch(
     finally:
         if store is not None:
             store.close()
+
+
+def _write(out, decisions) -> None:
+    """Print the output records of committed decisions (None: the arrival decided nothing yet)."""
+    lines = [
+        json.dumps(_output(line)) for d in decisions if d is not None for line in d.records()
+    ]
+    if lines:
+        out.write("\n".join(lines) + "\n")
+        out.flush()
 
 
 def detect(
@@ -251,6 +337,11 @@ def detect(
     ),
 ) -> None:
     """Replay whole histories through the online loop and write the change points it finds."""
+    from triage.cli.validation import check_int, check_output_not_input
+
+    check_output_not_input(out, data)
+    check_int("--batch-series", batch_series, low=1)
+    check_int("--commits-per-batch", commits_per_batch, low=1)
     import pandas as pd
 
     from triage.cli.progress import JobProgress, chunks
