@@ -1,0 +1,15 @@
+"""Choosing which commits to measure: active revision sampling and culprit search.
+
+:class:`~triage.sampling.gp.HistoryGP` estimates a whole history (with its
+uncertainty band) from a few measured commits and says which commit to
+measure next (Muehlbauer, Apel and Siegmund); :func:`~triage.sampling.culprit.find_culprit`
+localises a change between two measured commits with few measurements.
+"""
+
+from __future__ import annotations
+
+from triage.sampling.culprit import STRATEGIES, Search, find_culprit
+from triage.sampling.gp import KERNELS, HistoryGP
+from triage.sampling.kernels import Brownian
+
+__all__ = ["KERNELS", "STRATEGIES", "Brownian", "HistoryGP", "Search", "find_culprit"]
