@@ -47,6 +47,11 @@ def label(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
 ) -> None:
     """Classify untriaged candidates (not_triaged, under_investigation) with a trained model."""
+    from triage.cli.validation import check_n_jobs, check_number, check_output_not_input
+
+    check_output_not_input(out, data)
+    check_n_jobs(n_jobs)
+    check_number("--threshold", threshold, low=0, high=1)
     import pandas as pd
 
     from triage.batch_label import (
@@ -112,6 +117,12 @@ def score(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
 ) -> None:
     """Score detector candidates with P(true change) and a decision."""
+    from triage.cli.validation import check_n_jobs, check_number, check_output_not_input
+
+    check_output_not_input(out, data, candidates)
+    check_n_jobs(n_jobs)
+    check_number("--threshold", threshold, low=0, high=1)
+    check_number("--target-recall", target_recall, low=0, high=1, low_open=True)
     import pandas as pd
 
     from triage.candidate_files import read_candidates

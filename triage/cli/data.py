@@ -31,6 +31,10 @@ def synth(
     fmt: str = typer.Option("parquet", "--format", help="parquet or csv."),
 ) -> None:
     """Generate a synthetic dataset with ground truth in the long layout."""
+    from triage.cli.validation import check_int, check_output_dir
+
+    check_int("--seed", seed, low=0, high=2**32 - 1)
+    check_output_dir("--out", out)
     from triage.synthetic import PRESETS, write_synthetic
 
     if preset not in PRESETS:
@@ -72,6 +76,9 @@ def convert(
     alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
 ) -> None:
     """Write any readable input in the long layout (e.g. Perfherder data + alerts -> labelled training data)."""
+    from triage.cli.validation import check_output_not_input
+
+    check_output_not_input(out, data, alerts)
     from triage.loaders import write_long
 
     dataset = load(data, layout=layout, aggregate=aggregate, branch=branch, alerts=alerts)
@@ -88,6 +95,10 @@ def plot(
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
 ) -> None:
     """Render one series with its true change points and candidates as a PNG."""
+    from triage.cli.validation import check_choice, check_output_not_input
+
+    check_output_not_input(out, data)
+    check_choice("--out", out.suffix.lower(), (".png", ".svg", ".pdf"))
     from triage.plotting import plot_history
 
     dataset = load(data, layout=layout)

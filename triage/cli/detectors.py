@@ -72,6 +72,9 @@ def candidates(
     branch: str = typer.Option(None, "--branch", help="Otava CSVs with a branch column: only this branch."),
 ) -> None:
     """Run a change-point detector on every series and write the candidates as CSV or JSON lines."""
+    from triage.cli.validation import check_output_not_input
+
+    check_output_not_input(out, data)
     # scipy.stats and ruptures take seconds to import: only when a detector runs.
     from triage.detectors import make, parse_params
 
