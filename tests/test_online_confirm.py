@@ -159,3 +159,13 @@ def test_pair_measures_online_equal_the_from_scratch_ones():
     np.testing.assert_allclose(online[3:], online_pair_features(pre, after))
     np.testing.assert_allclose(online[3:], pair_features(pre[-30:], after, 0.0), rtol=1e-12)
     assert online[3] > 4, "a 6-sigma shift has a large robust shift"
+
+
+def test_replay_over_two_processes_equals_one_replay(rf_dir, small_dataset):
+    from triage.online.loop import replay_in_processes
+
+    data = small_dataset.subset(small_dataset.series_ids[:12])
+    one = OnlineTriage.from_model_dir(rf_dir, explain="none", confirm_after=2).replay(data)
+    two = replay_in_processes(rf_dir, data, jobs=2, parts=[(0, 5), (5, 9), (9, 12)], loop_kwargs={"confirm_after": 2})
+    assert two == [(d.series, d.commit, d.index, d.probability) for d in one]
+    assert two, "the small preset has changes to find"

@@ -258,12 +258,15 @@ def watch(
     check_int("--cache-series", cache_series, low=1)
     from triage.online.loop import OnlineTriage, RejectedCommit
     from triage.online.state_store import StateStore
+    from triage.online.store_checks import set_aside_if_damaged
 
     if follow and csv_file is None:
         _fail(InputError(None, None, "--follow needs --csv FILE"))
     store = None
     try:
         if state is not None:
+            if reset_state and (kept := set_aside_if_damaged(state)) is not None:
+                print(f"damaged state file kept as {kept}; starting a new one", file=sys.stderr)
             store = StateStore(state, durable=durable)
             if reset_state:
                 store.reset()
@@ -335,6 +338,7 @@ def detect(
         "--commits-per-batch",
         help="Commits of each series per batch (one predictor call each).",
     ),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Processes the series are partitioned over."),
 ) -> None:
     """Replay whole histories through the online loop and write the change points it finds."""
     from triage.cli.validation import check_int, check_output_not_input
@@ -348,35 +352,37 @@ def detect(
     from triage.cli.tables import check_format
     from triage.core.atomic import write_frame
     from triage.loaders import load
-    from triage.online.loop import OnlineTriage, RejectedCommit
+    from triage.online.loop import OnlineTriage, RejectedCommit, replay_in_processes
 
     check_format(fmt)
     try:
         dataset = load(data, layout=layout)
-        loop = OnlineTriage.from_model_dir(
-            resolve_model(model, "online"), explain="none", min_pre=min_pre, confirm_after=confirm_after
-        )
+        model_dir = resolve_model(model, "online")
+        loop_kwargs = {"min_pre": min_pre, "confirm_after": confirm_after}
+        OnlineTriage.from_model_dir(model_dir, explain="none", **loop_kwargs)  # a bad model fails here, once
         started = time.perf_counter()
-        found = []
         ids = dataset.series_ids
         try:
-            # Series are independent: replayed in about 20 parts, each a progress step.
+            # Series are independent: replayed in about 20 parts, each a progress step,
+            # spread over --jobs processes.
+            parts = [
+                (part.start, part.stop)
+                for part in chunks(len(ids), max(20, 4 * jobs), minimum=256, maximum=batch_series)
+            ]
             with JobProgress("detect", len(ids), "series", console=err_console) as progress:
-                for part in chunks(len(ids), 20, minimum=256, maximum=batch_series):
-                    found.extend(loop.replay(
-                        dataset.subset(ids[part]),
-                        batch_series=batch_series,
-                        commits_per_batch=commits_per_batch,
-                        keep_states=False,
-                    ))
-                    progress.advance(part.stop - part.start)
+                found = replay_in_processes(
+                    model_dir,
+                    dataset,
+                    jobs=jobs,
+                    parts=parts,
+                    loop_kwargs=loop_kwargs,
+                    replay_kwargs={"batch_series": batch_series, "commits_per_batch": commits_per_batch},
+                    on_part=progress.advance,
+                )
         except RejectedCommit as exc:
             raise InputError(data, None, str(exc)) from None
         seconds = time.perf_counter() - started
-        frame = pd.DataFrame(
-            [(d.series, d.commit, d.index, d.probability) for d in found],
-            columns=["series_id", "commit", "index", "probability"],
-        )
+        frame = pd.DataFrame(found, columns=["series_id", "commit", "index", "probability"])
         if fmt == "csv":  # repr() keeps every digit of a probability (the CSV round-trips exactly)
             frame = frame.assign(probability=frame["probability"].map(repr))
         write_frame(frame, out, fmt)

@@ -1,29 +1,52 @@
-"""The online triage loop: Algorithm 1 of Bauer et al. (ICPE 2022), one commit at a time.
+"""The online triage loop: Algorithm 1 of Bauer et al. (ICPE 2022), one commit at a time, with a stream rule.
 
-For each new commit ``p`` of a series:
+For each commit ``p`` of a series:
 
 1. **Pre** is the run of commits since the last change point *this loop*
    found (all earlier commits when it found none). As in
    :mod:`triage.features.windows`, Pre of ``p`` is ``[p- + 1, p - 1]`` with ``p-``
    the last change point: the change-point commit itself belongs to no later
    Pre, and the commit right after a change point has an empty Pre.
-2. **After** is the new commit alone (window ``w = 0``: nothing after ``p`` is
-   known yet).
-3. The window-0 model (a :class:`~triage.training.classifier.TriageClassifier` saved
-   with ``window=0``) gives P(true alert) from the characteristics of
-   (Pre, After); ``P >= threshold`` is a positive decision.
-4. A positive decision makes ``p`` the new last change point and empties Pre;
-   a negative one appends ``p``'s value to Pre.
+2. **After** is ``p`` and the K commits after it, K the *confirmation delay*:
+   ``p`` is decided when commit ``p + K`` arrives, and the decision names
+   ``p`` (``Decision.decided_at`` names ``p + K``). K = 0 (After = the new
+   commit alone) is the paper's loop; a model trained with ``--window K``
+   carries its K in its manifest and the loop takes it from there unless
+   told otherwise. The K received, undecided commits of a series are part
+   of its state (``SeriesState.pending``), so they survive a restart.
+3. The window-K model (a :class:`~triage.training.classifier.TriageClassifier`
+   saved with ``window=K``) gives P(true alert) from the characteristics of
+   (Pre, After), the level-shift measures ``pair_*`` included when the model
+   uses them; ``P >= threshold`` is an alarm.
+4. An alarm makes ``p`` the new last change point and empties Pre; a
+   negative decision appends ``p``'s value to Pre.
 
-One rule is added to the paper's loop: no change point is declared while Pre
-holds fewer than ``min_pre`` commits (default 5). Without it the loop has a
-degenerate fixed point: a model trained on triaged candidates, which almost
-never have an empty Pre, may call the first commit of a series a change point
-on an empty Pre, which empties Pre again, and so on for every commit (observed:
-a forest trained on the ``small`` preset's candidates called all 200 commits of
-a step series change points). The probability is still reported for those
-commits; only the decision is held back. ``min_pre=0`` gives the paper's loop
-unchanged.
+The stream rule around it (a stream holds about one change in several
+hundred commits, so a threshold chosen on training rows fires far too often):
+
+* **threshold**: the model's (``triage train`` chooses it on validation
+  rows), or the one given (``threshold=``; the real-data benchmark
+  ``benchmarks/bench_real_online.py`` chooses it for the bundled model on its
+  validation part);
+* **min_pre**: no alarm while Pre holds fewer than ``min_pre`` commits
+  (default 5). Without it the loop has a degenerate fixed point: a model
+  trained on triaged candidates, which almost never have an empty Pre, may
+  call the first commit of a series a change point on an empty Pre, which
+  empties Pre again, and so on for every commit (observed: a forest trained
+  on the ``small`` preset's candidates called all 200 commits of a step
+  series change points). The probability is still reported; only the
+  decision is held back. ``min_pre=0`` gives the paper's loop unchanged;
+* **refractory period and re-check**: an alarm at ``p`` is re-checked when
+  commit ``p + K + R`` arrives (``recheck_after`` = R); until then no other
+  alarm is raised in the series (one change, one alarm). The re-check
+  compares the median of the K + R + 1 commits from ``p`` on with Pre's
+  median, in units of Pre's robust scale (1.4826 MAD of its last 21
+  values); below ``withdraw_below`` the later commits contradict a change
+  (a spike, a burst of noise) and the alarm is **withdrawn**: a
+  :class:`~triage.online.records.Withdrawal` record is emitted with the
+  decision of that arrival, Pre becomes what it would have been without the
+  alarm, and :meth:`OnlineTriage.replay` leaves the alarm out.
+  ``withdraw_below=0`` keeps every alarm.
 
 The API follows river's online-learning style: the per-series state is
 explicit and serialisable (:class:`SeriesState`, ``to_dict`` / ``from_dict``),
@@ -731,3 +754,73 @@ class OnlineTriage:
 
 def _iso(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------------- replay over processes
+
+# The dataset and loop settings of the running replay_in_processes: set before
+# the worker processes fork, so they inherit them without pickling the histories.
+_SHARED: dict[str, object] = {}
+
+
+def _replay_part(bounds: tuple[int, int]) -> list[tuple[str, str, int, float]]:
+    loop = _SHARED.get("loop")
+    if loop is None:
+        loop = OnlineTriage.from_model_dir(_SHARED["model"], **_SHARED["loop_kwargs"])  # type: ignore[arg-type]
+        _SHARED["loop"] = loop
+    dataset = _SHARED["dataset"]
+    ids = dataset.series_ids[bounds[0] : bounds[1]]  # type: ignore[attr-defined]
+    found = loop.replay(dataset.subset(ids), keep_states=False, **_SHARED["replay_kwargs"])  # type: ignore[attr-defined]
+    return [(d.series, d.commit, d.index, d.probability) for d in found]
+
+
+def replay_in_processes(
+    model: str | Path,
+    dataset,
+    *,
+    jobs: int = 2,
+    parts: Sequence[tuple[int, int]] | None = None,
+    loop_kwargs: dict[str, object] | None = None,
+    replay_kwargs: dict[str, object] | None = None,
+    on_part=None,
+) -> list[tuple[str, str, int, float]]:
+    """:meth:`OnlineTriage.replay` with the series partitioned over ``jobs`` processes.
+
+    Series are independent, so each worker process (forked, it shares the
+    loaded histories copy-on-write) loads the model once and replays whole
+    parts of the dataset: ``parts`` are half-open ranges of series positions
+    (default: about 8 per job). Returns ``(series, commit, index,
+    probability)`` of the change points found, in series order then commit
+    order; ``on_part(n_series)`` is called as each part completes (a progress
+    bar). ``jobs=1`` runs in this process.
+    """
+    import multiprocessing
+
+    n = len(dataset)
+    if parts is None:
+        step = max(1, -(-n // (8 * max(jobs, 1))))
+        parts = [(a, min(a + step, n)) for a in range(0, n, step)]
+    _SHARED.clear()
+    _SHARED.update(
+        model=Path(model),
+        dataset=dataset,
+        loop_kwargs={"explain": "none", **(loop_kwargs or {})},
+        replay_kwargs=dict(replay_kwargs or {}),
+    )
+    out: list[tuple[str, str, int, float]] = []
+    try:
+        if jobs <= 1:
+            for b in parts:
+                out.extend(_replay_part(b))
+                if on_part is not None:
+                    on_part(b[1] - b[0])
+            return out
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(jobs) as pool:
+            for b, found in zip(parts, pool.imap(_replay_part, parts), strict=True):
+                out.extend(found)
+                if on_part is not None:
+                    on_part(b[1] - b[0])
+        return out
+    finally:
+        _SHARED.clear()
