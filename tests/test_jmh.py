@@ -114,3 +114,26 @@ def test_bad_jmh_files_are_located_errors(tmp_path, content, row, problem):
     with pytest.raises(InputError, match=problem) as info:
         read_jmh(path)
     assert info.value.row == row and "bad.json" in str(info.value)
+
+
+def test_cli_steady_writes_the_long_layout_and_a_table(tmp_path):
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+
+    rng = np.random.default_rng(2)
+    files = []
+    for c in ("aaa", "bbb"):
+        path = tmp_path / f"{c}.json"
+        path.write_text(json.dumps([_entry("org.acme.B.run", [_fork(rng, warm=50)])]))
+        files.append(str(path))
+    out = tmp_path / "long.csv"
+    res = CliRunner().invoke(app, ["steady", *files, "--out", str(out), "--trim-warmup", "cpssd"])
+    assert res.exit_code == 0, res.output
+    long = pd.read_csv(out)
+    assert list(long["commit"].unique()) == ["aaa", "bbb"]
+    assert 2 * 245 <= len(long) <= 2 * 255 and "Steady-state starts" in res.output
+    assert set(long["series_id"]) == {"org.acme.B.run"}
+    bad = CliRunner().invoke(app, ["steady", *files, "--out", str(out), "--trim-warmup", "magic"])
+    assert bad.exit_code == 2

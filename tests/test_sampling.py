@@ -93,3 +93,81 @@ def test_culprit_input_errors():
     with pytest.raises(ValueError, match="strategy"):
         find_culprit(0, 5, lambda i: 0.0, 0.0, 1.0, 1.0, strategy="guess")
     assert find_culprit(3, 4, lambda i: 0.0, 0.0, 1.0, 1.0).culprit == 4
+
+
+# ----------------------------------------------------------------- the CLI
+
+
+def _partial_files(tmp_path, gap_culprit=37):
+    """A 120-commit history with a step at ``gap_culprit``; every 20th commit measured."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    n = 120
+    y = 50 + rng.standard_normal(n) * 0.2 + np.where(np.arange(n) >= gap_culprit, 3.0, 0.0)
+    commits = [f"c{i:03d}" for i in range(n)]
+    measured = np.arange(n) % 20 == 0
+    measured[-1] = True
+    measured[[16, 17, 18, 19, 40, 41, 42, 43, 44]] = True  # the levels on each side of the alert
+    part = pd.DataFrame({"commit": commits, "value": np.where(measured, y, np.nan)})
+    (tmp_path / "partial.csv").write_text(part.to_csv(index=False))
+    (tmp_path / "oracle.csv").write_text(pd.DataFrame({"commit": commits, "value": y}).to_csv(index=False))
+    return tmp_path / "partial.csv", tmp_path / "oracle.csv"
+
+
+def test_cli_sample_writes_the_band_and_ranks_unmeasured_commits(tmp_path):
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+
+    partial, _ = _partial_files(tmp_path)
+    out = tmp_path / "plan.csv"
+    res = CliRunner().invoke(app, ["sample", "--data", str(partial), "--budget", "3", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    plan = pd.read_csv(out)
+    assert len(plan) == 120 and list(plan.columns) == ["commit", "position", "measured", "estimate", "lower", "upper", "next"]
+    nxt = plan.dropna(subset=["next"])
+    assert sorted(nxt["next"]) == [1, 2, 3] and nxt["measured"].isna().all()
+    assert (plan["lower"] <= plan["estimate"]).all() and (plan["estimate"] <= plan["upper"]).all()
+
+
+@pytest.mark.parametrize("strategy", ["bisect", "bayes"])
+def test_cli_culprit_with_an_oracle_file_finds_the_step(tmp_path, strategy):
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+
+    partial, oracle = _partial_files(tmp_path)
+    out = tmp_path / "steps.csv"
+    args = ["culprit", "--data", str(partial), "--before", "c020", "--after", "c040",
+            "--oracle", str(oracle), "--strategy", strategy, "--out", str(out)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "culprit: c037" in res.output
+    assert len(pd.read_csv(out)) <= 6  # log2(19) + 1
+
+
+def test_cli_culprit_interactive_reads_values_from_the_prompt(tmp_path):
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+
+    partial, _ = _partial_files(tmp_path)
+    values = "\n".join(["50", "53", "50", "53", "50", "53", "50"]) + "\n"
+    res = CliRunner().invoke(app, ["culprit", "--data", str(partial), "--before", "c020", "--after", "c040",
+                                   "--strategy", "bisect"], input=values)
+    assert res.exit_code == 0, res.output
+    assert "value of commit c030" in res.output and "culprit:" in res.output
+
+
+def test_cli_bad_partial_history_is_a_located_error(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("commit,value\nc1,1.0\nc2,abc\n")
+    res = subprocess.run([sys.executable, "-c", "from triage.cli.app import main; main()",
+                          "sample", "--data", str(bad), "--budget", "1"], capture_output=True, text=True)
+    assert res.returncode == 2 and "bad.csv, row 3" in res.stderr and "'abc'" in res.stderr

@@ -61,6 +61,7 @@ COMMAND_MODULES: list[str] = [
     "triage.cli.training",
     "triage.cli.online",
     "triage.cli.alerts",
+    "triage.cli.pipeline",
 ]
 
 for _name in COMMAND_MODULES:

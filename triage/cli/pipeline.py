@@ -1,0 +1,164 @@
+"""The two ends of the pipeline around triage: warm-up trimming going in, targeted measurements going out.
+
+``triage steady``   JMH JSON results -> the long layout of steady iterations (KB-KSSD / CP-SSD per fork)
+``triage sample``   the next commits to measure, with the estimated history and its band (GP)
+``triage culprit``  the commits to measure to localise a change between two measured commits
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from triage.core.atomic import write_csv_atomic
+from triage.core.errors import InputError
+
+console = Console()
+
+PARTIAL_HELP = "CSV with commit,value (optional series_id), one row per commit in history order; empty value = not measured."
+
+
+def steady(
+    files: list[Path] = typer.Argument(..., help="JMH JSON result files, one per commit, in history order."),
+    out: Path = typer.Option(..., "--out", help="Long-layout CSV of the steady iterations to write."),
+    method: str = typer.Option("kbkssd", "--trim-warmup", help="kbkssd, cpssd or none."),
+    commits: str = typer.Option(None, "--commits", help="Comma-separated commit ids (default: the file names' stems)."),
+) -> None:
+    """Cut each JMH fork to its steady state and write the long layout (aggregate it with `triage candidates`)."""
+    from triage.readers.jmh import steady_long
+    from triage.steady_state import CHOICES
+
+    if method not in CHOICES:
+        raise typer.BadParameter(f"--trim-warmup must be one of {', '.join(CHOICES)}, got {method!r}")
+    ids = [c.strip() for c in commits.split(",")] if commits else None
+    try:
+        long, starts = steady_long(files, ids, trim_warmup=method)
+    except ValueError as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise typer.BadParameter(str(exc)) from None
+    write_csv_atomic(long, out)
+    table = Table(title=f"Steady-state starts ({method})")
+    for col in ("series", "commits", "forks", "never steady", "median start", "iterations kept"):
+        table.add_column(col, justify="left" if col == "series" else "right")
+    for series, grp in starts.groupby("series_id", sort=False):
+        s = grp["steady_start"]
+        kept = int((grp["iterations"] - s.fillna(0)).sum())
+        table.add_row(
+            str(series), str(grp["commit"].nunique()), str(len(grp)), str(int(s.isna().sum())),
+            "-" if s.isna().all() else f"{s.dropna().median():.0f}", f"{kept} / {int(grp['iterations'].sum())}",
+        )
+    console.print(table)
+    console.print(f"{len(long)} steady iterations -> {out}")
+
+
+def sample(
+    data: Path = typer.Option(..., "--data", help=PARTIAL_HELP),
+    budget: int = typer.Option(..., "--budget", min=1, help="How many commits to measure next."),
+    series: str = typer.Option(None, "--series", help="Series id when the file holds several."),
+    kernel: str = typer.Option("brownian", "--kernel", help="brownian, rbf, matern or rq."),
+    out: Path = typer.Option(None, "--out", help="CSV to write: every commit with estimate, 95% band and the next-measurement rank."),
+) -> None:
+    """The next commits to measure (largest remaining uncertainty), with the estimated history and its band."""
+    from triage.sampling import KERNELS
+    from triage.sampling.partial import read_partial, sample_plan
+
+    if kernel not in KERNELS:
+        raise typer.BadParameter(f"--kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    history = read_partial(data, series)
+    try:
+        plan = sample_plan(history, budget, kernel)
+    except ValueError as exc:
+        raise InputError(data, None, str(exc)) from None
+    if out is not None:
+        write_csv_atomic(plan, out)
+    chosen = plan[plan["next"].notna()].sort_values("next")
+    table = Table(title=f"{history.series_id}: {len(history.measured)} of {len(plan)} commits measured; measure next")
+    for col in ("rank", "commit", "position", "estimate", "95% band"):
+        table.add_column(col, justify="left" if col == "commit" else "right")
+    for _, r in chosen.iterrows():
+        table.add_row(str(r["next"]), str(r["commit"]), str(r["position"]), f"{r['estimate']:.4g}",
+                      f"{r['lower']:.4g} .. {r['upper']:.4g}")
+    console.print(table)
+    if out is not None:
+        console.print(f"estimated history of {len(plan)} commits -> {out}")
+
+
+def culprit(
+    data: Path = typer.Option(..., "--data", help=PARTIAL_HELP),
+    before: str = typer.Option(..., "--before", help="Last measured commit at the old level."),
+    after: str = typer.Option(..., "--after", help="First measured commit at the new level."),
+    oracle: Path = typer.Option(None, "--oracle", help="CSV commit,value answering each measurement (default: ask interactively)."),
+    strategy: str = typer.Option("bayes", "--strategy", help="bayes (posterior over the culprit) or bisect."),
+    series: str = typer.Option(None, "--series", help="Series id when the file holds several."),
+    levels: int = typer.Option(5, "--levels", min=1, help="Measured commits on each side that set the old and new level."),
+    max_measurements: int = typer.Option(None, "--max-measurements", min=1, help="Stop after this many (default: until localised)."),
+    out: Path = typer.Option(None, "--out", help="CSV of the measurements made, in order."),
+) -> None:
+    """The sequence of commits to measure that localises a change between two measured commits."""
+    import pandas as pd
+
+    from triage.sampling import STRATEGIES, find_culprit
+    from triage.sampling.partial import read_partial
+
+    if strategy not in STRATEGIES:
+        raise typer.BadParameter(f"--strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    history = read_partial(data, series)
+    a, b = history.position(before, data), history.position(after, data)
+    if b <= a:
+        raise InputError(data, None, f"--after {after!r} must come after --before {before!r} in the history")
+    measured = set(history.measured.tolist())
+    for name, p in (("--before", a), ("--after", b)):
+        if p not in measured:
+            raise InputError(data, None, f"{name} commit {history.commits[p]!r} has no measured value")
+    left = [p for p in sorted(measured) if p <= a][-levels:]
+    right = [p for p in sorted(measured) if p >= b][:levels]
+    old, new = float(np.median(history.values[left])), float(np.median(history.values[right]))
+    resid = np.r_[history.values[left] - old, history.values[right] - new]
+    # Noise scale from both sides' spread around their level (MAD), never zero.
+    sigma = float(np.median(np.abs(resid)) * 1.4826) or abs(new - old) / 10
+    answers = None
+    if oracle is not None:
+        given = read_partial(oracle, series if series else None)
+        answers = dict(zip(given.commits, given.values, strict=True))
+
+    def measure(pos: int) -> float:
+        commit = str(history.commits[pos])
+        if answers is None:
+            return float(typer.prompt(f"value of commit {commit} (position {pos})", type=float))
+        if commit not in answers or not np.isfinite(answers[commit]):
+            raise InputError(oracle, None, f"no measurement of commit {commit!r} (asked by the search)")
+        return float(answers[commit])
+
+    try:
+        search = find_culprit(a, b, measure, old, new, sigma, strategy=strategy, max_measurements=max_measurements)
+    except ValueError as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(data, None, str(exc)) from None
+    table = Table(title=f"{history.series_id}: change between {before} (level {old:.4g}) and {after} (level {new:.4g})")
+    for col in ("#", "commit", "position", "value", "nearer"):
+        table.add_column(col, justify="left" if col == "commit" else "right")
+    rows = []
+    for i, (pos, v) in enumerate(search.measured, start=1):
+        side = "new" if abs(v - new) < abs(v - old) else "old"
+        rows.append({"step": i, "commit": history.commits[pos], "position": pos, "value": v, "nearer": side})
+        table.add_row(str(i), str(history.commits[pos]), str(pos), f"{v:.4g}", side)
+    console.print(table)
+    assert search.culprit is not None
+    console.print(
+        f"culprit: {history.commits[search.culprit]} (position {search.culprit}), "
+        f"confidence {search.confidence:.2f}, {len(search.measured)} measurements for {b - a - 1} unmeasured commits"
+    )
+    if out is not None:
+        write_csv_atomic(pd.DataFrame(rows, columns=["step", "commit", "position", "value", "nearer"]), out)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("steady")(steady)
+    app.command("sample")(sample)
+    app.command("culprit")(culprit)

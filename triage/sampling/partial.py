@@ -1,0 +1,110 @@
+"""A partly measured history: every commit in order, a value only where it was measured.
+
+File layout (CSV): ``commit,value`` with an optional ``series_id`` column;
+one row per commit in history order, the ``value`` cell empty where the
+commit was not measured. Several rows of one commit (re-runs, wherever they
+appear) are one commit: their values are averaged and the commit keeps its
+first place. Errors name the file, the line (header = line 1) and the problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from triage.core.errors import InputError
+from triage.sampling.gp import HistoryGP
+
+
+@dataclass
+class PartialHistory:
+    """``values[i]`` is NaN where commit ``commits[i]`` was not measured."""
+
+    series_id: str
+    commits: np.ndarray
+    values: np.ndarray
+
+    @property
+    def measured(self) -> np.ndarray:
+        return np.flatnonzero(np.isfinite(self.values))
+
+    def position(self, commit: str, source: str | Path) -> int:
+        hits = np.flatnonzero(self.commits == str(commit))
+        if len(hits) == 0:
+            raise InputError(source, None, f"commit {commit!r} is not in series {self.series_id!r}")
+        return int(hits[0])
+
+
+def read_partial(path: str | Path, series: str | None = None) -> PartialHistory:
+    """Read one series of a partly measured history (see module docstring)."""
+    path = Path(path)
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, f"not a readable CSV file: {exc}") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    missing = [c for c in ("commit", "value") if c not in frame.columns]
+    if missing:
+        raise InputError(path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(frame.columns)})")
+    lines = np.arange(2, len(frame) + 2)
+    if "series_id" in frame.columns:
+        ids = frame["series_id"].str.strip()
+        names = list(dict.fromkeys(ids))
+        if series is None:
+            if len(names) > 1:
+                raise InputError(path, None, f"{len(names)} series in the file: choose one with --series ({', '.join(names[:5])}, ...)")
+            series = names[0] if names else path.stem
+        keep = (ids == series).to_numpy()
+        if not keep.any():
+            raise InputError(path, None, f"no series {series!r} in the file")
+        frame, lines = frame[keep], lines[keep]
+    elif series is None:
+        series = path.stem
+    if frame.empty:
+        raise InputError(path, None, "no rows")
+    commits = frame["commit"].str.strip().to_numpy(dtype=object)
+    empty_commit = commits == ""
+    if empty_commit.any():
+        raise InputError(path, int(lines[np.argmax(empty_commit)]), "commit is missing")
+    text = frame["value"].str.strip()
+    values = pd.to_numeric(text.where(text != ""), errors="coerce").to_numpy(dtype=float)
+    bad = (text != "").to_numpy() & ~np.isfinite(values)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(path, int(lines[i]), f"value {text.iloc[i]!r} is not a finite number (leave the cell empty for an unmeasured commit)")
+    per = pd.DataFrame({"commit": commits, "value": values}).groupby("commit", sort=False)["value"].mean()
+    return PartialHistory(str(series), per.index.to_numpy(dtype=object).astype(str), per.to_numpy(dtype=float))
+
+
+def sample_plan(history: PartialHistory, budget: int, kernel: str = "brownian") -> pd.DataFrame:
+    """The estimated history with its band and the next ``budget`` commits to measure.
+
+    Columns: ``commit, position, measured, estimate, lower, upper, next``
+    (``lower``/``upper``: mean -/+ 1.96 posterior sd; ``next``: 1 for the first
+    commit to measure, 2 for the second, ...; empty otherwise).
+    """
+    n = len(history.commits)
+    pos = history.measured
+    if len(pos) == 0:
+        raise ValueError("no commit of the history is measured: measure at least one")
+    gp = HistoryGP(kernel).fit(n, pos, history.values[pos])
+    mean, std = gp.predict()
+    picks = gp.next_positions(budget)
+    rank = np.full(n, np.nan)
+    rank[picks] = np.arange(1, len(picks) + 1)
+    return pd.DataFrame(
+        {
+            "commit": history.commits,
+            "position": np.arange(n),
+            "measured": history.values,
+            "estimate": mean,
+            "lower": mean - 1.96 * std,
+            "upper": mean + 1.96 * std,
+            "next": pd.array(rank, dtype="Int64"),
+        }
+    )
