@@ -49,6 +49,7 @@ from pathlib import Path
 
 from triage.core.errors import InputError
 from triage.online.records import AlreadyDecided, Decision, decision_from_dict
+from triage.online.store_checks import check_state_file
 
 FORMAT = "changepoint-triage-online-state"
 FORMAT_VERSION = 2
@@ -128,6 +129,7 @@ class StateStore:
     def __init__(self, path: str | Path, *, durable: bool = False):
         self.path = str(path)
         self.old_format = False
+        check_state_file(self.path)  # a damaged store is refused, never silently restarted
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=0.0)
             # Exclusive locking before the first WAL access keeps the WAL index

@@ -1,0 +1,165 @@
+"""Checks of an existing SQLite store before it is used: damaged stores are refused, never restarted.
+
+SQLite opens almost anything without complaint: a 0-byte file is an empty
+database, a store whose ``decisions`` table was dropped gets a fresh empty
+one from ``CREATE TABLE IF NOT EXISTS``. Either way every earlier commit would
+be decided again as new, silently. And a malformed page or an empty state
+object only surfaced later, as a ``DatabaseError`` or ``KeyError: 'pre'``
+traceback in the middle of a stream (issue 14). So before a store is used,
+:func:`check_state_file` checks, on its own short-lived connection:
+
+1. the file is not empty (0 bytes);
+2. ``PRAGMA integrity_check`` says ``ok``;
+3. schema: once the store has its ``meta`` format row, every table exists
+   with its columns;
+4. consistency: every series that has decisions has a state, every state is
+   a JSON object with the keys the loop reads (``n``, ``pre``), and the meta
+   rows name a format.
+
+Anything off raises :class:`DamagedStoreError` naming the file, the problem
+and the recovery: ``triage watch --state FILE --reset-state`` moves the
+damaged file aside (``FILE.damaged-<UTC time>``, see :func:`backup_state_file`)
+and starts a new one; the producer re-sends the commits to decide again.
+
+:func:`check_sqlite_store` is the same check for any store given its tables,
+so the labels store can use it too.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+from triage.core.errors import InputError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+#: The online state store's tables and the columns the loop reads.
+STATE_TABLES: dict[str, frozenset[str]] = {
+    "meta": frozenset({"key", "value"}),
+    "series": frozenset({"series_id", "state"}),
+    "decisions": frozenset({"series_id", "commit_id", "decided_commit", "idx", "probability", "decision",
+                            "top_features", "withdrawal"}),
+}
+#: Keys every stored series state holds (SeriesState.to_dict); without them the loop cannot resume.
+STATE_KEYS = ("n", "pre")
+
+RECOVERY = (
+    "recover with `triage watch --state {path} --reset-state` (the damaged file is kept as "
+    "{path}.damaged-<time>; re-send the commits to decide them again), or restore a backup"
+)
+
+
+class DamagedStoreError(InputError):
+    """A store file that must not be used as it is; the message says how to recover."""
+
+    def __init__(self, path: str | Path, problem: str, recovery: str = RECOVERY):
+        super().__init__(path, None, f"{problem}; {recovery.format(path=path)}")
+
+
+def check_state_file(path: str | Path) -> None:
+    """Refuse a damaged online state store (see the module docstring); an absent file passes."""
+    consistency = {
+        "a series with decisions has no state (the series table lost rows)":
+            "SELECT COUNT(*) FROM (SELECT DISTINCT series_id FROM decisions "
+            "WHERE series_id NOT IN (SELECT series_id FROM series))",
+        "a series state is not a JSON object":
+            "SELECT COUNT(*) FROM series WHERE json_valid(state) = 0 OR json_type(state) != 'object'",
+        **{
+            f"a series state lacks '{key}'":
+                f"SELECT COUNT(*) FROM series WHERE json_valid(state) = 1 AND json_type(state) = 'object' "
+                f"AND json_type(state, '$.{key}') IS NULL"
+            for key in STATE_KEYS
+        },
+        "the meta table names no format": "SELECT COUNT(*) = 0 FROM meta WHERE key = 'format'",
+    }
+    check_sqlite_store(path, STATE_TABLES, consistency)
+
+
+def check_sqlite_store(path: str | Path, tables: Mapping[str, frozenset[str]],
+                       consistency: Mapping[str, str] | None = None, *, recovery: str = RECOVERY) -> None:
+    """Refuse a damaged SQLite store: empty, not SQLite, corrupt, tables missing, inconsistent.
+
+    A file that has none of ``tables`` yet is a new store and passes (the
+    owner creates the schema); once any of them exists, all must. Each
+    ``consistency`` query returns one count: non-zero means its problem.
+    An absent file, ``:memory:``, a file that is no SQLite database at all and
+    a store locked by another process pass: their owner reports those.
+    """
+    if str(path) == ":memory:" or not os.path.exists(path):
+        return
+    if not os.path.isfile(path):
+        raise DamagedStoreError(path, "is not a regular file", recovery)
+    size = os.path.getsize(path)
+    if size == 0:
+        raise DamagedStoreError(path, "is empty (0 bytes): truncated, or not a store written by triage", recovery)
+    with open(path, "rb") as fh:
+        if fh.read(16) != SQLITE_MAGIC:
+            return  # not a store at all, rather than a damaged one: its owner says "not a state file"
+    try:
+        db = sqlite3.connect(path, timeout=0.0, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise DamagedStoreError(path, f"cannot be opened ({exc})", recovery) from None
+    try:
+        # Exclusive mode before the first read: no -shm file beside a WAL store.
+        db.execute("PRAGMA locking_mode=EXCLUSIVE")
+        result = [row[0] for row in db.execute("PRAGMA integrity_check(5)")]
+        if result != ["ok"]:
+            raise DamagedStoreError(path, f"fails SQLite's integrity check: {'; '.join(map(str, result))}", recovery)
+        present = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not present & set(tables):
+            return  # a new store: its owner creates the schema
+        for table, columns in tables.items():
+            if table not in present:
+                raise DamagedStoreError(path, f"has no {table} table (dropped?)", recovery)
+            have = {row[1] for row in db.execute(f'PRAGMA table_info("{table}")')}
+            if missing := sorted(columns - have):
+                raise DamagedStoreError(path, f"table {table} lacks column(s) {', '.join(missing)}", recovery)
+        for problem, query in (consistency or {}).items():
+            if db.execute(query).fetchone()[0]:
+                raise DamagedStoreError(path, problem, recovery)
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return  # in use: the store's owner says so when it opens it
+        raise DamagedStoreError(path, f"cannot be read ({exc})", recovery) from None
+    except sqlite3.DatabaseError as exc:  # "database disk image is malformed" and friends
+        raise DamagedStoreError(path, f"is damaged (SQLite says: {exc})", recovery) from None
+    finally:
+        db.close()
+
+
+def backup_state_file(path: str | Path) -> Path | None:
+    """Move a store file (and its ``-wal`` / ``-journal``) aside as ``<path>.damaged-<UTC time>``.
+
+    Returns the backup's path, or None when there was no file. This is what
+    ``--reset-state`` does before starting over: the old file is kept, never
+    deleted, in case it still holds something worth reading.
+    """
+    path = Path(path)
+    if str(path) == ":memory:" or not path.exists():
+        return None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    backup = path.with_name(f"{path.name}.damaged-{stamp}")
+    os.rename(path, backup)
+    for suffix in ("-wal", "-journal", "-shm"):
+        side = Path(f"{path}{suffix}")
+        if side.exists():
+            os.rename(side, Path(f"{backup}{suffix}"))
+    return backup
+
+
+def set_aside_if_damaged(path: str | Path | None) -> Path | None:
+    """For ``--reset-state``: a damaged store is moved aside (kept) so a new one can start; returns the backup.
+
+    A healthy store stays where it is (its owner resets it in place).
+    """
+    if path is None:
+        return None
+    try:
+        check_state_file(path)
+    except DamagedStoreError:
+        return backup_state_file(path)
+    return None
