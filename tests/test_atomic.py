@@ -37,3 +37,67 @@ def test_new_file_gets_the_umask_mode_not_a_private_one(tmp_path):
 def test_fsync_path_writes_the_text(tmp_path):
     path = write_text_atomic("ü\n", tmp_path / "f.json", fsync=True)
     assert path.read_text(encoding="utf-8") == "ü\n"
+
+
+# --------------------------------------------------------------------------- what the destination is
+
+
+def test_a_symlink_is_written_through_and_stays_a_link(tmp_path):
+    target = tmp_path / "real" / "out.csv"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    write_csv_atomic(pd.DataFrame({"a": [1]}), link)
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert target.read_text() == "a\n1\n"
+    dangling = tmp_path / "dangling.csv"
+    dangling.symlink_to(tmp_path / "real" / "new.csv")
+    write_text_atomic("x\n", dangling)
+    assert dangling.is_symlink() and (tmp_path / "real" / "new.csv").read_text() == "x\n"
+
+
+def test_a_device_is_written_into_never_replaced(tmp_path):
+    devnull = "/dev/null"
+    if not os.path.exists(devnull):
+        pytest.skip("no /dev/null here")
+    before = os.stat(devnull)
+    write_text_atomic("discarded\n", devnull)
+    after = os.stat(devnull)
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+
+
+def test_a_fifo_receives_the_content(tmp_path):
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(open(fifo, "rb").read()))
+    reader.start()
+    write_text_atomic("through the pipe\n", fifo)
+    reader.join(timeout=10)
+    assert received == [b"through the pipe\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_dash_is_stdout(capfdbinary):
+    write_csv_atomic(pd.DataFrame({"a": [1, 2]}), "-")
+    assert capfdbinary.readouterr().out == b"a\n1\n2\n"
+
+
+def test_a_directory_or_a_file_parent_is_a_clear_error(tmp_path):
+    from triage.core.errors import InputError
+
+    with pytest.raises(InputError, match="is a directory; expected a file path"):
+        write_text_atomic("x", tmp_path)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InputError, match="a parent of this path is a file"):
+        write_text_atomic("x", tmp_path / "file" / "out.csv")
+    assert (tmp_path / "file").read_text() == ""
+
+
+def test_json_lines_format(tmp_path):
+    from triage.core.atomic import write_frame
+
+    path = write_frame(pd.DataFrame({"series_id": ["s"], "p": [0.5]}), tmp_path / "x.jsonl", "json")
+    assert path.read_text() == '{"series_id":"s","p":0.5}\n'
