@@ -66,3 +66,87 @@ def test_demo_runs_every_job_end_to_end(tmp_path):
         assert len((demo / name).read_text().splitlines()) > 1, name
     for step in ("batch labelling", "perfherder + triage", "online loop (window 0)", "report:"):
         assert step in proc.stdout, step
+
+
+# --------------------------------------------------------------------------- version, errors, formats, pipes
+
+
+def test_version_and_completion_are_offered():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("triage (changepoint-triage) ")
+    assert "--install-completion" in runner.invoke(app, ["--help"]).output
+
+
+def test_file_names_with_brackets_are_printed_literally(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from triage.cli.tables import error_line
+    from triage.core.errors import InputError
+
+    sink = io.StringIO()
+    Console(file=sink, width=200).print(error_line(InputError("runs[bold].csv", 3, "bad [red]value")))
+    assert sink.getvalue() == "error: runs[bold].csv, row 3: bad [red]value\n"
+    # Through the real entry point: `[/]` used to end in a markup traceback.
+    proc = triage("summary", "--data", str(tmp_path / "x[/]y.csv"))
+    assert proc.returncode == 2
+    assert f"error: {tmp_path / 'x[/]y.csv'}: no such file" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_summary_as_json_from_compressed_stdin(tmp_path):
+    import gzip
+    import json
+
+    raw = gzip.compress(b"series_id,commit,value,label\ns,a,1,\ns,b,2,3\ns,a,5,\nt,a,1,\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", "from triage.cli.app import main; main()", "summary", "--data", "-", "--format", "json"],
+        input=raw, capture_output=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    # a,b,a: the re-run of a joins a; Perfherder status 3 (invalid) is a false positive
+    assert summary["series"] == 2 and summary["commits"] == 3 and summary["false_positive"] == 1
+
+
+def test_convert_perfherder_data_and_alerts_to_training_labels(tmp_path):
+    import json
+
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps({"sig": [{"revision": f"r{i}", "push_timestamp": 1_700_000_000 + i, "value": v}
+                                        for i, v in enumerate([5.0, 5.1, 7.0, 7.1])]}))
+    alerts = tmp_path / "alerts.json"
+    alerts.write_text(json.dumps({"results": [{"revision": "r2", "alerts": [
+        {"status": 4, "series_signature": {"signature_hash": "sig", "lower_is_better": True}}]}]}))
+    out = tmp_path / "labelled.csv"
+    result = runner.invoke(app, ["convert", "--data", str(data), "--alerts", str(alerts), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = out.read_text().splitlines()
+    assert lines[0] == "series_id,commit,timestamp,value,label"
+    assert lines[3].startswith("sig,r2,") and lines[3].endswith(",true_positive")
+
+
+def test_plain_progress_prints_each_tenth_once(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from triage.cli import progress as P
+
+    monkeypatch.setattr(P, "QUIET_SECONDS", 0.0)
+    sink = io.StringIO()
+    with P.JobProgress("detect", 95, "series", console=Console(file=sink, force_terminal=False)) as job:
+        for _ in range(95):
+            job.advance(1)
+    lines = sink.getvalue().splitlines()
+    assert [line.split(":")[1].split("%")[0].strip() for line in lines] == [str(10 * k) for k in range(1, 11)]
+    assert lines[-1].startswith("detect: 100% (95/95 series")
+
+
+def test_chunks_cover_every_item_once():
+    from triage.cli.progress import chunks
+
+    for n in (0, 1, 19, 20, 1000):
+        parts = chunks(n, 20, minimum=3, maximum=40)
+        assert [i for s in parts for i in range(n)[s]] == list(range(n))
