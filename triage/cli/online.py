@@ -256,6 +256,7 @@ def watch(
 
     check_number("--poll", poll, low=0, high=3600)
     check_int("--cache-series", cache_series, low=1)
+    from triage.core.values import out_of_range
     from triage.online.loop import OnlineTriage, RejectedCommit
     from triage.online.state_store import StateStore
     from triage.online.store_checks import set_aside_if_damaged
@@ -285,7 +286,9 @@ def watch(
             else _json_batches(sys.stdin, source)
         )
         out = sys.stdout
+        quarantined: set[str] = set()  # series whose values the loop cannot compute with (issue 14)
         for batch in batches:
+            batch = [(n, r) for n, r in batch if not quarantined or _series_of(r) not in quarantined]
             try:
                 decisions = loop.process_many([record for _, record in batch])
             except RejectedCommit:
@@ -293,9 +296,17 @@ def watch(
                 # before the bad one is decided and the error names its line.
                 decisions = []
                 for number, record in batch:
+                    if quarantined and _series_of(record) in quarantined:
+                        continue
                     try:
                         decisions.append(loop.process_many([record])[0])
                     except RejectedCommit as exc:
+                        if out_of_range(_value_of(record)):  # one series' unit, not a garbled stream
+                            quarantined.add(exc.series)
+                            err_console.print(f"quarantined series {exc.series!r} ({source}, line {number}): "
+                                              f"{exc.problem}; its later commits are skipped",
+                                              markup=False, highlight=False, soft_wrap=True)
+                            continue
                         _write(out, decisions)
                         raise _bad(source, number, str(exc)) from None
             _write(out, decisions)
@@ -306,6 +317,14 @@ def watch(
     finally:
         if store is not None:
             store.close()
+
+
+def _series_of(record) -> object:
+    return record.get("series_id", record.get("series")) if isinstance(record, dict) else record[0]
+
+
+def _value_of(record) -> object:
+    return record.get("value") if isinstance(record, dict) else record[2]
 
 
 def _write(out, decisions) -> None:

@@ -39,16 +39,30 @@ def value_problem(value: float) -> str | None:
     except (TypeError, ValueError, OverflowError):
         # OverflowError: an integer too large for a float (10**400).
         return f"value {_shown(value)} is not a number that fits a float"
-    if math.isnan(x):
-        return "value is not a number (NaN)"
-    if math.isinf(x):
-        return f"value {_shown(value)} is not finite"
+    if not math.isfinite(x):
+        return f"value {x!r} is not a finite number"
     if x != 0.0 and not (MIN_ABS <= abs(x) <= MAX_ABS):
         return (
             f"value {x:.6g} is outside the usable range (0 or 1e-100 <= |x| <= 1e100): "
             "squares of it would overflow or underflow in the features and detectors; rescale the series (change its unit)"
         )
     return None
+
+
+def out_of_range(value: object) -> bool:
+    """True for a finite number the project cannot compute with (|x| near 1e308 or 1e-308, 10**400).
+
+    Unlike NaN or text, such a value is a property of the series (its unit),
+    not a garbled line: the online loop quarantines the series instead of
+    stopping the stream.
+    """
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return True
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(x) and value_problem(x) is not None
 
 
 def check_values(

@@ -99,6 +99,7 @@ from pathlib import Path
 import numpy as np
 
 from triage.core import timestamps
+from triage.core.values import value_problem
 from triage.features import catalogue, level_shift
 from triage.features.incremental import PreState
 from triage.online.records import (
@@ -173,10 +174,9 @@ def _check(series_id: object, commit: object, value: object) -> tuple[str, str, 
     commit = str(commit)
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise RejectedCommit(series_id, commit, f"value {value!r} is not a number")
-    v = float(value)
-    if not math.isfinite(v):
-        raise RejectedCommit(series_id, commit, f"value {v!r} is not a finite number")
-    return series_id, commit, v
+    if (problem := value_problem(value)) is not None:  # NaN, inf, 10**400, |x| near 1e308 or 1e-308
+        raise RejectedCommit(series_id, commit, problem)
+    return series_id, commit, float(value)
 
 
 # ---------------------------------------------------------------------- the loop
