@@ -97,3 +97,45 @@ def test_detectors_command_lists_defaults():
     result = runner.invoke(app, ["detectors"])
     assert result.exit_code == 0
     assert "perfherder" in result.output and "t_threshold=7.0" in result.output
+
+
+# --------------------------------------------------------------------------- pipes, JSON lines, models by name
+
+
+def test_candidates_as_json_lines_on_stdout_then_scored_from_stdin(tmp_path):
+    import json
+
+    data = write_long(_dataset(), tmp_path / "history.csv")
+    result = runner.invoke(app, ["candidates", "--data", str(data), "--detector", "perfherder", "--out", "-",
+                                 "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [(r["series_id"], r["index"]) for r in rows] == [("s0", 40), ("s1", 70)]
+    csv_result = runner.invoke(app, ["candidates", "--data", str(data), "--detector", "perfherder", "--out", "-"])
+    cands = csv_result.stdout[csv_result.stdout.index("series_id,"):]
+    cands = cands[: cands.index("\n2 candidates")] + "\n" if "\n2 candidates" in cands else cands
+    # The bundled adaptive model by name from the environment; candidates from stdin.
+    scored = runner.invoke(app, ["score", "--data", str(data), "--candidates", "-", "--out", str(tmp_path / "s.jsonl"),
+                                 "--format", "json"], input=cands, env={"TRIAGE_MODEL": "default-adaptive"})
+    assert scored.exit_code == 0, scored.output
+    lines = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert [(r["series_id"], r["index"]) for r in lines] == [("s0", 40), ("s1", 70)]
+    assert all(0.0 <= r["p_true"] <= 1.0 for r in lines)
+
+
+def test_an_unknown_model_name_lists_the_bundled_ones(tmp_path):
+    data = write_long(_dataset(), tmp_path / "history.csv")
+    result = runner.invoke(app, ["label", "--data", str(data), "--model", "nope"])
+    assert result.exit_code != 0
+    assert "no bundled model of this name (bundled: default-adaptive" in str(result.exception)
+
+
+def test_watch_writes_the_field_names_it_reads():
+    import json
+
+    lines = "".join(json.dumps({"series_id": "s", "commit": f"c{i}", "value": 100.0 + (i % 3)}) + "\n" for i in range(3))
+    lines += json.dumps({"series": "s", "commit": "c3", "value": 101.0}) + "\n"  # the older name is read too
+    result = runner.invoke(app, ["watch", "--model", "default"], input=lines)
+    assert result.exit_code == 0, result.output
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    assert out and all(r["series_id"] == "s" and "series" not in r for r in out)

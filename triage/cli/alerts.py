@@ -164,7 +164,7 @@ def score(
         if fmt == "json":
             scored = scored.copy()
             for col in scored.columns.difference(["series_id", "commit", "explanation", "classification"]):
-                if scored[col].dtype == object:
+                if scored[col].dtype == object or pd.api.types.is_string_dtype(scored[col]):
                     numbers = pd.to_numeric(scored[col], errors="coerce")
                     if numbers.notna().sum() == (scored[col].astype(str) != "").sum():
                         scored[col] = numbers
