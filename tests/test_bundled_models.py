@@ -26,3 +26,44 @@ def test_adaptive_model_reproduces_mongodbs_triage(shared_data):
     assert sorted(decisions["index"]) == [267, 410, 432, 448]
     assert (decisions["classification"] == decisions["label"]).all()
     assert decisions.loc[decisions["label"] == labels.TRUE_POSITIVE, "p_true"].min() > 0.6
+
+
+# --------------------------------------------------------------------------- found by name
+
+
+def _bundled_dirs():
+    from triage.model_lookup import bundled_models_dir
+
+    return sorted(p.name for p in bundled_models_dir().iterdir() if (p / "manifest.json").is_file())
+
+
+@pytest.mark.parametrize("name", _bundled_dirs())
+def test_every_bundled_directory_is_found_by_its_name(name):
+    from triage.model_lookup import bundled_model, resolve_model
+
+    assert resolve_model(name) == bundled_model(name) == MODELS_DIR / name
+    assert (resolve_model(name) / "manifest.json").is_file()
+
+
+def test_default_means_the_model_for_the_job_and_a_path_is_itself(tmp_path):
+    from triage.core.errors import InputError
+    from triage.model_lookup import resolve_model
+
+    assert resolve_model(None, "alerts").name == ADAPTIVE_MODEL
+    assert resolve_model("default", "online").name == ONLINE_MODEL
+    assert resolve_model(str(MODELS_DIR / ONLINE_MODEL)) == MODELS_DIR / ONLINE_MODEL
+    with pytest.raises(InputError, match="not a model directory"):
+        resolve_model(str(tmp_path / "missing-model"))
+    with pytest.raises(InputError, match="no bundled model of this name"):
+        resolve_model("default-nothing")
+
+
+def test_registry_uris_go_to_the_tracking_module(monkeypatch, tmp_path):
+    from triage.model_lookup import resolve_model
+    from triage.training import tracking
+
+    seen = []
+    monkeypatch.setattr(tracking, "resolve_registry_uri", lambda uri: seen.append(uri) or tmp_path, raising=False)
+    assert resolve_model("models:/triage-xgb-adaptive@champion") == tmp_path
+    assert seen == ["models:/triage-xgb-adaptive@champion"]
+
