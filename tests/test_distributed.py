@@ -1,0 +1,63 @@
+"""Series-partitioned runs on a dask LocalCluster give the single-process results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from triage.distributed import joblib_on, map_frames, map_series, partition_of, split
+from triage.synthetic import generate
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    full = generate("small", seed=3)
+    return full.subset(full.series_ids[:12])  # enough for several partitions, quick on 2 cores
+
+
+def test_partition_of_is_stable_and_split_covers_every_series_once(dataset):
+    assert partition_of("a/b", 7) == partition_of("a/b", 7)  # CRC-32, not Python's salted hash
+    assert partition_of("mongodb-1", 4) == 3  # zlib.crc32(b"mongodb-1") % 4: the same on every machine
+    parts = split(dataset, 4)
+    ids = [s for p in parts for s in p.series_ids]
+    assert sorted(ids) == sorted(dataset.series_ids) and len(ids) == len(set(ids))
+    for p in parts:
+        assert len({partition_of(s, 4) for s in p.series_ids}) == 1
+
+
+def _stats(part):
+    # A per-series result with several rows per series, to check the reassembly order.
+    rows = [(h.series_id, i, float(v)) for h in part for i, v in enumerate(h.values[:3])]
+    return pd.DataFrame(rows, columns=["series_id", "i", "value"])
+
+
+def _features(part, window, n_jobs=1):
+    from triage.features.extract import extract_features
+
+    return extract_features(part, window=window, n_jobs=n_jobs)
+
+
+@pytest.mark.slow
+def test_local_cluster_gives_the_single_process_results(dataset):
+    from triage.batch_label import label_candidates
+    from triage.inference import load_classifier
+    from triage.model_lookup import resolve_model
+
+    clf = load_classifier(resolve_model("default", "alerts"))
+    single = label_candidates(dataset, clf, which="all", explain_top=0)
+    assert map_series(len, dataset, None) == [len(dataset)]
+    from triage.distributed import client
+
+    with client("local") as c:
+        address = c.scheduler.address
+        # Through the address, as `--scheduler tcp://...` would: the same cluster.
+        spread = map_frames(label_candidates, dataset, address, clf, which="all", explain_top=0, n_partitions=5)
+        pd.testing.assert_frame_equal(spread, single)
+        pd.testing.assert_frame_equal(map_frames(_stats, dataset, address, n_partitions=3), _stats(dataset))
+        ref = _features(dataset, 5)
+        with joblib_on(address, 1) as n_jobs:
+            assert n_jobs == -1
+            on_cluster = _features(dataset, 5, n_jobs)
+        pd.testing.assert_frame_equal(on_cluster, ref)
+        assert len(single) > 0 and np.isfinite(single["p_true"]).all()

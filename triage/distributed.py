@@ -1,0 +1,132 @@
+"""Running a command over many series on a dask.distributed cluster (``--scheduler``).
+
+Every job of the product that works series by series (detecting, labelling,
+scoring, extracting features) gives the same answer whether its series are
+processed together or in parts, because no series reads another. So the
+cluster work is one pattern, written once here:
+
+* :func:`partition_of` puts each series in a fixed partition (CRC-32 of its
+  id, modulo the number of partitions): the same series always lands in the
+  same partition, on any machine and in any run;
+* :func:`map_series` sends each partition (a :class:`~triage.core.history.Dataset`
+  of its series) with the function to the cluster and returns the results in
+  partition order; :func:`map_frames` concatenates DataFrame results back into
+  the input's series order, so the output equals the single-process output;
+* :func:`joblib_on` runs the joblib-parallel steps (feature extraction over
+  chunks of series, the 100-split evaluation protocol) on the cluster through
+  joblib's dask backend.
+
+``scheduler``: ``None`` = in this process, no dask; ``"local"`` = a
+``LocalCluster`` started for the call (processes, one thread each, as many
+workers as cores, or ``TRIAGE_DASK_WORKERS``); anything else = the address of
+a running scheduler (``tcp://host:8786``).
+
+**A fleet of online watchers** (``triage watch``) is partitioned the same way,
+but not through dask: the online state store allows one writer per store, so
+each watcher owns one partition (``partition_of(series_id, k) == its number``),
+keeps its own store file, and the feed is routed by that rule; adding
+watchers means choosing a new ``k`` and replaying each new partition's series
+into its new store (states are rebuilt by replay, never shared by two writers).
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pandas as pd
+
+from triage.core.history import Dataset
+
+LOCAL = "local"
+
+
+def partition_of(series_id: str, n_partitions: int) -> int:
+    """The fixed partition of a series (CRC-32 of its id: stable across runs and machines)."""
+    return zlib.crc32(str(series_id).encode("utf-8")) % n_partitions
+
+
+def split(dataset: Dataset, n_partitions: int) -> list[Dataset]:
+    """The non-empty partitions of ``dataset``, each keeping the input's series order."""
+    groups: dict[int, list[str]] = {}
+    for sid in dataset.series_ids:
+        groups.setdefault(partition_of(sid, n_partitions), []).append(sid)
+    return [dataset.subset(groups[k]) for k in sorted(groups)]
+
+
+@contextmanager
+def client(scheduler: str | None) -> Iterator[Any]:
+    """A dask ``Client`` for ``scheduler`` (see module docstring); ``None`` yields ``None``."""
+    if scheduler is None:
+        yield None
+        return
+    from distributed import Client, LocalCluster
+
+    if scheduler == LOCAL:
+        workers = int(os.environ.get("TRIAGE_DASK_WORKERS", os.cpu_count() or 1))
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as c:
+            yield c
+    else:
+        with Client(scheduler) as c:
+            yield c
+
+
+def map_series(
+    fn: Callable[..., Any], dataset: Dataset, scheduler: str | None, *args: Any,
+    n_partitions: int | None = None, **kwargs: Any,
+) -> list[Any]:
+    """``fn(partition, *args, **kwargs)`` for each partition of ``dataset``, on ``scheduler``.
+
+    Without a scheduler the whole dataset is one partition, run here.
+    ``n_partitions`` defaults to four per worker (small enough parts to
+    balance uneven series, few enough to keep the overhead low).
+    """
+    if scheduler is None:
+        return [fn(dataset, *args, **kwargs)]
+    with client(scheduler) as c:
+        k = n_partitions or 4 * max(1, len(c.scheduler_info().get("workers", {})))
+        parts = split(dataset, min(k, max(1, len(dataset))))
+        futures = [c.submit(fn, part, *args, pure=False, **kwargs) for part in parts]
+        return c.gather(futures)
+
+
+def map_frames(
+    fn: Callable[..., pd.DataFrame], dataset: Dataset, scheduler: str | None, *args: Any,
+    n_partitions: int | None = None, **kwargs: Any,
+) -> pd.DataFrame:
+    """:func:`map_series` for functions returning one row block per series (a ``series_id`` column).
+
+    The blocks are put back in the input's series order (rows of one series
+    keep their order), so the result equals ``fn(dataset)``.
+    """
+    frames = map_series(fn, dataset, scheduler, *args, n_partitions=n_partitions, **kwargs)
+    # A partition without rows returns an empty frame whose columns have no
+    # dtype to speak of (object): left in, it would change the dtypes of the whole.
+    full = [f for f in frames if len(f)]
+    if len(full) <= 1:
+        return full[0].reset_index(drop=True) if full else frames[0]
+    frame = pd.concat(full, ignore_index=True)
+    rank = {sid: i for i, sid in enumerate(dataset.series_ids)}
+    order = frame["series_id"].map(rank).to_numpy()
+    return frame.iloc[pd.Series(order).sort_values(kind="stable").index].reset_index(drop=True)
+
+
+@contextmanager
+def joblib_on(scheduler: str | None, n_jobs: int) -> Iterator[int]:
+    """Run joblib-parallel steps inside the block on ``scheduler``; yields the ``n_jobs`` to pass.
+
+    Without a scheduler nothing changes (yields ``n_jobs``). With one, joblib's
+    dask backend sends each task to the cluster and ``n_jobs`` becomes -1
+    (every worker).
+    """
+    if scheduler is None:
+        yield n_jobs
+        return
+    import joblib
+
+    with client(scheduler), joblib.parallel_config(backend="dask"):
+        yield -1
