@@ -128,3 +128,35 @@ def choose_threshold(policy: Policy, y_true: np.ndarray, proba: np.ndarray) -> f
         f = np.where(tp > 0, (1 + b2) * precision * recall / (b2 * precision + recall), 0.0)
     best = int(np.argmax(f))  # argmax keeps the first, i.e. highest, threshold on ties
     return float(thresholds[best])
+
+
+def choose_detector_thresholds(
+    evaluators: dict[str, object], recall_kept: float = 0.95, grid: int = 60
+) -> dict[str, float]:
+    """Per detector, the validation threshold that never lowers the detector's F1.
+
+    ``evaluators`` maps a detector name to a callable ``threshold -> (F1,
+    recall)`` of the detector + triage on validation series (TCPDBench, with
+    candidates whose P(true) >= threshold kept), carrying the validation
+    probabilities as its ``candidates`` attribute. Threshold 0 keeps every
+    candidate: the detector alone. The chosen threshold has the highest F1
+    among those whose recall stays >= ``recall_kept`` x the detector's own;
+    when none beats the detector alone it is 0 (triage then changes nothing),
+    so by construction triage never lowers the detector's validation F1
+    (issue 10, item 5). At most ``grid`` thresholds (quantiles of the
+    probabilities) are tried per detector.
+    """
+    out: dict[str, float] = {}
+    for name, evaluate in evaluators.items():
+        base_f, base_r = evaluate(0.0)  # type: ignore[operator]
+        probs = np.asarray(getattr(evaluate, "candidates", np.empty(0)), dtype=float)
+        probs = np.unique(probs[probs > 0])
+        if probs.size > grid:
+            probs = np.unique(np.quantile(probs, np.linspace(0.0, 1.0, grid)))
+        best_f, best_t = base_f, 0.0
+        for t in probs:
+            f, r = evaluate(float(t))  # type: ignore[operator]
+            if r >= recall_kept * base_r - 1e-12 and f > best_f + 1e-12:
+                best_f, best_t = f, float(t)
+        out[name] = best_t
+    return out

@@ -1,0 +1,453 @@
+"""Detectors alone and + triage on real histories with injected level shifts (issue 10).
+
+One command regenerates BENCHMARKS.md, "Real data"::
+
+    nice .venv/bin/python benchmarks/bench_real.py                 # the published configuration
+    nice .venv/bin/python benchmarks/bench_real.py --every 4       # a quick look (1 in 4 base histories)
+    nice .venv/bin/python benchmarks/bench_real.py --save-model models/default-scoring   # also the bundled model
+
+Protocol
+--------
+1. **Data** (:mod:`real_data`): the 372 real histories of ``../shared/data/real``,
+   seeded multiplicative level shifts (2-30 %, both signs, 0-3 per base
+   history) injected into stable stretches (``--mode stable``, the headline)
+   or whole series (``--mode whole``), split by source project into fit /
+   validation / test. ``--every k`` keeps 1 in k base histories of every
+   part (deterministic), to keep the run short on shared machines.
+2. **Candidates**: every registry detector (``triage.detectors.names()``,
+   registry defaults) on every base history, except ``hybrid_cvm`` unless
+   ``--with-cvm`` (:data:`SLOW`: 20x the others' time together); the two ensembles are formed by
+   :func:`triage.detectors.ensemble.vote` from their members' detections, as
+   the ``Ensemble`` detector does, without running the members twice.
+3. **Features** exactly as ``triage score`` builds them for a fresh candidate
+   file: honest windows (:func:`triage.features.windows.candidate_bounds`,
+   bounded by the other candidates of the same detector run, 60 commits at
+   most), the paper's characteristics, the scale-free ``pair_*`` measures
+   and ``det_score_rank`` (the candidate's score ranked among its run's).
+4. **Target**: a candidate is true when the TCPDBench matching (margin 5,
+   closest candidate first) pairs it with an injected change.
+5. **Model** (:func:`scoring_model`): one random forest
+   (:class:`~triage.training.classifier.TriageClassifier`) on the candidates
+   of all registry detectors of the *fit* part, isotonic calibration on the
+   *validation* part's candidates; the threshold policy
+   (:func:`triage.training.thresholds.choose_detector_thresholds`) picks per
+   detector, on *validation* only, the threshold with the best TCPDBench F1
+   among those keeping >= 95 % of the detector's recall, and 0 (keep
+   everything: triage off) when none beats the detector alone.
+6. **Test**: TCPDBench F1 / precision / recall (margin 5, mean over base
+   histories) of each detector alone and + triage, and the no-detection floor.
+7. **LOSO AUC**: for each of the five source projects, a model fitted on the
+   other four projects' candidates (injected data, same mode) scores the left
+   out project's candidates; the pooled out-of-project predictions give one
+   AUC per detector (``perfherder``, ``edivisive``, ``binseg``).
+8. **Alarm rate**: every detector on the untouched real histories (all 372,
+   or 1 in ``--every``): alarms per 100 commits, alone and + triage.
+
+Online rows: :data:`EXTRA_ROWS` is the hook another benchmark
+(``bench_real_online.py``) fills to add its rows to :func:`markdown`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import real_data  # noqa: E402
+
+from triage.core.history import Dataset, History  # noqa: E402
+from triage.core.metrics import f_measure  # noqa: E402
+from triage.detectors import defaults, make, names  # noqa: E402
+from triage.detectors.ensemble import vote  # noqa: E402
+from triage.features.extract import extract_features  # noqa: E402
+from triage.training.thresholds import choose_detector_thresholds  # noqa: E402
+
+MARGIN = 5
+OUT = Path(__file__).resolve().parent / "out"
+#: Registry ensembles formed from members' detections (name -> overrides of ``ensemble``'s parameters).
+DERIVED: dict[str, dict[str, object]] = {"ensemble": {}, "mozilla_or_ensemble": {"always": ("perfherder",)}}
+LOSO_DETECTORS: tuple[str, ...] = ("perfherder", "edivisive", "binseg")
+RECALL_KEPT = 0.95
+#: Left out unless ``--with-cvm``: the Cramer-von Mises hybrid test takes about
+#: 25 s on one 400-commit series on a busy 2-core machine, 20x the rest together.
+SLOW: tuple[str, ...] = ("hybrid_cvm",)
+#: The detectors this run uses (all registry names minus :data:`SLOW` by default).
+SELECTED: list[str] = [n for n in names() if n not in SLOW]
+#: Extra rows (dicts with the test-table columns) other benchmarks add, e.g. the online loop.
+EXTRA_ROWS: list[dict[str, object]] = []
+
+Candidates = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]  # detector -> series -> (indices, scores)
+
+
+# --------------------------------------------------------------------------- detectors
+
+
+def _members() -> list[str]:
+    return [str(m) for m in defaults("ensemble")["members"]]
+
+
+def base_detectors(selected: Sequence[str]) -> list[str]:
+    out = [n for n in selected if n not in DERIVED]
+    return out + [m for m in _members() if m not in out]
+
+
+def _detect_one(values: np.ndarray, selected: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    found = {}
+    for name in base_detectors(selected):
+        cps = make(name).detect(values)
+        found[name] = (np.array([c.index for c in cps], dtype=np.int64), np.array([c.score for c in cps], dtype=float))
+    for name, over in DERIVED.items():
+        p = defaults("ensemble")
+        p.update(over)
+        det = sorted((int(i), m) for m in p["members"] for i in found[str(m)][0])
+        cps = vote(det, int(p["margin"]), int(p["min_votes"]), set(p["always"]))
+        found[name] = (np.array([c.index for c in cps], dtype=np.int64), np.array([c.score for c in cps], dtype=float))
+    return found
+
+
+def _detect_chunk(items, selected):
+    # ``selected`` travels with the job: worker processes import this module afresh
+    return [(sid, _detect_one(values, selected)) for sid, values in items]
+
+
+def run_detectors(data: Dataset, n_jobs: int) -> Candidates:
+    """detector -> series id -> (unique ascending indices, their scores)."""
+    items = [(h.series_id, h.values) for h in data]
+    order = sorted(range(len(items)), key=lambda i: -len(items[i][1]))
+    chunks = [[items[i] for i in order[k : k + 4]] for k in range(0, len(order), 4)]
+    if n_jobs == 1:
+        parts = [_detect_chunk(c, SELECTED) for c in chunks]
+    else:
+        from joblib import Parallel, delayed
+
+        parts = Parallel(n_jobs=n_jobs)(delayed(_detect_chunk)(c, list(SELECTED)) for c in chunks)
+    by_series = {sid: found for part in parts for sid, found in part}
+    out: Candidates = {name: {} for name in SELECTED}
+    for sid, found in by_series.items():
+        for name in SELECTED:
+            idx, sc = found[name]
+            # a detector may flag an index twice (ensembles); keep the strongest
+            order_ = np.lexsort((-sc, idx))
+            idx, sc = idx[order_], sc[order_]
+            first = np.r_[True, np.diff(idx) != 0] if idx.size else np.zeros(0, bool)
+            out[name][sid] = (idx[first], sc[first])
+    return out
+
+
+def cached_detections(data: Dataset, key: str, n_jobs: int, log: Callable[[str], None]) -> Candidates:
+    """Detector output, cached in benchmarks/out (git-ignored) under ``key``."""
+    OUT.mkdir(exist_ok=True)
+    path = OUT / f"real_detections_{key}.pkl"
+    if path.is_file():
+        with path.open("rb") as fh:
+            cached = pickle.load(fh)
+        if set(cached) == set(SELECTED) and set(cached[SELECTED[0]]) == {h.series_id for h in data}:
+            return cached
+    started = time.perf_counter()
+    found = run_detectors(data, n_jobs)
+    log(f"  detectors on {len(data)} histories ({key}): {time.perf_counter() - started:.0f} s")
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as fh:
+        pickle.dump(found, fh)
+    tmp.replace(path)
+    return found
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def matched(truth: np.ndarray, indices: np.ndarray, margin: int = MARGIN) -> np.ndarray:
+    """Which candidates the TCPDBench matching pairs with a true change, shape (len(indices),)."""
+    free = sorted(int(i) for i in indices)
+    hit: set[int] = set()
+    for tau in sorted(int(t) for t in truth):
+        close = [(abs(tau - x), x) for x in free if abs(tau - x) <= margin]
+        if close:
+            _, best = min(close)
+            hit.add(best)
+            free.remove(best)
+    return np.array([int(i) in hit for i in indices], dtype=bool)
+
+
+def candidate_rows(data: Dataset, found: dict[str, tuple[np.ndarray, np.ndarray]], detector: str) -> pd.DataFrame:
+    """The feature matrix of one detector run's candidates, with ``det_score_rank`` and ``y``."""
+    wanted = {sid: idx for sid, (idx, _) in found.items() if len(idx)}
+    m = extract_features(data, candidates=wanted, candidate_windows=True, pair=True)
+    scores = np.concatenate([found[sid][1] for sid in m["series_id"].unique()]) if len(m) else np.zeros(0)
+    m["det_score_rank"] = pd.Series(scores).rank(pct=True).to_numpy() if len(m) else scores
+    y = np.zeros(len(m), dtype=bool)
+    for sid, rows in m.groupby("series_id", sort=False).groups.items():
+        h = data[str(sid)]
+        y[np.asarray(rows)] = matched(h.true_change_points(), m.loc[rows, "index"].to_numpy())
+    m["y"] = y.astype(np.int64)
+    m["detector"] = detector
+    return m
+
+
+def all_rows(data: Dataset, found: Candidates) -> pd.DataFrame:
+    return pd.concat([candidate_rows(data, found[d], d) for d in SELECTED], ignore_index=True)
+
+
+def feature_names(rows: pd.DataFrame) -> list[str]:
+    from triage.features.matrix import feature_columns
+
+    return feature_columns(rows)
+
+
+def fit_model(rows: pd.DataFrame, validation: pd.DataFrame | None, seed: int, n_jobs: int):
+    from triage.training.classifier import TriageClassifier
+
+    cols = feature_names(rows)
+    clf = TriageClassifier(
+        model="rf",
+        features=cols,
+        threshold="0.5",
+        calibration="isotonic" if validation is not None else "none",
+        random_state=seed,
+        n_jobs=n_jobs,
+        n_estimators=200,
+        min_samples_leaf=3,
+    )
+    val = None if validation is None else (validation[cols], validation["y"].to_numpy())
+    clf.fit(rows[cols], rows["y"].to_numpy(), groups=rows["series_id"].to_numpy(), validation=val)
+    return clf
+
+
+def proba_of(clf, rows: pd.DataFrame) -> np.ndarray:
+    if rows.empty:
+        return np.zeros(0)
+    return clf.predict_proba(rows[clf.feature_names_])[:, 1]
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def tcpd(data: Dataset, predictions: dict[str, np.ndarray]) -> dict[str, float]:
+    """TCPDBench F1 / precision / recall, margin 5, means over the base histories."""
+    f, p, r = [], [], []
+    for h in data:
+        s = f_measure({"truth": h.true_change_points().tolist()}, [int(i) for i in predictions.get(h.series_id, ())], MARGIN)
+        f.append(s.f)
+        p.append(s.precision)
+        r.append(s.recall)
+    return {"f1": float(np.mean(f)), "precision": float(np.mean(p)), "recall": float(np.mean(r))}
+
+
+def kept(rows: pd.DataFrame, proba: np.ndarray, threshold: float) -> dict[str, np.ndarray]:
+    sel = rows[proba >= threshold]
+    return {str(sid): g["index"].to_numpy() for sid, g in sel.groupby("series_id")}
+
+
+def auc(y: np.ndarray, p: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, p)) if len(np.unique(y)) == 2 else float("nan")
+
+
+# --------------------------------------------------------------------------- run
+
+
+def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed: int, n_jobs: int, log=print):
+    """Fit on the fit part, calibrate on validation, choose per-detector thresholds on validation."""
+    fit_rows = all_rows(parts["fit"], found["fit"])
+    val_rows = all_rows(parts["validation"], found["validation"])
+    log(f"  fit rows {len(fit_rows)} ({int(fit_rows['y'].sum())} true), validation rows {len(val_rows)}")
+    clf = fit_model(fit_rows, val_rows, seed, n_jobs)
+    val_p = proba_of(clf, val_rows)
+    curves = {}
+    for d in SELECTED:
+        sel = (val_rows["detector"] == d).to_numpy()
+        rows = val_rows[sel]
+        curves[d] = (rows, val_p[sel])
+    thresholds = choose_detector_thresholds(
+        {d: _evaluator(parts["validation"], rows, p) for d, (rows, p) in curves.items()}, recall_kept=RECALL_KEPT
+    )
+    # A detector the model does not know: the most recall-keeping of the chosen thresholds.
+    clf.threshold_ = float(min(thresholds.values()))
+    clf.threshold_policy_ = f"tcpd-f1, recall >= {RECALL_KEPT:g} x detector's (validation, per detector)"
+    return clf, thresholds, val_rows, fit_rows
+
+
+def _evaluator(data: Dataset, rows: pd.DataFrame, proba: np.ndarray):
+    """threshold -> (F1, recall) of the detector + triage on ``data`` (TCPDBench means)."""
+
+    def evaluate(threshold: float) -> tuple[float, float]:
+        s = tcpd(data, kept(rows, proba, threshold))
+        return s["f1"], s["recall"]
+
+    evaluate.candidates = np.unique(proba)  # type: ignore[attr-defined]
+    return evaluate
+
+
+def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: Path | None, log=print) -> dict:
+    started = time.perf_counter()
+    real = real_data.load_real()
+    injected = real_data.inject(real, mode=mode, seed=seed)
+    parts = {p: real_data.subsample(d, every) for p, d in real_data.split(injected).items()}
+    for p, d in parts.items():
+        log(f"{p}: {len(d)} base histories, {sum(len(h) for h in d)} commits, {sum(int(h.true_change.sum()) for h in d)} injected changes")
+    found = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
+    clf, thresholds, _, _ = scoring_model(parts, found, seed, n_jobs, log)
+
+    test = parts["test"]
+    test_rows = all_rows(test, found["test"])
+    test_p = proba_of(clf, test_rows)
+    rows = [{"method": "no detection (floor)", **tcpd(test, {}), "threshold": float("nan")}]
+    for d in SELECTED:
+        sel = (test_rows["detector"] == d).to_numpy()
+        alone = tcpd(test, {sid: idx for sid, (idx, _) in found["test"][d].items()})
+        with_t = tcpd(test, kept(test_rows[sel], test_p[sel], thresholds[d]))
+        rows.append({"method": d, **alone, "threshold": float("nan")})
+        rows.append({"method": f"{d} + triage", **with_t, "threshold": thresholds[d],
+                     "test_auc": auc(test_rows["y"].to_numpy()[sel], test_p[sel])})
+
+    loso_rows = loso_auc(injected, mode, seed, every, n_jobs, log) if loso else []
+
+    # alarm rates on the untouched histories
+    untouched = real_data.subsample(real, every)
+    found_u = cached_detections(untouched, f"untouched_e{every}", n_jobs, log)
+    n_commits = sum(len(h) for h in untouched)
+    alarm_rows = []
+    for d in SELECTED:
+        cands = candidate_rows(untouched, found_u[d], d)
+        p = proba_of(clf, cands)
+        alarm_rows.append({
+            "detector": d,
+            "alone": 100.0 * len(cands) / n_commits,
+            "triage": 100.0 * float((p >= thresholds[d]).sum()) / n_commits,
+        })
+    if save_model is not None:
+        save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows)
+        log(f"model saved to {save_model}")
+    return {
+        "config": {"mode": mode, "seed": seed, "every": every},
+        "parts": {p: (len(d), sum(len(h) for h in d), sum(int(h.true_change.sum()) for h in d)) for p, d in parts.items()},
+        "test": rows + EXTRA_ROWS,
+        "loso": loso_rows,
+        "alarms": alarm_rows,
+        "untouched": (len(untouched), n_commits),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, log=print) -> list[dict]:
+    """Leave-one-source-project-out AUC of the scoring model per detector."""
+    by_src: dict[str, list[History]] = {}
+    for h in injected:
+        by_src.setdefault(real_data.source_of(h.series_id), []).append(h)
+    data = {s: real_data.subsample(Dataset(hs), every) for s, hs in by_src.items()}
+    rows_by = {}
+    for s, d in data.items():
+        part = real_data.SPLIT[s]
+        found_part = cached_detections(
+            real_data.subsample(real_data.split(injected)[part], every), f"{mode}_s{seed}_e{every}_{part}", n_jobs, log
+        )
+        found = {det: {sid: v for sid, v in per.items() if sid in d} for det, per in found_part.items()}
+        rows_by[s] = all_rows(d, found)
+    preds = []
+    for s in data:
+        train = pd.concat([r for t, r in rows_by.items() if t != s], ignore_index=True)
+        clf = fit_model(train, None, seed, n_jobs)
+        held = rows_by[s]
+        preds.append(held.assign(p=proba_of(clf, held), source=s))
+    pooled = pd.concat(preds, ignore_index=True)
+    out = []
+    for d in LOSO_DETECTORS:
+        sel = pooled[pooled["detector"] == d]
+        per = {s: auc(g["y"].to_numpy(), g["p"].to_numpy()) for s, g in sel.groupby("source")}
+        out.append({"detector": d, "auc": auc(sel["y"].to_numpy(), sel["p"].to_numpy()),
+                    "candidates": len(sel), "true": int(sel["y"].sum()), **{f"auc_{s}": v for s, v in per.items()}})
+    return out
+
+
+def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows) -> None:
+    from triage.training.model_files import save_model
+
+    test = {r["method"]: r for r in rows}
+    metrics = {f"test_f1_{d}": test[d]["f1"] for d in SELECTED}
+    metrics.update({f"test_f1_{d}_triage": test[f"{d} + triage"]["f1"] for d in SELECTED})
+    save_model(
+        clf,
+        path,
+        window="adaptive",
+        metrics=metrics,
+        extra={
+            "windows": "candidates",
+            "max_len": 60,
+            "pair": True,
+            "detector_thresholds": thresholds,
+            "trained_by": f"benchmarks/bench_real.py --mode {mode} --seed {seed} --every {every}",
+        },
+    )
+
+
+# --------------------------------------------------------------------------- output
+
+
+def markdown(result: dict) -> str:
+    c = result["config"]
+    lines = [
+        f"Real histories, `{c['mode']}` injection, seed {c['seed']}, 1 in {c['every']} base histories; "
+        "TCPDBench margin 5, means over base histories.",
+        "",
+        "| part | base histories | commits | injected changes |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    lines += [f"| {p} | {n} | {m:,} | {k} |" for p, (n, m, k) in result["parts"].items()]
+    lines += ["", "| method (test part) | F1 | precision | recall | threshold | candidate AUC |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in result["test"]:
+        th = "" if not np.isfinite(r.get("threshold", float("nan"))) else f"{r['threshold']:.3f}"
+        a = r.get("test_auc")
+        lines.append(f"| {r['method']} | {r['f1']:.3f} | {r['precision']:.3f} | {r['recall']:.3f} | {th} | {'' if a is None else f'{a:.3f}'} |")
+    if result["loso"]:
+        srcs = real_data.LOSO_GROUPS
+        lines += ["", "| LOSO AUC | pooled | candidates (true) | " + " | ".join(srcs) + " |", "| --- | ---: | ---: | " + " | ".join("---:" for _ in srcs) + " |"]
+        for r in result["loso"]:
+            lines.append(f"| {r['detector']} | {r['auc']:.3f} | {r['candidates']} ({r['true']}) | "
+                         + " | ".join(f"{r.get(f'auc_{s}', float('nan')):.3f}" for s in srcs) + " |")
+    n, m = result["untouched"]
+    lines += ["", f"Alarms per 100 commits on {n} untouched real histories ({m:,} commits):", "",
+              "| detector | alone | + triage |", "| --- | ---: | ---: |"]
+    lines += [f"| {r['detector']} | {r['alone']:.2f} | {r['triage']:.2f} |" for r in result["alarms"]]
+    lines += ["", f"Run time {result['seconds'] / 60:.1f} min."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=real_data.MODES, default="stable", help="where shifts are injected (default stable)")
+    ap.add_argument("--seed", type=int, default=0, help="injection and model seed (default 0)")
+    ap.add_argument("--every", type=int, default=1, help="keep 1 in k base histories of each part (default 1: all)")
+    ap.add_argument("--n-jobs", type=int, default=2, help="processes for the detectors (default 2)")
+    ap.add_argument("--no-loso", action="store_true", help="skip the leave-one-project-out AUC (5 more fits)")
+    ap.add_argument("--with-cvm", action="store_true", help="also run hybrid_cvm (slow: about 25 s per series)")
+    ap.add_argument("--save-model", type=Path, default=None, help="also save the scoring model to this directory")
+    args = ap.parse_args(argv)
+    if args.with_cvm:
+        SELECTED[:] = names()
+    try:
+        real_data.real_dir()
+    except real_data.RealDataMissing as exc:
+        print(exc)
+        return
+    result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model)
+    text = markdown(result)
+    OUT.mkdir(exist_ok=True)
+    out = OUT / f"bench_real_{args.mode}_s{args.seed}_e{args.every}{'_cvm' if args.with_cvm else ''}.md"
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(out)
+    print(text)
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
