@@ -61,3 +61,25 @@ def test_local_cluster_gives_the_single_process_results(dataset):
             on_cluster = _features(dataset, 5, n_jobs)
         pd.testing.assert_frame_equal(on_cluster, ref)
         assert len(single) > 0 and np.isfinite(single["p_true"]).all()
+
+
+@pytest.mark.slow
+def test_cli_candidates_with_scheduler_local_writes_the_same_file(tmp_path, dataset):
+    import os
+    import subprocess
+    import sys
+
+    from triage.loaders import write_long
+
+    data = write_long(dataset, tmp_path / "h.csv")
+    outs = []
+    for extra in ([], ["--scheduler", "local"]):
+        out = tmp_path / f"c{len(extra)}.csv"
+        res = subprocess.run(
+            [sys.executable, "-c", "from triage.cli.app import main; main()", "candidates", "--data", str(data),
+             "--detector", "edivisive", "--out", str(out), *extra],
+            capture_output=True, text=True, env={**os.environ, "TRIAGE_DASK_WORKERS": "2"}, timeout=120,
+        )
+        assert res.returncode == 0, res.stderr
+        outs.append(out.read_text())
+    assert outs[0] == outs[1] and outs[0].count("\n") > 1

@@ -25,6 +25,7 @@ from triage.cli.tables import check_format, console_for, decision_table
 
 console = Console()
 
+SCHEDULER_HELP = "Run on a dask cluster, partitioned by series: local (a LocalCluster on this machine) or a scheduler address (tcp://host:8786)."
 DATA_HELP = "Dataset (any layout `triage summary` reads; gzip/zstd compressed or - for stdin)."
 MODEL_HELP = (
     "Model: `default` (the bundled adaptive-window model), a bundled name (default-adaptive, "
@@ -45,6 +46,7 @@ def label(
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first.")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
 ) -> None:
     """Classify untriaged candidates (not_triaged, under_investigation) with a trained model."""
     from triage.cli.validation import check_n_jobs, check_number, check_output_not_input
@@ -77,6 +79,10 @@ def label(
     # Series are labelled independently: in about ten parts, each a progress step.
     ids = dataset.series_ids
     parts = []
+    if scheduler is not None:  # the cluster labels the series partitions; no local chunks left
+        from triage.distributed import map_frames
+
+        parts, ids = [map_frames(label_candidates, dataset, scheduler, clf, which=which, threshold=threshold, explain_top=explain_top)], []
     with JobProgress(f"label ({which})", len(ids), "series") as progress:
         for part in chunks(len(ids), 10, minimum=200):
             parts.append(label_candidates(dataset.subset(ids[part]), clf, which=which, threshold=threshold,
@@ -115,6 +121,7 @@ def score(
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first.")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
 ) -> None:
     """Score detector candidates with P(true change) and a decision."""
     from triage.cli.validation import check_n_jobs, check_number, check_output_not_input
@@ -127,6 +134,7 @@ def score(
 
     from triage.candidate_files import read_candidates
     from triage.core.atomic import is_stdio, write_frame
+    from triage.distributed import joblib_on
     from triage.inference import load_classifier
     from triage.loaders import load
     from triage.model_lookup import resolve_model
@@ -153,8 +161,8 @@ def score(
         how = f"recall {target_recall:g} on {n:,} triaged candidates of --data"
     elif threshold is not None:
         cut, how = threshold, "fixed"
-    with console.status(f"scoring {len(table):,} candidates ({table.layout})"):
-        scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top, n_jobs=n_jobs)
+    with console.status(f"scoring {len(table):,} candidates ({table.layout})"), joblib_on(scheduler, n_jobs) as jobs:
+        scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top, n_jobs=jobs)
     n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
     view = scored.rename(columns={f"triage_{c}": c for c in ("p_true", "classification", "explanation")})
     console.print(decision_table(view, f"{len(scored):,} candidates ({table.layout})", show, extra=("index",), wide=console.width >= 110))

@@ -70,6 +70,7 @@ def candidates(
     trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd or none."),
     fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines, one candidate per line)."),
     branch: str = typer.Option(None, "--branch", help="Otava CSVs with a branch column: only this branch."),
+    scheduler: str = typer.Option(None, "--scheduler", help="Run on a dask cluster, partitioned by series: local (a LocalCluster on this machine) or a scheduler address (tcp://host:8786)."),
 ) -> None:
     """Run a change-point detector on every series and write the candidates as CSV or JSON lines."""
     from triage.cli.validation import check_output_not_input
@@ -77,6 +78,7 @@ def candidates(
     check_output_not_input(out, data)
     # scipy.stats and ruptures take seconds to import: only when a detector runs.
     from triage.detectors import make, parse_params
+    from triage.distributed import map_frames
 
     try:
         params = parse_params(detector, param)
@@ -88,7 +90,8 @@ def candidates(
     dataset = load(data, layout=layout, aggregate=aggregate, trim_warmup=trim_warmup, branch=branch)
     try:
         with JobProgress(f"candidates ({detector})", len(dataset), "series") as progress:
-            frame = candidates_frame(dataset, detector, params, progress=progress.advance)
+            frame = (candidates_frame(dataset, detector, params, progress=progress.advance) if scheduler is None
+                     else map_frames(candidates_frame, dataset, scheduler, detector, params))
     except ValueError as exc:  # a parameter value the detector rejects when it runs
         raise typer.BadParameter(str(exc)) from None
     write_frame(frame, out, fmt)
