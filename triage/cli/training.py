@@ -33,6 +33,7 @@ from triage.cli.validation import (
     check_threshold_policy,
 )
 from triage.core.errors import InputError
+from triage.distributed import joblib_on
 
 console = Console()
 err_console = Console(stderr=True)
@@ -130,6 +131,7 @@ def train(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction and model threads.")] = 1,
     ordinary_per_series: Annotated[int, typer.Option("--ordinary-per-series", min=0, help="With --window 0: unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper).")] = 10,
     labels: Annotated[Path | None, typer.Option("--labels", help="Labels store of `triage serve`: the sheriffs' decisions replace the data's labels where there is one.")] = None,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run feature extraction on a dask cluster, partitioned by series: local or a scheduler address (tcp://host:8786).")] = None,
 ) -> None:
     """Train a classifier, measure it on held-out series, save it and log it to MLflow."""
     from triage.training.model_kinds import MODELS
@@ -169,7 +171,8 @@ def train(
         with console.status(f"extracting features (window {w}) from {len(dataset):,} series"):
             fm = build_matrix(dataset, w, n_jobs, online_rows)
     else:
-        fm = matrix_of(data, preset, matrix, w, seed, n_jobs, online_rows)
+        with joblib_on(scheduler, n_jobs) as jobs:
+            fm = matrix_of(data, preset, matrix, w, seed, jobs, online_rows)
     source = {"data": str(data) if data else None, "preset": preset, "matrix": str(matrix) if matrix else None,
               "labels": str(labels) if labels else None, "seed": seed, "ordinary_per_series": online_rows or None}
     with console.status(f"training {model}"):
@@ -227,6 +230,7 @@ def evaluate(
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP)] = None,
     no_track: Annotated[bool, typer.Option("--no-track", help="Do not log to MLflow.")] = False,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Parallel processes (joblib); -1 = all cores.")] = 1,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run feature extraction on a dask cluster, partitioned by series: local or a scheduler address (tcp://host:8786).")] = None,
 ) -> None:
     """The paper's protocol (80/20 splits, 10 % validation) for each model under random, grouped and time-ordered splits."""
     from triage.training.evaluation import SPLITS
@@ -255,7 +259,8 @@ def evaluate(
     if out is not None:
         check_output_dir("--out", out)
         check_output_not_input(out, data, matrix, features)
-    fm = matrix_of(data, preset, matrix, w, seed, n_jobs)
+    with joblib_on(scheduler, n_jobs) as jobs:
+        fm = matrix_of(data, preset, matrix, w, seed, jobs)
     try:
         result = run_evaluate(
             fm,
