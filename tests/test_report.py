@@ -17,6 +17,7 @@ from triage.cli.app import app
 from triage.cli.detectors import candidates_frame
 from triage.core import labels
 from triage.core.errors import InputError
+from triage.core.history import Dataset, History
 from triage.inference import load_classifier
 from triage.loaders import load
 from triage.report import build_report, read_decisions
@@ -146,14 +147,14 @@ def test_report_page_images_and_table(synthetic, clf, tmp_path):
 
     rows = parser.rows
     assert len(rows) == len(decisions)
-    p_shown = [float(r[5]) for r in rows]
+    p_shown = [float(r[6]) for r in rows]
     assert p_shown == sorted(p_shown, reverse=True)  # most likely true alerts first
     top = decisions.sort_values("p_true", ascending=False, kind="stable").iloc[0]
     assert rows[0][1] == top["series_id"] and rows[0][2] == top["commit"]
-    assert rows[0][6].startswith("true alert" if top["classification"] == labels.TRUE_POSITIVE else "false alert")
+    assert rows[0][7].startswith("true alert" if top["classification"] == labels.TRUE_POSITIVE else "false alert")
     differs = ((decisions["label"].isin(labels.TRIAGED))
                & ((decisions["label"] == labels.TRUE_POSITIVE) != (decisions["classification"] == labels.TRUE_POSITIVE)))
-    assert sum(r[6].endswith("\u2260 human") for r in rows) == int(differs.sum())
+    assert sum(r[7].endswith("\u2260 human") for r in rows) == int(differs.sum())
     assert {r[1] for r in rows} == set(decisions["series_id"])  # the odd id came through escaped, intact
     assert 'a&lt;b&gt;&amp;&quot;c/../d' in page.read_text()
     n_true = int((decisions["classification"] == labels.TRUE_POSITIVE).sum())
@@ -243,5 +244,26 @@ def test_report_from_detector_scores_shows_the_human_labels_of_the_data(syntheti
     scored.to_csv(path, index=False)
     frame = read_decisions(path, dataset)
     page = build_report(dataset, frame, tmp_path / "r")
-    rows = {int(r[3]): r[4] for r in parse(page).rows}
+    rows = {int(r[3]): r[5] for r in parse(page).rows}
     assert rows == {points[0]: labels.TRUE_POSITIVE, 1: h.labels[1] or "-"}
+
+
+def test_the_step_column_says_regression_or_improvement_by_the_units_direction():
+    from triage.report import step_text
+
+    up = np.r_[np.full(10, 100.0), np.full(10, 120.0)]
+    faster = History("ops", [str(i) for i in range(20)], up, None, higher_is_better=True)
+    slower = History("time", [str(i) for i in range(20)], up, None, higher_is_better=False)
+    unknown = History("x", [str(i) for i in range(20)], up, None)
+    assert step_text(faster, 10) == "improvement +20.0%"
+    assert step_text(slower, 10) == "regression +20.0%"
+    assert step_text(unknown, 10) == "change +20.0%"
+    assert step_text(slower, 0) == ""  # nothing before the first commit
+
+
+def test_decisions_as_json_lines_are_read_too(tmp_path):
+    dataset = Dataset([History("s", ["a", "b", "c"], [1.0, 1.0, 5.0], None)])
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"series_id":"s","commit":"c","p_true":0.9,"classification":"true_positive"}\n')
+    frame = read_decisions(path, dataset)
+    assert frame["index"].tolist() == [2] and frame["p_true"].tolist() == [0.9]

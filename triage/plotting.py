@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from triage.core import labels
+from triage.core.atomic import atomic_write
 from triage.core.history import History
 
 # Colour per label, chosen so true/false alerts read apart at a glance.
@@ -57,10 +58,12 @@ def plot_history(history: History, out: str | Path, *, title: str | None = None,
             )
     ax.set_title(title or history.series_id, fontsize=10)
     ax.set_xlabel("commit (position in history)")
-    ax.set_ylabel("value")
+    direction = {True: " (higher is better)", False: " (lower is better)"}.get(history.higher_is_better, "")
+    ax.set_ylabel("value" + direction)
     ax.legend(fontsize=7, loc="upper left", ncols=3)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out)
+    # Through triage.core.atomic: a link is written through, '-' is stdout, a device is not replaced.
+    written = atomic_write(out, lambda tmp: fig.savefig(tmp, format="png"))
     plt.close(fig)
-    return out
+    return written

@@ -74,10 +74,15 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, None, "no such decisions file")
+    with open(path, "rb") as fh:
+        is_json_lines = fh.read(1) == b"{"
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-        raise InputError(path, None, f"not a decisions CSV: {exc}") from None
+        if is_json_lines:  # `--format json` output of label / score
+            frame = pd.read_json(path, lines=True, dtype=False).astype(str)
+        else:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, ValueError) as exc:
+        raise InputError(path, None, f"not a decisions CSV or JSON-lines file: {exc}") from None
     missing = [c for c in REQUIRED_DECISION_COLUMNS if c not in frame.columns]
     if missing or ("commit" not in frame.columns and "index" not in frame.columns):
         need = ", ".join(REQUIRED_DECISION_COLUMNS) + " and commit or index"
@@ -204,7 +209,27 @@ def _slug(series_id: str, used: set[str]) -> str:
     return slug
 
 
-def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str]) -> list[str]:
+#: Commits on each side of a candidate whose means give the size of its step.
+STEP_WINDOW = 10
+
+
+def step_text(history: History, index: int, window: int = STEP_WINDOW) -> str:
+    """``regression +12.3%``, ``improvement -8.0%`` or ``change +5.0%`` (direction unknown).
+
+    The step is the mean of up to ``window`` commits from ``index`` on against
+    the mean of up to ``window`` commits before it; whether up is better comes
+    from the history's unit (:attr:`History.higher_is_better`).
+    """
+    before = history.values[max(0, index - window) : index]
+    after = history.values[index : index + window]
+    if not len(before) or not len(after):
+        return ""
+    b, a = float(np.mean(before)), float(np.mean(after))
+    kind = history.change_kind(b, a)
+    return f"{kind} {100 * (a - b) / abs(b):+.1f}%" if b else kind
+
+
+def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str], dataset: Dataset | None = None) -> list[str]:
     rows = []
     for rank, rec in enumerate(decisions.to_dict("records"), start=1):
         is_true = rec["classification"] == labels.TRUE_POSITIVE
@@ -218,6 +243,7 @@ def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str]) -> list[str]
             f'<td><a href="#{anchors[sid]}">{html.escape(sid)}</a></td>',
             f"<td>{html.escape(str(rec.get('commit', '')))}</td>",
             f'<td class="num">{int(rec["index"])}</td>',
+            f"<td>{html.escape(step_text(dataset[sid], int(rec['index']))) if dataset is not None else ''}</td>",
             f"<td>{html.escape(str(rec.get('label', '') or '-'))}</td>",
             f'<td class="num"><span class="bar" style="width:{40 * rec["p_true"]:.0f}px"></span>'
             f"{rec['p_true']:.3f}</td>",
@@ -236,6 +262,7 @@ def render_html(
     source: str,
     n_candidates: int | None,
     omitted: int,
+    dataset: Dataset | None = None,
 ) -> str:
     """The page. ``sections``: (series id, anchor, png path, decisions, true alerts) in page order.
 
@@ -262,8 +289,8 @@ def render_html(
         f'<p class="counts">{"".join(counts)}</p>',
         "<h2 id=\"summary\">Alerts, most likely true first</h2>",
         '<table id="decisions"><thead><tr><th>#</th><th>series</th><th>commit</th><th>index</th>'
-        "<th>human label</th><th>P(true)</th><th>model</th><th>why</th></tr></thead><tbody>",
-        *_summary_rows(decisions, anchors),
+        "<th>step</th><th>human label</th><th>P(true)</th><th>model</th><th>why</th></tr></thead><tbody>",
+        *_summary_rows(decisions, anchors, dataset),
         "</tbody></table>",
     ]
     for sid, anchor, png, n_dec, n_true_s in sections:
@@ -291,7 +318,8 @@ def build_report(
     ``candidates`` as returned by :func:`candidate_points`. Series are plotted
     in the order of their most likely true alert, at most ``max_plots``.
     """
-    out = Path(out)
+    # A link to a report directory is followed: the directory it names is replaced, the link stays.
+    out = Path(os.path.realpath(out))
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "index.html").is_file())):
         raise InputError(out, None, "exists and is not a report directory (no index.html); refusing to replace it")
     ordered = decisions.sort_values(["p_true", "series_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
@@ -319,7 +347,7 @@ def build_report(
                              int((rows["classification"] == labels.TRUE_POSITIVE).sum())))
         n_cand = int(sum(len(v) for v in candidates.values())) if candidates is not None else None
         page = render_html(ordered, sections, title=title, source=str(dataset.source or ""),
-                           n_candidates=n_cand, omitted=omitted)
+                           n_candidates=n_cand, omitted=omitted, dataset=dataset)
         (tmp / "index.html").write_text(page, encoding="utf-8")
         replace_dir(tmp, out)  # the old report, now in tmp, goes with it below
     finally:
