@@ -58,7 +58,7 @@ def plot_history(history: History, out: str | Path, *, title: str | None = None,
             )
     ax.set_title(title or history.series_id, fontsize=10)
     ax.set_xlabel("commit (position in history)")
-    direction = {True: " (higher is better)", False: " (lower is better)"}.get(history.higher_is_better, "")
+    direction = {None: "", True: " (higher is better)", False: " (lower is better)"}[history.higher_is_better]
     ax.set_ylabel("value" + direction)
     ax.legend(fontsize=7, loc="upper left", ncols=3)
     ax.grid(alpha=0.3)

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from triage.core.errors import InputError
-from triage.core.history import Dataset, Trim, dataset_from_long
+from triage.core.history import Dataset, History, Trim, dataset_from_long
 from triage.readers.source import looks_numeric, plain_file, read_csv_text
 
 DELIMITERS = (",", ";", "\t", "|")
@@ -156,7 +156,7 @@ def read_otava_dir(
     files = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(CSV_SUFFIXES))
     if not files:
         raise InputError(path, None, "directory holds no Otava CSV file (*.csv)")
-    histories = []
+    histories: list[History] = []
     for file in files:
         stem = file.name[: file.name.lower().rindex(".csv")]
         with plain_file(file) as plain:
@@ -183,7 +183,7 @@ def read_otava_config(
     tests = config.get("tests") if isinstance(config, dict) else None
     if not isinstance(tests, dict) or not tests:
         raise InputError(path, None, "no 'tests:' mapping (expected an Otava config with csv tests)")
-    histories = []
+    histories: list[History] = []
     for name, test in tests.items():
         if not isinstance(test, dict):
             raise InputError(path, None, f"test {name!r} is not a mapping")

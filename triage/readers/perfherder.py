@@ -63,7 +63,9 @@ def read_perfherder_data(
     payload = _load_json(path)
     if not is_perfherder_data(payload):
         raise InputError(path, None, "not Perfherder performance data (expected {signature: [{revision, value, ...}]})")
-    groups = payload.items() if isinstance(payload, dict) else [(None, payload)]
+    groups: list[tuple[str | None, list]] = (
+        list(payload.items()) if isinstance(payload, dict) else [(None, payload)]  # type: ignore[list-item]
+    )
     records = []
     for key, points in groups:
         for number, p in enumerate(points, start=1):

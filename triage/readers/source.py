@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 import pandas as pd
 
@@ -65,10 +65,10 @@ def _inner_name(name: str) -> str:
 
 def _decompressing(fh: IO[bytes], kind: str) -> IO[bytes]:
     if kind == "gzip":
-        return gzip.GzipFile(fileobj=fh)
+        return cast(IO[bytes], gzip.GzipFile(fileobj=fh))
     import zstandard  # only for zstd input
 
-    return zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
+    return cast(IO[bytes], zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True))
 
 
 @contextmanager
