@@ -126,7 +126,7 @@ def train(
     test_size: Annotated[float, typer.Option("--test-size", help="Fraction of series held out to measure the model (0 = none).")] = 0.2,
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
     register: Annotated[str | None, typer.Option("--register", help="Registered model name (default triage-<model>).")] = None,
-    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP)] = None,
+    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP, envvar="MLFLOW_TRACKING_URI")] = None,
     no_track: Annotated[bool, typer.Option("--no-track", help="Do not log to MLflow.")] = False,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction and model threads.")] = 1,
     ordinary_per_series: Annotated[int, typer.Option("--ordinary-per-series", min=0, help="With --window 0: unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper).")] = 10,
@@ -227,7 +227,7 @@ def evaluate(
     threshold: Annotated[str, typer.Option("--threshold", help="Threshold policy for accuracy/sensitivity/specificity.")] = "0.5",
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Directory for records.csv, summary.csv, differences.csv, summary.md.")] = None,
-    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP)] = None,
+    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP, envvar="MLFLOW_TRACKING_URI")] = None,
     no_track: Annotated[bool, typer.Option("--no-track", help="Do not log to MLflow.")] = False,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Parallel processes (joblib); -1 = all cores.")] = 1,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run feature extraction on a dask cluster, partitioned by series: local or a scheduler address (tcp://host:8786).")] = None,
@@ -299,7 +299,7 @@ def window_study(
     split: Annotated[str, typer.Option("--split", help="random (the paper's), grouped or time.")] = "random",
     splits: Annotated[int, typer.Option("--splits", help="Repetitions per window.")] = 20,
     param: Annotated[list[str] | None, typer.Option("--param", help="Model parameter KEY=VALUE (repeatable).")] = None,
-    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP)] = None,
+    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP, envvar="MLFLOW_TRACKING_URI")] = None,
     no_track: Annotated[bool, typer.Option("--no-track", help="Do not log to MLflow.")] = False,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Parallel processes (joblib); -1 = all cores.")] = 1,
 ) -> None:
@@ -364,7 +364,7 @@ def window_study(
 
 @models_app.command("list")
 def models_list(
-    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP)] = None,
+    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP, envvar="MLFLOW_TRACKING_URI")] = None,
 ) -> None:
     """Registered models: versions, aliases, window, held-out AUC, training rows, data hash (first 7), run."""
     from triage.training.tracking import list_models, resolve_tracking_uri
@@ -390,7 +390,7 @@ def models_promote(
     name: Annotated[str, typer.Argument(help="Registered model name.")],
     version: Annotated[str, typer.Argument(help="Version to promote.")],
     alias: Annotated[str, typer.Option("--alias", help="Alias to point at the version.")] = "champion",
-    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP)] = None,
+    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP, envvar="MLFLOW_TRACKING_URI")] = None,
 ) -> None:
     """Point an alias (default champion) at a model version."""
     from triage.training.tracking import promote
