@@ -358,6 +358,7 @@ def detect(
         help="Commits of each series per batch (one predictor call each).",
     ),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Processes the series are partitioned over."),
+    scheduler: str = typer.Option(None, "--scheduler", help="Replay on a dask cluster, partitioned by series: local or a scheduler address (the model path must be readable by the workers)."),
 ) -> None:
     """Replay whole histories through the online loop and write the change points it finds."""
     from triage.cli.validation import check_int, check_output_not_input
@@ -370,6 +371,7 @@ def detect(
     from triage.cli.progress import JobProgress, chunks
     from triage.cli.tables import check_format
     from triage.core.atomic import write_frame
+    from triage.distributed import map_frames
     from triage.loaders import load
     from triage.online.loop import OnlineTriage, RejectedCommit, replay_in_processes
 
@@ -397,7 +399,11 @@ def detect(
                     loop_kwargs=loop_kwargs,
                     replay_kwargs={"batch_series": batch_series, "commits_per_batch": commits_per_batch},
                     on_part=progress.advance,
-                )
+                ) if scheduler is None else map_frames(
+                    lambda d: pd.DataFrame(replay_in_processes(model_dir, d, jobs=1, loop_kwargs=loop_kwargs,
+                                                               replay_kwargs={"batch_series": batch_series, "commits_per_batch": commits_per_batch}),
+                                           columns=["series_id", "commit", "index", "probability"]),
+                    dataset, scheduler)
         except RejectedCommit as exc:
             raise InputError(data, None, str(exc)) from None
         seconds = time.perf_counter() - started
