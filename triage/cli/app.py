@@ -62,6 +62,7 @@ COMMAND_MODULES: list[str] = [
     "triage.cli.online",
     "triage.cli.alerts",
     "triage.cli.pipeline",
+    "triage.cli.workspace",
 ]
 
 for _name in COMMAND_MODULES:
