@@ -222,6 +222,10 @@ def read_json_values(path: str | Path) -> Dataset:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not a UTF-8 text file (JSON must be UTF-8)") from None
+    except RecursionError:
+        raise InputError(path, None, "JSON nested too deeply to be a list of numbers") from None
     if not isinstance(payload, list) or not payload:
         raise InputError(path, None, "expected a non-empty JSON list of numbers")
     long = pd.DataFrame(

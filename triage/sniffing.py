@@ -75,7 +75,7 @@ def data_layout(path: Path) -> str:
     if suffix == ".json":
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             return "json"  # the reader reports the exact problem
         if isinstance(payload, dict) and "entries" in payload:
             return "gab"
