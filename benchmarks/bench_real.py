@@ -149,8 +149,8 @@ def cached_detections(data: Dataset, key: str, n_jobs: int, log: Callable[[str],
     if path.is_file():
         with path.open("rb") as fh:
             cached = pickle.load(fh)
-        if set(cached) == set(SELECTED) and set(cached[SELECTED[0]]) == {h.series_id for h in data}:
-            return cached
+        if set(SELECTED) <= set(cached) and set(cached[SELECTED[0]]) == {h.series_id for h in data}:
+            return {d: cached[d] for d in SELECTED}
     started = time.perf_counter()
     found = run_detectors(data, n_jobs)
     log(f"  detectors on {len(data)} histories ({key}): {time.perf_counter() - started:.0f} s")

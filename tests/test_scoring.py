@@ -365,3 +365,37 @@ def test_nan_in_the_data_is_an_input_error_naming_the_row(tmp_path):
     with pytest.raises(InputError) as info:
         load(data)
     assert info.value.row == 3 and "NaN" in info.value.problem
+
+
+# --------------------------------------------------------------------------- candidate-bounded scoring models
+
+
+def test_candidate_window_model_scores_fresh_candidates_on_their_own_windows(dataset, tmp_path):
+    """A scoring model records candidate-bounded windows; scoring rebuilds exactly those rows."""
+    from triage.features.extract import extract_features
+    from triage.features.level_shift import PAIR_COLUMNS
+    from triage.scoring import default_threshold
+
+    cands = candidates_frame(dataset, "perfherder")
+    wanted = {sid: g["index"].to_numpy() for sid, g in cands.groupby("series_id")}
+    m = extract_features(dataset, candidates=wanted, candidate_windows=True, max_len=40, pair=True)
+    m["det_score_rank"] = np.nan  # set below from the file, as scoring does
+    truth = {h.series_id: h.true_change_points() for h in dataset}
+    y = np.array([np.any(np.abs(truth[s] - i) <= 5) for s, i in zip(m["series_id"], m["index"], strict=True)])
+    assert 0 < y.sum() < len(y)
+    cols = [*PAIR_COLUMNS, "pre_entropy", "after_entropy"]
+    clf = TriageClassifier(features=cols, n_estimators=30, random_state=0).fit(m[cols], y.astype(int))
+    out = tmp_path / "scoring-model"
+    save_model(clf, out, window="adaptive",
+               extra={"windows": "candidates", "max_len": 40, "pair": True, "detector_thresholds": {"perfherder": 0.25}})
+    loaded = load_classifier(out)
+    cand_file = tmp_path / "c.csv"
+    cands.to_csv(cand_file, index=False)
+    table = read_candidates(cand_file)
+    scored = score_candidates(dataset, table, loaded, explain_top=0)
+    # the same probabilities as the model gives on the candidate-bounded rows
+    expect = pd.Series(clf.predict_proba(m[cols])[:, 1], index=pd.MultiIndex.from_frame(m[["series_id", "index"]]))
+    got = expect.loc[list(zip(scored["series_id"], scored["index"].astype(int), strict=True))].to_numpy()
+    assert np.allclose(scored["p_true"].to_numpy(float), got)
+    # the file names one detector the model has a validation threshold for
+    assert default_threshold(loaded, table) == (0.25, "the model's for perfherder (validation F1, recall kept)")

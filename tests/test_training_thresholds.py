@@ -64,3 +64,24 @@ def test_fbeta_maximises_the_score():
 def test_no_positives_falls_back():
     assert choose_threshold(TargetRecall(0.9), np.zeros(5), np.linspace(0, 1, 5)) == 0.5
     assert choose_threshold(Fixed(0.2), np.zeros(5), np.linspace(0, 1, 5)) == 0.2
+
+
+def test_detector_thresholds_never_lower_validation_f1_and_keep_recall():
+    from triage.training.thresholds import choose_detector_thresholds
+
+    def evaluator(curve):
+        def evaluate(t):
+            return curve(t)
+
+        evaluate.candidates = np.linspace(0.05, 0.95, 19)
+        return evaluate
+
+    # helps: F1 rises until recall would fall below 95 % of the detector's (0.8 -> 0.76)
+    helps = evaluator(lambda t: (0.6 + 0.3 * t, 0.8 - 0.1 * t) if t > 0 else (0.6, 0.8))
+    # never helps: triage off (threshold 0, every candidate kept)
+    hurts = evaluator(lambda t: (0.6 - 0.1 * t, 0.8) if t > 0 else (0.6, 0.8))
+    chosen = choose_detector_thresholds({"a": helps, "b": hurts})
+    assert chosen["b"] == 0.0
+    f, r = helps(chosen["a"])
+    assert r >= 0.95 * 0.8 - 1e-12 and f > 0.6
+    assert chosen["a"] == pytest.approx(0.4)  # the highest threshold with recall >= 0.76

@@ -27,10 +27,14 @@ from triage.core.errors import InputError
 from triage.core.history import Dataset, History
 from triage.features import catalogue
 from triage.features.extract import extract_features
-from triage.features.windows import ADAPTIVE
+from triage.features.level_shift import PAIR_COLUMNS
+from triage.features.windows import ADAPTIVE, CANDIDATE_MAX_LEN
 
+#: The detector's own score, ranked (0-1) among the candidates of its file: a
+#: scale-free form of a score whose unit differs from detector to detector.
+DETECTOR_SCORE_RANK = "det_score_rank"
 #: Every feature column this installation computes, in contract order.
-ALL_FEATURES: tuple[str, ...] = tuple(catalogue.feature_columns())
+ALL_FEATURES: tuple[str, ...] = (*catalogue.feature_columns(), *PAIR_COLUMNS, DETECTOR_SCORE_RANK)
 
 
 # --------------------------------------------------------------------------- model
@@ -46,6 +50,29 @@ def model_window(classifier) -> str | int:
         return int(window)
     except (TypeError, ValueError):
         raise InputError(manifest.get("_path"), None, f"model manifest has an unknown window {window!r}") from None
+
+
+def candidate_windowing(classifier) -> dict[str, object] | None:
+    """``{"max_len": int, "pair": bool}`` for a model trained on candidate-bounded windows, else None.
+
+    A scoring model (``models/default-scoring``) records in its manifest's
+    ``extra`` that its Pre/After stop at the neighbouring candidates of the
+    same detector run (:func:`triage.features.windows.candidate_bounds`); it
+    must be applied on exactly those windows.
+    """
+    extra = (getattr(classifier, "manifest_", None) or {}).get("extra") or {}
+    if extra.get("windows") != "candidates":
+        return None
+    return {"max_len": int(extra.get("max_len", CANDIDATE_MAX_LEN)), "pair": bool(extra.get("pair", False))}
+
+
+def detector_threshold(classifier, detector: str | None) -> float | None:
+    """The model's validation threshold for candidates of ``detector``, None when it has none."""
+    extra = (getattr(classifier, "manifest_", None) or {}).get("extra") or {}
+    table = extra.get("detector_thresholds") or {}
+    if detector is None or detector not in table:
+        return None
+    return float(table[detector])
 
 
 def model_features(classifier, source: str | Path | None = None) -> list[str]:

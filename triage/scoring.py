@@ -41,7 +41,14 @@ from triage.core import labels
 from triage.core.errors import InputError
 from triage.core.history import Dataset
 from triage.features.extract import extract_features
-from triage.inference import candidate_matrix, decide, model_features, model_window
+from triage.inference import (
+    DETECTOR_SCORE_RANK,
+    candidate_matrix,
+    candidate_windowing,
+    decide,
+    model_features,
+    model_window,
+)
 from triage.training.thresholds import TargetRecall, choose_threshold
 
 #: Columns added to every scored candidate.
@@ -49,6 +56,30 @@ SCORE_COLUMNS: tuple[str, ...] = ("p_false", "p_true", "classification", "explan
 
 
 # --------------------------------------------------------------------------- scoring
+
+
+def default_threshold(classifier, table: CandidateTable) -> tuple[float, str]:
+    """The threshold for ``table`` without an override, and how it was chosen.
+
+    A scoring model keeps one validation threshold per detector (never
+    lowering that detector's validation F1); a file whose ``detector`` column
+    names one detector it knows gets that one, anything else the model's own.
+    """
+    from triage.inference import detector_threshold
+
+    if "detector" in table.fields.columns:
+        named = table.fields["detector"].dropna().astype(str).str.strip().unique()
+        if len(named) == 1 and (cut := detector_threshold(classifier, str(named[0]))) is not None:
+            return cut, f"the model's for {named[0]} (validation F1, recall kept)"
+    return float(classifier.threshold_), f"the model's ({classifier.threshold_policy_})"
+
+
+def detector_score_rank(table: CandidateTable) -> np.ndarray:
+    """Each candidate's ``score`` ranked among the file's (0-1], NaN without a numeric score column."""
+    if "score" not in table.fields.columns:
+        return np.full(len(table), np.nan)
+    score = pd.to_numeric(table.fields["score"], errors="coerce").reset_index(drop=True)
+    return score.rank(pct=True).to_numpy(dtype=float)
 
 
 def threshold_for_recall(dataset: Dataset, classifier, recall: float) -> tuple[float, int]:
@@ -85,19 +116,35 @@ def score_candidates(
 ) -> pd.DataFrame:
     """P(true change) and a decision for every candidate of ``table``.
 
-    Pre and After of each candidate are bounded by the confirmed change points
-    (``true_positive`` labels) of its series in ``dataset``, with the model's
-    window. Returns the detector's fields plus the columns of the module
-    docstring, in input order. ``n_jobs``: processes for feature extraction.
+    Windows: a scoring model trained on candidate-bounded windows
+    (:func:`triage.inference.candidate_windowing`, the bundled
+    ``default-scoring``) gets exactly those: Pre and After stop at the
+    neighbouring candidates *of this file* in the same series (one file = one
+    detector run) and at confirmed change points (``true_positive`` labels),
+    at most ``max_len`` commits each; no confirmed change point is needed.
+    Any other model gets its training window, bounded by the confirmed change
+    points. The detector's ``score`` column, when the file has one, becomes
+    ``det_score_rank`` (its rank among the file's scores; missing otherwise).
+    Returns the detector's fields plus the columns of the module docstring,
+    in input order. ``n_jobs``: processes for feature extraction.
     """
     series, index = resolve(dataset, table)
     wanted: dict[str, list[int]] = {}
     for sid, i in zip(series, index.tolist(), strict=True):
         wanted.setdefault(sid, []).append(i)
     # One extraction for all (unique) points, then rows back in input order.
-    matrix = extract_features(dataset, candidates=wanted, window=model_window(classifier), n_jobs=n_jobs)
+    honest = candidate_windowing(classifier)
+    if honest is not None:
+        matrix = extract_features(
+            dataset, candidates=wanted, candidate_windows=True, max_len=int(honest["max_len"]),  # type: ignore[call-overload]
+            pair=bool(honest["pair"]), n_jobs=n_jobs,
+        )
+    else:
+        matrix = extract_features(dataset, candidates=wanted, window=model_window(classifier), n_jobs=n_jobs)
     where = pd.MultiIndex.from_arrays([matrix["series_id"].astype(str), matrix["index"].astype(np.int64)])
     matrix = matrix.iloc[where.get_indexer(pd.MultiIndex.from_arrays([series, index]))].reset_index(drop=True)
+    if DETECTOR_SCORE_RANK in model_features(classifier):
+        matrix[DETECTOR_SCORE_RANK] = detector_score_rank(table)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
     out = table.fields.reset_index(drop=True).copy()
     added = {"series_id": matrix["series_id"], "commit": matrix["commit"], "index": matrix["index"]}
