@@ -32,10 +32,10 @@ MAX_ABS = 1e100
 MIN_ABS = 1e-100
 
 
-def value_problem(value: float) -> str | None:
+def value_problem(value: object) -> str | None:
     """Why one value cannot be used, or ``None`` when it can."""
     try:
-        x = float(value)
+        x = float(value)  # type: ignore[arg-type]  # anything: what float() refuses is the answer
     except (TypeError, ValueError, OverflowError):
         # OverflowError: an integer too large for a float (10**400).
         return f"value {_shown(value)} is not a number that fits a float"
