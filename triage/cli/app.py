@@ -78,6 +78,13 @@ def main() -> None:
     except InputError as exc:
         err_console.print(error_line(exc), highlight=False, soft_wrap=True)
         sys.exit(2)
+    except Exception as exc:  # OS errors: one line, exit 2; our bugs: internal error, exit 1
+        from triage.cli.validation import exit_code_for
+
+        def say(line: str) -> None:
+            err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+        sys.exit(exit_code_for(exc, say))
 
 
 if __name__ == "__main__":
