@@ -103,7 +103,7 @@ def latency(
             t0 = time.perf_counter_ns()
             d = loop.process_one("tigerbeetle", str(i), x)
             times.append(time.perf_counter_ns() - t0)
-            positives += d.decision
+            positives += bool(d is not None and d.decision)
         if store is not None:
             store.close()
     t = np.array(times) / 1e3
@@ -184,6 +184,74 @@ def serialisation_cost(model: Path, values: np.ndarray) -> float:
     return float(np.median(times) / 1e3)
 
 
+def _child_run(cmd: list[str], stdin_bytes: bytes | None = None) -> dict[str, float]:
+    """Run a command; wall seconds, CPU seconds of it and its children, their peak RSS."""
+    import resource
+    import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, input=stdin_bytes, capture_output=True, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[-2000:]}")
+    return {
+        "wall_s": wall,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        # ru_maxrss of RUSAGE_CHILDREN: the largest child's peak, in KiB on Linux
+        "peak_mb": after.ru_maxrss / 1024,
+        "stdout_lines": proc.stdout.count(b"\n"),
+    }
+
+
+def watch_backlog(model: Path, n_lines: int, n_series: int = 1000) -> None:
+    """(e) A backlog of JSON lines piped into `triage watch --state` (one process, SQLite store)."""
+    import sys
+
+    rng = np.random.default_rng(0)
+    per = n_lines // n_series
+    values = 100 * (1 + 0.02 * rng.standard_normal((n_series, per)))
+    values[:, per // 2 :] *= np.where(rng.random(n_series) < 0.3, 1.2, 1.0)[:, None]
+    lines = [
+        json.dumps({"series_id": f"s{j}", "commit": f"c{i}", "value": float(values[j, i])})
+        for i in range(per)
+        for j in range(n_series)
+    ]
+    work = Path(tempfile.mkdtemp(prefix="bench-watch-"))
+    cmd = [sys.executable, "-m", "triage.cli.app", "watch", "--model", str(model), "--state", str(work / "s.db"),
+           "--explain", "none"]
+    r = _child_run(cmd, ("\n".join(lines) + "\n").encode())
+    print(
+        f"(e) triage watch --state, {len(lines):,} JSON lines over {n_series:,} series piped at once: "
+        f"{r['wall_s']:.1f} s wall = {len(lines) / r['wall_s']:,.0f} commits/s; CPU {r['cpu_s']:.1f} s; "
+        f"peak RSS {r['peak_mb']:.0f} MB; {r['stdout_lines']:,} output lines"
+    )
+
+
+def detect_replay(model: Path, preset: str) -> None:
+    """(f) `triage detect --jobs 2` on a synthetic preset (written once as long CSV)."""
+    import sys
+
+    from triage.synthetic import generate_frame
+
+    work = Path(tempfile.mkdtemp(prefix="bench-detect-"))
+    data = work / f"{preset}.csv"
+    frame = generate_frame(preset, seed=0)
+    frame[["series_id", "commit", "timestamp", "value"]].to_csv(data, index=False)
+    n_commits = frame.groupby("series_id")["commit"].nunique().sum()
+    del frame
+    for jobs in (2,):
+        cmd = [sys.executable, "-m", "triage.cli.app", "detect", "--data", str(data), "--model", str(model),
+               "--out", str(work / "found.csv"), "--jobs", str(jobs)]
+        r = _child_run(cmd)
+        print(
+            f"(f) triage detect --jobs {jobs}, preset {preset} ({n_commits:,} commits): {r['wall_s']:.0f} s wall, "
+            f"{r['cpu_s']:.0f} CPU-seconds (all processes, loading included), peak RSS of the largest "
+            f"process {r['peak_mb']:.0f} MB"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -195,7 +263,21 @@ def main() -> None:
     )
     parser.add_argument("--batch-series", type=int, default=4096)
     parser.add_argument("--commits-per-batch", type=int, default=16)
+    parser.add_argument(
+        "--watch-backlog", type=int, default=0,
+        help="only (e): pipe this many JSON lines over 1,000 series into `triage watch --state` (needs --model)",
+    )
+    parser.add_argument(
+        "--detect-preset", default=None,
+        help="only (f): `triage detect --jobs 2` on this synthetic preset written as long CSV (needs --model)",
+    )
     args = parser.parse_args()
+    if args.watch_backlog:
+        watch_backlog(args.model, args.watch_backlog)
+        return
+    if args.detect_preset:
+        detect_replay(args.model, args.detect_preset)
+        return
 
     from triage.synthetic import generate, preset_config
 

@@ -55,8 +55,8 @@ from triage.core.history import Dataset
 from triage.core.metrics import f_measure
 from triage.online.loop import OnlineTriage
 
-THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)
-WITHDRAW = (0.0, 1.0, 2.0)
+THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95)
+WITHDRAW = (0.0, 2.0)
 
 
 def mean_f1(data: Dataset, found: dict[str, list[int]], margin: int = 5) -> tuple[float, float, float]:
@@ -80,7 +80,7 @@ def alarm_rate(data: Dataset, found: dict[str, list[int]]) -> float:
 def perfherder(data: Dataset) -> dict[str, list[int]]:
     from triage.detectors.registry import make
 
-    return {h.series_id: [int(i) for i in make("perfherder").detect(h.values)] for h in data}
+    return {h.series_id: [int(i) for i in make("perfherder").fit(h.values).indices_] for h in data}
 
 
 def loop_found(model: Path, data: Dataset, k: int, threshold: float, withdraw: float) -> dict[str, list[int]]:

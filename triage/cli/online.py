@@ -2,7 +2,9 @@
 (replay whole histories through the same loop, the paper's Section 4 experiment).
 
 Both run :class:`triage.online.loop.OnlineTriage` (Bauer et al., ICPE 2022,
-Algorithm 1) with a window-0 model directory.
+Algorithm 1) with a model of a fixed window K; the confirmation delay is
+that K unless ``--confirm-after`` says otherwise (see :mod:`triage.online.loop`
+for K, the refractory period and the re-check).
 
 ``triage watch`` input, one result per line:
 
@@ -13,10 +15,15 @@ Algorithm 1) with a window-0 model directory.
   ``commit``, ``value`` (``timestamp`` optional, other columns ignored);
   ``--follow`` keeps reading as lines are appended, like ``tail -f``.
 
-Output: one JSON line per commit on stdout, ``{"series_id", "commit",
+Output: one JSON line per decided commit on stdout, ``{"series_id", "commit",
 "probability", "decision", "top_features"}`` (``series_id`` as in the input;
-an input record may also name its series ``series``), plus ``"replayed": true`` when
-the commit had been decided before (re-delivery after a restart). With
+an input record may also name its series ``series``), plus ``"decided_at"``
+(the commit whose arrival completed the decision, K > 0) and
+``"replayed": true`` when the commit had been decided before (re-delivery
+after a restart). With K > 0 the first K commits of a series print nothing
+when they arrive. A re-check that takes an alarm back prints its own line,
+``{"series_id", "commit", "withdrawn": true, "decided_at", "score"}``. The
+lines already waiting on stdin are decided in one transaction. With
 ``--state FILE.db`` every decision is committed with its state update before
 it is printed, so a killed watcher restarted on the same input continues
 exactly where it stopped. A bad line stops the command with exit status 2 and
