@@ -73,3 +73,19 @@ def test_train_end_to_end_from_a_synthetic_preset(tmp_path):
     assert clf.manifest_["window"] == 0
     assert clf.manifest_["extra"]["source"] == {"preset": "small", "seed": 0, "ordinary_per_series": 10}
     assert all(c.startswith(("pre_", "after_", "norm_")) for c in clf.feature_names_)
+
+
+def test_train_registers_kind_and_window_and_warns_on_small_data(tmp_path):
+    """40 series: the hold-out is too small to mean much, and the CLI says so; the name says rf, window 4."""
+    from triage.training.tracking import list_models
+
+    small = tmp_path / "small.parquet"
+    make_matrix(40, 3, seed=3).to_parquet(small)
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    res = CliRunner().invoke(app, ["train", "--matrix", str(small), "--out", str(tmp_path / "m"), "--window", "4",
+                                   "--param", "n_estimators=5", "--tracking-uri", uri])
+    assert res.exit_code == 0, res.output
+    assert "warning: the hold-out has only" in " ".join(res.output.split())
+    rows = list_models(uri)
+    assert [(r["name"], r["version"], r["window"]) for r in rows] == [("triage-rf-w4", "1", "4")]
+    assert load_model(tmp_path / "m").manifest_["run_id"] == rows[0]["run_id"]
