@@ -147,6 +147,10 @@ CASES: list[tuple[str, list[str], str | None, int, str]] = [
                                    "--tracking-uri", "sqlite:///{garbage.db}"], None, 2, "not a SQLite database"),
     ("train-tracking-uri-no-scheme", ["train", "--matrix", "{matrix.parquet}", "--out", "{model}",
                                       "--tracking-uri", "mlruns.db"], None, 2, "not a tracking URI"),
+    ("train-unreachable-server", ["train", "--matrix", "{matrix.parquet}", "--out", "{model}",
+                                  "--tracking-uri", "http://127.0.0.1:9"], None, 2, "cannot be used"),
+    ("models-list-unreachable-server", ["models", "list", "--tracking-uri", "http://127.0.0.1:9"], None, 2,
+     "cannot be used"),
     ("train-data-and-matrix", ["train", *M, "--data", "{data.csv}"], None, 2, "exactly one"),
     # evaluate / window-study
     ("evaluate-splits-0", [*E[:-1], "0"], None, 2, "--splits"),

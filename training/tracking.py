@@ -135,8 +135,18 @@ def check_store(tracking_uri: str | None = None) -> str:
     not after minutes of fitting.
     """
     _, client, uri = _client(tracking_uri)
-    with store_errors(uri):
-        client.search_experiments(max_results=1)
+    # A server that does not answer must fail in seconds, not after MLflow's
+    # default retries with back-off (minutes): one quick try, unless the user set these.
+    quick = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+    saved = {k: os.environ.get(k) for k in quick}
+    os.environ.update({k: v for k, v in quick.items() if saved[k] is None})
+    try:
+        with store_errors(uri):
+            client.search_experiments(max_results=1)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
     return uri
 
 
@@ -412,6 +422,7 @@ def list_models(tracking_uri: str | None = None) -> list[dict[str, object]]:
     training run: window, auc (held-out), data_hash, n_train (triaged rows
     the final model was fitted on), status (the run's).
     """
+    check_store(tracking_uri)  # an unreachable server fails in seconds
     recover_interrupted_runs(tracking_uri)
     _, client, uri = _client(tracking_uri)
     rows = []
