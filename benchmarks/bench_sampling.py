@@ -23,7 +23,7 @@ its measurements are averaged) and measures:
    the search.
 
     nice .venv/bin/python benchmarks/bench_sampling.py               # everything
-    nice .venv/bin/python benchmarks/bench_sampling.py --limit 40    # a quick look
+    nice .venv/bin/python benchmarks/bench_sampling.py --sample 80   # a seeded random 80 series
 """
 
 from __future__ import annotations
@@ -138,6 +138,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=REAL)
     ap.add_argument("--limit", type=int, default=None, help="first N series only")
+    ap.add_argument("--sample", type=int, default=None, help="a seeded random sample of N series (all sources)")
     ap.add_argument("--kernel", default="brownian", choices=KERNELS)
     ap.add_argument("--kernels", action="store_true", help="also compare the four kernels")
     ap.add_argument("--fractions", default="0.01,0.03,0.05")
@@ -153,6 +154,8 @@ def main() -> None:
     t0 = time.perf_counter()
     series = load_real(args.data, args.limit)
     rng = np.random.default_rng(args.seed)
+    if args.sample:
+        series = [series[i] for i in sorted(rng.choice(len(series), size=min(args.sample, len(series)), replace=False))]
     print(f"{len(series)} real series, {sum(len(y) for _, y in series)} commits; seed {args.seed}")
     if not args.skip_history:
         history_study(series, [float(f) for f in args.fractions.split(",")], args.kernel, rng)

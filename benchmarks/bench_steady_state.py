@@ -13,6 +13,7 @@ Scoring (this project's convention):
 * missed unsteady: share of never-steady runs (drift, late step) called steady.
 
     nice .venv/bin/python benchmarks/bench_steady_state.py --runs 1000 --seed 0
+    nice .venv/bin/python benchmarks/bench_steady_state.py --runs 1000 --seed 0 --outlier-share 0 --heavy-share 0
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1000, help="generated runs (default 1000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--outlier-share", type=float, default=0.3, help="share of runs with GC spikes")
+    ap.add_argument("--heavy-share", type=float, default=0.3, help="share of runs with Student-t (4 df) noise")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     # Mostly steady runs, as in real forks; a tenth never steady.
     kinds = rng.choice(KINDS, size=args.runs, p=[0.25, 0.3, 0.35, 0.05, 0.05])
-    runs = [make_run(str(k), rng, outliers=bool(rng.random() < args.outlier_share)) for k in kinds]
-    print(f"{args.runs} runs, seed {args.seed}: " + ", ".join(f"{k} {int(np.sum(kinds == k))}" for k in KINDS))
+    runs = [make_run(str(k), rng, outliers=bool(rng.random() < args.outlier_share), heavy_share=args.heavy_share)
+            for k in kinds]
+    print(f"{args.runs} runs, seed {args.seed}, outliers in {args.outlier_share:.0%}, heavy tails in {args.heavy_share:.0%}: " + ", ".join(f"{k} {int(np.sum(kinds == k))}" for k in KINDS))
     header = f"{'method':8} {'total abs err':>14} {'mean abs err':>13} {'false unsteady':>15} {'missed unsteady':>16} {'ms/run':>7}"
     print(header)
     results = {}

@@ -19,7 +19,8 @@ Each run is ``level * (1 + warm-up(t)) + noise`` over ``n`` iterations. Kinds:
 
 Outliers (GC pauses) are upward spikes of 6 to 15 noise sd on 1% of the
 iterations of a chosen share of runs; they do not move the onset. Noise is
-Gaussian or Student-t with 4 degrees of freedom (heavy tails).
+Gaussian or, for ``heavy_share`` of the runs (0.3), Student-t with 4 degrees
+of freedom (heavy tails).
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ class Run:
     kind: str
 
 
-def make_run(kind: str, rng: np.random.Generator, n: int | None = None, outliers: bool = False) -> Run:
+def make_run(
+    kind: str, rng: np.random.Generator, n: int | None = None, outliers: bool = False, heavy_share: float = 0.3
+) -> Run:
     """One run of ``kind`` (see module docstring) with ``n`` iterations (300-1500 if None)."""
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r} (use one of {', '.join(KINDS)})")
@@ -49,7 +52,7 @@ def make_run(kind: str, rng: np.random.Generator, n: int | None = None, outliers
     level = float(rng.uniform(1.0, 100.0))
     cv = float(rng.uniform(0.005, 0.05))  # noise sd as a share of the level
     sd = level * cv
-    heavy = rng.random() < 0.3
+    heavy = rng.random() < heavy_share
     noise = (rng.standard_t(4, n) / np.sqrt(2.0) if heavy else rng.standard_normal(n)) * sd
     shape = np.zeros(n)
     onset: int | None

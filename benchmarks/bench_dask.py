@@ -1,0 +1,65 @@
+"""Throughput of the online replay (``triage detect``) on 1 and 2 local dask workers.
+
+The history is a slice of the ``default`` synthetic preset (MongoDB-sized:
+7,800 series of 100-600 commits); ``--series`` picks how many of its series
+(the whole preset takes long on a shared 2-core machine). The replay runs
+through :func:`triage.distributed.map_frames` on a ``LocalCluster`` with 1,
+then 2, single-threaded worker processes, and once in this process without
+dask. Cluster start-up is timed apart from the replay; each worker loads the
+model and compiles its predictor once per process (included in the replay
+time, as a real worker would pay it once per start).
+
+    nice .venv/bin/python benchmarks/bench_dask.py --series 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import pandas as pd
+
+from triage.distributed import map_frames
+from triage.model_lookup import resolve_model
+from triage.online.loop import replay_in_processes
+from triage.synthetic import generate
+
+COLUMNS = ["series_id", "commit", "index", "probability"]
+
+
+def _replay(part, model_dir):
+    return pd.DataFrame(replay_in_processes(model_dir, part, jobs=1), columns=COLUMNS)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--series", type=int, default=600, help="series of the default preset to replay")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    full = generate("default", seed=args.seed)
+    data = full.subset(full.series_ids[: args.series])
+    n_commits = data.n_commits()
+    model_dir = resolve_model("default", "online")
+    print(f"{len(data)} series, {n_commits:,} commits (default preset, seed {args.seed}); {os.cpu_count()} cores")
+    t = time.perf_counter()
+    ref = _replay(data, model_dir)
+    base = time.perf_counter() - t
+    print(f"{'in process, no dask':24} replay {base:7.1f} s  {n_commits / base:9,.0f} commits/s")
+    from distributed import Client, LocalCluster
+
+    for workers in (1, 2):
+        t = time.perf_counter()
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            start = time.perf_counter() - t
+            t = time.perf_counter()
+            out = map_frames(_replay, data, client.scheduler.address, model_dir, n_partitions=4 * workers)
+            run = time.perf_counter() - t
+        same = out.equals(ref)
+        print(f"{f'{workers} worker(s)':24} replay {run:7.1f} s  {n_commits / run:9,.0f} commits/s  "
+              f"(cluster start {start:.1f} s; same change points as in process: {same})")
+
+
+if __name__ == "__main__":
+    main()
