@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -88,12 +89,22 @@ def ws(tmp_path_factory) -> Path:
     # A store whose decisions table was dropped (earlier commits would be decided again as new).
     dropped = root / "dropped.db"
     _watch_store(dropped, root)
-    with sqlite3.connect(dropped) as db:
+    with closing(sqlite3.connect(dropped)) as db:
         db.execute("DROP TABLE decisions")
+    malformed = root / "malformed.db"  # a page overwritten with garbage
+    _watch_store(malformed, root)
+    with open(malformed, "r+b") as fh:
+        fh.seek(4096)  # pages 2 and 3: table roots, whatever holds them
+        fh.write(b"\xff" * 8192)
+    no_series = root / "noseries.db"
+    _watch_store(no_series, root)
+    with closing(sqlite3.connect(no_series)) as db:
+        db.execute("DROP TABLE series")
     emptied = root / "emptystate.db"
     _watch_store(emptied, root)
-    with sqlite3.connect(emptied) as db:
+    with closing(sqlite3.connect(emptied)) as db:
         db.execute("UPDATE series SET state = '{}'")
+        db.commit()
     return root
 
 
@@ -224,6 +235,8 @@ CASES: list[tuple[str, list[str], str | None, int, str]] = [
     ("watch-nan-line", ["watch"], _stream("NaN"), 2, "not a finite number"),
     ("watch-empty-store", ["watch", "--state", "{empty.db}"], "", 2, "is empty (0 bytes)"),
     ("watch-dropped-decisions-table", ["watch", "--state", "{dropped.db}"], "", 2, "has no decisions table"),
+    ("watch-malformed-page", ["watch", "--state", "{malformed.db}"], "", 2, "--reset-state"),
+    ("watch-dropped-series-table", ["watch", "--state", "{noseries.db}"], "", 2, "has no series table"),
     ("watch-empty-state-object", ["watch", "--state", "{emptystate.db}"], "", 2, "lacks 'n'"),
     ("watch-garbage-store", ["watch", "--state", "{garbage.db}"], "", 2, "not a state file"),
     # model directories
