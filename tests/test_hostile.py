@@ -171,6 +171,8 @@ CASES: list[tuple[str, list[str], str | None, int, str]] = [
     ("evaluate-unknown-split", [*E, "--split-kinds", "random,weird"], None, 2, "weird"),
     ("evaluate-out-is-a-file", [*E, "--out", "{afile.txt}"], None, 2, "not a directory"),
     ("evaluate-bad-threshold", [*E, "--threshold", "inf"], None, 2, "inf is outside [0, 1]"),
+    ("evaluate-garbage-tracking-db", ["evaluate", "--matrix", "{matrix.parquet}", "--splits", "1",
+                                      "--tracking-uri", "sqlite:///{garbage.db}"], None, 2, "not a SQLite database"),
     ("evaluate-param-no-model", [*E, "--param", "n_estimators=5"], None, 2, "MODEL.KEY=VALUE"),
     ("window-study-bad-windows", ["window-study", "--out", "{ws}", "--data", "{data.csv}", "--windows", "a-b"], None,
      2, "--windows"),

@@ -259,6 +259,10 @@ def evaluate(
     if out is not None:
         check_output_dir("--out", out)
         check_output_not_input(out, data, matrix, features)
+    if not no_track:  # a garbage store must fail now, not after the whole protocol has run
+        from triage.training.tracking import check_store
+
+        check_store(tracking_uri)
     with joblib_on(scheduler, n_jobs) as jobs:
         fm = matrix_of(data, preset, matrix, w, seed, jobs)
     try:
@@ -324,6 +328,10 @@ def window_study(
     check_input_path("--data", data)
     check_output_dir("--out", out)
     check_output_not_input(out, data)
+    if not no_track:
+        from triage.training.tracking import check_store
+
+        check_store(tracking_uri)
     dataset = dataset_of(data, preset, seed)
     table = run_study(
         lambda w: build_matrix(dataset, w, n_jobs),
