@@ -68,6 +68,7 @@ SERIES_PARAMS = (
     "log_bimodal_run",  # mean run length of the minor state (log commits)
     "shift_rate",  # conservative level shifts per commit
     "noise_change_rate",  # noise-level changes per commit, machine changes excluded
+    "volatility",  # sd of the log noise level across blocks of 30 commits (beyond sampling)
 )
 QUANTILE_LEVELS = np.linspace(0.0, 1.0, 21)
 MAX_DF = 100.0
@@ -75,6 +76,9 @@ MIN_CV = 1e-6  # nearly deterministic series (memory) still get a tiny noise
 OUTLIER_Z = 6.0
 SHIFT_MIN_SIZE = 20
 NOISE_MIN_SIZE = 30
+VOL_BLOCK = 30
+# sd of log(1.4826 MAD) of 30 Gaussian values: what a constant noise level shows.
+VOL_SAMPLING_SD = 0.22
 PENALTY = 12.0  # times log n: conservative, only clear level shifts are cut
 NOISE_PENALTY = 4.0  # log |difference| has a known spread (pi^2 / 8), so a lower factor suffices
 
@@ -154,28 +158,49 @@ def _df_from_ratio(ratio: float) -> float:
 
 
 def _bimodal(r: np.ndarray, sd: float) -> tuple[float, float, float, np.ndarray | None]:
-    """(minor share, separation in within-state sd, mean minor run length, minor-state mask) or zeros."""
+    """(minor share, separation in major-state robust sd, mean minor run length, minor-state mask) or zeros.
+
+    The separation is measured with medians and the MAD of the major state, so
+    heavy tails (which inflate a Gaussian component's variance) neither hide a
+    real second state nor pass for one.
+    """
     from sklearn.mixture import GaussianMixture
 
     if len(r) < 40 or sd <= 0:
         return 0.0, 0.0, 0.0, None
     # Far outliers would claim a component of their own: clip them first.
-    z = np.clip((r - np.median(r)) / sd, -12, 12).reshape(-1, 1)
+    z = np.clip((r - np.median(r)) / sd, -8, 8).reshape(-1, 1)
     one = GaussianMixture(1, random_state=0).fit(z)
     two = GaussianMixture(2, covariance_type="tied", random_state=0, n_init=1).fit(z)
     if two.bic(z) >= one.bic(z) - 10:
         return 0.0, 0.0, 0.0, None
-    means = two.means_.ravel()
-    within = float(np.sqrt(np.ravel(two.covariances_)[0]))
-    weights = two.weights_
-    minor = int(np.argmin(weights))
-    sep = abs(means[1] - means[0]) / within if within > 0 else 0.0
-    if sep < 3.0 or weights[minor] < 0.05:
-        return 0.0, 0.0, 0.0, None
+    minor = int(np.argmin(two.weights_))
     state = two.predict(z) == minor
+    if state.mean() < 0.05 or state.all():
+        return 0.0, 0.0, 0.0, None
+    major_sd = _robust_sd(z[~state, 0])
+    sep = abs(np.median(z[state, 0]) - np.median(z[~state, 0])) / major_sd if major_sd > 0 else 0.0
+    if sep < 3.0:
+        return 0.0, 0.0, 0.0, None
     starts = np.flatnonzero(state & ~np.r_[False, state[:-1]])
     runs = state.sum() / max(len(starts), 1)
     return float(state.mean()), float(sep), float(runs), state
+
+
+def _volatility(centred: np.ndarray) -> float:
+    """Spread (sd of the log) of the noise level across blocks of 30 commits, beyond sampling error.
+
+    Real noise levels drift between quiet and noisy stretches far more than
+    the few noise-level changes a conservative segmentation finds.
+    """
+    blocks = len(centred) // VOL_BLOCK
+    if blocks < 4:
+        return 0.0
+    sds = np.array([_robust_sd(b) for b in centred[: blocks * VOL_BLOCK].reshape(blocks, VOL_BLOCK)])
+    sds = sds[sds > 0]
+    if len(sds) < 4:
+        return 0.0
+    return float(np.sqrt(max(np.var(np.log(sds), ddof=1) - VOL_SAMPLING_SD**2, 0.0)))
 
 
 def _rolling_median(x: np.ndarray, window: int = 11) -> np.ndarray:
@@ -210,7 +235,9 @@ def series_noise_stats(values: np.ndarray) -> dict[str, Any]:
     c_roll = _rolling_median(centred)
     c_sd = max(_diff_sd(centred), MIN_CV)
     outlier = np.abs(centred - c_roll) > OUTLIER_Z * c_sd
-    outlier_sizes = np.abs(centred[outlier] - c_roll[outlier])
+    # In units of the white-noise sd: pooled over a source's series, a size
+    # means the same on a quiet and on a noisy series.
+    outlier_sizes = np.abs(centred[outlier] - c_roll[outlier]) / c_sd
     outlier_up = float((centred[outlier] > c_roll[outlier]).mean()) if outlier.any() else np.nan
     centred = np.where(outlier, c_roll, centred)
 
@@ -256,11 +283,14 @@ def series_noise_stats(values: np.ndarray) -> dict[str, Any]:
         "bimodal_offset": sep,
         "log_bimodal_run": float(np.log(run)) if run > 0 else 0.0,
         "shift_rate": len(cuts) / n,
-        "shift_sizes": shift_sizes,
+        # In residual sd, as outliers: a size keeps its detectability when
+        # drawn for a quieter or noisier series of the same source.
+        "shift_sizes": shift_sizes / sd,
         "noise_changes": len(ncuts),
         "machine_changes": int(machine.sum()),
         "noise_change_rate": float((~machine).sum()) / n,
         "noise_factors": factors,
+        "volatility": _volatility(centred),
     }
 
 
@@ -273,7 +303,8 @@ def fit_profile(per_series: list[dict[str, Any]]) -> dict[str, Any]:
     table = np.nan_to_num(table, nan=0.0)
     quantiles = {p: np.quantile(table[:, j], QUANTILE_LEVELS).tolist() for j, p in enumerate(SERIES_PARAMS)}
     # Rank correlation mapped to the Gaussian copula's correlation (Pearson 1907).
-    rho = stats.spearmanr(table).statistic if len(table) > 2 else np.eye(len(SERIES_PARAMS))
+    with np.errstate(invalid="ignore", divide="ignore"):  # a constant column (no bimodal series) has no rank
+        rho = stats.spearmanr(table).statistic if len(table) > 2 else np.eye(len(SERIES_PARAMS))
     rho = np.nan_to_num(np.atleast_2d(rho), nan=0.0)
     np.fill_diagonal(rho, 1.0)
     corr = 2 * np.sin(np.pi * rho / 6)
@@ -300,9 +331,9 @@ def fit_profile(per_series: list[dict[str, Any]]) -> dict[str, Any]:
         "series": len(per_series),
         "quantiles": quantiles,
         "correlation": np.round(corr, 4).tolist(),
-        "shift_size": pooled("shift_sizes"),  # |log ratio| of neighbouring levels
+        "shift_size": pooled("shift_sizes"),  # |log ratio| of neighbouring levels, in residual sd
         "noise_factor": pooled("noise_factors"),  # |log ratio| of noise levels
-        "outlier_size": pooled("outlier_sizes"),  # |relative| distance from the local median
+        "outlier_size": pooled("outlier_sizes"),  # distance from the local median, in white-noise sd
         "machine_share": float(machine / shifts) if shifts else 0.0,  # level shifts that also move the noise
         "outlier_up_share": float(np.mean(ups)) if ups else 0.5,
         "length": np.quantile([s["n"] for s in per_series], QUANTILE_LEVELS).round().tolist(),
@@ -331,11 +362,24 @@ class SeriesNoise:
     bimodal_run: float
     shift_rate: float
     noise_change_rate: float
+    volatility: float
 
 
 @cache
 def _cholesky(correlation: str) -> np.ndarray:
     return np.linalg.cholesky(np.asarray(json.loads(correlation)))
+
+
+@cache
+def winsorised_variance(df: float) -> float:
+    """Variance of Student-t noise scaled to a robust sd of 1 and clipped at 4, as the estimator sees it.
+
+    The wandering-level share is measured on winsorised residuals, so the
+    generator sizes the wander against this variance, not against 1.
+    """
+    u = (np.arange(4000) + 0.5) / 4000
+    q = stats.norm.ppf(u) if df >= MAX_DF else stats.t.ppf(u, df) / (stats.t.ppf(0.75, df) / stats.norm.ppf(0.75))
+    return float(np.mean(np.clip(q, -4, 4) ** 2))
 
 
 def _from_quantiles(grid: list[float], u: np.ndarray | float) -> np.ndarray:
@@ -365,6 +409,7 @@ def sample_series_noise(rng: np.random.Generator, profile: dict[str, Any], sourc
         bimodal_run=max(float(np.exp(p["log_bimodal_run"])), 1.0),
         shift_rate=max(p["shift_rate"], 0.0),
         noise_change_rate=max(p["noise_change_rate"], 0.0),
+        volatility=max(p.get("volatility", 0.0), 0.0),
     )
 
 

@@ -51,6 +51,12 @@ from triage.loaders import _build_dataset
 
 NOISE_KINDS = ("gaussian", "student_t", "bimodal")
 PLATFORMS = ("linux-standalone", "linux-replset", "linux-sharded", "windows", "macos")
+# The fitting reads back about 0.72 of a volatility put into 500 commits (few
+# stretches per series: their sample spread falls short of the drawn one;
+# measured on pure Gaussian noise with stretches of 90), so the generator
+# draws it 1.4 times larger for the estimator to read the fitted value back.
+VOLATILITY_GAIN = 1.4
+VOLATILITY_RUN = 90  # commits: stretches three blocks of the fitting long, so few blocks straddle two
 SUITES = ("query", "insert", "update", "aggregate", "mixed", "startup")
 
 
@@ -388,17 +394,23 @@ def _real_noise_series(
                     config.length_min, config.length_max))
     base = float(_log_uniform(rng, 1.0, 1e5))
     cv = p.cv
-    white_sd = cv * np.sqrt(1 - p.wander_share)
+    # White and wandering parts share the fitted robust CV so that the
+    # estimator, which measures the wander on winsorised residuals, reads back
+    # the fitted share: with heavy tails the white part's variance is larger.
+    v_white = noise_profiles.winsorised_variance(round(p.tail_df, 1))
+    odds = p.wander_share / (1 - p.wander_share)
+    white_sd = cv / np.sqrt(1 + odds * v_white)
+    wander_sd = white_sd * np.sqrt(odds * v_white)
 
     # --- true changes: real level shifts at the fitted rate and sizes; a share
     # of them are machine changes that move the noise level too.
     starts = _spaced_positions(rng, n, int(rng.poisson(p.shift_rate * n)), config.min_gap)
-    sizes = noise_profiles.sample_pooled(rng, prof["shift_size"], len(starts), 0.05)
+    sizes = noise_profiles.sample_pooled(rng, prof["shift_size"], len(starts), 10.0)
     rel = np.ones(n)
     scale = np.ones(n)
     change_at: list[int] = []
     for c, size in zip(starts, sizes, strict=True):
-        mag = min(max(float(size), rng.uniform(config.min_snr, 2 * config.min_snr) * cv), 1.5)
+        mag = min(max(float(size) * cv, rng.uniform(config.min_snr, 2 * config.min_snr) * cv), 1.5)
         factor = float(np.exp(mag if rng.random() < 0.5 else -mag))
         end = n
         if rng.random() < config.short_regression_share:
@@ -417,13 +429,19 @@ def _real_noise_series(
     noise_at = _spaced_positions(rng, n, int(rng.poisson(p.noise_change_rate * n)), config.min_gap)
     for c, nf in zip(noise_at, noise_profiles.sample_pooled(rng, prof["noise_factor"], len(noise_at), 0.5), strict=True):
         scale[c:] *= np.exp(nf if rng.random() < 0.5 else -nf)
-    scale = np.clip(scale, 0.25, 4.0)
+    # --- quiet and noisy stretches: the noise level is redrawn (log-normal,
+    # the fitted volatility) after stretches of mean VOLATILITY_RUN commits
+    if p.volatility > 0:
+        ends = np.cumsum(rng.geometric(1 / VOLATILITY_RUN, n // 4 + 2))
+        ends = ends[ends < n]
+        stretch = np.searchsorted(ends, np.arange(n), side="right")
+        scale *= np.exp(rng.standard_normal(len(ends) + 1) * p.volatility * VOLATILITY_GAIN)[stretch]
+    scale = np.clip(scale, 0.1, 10.0)
 
     # --- wandering level (AR(1)), started in its stationary distribution
     if p.wander_share > 0:
-        sd = cv * np.sqrt(p.wander_share)
-        innov = rng.standard_normal(n) * sd * np.sqrt(1 - p.wander_phi**2)
-        innov[0] = rng.standard_normal() * sd
+        innov = rng.standard_normal(n) * wander_sd * np.sqrt(1 - p.wander_phi**2)
+        innov[0] = rng.standard_normal() * wander_sd
         rel *= 1 + lfilter([1.0], [1.0, -p.wander_phi], innov)
     level = base * rel
 
@@ -436,7 +454,7 @@ def _real_noise_series(
     # --- outliers (single-commit spikes)
     spikes = np.flatnonzero(rng.random(n) < p.outlier_rate)
     spikes = spikes[spikes > 0]
-    spike_size = np.minimum(noise_profiles.sample_pooled(rng, prof["outlier_size"], len(spikes), 0.2), 2.0)
+    spike_size = np.minimum(noise_profiles.sample_pooled(rng, prof["outlier_size"], len(spikes), 8.0) * white_sd, 2.0)
     spike_up = rng.random(len(spikes)) < prof["outlier_up_share"]
     spike_factor = np.ones(n)
     spike_factor[spikes] = np.where(spike_up, 1 + spike_size, 1 / (1 + spike_size))
