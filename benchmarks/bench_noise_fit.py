@@ -54,6 +54,7 @@ FITTED = {
     "bimodal share %": lambda s: 100 * s["bimodal_share"],
     "level shifts / 100 commits": lambda s: 100 * s["shift_rate"],
     "noise-level changes / 100 commits": lambda s: 100 * s["noise_changes"] / s["n"],
+    "noise-level volatility": lambda s: s["volatility"],
 }
 
 
