@@ -275,3 +275,27 @@ def test_fit_noise_averages_a_commit_measured_twice(tmp_path):
     series = fit_noise.read_real(tmp_path)
     np.testing.assert_array_equal(series["a/x"], [3.0, 2.0, 3.0])
     np.testing.assert_array_equal(series["b/y"], [7.0])
+
+
+def test_the_profile_file_ships_and_holds_only_numbers():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    setup = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "noise_profiles.json" in setup["package-data"]["triage"]
+    profiles = noise_profiles.load_profiles()
+    assert set(profiles["sources"]) == {"django-asv", "emg3d-bench", "empymod-bench", "otel-java", "rhai"}
+
+    def leaves(node):
+        if isinstance(node, dict):
+            for v in node.values():
+                yield from leaves(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from leaves(v)
+        else:
+            yield node
+
+    # Fitted numbers, never the data: no series id, commit or timestamp inside.
+    assert all(isinstance(v, int | float) for v in leaves(profiles["sources"]))
