@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -311,12 +312,14 @@ def build_report(
     candidates: dict[str, np.ndarray] | None = None,
     title: str = "Change-point triage report",
     max_plots: int = 100,
+    progress: Callable[[int], None] | None = None,
 ) -> Path:
     """Write the report directory ``out``; returns the path of ``index.html``.
 
     ``decisions`` as returned by :func:`read_decisions` (with ``index``);
     ``candidates`` as returned by :func:`candidate_points`. Series are plotted
-    in the order of their most likely true alert, at most ``max_plots``.
+    in the order of their most likely true alert, at most ``max_plots``;
+    ``progress(1)`` is called after each plot.
     """
     # A link to a report directory is followed: the directory it names is replaced, the link stays.
     out = Path(os.path.realpath(out))
@@ -345,6 +348,8 @@ def build_report(
                         candidates=candidates.get(sid) if candidates else None)
             sections.append((sid, anchors[sid], png, len(rows),
                              int((rows["classification"] == labels.TRUE_POSITIVE).sum())))
+            if progress is not None:
+                progress(1)
         n_cand = int(sum(len(v) for v in candidates.values())) if candidates is not None else None
         page = render_html(ordered, sections, title=title, source=str(dataset.source or ""),
                            n_candidates=n_cand, omitted=omitted, dataset=dataset)

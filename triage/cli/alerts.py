@@ -112,7 +112,7 @@ def label(
 def score(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
     candidates: Annotated[Path, typer.Option("--candidates", help="Candidates: `triage candidates` CSV, an Otava JSON/CSV report or a Perfherder alerts export (JSON/CSV); - = stdin.")],
-    model: Annotated[str, typer.Option("--model", help=MODEL_HELP, envvar=MODEL_ENV)] = "default",
+    model: Annotated[str, typer.Option("--model", help=MODEL_HELP.replace("the bundled adaptive-window model", "the bundled scoring model, default-scoring: candidate-bounded windows"), envvar=MODEL_ENV)] = "default",
     out: Annotated[Path | None, typer.Option("--out", help="File to write (atomically; - = stdout): the detector's fields plus p_false, p_true, classification, explanation.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="csv or json (JSON lines, one scored candidate per line).")] = "csv",
     target_recall: Annotated[float | None, typer.Option("--target-recall", help="Threshold reaching this recall on the triaged candidates of --data.")] = None,
@@ -139,7 +139,7 @@ def score(
     from triage.loaders import load
     from triage.model_lookup import resolve_model
     from triage.readers.source import plain_file
-    from triage.scoring import score_candidates, threshold_for_recall
+    from triage.scoring import default_threshold, score_candidates, threshold_for_recall
 
     check_format(fmt)
     console = console_for(out)
@@ -151,11 +151,11 @@ def score(
         raise typer.BadParameter("--threshold must be in [0, 1]")
     if target_recall is not None and not 0.0 < target_recall <= 1.0:
         raise typer.BadParameter("--target-recall must be in (0, 1]")
-    clf = load_classifier(resolve_model(model, "alerts"))
+    clf = load_classifier(resolve_model(model, "scoring"))
     dataset = load(data)
     with plain_file(candidates) as plain:
         table = read_candidates(plain, layout)
-    cut, how = clf.threshold_, f"the model's ({clf.threshold_policy_})"
+    cut, how = default_threshold(clf, table)
     if target_recall is not None:
         cut, n = threshold_for_recall(dataset, clf, target_recall)
         how = f"recall {target_recall:g} on {n:,} triaged candidates of --data"
@@ -195,8 +195,10 @@ def report(
     dataset = load(data)
     frame = read_decisions(decisions, dataset)
     points = candidate_points(candidates, dataset) if candidates is not None else None
-    with console.status(f"plotting {min(max_plots, frame['series_id'].nunique()):,} series"):
-        page = build_report(dataset, frame, out, candidates=points, title=title, max_plots=max_plots)
+    n_plots = min(max_plots, len(set(frame["series_id"]) | set(points or {})))
+    with JobProgress("report", n_plots, "plots") as progress:
+        page = build_report(dataset, frame, out, candidates=points, title=title, max_plots=max_plots,
+                            progress=progress.advance)
     console.print(f"report written to [bold]{page}[/] ({len(frame):,} decisions)", soft_wrap=True)
 
 

@@ -1,7 +1,8 @@
 """Progress of a long job on stderr: a rich bar on a terminal, plain lines elsewhere.
 
 A job that takes more than a few seconds (``detect``, ``candidates``,
-``label``, ``score``, ``report``) reports how far it is. On a terminal that
+``label``, ``report``) reports how far it is (``score`` extracts the
+features of all candidates in one call and shows a spinner on a terminal). On a terminal that
 is one live bar, redrawn in place. Without a terminal (CI logs, ``2>
 file``) redrawing would repeat the line hundreds of times, so instead one
 plain line is printed each time another tenth of the work is done, and never
