@@ -267,3 +267,11 @@ def test_json_list_still_reads_as_one_series(tmp_path):
     path = tmp_path / "tb.json"
     path.write_text("[1, 2, 3]")
     assert np.array_equal(load(path)["tb"].values, [1, 2, 3])
+
+
+def test_a_directory_where_a_file_is_expected_is_a_clear_error(tmp_path):
+    from triage.readers.source import plain_file
+
+    with pytest.raises(InputError, match="is a directory; expected a file"):
+        with plain_file(tmp_path, directory_ok=False):
+            pass

@@ -153,7 +153,7 @@ def score(
         raise typer.BadParameter("--target-recall must be in (0, 1]")
     clf = load_classifier(resolve_model(model, "scoring"))
     dataset = load(data)
-    with plain_file(candidates) as plain:
+    with plain_file(candidates, directory_ok=False) as plain:
         table = read_candidates(plain, layout)
     cut, how = default_threshold(clf, table)
     if target_recall is not None:

@@ -72,8 +72,12 @@ def _decompressing(fh: IO[bytes], kind: str) -> IO[bytes]:
 
 
 @contextmanager
-def plain_file(path: str | Path) -> Iterator[Path]:
-    """A regular, uncompressed file with the content of ``path`` (see the module docstring)."""
+def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]:
+    """A regular, uncompressed file with the content of ``path`` (see the module docstring).
+
+    A directory is passed through when ``directory_ok`` (some layouts are
+    directories), else it is an :class:`InputError`.
+    """
     shown = display_name(path)
     stdin = is_stdio(path)
     given = Path("stdin" if stdin else path)
@@ -85,6 +89,8 @@ def plain_file(path: str | Path) -> Iterator[Path]:
         except NotADirectoryError:
             raise InputError(shown, None, "no such file (a parent is not a directory)") from None
         if stat.S_ISDIR(mode):
+            if not directory_ok:
+                raise InputError(shown, None, "is a directory; expected a file")
             yield given  # directories (asv results, Otava tests, `triage synth` output) are read in place
             return
         if stat.S_ISREG(mode) and compression(given) is None:
