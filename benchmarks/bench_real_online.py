@@ -83,9 +83,11 @@ def perfherder(data: Dataset) -> dict[str, list[int]]:
     return {h.series_id: [int(i) for i in make("perfherder").fit(h.values).indices_] for h in data}
 
 
-def loop_found(model: Path, data: Dataset, k: int, threshold: float, withdraw: float) -> dict[str, list[int]]:
+def loop_found(
+    model: Path, data: Dataset, k: int, threshold: float, withdraw: float, min_pre: int = 5
+) -> dict[str, list[int]]:
     loop = OnlineTriage.from_model_dir(
-        model, explain="none", confirm_after=k, threshold=threshold, withdraw_below=withdraw
+        model, explain="none", confirm_after=k, threshold=threshold, withdraw_below=withdraw, min_pre=min_pre
     )
     out: dict[str, list[int]] = {h.series_id: [] for h in data}
     for d in loop.replay(data, keep_states=False):
@@ -125,6 +127,30 @@ def train_models(folder: Path, ks: list[int], n_series: int, preset: str = "real
         print(f"trained w{k} on {len(fm):,} rows in {time.perf_counter() - started:.0f} s", flush=True)
 
 
+def bundle(source: Path, out: Path, k: int, threshold: float, withdraw: float, min_pre: int) -> None:
+    """Save model ``source`` as ``out`` with the stream rule chosen on validation in its manifest.
+
+    The classifier, its features and its training-time threshold are kept;
+    ``extra.online`` gains ``threshold``, ``withdraw_below``, ``min_pre`` (and
+    ``confirm_after``), which :class:`OnlineTriage` reads when not told otherwise.
+    """
+    from triage.training.model_files import load_model, save_model
+
+    clf = load_model(source)
+    manifest = clf.manifest_
+    extra = dict(manifest.get("extra") or {})
+    extra["online"] = {
+        **(extra.get("online") or {}),
+        "confirm_after": k,
+        "threshold": threshold,
+        "withdraw_below": withdraw,
+        "min_pre": min_pre,
+        "chosen_on": "benchmarks/bench_real_online.py, real-data validation part (rhai)",
+    }
+    save_model(clf, out, window=k, metrics=manifest.get("metrics"), extra=extra)
+    print(f"wrote {out} (K={k}, threshold {threshold}, withdraw_below {withdraw}, min_pre {min_pre})")
+
+
 def parse_ks(spec: str) -> list[int]:
     ks: list[int] = []
     for part in spec.split(","):
@@ -143,7 +169,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="also write the tables (Markdown) here")
     ap.add_argument("--train", type=int, default=0, help="train missing models on the first N realnoise series")
     ap.add_argument("--train-only", action="store_true", help="stop after training")
+    ap.add_argument("--thresholds", default=",".join(map(str, THRESHOLDS)), help="threshold grid")
+    ap.add_argument("--withdraw", default=",".join(map(str, WITHDRAW)), help="withdraw_below grid")
+    ap.add_argument("--min-pre", default="5", help="min_pre grid")
+    ap.add_argument(
+        "--bundle", nargs=2, type=Path, metavar=("SOURCE", "OUT"), default=None,
+        help="only write SOURCE as OUT with the stream rule of --ks K, --thresholds T, --withdraw W, --min-pre M",
+    )
     args = ap.parse_args(argv)
+    if args.bundle is not None:
+        bundle(*args.bundle, parse_ks(args.ks)[0], float(args.thresholds), float(args.withdraw), int(args.min_pre))
+        return 0
     if args.train:
         train_models(args.models, parse_ks(args.ks), args.train)
         if args.train_only:
@@ -183,21 +219,29 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipping K={k}: no model directory {model}")
             continue
         best = None
-        for withdraw in WITHDRAW:
-            for thr in THRESHOLDS:
-                f = mean_f1(val, loop_found(model, val, k, thr, withdraw))[0]
-                rate = alarm_rate(val_real, loop_found(model, val_real, k, thr, withdraw))
-                ok = rate <= ph_vrate
-                key = (ok, f)
-                if best is None or key > best[0]:
-                    best = (key, thr, withdraw, f, rate)
-                print(f"K={k} thr={thr} withdraw={withdraw}: validation F1 {f:.3f}, alarms/100 {rate:.2f}", flush=True)
+        for mp in [int(v) for v in args.min_pre.split(",")]:
+            for withdraw in [float(v) for v in args.withdraw.split(",")]:
+                for thr in [float(v) for v in args.thresholds.split(",")]:
+                    f = mean_f1(val, loop_found(model, val, k, thr, withdraw, mp))[0]
+                    rate = alarm_rate(val_real, loop_found(model, val_real, k, thr, withdraw, mp))
+                    ok = rate <= ph_vrate
+                    key = (ok, f)
+                    if best is None or key > best[0]:
+                        best = (key, thr, withdraw, mp, rate)
+                    print(
+                        f"K={k} thr={thr} withdraw={withdraw} min_pre={mp}: validation F1 {f:.3f}, "
+                        f"alarms/100 {rate:.2f} (perfherder {ph_val_f1:.3f}, {ph_vrate:.2f})",
+                        flush=True,
+                    )
         assert best is not None
-        (ok, f_val), thr, withdraw, _, vrate = best
-        test_score = mean_f1(test, loop_found(model, test, k, thr, withdraw))
-        rate = alarm_rate(real, loop_found(model, real, k, thr, withdraw))
-        results.append((k, thr, withdraw, f_val, ok, test_score, rate))
-        rows.append((f"online loop, K = {k} (threshold {thr}, withdraw_below {withdraw})", "" if ok else " *", f_val, test_score, rate))
+        (ok, f_val), thr, withdraw, mp, vrate = best
+        test_score = mean_f1(test, loop_found(model, test, k, thr, withdraw, mp))
+        rate = alarm_rate(real, loop_found(model, real, k, thr, withdraw, mp))
+        results.append((k, thr, withdraw, f_val, ok, test_score, rate, mp))
+        rows.append((
+            f"online loop, K = {k} (threshold {thr}, withdraw_below {withdraw}, min_pre {mp})",
+            "" if ok else " *", f_val, test_score, rate,
+        ))
     goal = [r for r in results if r[4] and r[3] >= ph_val_f1 + 0.05]
     default = min(goal, key=lambda r: r[0]) if goal else max(results, key=lambda r: r[3], default=None)
     lines += [
@@ -213,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if default is not None:
         lines.append(
-            f"Default K chosen on validation: K = {default[0]} (threshold {default[1]}, withdraw_below {default[2]}); "
+            f"Default K chosen on validation: K = {default[0]} (threshold {default[1]}, withdraw_below {default[2]}, "
+            f"min_pre {default[7]}); "
             f"perfherder's validation F1 {ph_val_f1:.3f}, alarm rate on the validation source's untouched histories "
             f"{ph_vrate:.2f} / 100 commits."
         )

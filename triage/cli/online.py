@@ -58,7 +58,8 @@ CONFIRM_HELP = (
     "(After = p and those K). Default: the model's window; 0 = the paper's loop."
 )
 MIN_PRE_HELP = (
-    "Commits Pre must hold before a change point can be declared (0 = the paper's loop as is)."
+    "Commits Pre must hold before a change point can be declared (0 = the paper's loop as is; "
+    "default: the model's, else 5)."
 )
 
 
@@ -248,7 +249,7 @@ def watch(
     explain: str = typer.Option(
         "positive", help="Which decisions get top_features: positive, all, none."
     ),
-    min_pre: int = typer.Option(5, "--min-pre", help=MIN_PRE_HELP),
+    min_pre: int = typer.Option(None, "--min-pre", help=MIN_PRE_HELP),
     confirm_after: int = typer.Option(None, "--confirm-after", min=0, help=CONFIRM_HELP),
     durable: bool = typer.Option(
         False, "--durable", help="fsync every decision (survives power loss, slower)."
@@ -354,7 +355,7 @@ def detect(
     ),
     fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines)."),
     layout: str = typer.Option("auto", help="Input layout (see `triage summary --help`)."),
-    min_pre: int = typer.Option(5, "--min-pre", help=MIN_PRE_HELP),
+    min_pre: int = typer.Option(None, "--min-pre", help=MIN_PRE_HELP),
     confirm_after: int = typer.Option(None, "--confirm-after", min=0, help=CONFIRM_HELP),
     batch_series: int = typer.Option(
         4096, "--batch-series", help="Series replayed side by side per batch."

@@ -121,6 +121,8 @@ EXPLAIN_MODES: tuple[str, ...] = ("positive", "all", "none")
 
 #: Largest confirmation delay the loop accepts (the benchmark studies 0..5).
 MAX_CONFIRM = 20
+#: Commits Pre must hold before an alarm, when neither the caller nor the model says.
+DEFAULT_MIN_PRE = 5
 #: Commits after an alarm's After window at which it is re-checked, when the model does not say.
 DEFAULT_RECHECK = 5
 #: Pre values the re-check's robust median and scale look at (the incremental
@@ -201,7 +203,7 @@ class OnlineTriage:
         decisions get ``top_features``.
     compiled : use the numba predictor (True) or ``predict_proba`` (False).
     min_pre : commits Pre must hold before a change point can be declared
-        (see the module docstring).
+        (see the module docstring); None = the model's manifest, else 5.
     pre_class : the Pre-state class (a
         :class:`~triage.features.pre_state.PreWindowState`), called as
         ``pre_class(names, series_id=...)`` (default:
@@ -214,7 +216,8 @@ class OnlineTriage:
         K-th commit after it arrives, with After = p and those K commits.
         None = the model's own window (its manifest), 0 = the paper's loop.
     threshold : P(true alert) at or above which a commit is an alarm; None =
-        the model's threshold.
+        the stream threshold of the model's manifest (``extra.online.threshold``,
+        chosen on the real-data validation part), else the model's own.
     recheck_after : R >= 1, commits after the After window of an alarm at
         which it is re-checked (see the module docstring); no second alarm is
         raised in between (the refractory period). None = the model's
@@ -233,7 +236,7 @@ class OnlineTriage:
         store=None,
         explain: str = "positive",
         compiled: bool = True,
-        min_pre: int = 5,
+        min_pre: int | None = None,
         pre_class=None,
         max_cached_series: int | None = None,
         confirm_after: int | None = None,
@@ -265,7 +268,11 @@ class OnlineTriage:
         if isinstance(confirm_after, bool) or not isinstance(confirm_after, int) or not 0 <= confirm_after <= MAX_CONFIRM:
             raise ValueError(f"confirm_after must be an integer in [0, {MAX_CONFIRM}], got {confirm_after!r}")
         self.confirm_after = confirm_after
-        self.threshold = float(classifier.threshold_ if threshold is None else threshold)
+        if threshold is None:
+            threshold = rule.get("threshold", classifier.threshold_)
+        self.threshold = float(threshold)  # type: ignore[arg-type]
+        if min_pre is None:
+            min_pre = int(rule.get("min_pre", DEFAULT_MIN_PRE))
         if recheck_after is None:
             recheck_after = int(rule.get("recheck_after", DEFAULT_RECHECK))
         if isinstance(recheck_after, bool) or not isinstance(recheck_after, int) or recheck_after < 1:
