@@ -327,6 +327,12 @@ def test_reset_state_keeps_the_damaged_store_and_starts_over(ws, tmp_path):
     assert code == 0, out  # the new store is healthy
 
 
+def test_the_checked_state_format_is_the_one_the_store_writes():
+    from triage.online import state_store, store_checks
+
+    assert store_checks.STATE_FORMAT_VERSION == state_store.FORMAT_VERSION
+
+
 def test_internal_errors_print_version_and_log_not_a_traceback(tmp_path, monkeypatch):
     log = tmp_path / "errors.log"
     monkeypatch.setenv("TRIAGE_ERROR_LOG", str(log))

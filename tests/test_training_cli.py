@@ -72,7 +72,7 @@ def test_train_end_to_end_from_a_synthetic_preset(tmp_path):
     clf = load_model(out)
     assert clf.manifest_["window"] == 0
     assert clf.manifest_["extra"]["source"] == {"preset": "small", "seed": 0, "ordinary_per_series": 10}
-    assert all(c.startswith(("pre_", "after_", "norm_")) for c in clf.feature_names_)
+    assert all(c.startswith(("pre_", "after_", "norm_", "pair_")) for c in clf.feature_names_)
 
 
 def test_train_registers_kind_and_window_and_warns_on_small_data(tmp_path):

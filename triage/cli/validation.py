@@ -149,7 +149,7 @@ def check_output_dir(option: str, path: Path) -> Path:
 
 
 def check_output_not_input(out: Path | str | None, *inputs: Path | str | None, option: str = "--out") -> None:
-    """Refuse an output that is, or resolves to, one of ``inputs`` (or lies inside an input directory).
+    """Refuse an output that is, or resolves to, one of ``inputs``.
 
     Symbolic links are followed on both sides, so ``--out link`` pointing at
     ``--data`` is refused as well. ``-`` (stdin / stdout) is never the same file.
@@ -169,9 +169,6 @@ def check_output_not_input(out: Path | str | None, *inputs: Path | str | None, o
                 same = False
         if same:
             raise typer.BadParameter(f"{out} is an input of this command ({given}); refusing to overwrite it",
-                                     param_hint=option)
-        if Path(given).is_dir() and source in target.parents:
-            raise typer.BadParameter(f"{out} lies inside the input directory {given}; write elsewhere",
                                      param_hint=option)
 
 
