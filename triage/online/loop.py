@@ -95,6 +95,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -270,7 +271,7 @@ class OnlineTriage:
         self.confirm_after = confirm_after
         if threshold is None:
             threshold = rule.get("threshold", classifier.threshold_)
-        self.threshold = float(threshold)  # type: ignore[arg-type]
+        self.threshold = float(threshold)
         if min_pre is None:
             min_pre = int(rule.get("min_pre", DEFAULT_MIN_PRE))
         if recheck_after is None:
@@ -568,7 +569,7 @@ class OnlineTriage:
             pres.append(pre)
             if len(st.pending) == K:
                 after = value if K == 0 else np.array([v for _, v in st.pending] + [value])
-                rows.append(pre.features_array(after))  # type: ignore[attr-defined]
+                rows.append(pre.features_array(after))
                 due.append(pos)
         X = np.array(rows) if rows else np.empty((0, len(self.feature_names)))
         proba = self._predict(X) if rows else np.empty(0)
@@ -767,17 +768,17 @@ def _iso(ns: int) -> str:
 
 # The dataset and loop settings of the running replay_in_processes: set before
 # the worker processes fork, so they inherit them without pickling the histories.
-_SHARED: dict[str, object] = {}
+_SHARED: dict[str, Any] = {}
 
 
 def _replay_part(bounds: tuple[int, int]) -> list[tuple[str, str, int, float]]:
     loop = _SHARED.get("loop")
     if loop is None:
-        loop = OnlineTriage.from_model_dir(_SHARED["model"], **_SHARED["loop_kwargs"])  # type: ignore[arg-type]
+        loop = OnlineTriage.from_model_dir(_SHARED["model"], **_SHARED["loop_kwargs"])
         _SHARED["loop"] = loop
     dataset = _SHARED["dataset"]
-    ids = dataset.series_ids[bounds[0] : bounds[1]]  # type: ignore[attr-defined]
-    found = loop.replay(dataset.subset(ids), keep_states=False, **_SHARED["replay_kwargs"])  # type: ignore[attr-defined]
+    ids = dataset.series_ids[bounds[0] : bounds[1]]
+    found = loop.replay(dataset.subset(ids), keep_states=False, **_SHARED["replay_kwargs"])
     return [(d.series, d.commit, d.index, d.probability) for d in found]
 
 

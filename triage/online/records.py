@@ -159,7 +159,7 @@ def decision_from_dict(series: str, data: dict[str, object] | None, *, replayed:
         int(data["index"]),  # type: ignore[call-overload]
         float(data["probability"]),  # type: ignore[arg-type]
         bool(data["decision"]),
-        [str(t) for t in data.get("top_features") or []],  # type: ignore[union-attr]
+        [str(t) for t in data.get("top_features") or []],  # type: ignore[attr-defined]
         replayed,
         None if data.get("decided_at") is None else str(data["decided_at"]),
         None if not isinstance(w, dict) else Withdrawal.from_dict({**w, "series": series}),
