@@ -399,3 +399,27 @@ def test_candidate_window_model_scores_fresh_candidates_on_their_own_windows(dat
     assert np.allclose(scored["p_true"].to_numpy(float), got)
     # the file names one detector the model has a validation threshold for
     assert default_threshold(loaded, table) == (0.25, "the model's for perfherder (validation F1, recall kept)")
+
+
+def test_bundled_scoring_model_is_the_default_of_score(dataset, data_file, tmp_path):
+    """models/default-scoring: small, verified, candidate-bounded, per-detector thresholds; `triage score` uses it."""
+    from triage.inference import candidate_windowing, detector_threshold
+    from triage.model_lookup import bundled_model, resolve_model
+
+    path = bundled_model("default-scoring")
+    assert resolve_model(None, "scoring") == path
+    assert sum(f.stat().st_size for f in path.iterdir()) < 5 * 2**20
+    model = load_classifier(path)
+    assert candidate_windowing(model) == {"max_len": 60, "pair": True}
+    assert detector_threshold(model, "perfherder") is not None
+    cands = candidates_frame(dataset, "binseg")
+    cand_file = tmp_path / "binseg.csv"
+    cands.to_csv(cand_file, index=False)
+    out = tmp_path / "scored.csv"
+    result = runner.invoke(app, ["score", "--data", str(data_file), "--candidates", str(cand_file),
+                                 "--out", str(out), "--explain", "0"], env={"TRIAGE_MODEL": ""})
+    assert result.exit_code == 0, result.output
+    assert "the model's for binseg" in result.output
+    scored = pd.read_csv(out)
+    cut = detector_threshold(model, "binseg")
+    assert ((scored["p_true"] >= cut) == (scored["classification"] == "true_positive")).all()

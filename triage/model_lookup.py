@@ -16,7 +16,8 @@ a bundled name
     ``triage/models`` is a link to the top-level ``models/`` folder.
 
 ``default`` means the bundled model for the job: the adaptive-window model
-for alerts (``label``, ``score``) and the window-0 model for the online loop
+for alerts (``label``), the candidate-bounded scoring model for ``score``
+(``scoring``) and the window-0 model for the online loop
 (``watch``, ``detect``). Commands take the ``TRIAGE_MODEL`` environment
 variable when ``--model`` is not given.
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 from triage.core.errors import InputError
 
 #: The bundled model each kind of job uses when the user says ``default`` (or nothing).
-DEFAULTS: dict[str, str] = {"alerts": "default-adaptive", "online": "default-w0"}
+DEFAULTS: dict[str, str] = {"alerts": "default-adaptive", "online": "default-w0", "scoring": "default-scoring"}
 REGISTRY_PREFIX = "models:/"
 MANIFEST = "manifest.json"
 
