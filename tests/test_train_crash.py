@@ -12,7 +12,6 @@ were put in place.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
