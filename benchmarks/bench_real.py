@@ -343,17 +343,17 @@ def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, l
     by_src: dict[str, list[History]] = {}
     for h in injected:
         by_src.setdefault(real_data.source_of(h.series_id), []).append(h)
-    data = {s: real_data.subsample(Dataset(hs), every) for s, hs in by_src.items()}
+    # the base histories the parts' subsample holds (and their cached detections)
+    parts = {p: real_data.subsample(d, every) for p, d in real_data.split(injected).items()}
+    found_parts = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
     rows_by = {}
-    for s, d in data.items():
+    for s in by_src:
         part = real_data.SPLIT[s]
-        found_part = cached_detections(
-            real_data.subsample(real_data.split(injected)[part], every), f"{mode}_s{seed}_e{every}_{part}", n_jobs, log
-        )
-        found = {det: {sid: v for sid, v in per.items() if sid in d} for det, per in found_part.items()}
+        d = Dataset([h for h in parts[part] if real_data.source_of(h.series_id) == s])
+        found = {det: {sid: v for sid, v in per.items() if sid in d} for det, per in found_parts[part].items()}
         rows_by[s] = all_rows(d, found)
     preds = []
-    for s in data:
+    for s in rows_by:
         train = pd.concat([r for t, r in rows_by.items() if t != s], ignore_index=True)
         clf = fit_model(train, None, seed, n_jobs)
         held = rows_by[s]

@@ -120,3 +120,14 @@ def test_injected_parts_carry_ground_truth_the_metric_reads(R, real):
                 # outside the injected shifts the values are the real ones
                 first = truth[0] if truth.size else len(h)
                 assert np.array_equal(h.values[:first], orig[:first])
+
+
+def test_bench_real_labels_candidates_by_one_to_one_matching():
+    spec = importlib.util.spec_from_file_location("bench_real", MODULE.parent / "bench_real.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    # 49 and 52 both lie within 5 of the change at 51: only the closer one is a true candidate
+    assert bench.matched(np.array([51, 200]), np.array([10, 49, 52, 203])).tolist() == [False, False, True, True]
+    assert bench.matched(np.array([], dtype=int), np.array([3])).tolist() == [False]
+    assert "hybrid_cvm" not in bench.SELECTED and "perfherder" in bench.SELECTED
