@@ -423,3 +423,17 @@ def test_bundled_scoring_model_is_the_default_of_score(dataset, data_file, tmp_p
     scored = pd.read_csv(out)
     cut = detector_threshold(model, "binseg")
     assert ((scored["p_true"] >= cut) == (scored["classification"] == "true_positive")).all()
+
+
+def test_train_candidate_windows_gives_a_scoring_model(tmp_path, dataset):
+    """`triage train --candidate-windows` records the windows `triage score` must rebuild."""
+    from triage.inference import candidate_windowing
+
+    out = tmp_path / "cw"
+    result = runner.invoke(app, ["train", "--preset", "small", "--candidate-windows", "--out", str(out), "--no-track"])
+    assert result.exit_code == 0, result.output
+    model = load_classifier(out)
+    assert candidate_windowing(model) == {"max_len": 60, "pair": True}
+    assert any(c.startswith("pair_") for c in model.feature_names_)
+    bad = runner.invoke(app, ["train", "--preset", "small", "--candidate-windows", "--window", "3", "--out", str(tmp_path / "x"), "--no-track"])
+    assert bad.exit_code != 0 and "--candidate-windows" in bad.output
