@@ -252,9 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         ft, pt, rt = score
         lines.append(f"| {name}{mark} | {fv:.3f} | {ft:.3f} | {pt:.3f} | {rt:.3f} | {rate:.2f} |")
     lines.append("")
-    lines.append(
-        "\\* no setting of the grid met the alarm-rate constraint on validation; the best validation F1 is shown."
-    )
+    if any(mark for _, mark, *_ in rows):
+        lines.append(
+            "\\* no setting of the grid met the alarm-rate constraint on validation; the best validation F1 is shown."
+        )
     if default is not None:
         lines.append(
             f"Default K chosen on validation: K = {default[0]} (threshold {default[1]}, withdraw_below {default[2]}, "
