@@ -12,29 +12,32 @@ unlabelled real changes, so noise is measured between conservative change
 points:
 
 1. values are made relative (divided by the series median);
-2. **outliers** are points further than 6 robust sd from a centred rolling
-   median of 11 (robust sd: MAD of first differences / sqrt 2, which level
-   shifts and slow wander barely move); they are replaced by that median
-   before segmenting;
+2. points further than 6 robust sd from a centred rolling median of 11
+   (robust sd: MAD of first differences / sqrt 2, which level shifts and slow
+   wander barely move) are replaced by that median for segmenting only;
 3. **level shifts**: binary segmentation with the L2 cost, minimum segment 20
    commits and a high penalty (``12 log n`` white-noise variances), so only
-   clear shifts are cut; sizes are ``|log|`` ratios of neighbouring segment medians;
-4. **residuals** are values relative to their segment median; robust CV is
-   1.4826 MAD of them; the white part is the first-difference estimate; lag-1
-   and lag-2 autocorrelations (inside segments, residuals winsorised at 4 sd)
-   give an AR(1) **wandering level**: phi = acf2 / acf1 and its variance share
-   acf1 / phi;
-5. **bimodality**: a two-component Gaussian mixture with a tied variance
-   against one component (BIC), kept when the components are at least 3 sd
-   apart and the minor one holds 5% or more; its share, separation and mean
-   run length are recorded;
-6. **heavy tails**: the ratio (q95 - q5) / (q75 - q25) of residuals (outliers
-   out, bimodal offset removed) mapped to the Student-t degrees of freedom
-   giving the same ratio (Gaussian: 2.44);
-7. **noise-level changes**: binary segmentation of log |first difference of
-   residuals| (minimum 30 commits, penalty ``12 log n`` times its variance);
+   clear shifts are cut; sizes are ``|log|`` ratios of neighbouring segment
+   medians, in residual sd;
+4. **residuals** are values relative to their segment median;
+5. **bimodality** (before outliers: a second machine state a tenth of the
+   time is a mode, not a tenth of outliers): a two-component Gaussian mixture
+   with a tied variance against one component (BIC), kept when the medians of
+   the two states are at least 3 robust sd of the major state apart and the
+   minor one holds 5% or more; its share, separation and mean run length are
+   recorded and its offset removed;
+6. **outliers**: residuals further than 6 robust sd from their rolling median
+   (rate, size in sd, direction); replaced by that median from here on;
+7. robust CV is 1.4826 MAD of the residuals; lag-1 and lag-2
+   autocorrelations (inside segments, residuals winsorised at 4 sd) give an
+   AR(1) **wandering level**: phi = acf2 / acf1 and its variance share acf1 / phi;
+8. **heavy tails**: the ratio (q95 - q5) / (q75 - q25) of the residuals mapped
+   to the Student-t degrees of freedom giving the same ratio (Gaussian: 2.44);
+9. **noise-level changes**: binary segmentation of log |first difference of
+   residuals| (minimum 30 commits, penalty ``4 log n`` times its variance);
    the ones within 5 commits of a level shift count as machine changes (level
-   and noise move together).
+   and noise move together); **volatility**: the sd of the log robust sd of
+   blocks of 30 commits beyond its sampling sd (0.22).
 
 **The profile** per source project: the per-series parameters as quantile
 grids (21 levels) plus their rank correlation (a Gaussian copula), so that a
