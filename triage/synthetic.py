@@ -23,6 +23,15 @@ benchmarked on histories built to look like continuous-benchmarking results:
   a share left ``not_triaged`` / ``under_investigation`` (their ground truth is
   kept in ``truth_label``).
 
+The ``realnoise`` preset (``noise_profile="real"``) replaces the parametric
+noise and the true changes' rate and sizes by draws from profiles fitted per
+source project to 372 real histories (:mod:`triage.noise_profiles`): robust
+CV, Student-t tails, wandering level, bimodal machine state, outliers, quiet
+and noisy stretches, noise-level and machine changes, lengths. Its candidate
+stream is built as above; noise-level changes stand in for bursts, and spike
+and flip false candidates are capped per series (``fp_cap``) because a
+detector flags few of a noisy series' many outliers.
+
 Series draw their commits from one shared commit timeline (as MongoDB's series
 all follow the mainline), so commit ids and timestamps are comparable across
 series and time-ordered splits are meaningful.
