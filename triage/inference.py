@@ -33,8 +33,11 @@ from triage.features.windows import ADAPTIVE, CANDIDATE_MAX_LEN
 #: The detector's own score, ranked (0-1) among the candidates of its file: a
 #: scale-free form of a score whose unit differs from detector to detector.
 DETECTOR_SCORE_RANK = "det_score_rank"
-#: Every feature column this installation computes, in contract order.
-ALL_FEATURES: tuple[str, ...] = (*catalogue.feature_columns(), *PAIR_COLUMNS, DETECTOR_SCORE_RANK)
+#: The feature columns of the default feature matrix (the paper's), in contract order.
+ALL_FEATURES: tuple[str, ...] = tuple(catalogue.feature_columns())
+#: Every feature column a model may name: the default ones, the pair measures
+#: of candidate-bounded scoring models, and the detector's score rank.
+KNOWN_FEATURES: frozenset[str] = frozenset((*ALL_FEATURES, *PAIR_COLUMNS, DETECTOR_SCORE_RANK))
 
 
 # --------------------------------------------------------------------------- model
@@ -85,7 +88,7 @@ def model_features(classifier, source: str | Path | None = None) -> list[str]:
     names = getattr(classifier, "feature_names_", None)
     if not names:
         raise InputError(source, None, "the model lists no feature columns; it was trained on a bare array")
-    unknown = [n for n in names if n not in ALL_FEATURES]
+    unknown = [n for n in names if n not in KNOWN_FEATURES]
     if unknown:
         shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
         raise InputError(
