@@ -32,6 +32,17 @@ def test_train_writes_a_loadable_model(matrix_file, tmp_path):
     assert clf.estimator_.n_estimators == 20
 
 
+@pytest.mark.parametrize("kind", ["xgb", "svm"])
+def test_every_model_kind_trains_with_params(kind, matrix_file, tmp_path):
+    # XGBoost inherits scikit-learn's parameter check without declaring constraints.
+    param = {"xgb": "n_estimators=10", "svm": "C=2.0"}[kind]
+    out = tmp_path / kind
+    res = CliRunner().invoke(app, ["train", "--matrix", str(matrix_file), "--out", str(out), "--window", "4",
+                                   "--model", kind, "--param", param, "--no-track"])
+    assert res.exit_code == 0, res.output
+    assert load_model(out).manifest_["model"] == kind
+
+
 def test_evaluate_prints_and_writes_the_table(matrix_file, tmp_path):
     res = CliRunner().invoke(app, ["evaluate", "--matrix", str(matrix_file), "--splits", "2", "--models", "rf",
                                    "--param", "rf.n_estimators=15", "--out", str(tmp_path / "ev"), "--no-track"])

@@ -122,8 +122,10 @@ def check_model_params(option: str, model: str, params: dict[str, object]) -> di
     kind = kind_of(model)
     try:
         estimator = kind.build({**kind.defaults, **params}, class_weight=None, random_state=0, n_jobs=1)
-        if hasattr(estimator, "_validate_params"):  # scikit-learn's own range checks, without fitting
-            inner = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+        inner = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+        # scikit-learn's own range checks, without fitting; XGBoost inherits the
+        # method but declares no constraints, so it is checked when it fits.
+        if hasattr(inner, "_parameter_constraints"):
             inner._validate_params()
     except Exception as exc:  # TypeError (unknown name), InvalidParameterError (range): one line
         raise typer.BadParameter(f"{model}: {_first_line(exc)}", param_hint=option) from None
