@@ -190,3 +190,30 @@ def test_an_ensemble_built_directly_needs_detectors_or_a_factory():
     ens = Ensemble(members=("pelt", "binseg"), min_votes=2)
     ens.factory = make
     assert ens.detect(step_series()) == make("ensemble", members=("pelt", "binseg"), min_votes=2).detect(step_series())
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "value"),
+    [
+        ("edivisive", "max_pvalue", 2.0), ("edivisive", "max_pvalue", float("nan")), ("edivisive", "max_pvalue", 0.0),
+        ("edivisive", "window", 1), ("cusum", "drift", -1.0), ("cusum", "threshold", float("inf")),
+        ("cusum", "min_window", 40), ("hybrid_ks", "alpha", 1.0), ("hybrid_ks", "fore_window", 0),
+        ("perfherder", "min_back_window", 30), ("perfherder", "t_threshold", -0.5), ("bocpd", "threshold", 1.5),
+        ("bocpd", "expected_run", 1.0), ("bocpd", "lag", -1), ("bocpd", "kappa0", 0.0), ("pelt", "penalty", -3.0),
+        ("binseg", "min_size", 0), ("pelt", "jump", 2.5), ("ensemble", "min_votes", 0), ("ensemble", "margin", -1),
+    ],
+)
+def test_out_of_range_parameters_are_refused_at_construction_naming_the_parameter(name, key, value):
+    with pytest.raises(ValueError, match=rf"parameter {key}=.* of detector '{name}' must be"):
+        make(name, **{key: value})
+
+
+def test_every_numeric_parameter_of_every_detector_has_a_range_and_defaults_are_inside():
+    from triage.detectors.registry import RANGES, check_params
+
+    for name in names():
+        full = defaults(name)
+        check_params(name, full)  # the defaults are valid
+        cls = REGISTRY[name][0]
+        numeric = {k for k, v in full.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        assert numeric <= set(RANGES[cls]), (name, numeric - set(RANGES[cls]))

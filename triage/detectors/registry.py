@@ -8,6 +8,8 @@ detector's parameters (the type of each default decides how a value parses).
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,6 +38,68 @@ REGISTRY: dict[str, tuple[type[Detector], dict[str, Any]]] = {
     "ensemble": (Ensemble, {}),
     "mozilla_or_ensemble": (Ensemble, {"always": ("perfherder",)}),
 }
+
+
+#: Allowed range of each numeric parameter, checked by :func:`make` (so before any work):
+#: (kind, low, high, low inclusive, high inclusive); kind "int" wants a whole number,
+#: "float" a finite number. ``None`` = unbounded on that side.
+_Range = tuple[str, float | None, float | None, bool, bool]
+_COUNT: _Range = ("int", 1, None, True, False)  # windows, sizes, steps: >= 1
+_NONNEG_INT: _Range = ("int", 0, None, True, False)
+_NONNEG: _Range = ("float", 0, None, True, False)  # thresholds, magnitudes, penalties
+_POSITIVE: _Range = ("float", 0, None, False, False)
+_PROBABILITY: _Range = ("float", 0, 1, False, False)
+_WINDOWS: dict[str, _Range] = {"min_back_window": _COUNT, "max_back_window": _COUNT, "fore_window": _COUNT}
+RANGES: dict[type[Detector], dict[str, _Range]] = {
+    Perfherder: {**_WINDOWS, "t_threshold": _NONNEG, "magnitude": _NONNEG},
+    HybridTest: {**_WINDOWS, "alpha": _PROBABILITY, "magnitude": _NONNEG},
+    EDivisive: {"window": ("int", 2, None, True, False), "max_pvalue": _PROBABILITY, "min_magnitude": _NONNEG},
+    Cusum: {"drift": _NONNEG, "threshold": _NONNEG, "window": ("int", 2, None, True, False),
+            "min_window": ("int", 2, None, True, False)},
+    Bocpd: {"expected_run": ("float", 1, None, False, False), "lag": _NONNEG_INT, "threshold": _PROBABILITY,
+            "min_gap": _NONNEG_INT, "min_shift": _NONNEG, "kappa0": _POSITIVE, "alpha0": _POSITIVE,
+            "beta0": _POSITIVE},
+    Pelt: {"penalty": _NONNEG, "min_size": _COUNT, "jump": _COUNT},
+    BinSeg: {"penalty": _NONNEG, "min_size": _COUNT, "jump": _COUNT},
+    Ensemble: {"margin": _NONNEG_INT, "min_votes": _COUNT},
+}
+
+
+def _describe(rng: _Range) -> str:
+    kind, low, high, low_in, high_in = rng
+    what = "a whole number" if kind == "int" else "a finite number"
+    if low is not None and high is not None:
+        return f"{what} in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+    if low is not None:
+        return f"{what} {'>=' if low_in else '>'} {low:g}"
+    return what
+
+
+def check_params(name: str, params: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first parameter of detector ``name`` outside its range."""
+    cls, _ = _entry(name)
+    for key, rng in RANGES.get(cls, {}).items():
+        if key not in params:
+            continue
+        value = params[key]
+        kind, low, high, low_in, high_in = rng
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+        if ok and kind == "int":
+            ok = isinstance(value, numbers.Integral) or float(value).is_integer()
+        if ok:
+            v = float(value)
+            ok = (low is None or (v >= low if low_in else v > low)) and (
+                high is None or (v <= high if high_in else v < high)
+            )
+        if not ok:
+            raise ValueError(f"parameter {key}={value!r} of detector {name!r} must be {_describe(rng)}")
+    cross = [("min_back_window", "max_back_window"), ("min_window", "window")]
+    if cls in (Perfherder, HybridTest, Cusum):
+        for small, big in cross:
+            if small in params and big in params and params[small] > params[big]:
+                raise ValueError(
+                    f"parameter {small}={params[small]!r} of detector {name!r} must be <= {big}={params[big]!r}"
+                )
 
 
 def names() -> list[str]:
@@ -72,6 +136,7 @@ def make(name: str, **params: Any) -> Detector:
             f"(known: {', '.join(full)})"
         )
     full.update(params)
+    check_params(name, full)
     det = cls(**full)
     det.name = name  # the registry name, e.g. "hybrid_ks", labels its output
     if isinstance(det, Ensemble):
