@@ -150,3 +150,51 @@ def test_chunks_cover_every_item_once():
     for n in (0, 1, 19, 20, 1000):
         parts = chunks(n, 20, minimum=3, maximum=40)
         assert [i for s in parts for i in range(n)[s]] == list(range(n))
+
+
+def test_commit_order_file_places_retriggers_and_late_measurements(tmp_path):
+    """A real-shaped export (as in ../shared/data/real, rows in the order they were measured, each
+    carrying its commit's push time): commit c2 is retriggered after c4 and c3 is first measured only
+    after c4 (a backfill). ``--commit-order`` puts both in history order; without it c3 keeps the place
+    of its first appearance, where its push time goes backwards."""
+    import json
+
+    sid = "rhai/bench_engine_new/gha-ubuntu-latest"
+    rows = [("c1", "2020-04-19T10:36:33Z", 96095.0), ("c2", "2020-04-20T03:12:58Z", 100016.0),
+            ("c4", "2020-04-21T16:28:08Z", 84804.0), ("c2", "2020-04-20T03:12:58Z", 100020.0),
+            ("c3", "2020-04-21T09:30:00Z", 84810.0), ("c5", "2020-04-23T11:00:00Z", 84790.0)]
+    data = tmp_path / "history.csv"
+    data.write_text("series_id,commit,timestamp,value\n" + "".join(f"{sid},{c},{t},{v}\n" for c, t, v in rows))
+    order = tmp_path / "order.txt"
+    order.write_text("# git rev-list --reverse main\nc1\nc2\n\nc3\nc4\nc5\n")
+
+    def converted(*extra: str) -> list[list[str]]:
+        out = tmp_path / "out.csv"
+        result = runner.invoke(app, ["convert", "--data", str(data), "--out", str(out), *extra])
+        assert result.exit_code == 0, result.output
+        return [line.split(",") for line in out.read_text().splitlines()[1:]]
+
+    result = runner.invoke(app, ["summary", "--data", str(data)])
+    assert result.exit_code != 0 and "go backwards" in str(result.exception)
+    ordered = converted("--commit-order", str(order))
+    assert [r[1] for r in ordered] == ["c1", "c2", "c3", "c4", "c5"]
+    assert float(ordered[1][3]) == pytest.approx((100016.0 + 100020.0) / 2)  # the retrigger joined c2
+
+    result = runner.invoke(app, ["summary", "--data", str(data), "--commit-order", str(order), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["commits"] == 5
+
+    cands = tmp_path / "cands.csv"
+    result = runner.invoke(app, ["candidates", "--data", str(data), "--detector", "perfherder",
+                                 "--commit-order", str(order), "--out", str(cands)])
+    assert result.exit_code == 0, result.output
+
+    # a commit missing from the order, and a bad order file, stop with the file and line
+    short = tmp_path / "short.txt"
+    short.write_text("c1\nc2\nc4\nc5\n")
+    result = triage("summary", "--data", str(data), "--commit-order", str(short))
+    assert result.returncode == 2 and "'c3' is not in the given commit order" in result.stderr
+    twice = tmp_path / "twice.txt"
+    twice.write_text("c1\nc2\nc1\n")
+    result = triage("summary", "--data", str(data), "--commit-order", str(twice))
+    assert result.returncode == 2 and "row 3" in result.stderr and "listed twice" in result.stderr, result.stderr

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order
 from triage.cli.tables import console_for, dataset_summary, dataset_summary_rows
 from triage.core.errors import InputError
 from triage.loaders import LAYOUTS, load
@@ -54,13 +55,15 @@ def summary(
     trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd or none."),
     branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
     alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
+    commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),
     fmt: str = typer.Option("table", "--format", help="table (default) or json (one object on stdout)."),
 ) -> None:
     """Load a dataset and print series, commits and candidates by label."""
     if fmt not in ("table", "json"):
         raise typer.BadParameter(f"--format must be table or json, got {fmt!r}")
     dataset = load(data, layout=layout, aggregate=aggregate, sort_timestamps=sort_timestamps,
-                   trim_warmup=trim_warmup, branch=branch, alerts=alerts)
+                   trim_warmup=trim_warmup, branch=branch, alerts=alerts,
+                   commit_order=read_commit_order(commit_order))
     if fmt == "json":
         typer.echo(json.dumps({"source": dataset.source, **dataset_summary_rows(dataset)}))
         return
@@ -74,6 +77,7 @@ def convert(
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
     branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
     alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
+    commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),
 ) -> None:
     """Write any readable input in the long layout (e.g. Perfherder data + alerts -> labelled training data)."""
     from triage.cli.validation import check_output_not_input
@@ -81,7 +85,8 @@ def convert(
     check_output_not_input(out, data, alerts)
     from triage.loaders import write_long
 
-    dataset = load(data, layout=layout, aggregate=aggregate, branch=branch, alerts=alerts)
+    dataset = load(data, layout=layout, aggregate=aggregate, branch=branch, alerts=alerts,
+                   commit_order=read_commit_order(commit_order))
     written = write_long(dataset, out)
     console_for(out).print(
         f"{len(dataset):,} series, {dataset.n_commits():,} commits -> {escape(str(written))}", highlight=False

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order
 from triage.cli.progress import JobProgress
 from triage.cli.tables import check_format, console_for
 from triage.core.atomic import write_frame
@@ -70,6 +71,7 @@ def candidates(
     trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd or none."),
     fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines, one candidate per line)."),
     branch: str = typer.Option(None, "--branch", help="Otava CSVs with a branch column: only this branch."),
+    commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),
     scheduler: str = typer.Option(None, "--scheduler", help="Run on a dask cluster, partitioned by series: local (a LocalCluster on this machine) or a scheduler address (tcp://host:8786)."),
 ) -> None:
     """Run a change-point detector on every series and write the candidates as CSV or JSON lines."""
@@ -87,7 +89,8 @@ def candidates(
         raise typer.BadParameter(str(exc)) from None
     check_format(fmt)
     say = console_for(out)
-    dataset = load(data, layout=layout, aggregate=aggregate, trim_warmup=trim_warmup, branch=branch)
+    dataset = load(data, layout=layout, aggregate=aggregate, trim_warmup=trim_warmup, branch=branch,
+                   commit_order=read_commit_order(commit_order))
     try:
         with JobProgress(f"candidates ({detector})", len(dataset), "series") as progress:
             frame = (candidates_frame(dataset, detector, params, progress=progress.advance) if scheduler is None

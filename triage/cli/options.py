@@ -47,3 +47,45 @@ def parse_model_params(items: list[str] | None) -> dict[str, object]:
         return params.parse_params(items)
     except ValueError as exc:
         raise typer.BadParameter(f"--param: {exc}") from None
+
+COMMIT_ORDER_HELP = (
+    "Text file of commit ids in history order, one a line (long layout): re-measured commits (retriggers) "
+    "are placed by it instead of by their first appearance."
+)
+
+
+def read_commit_order(path) -> list[str] | None:
+    """``--commit-order FILE``: commit ids in history order, one a line (blank lines and ``#`` comments skipped).
+
+    ``None`` when no file is given. A missing or unreadable file, an empty one or
+    a commit listed twice is an :class:`~triage.core.errors.InputError` naming the
+    file and the line.
+    """
+    if path is None:
+        return None
+    from pathlib import Path
+
+    from triage.core.errors import InputError
+
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not a UTF-8 text file") from None
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read it: {exc.strerror}") from None
+    order: list[str] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        commit = line.strip()
+        if not commit or commit.startswith("#"):
+            continue
+        if commit in seen:
+            raise InputError(path, number, f"commit {commit!r} is listed twice (first on line {seen[commit]})")
+        seen[commit] = number
+        order.append(commit)
+    if not order:
+        raise InputError(path, None, "no commit ids (one a line)")
+    return order
