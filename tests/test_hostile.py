@@ -81,6 +81,10 @@ def ws(tmp_path_factory) -> Path:
     (root / "nested.json").write_text("[" * 5000 + "]" * 5000)
     (root / "empty.csv").write_text("")
     (root / "cands.csv").write_text("series_id,commit,index\nperf/a,perf/a@30,30\n")
+    (root / "scored.csv").write_text(  # our own `score` output, fed back as candidates
+        "series_id,commit,index,p_false,p_true,classification,explanation\n"
+        "perf/a,perf/a@30,30,0.2,0.8,true_positive,earlier reasons\n"
+    )
     make_matrix(40, 3, seed=1).to_parquet(root / "matrix.parquet")
     (root / "garbage.db").write_bytes(b"not a database, just text " * 50)
     (root / "afile.txt").write_text("I am a file\n")
@@ -228,6 +232,8 @@ CASES: list[tuple[str, list[str], str | None, int, str]] = [
     ("label-accepted", ["label", "--data", "{data.csv}", "--out", "{labels.csv}"], None, 0, ""),
     ("score-out-is-candidates", ["score", "--data", "{data.csv}", "--candidates", "{cands.csv}", "--out",
                                  "{cands.csv}"], None, 2, "input of this command"),
+    ("score-rescores-its-own-output", ["score", "--data", "{data.csv}", "--candidates", "{scored.csv}", "--out",
+                                       "{rescored.csv}"], None, 0, "scores written to"),
     ("score-target-recall-0", ["score", "--data", "{data.csv}", "--candidates", "{cands.csv}", "--target-recall", "0"],
      None, 2, "--target-recall"),
     ("detect-batch-series-0", ["detect", "--data", "{data.csv}", "--out", "{d.csv}", "--batch-series", "0"], None, 2,

@@ -72,6 +72,19 @@ def test_detector_candidates_scored_through_the_cli(dataset, data_file, model_di
     np.testing.assert_allclose(scored["p_false"] + scored["p_true"], 1.0)
 
 
+def test_rescoring_our_own_output_replaces_its_scores(dataset, data_file, model_dir, tmp_path):
+    cand_file = tmp_path / "candidates.csv"
+    candidates_frame(dataset, "edivisive").to_csv(cand_file, index=False)
+    first, second = tmp_path / "scores.csv", tmp_path / "rescored.csv"
+    for src, dst in ((cand_file, first), (first, second)):
+        result = runner.invoke(app, ["score", "--data", str(data_file), "--candidates", str(src),
+                                     "--model", str(model_dir), "--out", str(dst)])
+        assert result.exit_code == 0, result.output
+    a, b = pd.read_csv(first, keep_default_na=False), pd.read_csv(second, keep_default_na=False)
+    assert list(b.columns) == list(a.columns)  # no duplicate or triage_-prefixed score columns
+    pd.testing.assert_frame_equal(a, b)
+
+
 def test_scores_agree_with_batch_labelling_at_labelled_commits(dataset, clf):
     # A detector candidate that falls on a labelled commit has the same windows, so the same P(true).
     labelled = label_candidates(dataset, clf, which="all", explain_top=0)

@@ -11,7 +11,8 @@ decision keeps the detector's own fields and adds::
 column, and as ``triage_<name>`` when the input's column says something else,
 e.g. an Otava index that differs from the commit's position; a detector
 column named like one of the others is kept and ours is prefixed
-``triage_``).
+``triage_``). A file that already has all four score columns is our own
+output fed back: those columns (and their ``triage_`` copies) are replaced.
 
 Candidate files (ours, Otava's, Perfherder's) are read and placed in the
 dataset by :mod:`triage.candidate_files`; the model is applied by
@@ -147,6 +148,10 @@ def score_candidates(
         matrix[DETECTOR_SCORE_RANK] = detector_score_rank(table)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
     out = table.fields.reset_index(drop=True).copy()
+    if set(SCORE_COLUMNS) <= set(out.columns):
+        # Our own earlier output fed back (re-scoring): its scores are replaced, not kept beside the new ones.
+        ours = [c for c in out.columns if c in SCORE_COLUMNS or c.removeprefix("triage_") in SCORE_COLUMNS]
+        out = out.drop(columns=ours)
     added = {"series_id": matrix["series_id"], "commit": matrix["commit"], "index": matrix["index"]}
     for name, col in added.items():
         if name not in out.columns:
