@@ -275,3 +275,72 @@ def test_a_directory_where_a_file_is_expected_is_a_clear_error(tmp_path):
     with pytest.raises(InputError, match="is a directory; expected a file"):
         with plain_file(tmp_path, directory_ok=False):
             pass
+
+
+# --------------------------------------------------------------------------- JMH
+
+
+def _jmh_file(tmp_path, name="3f2a91c.json", compress=False):
+    """JMH 1.37 ``-rf json`` output: a throughput benchmark with two forks that warm up (no JMH
+    warm-up iterations, so the warm-up is in rawData) and an average-time benchmark."""
+    rng = np.random.default_rng(7)
+
+    def fork(n=200, warm=40):
+        x = 1000.0 + rng.standard_normal(n) * 5.0
+        x[:warm] -= 300.0  # throughput below the steady level while the JIT warms up
+        return [float(v) for v in x]
+
+    def entry(benchmark, forks, mode, unit, params=None):
+        flat = [v for f in forks for v in f]
+        item = {"jmhVersion": "1.37", "benchmark": benchmark, "mode": mode, "threads": 1, "forks": len(forks),
+                "warmupIterations": 0, "measurementIterations": len(forks[0]),
+                "primaryMetric": {"score": float(np.mean(flat)), "scoreError": float(np.std(flat)),
+                                  "scoreUnit": unit, "rawData": forks},
+                "secondaryMetrics": {}}
+        if params:
+            item["params"] = params
+        return item
+
+    doc = [entry("org.acme.ParserBench.parse", [fork(), fork()], "thrpt", "ops/s", {"size": "1024"}),
+           entry("org.acme.ParserBench.format", [[2.0, 2.2, 1.8, 2.0]], "avgt", "ms/op")]
+    text = json.dumps(doc, indent=2).encode()
+    path = tmp_path / (name + ".gz" if compress else name)
+    path.write_bytes(gzip.compress(text) if compress else text)
+    return path
+
+
+def test_jmh_results_file_is_one_commit_of_a_series_per_benchmark(tmp_path):
+    path = _jmh_file(tmp_path)
+    assert data_layout(path) == "jmh"
+    dataset = load(path)
+    assert dataset.series_ids == ["org.acme.ParserBench.parse[size=1024]", "org.acme.ParserBench.format"]
+    parse, fmt = dataset["org.acme.ParserBench.parse[size=1024]"], dataset["org.acme.ParserBench.format"]
+    assert list(parse.commits) == ["3f2a91c"] and list(fmt.commits) == ["3f2a91c"]  # the file stem
+    assert parse.higher_is_better is True and fmt.higher_is_better is False
+    assert fmt.values[0] == pytest.approx(2.0)
+    # every iteration: the warm-up pulls the mean down; --trim-warmup keeps each fork's steady part
+    assert parse.values[0] == pytest.approx(1000.0 - 300.0 * 40 / 200, abs=5.0)
+    steady = load(path, trim_warmup="kbkssd")["org.acme.ParserBench.parse[size=1024]"]
+    assert steady.values[0] == pytest.approx(1000.0, abs=3.0)
+    assert load(_jmh_file(tmp_path, "b7c1.json", compress=True)).series_ids == dataset.series_ids
+
+
+def test_jmh_summary_through_the_cli(tmp_path):
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+
+    result = CliRunner().invoke(app, ["summary", "--data", str(_jmh_file(tmp_path)), "--trim-warmup", "kbkssd",
+                                      "--format", "json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["series"] == 2
+    assert summary["higher_is_better_series"] == 1 and summary["lower_is_better_series"] == 1
+
+
+def test_bad_jmh_file_is_located(tmp_path):
+    path = tmp_path / "jmh.json"
+    path.write_text(json.dumps([{"benchmark": "b.B.m", "mode": "thrpt", "primaryMetric": {"scoreUnit": "ops/s"}}]))
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert err.value.row == 1 and "no 'rawData'" in err.value.problem

@@ -29,6 +29,11 @@ gab
 perfherder
     Perfherder's performance-data JSON, labelled by an alerts export
     (``alerts=``): :mod:`triage.readers.perfherder`.
+jmh
+    JMH's JSON results (``-rf json``): one build, so one commit (the file
+    stem) of a series per benchmark and parameter set; the value aggregates
+    the forks' iterations, only their steady parts with ``trim_warmup``
+    (per fork): :func:`triage.readers.jmh.read_jmh_dataset`.
 
 Any file may be gzip- or zstd-compressed, and ``-`` reads standard input
 (:mod:`triage.readers.source`).
@@ -64,6 +69,7 @@ from triage.core.history import (
 )
 from triage.readers.asv import read_asv
 from triage.readers.gab import read_gab
+from triage.readers.jmh import read_jmh_dataset
 from triage.readers.otava import read_otava_config, read_otava_dir, sniff_delimiter
 from triage.readers.otava import read_otava_csv as _read_otava_csv
 from triage.readers.perfherder import read_perfherder_data
@@ -71,7 +77,7 @@ from triage.readers.source import display_name, plain_file, read_csv_text
 from triage.sniffing import MONGODB_COLUMNS, data_layout
 
 LAYOUTS = (
-    "auto", "long", "mongodb", "otava", "json", "asv", "gab", "perfherder", "otava-dir", "otava-config",
+    "auto", "long", "mongodb", "otava", "json", "asv", "gab", "perfherder", "jmh", "otava-dir", "otava-config",
 )
 DATASET_FILES = ("history.parquet", "history.csv")
 
@@ -154,6 +160,8 @@ def load(
             return read_perfherder_data(plain, alerts=alerts, trim=trim, **options)
         if alerts is not None:
             raise InputError(display_name(path), None, "--alerts labels Perfherder performance data only")
+        if layout == "jmh":
+            return read_jmh_dataset(plain, trim_warmup=trim_warmup, aggregate=aggregate)
         return read_json_values(plain)
 
 

@@ -8,7 +8,8 @@ quotes dropped) and on the errors that come from it
 * :func:`data_layout` -- a performance history for :func:`triage.loaders.load`:
   ``long``, ``mongodb``, ``otava``, ``json`` (a list of numbers), ``asv``
   (a results directory), ``gab`` (github-action-benchmark ``data.js``),
-  ``perfherder`` (performance-data JSON), ``otava-dir`` (a directory of
+  ``perfherder`` (performance-data JSON), ``jmh`` (JMH's ``-rf json``
+  results), ``otava-dir`` (a directory of
   Otava CSVs) or ``otava-config`` (Otava's YAML test config). Compressed
   files are decompressed before sniffing (:mod:`triage.readers.source`).
 * :func:`candidate_layout` -- detector output for
@@ -27,6 +28,7 @@ from pathlib import Path
 from triage.core.errors import InputError
 from triage.readers.asv import is_asv_results
 from triage.readers.gab import is_gab
+from triage.readers.jmh import is_jmh
 from triage.readers.otava import CSV_SUFFIXES, sniff_delimiter
 from triage.readers.perfherder import is_perfherder_data
 
@@ -81,6 +83,8 @@ def data_layout(path: Path) -> str:
             return "gab"
         if is_perfherder_data(payload):
             return "perfherder"
+        if is_jmh(payload):
+            return "jmh"
         return "json"
     header = read_header(path)
     if ";" in header and all(col in header for col in MONGODB_COLUMNS):

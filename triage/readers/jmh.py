@@ -34,6 +34,7 @@ import pandas as pd
 
 from triage import steady_state
 from triage.core.errors import InputError
+from triage.core.history import Dataset, dataset_from_long
 
 COLUMNS = ["series_id", "mode", "unit", "fork", "iteration", "value"]
 
@@ -145,3 +146,45 @@ def steady_long(
     long = pd.concat(long_parts, ignore_index=True)
     table = pd.DataFrame(starts, columns=["series_id", "commit", "fork", "iterations", "steady_start"])
     return long, table
+
+
+#: JMH modes whose scores are rates (higher is better); the others are times per operation.
+RATE_MODES = ("thrpt",)
+
+
+def is_jmh(payload: object) -> bool:
+    """A parsed JSON document that looks like JMH's ``-rf json`` output."""
+    return (
+        isinstance(payload, list)
+        and bool(payload)
+        and isinstance(payload[0], dict)
+        and "benchmark" in payload[0]
+        and "primaryMetric" in payload[0]
+    )
+
+
+def read_jmh_dataset(
+    path: str | Path,
+    *,
+    trim_warmup: str = "none",
+    aggregate: str = "mean",
+    commit: str | None = None,
+    source: str | None = None,
+) -> Dataset:
+    """One JMH result file as a dataset: a series per benchmark (and params), the file one commit.
+
+    JMH runs one build, so the file is one point of each series' history: the
+    commit id is ``commit`` (default: the file stem). Its value aggregates
+    (``aggregate``) every fork's measurement iterations, or only each fork's
+    steady part when ``trim_warmup`` names a detector (:func:`steady_long`).
+    ``thrpt`` series are higher-is-better, the time modes lower-is-better.
+    A history of several builds: :func:`steady_long` on their files, then
+    :meth:`~triage.core.history.Dataset.from_frame`.
+    """
+    path = Path(path)
+    commit = path.stem if commit is None else commit
+    frame = read_jmh(path)
+    long, _ = steady_long([path], [commit], trim_warmup=trim_warmup)
+    modes = frame.groupby("series_id", sort=False)["mode"].first()
+    higher = {str(s): m in RATE_MODES for s, m in modes.items()}
+    return dataset_from_long(long, None, source or str(path), aggregate=aggregate, higher_is_better=higher)
