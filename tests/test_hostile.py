@@ -255,6 +255,13 @@ CASES: list[tuple[str, list[str], str | None, int, str]] = [
     ("watch-dropped-series-table", ["watch", "--state", "{noseries.db}"], "", 2, "has no series table"),
     ("watch-empty-state-object", ["watch", "--state", "{emptystate.db}"], "", 2, "lacks 'n'"),
     ("watch-garbage-store", ["watch", "--state", "{garbage.db}"], "", 2, "not a state file"),
+    # the workspace's labels store
+    ("labels-export-empty-store", ["labels", "export", "--labels", "{empty.db}", "--out", "{export.csv}"], None, 2,
+     "is empty (0 bytes)"),
+    ("labels-export-garbage-store", ["labels", "export", "--labels", "{garbage.db}", "--out", "{export.csv}"], None, 2,
+     "file is not a database"),
+    ("labels-export-malformed-store", ["labels", "export", "--labels", "{malformed.db}", "--out", "{export.csv}"], None,
+     2, "start again"),
     # model directories
     ("label-model-with-fifo", ["label", "--data", "{data.csv}", "--model", "{fifo-model}"], None, 2,
      "not a regular file"),

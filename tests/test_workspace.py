@@ -348,6 +348,38 @@ def test_store_refuses_what_is_not_a_store(tmp_path):
         LabelsStore(tmp_path / "missing.sqlite", create=False)
 
 
+def test_a_damaged_labels_store_is_refused_with_its_recovery(tmp_path):
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match=r"empty\.sqlite.*is empty \(0 bytes\).*move .* aside"):
+        LabelsStore(empty)
+    assert empty.stat().st_size == 0  # refused, not silently made a new store
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8000)
+    with pytest.raises(InputError, match="garbage.sqlite"):
+        LabelsStore(garbage)
+    dropped = tmp_path / "dropped.sqlite"
+    store = LabelsStore(dropped)
+    store.record("s", "c", "true", who="ann")
+    store._con().close()  # the store's own open connection would make the check see it as in use
+    db = sqlite3.connect(dropped, isolation_level=None)
+    db.execute("DROP TABLE decisions")
+    db.close()
+    with pytest.raises(InputError, match="has no decisions table.*start again"):
+        LabelsStore(dropped)
+    malformed = tmp_path / "malformed.sqlite"
+    store = LabelsStore(malformed)  # (another store object, its own connection)
+    for i in range(200):
+        store.record("s", f"c{i}", "true", who="ann", note="x" * 500)
+    store._con().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store._con().close()
+    with open(malformed, "r+b") as fh:
+        fh.seek(4096)
+        fh.write(b"\xff" * 8192)
+    with pytest.raises(InputError, match="malformed.sqlite"):
+        LabelsStore(malformed)
+
+
 def test_store_uses_wal(tmp_path):
     LabelsStore(tmp_path / "l.sqlite").record("s", "c", "true", who="ann")
     assert sqlite3.connect(tmp_path / "l.sqlite").execute("PRAGMA journal_mode").fetchone()[0] == "wal"

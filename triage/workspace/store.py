@@ -36,6 +36,7 @@ import pandas as pd
 from triage.core import labels as L
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
+from triage.online.store_checks import check_sqlite_store
 
 #: The workspace's three buttons and the canonical label each stores.
 DECISIONS: dict[str, str] = {
@@ -65,6 +66,17 @@ CREATE INDEX IF NOT EXISTS decisions_alert ON decisions (series_id, commit_id, i
 CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 FORMAT = "triage-labels-1"
+#: The tables and columns a labels store must have once it has any (checked on open).
+TABLES: dict[str, frozenset[str]] = {
+    "decisions": frozenset({"id", "series_id", "commit_id", "label", "note", "who", "decided_at", "p_true",
+                            "model_call", "model", "undone_at", "undone_by"}),
+    "store_info": frozenset({"key", "value"}),
+}
+_FORMAT_QUERY = "SELECT value FROM store_info WHERE key = 'format'"
+RECOVERY = (
+    "move {path} aside (keep it: its decisions may be recoverable) and start again, a new labels store "
+    "is created; or restore a backup"
+)
 #: Longest note kept (a note is a comment, not a document).
 MAX_NOTE = 2000
 
@@ -117,6 +129,7 @@ class LabelsStore:
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        check_sqlite_store(self.path, TABLES, recovery=RECOVERY, version_query=(_FORMAT_QUERY, FORMAT))  # damaged: refused
         try:
             con = self._con()
             con.executescript(SCHEMA)
