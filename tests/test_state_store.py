@@ -105,6 +105,45 @@ def test_failed_transaction_keeps_memory_at_the_stored_state(rf_dir, tmp_path, m
     loop.store.close()
 
 
+def test_a_full_disk_names_its_cause_and_the_store_stays_exactly_once(rf_dir, tmp_path):
+    values = {f"s{k}": step_series(60, at=(30,), jump=0.5, seed=k) for k in range(12)}
+    loop = persisted(rf_dir, tmp_path / "s.db")
+    for i in range(10):
+        loop.process_many([(s, f"c{i}", v[i]) for s, v in values.items()])
+    db = loop.store._db
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full from here
+    failed_at = None
+    for i in range(10, 60):
+        try:
+            loop.process_many([(s, f"c{i}", v[i]) for s, v in values.items()])
+        except StateStoreError as exc:
+            message = str(exc)
+            assert "database or disk is full" in message and "no transaction is active" not in message
+            assert "nothing of this batch was stored" in message and "s.db" in message
+            failed_at = i
+            break
+    assert failed_at is not None, "the page limit never bit"
+    assert not db.in_transaction
+    assert loop.store.n_decisions() == 12 * failed_at  # the failed batch left nothing behind
+    db.execute("PRAGMA max_page_count = 1073741823")  # space freed: the producer re-sends from there
+    decided = {}
+    for i in range(failed_at, 60):
+        for d, s in zip(loop.process_many([(s, f"c{i}", v[i]) for s, v in values.items()]), values, strict=True):
+            decided[(s, i)] = d
+    assert loop.store.n_decisions() == 12 * 60
+    reference = OnlineTriage.from_model_dir(rf_dir, explain="none")
+    for i in range(60):
+        for d, s in zip(reference.process_many([(s, f"c{i}", v[i]) for s, v in values.items()]), values, strict=True):
+            if (s, i) in decided:
+                got = decided[(s, i)]
+                assert (got is None) == (d is None)
+                if d is not None:
+                    assert not got.replayed and (got.index, got.probability, got.decision) == (
+                        d.index, d.probability, d.decision)
+    loop.store.close()
+
+
 def test_another_model_needs_reset(rf_dir, tmp_path):
     db = tmp_path / "s.db"
     loop = persisted(rf_dir, db)

@@ -235,8 +235,11 @@ class StateStore:
             self._db.execute("DELETE FROM meta WHERE key = 'model_id'")
             self._db.execute("COMMIT")
             self.old_format = False
+        except sqlite3.OperationalError as exc:
+            self._rollback()
+            raise self._write_failed(exc) from exc
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._rollback()
             raise
 
     # ------------------------------------------------------------------ reading
@@ -326,11 +329,32 @@ class StateStore:
             db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)", state_rows)
             db.execute("COMMIT")
         except sqlite3.IntegrityError:
-            db.execute("ROLLBACK")
+            self._rollback()
             raise AlreadyDecided() from None
+        except sqlite3.OperationalError as exc:  # "database or disk is full", an I/O error: nothing was stored
+            self._rollback()
+            raise self._write_failed(exc) from exc
         except BaseException:
-            db.execute("ROLLBACK")
+            self._rollback()
             raise
+
+    def _rollback(self) -> None:
+        """Roll the open transaction back; SQLite has already done so after some errors (a full disk).
+
+        Without this check ``ROLLBACK`` would fail with "cannot rollback - no
+        transaction is active" and hide the real cause (issue 14).
+        """
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+
+    def _write_failed(self, exc: sqlite3.Error) -> StateStoreError:
+        """The error for a transaction SQLite could not write: its cause, and that nothing of it was kept."""
+        return StateStoreError(
+            self.path,
+            f"cannot write the state file ({exc}); nothing of this batch was stored (the store is as it was "
+            "after the last stored commit): free space or fix the file system, then run watch again and re-send "
+            "from there",
+        )
 
     def close(self) -> None:
         self._db.close()
