@@ -25,6 +25,7 @@ import pandas as pd
 
 from triage.core.atomic import write_text_atomic
 from triage.core.errors import InputError
+from triage.core.json_input import read_json
 
 #: Fitness metrics a selection may use (and a file may name).
 METRICS: tuple[str, ...] = ("accuracy", "auc")
@@ -152,9 +153,4 @@ def read_feature_set(path: str | Path) -> list[str]:
 def _read_json(path: Path) -> object:
     if not path.is_file():
         raise InputError(path, None, "no such file")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file") from None
+    return read_json(path)

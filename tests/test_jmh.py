@@ -100,7 +100,7 @@ def test_steady_long_trims_each_fork_then_loads_as_a_history(tmp_path):
 @pytest.mark.parametrize(
     ("content", "row", "problem"),
     [
-        ("{not json", None, "not JMH JSON"),
+        ("{not json", 1, "not JMH JSON"),  # the JSON parser names the line
         ("[]", None, "non-empty list"),
         ('[{"mode": "thrpt"}]', 1, "without a 'benchmark'"),
         ('[{"benchmark": "a.B.c", "primaryMetric": {"score": 1}}]', 1, "no 'rawData'"),

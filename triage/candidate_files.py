@@ -43,7 +43,6 @@ for CSV (header = line 1), the 1-based change / alert record for JSON.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +51,7 @@ import pandas as pd
 
 from triage.core.errors import InputError
 from triage.core.history import Dataset
+from triage.core.json_input import read_json
 from triage.loaders import read_csv_text
 from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout
 
@@ -108,12 +108,7 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
     if layout == "auto":
         layout = candidate_layout(path)
     if layout.endswith("json"):
-        try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError:
-            raise InputError(path, None, "not a UTF-8 text file") from None
-        except json.JSONDecodeError as exc:
-            raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+        payload = read_json(path)
         if layout == "otava-json":
             return _otava_json(payload, path)
         return _perfherder_json(payload, path)

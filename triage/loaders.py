@@ -49,7 +49,6 @@ and what is wrong.
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -67,6 +66,7 @@ from triage.core.history import (
     UnsortedTimestampsWarning,
     dataset_from_long,
 )
+from triage.core.json_input import read_json
 from triage.readers.asv import read_asv
 from triage.readers.gab import read_gab
 from triage.readers.jmh import read_jmh_dataset
@@ -226,14 +226,7 @@ def read_otava_csv(path: str | Path, **options) -> Dataset:
 def read_json_values(path: str | Path) -> Dataset:
     """Read a JSON list of numbers as one series named after the file stem."""
     path = Path(path)
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file (JSON must be UTF-8)") from None
-    except RecursionError:
-        raise InputError(path, None, "JSON nested too deeply to be a list of numbers") from None
+    payload = read_json(path, "a list of numbers")
     if not isinstance(payload, list) or not payload:
         raise InputError(path, None, "expected a non-empty JSON list of numbers")
     long = pd.DataFrame(

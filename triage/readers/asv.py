@@ -23,7 +23,6 @@ Times and memory (types ``time``, ``mem``, ``peakmem``) are lower-is-better;
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import pandas as pd
 
 from triage.core.errors import InputError
 from triage.core.history import Dataset, Trim, dataset_from_long
+from triage.core.json_input import read_json
 
 LOWER_IS_BETTER_TYPES = frozenset({"time", "mem", "peakmem"})
 
@@ -44,15 +44,6 @@ def is_asv_results(path: Path) -> bool:
     return (path / "benchmarks.json").is_file() or any((p / "machine.json").is_file() for p in path.iterdir() if p.is_dir())
 
 
-def _load_json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file") from None
-
-
 def _machine_dirs(path: Path) -> list[Path]:
     if (path / "machine.json").is_file():
         return [path]
@@ -62,7 +53,7 @@ def _machine_dirs(path: Path) -> list[Path]:
 def _benchmarks(path: Path) -> dict[str, dict]:
     for candidate in (path / "benchmarks.json", path.parent / "benchmarks.json"):
         if candidate.is_file():
-            payload = _load_json(candidate)
+            payload = read_json(candidate)
             if not isinstance(payload, dict):
                 raise InputError(candidate, None, "expected a JSON object of benchmarks")
             return {k: v for k, v in payload.items() if isinstance(v, dict)}
@@ -105,7 +96,7 @@ def read_asv(path: str | Path, *, aggregate: str = "mean", trim: Trim = None) ->
         for file in sorted(machine_dir.glob("*.json")):
             if file.name == "machine.json":
                 continue
-            payload = _load_json(file)
+            payload = read_json(file)
             if not isinstance(payload, dict) or "results" not in payload or "commit_hash" not in payload:
                 raise InputError(file, None, "not an asv result file (no commit_hash / results)")
             env = str(payload.get("env_name") or file.stem.split("-", 1)[-1])

@@ -25,7 +25,6 @@ position of the benchmark in the list (1-based, as ``row``) and the problem.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,6 +34,7 @@ import pandas as pd
 from triage import steady_state
 from triage.core.errors import InputError
 from triage.core.history import Dataset, dataset_from_long
+from triage.core.json_input import read_json
 
 COLUMNS = ["series_id", "mode", "unit", "fork", "iteration", "value"]
 
@@ -52,12 +52,7 @@ def read_jmh(path: str | Path) -> pd.DataFrame:
     Forks and iterations are numbered from 0 in file order.
     """
     path = Path(path)
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, None, "no such file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, None, f"not JMH JSON results: {exc}") from None
+    payload = read_json(path, "JMH JSON results")
     if not isinstance(payload, list) or not payload:
         raise InputError(path, None, "not JMH JSON results: expected a non-empty list of benchmark objects")
     rows: list[tuple] = []

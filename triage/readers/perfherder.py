@@ -19,7 +19,6 @@ An alert on a revision or signature the data lacks is an error naming it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +26,7 @@ import pandas as pd
 from triage.core import labels
 from triage.core.errors import InputError
 from triage.core.history import Dataset, Trim, dataset_from_long
+from triage.core.json_input import read_json
 
 POINT_FIELDS = ("revision", "value")
 
@@ -41,15 +41,6 @@ def is_perfherder_data(payload: object) -> bool:
     return isinstance(payload, list) and bool(payload) and point(payload[0])
 
 
-def _load_json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file") from None
-
-
 def read_perfherder_data(
     path: str | Path,
     *,
@@ -60,7 +51,7 @@ def read_perfherder_data(
 ) -> Dataset:
     """Read performance data, optionally labelled by an alerts export (see the module docstring)."""
     path = Path(path)
-    payload = _load_json(path)
+    payload = read_json(path)
     if not is_perfherder_data(payload):
         raise InputError(path, None, "not Perfherder performance data (expected {signature: [{revision, value, ...}]})")
     groups: list[tuple[str | None, list]] = (
@@ -88,7 +79,7 @@ def read_perfherder_data(
 
 
 def _apply_alerts(frame: pd.DataFrame, sig_ids: pd.Series, path: Path, higher: dict[str, bool | None]) -> None:
-    payload = _load_json(path)
+    payload = read_json(path)
     summaries = payload.get("results", payload.get("alerts")) if isinstance(payload, dict) else payload
     if isinstance(payload, dict) and "alerts" in payload and "results" not in payload:
         summaries = [payload]

@@ -1,0 +1,34 @@
+"""Reading a JSON input file: the one place its failures become :class:`InputError`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from triage.core.errors import InputError
+
+
+def read_json(path: str | Path, what: str = "JSON") -> object:
+    """The parsed content of ``path``.
+
+    Every way a file can fail to be JSON (missing, a directory, not UTF-8,
+    malformed, nested past Python's recursion limit) is an :class:`InputError`
+    naming the file and, for malformed JSON, the line. ``what`` names the
+    expected content in the messages (e.g. ``"JMH JSON results"``).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, None, f"is a directory, expected {what}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, f"not a UTF-8 text file ({what} must be UTF-8)") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        prefix = "not valid JSON" if what == "JSON" else f"not {what}: not valid JSON"
+        raise InputError(path, exc.lineno, f"{prefix}: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(path, None, f"JSON nested too deeply to be {what}") from None
