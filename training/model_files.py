@@ -201,14 +201,15 @@ def clean_stale_temporaries(path: str | Path) -> list[Path]:
         if not entry.name.startswith(prefix) or entry.is_symlink() or not entry.is_dir():
             continue
         pid_text = entry.name[len(prefix):].split("-", 1)[0]
-        if pid_text.isdigit() and _process_alive(int(pid_text)):
+        if pid_text.isdigit() and process_alive(int(pid_text)):
             continue
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` may still be running here (ours, or one we cannot judge: yes)."""
     if pid == os.getpid():
         return True
     try:

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from triage.core.errors import InputError
+from triage.training.model_files import process_alive
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
 TRAIN_EXPERIMENT = "triage-train"
@@ -377,7 +378,7 @@ def recover_interrupted_runs(tracking_uri: str | None = None) -> list[tuple[str,
         runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`{STATE_TAG}` = 'writing'")
         for run in runs:
             tags = run.data.tags
-            if tags.get(HOST_TAG) != socket.gethostname() or _alive(tags.get(PID_TAG, "")):
+            if tags.get(HOST_TAG) != socket.gethostname() or _pid_alive(tags.get(PID_TAG, "")):
                 continue
             target = Path(tags.get(TARGET_TAG, ""))
             if _manifest_run_id(target) == run.info.run_id:
@@ -390,19 +391,8 @@ def recover_interrupted_runs(tracking_uri: str | None = None) -> list[tuple[str,
     return settled
 
 
-def _alive(pid_text: str) -> bool:
-    if not pid_text.isdigit():
-        return False
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
+def _pid_alive(pid_text: str) -> bool:
+    return pid_text.isdigit() and process_alive(int(pid_text))
 
 
 def _manifest_run_id(model_dir: Path) -> str | None:

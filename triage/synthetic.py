@@ -162,6 +162,24 @@ def preset_config(name: str, **overrides: object) -> SyntheticConfig:
 # --------------------------------------------------------------------------- generation
 
 
+def _apply_change(rng, config, rel: np.ndarray, starts, c: int, factor: float, change_at: list[int]) -> int:
+    """Scale ``rel`` from commit ``c`` by ``factor``; a share of changes revert (a short regression).
+
+    Appends the change (and its revert) to ``change_at``; returns the end of the
+    changed stretch (``len(rel)`` when it does not revert).
+    """
+    n = rel.size
+    end = n
+    if rng.random() < config.short_regression_share:
+        revert = int(c + rng.integers(config.revert_after[0], config.revert_after[1] + 1))
+        if revert < n - 1 and all(revert != s for s in starts):
+            end = revert
+            change_at.append(revert)
+    rel[c:end] *= factor
+    change_at.append(int(c))
+    return end
+
+
 def _log_uniform(rng: np.random.Generator, lo: float, hi: float, size=None):
     return np.exp(rng.uniform(np.log(lo), np.log(hi), size))
 
@@ -208,14 +226,7 @@ def _series(config: SyntheticConfig, rng: np.random.Generator, i: int) -> dict[s
         mag = max(mag, rng.uniform(config.min_snr, 2 * config.min_snr) * cv)
         sign = 1.0 if rng.random() < 0.5 else -1.0
         factor = 1.0 + sign * min(mag, 0.9)
-        end = n
-        if rng.random() < config.short_regression_share:
-            revert = int(c + rng.integers(config.revert_after[0], config.revert_after[1] + 1))
-            if revert < n - 1 and all(revert != s for s in starts):
-                end = revert
-                change_at.append(revert)
-        rel[c:end] *= factor
-        change_at.append(int(c))
+        _apply_change(rng, config, rel, starts, c, factor, change_at)
     change_at = sorted(set(change_at))
 
     # --- drift (a ramp, not a change point)
@@ -421,14 +432,7 @@ def _real_noise_series(
     for c, size in zip(starts, sizes, strict=True):
         mag = min(max(float(size) * cv, rng.uniform(config.min_snr, 2 * config.min_snr) * cv), 1.5)
         factor = float(np.exp(mag if rng.random() < 0.5 else -mag))
-        end = n
-        if rng.random() < config.short_regression_share:
-            revert = int(c + rng.integers(config.revert_after[0], config.revert_after[1] + 1))
-            if revert < n - 1 and all(revert != s for s in starts):
-                end = revert
-                change_at.append(revert)
-        rel[c:end] *= factor
-        change_at.append(int(c))
+        end = _apply_change(rng, config, rel, starts, c, factor, change_at)
         if end == n and rng.random() < prof["machine_share"]:
             nf = noise_profiles.sample_pooled(rng, prof["noise_factor"], 1, 0.5)[0]
             scale[c:] *= np.exp(nf if rng.random() < 0.5 else -nf)
