@@ -7,6 +7,7 @@ from helpers_training import make_matrix
 from typer.testing import CliRunner
 
 from triage.cli.app import app
+from triage.core.errors import InputError
 from triage.training import tracking
 from triage.training.evaluation import evaluate
 from triage.training.pipeline import train
@@ -125,6 +126,43 @@ def test_cli_models_list_and_promote(store, trained):
     auc = next(r["auc"] for r in tracking.list_models(uri) if r["name"] == "triage-test")
     for column in ("window", "AUC", "data", f"{auc:.3f}"):
         assert column in res.output
+
+
+def test_cli_models_list_shows_agreement_with_the_sheriffs(store, trained, tmp_path):
+    from triage.core import labels
+    from triage.workspace.store import LabelsStore
+
+    _, uri = store
+    runner = CliRunner()
+    assert runner.invoke(app, ["models", "promote", "triage-test", "1", "--alias", "champion",
+                               "--tracking-uri", uri]).exit_code == 0
+    path = tmp_path / "labels.sqlite"
+    decisions = LabelsStore(path)
+    served = "models:/triage-test@champion"
+    # the model called 3 alerts true: the sheriffs confirmed 2 of them and one it called false
+    for k, (said, call) in enumerate([("true", labels.TRUE_POSITIVE)] * 2 + [("false", labels.TRUE_POSITIVE),
+                                       ("true", labels.FALSE_POSITIVE), ("false", labels.FALSE_POSITIVE)]):
+        decisions.record("s", f"c{k}", said, who="ann", p_true=0.5, model_call=call, model=served)
+    decisions.record("s", "other", "true", who="ann", p_true=0.9, model_call=labels.TRUE_POSITIVE, model="default")
+    decisions.close()
+    res = runner.invoke(app, ["models", "list", "--tracking-uri", uri, "--labels", str(path)])
+    assert res.exit_code == 0, res.output
+    assert "Against the sheriffs' decisions" in res.output
+    # the same table, rendered wide enough that no cell folds
+    from rich.console import Console
+
+    from triage.cli.training import _sheriff_agreement_table
+
+    wide = Console(width=200, record=True)
+    wide.print(_sheriff_agreement_table(path, tracking.list_models(uri)))
+    lines = wide.export_text().splitlines()
+    row = next(line for line in lines if served in line)
+    assert "triage-test v1" in row
+    assert "0.667" in row  # precision 2/3, recall 2/3
+    assert "0.600" in row  # agreement 3/5
+    assert any("default" in line and "1.000" in line for line in lines)
+    missing = runner.invoke(app, ["models", "list", "--tracking-uri", uri, "--labels", str(tmp_path / "none")])
+    assert isinstance(missing.exception, InputError) and "no such labels store" in str(missing.exception)
 
 
 # ---------------------------------------------------------------------- registry items of issue 12

@@ -11,6 +11,7 @@ stays fast.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -383,6 +384,10 @@ def window_study(
 @models_app.command("list")
 def models_list(
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP, envvar="MLFLOW_TRACKING_URI")] = None,
+    labels: Annotated[Path | None, typer.Option(
+        "--labels", help="A labels store of `triage serve`: add each model's precision and recall against "
+        "the sheriffs' decisions (a registered model matches when `triage serve --model` named it "
+        "models:/NAME/VERSION or models:/NAME@ALIAS).")] = None,
 ) -> None:
     """Registered models: versions, aliases, window, held-out AUC, training rows, data hash (first 7), run."""
     from triage.training.tracking import list_models, resolve_tracking_uri
@@ -401,6 +406,38 @@ def models_list(
             str(r.get("data_hash") or "")[:7], (r["run_id"] or "")[:7],
         )
     console.print(table if rows else "no registered models")
+    if labels is not None:
+        console.print(_sheriff_agreement_table(labels, rows))
+
+
+def _sheriff_agreement_table(path: Path, rows: list[dict[str, object]]) -> Table:
+    """The models that served decisions in a labels store, against the sheriffs, with the registry version each is."""
+    from triage.workspace.store import LabelsStore, agreement_by_model
+
+    if not path.is_file():
+        raise InputError(path, None, "no such labels store (triage serve --labels creates one)")
+    names: dict[str, str] = {}
+    for r in rows:
+        version = f"{r['name']} v{r['version']}"
+        names[f"models:/{r['name']}/{r['version']}"] = version
+        for alias in r["aliases"]:  # type: ignore[attr-defined]
+            names[f"models:/{r['name']}@{alias}"] = version
+    store = LabelsStore(path, create=False)
+    try:
+        agreement = agreement_by_model(store)
+    finally:
+        store.close()
+    table = Table(title=f"Against the sheriffs' decisions ({path})")
+    for col in ("model", "registered", "decisions", "precision", "recall", "agreement", "weeks"):
+        table.add_column(col, justify="right" if col in ("decisions", "precision", "recall", "agreement") else "left",
+                         overflow="fold")
+    for a in agreement.to_dict("records"):
+        table.add_row(
+            str(a["model"]) or "(unnamed)", names.get(str(a["model"]), ""), f"{a['decisions']:,}",
+            *("" if math.isnan(a[k]) else f"{a[k]:.3f}" for k in ("precision", "recall", "agreement")),
+            f"{a['first_week']} .. {a['last_week']}",
+        )
+    return table
 
 
 @models_app.command("promote")

@@ -344,3 +344,25 @@ def agreement_by_week(store: LabelsStore) -> pd.DataFrame:
                     tp / (tp + fn) if tp + fn else float("nan"),
                     (tp + tn) / n])
     return pd.DataFrame(out, columns=cols)
+
+
+def agreement_by_model(store: LabelsStore) -> pd.DataFrame:
+    """:func:`agreement_by_week` summed over the weeks: one row per model that served decisions.
+
+    Columns: ``model`` (as ``triage serve --model`` named it), ``decisions``,
+    ``tp``, ``fp``, ``fn``, ``tn``, ``precision``, ``recall``, ``agreement``,
+    ``first_week``, ``last_week``.
+    """
+    weekly = agreement_by_week(store)
+    cols = ["model", "decisions", "tp", "fp", "fn", "tn", "precision", "recall", "agreement",
+            "first_week", "last_week"]
+    if weekly.empty:
+        return pd.DataFrame(columns=cols)
+    total = weekly.groupby("model", sort=True).agg(
+        decisions=("decisions", "sum"), tp=("tp", "sum"), fp=("fp", "sum"), fn=("fn", "sum"),
+        tn=("tn", "sum"), first_week=("week", "min"), last_week=("week", "max")).reset_index()
+    called, confirmed = total.tp + total.fp, total.tp + total.fn
+    total["precision"] = (total.tp / called).where(called > 0)
+    total["recall"] = (total.tp / confirmed).where(confirmed > 0)
+    total["agreement"] = (total.tp + total.tn) / total.decisions
+    return total[cols]
