@@ -275,13 +275,18 @@ def _utc(ts: pd.Timestamp) -> pd.Timestamp:
     return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
 
 
-async def series_page(request: Request) -> Response:
+async def _series_rows(request: Request) -> tuple[Workspace, str, list[dict]]:
+    """The workspace, the requested series id (404 when unknown) and its alerts' rows."""
     ws: Workspace = request.app.state.ws
     sid = request.query_params.get("id", "")
     if sid not in ws.dataset:
         raise BadRequest(f"no series {sid[:120]!r} in the data", 404)
     current = await run_in_threadpool(ws.store.current)
-    rows = _rows(ws, [a for a in ws.alerts if a.series_id == sid], current)
+    return ws, sid, _rows(ws, [a for a in ws.alerts if a.series_id == sid], current)
+
+
+async def series_page(request: Request) -> Response:
+    ws, sid, rows = await _series_rows(request)
     rows.sort(key=lambda r: r["a"].index)
     h = ws.dataset[sid]
     name = rows[0]["a"].name if rows else sid
@@ -290,12 +295,7 @@ async def series_page(request: Request) -> Response:
 
 
 async def plot(request: Request) -> Response:
-    ws: Workspace = request.app.state.ws
-    sid = request.query_params.get("id", "")
-    if sid not in ws.dataset:
-        raise BadRequest(f"no series {sid[:120]!r} in the data", 404)
-    current = await run_in_threadpool(ws.store.current)
-    rows = _rows(ws, [a for a in ws.alerts if a.series_id == sid], current)
+    ws, sid, rows = await _series_rows(request)
     points = [(r["a"].index, r["status"], r["a"].p_true, r["a"].model_call) for r in rows]
     h = ws.dataset[sid]
     title = rows[0]["a"].name if rows else sid
