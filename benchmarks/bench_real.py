@@ -29,11 +29,19 @@ Protocol
 5. **Model** (:func:`scoring_model`): one random forest
    (:class:`~triage.training.classifier.TriageClassifier`) on the candidates
    of all registry detectors of the *fit* part, isotonic calibration on the
-   *validation* part's candidates; the threshold policy
-   (:func:`triage.training.thresholds.choose_detector_thresholds`) picks per
-   detector, on *validation* only, the threshold with the best TCPDBench F1
-   among those keeping >= 95 % of the detector's recall, and 0 (keep
-   everything: triage off) when none beats the detector alone.
+   *validation* part's candidates. Per-detector thresholds (``--thresholds``,
+   both choices are computed and reported, the model carries one):
+   ``pooled`` (default,
+   :func:`triage.training.thresholds.choose_detector_thresholds_grouped`):
+   three looks at unseen data -- each fit project scored out of fold by a
+   model fitted on the other fit project (calibrated on validation), and the
+   validation project scored by the final model; a threshold must raise the
+   TCPDBench F1 and keep >= 95 % of the detector's recall on *each* of them,
+   the one with the largest worst-project gain wins, else 0 (keep
+   everything: triage off). ``validation`` (the first published run,
+   :func:`triage.training.thresholds.choose_detector_thresholds`): the best
+   F1 on the validation project alone keeping >= 95 % of the recall, 0 when
+   none beats the detector alone.
 6. **Test**: TCPDBench F1 / precision / recall (margin 5, mean over base
    histories) of each detector alone and + triage, and the no-detection floor.
 7. **LOSO AUC**: for each of the five source projects, a model fitted on the
@@ -68,7 +76,10 @@ from triage.core.metrics import f_measure  # noqa: E402
 from triage.detectors import defaults, make, names  # noqa: E402
 from triage.detectors.ensemble import vote  # noqa: E402
 from triage.features.extract import extract_features  # noqa: E402
-from triage.training.thresholds import choose_detector_thresholds  # noqa: E402
+from triage.training.thresholds import (  # noqa: E402
+    choose_detector_thresholds,
+    choose_detector_thresholds_grouped,
+)
 
 MARGIN = 5
 OUT = Path(__file__).resolve().parent / "out"
@@ -76,6 +87,8 @@ OUT = Path(__file__).resolve().parent / "out"
 DERIVED: dict[str, dict[str, object]] = {"ensemble": {}, "mozilla_or_ensemble": {"always": ("perfherder",)}}
 LOSO_DETECTORS: tuple[str, ...] = ("perfherder", "edivisive", "binseg")
 RECALL_KEPT = 0.95
+#: How the per-detector thresholds are chosen (``--thresholds``); see :func:`scoring_model`.
+THRESHOLD_CHOICES: tuple[str, ...] = ("pooled", "validation")
 #: Left out unless ``--with-cvm``: the Cramer-von Mises hybrid test takes about
 #: 25 s on one 400-commit series on a busy 2-core machine, 20x the rest together.
 SLOW: tuple[str, ...] = ("hybrid_cvm",)
@@ -255,25 +268,73 @@ def auc(y: np.ndarray, p: np.ndarray) -> float:
 # --------------------------------------------------------------------------- run
 
 
-def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed: int, n_jobs: int, log=print):
-    """Fit on the fit part, calibrate on validation, choose per-detector thresholds on validation."""
+def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed: int, n_jobs: int, log=print,
+                  choice: str = "pooled"):
+    """Fit on the fit part, calibrate on validation, choose per-detector thresholds.
+
+    Both threshold choices are computed (fit and validation data only);
+    ``choice`` says which the model carries:
+
+    * ``validation`` (the first published run): the best validation F1 keeping
+      >= 95 % of the detector's recall, 0 where nothing beats the detector
+      (:func:`choose_detector_thresholds`, one project, rhai);
+    * ``pooled``: :func:`choose_detector_thresholds_grouped` over three looks at
+      unseen data: each fit project scored by a model fitted on the other fit
+      project (calibrated on validation, as the final model), and the
+      validation project scored by the final model; the threshold must raise
+      F1 and keep >= 95 % of recall on each of the three, else 0.
+    """
+    if choice not in THRESHOLD_CHOICES:
+        raise ValueError(f"threshold choice {choice!r} is not one of {THRESHOLD_CHOICES}")
     fit_rows = all_rows(parts["fit"], found["fit"])
     val_rows = all_rows(parts["validation"], found["validation"])
     log(f"  fit rows {len(fit_rows)} ({int(fit_rows['y'].sum())} true), validation rows {len(val_rows)}")
     clf = fit_model(fit_rows, val_rows, seed, n_jobs)
     val_p = proba_of(clf, val_rows)
-    curves = {}
+    by_choice = {
+        "validation": choose_detector_thresholds(
+            _evaluators(parts["validation"], val_rows, val_p), recall_kept=RECALL_KEPT
+        ),
+        "pooled": choose_detector_thresholds_grouped(
+            _out_of_fold_looks(parts, fit_rows, val_rows, val_p, seed, n_jobs), recall_kept=RECALL_KEPT
+        ),
+    }
+    thresholds = by_choice[choice]
+    # A detector the model does not know: the most recall-keeping threshold at which triage
+    # helps some detector (0 = triage off is skipped, or a mixed file would not be triaged at all).
+    active = [t for t in thresholds.values() if t > 0]
+    clf.threshold_ = float(min(active)) if active else 0.0
+    if choice == "validation":
+        clf.threshold_policy_ = f"tcpd-f1, recall >= {RECALL_KEPT:g} x detector's (validation, per detector)"
+    else:
+        clf.threshold_policy_ = (f"tcpd-f1 gain and recall >= {RECALL_KEPT:g} x detector's on each of the "
+                                 "out-of-fold fit projects and validation (per detector; else 0)")
+    return clf, thresholds, by_choice, val_rows, fit_rows
+
+
+def _evaluators(data: Dataset, rows: pd.DataFrame, proba: np.ndarray) -> dict[str, object]:
+    out: dict[str, object] = {}
     for d in SELECTED:
-        sel = (val_rows["detector"] == d).to_numpy()
-        rows = val_rows[sel]
-        curves[d] = (rows, val_p[sel])
-    thresholds = choose_detector_thresholds(
-        {d: _evaluator(parts["validation"], rows, p) for d, (rows, p) in curves.items()}, recall_kept=RECALL_KEPT
-    )
-    # A detector the model does not know: the most recall-keeping of the chosen thresholds.
-    clf.threshold_ = float(min(thresholds.values()))
-    clf.threshold_policy_ = f"tcpd-f1, recall >= {RECALL_KEPT:g} x detector's (validation, per detector)"
-    return clf, thresholds, val_rows, fit_rows
+        sel = (rows["detector"] == d).to_numpy()
+        out[d] = _evaluator(data, rows[sel], proba[sel])
+    return out
+
+
+def _out_of_fold_looks(parts: dict[str, Dataset], fit_rows: pd.DataFrame, val_rows: pd.DataFrame,
+                       val_p: np.ndarray, seed: int, n_jobs: int) -> dict[str, dict[str, object]]:
+    """Group -> detector -> evaluator: each fit project out of fold, and validation."""
+    src = fit_rows["series_id"].map(real_data.source_of)
+    looks: dict[str, dict[str, object]] = {}
+    for s in sorted(src.unique()):
+        held = fit_rows[(src == s).to_numpy()].reset_index(drop=True)
+        train = fit_rows[(src != s).to_numpy()].reset_index(drop=True)
+        if held.empty or train.empty or train["y"].nunique() < 2:
+            continue
+        clf = fit_model(train, val_rows, seed, n_jobs)
+        data = Dataset([h for h in parts["fit"] if real_data.source_of(h.series_id) == s])
+        looks[s] = _evaluators(data, held, proba_of(clf, held))
+    looks["validation"] = _evaluators(parts["validation"], val_rows, val_p)
+    return looks
 
 
 def _evaluator(data: Dataset, rows: pd.DataFrame, proba: np.ndarray):
@@ -287,7 +348,8 @@ def _evaluator(data: Dataset, rows: pd.DataFrame, proba: np.ndarray):
     return evaluate
 
 
-def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: Path | None, log=print) -> dict:
+def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: Path | None, log=print,
+        choice: str = "pooled") -> dict:
     started = time.perf_counter()
     real = real_data.load_real()
     injected = real_data.inject(real, mode=mode, seed=seed)
@@ -295,12 +357,13 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
     for p, d in parts.items():
         log(f"{p}: {len(d)} base histories, {sum(len(h) for h in d)} commits, {sum(int(h.true_change.sum()) for h in d)} injected changes")
     found = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
-    clf, thresholds, _, _ = scoring_model(parts, found, seed, n_jobs, log)
+    clf, thresholds, by_choice, _, _ = scoring_model(parts, found, seed, n_jobs, log, choice)
 
     test = parts["test"]
     test_rows = all_rows(test, found["test"])
     test_p = proba_of(clf, test_rows)
     rows = [{"method": "no detection (floor)", **tcpd(test, {}), "threshold": float("nan")}]
+    compare: list[dict] = []
     for d in SELECTED:
         sel = (test_rows["detector"] == d).to_numpy()
         alone = tcpd(test, {sid: idx for sid, (idx, _) in found["test"][d].items()})
@@ -308,6 +371,9 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
         rows.append({"method": d, **alone, "threshold": float("nan")})
         rows.append({"method": f"{d} + triage", **with_t, "threshold": thresholds[d],
                      "test_auc": auc(test_rows["y"].to_numpy()[sel], test_p[sel])})
+        compare.append({"detector": d, "alone": alone, **{
+            c: {**tcpd(test, kept(test_rows[sel], test_p[sel], th[d])), "threshold": th[d]} for c, th in by_choice.items()
+        }})
 
     loso_rows = loso_auc(injected, mode, seed, every, n_jobs, log) if loso else []
 
@@ -325,10 +391,11 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
             "triage": 100.0 * float((p >= thresholds[d]).sum()) / n_commits,
         })
     if save_model is not None:
-        save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows)
+        save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows, choice)
         log(f"model saved to {save_model}")
     return {
-        "config": {"mode": mode, "seed": seed, "every": every},
+        "config": {"mode": mode, "seed": seed, "every": every, "thresholds": choice},
+        "compare": compare,
         "parts": {p: (len(d), sum(len(h) for h in d), sum(int(h.true_change.sum()) for h in d)) for p, d in parts.items()},
         "test": rows + EXTRA_ROWS,
         "loso": loso_rows,
@@ -368,7 +435,8 @@ def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, l
     return out
 
 
-def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows) -> None:
+def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows,
+                       choice: str = "pooled") -> None:
     from triage.training.model_files import save_model
 
     test = {r["method"]: r for r in rows}
@@ -384,7 +452,8 @@ def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str,
             "max_len": 60,
             "pair": True,
             "detector_thresholds": thresholds,
-            "trained_by": f"benchmarks/bench_real.py --mode {mode} --seed {seed} --every {every}",
+            "threshold_choice": choice,
+            "trained_by": f"benchmarks/bench_real.py --mode {mode} --seed {seed} --every {every} --thresholds {choice}",
         },
     )
 
@@ -396,7 +465,7 @@ def markdown(result: dict) -> str:
     c = result["config"]
     lines = [
         f"Real histories, `{c['mode']}` injection, seed {c['seed']}, 1 in {c['every']} base histories; "
-        "TCPDBench margin 5, means over base histories.",
+        f"TCPDBench margin 5, means over base histories; thresholds `{c.get('thresholds', 'validation')}`.",
         "",
         "| part | base histories | commits | injected changes |",
         "| --- | ---: | ---: | ---: |",
@@ -413,6 +482,19 @@ def markdown(result: dict) -> str:
         for r in result["loso"]:
             lines.append(f"| {r['detector']} | {r['auc']:.3f} | {r['candidates']} ({r['true']}) | "
                          + " | ".join(f"{r.get(f'auc_{s}', float('nan')):.3f}" for s in srcs) + " |")
+    if result.get("compare"):
+        choices = [k for k in result["compare"][0] if k not in ("detector", "alone")]
+        lines += ["", "Threshold choices on the test part (F1 / recall kept = triage recall / detector recall):", "",
+                  "| detector | alone F1 | " + " | ".join(f"{c}: threshold | F1 | recall kept" for c in choices) + " |",
+                  "| --- | ---: | " + " | ".join("---: | ---: | ---:" for _ in choices) + " |"]
+        for r in result["compare"]:
+            a = r["alone"]
+            cells = []
+            for c in choices:
+                x = r[c]
+                kept_ = x["recall"] / a["recall"] if a["recall"] > 0 else float("nan")
+                cells.append(f"{x['threshold']:.3f} | {x['f1']:.3f} | {100 * kept_:.0f} %")
+            lines.append(f"| {r['detector']} | {a['f1']:.3f} | " + " | ".join(cells) + " |")
     n, m = result["untouched"]
     lines += ["", f"Alarms per 100 commits on {n} untouched real histories ({m:,} commits):", "",
               "| detector | alone | + triage |", "| --- | ---: | ---: |"]
@@ -430,6 +512,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--no-loso", action="store_true", help="skip the leave-one-project-out AUC (5 more fits)")
     ap.add_argument("--with-cvm", action="store_true", help="also run hybrid_cvm (slow: about 25 s per series)")
     ap.add_argument("--save-model", type=Path, default=None, help="also save the scoring model to this directory")
+    ap.add_argument("--thresholds", choices=THRESHOLD_CHOICES, default="pooled",
+                    help="per-detector threshold choice the model carries: 'pooled' (out-of-fold fit projects + "
+                         "validation, gain on each; default) or 'validation' (validation only, the first published "
+                         "run); both are reported")
     args = ap.parse_args(argv)
     if args.with_cvm:
         SELECTED[:] = names()
@@ -438,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except real_data.RealDataMissing as exc:
         print(exc)
         return
-    result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model)
+    result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds)
     text = markdown(result)
     OUT.mkdir(exist_ok=True)
     out = OUT / f"bench_real_{args.mode}_s{args.seed}_e{args.every}{'_cvm' if args.with_cvm else ''}.md"

@@ -160,3 +160,63 @@ def choose_detector_thresholds(
                 best_f, best_t = f, float(t)
         out[name] = best_t
     return out
+
+
+def choose_detector_thresholds_grouped(
+    groups: dict[str, dict[str, object]], recall_kept: float = 0.95, grid: int = 60
+) -> dict[str, float]:
+    """Per detector, a threshold that raises F1 on *every* group, else 0.
+
+    ``groups`` maps a group name (e.g. a source project) to evaluators as in
+    :func:`choose_detector_thresholds` (detector -> ``threshold -> (F1,
+    recall)`` with a ``candidates`` attribute). The groups are meant to be
+    independent looks at unseen data: out-of-fold predictions on each fit
+    project (the model fitted on the other ones) and the validation project.
+
+    The thresholds tried are at most ``grid`` quantiles of the probabilities
+    pooled over the groups. A threshold is admissible for a detector when, on
+    each group where the detector has candidates, the F1 of detector + triage
+    is strictly above the detector's own and the recall stays >= ``recall_kept``
+    x the detector's. Among the admissible ones the threshold with the largest
+    worst-group F1 gain wins (ties: larger mean gain, then the lower
+    threshold); with none admissible the detector gets 0 (triage off). So one
+    project that triage would hurt is enough to switch it off.
+    """
+    detectors: list[str] = []
+    for evaluators in groups.values():
+        detectors += [d for d in evaluators if d not in detectors]
+    out: dict[str, float] = {}
+    for name in detectors:
+        looks = []
+        pooled = []
+        for evaluators in groups.values():
+            evaluate = evaluators.get(name)
+            if evaluate is None:
+                continue
+            probs = np.asarray(getattr(evaluate, "candidates", np.empty(0)), dtype=float)
+            if probs.size == 0:
+                continue  # nothing to keep or drop: this group says nothing
+            pooled.append(probs)
+            looks.append((evaluate, *evaluate(0.0)))  # type: ignore[operator]
+        if not looks:
+            out[name] = 0.0
+            continue
+        probs = np.concatenate(pooled)
+        probs = np.unique(probs[probs > 0])
+        if probs.size > grid:
+            probs = np.unique(np.quantile(probs, np.linspace(0.0, 1.0, grid)))
+        best: tuple[float, float] | None = None
+        best_t = 0.0
+        for t in probs:
+            gains = []
+            for evaluate, base_f, base_r in looks:
+                f, r = evaluate(float(t))  # type: ignore[operator]
+                if r < recall_kept * base_r - 1e-12 or f <= base_f + 1e-12:
+                    break
+                gains.append(f - base_f)
+            else:
+                key = (min(gains), float(np.mean(gains)))
+                if best is None or key > best:
+                    best, best_t = key, float(t)
+        out[name] = best_t
+    return out
