@@ -411,7 +411,7 @@ def test_candidate_window_model_scores_fresh_candidates_on_their_own_windows(dat
     got = expect.loc[list(zip(scored["series_id"], scored["index"].astype(int), strict=True))].to_numpy()
     assert np.allclose(scored["p_true"].to_numpy(float), got)
     # the file names one detector the model has a validation threshold for
-    assert default_threshold(loaded, table) == (0.25, "the model's for perfherder (validation F1, recall kept)")
+    assert default_threshold(loaded, table) == (0.25, "the model's for perfherder (chosen on fit and validation data; 0 = triage off)")
 
 
 def test_bundled_scoring_model_is_the_default_of_score(dataset, data_file, tmp_path):

@@ -71,7 +71,7 @@ def default_threshold(classifier, table: CandidateTable) -> tuple[float, str]:
     if "detector" in table.fields.columns:
         named = table.fields["detector"].dropna().astype(str).str.strip().unique()
         if len(named) == 1 and (cut := detector_threshold(classifier, str(named[0]))) is not None:
-            return cut, f"the model's for {named[0]} (validation F1, recall kept)"
+            return cut, f"the model's for {named[0]} (chosen on fit and validation data; 0 = triage off)"
     return float(classifier.threshold_), f"the model's ({classifier.threshold_policy_})"
 
 
