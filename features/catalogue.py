@@ -162,7 +162,7 @@ matrix (tested).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -384,8 +384,3 @@ def feature_columns(names: Iterable[str] | None = None) -> list[str]:
     cols = [f"pre_{n}" for n in window_names] + [f"after_{n}" for n in window_names]
     cols += [c for c in NORM_COLUMNS if c.rsplit("_", 1)[0] in pair_names]
     return cols
-
-
-def column_selector(names: Sequence[str]) -> np.ndarray:
-    """Positions of ``names`` (per-window characteristics) in a full characteristic vector."""
-    return np.array([INDEX[n] for n in names], dtype=np.int64)
