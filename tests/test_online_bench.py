@@ -1,0 +1,59 @@
+"""The choice rule of the real-data online benchmark (benchmarks/bench_real_online.py, issue 11).
+
+The rule picks the bundled model's stream threshold and the default K, so it
+is pinned here on grids shaped like the measured one (validation F1 flat
+within its standard error from silence to the alarm-rate cap).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(ROOT))
+        return importlib.import_module("benchmarks.bench_real_online")
+
+
+def setting(thr, rate, f1, recall, se=0.02):
+    return {"thr": thr, "withdraw": 2.0, "mp": 5, "rate": rate, "f1": f1, "recall": recall, "se": se}
+
+
+def test_ties_within_one_standard_error_go_to_the_setting_that_finds_more(bench):
+    grid = [
+        setting(0.998, 0.00, 0.652, 0.538),  # silence: the best F1 by a hair
+        setting(0.995, 0.08, 0.645, 0.566),
+        setting(0.99, 0.15, 0.640, 0.590),  # within one se of 0.652: a tie, and the most recall
+        setting(0.98, 0.24, 0.600, 0.640),  # more recall, but clearly worse F1
+        setting(0.95, 0.38, 0.700, 0.700),  # best of all, but over the alarm cap
+    ]
+    chosen = bench.choose(grid, cap=0.25)
+    assert (chosen["thr"], chosen["ok"]) == (0.99, True)
+
+
+def test_a_clear_winner_is_kept_and_no_admissible_setting_is_marked(bench):
+    grid = [setting(0.99, 0.10, 0.80, 0.50), setting(0.98, 0.20, 0.70, 0.90)]
+    assert bench.choose(grid, cap=0.25)["thr"] == 0.99
+    over = bench.choose(grid, cap=0.05)
+    assert (over["thr"], over["ok"]) == (0.99, False)
+
+
+def test_history_scores_count_the_series_start_as_found(bench):
+    from triage.core.history import Dataset, History
+
+    h = History("s", [f"c{i}" for i in range(60)], [1.0] * 30 + [2.0] * 30, [""] * 60,
+                true_change=[i == 30 for i in range(60)])
+    data = Dataset([h])
+    silent = bench.history_scores(data, {})
+    hit = bench.history_scores(data, {"s": [31]})
+    # TCPDBench: the start is a change point everyone finds, so silence has
+    # precision 1 and recall 1/2; a hit within the margin makes both 1.
+    assert silent[0].tolist() == pytest.approx([2 / 3, 1.0, 0.5])
+    assert hit[0].tolist() == pytest.approx([1.0, 1.0, 1.0])
