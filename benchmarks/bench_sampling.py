@@ -31,14 +31,20 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from triage.detectors.base import robust_sigma
-from triage.sampling import KERNELS, HistoryGP, find_culprit
+from triage.detectors.registry import make
+from triage.sampling import KERNELS, HistoryGP, find_culprit, levels_around
+from triage.sampling.gp import ACQUISITIONS, DESIGNS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from real_data import InjectionConfig  # noqa: E402  (the real-data benchmark's injection, read-only)
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "histories.csv.gz"
 
@@ -55,14 +61,16 @@ def mape(y: np.ndarray, est: np.ndarray, hidden: np.ndarray) -> float:
     return float(np.mean(np.abs(est[hidden] - y[hidden]) / np.abs(y[hidden])) * 100)
 
 
-def run_active(y: np.ndarray, m: int, kernel: str) -> float:
+def run_active(y: np.ndarray, m: int, kernel: str, acquisition: str = "alc", design: str = "prior") -> float:
     n = len(y)
     measured = [0, n - 1]
-    batch = max(1, int(np.ceil((m - 2) / 4)))
-    gp = HistoryGP(kernel).fit(n, measured, y[measured])
+    gp = HistoryGP(kernel, acquisition, design).fit(n, measured, y[measured])
+    # Choosing with the prior's hyperparameters does not depend on the values:
+    # one greedy sequence. With fitted ones, refit up to 4 times on the way.
+    batch = m - 2 if design == "prior" else max(1, int(np.ceil((m - 2) / 4)))
     while len(measured) < m:
         measured += gp.next_positions(min(batch, m - len(measured)))
-        gp = HistoryGP(kernel).fit(n, measured, y[measured])
+        gp = HistoryGP(kernel, acquisition, design).fit(n, measured, y[measured])
     hidden = np.ones(n, dtype=bool)
     hidden[measured] = False
     return mape(y, gp.predict()[0], hidden)
@@ -77,61 +85,184 @@ def run_random(y: np.ndarray, m: int, kernel: str, rng: np.random.Generator) -> 
     return mape(y, gp.predict()[0], hidden)
 
 
-def history_study(series, fractions, kernel, rng) -> None:
-    print(f"\n1. History estimate, kernel {kernel}: MAPE (%) on hidden commits, {len(series)} series")
-    print(f"{'measured':>9} {'commits':>8} {'active median':>14} {'random median':>14} "
-          f"{'active mean':>12} {'random mean':>12} {'active better':>14} {'Wilcoxon p':>11}")
+def run_even(y: np.ndarray, m: int, kernel: str) -> float:
+    """A reference design: ``m`` evenly spaced commits, ends included."""
+    n = len(y)
+    measured = np.unique(np.round(np.linspace(0, n - 1, m)).astype(int))
+    gp = HistoryGP(kernel).fit(n, measured, y[measured])
+    hidden = np.ones(n, dtype=bool)
+    hidden[measured] = False
+    return mape(y, gp.predict()[0], hidden)
+
+
+def _history_table(title: str, rows: list[dict]) -> None:
+    print(f"\n   {title}")
+    print(f"{'measured':>9} {'series':>7} {'commits':>8} {'active med':>11} {'random med':>11} {'even med':>9} "
+          f"{'active mean':>12} {'random mean':>12} {'even mean':>10} {'act<rnd':>8} {'p act<rnd':>10} "
+          f"{'act<even':>9} {'p act<even':>11} {'p even<rnd':>11}")
+    for r in rows:
+        a, rn, ev = r["active"], r["random"], r["even"]
+        w = lambda x, z: stats.wilcoxon(x, z, alternative="less").pvalue  # noqa: E731
+        print(f"{r['f']:9.0%} {len(a):7d} {np.median(r['m']):8.0f} {np.median(a):11.2f} {np.median(rn):11.2f} "
+              f"{np.median(ev):9.2f} {np.mean(a):12.2f} {np.mean(rn):12.2f} {np.mean(ev):10.2f} "
+              f"{np.mean(a < rn):8.1%} {w(a, rn):10.2g} {np.mean(a < ev):9.1%} {w(a, ev):11.2g} {w(ev, rn):11.2g}")
+
+
+def history_study(series, fractions, kernel, seed, acquisition, design, dev_sources) -> None:
+    print(f"\n1. History estimate, kernel {kernel}, acquisition {acquisition} ({design} hyperparameters): "
+          f"MAPE (%) on hidden commits; one-sided Wilcoxon signed-rank across series")
+    rows, t0 = [], time.perf_counter()
     for f in fractions:
-        act, rnd, ms = [], [], []
-        for _, y in series:
+        act, rnd, even, ms = [], [], [], []
+        for sid, y in series:
             m = max(3, round(f * len(y)))
             ms.append(m)
-            act.append(run_active(y, m, kernel))
-            rnd.append(run_random(y, m, kernel, rng))
-        a, r = np.array(act), np.array(rnd)
-        p = stats.wilcoxon(a, r, alternative="less").pvalue
-        print(f"{f:9.0%} {np.median(ms):8.0f} {np.median(a):14.2f} {np.median(r):14.2f} "
-              f"{np.mean(a):12.2f} {np.mean(r):12.2f} {np.mean(a < r):14.1%} {p:11.2g}")
+            act.append(run_active(y, m, kernel, acquisition, design))
+            # Each series' random draws are seeded by (seed, fraction, crc32(id)): a subset sees the same draws.
+            rnd.append(run_random(y, m, kernel, np.random.default_rng([seed, round(f * 1000), zlib.crc32(sid.encode())])))
+            even.append(run_even(y, m, kernel))
+        rows.append({"f": f, "active": np.array(act), "random": np.array(rnd), "even": np.array(even),
+                     "m": np.array(ms), "src": np.array([sid.split("/", 1)[0] for sid, _ in series])})
+        print(f"   ({f:.0%} done, {time.perf_counter() - t0:.0f} s)", flush=True)
+    _history_table(f"all {len(series)} series", rows)
+    if dev_sources:
+        dev = set(dev_sources.split(","))
+        for name, keep in ((f"held out (not {dev_sources})", False), (f"development ({dev_sources})", True)):
+            sub = [{**r, **{k: r[k][np.isin(r["src"], list(dev)) == keep] for k in ("active", "random", "even", "m")}}
+                   for r in rows]
+            if len(sub[0]["active"]):
+                _history_table(name, sub)
 
 
 def kernel_study(series, fraction) -> None:
-    print(f"\n   Kernels (active, {fraction:.0%} measured): median / mean MAPE (%)")
+    print(f"\n   Kernels (active, {fraction:.0%} measured, {len(series)} series): median / mean MAPE (%)")
+    out: dict[str, np.ndarray] = {}
     for kernel in KERNELS:
         vals = [run_active(y, max(3, round(fraction * len(y))), kernel) for _, y in series]
-        print(f"   {kernel:9} {np.median(vals):7.2f} {np.mean(vals):7.2f}")
+        print(f"   {kernel:9} {np.median(vals):7.2f} {np.mean(vals):7.2f}", flush=True)
+        out[kernel] = np.array(vals)
+    ref = out["brownian"]
+    for kernel in KERNELS[1:]:
+        print(f"   brownian better than {kernel} on {np.mean(ref < out[kernel]):.1%} of series, "
+              f"Wilcoxon p (brownian < {kernel}) {stats.wilcoxon(ref, out[kernel], alternative='less').pvalue:.2g}")
+
+
+@dataclass
+class Case:
+    """One injected change: the history ``z`` with the change at ``c``, inside the gap ``a`` .. ``b``."""
+
+    z: np.ndarray
+    a: int
+    b: int
+    c: int
+    size: float  # sd mode: in noise sd; real mode: the relative size |factor - 1|
+    flagged: bool | None = None  # real mode: perfherder alerts at the gap (see culprit_real_study)
+
+
+def _gap(rng: np.random.Generator, n: int) -> tuple[int, int, int]:
+    gap = int(rng.integers(4, min(64, n // 2 - 10) + 1))
+    a = int(rng.integers(5, n - gap - 5))
+    return a, a + gap, int(rng.integers(a + 1, a + gap + 1))
+
+
+def sd_cases(series, k: float, trials: int, rng: np.random.Generator) -> list[Case]:
+    """Additive steps of ``k`` noise sd (first differences / sqrt 2, heavy tails included)."""
+    out = []
+    for _, y in series:
+        noise_sd = float(np.std(np.diff(y))) / np.sqrt(2.0)
+        for _ in range(trials):
+            a, b, c = _gap(rng, len(y))
+            step = float(rng.choice([-1.0, 1.0])) * k * noise_sd
+            out.append(Case(y + np.where(np.arange(len(y)) >= c, step, 0.0), a, b, c, k))
+    return out
+
+
+def real_cases(series, trials: int, seed: int, margin: int = 5) -> list[Case]:
+    """Multiplicative shifts drawn as ``benchmarks/real_data.py`` injects them, with perfherder's verdict.
+
+    Size log-uniform on [2 %, 30 %] (:class:`real_data.InjectionConfig`), up or
+    down with equal odds (factor ``1 + s`` or ``1 / (1 + s)``); each series'
+    draws are seeded by ``(seed, crc32(series_id))``, so a subset of series
+    sees the same cases. ``flagged``: the ``perfherder`` detector (registry
+    defaults), run on the history as the sheriff sees it (every commit
+    measured except the gap's interior), reports a change within ``margin``
+    measured commits of the gap's right end ``b``.
+    """
+    cfg = InjectionConfig()
+    det = make("perfherder")
+    out = []
+    for sid, y in series:
+        rng = np.random.default_rng([seed, zlib.crc32(sid.encode())])
+        n = len(y)
+        for _ in range(trials):
+            a, b, c = _gap(rng, n)
+            size = float(np.exp(rng.uniform(np.log(cfg.min_size), np.log(cfg.max_size))))
+            factor = 1.0 + size if rng.random() < 0.5 else 1.0 / (1.0 + size)
+            z = y * np.where(np.arange(n) >= c, factor, 1.0)
+            seen = np.delete(z, np.arange(a + 1, b))  # b sits at a + 1 here
+            idx = np.asarray(det.fit(seen).indices_)
+            out.append(Case(z, a, b, c, size, bool(np.any(np.abs(idx - (a + 1)) <= margin))))
+    return out
+
+
+#: The searches compared: bisection; the Bayesian search answering within 1 commit (the goal's
+#: criterion, ``tolerance=1``) and answering one exact commit (``tolerance=0``, the CLI's default).
+SEARCHES: dict[str, dict] = {
+    "bisect": {"strategy": "bisect"},
+    "bayes": {"strategy": "bayes", "tolerance": 1},
+    "bayes-t0": {"strategy": "bayes", "tolerance": 0},
+}
+
+
+def run_search(case: Case, search: str, levels: int = 5) -> tuple[bool, int, int]:
+    """(success, measurements made, budget) of one search on one case."""
+    z, a, b = case.z, case.a, case.b
+    old, new, sigma = levels_around(z[a - levels + 1 : a + 1], z[b : b + levels])
+    gap = b - a
+    lim = int(np.floor(np.log2(gap))) + 1
+    if old == new:
+        return False, 0, lim
+    s = find_culprit(a, b, lambda i: z[i], old, new, sigma, max_measurements=lim, **SEARCHES[search])
+    assert s.culprit is not None
+    ok = abs(s.culprit - case.c) <= 1 and len(s.measured) <= np.log2(gap) + 1
+    return bool(ok), len(s.measured), lim
+
+
+def _tally(cases: list[Case], search: str) -> tuple[float, float, float, int]:
+    runs = [run_search(c, search) for c in cases]
+    if not runs:
+        return float("nan"), float("nan"), float("nan"), 0
+    ok, meas, lim = (np.array(v, dtype=float) for v in zip(*runs, strict=True))
+    return float(ok.mean()), float(meas.mean()), float(lim.mean()), len(runs)
 
 
 def culprit_study(series, steps, trials, rng) -> None:
-    print(f"\n2. Culprit search: {trials} injected steps per series, gaps of 4-64 commits")
+    print(f"\n2a. Culprit search: {trials} injected steps per series (k noise sd), gaps of 4-64 commits")
     print(f"{'step (sd)':>9} {'strategy':>9} {'found':>8} {'mean meas.':>11} {'mean budget':>12} {'cases':>6}")
     for k in steps:
-        for strategy in ("bisect", "bayes"):
-            ok = meas = budget = cases = 0
-            srng = np.random.default_rng(rng.integers(1 << 31))  # same cases for both strategies
-            for _, y in series:
-                n = len(y)
-                sigma = robust_sigma(y)  # the scale of the search's Student-t noise
-                # Step sizes in the noise sd with its tails (first differences / sqrt 2):
-                # the robust sigma is 1.5 to 4.4 times smaller on these histories.
-                noise_sd = float(np.std(np.diff(y))) / np.sqrt(2.0)
-                for _ in range(trials):
-                    gap = int(srng.integers(4, min(64, n // 2 - 10) + 1))
-                    a = int(srng.integers(5, n - gap - 5))
-                    b = a + gap
-                    c = int(srng.integers(a + 1, b + 1))
-                    step = float(srng.choice([-1.0, 1.0])) * k * noise_sd
-                    z = y + np.where(np.arange(n) >= c, step, 0.0)
-                    old, new = float(np.median(z[a - 4 : a + 1])), float(np.median(z[b : b + 5]))
-                    lim = int(np.floor(np.log2(gap))) + 1
-                    if old == new:
-                        continue
-                    s = find_culprit(a, b, lambda i, z=z: z[i], old, new, sigma,
-                                     strategy=strategy, max_measurements=lim)
-                    cases += 1
-                    meas += len(s.measured)
-                    budget += lim
-                    ok += abs(s.culprit - c) <= 1 and len(s.measured) <= np.log2(gap) + 1
-            print(f"{k:9.1f} {strategy:>9} {ok / cases:8.1%} {meas / cases:11.2f} {budget / cases:12.2f} {cases:6d}")
+        cases = sd_cases(series, k, trials, np.random.default_rng(rng.integers(1 << 31)))
+        for search in SEARCHES:
+            ok, meas, lim, n = _tally(cases, search)
+            print(f"{k:9.1f} {search:>9} {ok:8.1%} {meas:11.2f} {lim:12.2f} {n:6d}")
+
+
+def culprit_real_study(series, trials, seed, dev_sources: str = "") -> None:
+    cases = real_cases(series, trials, seed)
+    src = [sid.split("/", 1)[0] for sid, _ in series for _ in range(trials)]
+    flagged = [c for c in cases if c.flagged]
+    print(f"\n2b. Culprit search, shifts as real_data.py injects them (2-30 %, log-uniform, both signs): "
+          f"{trials} per series, {len(cases)} cases, {len(flagged)} flagged by perfherder within 5 commits")
+    print(f"{'cases':>26} {'strategy':>9} {'found':>8} {'mean meas.':>11} {'mean budget':>12} {'cases':>6}")
+    groups = [("all", cases), ("flagged by perfherder", flagged)]
+    for lo, hi in ((0.02, 0.05), (0.05, 0.10), (0.10, 0.30)):
+        groups.append((f"all, size {lo:.0%}-{hi:.0%}", [c for c in cases if lo <= c.size < hi or (hi == 0.30 and c.size == hi)]))
+    if dev_sources:
+        held = [c for c, s in zip(cases, src, strict=True) if s not in dev_sources.split(",")]
+        groups += [("held out: all", held), ("held out: flagged", [c for c in held if c.flagged])]
+    for name, group in groups:
+        for search in SEARCHES:
+            ok, meas, lim, n = _tally(group, search)
+            print(f"{name:>26} {search:>9} {ok:8.1%} {meas:11.2f} {lim:12.2f} {n:6d}")
 
 
 def main() -> None:
@@ -140,9 +271,17 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N series only")
     ap.add_argument("--sample", type=int, default=None, help="a seeded random sample of N series (all sources)")
     ap.add_argument("--kernel", default="brownian", choices=KERNELS)
-    ap.add_argument("--kernels", action="store_true", help="also compare the four kernels")
+    ap.add_argument("--kernels", action="store_true", help="also compare the four kernels (active, 3 %%)")
+    ap.add_argument("--kernel-sample", type=int, default=None, help="the kernel comparison on a seeded sample of N series")
+    ap.add_argument("--acquisition", default="alc", choices=ACQUISITIONS)
+    ap.add_argument("--design", default="prior", choices=DESIGNS)
+    ap.add_argument("--dev-sources", default="django-asv,emg3d-bench",
+                    help="the sources the sampling rule was developed on: tables also for the others alone ('' = none)")
     ap.add_argument("--fractions", default="0.01,0.03,0.05")
-    ap.add_argument("--steps", default="3,5", help="injected step sizes in noise sd")
+    ap.add_argument("--sources", default=None, help="comma-separated source projects to keep (default: all five)")
+    ap.add_argument("--exclude-sources", default=None, help="comma-separated source projects to leave out")
+    ap.add_argument("--steps", default="3,5,8", help="injected step sizes in noise sd (2a)")
+    ap.add_argument("--culprit", default="sd,real", help="which culprit runs: sd (2a), real (2b) or both")
     ap.add_argument("--trials", type=int, default=10, help="injected steps per series")
     ap.add_argument("--skip-history", action="store_true")
     ap.add_argument("--skip-culprit", action="store_true")
@@ -154,15 +293,27 @@ def main() -> None:
     t0 = time.perf_counter()
     series = load_real(args.data, args.limit)
     rng = np.random.default_rng(args.seed)
+    if args.sources:
+        series = [(sid, y) for sid, y in series if sid.split("/", 1)[0] in args.sources.split(",")]
+    if args.exclude_sources:
+        series = [(sid, y) for sid, y in series if sid.split("/", 1)[0] not in args.exclude_sources.split(",")]
     if args.sample:
         series = [series[i] for i in sorted(rng.choice(len(series), size=min(args.sample, len(series)), replace=False))]
     print(f"{len(series)} real series, {sum(len(y) for _, y in series)} commits; seed {args.seed}")
     if not args.skip_history:
-        history_study(series, [float(f) for f in args.fractions.split(",")], args.kernel, rng)
-        if args.kernels:
-            kernel_study(series, 0.03)
+        history_study(series, [float(f) for f in args.fractions.split(",")], args.kernel, args.seed,
+                      args.acquisition, args.design, args.dev_sources)
+    if args.kernels:
+        ks = series
+        if args.kernel_sample:
+            krng = np.random.default_rng([args.seed, 3])
+            ks = [series[i] for i in sorted(krng.choice(len(series), size=min(args.kernel_sample, len(series)), replace=False))]
+        kernel_study(ks, 0.03)
     if not args.skip_culprit:
-        culprit_study(series, [float(s) for s in args.steps.split(",")], args.trials, rng)
+        if "sd" in args.culprit.split(","):
+            culprit_study(series, [float(s) for s in args.steps.split(",")], args.trials, rng)
+        if "real" in args.culprit.split(","):
+            culprit_real_study(series, args.trials, args.seed, args.dev_sources)
     print(f"\n{time.perf_counter() - t0:.0f} s")
 
 

@@ -171,3 +171,94 @@ def test_cli_bad_partial_history_is_a_located_error(tmp_path):
     res = subprocess.run([sys.executable, "-c", "from triage.cli.app import main; main()",
                           "sample", "--data", str(bad), "--budget", "1"], capture_output=True, text=True)
     assert res.returncode == 2 and "bad.csv, row 3" in res.stderr and "'abc'" in res.stderr
+
+
+# ------------------------------------------- acquisition and culprit details
+
+
+def test_alc_spreads_picks_over_the_history_and_never_repeats_a_commit():
+    n = 300
+    y = np.random.default_rng(1).standard_normal(n)
+    gp = HistoryGP().fit(n, [0, n - 1], y[[0, n - 1]])
+    picks = gp.next_positions(5)
+    assert len(set(picks)) == 5 and not {0, n - 1} & set(picks)
+    gaps = np.diff(sorted([0, n - 1, *picks]))
+    # integrated variance reduction fills the history: no gap over twice the even spacing
+    assert gaps.max() <= 2 * (n - 1) / 6, sorted(picks)
+
+
+def test_prior_design_ignores_the_values_fitted_design_follows_them():
+    n = 200
+    pos = np.arange(0, n, 25)
+    flat = np.ones(len(pos)) + np.random.default_rng(0).standard_normal(len(pos)) * 1e-3
+    step = np.where(pos >= 100, 10.0, 0.0) + flat
+    prior = [HistoryGP().fit(n, pos, v).next_positions(4) for v in (flat, step)]
+    assert prior[0] == prior[1]
+    fitted = [HistoryGP(design="fitted").fit(n, pos, v).next_positions(4) for v in (flat, step)]
+    assert all(len(set(f)) == 4 and not set(f) & set(pos) for f in fitted)
+
+
+def test_alc_on_a_history_longer_than_its_grid_stays_in_range():
+    from triage.sampling import gp as gp_module
+
+    n = gp_module.ALC_GRID * 3 + 7
+    pos = [0, n // 2, n - 1]
+    picks = HistoryGP().fit(n, pos, [1.0, 2.0, 1.5]).next_positions(3)
+    assert len(set(picks)) == 3 and all(0 < p < n - 1 and p not in pos for p in picks)
+
+
+def test_old_variance_acquisition_still_available_and_bad_names_refused():
+    y = np.linspace(0, 1, 50)
+    picks = HistoryGP(acquisition="variance").fit(50, [0, 49], y[[0, 49]]).next_positions(2)
+    assert len(set(picks)) == 2
+    with pytest.raises(ValueError, match="acquisition"):
+        HistoryGP(acquisition="guess").fit(50, [0, 49], y[[0, 49]])
+    with pytest.raises(ValueError, match="design"):
+        HistoryGP(design="guess").fit(50, [0, 49], y[[0, 49]])
+
+
+def test_levels_around_takes_the_neighbours_noise_not_a_step():
+    from triage.sampling import levels_around
+
+    rng = np.random.default_rng(3)
+    left, right = 10 + rng.standard_normal(50) * 0.5, 20 + rng.standard_normal(50) * 0.5
+    old, new, sigma = levels_around(left, right)
+    assert abs(old - 10) < 0.3 and abs(new - 20) < 0.3 and 0.35 < sigma < 0.7
+    # a deterministic counter: no spread, a tenth of the step
+    assert levels_around([5.0, 5.0], [7.0, 7.0]) == (5.0, 7.0, 0.2)
+    with pytest.raises(ValueError, match="each side"):
+        levels_around([], [1.0])
+
+
+def test_bayes_with_tolerance_stops_sooner_and_lands_within_it():
+    used = {"exact": 0, "loose": 0}
+    n_exact = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        gap = int(rng.integers(16, 64))
+        c = int(rng.integers(1, gap + 1))
+        y = _step(gap + 1, c, 4.0, 1.0, seed)
+        exact = find_culprit(0, gap, lambda i, y=y: y[i], 0.0, 4.0, 1.0, strategy="bayes")
+        loose = find_culprit(0, gap, lambda i, y=y: y[i], 0.0, 4.0, 1.0, strategy="bayes", tolerance=1)
+        assert abs(loose.culprit - c) <= 1, (seed, c, loose)
+        assert len(loose.measured) <= gap // 2, (seed, loose.measured)  # never a sweep of the gap
+        used["exact"] += len(exact.measured)
+        used["loose"] += len(loose.measured)
+        n_exact += exact.culprit == c
+    assert used["loose"] < used["exact"] and n_exact >= 18, (used, n_exact)
+    with pytest.raises(ValueError, match="tolerance"):
+        find_culprit(0, 9, lambda i: 0.0, 0.0, 1.0, 1.0, strategy="bayes", tolerance=-1)
+
+
+def test_cli_culprit_tolerance_says_within(tmp_path):
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+
+    partial, oracle = _partial_files(tmp_path)
+    res = CliRunner().invoke(app, ["culprit", "--data", str(partial), "--before", "c020", "--after", "c040",
+                                   "--oracle", str(oracle), "--tolerance", "1"])
+    assert res.exit_code == 0, res.output
+    assert "within 1 commits" in res.output
+    pos = int(res.output.split("(position ")[1].split(",")[0])
+    assert abs(pos - 37) <= 1

@@ -97,12 +97,13 @@ def culprit(
     series: str = typer.Option(None, "--series", help="Series id when the file holds several."),
     levels: int = typer.Option(5, "--levels", min=1, help="Measured commits on each side that set the old and new level."),
     max_measurements: int = typer.Option(None, "--max-measurements", min=1, help="Stop after this many (default: until localised)."),
+    tolerance: int = typer.Option(0, "--tolerance", min=0, help="bayes: stop when the culprit is known within this many commits (0 = exactly)."),
     out: Path = typer.Option(None, "--out", help="CSV of the measurements made, in order."),
 ) -> None:
     """The sequence of commits to measure that localises a change between two measured commits."""
     import pandas as pd
 
-    from triage.sampling import STRATEGIES, find_culprit
+    from triage.sampling import STRATEGIES, find_culprit, levels_around
     from triage.sampling.partial import read_partial
 
     if strategy not in STRATEGIES:
@@ -117,10 +118,7 @@ def culprit(
             raise InputError(data, None, f"{name} commit {history.commits[p]!r} has no measured value")
     left = [p for p in sorted(measured) if p <= a][-levels:]
     right = [p for p in sorted(measured) if p >= b][:levels]
-    old, new = float(np.median(history.values[left])), float(np.median(history.values[right]))
-    resid = np.r_[history.values[left] - old, history.values[right] - new]
-    # Noise scale from both sides' spread around their level (MAD), never zero.
-    sigma = float(np.median(np.abs(resid)) * 1.4826) or abs(new - old) / 10
+    old, new, sigma = levels_around(history.values[left], history.values[right])
     answers = None
     if oracle is not None:
         given = read_partial(oracle, series if series else None)
@@ -135,7 +133,8 @@ def culprit(
         return float(answers[commit])
 
     try:
-        search = find_culprit(a, b, measure, old, new, sigma, strategy=strategy, max_measurements=max_measurements)
+        search = find_culprit(a, b, measure, old, new, sigma, strategy=strategy, max_measurements=max_measurements,
+                              tolerance=tolerance)
     except ValueError as exc:
         if isinstance(exc, InputError):
             raise
@@ -151,7 +150,8 @@ def culprit(
     console.print(table)
     assert search.culprit is not None
     console.print(
-        f"culprit: {history.commits[search.culprit]} (position {search.culprit}), "
+        f"culprit: {history.commits[search.culprit]} (position {search.culprit}"
+        f"{f', within {tolerance} commits' if tolerance and strategy == 'bayes' else ''}), "
         f"confidence {search.confidence:.2f}, {len(search.measured)} measurements for {b - a - 1} unmeasured commits"
     )
     if out is not None:

@@ -46,7 +46,11 @@ def _kernel(name: str):
 
 
 KERNELS = ("brownian", "rbf", "matern", "rq")
+ACQUISITIONS = ("alc", "variance")
+DESIGNS = ("prior", "fitted")
 MIN_FIT = 5
+#: At most this many commits carry the ALC sum (evenly spread); 2,048^2 doubles = 32 MB.
+ALC_GRID = 2048
 
 
 class HistoryGP:
@@ -55,6 +59,8 @@ class HistoryGP:
     Parameters
     ----------
     kernel : one of :data:`KERNELS` (``brownian``)
+    acquisition : ``alc`` (integrated variance reduction) or ``variance`` (see :meth:`next_positions`)
+    design : ``prior`` or ``fitted``: the hyperparameters that choose the next commits
 
     Attributes (after :meth:`fit`)
     ------------------------------
@@ -62,8 +68,10 @@ class HistoryGP:
     n_ : number of commits in the history
     """
 
-    def __init__(self, kernel: str = "brownian"):
+    def __init__(self, kernel: str = "brownian", acquisition: str = "alc", design: str = "prior"):
         self.kernel = kernel
+        self.acquisition = acquisition
+        self.design = design
 
     def _x(self, positions) -> np.ndarray:
         # 1 + i / (n - 1): the Brownian motion starts one history-length before
@@ -74,6 +82,10 @@ class HistoryGP:
     def fit(self, n: int, positions, values) -> HistoryGP:
         positions = np.asarray(positions, dtype=int)
         values = np.asarray(values, dtype=float)
+        if self.acquisition not in ACQUISITIONS:
+            raise ValueError(f"unknown acquisition {self.acquisition!r} (use one of {', '.join(ACQUISITIONS)})")
+        if self.design not in DESIGNS:
+            raise ValueError(f"unknown design {self.design!r} (use one of {', '.join(DESIGNS)})")
         if len(positions) == 0:
             raise ValueError("at least one measured commit is needed")
         if len(np.unique(positions)) != len(positions):
@@ -101,18 +113,60 @@ class HistoryGP:
     def next_positions(self, k: int) -> list[int]:
         """The ``k`` unmeasured commits to measure next, most informative first.
 
-        Greedy: the commit whose value is still the most uncertain *relative to
-        what was unknown before any measurement* (posterior over prior variance
-        of the noise-free history), then the next one given that one too. The
-        ratio matters for the Brownian kernel, whose prior variance grows along
-        the history: the raw posterior variance would keep choosing the last
-        commits whenever the fitted noise is large. For the stationary kernels
-        the ratio ranks like the variance. A GP's posterior variance depends on
-        where the measurements are, not on their values, so the chosen commits
-        need no imagined values; the hyperparameters (fitted on the values)
-        decide how far a measurement's information reaches.
+        Greedy, one commit at a time, each pick conditioning the next (a GP's
+        posterior variance depends on where the measurements are, not on their
+        values, so a batch needs no imagined values).
+
+        ``acquisition="alc"`` (default): the commit whose measurement removes
+        the most posterior variance of the noise-free history *summed over all
+        commits* (Cohn's ALC, "Active learning with statistical models", 1996;
+        compared with MacKay's maximum variance by Seo et al., 2000). The sum
+        is what the estimate's error on unmeasured commits is made of; a
+        measurement's own noise, which no choice of commits can remove, enters
+        only through the denominator ``var(c) + noise`` (a reading of a noisy
+        commit is worth less). Over at most :data:`ALC_GRID` evenly spread
+        commits (so long histories stay within memory: the grid's covariance
+        is ``ALC_GRID**2`` numbers).
+
+        ``acquisition="variance"``: the commit whose value is the most
+        uncertain relative to its prior (the largest posterior-over-prior
+        variance; the ratio, because the Brownian kernel's prior variance grows
+        along the history); the rule of the first version, kept for comparison.
+
+        ``design="prior"`` (default) chooses with the kernel's starting
+        hyperparameters (the values of :func:`_kernel`, on standardised
+        values), so the choice does not follow a fit made from a handful of
+        noisy measurements: on the development series (django-asv,
+        emg3d-bench) such fits often called the whole history noise, and
+        choosing with them was worse than with the prior
+        (``benchmarks/bench_sampling.py``, BENCHMARKS.md). ``design="fitted"``
+        uses the fitted hyperparameters. The estimate itself
+        (:meth:`predict`) always uses the fitted ones.
         """
-        latent = _without_noise(self.gp_.kernel_)
+        kern = self.gp_.kernel if self.design == "prior" else self.gp_.kernel_
+        if self.acquisition == "variance":
+            return self._max_variance(kern, k)
+        latent, noise = _without_noise(kern), _noise_level(kern) + 1e-10
+        grid = np.unique(np.round(np.linspace(0, self.n_ - 1, min(self.n_, ALC_GRID))).astype(int))
+        xm, xg = self._x(self.positions_), self._x(grid)
+        Kgm = latent(xg, xm)
+        # Posterior covariance of the noise-free history on the grid, given the measured commits.
+        S = latent(xg) - Kgm @ np.linalg.solve(latent(xm) + noise * np.eye(len(xm)), Kgm.T)
+        free = ~np.isin(grid, self.positions_)
+        picks: list[int] = []
+        for _ in range(min(k, int(free.sum()))):
+            # Measuring grid commit j removes S[:, j]^2 / (S[j, j] + noise) of variance at each commit.
+            score = np.einsum("ij,ij->j", S, S) / (np.maximum(np.diag(S), 0.0) + noise)
+            score[~free] = -np.inf
+            j = int(np.argmax(score))
+            picks.append(int(grid[j]))
+            free[j] = False
+            col = S[:, j].copy()
+            S -= np.outer(col, col) / (col[j] + noise)
+        return picks
+
+    def _max_variance(self, kern, k: int) -> list[int]:
+        latent = _without_noise(kern)
         x_all = self._x(np.arange(self.n_))
         chosen = list(self.positions_)
         picks: list[int] = []
@@ -120,7 +174,7 @@ class HistoryGP:
         # A fit that calls nearly everything noise would make every commit
         # equally (un)informative and the choice arbitrary: for choosing, the
         # noise counts at most a tenth of the history's prior variance.
-        noise = min(_noise_level(self.gp_.kernel_), 0.1 * float(np.mean(prior)))
+        noise = min(_noise_level(kern), 0.1 * float(np.mean(prior)))
         for _ in range(min(k, self.n_ - len(chosen))):
             xs = x_all[chosen]
             K = latent(xs) + (noise + 1e-10) * np.eye(len(chosen))
