@@ -10,6 +10,11 @@ model and compiles its predictor once per process (included in the replay
 time, as a real worker would pay it once per start).
 
     nice .venv/bin/python benchmarks/bench_dask.py --series 600
+    nice .venv/bin/python benchmarks/bench_dask.py --series 0 --skip-in-process   # the whole preset
+
+``--skip-in-process`` leaves out the run without dask (the 2-worker result is
+then checked against the 1-worker one); the load average is printed before
+and after each run, since the machine may be shared.
 """
 
 from __future__ import annotations
@@ -32,20 +37,28 @@ def _replay(part, model_dir):
     return pd.DataFrame(replay_in_processes(model_dir, part, jobs=1), columns=COLUMNS)
 
 
+def _load() -> str:
+    return "load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--series", type=int, default=600, help="series of the default preset to replay")
+    ap.add_argument("--series", type=int, default=600, help="series of the default preset to replay (0 = all)")
+    ap.add_argument("--skip-in-process", action="store_true", help="no run without dask (check 2 workers against 1)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     full = generate("default", seed=args.seed)
-    data = full.subset(full.series_ids[: args.series])
+    data = full.subset(full.series_ids[: args.series]) if args.series else full
     n_commits = data.n_commits()
     model_dir = resolve_model("default", "online")
-    print(f"{len(data)} series, {n_commits:,} commits (default preset, seed {args.seed}); {os.cpu_count()} cores")
-    t = time.perf_counter()
-    ref = _replay(data, model_dir)
-    base = time.perf_counter() - t
-    print(f"{'in process, no dask':24} replay {base:7.1f} s  {n_commits / base:9,.0f} commits/s")
+    print(f"{len(data)} series, {n_commits:,} commits (default preset, seed {args.seed}); {os.cpu_count()} cores; "
+          f"{_load()}", flush=True)
+    ref = None
+    if not args.skip_in_process:
+        t = time.perf_counter()
+        ref = _replay(data, model_dir)
+        base = time.perf_counter() - t
+        print(f"{'in process, no dask':24} replay {base:7.1f} s  {n_commits / base:9,.0f} commits/s  {_load()}", flush=True)
     from distributed import Client, LocalCluster
 
     for workers in (1, 2):
@@ -56,9 +69,12 @@ def main() -> None:
             t = time.perf_counter()
             out = map_frames(_replay, data, client.scheduler.address, model_dir, n_partitions=4 * workers)
             run = time.perf_counter() - t
-        same = out.equals(ref)
+        if ref is None:
+            ref, what = out, "(reference for 2 workers)"
+        else:
+            what = f"same change points as {'1 worker' if args.skip_in_process else 'in process'}: {out.equals(ref)}"
         print(f"{f'{workers} worker(s)':24} replay {run:7.1f} s  {n_commits / run:9,.0f} commits/s  "
-              f"(cluster start {start:.1f} s; same change points as in process: {same})")
+              f"(cluster start {start:.1f} s; {what}; {len(out):,} change points)  {_load()}", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,19 +8,32 @@ its measurements are averaged) and measures:
 
 1. **History estimate.** For 1%, 3% and 5% of the commits measured (at least
    3: the first, the last and one more), the MAPE of the GP's estimate on the
-   hidden commits, with the measured commits chosen *actively* (largest
-   posterior variance, refitting the hyperparameters up to 4 times) or
-   *randomly* (first and last commit plus random ones), and a one-sided
-   Wilcoxon signed-rank test across series (active < random).
-   ``--kernels`` adds the comparison of the four kernels (active, 3%).
-2. **Culprit search.** Injected steps of ``k`` noise sd (the standard
-   deviation of first differences over sqrt 2, heavy tails included) at a random commit inside a random gap of 4 to 64 unmeasured
-   commits; the old and new levels are the medians of the 5 measured commits
-   before and after the gap; the oracle returns the real value plus the step.
-   Success: culprit within 1 commit using at most ``log2(gap) + 1``
+   hidden commits, with the measured commits chosen *actively* (the first and
+   last commit, then ``HistoryGP.next_positions``: by default the largest
+   integrated variance reduction, Cohn's ALC, under the prior's
+   hyperparameters; ``--acquisition variance --design fitted`` is the first
+   version's rule), *randomly* (first and last commit plus random ones, each
+   series seeded by ``(seed, fraction, crc32(id))``) or on an *even grid* (a
+   reference design), and one-sided Wilcoxon signed-rank tests across series.
+   The rule was chosen on the development sources (``--dev-sources``,
+   django-asv and emg3d-bench); the tables repeat the figures for the other
+   sources alone. ``--kernels`` adds the comparison of the four kernels
+   (active, 3%).
+2. **Culprit search** in a random gap of 4 to 64 unmeasured commits (the
+   history otherwise measured); the old and new levels and the noise scale
+   come from the 5 measured commits on each side (``levels_around``, as
+   ``triage culprit`` does); the oracle returns the real value with the
+   change. Success: culprit within 1 commit using at most ``log2(gap) + 1``
    measurements (the search gets ``floor(log2(gap)) + 1``). The histories'
    own, unlabelled changes stay in: a real change near the gap counts against
-   the search.
+   the search. Two kinds of injected change:
+
+   a. ``sd``: additive steps of ``k`` noise sd (the standard deviation of
+      first differences over sqrt 2, heavy tails included);
+   b. ``real``: multiplicative shifts drawn as ``benchmarks/real_data.py``
+      injects them (2-30 %, log-uniform, up or down), reported for all of
+      them and for those the ``perfherder`` detector flags within 5 commits
+      of the gap (an alert needs a culprit only when a detector alerted).
 
     nice .venv/bin/python benchmarks/bench_sampling.py               # everything
     nice .venv/bin/python benchmarks/bench_sampling.py --sample 80   # a seeded random 80 series
