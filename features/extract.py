@@ -20,7 +20,7 @@ import pandas as pd
 
 from triage.core import labels
 from triage.core.history import Dataset, History
-from triage.features import catalogue, level_shift, windows
+from triage.features import candidate_context, catalogue, level_shift, windows
 from triage.features.row import RowLayout, feature_row
 
 Implementation = Literal["fast", "reference"]
@@ -44,8 +44,8 @@ def matrix_columns(names: Iterable[str] | None = None) -> list[str]:
     return list(catalogue.METADATA_COLUMNS) + catalogue.feature_columns(names)
 
 
-def _pair_columns(pair: bool) -> list[str]:
-    return list(level_shift.PAIR_COLUMNS) if pair else []
+def _pair_columns(pair: bool, context: bool = False) -> list[str]:
+    return (list(level_shift.PAIR_COLUMNS) if pair else []) + (list(candidate_context.CONTEXT_COLUMNS) if context else [])
 
 
 def _layout(names: Iterable[str] | None) -> RowLayout:
@@ -130,15 +130,19 @@ def _series_block(
 ) -> np.ndarray:
     """Feature rows of one series' candidates, shape (len(indices), width).
 
-    ``honest`` (``{"candidate": .., "max_len": .., "pair": ..}``): ``candidate``
-    switches to candidate-bounded windows (:func:`windows.candidate_bounds`,
-    bounded by the other ``indices``); ``pair`` appends the pair block.
+    ``honest`` (``{"candidate": .., "max_len": .., "pair": .., "context": ..}``):
+    ``candidate`` switches to candidate-bounded windows
+    (:func:`windows.candidate_bounds`, bounded by the other ``indices``);
+    ``pair`` appends the pair block, ``context`` the candidate-context block
+    (:mod:`triage.features.candidate_context`, over ``indices``).
     """
     layout = _layout(names)
     impl = _implementation(implementation)
     values = history.values
     pair = bool(honest and honest.get("pair"))
-    out = np.empty((len(indices), layout.width + (len(level_shift.PAIR_COLUMNS) if pair else 0)))
+    context = bool(honest and honest.get("context"))
+    n_pair = len(level_shift.PAIR_COLUMNS) if pair else 0
+    out = np.empty((len(indices), layout.width + n_pair + (len(candidate_context.CONTEXT_COLUMNS) if context else 0)))
     all_bounds = []
     for r, p in enumerate(indices):
         if honest is not None and honest["candidate"]:
@@ -149,7 +153,9 @@ def _series_block(
         out[r, : layout.width] = _row(values, pre, after, layout, impl)
         all_bounds.append((pre, after))
     if pair:
-        out[:, layout.width :] = level_shift.pair_block(values, all_bounds)
+        out[:, layout.width : layout.width + n_pair] = level_shift.pair_block(values, all_bounds)
+    if context:
+        out[:, layout.width + n_pair :] = candidate_context.context_block(values, np.asarray(indices))
     return out
 
 
@@ -216,6 +222,7 @@ def extract_features(
     candidate_windows: bool = False,
     max_len: int = windows.CANDIDATE_MAX_LEN,
     pair: bool = False,
+    context: bool = False,
 ) -> pd.DataFrame:
     """Feature matrix of many candidates.
 
@@ -246,6 +253,10 @@ def extract_features(
         The longest candidate-bounded window.
     pair : bool
         Append the scale-free :data:`level_shift.PAIR_COLUMNS`.
+    context : bool
+        Append :data:`candidate_context.CONTEXT_COLUMNS`: how each candidate
+        stands among the other candidates described in its series (one
+        detector run's).
 
     Returns
     -------
@@ -270,7 +281,11 @@ def extract_features(
         raise ValueError(f"window must be {windows.ADAPTIVE!r} or an integer >= 0, got {window!r}")
     if candidate_windows and window != windows.ADAPTIVE:
         raise ValueError("candidate-bounded windows bound After themselves: leave window adaptive")
-    honest = {"candidate": candidate_windows, "max_len": int(max_len), "pair": pair} if candidate_windows or pair else None
+    honest = (
+        {"candidate": candidate_windows, "max_len": int(max_len), "pair": pair, "context": context}
+        if candidate_windows or pair or context
+        else None
+    )
     wanted = _candidate_indices(dataset, candidates)
     jobs = [
         (dataset[sid], idx, _confirmed(dataset[sid], change_points))
@@ -292,7 +307,7 @@ def extract_features(
         blocks = [b for r in results for b in r]
 
     meta = _metadata(jobs)
-    columns = layout.columns + _pair_columns(pair)
+    columns = layout.columns + _pair_columns(pair, context)
     feats = np.vstack(blocks) if blocks else np.empty((0, len(columns)))
     frame = pd.concat([meta, pd.DataFrame(feats, columns=columns, index=meta.index)], axis=1)
     return frame

@@ -41,6 +41,7 @@ import pandas as pd
 
 from triage.core import labels
 from triage.core.errors import InputError
+from triage.features.candidate_context import PREFIX as CONTEXT_PREFIX
 from triage.features.catalogue import CHARACTERISTICS, NORM_COLUMNS
 from triage.features.catalogue import feature_columns as catalogue_columns
 from triage.features.feature_sets import read_feature_set
@@ -59,9 +60,9 @@ _SIDE_PREFIXES: tuple[str, ...] = tuple(
 
 
 def is_feature_column(name: object) -> bool:
-    """True for a contract feature column (``pre_*``, ``after_*``, ``norm_*``, ``pair_*``, ``det_*``)."""
+    """True for a contract feature column (``pre_*``, ``after_*``, ``norm_*``, ``pair_*``, ``ctx_*``, ``det_*``)."""
     return isinstance(name, str) and (
-        name.startswith((*_SIDE_PREFIXES, PAIR_PREFIX, DETECTOR_PREFIX)) or name in NORM_COLUMNS
+        name.startswith((*_SIDE_PREFIXES, PAIR_PREFIX, CONTEXT_PREFIX, DETECTOR_PREFIX)) or name in NORM_COLUMNS
     )
 
 

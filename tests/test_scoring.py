@@ -414,6 +414,44 @@ def test_candidate_window_model_scores_fresh_candidates_on_their_own_windows(dat
     assert default_threshold(loaded, table) == (0.25, "the model's for perfherder (chosen on fit and validation data; 0 = triage off)")
 
 
+def test_scoring_model_with_context_suppresses_duplicates(dataset, tmp_path):
+    """A model with ``ctx_*`` columns and a suppression radius: one true call per neighbourhood."""
+    from triage.features.candidate_context import CONTEXT_COLUMNS
+    from triage.features.extract import extract_features
+    from triage.features.level_shift import PAIR_COLUMNS
+
+    cands = candidates_frame(dataset, "binseg")
+    wanted = {sid: g["index"].to_numpy() for sid, g in cands.groupby("series_id")}
+    m = extract_features(dataset, candidates=wanted, candidate_windows=True, pair=True, context=True)
+    truth = {h.series_id: h.true_change_points() for h in dataset}
+    y = np.array([np.any(np.abs(truth[s] - i) <= 5) for s, i in zip(m["series_id"], m["index"], strict=True)])
+    cols = [*PAIR_COLUMNS, *CONTEXT_COLUMNS]
+    clf = TriageClassifier(features=cols, n_estimators=30, random_state=0).fit(m[cols], y.astype(int))
+    cand_file = tmp_path / "c.csv"
+    cands.to_csv(cand_file, index=False)
+    table = read_candidates(cand_file)
+    scored = {}
+    for radius in (0, 10):
+        out = tmp_path / f"ctx-{radius}"
+        save_model(clf, out, window="adaptive", extra={"windows": "candidates", "max_len": 60, "pair": True,
+                                                       "context": True, "suppress_radius": radius})
+        scored[radius] = score_candidates(dataset, table, load_classifier(out), threshold=0.05, explain_top=0)
+    loose, strict = scored[0], scored[10]
+    assert np.allclose(loose["p_true"].to_numpy(float), strict["p_true"].to_numpy(float))
+    was_true = loose["classification"] == labels.TRUE_POSITIVE
+    now_true = strict["classification"] == labels.TRUE_POSITIVE
+    dropped = was_true & ~now_true
+    assert dropped.any() and not (now_true & ~was_true).any()
+    assert strict.loc[dropped, "explanation"].str.startswith("duplicate: a stronger candidate is within 10").all()
+    for _, g in strict[now_true].groupby("series_id"):
+        assert (np.diff(np.sort(g["index"].to_numpy(int))) > 10).all()
+    # every dropped call has a stronger kept one within 10 commits
+    for _, r in strict[dropped].iterrows():
+        near = strict[now_true & (strict["series_id"] == r["series_id"])]
+        close = near[(near["index"].astype(int) - int(r["index"])).abs() <= 10]
+        assert len(close) and (close["p_true"] >= r["p_true"]).all()
+
+
 def test_bundled_scoring_model_is_the_default_of_score(dataset, data_file, tmp_path):
     """models/default-scoring: small, verified, candidate-bounded, per-detector thresholds; `triage score` uses it."""
     from triage.inference import candidate_windowing, detector_threshold
@@ -423,7 +461,7 @@ def test_bundled_scoring_model_is_the_default_of_score(dataset, data_file, tmp_p
     assert resolve_model(None, "scoring") == path
     assert sum(f.stat().st_size for f in path.iterdir()) < 5 * 2**20
     model = load_classifier(path)
-    assert candidate_windowing(model) == {"max_len": 60, "pair": True}
+    assert candidate_windowing(model)["pair"] is True
     assert detector_threshold(model, "perfherder") is not None
     cands = candidates_frame(dataset, "binseg")
     cand_file = tmp_path / "binseg.csv"
@@ -446,7 +484,8 @@ def test_train_candidate_windows_gives_a_scoring_model(tmp_path, dataset):
     result = runner.invoke(app, ["train", "--preset", "small", "--candidate-windows", "--out", str(out), "--no-track"])
     assert result.exit_code == 0, result.output
     model = load_classifier(out)
-    assert candidate_windowing(model) == {"max_len": 60, "pair": True}
+    assert candidate_windowing(model) == {"max_len": 60, "pair": True, "context": True}
     assert any(c.startswith("pair_") for c in model.feature_names_)
+    assert any(c.startswith("ctx_") for c in model.feature_names_)
     bad = runner.invoke(app, ["train", "--preset", "small", "--candidate-windows", "--window", "3", "--out", str(tmp_path / "x"), "--no-track"])
     assert bad.exit_code != 0 and "--candidate-windows" in bad.output

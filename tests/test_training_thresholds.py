@@ -165,3 +165,19 @@ def test_grouped_thresholds_on_real_tcpd_scores():
     for ev in (p1, p2):
         assert ev(t)[0] > ev(0.0)[0] and ev(t)[1] >= 0.95 * ev(0.0)[1]
     assert t == pytest.approx(0.3)  # 0.7 would drop project two's only true change
+
+
+def test_suppress_duplicates_keeps_the_strongest_per_neighbourhood():
+    from triage.training.thresholds import suppress_duplicates
+
+    series = np.array(["a", "a", "a", "a", "b", "b"])
+    index = np.array([50, 53, 58, 90, 52, 200])
+    p = np.array([0.6, 0.9, 0.7, 0.8, 0.95, 0.4])
+    keep = np.array([True, True, True, True, True, False])
+    got = suppress_duplicates(series, index, p, keep, radius=5)
+    # 53 (0.9) beats 50 and 58 in series a; b's 52 is another series; 200 was not kept
+    assert got.tolist() == [False, True, False, True, True, False]
+    assert suppress_duplicates(series, index, p, keep, radius=0).tolist() == keep.tolist()
+    # 58 is 8 from 50: with radius 4, only 50 falls to 53
+    assert suppress_duplicates(series, index, p, keep, radius=4).tolist() == [False, True, True, True, True, False]
+    assert keep.tolist() == [True, True, True, True, True, False]  # the input is not changed

@@ -220,3 +220,45 @@ def choose_detector_thresholds_grouped(
                     best, best_t = key, float(t)
         out[name] = best_t
     return out
+
+
+def suppress_duplicates(
+    series: np.ndarray, index: np.ndarray, p_true: np.ndarray, keep: np.ndarray, radius: int
+) -> np.ndarray:
+    """``keep`` with every kept candidate dropped that a stronger kept one is within ``radius`` of.
+
+    One change, one alert: a detector that over-segments flags several
+    commits around one change, and a classifier that sees each of them alone
+    calls them all true. Within a series the kept candidates are visited by
+    descending ``p_true`` (ties: lower index first); one within ``radius``
+    commits of a candidate already kept is dropped. ``radius`` 0 changes
+    nothing.
+
+    Parameters
+    ----------
+    series, index, p_true, keep : ndarray, shape (n,)
+        Series id, commit position, P(true change) and the keep decision of
+        each candidate.
+    radius : int
+        Commits; candidates ``radius`` or fewer apart are duplicates.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+    """
+    keep = np.asarray(keep, dtype=bool).copy()
+    if radius <= 0 or not keep.any():
+        return keep
+    series = np.asarray(series).astype(str)
+    index = np.asarray(index, dtype=np.int64)
+    p_true = np.asarray(p_true, dtype=float)
+    rows = np.flatnonzero(keep)
+    order = rows[np.lexsort((index[rows], -p_true[rows], series[rows]))]
+    kept_at: dict[str, list[int]] = {}
+    for r in order:
+        chosen = kept_at.setdefault(series[r], [])
+        if any(abs(int(index[r]) - k) <= radius for k in chosen):
+            keep[r] = False
+        else:
+            chosen.append(int(index[r]))
+    return keep

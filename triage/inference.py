@@ -26,6 +26,7 @@ from triage.core import labels
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
 from triage.features import catalogue
+from triage.features.candidate_context import CONTEXT_COLUMNS
 from triage.features.extract import extract_features
 from triage.features.level_shift import PAIR_COLUMNS
 from triage.features.windows import ADAPTIVE, CANDIDATE_MAX_LEN
@@ -36,8 +37,8 @@ DETECTOR_SCORE_RANK = "det_score_rank"
 #: The feature columns of the default feature matrix (the paper's), in contract order.
 ALL_FEATURES: tuple[str, ...] = tuple(catalogue.feature_columns())
 #: Every feature column a model may name: the default ones, the pair measures
-#: of candidate-bounded scoring models, and the detector's score rank.
-KNOWN_FEATURES: frozenset[str] = frozenset((*ALL_FEATURES, *PAIR_COLUMNS, DETECTOR_SCORE_RANK))
+#: and candidate context of candidate-bounded scoring models, and the detector's score rank.
+KNOWN_FEATURES: frozenset[str] = frozenset((*ALL_FEATURES, *PAIR_COLUMNS, *CONTEXT_COLUMNS, DETECTOR_SCORE_RANK))
 
 
 # --------------------------------------------------------------------------- model
@@ -56,7 +57,7 @@ def model_window(classifier) -> str | int:
 
 
 def candidate_windowing(classifier) -> dict[str, object] | None:
-    """``{"max_len": int, "pair": bool}`` for a model trained on candidate-bounded windows, else None.
+    """``{"max_len": int, "pair": bool, "context": bool}`` for a model trained on candidate-bounded windows, else None.
 
     A scoring model (``models/default-scoring``) records in its manifest's
     ``extra`` that its Pre/After stop at the neighbouring candidates of the
@@ -66,7 +67,11 @@ def candidate_windowing(classifier) -> dict[str, object] | None:
     extra = (getattr(classifier, "manifest_", None) or {}).get("extra") or {}
     if extra.get("windows") != "candidates":
         return None
-    return {"max_len": int(extra.get("max_len", CANDIDATE_MAX_LEN)), "pair": bool(extra.get("pair", False))}
+    return {
+        "max_len": int(extra.get("max_len", CANDIDATE_MAX_LEN)),
+        "pair": bool(extra.get("pair", False)),
+        "context": bool(extra.get("context", False)),
+    }
 
 
 def detector_threshold(classifier, detector: str | None) -> float | None:

@@ -14,6 +14,16 @@ column named like one of the others is kept and ours is prefixed
 ``triage_``). A file that already has all four score columns is our own
 output fed back: those columns (and their ``triage_`` copies) are replaced.
 
+One change, one alert: a scoring model whose manifest has
+``extra.suppress_radius`` r > 0 (chosen with its thresholds on fit and
+validation data) keeps, among the candidates it calls true in one series, only
+the strongest (highest P(true)) of those within r commits of each other; the
+others become ``false_positive`` with the explanation "duplicate: a stronger
+candidate is within r commits". Over-segmenting detectors flag several
+commits around one change, and TCPDBench-style scoring (and a sheriff) counts
+all but one as false alarms. Nothing is suppressed when the threshold is 0
+(triage off for that detector).
+
 Candidate files (ours, Otava's, Perfherder's) are read and placed in the
 dataset by :mod:`triage.candidate_files`; the model is applied by
 :mod:`triage.inference`, as in batch labelling.
@@ -50,13 +60,26 @@ from triage.inference import (
     model_features,
     model_window,
 )
-from triage.training.thresholds import TargetRecall, choose_threshold
+from triage.training.thresholds import TargetRecall, choose_threshold, suppress_duplicates
 
 #: Columns added to every scored candidate.
 SCORE_COLUMNS: tuple[str, ...] = ("p_false", "p_true", "classification", "explanation")
 
 
 # --------------------------------------------------------------------------- scoring
+
+
+def suppress_radius(classifier) -> int:
+    """Commits within which a scoring model keeps only the strongest true call (0 = none).
+
+    Chosen with the thresholds on fit and validation data and kept in the
+    manifest's ``extra.suppress_radius`` (:func:`triage.training.thresholds.suppress_duplicates`).
+    """
+    extra = (getattr(classifier, "manifest_", None) or {}).get("extra") or {}
+    try:
+        return max(0, int(extra.get("suppress_radius", 0)))
+    except (TypeError, ValueError):
+        return 0
 
 
 def default_threshold(classifier, table: CandidateTable) -> tuple[float, str]:
@@ -138,7 +161,7 @@ def score_candidates(
     if honest is not None:
         matrix = extract_features(
             dataset, candidates=wanted, candidate_windows=True, max_len=int(honest["max_len"]),  # type: ignore[call-overload]
-            pair=bool(honest["pair"]), n_jobs=n_jobs,
+            pair=bool(honest["pair"]), context=bool(honest["context"]), n_jobs=n_jobs,
         )
     else:
         matrix = extract_features(dataset, candidates=wanted, window=model_window(classifier), n_jobs=n_jobs)
@@ -147,6 +170,19 @@ def score_candidates(
     if DETECTOR_SCORE_RANK in model_features(classifier):
         matrix[DETECTOR_SCORE_RANK] = detector_score_rank(table)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
+    cut = float(classifier.threshold_ if threshold is None else threshold)
+    radius = suppress_radius(classifier)
+    if radius > 0 and cut > 0 and len(decided):
+        true = decided["classification"].to_numpy() == labels.TRUE_POSITIVE
+        keep = suppress_duplicates(np.asarray(series), np.asarray(index), decided["p_true"].to_numpy(), true, radius)
+        dropped = np.flatnonzero(true & ~keep)
+        if dropped.size:
+            decided = decided.copy()
+            decided.loc[decided.index[dropped], "classification"] = labels.FALSE_POSITIVE
+            note = f"duplicate: a stronger candidate is within {radius} commits"
+            decided.loc[decided.index[dropped], "explanation"] = [
+                f"{note}; {e}" if e else note for e in decided["explanation"].iloc[dropped]
+            ]
     out = table.fields.reset_index(drop=True).copy()
     if set(SCORE_COLUMNS) <= set(out.columns):
         # Our own earlier output fed back (re-scoring): its scores are replaced, not kept beside the new ones.

@@ -133,7 +133,7 @@ def train(
     ordinary_per_series: Annotated[int, typer.Option("--ordinary-per-series", min=0, help="With --window 0: unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper).")] = 10,
     labels: Annotated[Path | None, typer.Option("--labels", help="Labels store of `triage serve`: the sheriffs' decisions replace the data's labels where there is one.")] = None,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run feature extraction on a dask cluster, partitioned by series: local or a scheduler address (tcp://host:8786).")] = None,
-    candidate_windows: Annotated[bool, typer.Option("--candidate-windows", help="A scoring model: Pre/After bounded by the neighbouring candidates (60 commits at most) plus the pair_* features, the windows `triage score` gives fresh candidates.")] = False,
+    candidate_windows: Annotated[bool, typer.Option("--candidate-windows", help="A scoring model: Pre/After bounded by the neighbouring candidates (60 commits at most) plus the pair_* and ctx_* features (the candidate among its neighbours), the windows `triage score` gives fresh candidates.")] = False,
 ) -> None:
     """Train a classifier, measure it on held-out series, save it and log it to MLflow."""
     from triage.training.model_kinds import MODELS
@@ -179,7 +179,7 @@ def train(
 
         dataset = dataset_of(data, preset, seed)
         with console.status(f"extracting features (candidate-bounded windows) from {len(dataset):,} series"):
-            fm = extract_features(dataset, candidate_windows=True, pair=True, n_jobs=n_jobs)
+            fm = extract_features(dataset, candidate_windows=True, pair=True, context=True, n_jobs=n_jobs)
     else:
         with joblib_on(scheduler, n_jobs) as jobs:
             fm = matrix_of(data, preset, matrix, w, seed, jobs, online_rows)
@@ -202,7 +202,7 @@ def train(
             register_as=None if no_track else (register or registered_name(model, w)),
             extra={"source": {k: v for k, v in source.items() if v is not None},
                    **({"online": {"confirm_after": w}} if online_rows else {}),
-                   **({"windows": "candidates", "max_len": 60, "pair": True} if candidate_windows else {})},
+                   **({"windows": "candidates", "max_len": 60, "pair": True, "context": True} if candidate_windows else {})},
         )
     clf = result.classifier
     rows = "rows (change points, false alerts, ordinary commits)" if online_rows and matrix is None else "triaged candidates"

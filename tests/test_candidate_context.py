@@ -1,0 +1,57 @@
+"""features/candidate_context.py: how a candidate stands among its run's other candidates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from triage.core.history import Dataset, History
+from triage.features.candidate_context import CONTEXT_COLUMNS, RADIUS, context_block, local_shift
+from triage.features.extract import extract_features
+from triage.features.matrix import is_feature_column
+
+COL = {c: i for i, c in enumerate(CONTEXT_COLUMNS)}
+
+
+def _step(n: int = 120, at: int = 60, size: float = 5.0, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = 100 + rng.normal(0, 1, n)
+    x[at:] += size
+    return x
+
+
+def test_columns_are_contract_features():
+    assert all(is_feature_column(c) for c in CONTEXT_COLUMNS)
+
+
+def test_the_change_dominates_its_duplicates():
+    x = _step()
+    block = context_block(x, np.array([57, 60, 63, 100]))
+    # the candidate on the change has the largest fixed-window shift of its cluster
+    assert block[1, COL["ctx_dominance"]] == 1.0
+    assert block[0, COL["ctx_dominance"]] < 0.8 and block[2, COL["ctx_dominance"]] < 0.8
+    assert list(block[:, COL["ctx_neighbours"]]) == [2, 2, 2, 0]
+    # a lone candidate in a quiet stretch is its own strongest, with a small shift
+    assert block[3, COL["ctx_dominance"]] == 1.0
+    assert block[3, COL["ctx_local_shift"]] < 2 < block[1, COL["ctx_local_shift"]]
+
+
+def test_scale_free_and_short_prefix_is_missing():
+    x = _step(seed=1)
+    a = context_block(x, np.array([1, 60]))
+    b = context_block(x * 1e6 + 0.0, np.array([1, 60]))
+    assert np.isnan(a[0, COL["ctx_local_shift"]])  # one commit before it: undefined
+    assert a[1, COL["ctx_local_shift"]] == pytest.approx(b[1, COL["ctx_local_shift"]], rel=1e-6)
+    assert local_shift(x, 60) == pytest.approx(a[1, COL["ctx_local_shift"]])
+    assert context_block(x, np.array([], dtype=np.int64)).shape == (0, len(CONTEXT_COLUMNS))
+
+
+def test_extract_features_appends_the_block_over_the_runs_candidates():
+    x = _step(seed=2)
+    data = Dataset([History("s", np.array([f"c{i}" for i in range(len(x))]), x, np.full(len(x), ""))])
+    idx = np.array([40, 58, 60, 61])
+    m = extract_features(data, candidates={"s": idx}, candidate_windows=True, pair=True, context=True)
+    assert list(m.columns[-len(CONTEXT_COLUMNS):]) == list(CONTEXT_COLUMNS)
+    assert np.allclose(m[list(CONTEXT_COLUMNS)].to_numpy(), context_block(x, idx), equal_nan=True)
+    assert m.loc[m["index"] == 60, "ctx_neighbours"].item() == 2  # 58 and 61 are within RADIUS
+    assert RADIUS >= 3
