@@ -57,3 +57,24 @@ def test_history_scores_count_the_series_start_as_found(bench):
     # precision 1 and recall 1/2; a hit within the margin makes both 1.
     assert silent[0].tolist() == pytest.approx([2 / 3, 1.0, 0.5])
     assert hit[0].tolist() == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_the_bundled_window4_model_brings_its_k_and_rule_and_finds_a_clear_step():
+    import numpy as np
+
+    from triage.core.history import Dataset, History
+    from triage.model_lookup import resolve_model
+    from triage.online.loop import OnlineTriage
+
+    loop = OnlineTriage.from_model_dir(resolve_model("online-w4"), explain="none")
+    assert (loop.confirm_after, loop.threshold, loop.withdraw_below, loop.min_pre) == (4, 0.99, 2.0, 5)
+    rng = np.random.default_rng(3)
+    noise = 1.0 + 0.01 * rng.standard_normal(160)
+    step = np.where(np.arange(160) < 100, 1.0, 1.15) * noise  # a 15 % slowdown at commit 100
+    flat = 1.0 + 0.01 * rng.standard_normal(160)
+    data = Dataset([
+        History(name, [f"c{i}" for i in range(160)], values, [""] * 160)
+        for name, values in (("step", step), ("flat", flat))
+    ])
+    found = [(d.series, d.index) for d in loop.replay(data)]
+    assert len(found) == 1 and found[0][0] == "step" and abs(found[0][1] - 100) <= 2, found
