@@ -79,6 +79,7 @@ from triage.features.extract import extract_features  # noqa: E402
 from triage.training.thresholds import (  # noqa: E402
     choose_detector_thresholds,
     choose_detector_thresholds_grouped,
+    suppress_duplicates,
 )
 
 MARGIN = 5
@@ -87,6 +88,8 @@ OUT = Path(__file__).resolve().parent / "out"
 DERIVED: dict[str, dict[str, object]] = {"ensemble": {}, "mozilla_or_ensemble": {"always": ("perfherder",)}}
 LOSO_DETECTORS: tuple[str, ...] = ("perfherder", "edivisive", "binseg")
 RECALL_KEPT = 0.95
+#: Suppression radii tried (commits; 0 = none): one alert per change, chosen on fit + validation.
+RADII: tuple[int, ...] = (0, 5, 10)
 #: How the per-detector thresholds are chosen (``--thresholds``); see :func:`scoring_model`.
 THRESHOLD_CHOICES: tuple[str, ...] = ("pooled", "validation")
 #: Left out unless ``--with-cvm``: the Cramer-von Mises hybrid test takes about
@@ -193,7 +196,7 @@ def matched(truth: np.ndarray, indices: np.ndarray, margin: int = MARGIN) -> np.
 def candidate_rows(data: Dataset, found: dict[str, tuple[np.ndarray, np.ndarray]], detector: str) -> pd.DataFrame:
     """The feature matrix of one detector run's candidates, with ``det_score_rank`` and ``y``."""
     wanted = {sid: idx for sid, (idx, _) in found.items() if len(idx)}
-    m = extract_features(data, candidates=wanted, candidate_windows=True, pair=True)
+    m = extract_features(data, candidates=wanted, candidate_windows=True, pair=True, context=True)
     scores = np.concatenate([found[sid][1] for sid in m["series_id"].unique()]) if len(m) else np.zeros(0)
     m["det_score_rank"] = pd.Series(scores).rank(pct=True).to_numpy() if len(m) else scores
     y = np.zeros(len(m), dtype=bool)
@@ -227,7 +230,9 @@ def fit_model(rows: pd.DataFrame, validation: pd.DataFrame | None, seed: int, n_
         random_state=seed,
         n_jobs=n_jobs,
         n_estimators=200,
-        min_samples_leaf=3,
+        # Leaves grow with the rows; about 2,000 leaves' worth per tree keeps a
+        # forest on all fit rows (and augmented seeds) under the 5 MB model limit.
+        min_samples_leaf=max(3, round(len(rows) / 2000)),
     )
     val = None if validation is None else (validation[cols], validation["y"].to_numpy())
     clf.fit(rows[cols], rows["y"].to_numpy(), groups=rows["series_id"].to_numpy(), validation=val)
@@ -254,8 +259,15 @@ def tcpd(data: Dataset, predictions: dict[str, np.ndarray]) -> dict[str, float]:
     return {"f1": float(np.mean(f)), "precision": float(np.mean(p)), "recall": float(np.mean(r))}
 
 
-def kept(rows: pd.DataFrame, proba: np.ndarray, threshold: float) -> dict[str, np.ndarray]:
-    sel = rows[proba >= threshold]
+def kept(rows: pd.DataFrame, proba: np.ndarray, threshold: float, radius: int = 0) -> dict[str, np.ndarray]:
+    """Series -> kept candidate indices: P(true) >= threshold, then one per ``radius`` commits.
+
+    Threshold 0 is triage off: every candidate, no suppression.
+    """
+    keep = proba >= threshold
+    if threshold > 0 and radius > 0:
+        keep = suppress_duplicates(rows["series_id"].to_numpy(), rows["index"].to_numpy(), proba, keep, radius)
+    sel = rows[keep]
     return {str(sid): g["index"].to_numpy() for sid, g in sel.groupby("series_id")}
 
 
@@ -269,8 +281,12 @@ def auc(y: np.ndarray, p: np.ndarray) -> float:
 
 
 def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed: int, n_jobs: int, log=print,
-                  choice: str = "pooled"):
-    """Fit on the fit part, calibrate on validation, choose per-detector thresholds.
+                  choice: str = "pooled", extra_fit: Sequence[pd.DataFrame] = ()):
+    """Fit on the fit part, calibrate on validation, choose per-detector thresholds and the radius.
+
+    ``extra_fit``: more training rows of the fit part (the same base histories
+    with other injection seeds, ``--train-seeds``); they only ever add to a
+    model's training rows, never to the rows it is judged on.
 
     Both threshold choices are computed (fit and validation data only);
     ``choice`` says which the model carries:
@@ -283,27 +299,44 @@ def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed:
       project (calibrated on validation, as the final model), and the
       validation project scored by the final model; the threshold must raise
       F1 and keep >= 95 % of recall on each of the three, else 0.
+
+    The suppression radius (:data:`RADII`, one alert per change) is chosen on
+    the same three looks: the radius whose ``pooled`` thresholds give the
+    highest mean F1 over detectors and looks (ties: the smaller radius).
     """
     if choice not in THRESHOLD_CHOICES:
         raise ValueError(f"threshold choice {choice!r} is not one of {THRESHOLD_CHOICES}")
     fit_rows = all_rows(parts["fit"], found["fit"])
     val_rows = all_rows(parts["validation"], found["validation"])
-    log(f"  fit rows {len(fit_rows)} ({int(fit_rows['y'].sum())} true), validation rows {len(val_rows)}")
-    clf = fit_model(fit_rows, val_rows, seed, n_jobs)
+    train_rows = pd.concat([fit_rows, *extra_fit], ignore_index=True)
+    log(f"  fit rows {len(fit_rows)} ({int(fit_rows['y'].sum())} true), training rows with extra seeds "
+        f"{len(train_rows)}, validation rows {len(val_rows)}")
+    clf = fit_model(train_rows, val_rows, seed, n_jobs)
     val_p = proba_of(clf, val_rows)
-    by_choice = {
-        "validation": choose_detector_thresholds(
-            _evaluators(parts["validation"], val_rows, val_p), recall_kept=RECALL_KEPT
-        ),
-        "pooled": choose_detector_thresholds_grouped(
-            _out_of_fold_looks(parts, fit_rows, val_rows, val_p, seed, n_jobs), recall_kept=RECALL_KEPT
-        ),
-    }
+    oof = _out_of_fold_predictions(parts, fit_rows, train_rows, val_rows, seed, n_jobs)
+    best: tuple[float, int] | None = None
+    by_radius: dict[int, dict[str, dict[str, float]]] = {}
+    for radius in RADII:
+        looks = {s: _evaluators(data, held, p, radius) for s, (data, held, p) in oof.items()}
+        looks["validation"] = _evaluators(parts["validation"], val_rows, val_p, radius)
+        pooled = choose_detector_thresholds_grouped(looks, recall_kept=RECALL_KEPT)
+        by_radius[radius] = {
+            "validation": choose_detector_thresholds(looks["validation"], recall_kept=RECALL_KEPT),
+            "pooled": pooled,
+        }
+        score = float(np.mean([look[d](pooled[d])[0] for look in looks.values() for d in look]))  # type: ignore[operator]
+        log(f"  radius {radius}: mean F1 over detectors and looks {score:.4f}")
+        if best is None or score > best[0] + 1e-12:
+            best = (score, radius)
+    assert best is not None
+    radius = best[1]
+    by_choice = by_radius[radius]
     thresholds = by_choice[choice]
     # A detector the model does not know: the most recall-keeping threshold at which triage
     # helps some detector (0 = triage off is skipped, or a mixed file would not be triaged at all).
     active = [t for t in thresholds.values() if t > 0]
     clf.threshold_ = float(min(active)) if active else 0.0
+    clf.suppress_radius_ = radius
     if choice == "validation":
         clf.threshold_policy_ = f"tcpd-f1, recall >= {RECALL_KEPT:g} x detector's (validation, per detector)"
     else:
@@ -312,44 +345,62 @@ def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed:
     return clf, thresholds, by_choice, val_rows, fit_rows
 
 
-def _evaluators(data: Dataset, rows: pd.DataFrame, proba: np.ndarray) -> dict[str, object]:
+def _evaluators(data: Dataset, rows: pd.DataFrame, proba: np.ndarray, radius: int = 0) -> dict[str, object]:
     out: dict[str, object] = {}
     for d in SELECTED:
         sel = (rows["detector"] == d).to_numpy()
-        out[d] = _evaluator(data, rows[sel], proba[sel])
+        out[d] = _evaluator(data, rows[sel], proba[sel], radius)
     return out
 
 
-def _out_of_fold_looks(parts: dict[str, Dataset], fit_rows: pd.DataFrame, val_rows: pd.DataFrame,
-                       val_p: np.ndarray, seed: int, n_jobs: int) -> dict[str, dict[str, object]]:
-    """Group -> detector -> evaluator: each fit project out of fold, and validation."""
+def _out_of_fold_predictions(parts: dict[str, Dataset], fit_rows: pd.DataFrame, train_rows: pd.DataFrame,
+                             val_rows: pd.DataFrame, seed: int, n_jobs: int):
+    """Fit project -> (its base histories, its rows, P(true) by a model fitted on the other fit projects)."""
     src = fit_rows["series_id"].map(real_data.source_of)
-    looks: dict[str, dict[str, object]] = {}
+    train_src = train_rows["series_id"].map(real_data.source_of)
+    out = {}
     for s in sorted(src.unique()):
         held = fit_rows[(src == s).to_numpy()].reset_index(drop=True)
-        train = fit_rows[(src != s).to_numpy()].reset_index(drop=True)
+        train = train_rows[(train_src != s).to_numpy()].reset_index(drop=True)
         if held.empty or train.empty or train["y"].nunique() < 2:
             continue
         clf = fit_model(train, val_rows, seed, n_jobs)
         data = Dataset([h for h in parts["fit"] if real_data.source_of(h.series_id) == s])
-        looks[s] = _evaluators(data, held, proba_of(clf, held))
-    looks["validation"] = _evaluators(parts["validation"], val_rows, val_p)
-    return looks
+        out[s] = (data, held, proba_of(clf, held))
+    return out
 
 
-def _evaluator(data: Dataset, rows: pd.DataFrame, proba: np.ndarray):
+def _evaluator(data: Dataset, rows: pd.DataFrame, proba: np.ndarray, radius: int = 0):
     """threshold -> (F1, recall) of the detector + triage on ``data`` (TCPDBench means)."""
 
     def evaluate(threshold: float) -> tuple[float, float]:
-        s = tcpd(data, kept(rows, proba, threshold))
+        s = tcpd(data, kept(rows, proba, threshold, radius))
         return s["f1"], s["recall"]
 
     evaluate.candidates = np.unique(proba)  # type: ignore[attr-defined]
     return evaluate
 
 
+def extra_seed_rows(real: Dataset, mode: str, seeds: Sequence[int], every: int, part: str, n_jobs: int,
+                    log=print) -> list[pd.DataFrame]:
+    """Candidate rows of one part's base histories injected with other seeds (training augmentation).
+
+    The base histories are the same real stretches; only the injected shifts
+    differ, so the rows never leave their part (or source project). Series
+    ids get ``#s<seed>`` appended so they never collide with seed 0's.
+    """
+    out = []
+    for s in seeds:
+        parts = {p: real_data.subsample(d, every) for p, d in real_data.split(real_data.inject(real, mode=mode, seed=s)).items()}
+        found = cached_detections(parts[part], f"{mode}_s{s}_e{every}_{part}", n_jobs, log)
+        rows = all_rows(parts[part], found)
+        rows["series_id"] = rows["series_id"].astype(str) + f"#s{s}"
+        out.append(rows)
+    return out
+
+
 def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: Path | None, log=print,
-        choice: str = "pooled") -> dict:
+        choice: str = "pooled", train_seeds: Sequence[int] = ()) -> dict:
     started = time.perf_counter()
     real = real_data.load_real()
     injected = real_data.inject(real, mode=mode, seed=seed)
@@ -357,7 +408,9 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
     for p, d in parts.items():
         log(f"{p}: {len(d)} base histories, {sum(len(h) for h in d)} commits, {sum(int(h.true_change.sum()) for h in d)} injected changes")
     found = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
-    clf, thresholds, by_choice, _, _ = scoring_model(parts, found, seed, n_jobs, log, choice)
+    extra_fit = extra_seed_rows(real, mode, train_seeds, every, "fit", n_jobs, log)
+    clf, thresholds, by_choice, _, _ = scoring_model(parts, found, seed, n_jobs, log, choice, extra_fit)
+    radius = int(clf.suppress_radius_)
 
     test = parts["test"]
     test_rows = all_rows(test, found["test"])
@@ -367,15 +420,16 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
     for d in SELECTED:
         sel = (test_rows["detector"] == d).to_numpy()
         alone = tcpd(test, {sid: idx for sid, (idx, _) in found["test"][d].items()})
-        with_t = tcpd(test, kept(test_rows[sel], test_p[sel], thresholds[d]))
+        with_t = tcpd(test, kept(test_rows[sel], test_p[sel], thresholds[d], radius))
         rows.append({"method": d, **alone, "threshold": float("nan")})
         rows.append({"method": f"{d} + triage", **with_t, "threshold": thresholds[d],
                      "test_auc": auc(test_rows["y"].to_numpy()[sel], test_p[sel])})
         compare.append({"detector": d, "alone": alone, **{
-            c: {**tcpd(test, kept(test_rows[sel], test_p[sel], th[d])), "threshold": th[d]} for c, th in by_choice.items()
+            c: {**tcpd(test, kept(test_rows[sel], test_p[sel], th[d], radius)), "threshold": th[d]}
+            for c, th in by_choice.items()
         }})
 
-    loso_rows = loso_auc(injected, mode, seed, every, n_jobs, log) if loso else []
+    loso_rows = loso_auc(injected, mode, seed, every, n_jobs, log, real=real, train_seeds=train_seeds) if loso else []
 
     # alarm rates on the untouched histories
     untouched = real_data.subsample(real, every)
@@ -385,16 +439,18 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
     for d in SELECTED:
         cands = candidate_rows(untouched, found_u[d], d)
         p = proba_of(clf, cands)
+        n_kept = sum(len(v) for v in kept(cands, p, thresholds[d], radius).values())
         alarm_rows.append({
             "detector": d,
             "alone": 100.0 * len(cands) / n_commits,
-            "triage": 100.0 * float((p >= thresholds[d]).sum()) / n_commits,
+            "triage": 100.0 * float(n_kept) / n_commits,
         })
     if save_model is not None:
-        save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows, choice)
+        save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows, choice, train_seeds)
         log(f"model saved to {save_model}")
     return {
-        "config": {"mode": mode, "seed": seed, "every": every, "thresholds": choice},
+        "config": {"mode": mode, "seed": seed, "every": every, "thresholds": choice, "radius": radius,
+                   "train_seeds": list(train_seeds)},
         "compare": compare,
         "parts": {p: (len(d), sum(len(h) for h in d), sum(int(h.true_change.sum()) for h in d)) for p, d in parts.items()},
         "test": rows + EXTRA_ROWS,
@@ -405,8 +461,13 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
     }
 
 
-def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, log=print) -> list[dict]:
-    """Leave-one-source-project-out AUC of the scoring model per detector."""
+def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, log=print,
+             real: Dataset | None = None, train_seeds: Sequence[int] = ()) -> list[dict]:
+    """Leave-one-source-project-out AUC of the scoring model per detector.
+
+    Each held-out project is scored on its seed-``seed`` rows by a model fitted
+    on the other four projects' rows, with their ``train_seeds`` rows added.
+    """
     by_src: dict[str, list[History]] = {}
     for h in injected:
         by_src.setdefault(real_data.source_of(h.series_id), []).append(h)
@@ -419,9 +480,17 @@ def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, l
         d = Dataset([h for h in parts[part] if real_data.source_of(h.series_id) == s])
         found = {det: {sid: v for sid, v in per.items() if sid in d} for det, per in found_parts[part].items()}
         rows_by[s] = all_rows(d, found)
+    extra: list[pd.DataFrame] = []
+    if real is not None and train_seeds:
+        for part in ("fit", "validation", "test"):
+            extra += extra_seed_rows(real, mode, train_seeds, every, part, n_jobs, log)
+    extra_rows = pd.concat(extra, ignore_index=True) if extra else None
     preds = []
     for s in rows_by:
         train = pd.concat([r for t, r in rows_by.items() if t != s], ignore_index=True)
+        if extra_rows is not None:
+            others = extra_rows[(extra_rows["series_id"].map(real_data.source_of) != s).to_numpy()]
+            train = pd.concat([train, others], ignore_index=True)
         clf = fit_model(train, None, seed, n_jobs)
         held = rows_by[s]
         preds.append(held.assign(p=proba_of(clf, held), source=s))
@@ -436,7 +505,7 @@ def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, l
 
 
 def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows,
-                       choice: str = "pooled") -> None:
+                       choice: str = "pooled", train_seeds: Sequence[int] = ()) -> None:
     from triage.training.model_files import save_model
 
     test = {r["method"]: r for r in rows}
@@ -451,9 +520,12 @@ def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str,
             "windows": "candidates",
             "max_len": 60,
             "pair": True,
+            "context": True,
+            "suppress_radius": int(getattr(clf, "suppress_radius_", 0)),
             "detector_thresholds": thresholds,
             "threshold_choice": choice,
-            "trained_by": f"benchmarks/bench_real.py --mode {mode} --seed {seed} --every {every} --thresholds {choice}",
+            "trained_by": f"benchmarks/bench_real.py --mode {mode} --seed {seed} --every {every} --thresholds {choice}"
+                          + (f" --train-seeds {','.join(str(t) for t in train_seeds)}" if train_seeds else ""),
         },
     )
 
@@ -465,7 +537,9 @@ def markdown(result: dict) -> str:
     c = result["config"]
     lines = [
         f"Real histories, `{c['mode']}` injection, seed {c['seed']}, 1 in {c['every']} base histories; "
-        f"TCPDBench margin 5, means over base histories; thresholds `{c.get('thresholds', 'validation')}`.",
+        f"TCPDBench margin 5, means over base histories; thresholds `{c.get('thresholds', 'validation')}`; "
+        f"suppression radius {c.get('radius', 0)} (chosen on fit + validation); extra training seeds "
+        f"{c.get('train_seeds') or 'none'}.",
         "",
         "| part | base histories | commits | injected changes |",
         "| --- | ---: | ---: | ---: |",
@@ -516,7 +590,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="per-detector threshold choice the model carries: 'pooled' (out-of-fold fit projects + "
                          "validation, gain on each; default) or 'validation' (validation only, the first published "
                          "run); both are reported")
+    ap.add_argument("--train-seeds", default="",
+                    help="comma-separated extra injection seeds whose fit-part rows are added to the training rows "
+                         "(augmentation; the same base histories, other injected shifts), e.g. 1,2")
     args = ap.parse_args(argv)
+    train_seeds = [int(t) for t in args.train_seeds.split(",") if t.strip()]
     if args.with_cvm:
         SELECTED[:] = names()
     try:
@@ -524,10 +602,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except real_data.RealDataMissing as exc:
         print(exc)
         return
-    result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds)
+    result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds,
+                 train_seeds=train_seeds)
     text = markdown(result)
     OUT.mkdir(exist_ok=True)
-    out = OUT / f"bench_real_{args.mode}_s{args.seed}_e{args.every}{'_cvm' if args.with_cvm else ''}.md"
+    aug = f"_t{'-'.join(str(t) for t in train_seeds)}" if train_seeds else ""
+    out = OUT / f"bench_real_{args.mode}_s{args.seed}_e{args.every}{aug}{'_cvm' if args.with_cvm else ''}.md"
     tmp = out.with_suffix(".tmp")
     tmp.write_text(text)
     tmp.replace(out)
