@@ -23,9 +23,10 @@ which commit to measure next:
     one position; when both sides of the best position are measured and the
     mass is still short of it, it measures that position's nearest unmeasured
     neighbours (an ambiguous reading costs an extra measurement instead of a
-    wrong answer) and stops when there are none. The answer is the centre of the ``2 * tolerance + 1``
-    commits holding the most mass: the Bayes answer when "within
-    ``tolerance`` commits" is what counts.
+    wrong answer) and stops when there are none. The answer is the centre of
+    the ``2 * tolerance + 1`` commits holding the most mass (``confidence`` of
+    :class:`Search`: that mass), the Bayes answer when "within ``tolerance``
+    commits" is what counts.
 
 Both take an *oracle*: a function from a position to a measured value (a
 file of measurements, a prompt, a benchmark run). :func:`levels_around` gives
