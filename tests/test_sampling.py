@@ -196,6 +196,7 @@ def test_prior_design_ignores_the_values_fitted_design_follows_them():
     assert prior[0] == prior[1]
     fitted = [HistoryGP(design="fitted").fit(n, pos, v).next_positions(4) for v in (flat, step)]
     assert all(len(set(f)) == 4 and not set(f) & set(pos) for f in fitted)
+    assert fitted[0] != fitted[1]
 
 
 def test_alc_on_a_history_longer_than_its_grid_stays_in_range():
