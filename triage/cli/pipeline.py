@@ -63,7 +63,7 @@ def sample(
     kernel: str = typer.Option("brownian", "--kernel", help="brownian, rbf, matern or rq."),
     out: Path = typer.Option(None, "--out", help="CSV to write: every commit with estimate, 95% band and the next-measurement rank."),
 ) -> None:
-    """The next commits to measure (largest remaining uncertainty), with the estimated history and its band."""
+    """The next commits to measure (those removing the most uncertainty over the whole history), with the estimated history and its band."""
     from triage.sampling import KERNELS
     from triage.sampling.partial import read_partial, sample_plan
 
