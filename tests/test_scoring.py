@@ -477,7 +477,7 @@ def test_bundled_scoring_model_is_the_default_of_score(dataset, data_file, tmp_p
     assert (scored.loc[called, "p_true"] >= cut).all()
     # above the cut but not called: only duplicates of a stronger call nearby (the model's radius)
     dup = (scored["p_true"] >= cut) & ~called
-    assert scored.loc[dup, "explanation"].fillna("").str.startswith("duplicate").all()
+    assert scored.loc[dup, "explanation"].fillna("").astype(str).str.startswith("duplicate").all()
 
 
 def test_train_candidate_windows_gives_a_scoring_model(tmp_path, dataset):
