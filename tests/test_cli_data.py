@@ -64,7 +64,7 @@ def test_demo_runs_every_job_end_to_end(tmp_path):
     assert (demo / "report" / "index.html").is_file()
     for name in ("labelled.csv", "candidates.csv", "scored.csv"):
         assert len((demo / name).read_text().splitlines()) > 1, name
-    for step in ("batch labelling", "perfherder + triage", "online loop (window 0)", "report:"):
+    for step in ("batch labelling", "perfherder + triage", "online loop (K = 4)", "report:"):
         assert step in proc.stdout, step
 
 

@@ -17,7 +17,8 @@ a bundled name
 
 ``default`` means the bundled model for the job: the adaptive-window model
 for alerts (``label``), the candidate-bounded scoring model for ``score``
-(``scoring``) and the window-0 model for the online loop
+(``scoring``) and the online model with a confirmation delay of 4 commits
+(``online-w4``, chosen on the real-data validation part) for the online loop
 (``watch``, ``detect``). Commands take the ``TRIAGE_MODEL`` environment
 variable when ``--model`` is not given.
 """
@@ -31,7 +32,7 @@ from pathlib import Path
 from triage.core.errors import InputError
 
 #: The bundled model each kind of job uses when the user says ``default`` (or nothing).
-DEFAULTS: dict[str, str] = {"alerts": "default-adaptive", "online": "default-w0", "scoring": "default-scoring"}
+DEFAULTS: dict[str, str] = {"alerts": "default-adaptive", "online": "online-w4", "scoring": "default-scoring"}
 REGISTRY_PREFIX = "models:/"
 MANIFEST = "manifest.json"
 

@@ -5,7 +5,7 @@
 3. batch-label the untriaged alerts and check them against the ground truth;
 4. run Mozilla's Perfherder detector, score its candidates with the model,
    and compare precision / recall before and after triage;
-5. run the online loop (window-0 model) over the histories, commit by commit;
+5. run the online loop (the bundled online model, `online-w4`: commit p decided once 4 more have arrived) over the histories, commit by commit;
 6. write the HTML report a sheriff would open.
 
 The synthetic data is generated with a seed the bundled models were not
@@ -135,7 +135,7 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
     for d in detected:
         online.setdefault(d.series, []).append(int(d.index))
     f1, p, r = _cpd_scores(dataset, online)
-    t.add_row("online loop (window 0)", str(len(detected)), f"{f1:.3f}", f"{p:.3f}", f"{r:.3f}")
+    t.add_row(f"online loop (K = {loop.confirm_after})", str(len(detected)), f"{f1:.3f}", f"{p:.3f}", f"{r:.3f}")
     console.print(t)
     if detected:
         first = detected[0]

@@ -50,7 +50,7 @@ from triage.model_lookup import resolve_model
 err_console = Console(stderr=True)
 
 MODEL_HELP = (
-    "Online model: `default` (the bundled window-0 model), a bundled name, a directory with a fixed "
+    "Online model: `default` (the bundled `online-w4`, confirmation delay 4), a bundled name, a directory with a fixed "
     "window K (train one with `triage train --window K`) or models:/name@alias."
 )
 CONFIRM_HELP = (
