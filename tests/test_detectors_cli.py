@@ -135,7 +135,8 @@ def test_watch_writes_the_field_names_it_reads():
 
     lines = "".join(json.dumps({"series_id": "s", "commit": f"c{i}", "value": 100.0 + (i % 3)}) + "\n" for i in range(3))
     lines += json.dumps({"series": "s", "commit": "c3", "value": 101.0}) + "\n"  # the older name is read too
-    result = runner.invoke(app, ["watch", "--model", "default"], input=lines)
+    # the window-0 model decides every commit at once (the default, K = 4, would still be waiting)
+    result = runner.invoke(app, ["watch", "--model", "default-w0"], input=lines)
     assert result.exit_code == 0, result.output
     out = [json.loads(line) for line in result.stdout.splitlines()]
     assert out and all(r["series_id"] == "s" and "series" not in r for r in out)
