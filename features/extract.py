@@ -44,7 +44,7 @@ def matrix_columns(names: Iterable[str] | None = None) -> list[str]:
     return list(catalogue.METADATA_COLUMNS) + catalogue.feature_columns(names)
 
 
-def _pair_columns(pair: bool, context: bool = False) -> list[str]:
+def _appended_columns(pair: bool, context: bool = False) -> list[str]:
     return (list(level_shift.PAIR_COLUMNS) if pair else []) + (list(candidate_context.CONTEXT_COLUMNS) if context else [])
 
 
@@ -307,7 +307,7 @@ def extract_features(
         blocks = [b for r in results for b in r]
 
     meta = _metadata(jobs)
-    columns = layout.columns + _pair_columns(pair, context)
+    columns = layout.columns + _appended_columns(pair, context)
     feats = np.vstack(blocks) if blocks else np.empty((0, len(columns)))
     frame = pd.concat([meta, pd.DataFrame(feats, columns=columns, index=meta.index)], axis=1)
     return frame
