@@ -123,7 +123,12 @@ def score(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
 ) -> None:
-    """Score detector candidates with P(true change) and a decision."""
+    """Score detector candidates with P(true change) and a decision.
+
+    With the bundled scoring model, of several candidates called true within
+    5 commits of each other only the strongest stays true; the others are
+    marked as duplicates (one alert per change).
+    """
     from triage.cli.validation import check_n_jobs, check_number, check_output_not_input
 
     check_output_not_input(out, data, candidates)
