@@ -10,9 +10,10 @@ part, 60 of binary segmentation's 384 false candidates in 1 in 4 base
 histories lie within 10 commits of an injected change):
 
 ``ctx_local_shift``
-    ``|median(x[p : p + r]) - median(x[p - r : p])| / s``, ``s`` = 1.4826 MAD
-    of the ``r`` commits before ``p``, floored by the series' resolution
-    (:func:`triage.features.level_shift.resolution`): the level shift at ``p``
+    ``|median(x[p : p + r]) - median(x[p - r : p])| / s``, ``s`` the robust
+    scale of the ``r`` commits before ``p``
+    (:func:`triage.features.level_shift.robust_scale`, floored by the series'
+    resolution as the ``pair_*`` measures are): the level shift at ``p``
     measured on fixed windows of :data:`RADIUS` commits that ignore the
     neighbouring candidates, so duplicates are measured alike.
 ``ctx_dominance``
@@ -30,13 +31,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from triage.features.level_shift import resolution
+from triage.features.level_shift import resolution, robust_scale
 
 #: Half-width (commits) of the fixed windows and of the neighbourhood.
 RADIUS = 10
 PREFIX = "ctx_"
 CONTEXT_COLUMNS: tuple[str, ...] = ("ctx_local_shift", "ctx_dominance", "ctx_neighbours")
-_MAD_SCALE = 1.4826
 
 
 def local_shift(values: np.ndarray, p: int, radius: int = RADIUS, res: float = 0.0) -> float:
@@ -47,8 +47,7 @@ def local_shift(values: np.ndarray, p: int, radius: int = RADIUS, res: float = 0
     if pre.size < 2 or after.size < 1:
         return float("nan")
     mp = float(np.median(pre))
-    s = max(_MAD_SCALE * float(np.median(np.abs(pre - mp))), res, 1e-9 * abs(mp), 1e-300)
-    return abs(float(np.median(after)) - mp) / s
+    return abs(float(np.median(after)) - mp) / robust_scale(pre, mp, res)
 
 
 def context_block(values: np.ndarray, indices: np.ndarray, radius: int = RADIUS) -> np.ndarray:

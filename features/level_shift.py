@@ -71,7 +71,8 @@ def resolution(values: np.ndarray) -> float:
     return float(np.min(np.diff(u)))
 
 
-def _scale(x: np.ndarray, med: float, floor: float) -> float:
+def robust_scale(x: np.ndarray, med: float, floor: float) -> float:
+    """1.4826 MAD of ``x`` around ``med``, floored by ``floor`` and ``1e-9 * |med|`` (the module docstring)."""
     s = _MAD_SCALE * float(np.median(np.abs(x - med)))
     return max(s, floor, 1e-9 * abs(med), 1e-300)
 
@@ -99,7 +100,7 @@ def pair_features(pre: np.ndarray, after: np.ndarray, res: float = 0.0, cap: int
     if p.size < MIN_POINTS or a.size < 1:
         return out
     mp, ma = float(np.median(p)), float(np.median(a))
-    sp = _scale(p, mp, res)
+    sp = robust_scale(p, mp, res)
     out[0] = abs(ma - mp) / sp
     out[1] = abs(ma / mp - 1.0) if mp != 0 else np.nan
     if a.size >= MIN_POINTS:
@@ -108,7 +109,7 @@ def pair_features(pre: np.ndarray, after: np.ndarray, res: float = 0.0, cap: int
         floor_se = max(res, 1e-9 * abs(mp), 1e-300) / np.sqrt(p.size + a.size)
         t = abs(float(np.mean(a)) - float(np.mean(p))) / max(se, floor_se)
         out[2] = t / np.sqrt(p.size + a.size)
-        out[3] = _scale(a, ma, res) / sp
+        out[3] = robust_scale(a, ma, res) / sp
     # Mann-Whitney U via ranks of the merged sample (ties get mid-ranks)
     merged = np.concatenate([p, a])
     order = np.argsort(merged, kind="mergesort")
