@@ -169,7 +169,26 @@ def online_pair_features(pre: np.ndarray, after: np.ndarray) -> np.ndarray:
     """
     tail = np.asarray(pre, dtype=np.float64)[-level_shift.PAIR_CAP :]
     after = np.asarray(after, dtype=np.float64)
+    if after.size <= level_shift.PAIR_CAP:  # all of After is read: the floor of the values read
+        return level_shift.pair_features(tail, after, None)
     return level_shift.pair_features(tail, after, level_shift.resolution(np.concatenate([tail, after])))
+
+
+def window_characteristics(x: np.ndarray) -> np.ndarray:
+    """:func:`triage.features.fast.window_characteristics` of a short window, compiled end to end.
+
+    The window is prepared by :func:`pre_state_kernels.prepare_window` (bit
+    for bit :func:`triage.features.catalogue.prepare`) and its periodogram
+    taken by a direct DFT instead of numpy's FFT (equal to rounding), then
+    :mod:`triage.features.fast`'s kernel runs: for the handful of values of
+    After or a short Pre, numpy's call overhead was most of the cost.
+    """
+    z = pre_state_kernels.prepare_window(x)
+    if z.size == 0:
+        return catalogue.degenerate_values(x.size)
+    out = np.empty(catalogue.N_CHARACTERISTICS)
+    fast._kernel(z, pre_state_kernels.periodogram(z), float(x.size), out)
+    return out
 
 
 def _max_kl_shift(z: np.ndarray) -> float:
@@ -314,7 +333,7 @@ class PreState:
             if self._any_bounded and n > self.horizon:
                 out[_FLAT_SPOTS] = float(self.horizon)  # the bounded window's own length
         elif n <= SMALL_PRE:
-            out = fast.window_characteristics(self._first[:n].copy())
+            out = window_characteristics(self._first[:n].copy())
         else:
             out = np.zeros(catalogue.N_CHARACTERISTICS)
             if self._any_exact:
@@ -338,23 +357,8 @@ class PreState:
 
     def _norm(self, after: np.ndarray) -> np.ndarray:
         """``normalised_moments(Pre, after)`` from Pre's running min, max, mean and M2."""
-        f = self._f
-        n = int(f[SLOT_N])
-        out = np.zeros(4)
-        a_lo, a_hi = float(after.min()), float(after.max())
-        lo = min(f[SLOT_MIN], a_lo) if n else a_lo
-        hi = max(f[SLOT_MAX], a_hi) if n else a_hi
-        if pre_state_kernels.is_flat(lo, hi):
-            return out
-        span = hi - lo
-        if n:
-            out[0] = (f[SLOT_MEAN] - lo) / span
-            if n > 1:
-                out[2] = math.sqrt(f[SLOT_M2] / (n - 1)) / span
-        u = (after - lo) / span
-        out[1] = float(np.mean(u))
-        if after.size > 1:
-            out[3] = float(np.std(u, ddof=1))
+        out = np.empty(4)
+        pre_state_kernels.normalised_moments(self._f, after, out)
         return out
 
     def tail(self, k: int) -> np.ndarray:
@@ -364,9 +368,7 @@ class PreState:
         characteristic is requested): what the robust level-shift measures
         of the online loop look at.
         """
-        n = self.n
-        kept = min(n, int(k), self._ring_size)
-        return self._ring[np.arange(n - kept, n) % self._ring_size].copy()
+        return pre_state_kernels.ring_tail(self._ring, self.n, int(k))
 
     def features_array(self, x_new: float | np.ndarray) -> np.ndarray:
         """Features of (Pre, After) as an array, shape (len(columns_),), in ``columns_`` order.
@@ -384,7 +386,7 @@ class PreState:
         if not layout.needs_after or after.size == 1:
             after_chars = _AFTER_VALUES
         else:
-            after_chars = fast.window_characteristics(after)
+            after_chars = window_characteristics(after)
         pair = None
         if layout.needs_pair:
             pair = online_pair_features(self.tail(level_shift.PAIR_CAP), after)
@@ -393,11 +395,12 @@ class PreState:
     def _after(self, x_new: float | np.ndarray) -> np.ndarray:
         if np.ndim(x_new) == 0:
             return np.array([self._check(x_new)])  # type: ignore[arg-type]
-        after = np.asarray(x_new, dtype=np.float64).ravel()
+        after = np.ascontiguousarray(x_new, dtype=np.float64).ravel()
         if after.size == 0:
             raise ValueError(f"series {self.series_id!r}, index {self.index}: the After window is empty")
-        for x in after:
-            self._check(x)
+        if not np.isfinite(after).all():  # one call for the usual case; the loop names the bad value
+            for x in after:
+                self._check(x)
         return after
 
     def features_one(self, x_new: float) -> dict[str, float]:

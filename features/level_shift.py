@@ -40,10 +40,24 @@ floor is the series' *resolution* (:func:`resolution`, the smallest step
 between its distinct values), and at least ``1e-9 * |median(P)|``.
 A window with fewer than :data:`MIN_POINTS` values gives NaN (undefined, read
 as missing by every model here).
+
+Implementation: :func:`pair_features` runs one compiled kernel (numba,
+``cache=True``) per candidate, for the batch feature matrix and the online
+loop alike; on arrays of 30 + a few values numpy's per-call overhead, not
+arithmetic, was 40 % of the online loop's time (BENCHMARKS.md, "Online loop
+speed with the window-4 model"). The kernel sums in numpy's pairwise order
+and takes medians as numpy does, so it gives the numbers of
+:func:`pair_features_reference`, the readable numpy definition it is tested
+against, to the last bit or nearly (``tests/test_level_shift.py``); windows
+longer than :data:`KERNEL_MAX` (``cap=0``) or holding a non-finite value go to
+the reference.
 """
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
 
 #: Most commits of each window a pair measure reads (the nearest ones to the candidate).
@@ -61,11 +75,17 @@ PAIR_COLUMNS: tuple[str, ...] = (
 )
 PREFIX = "pair_"
 _MAD_SCALE = 1.4826
+#: Longest window the compiled kernel takes (numpy's pairwise sum is one
+#: leaf up to 128 values; longer windows, only with ``cap=0``, use the reference).
+KERNEL_MAX = 128
 
 
 def resolution(values: np.ndarray) -> float:
     """Smallest positive step between distinct values of the series (0 when constant)."""
-    u = np.unique(np.asarray(values, dtype=np.float64))
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim == 1 and x.size and np.isfinite(x).all():
+        return float(_resolution(np.ascontiguousarray(x)))
+    u = np.unique(x)
     if u.size < 2:
         return 0.0
     return float(np.min(np.diff(u)))
@@ -77,8 +97,48 @@ def robust_scale(x: np.ndarray, med: float, floor: float) -> float:
     return max(s, floor, 1e-9 * abs(med), 1e-300)
 
 
-def pair_features(pre: np.ndarray, after: np.ndarray, res: float = 0.0, cap: int = PAIR_CAP) -> np.ndarray:
+def pair_features(
+    pre: np.ndarray, after: np.ndarray, res: float | None = 0.0, cap: int = PAIR_CAP
+) -> np.ndarray:
     """The :data:`PAIR_COLUMNS` of one candidate.
+
+    Parameters
+    ----------
+    pre, after : ndarray of float
+        The Pre window (commits before the candidate, in order) and the After
+        window (the candidate and after it).
+    res : float or None
+        The series' resolution (:func:`resolution`), the floor of the noise
+        scale; None = the resolution of the values read (the capped windows),
+        as the online loop has no more of the series at hand.
+    cap : int
+        Most commits read from each window (Pre's last, After's first).
+
+    Returns
+    -------
+    ndarray of float64, shape (len(PAIR_COLUMNS),)
+    """
+    p = np.asarray(pre, dtype=np.float64)
+    a = np.asarray(after, dtype=np.float64)
+    if cap > 0:
+        p, a = p[-cap:], a[:cap]
+    out = np.empty(len(PAIR_COLUMNS))
+    if p.ndim == 1 and a.ndim == 1 and p.size <= KERNEL_MAX and a.size <= KERNEL_MAX:
+        p, a = np.ascontiguousarray(p), np.ascontiguousarray(a)
+        if res is None:
+            if _pair_own_floor(p, a, out):
+                return out
+        elif _pair_kernel(p, a, float(res), out):
+            return out
+    if res is None:
+        res = resolution(np.concatenate([p, a]))
+    return pair_features_reference(p, a, res, 0)
+
+
+def pair_features_reference(
+    pre: np.ndarray, after: np.ndarray, res: float = 0.0, cap: int = PAIR_CAP
+) -> np.ndarray:
+    """:func:`pair_features` in numpy: the readable definition the kernel is held to.
 
     Parameters
     ----------
@@ -140,3 +200,155 @@ def pair_block(
     for r, ((a0, a1), (b0, b1)) in enumerate(bounds):
         out[r] = pair_features(x[a0:a1], x[b0:b1], res, cap)
     return out
+
+
+# ---------------------------------------------------------------------- compiled kernel
+#
+# Helpers are local to this module on purpose: numba's on-disk cache of a
+# kernel does not notice when a callee in another module changes.
+
+
+@numba.njit(cache=True)
+def _pairwise_sum(a, lo, n):
+    """numpy's pairwise sum of a[lo:lo+n] for n <= 128 (one leaf: eight interleaved accumulators)."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    stop = n - n % 8
+    while i < stop:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True)
+def _sorted_median(s):
+    """Median of an ascending array, as numpy takes it (mean of the two middle values when even)."""
+    n = s.size
+    h = n // 2
+    if n % 2:
+        return s[h]
+    return (s[h - 1] + s[h]) / 2.0
+
+
+@numba.njit(cache=True)
+def _mean_var(x):
+    """numpy's mean and var(ddof=1) of x: pairwise sums, two passes."""
+    n = x.size
+    m = _pairwise_sum(x, 0, n) / n
+    d = np.empty(n)
+    for i in range(n):
+        d[i] = (x[i] - m) * (x[i] - m)
+    return m, _pairwise_sum(d, 0, n) / (n - 1)
+
+
+@numba.njit(cache=True)
+def _robust_scale(x, med, floor):
+    dev = np.empty(x.size)
+    for i in range(x.size):
+        dev[i] = abs(x[i] - med)
+    dev.sort()
+    s = _MAD_SCALE * _sorted_median(dev)
+    return max(s, floor, 1e-9 * abs(med), 1e-300)
+
+
+@numba.njit(cache=True)
+def _resolution(x):
+    s = np.sort(x)
+    best = np.inf
+    for i in range(s.size - 1):
+        d = s[i + 1] - s[i]
+        if d > 0.0 and d < best:
+            best = d
+    return 0.0 if best == np.inf else best
+
+
+@numba.njit(cache=True)
+def _pair_kernel(p, a, res, out):
+    """:func:`pair_features_reference` of capped windows into ``out``; False (out untouched) on a non-finite value."""
+    n_p = p.size
+    n_a = a.size
+    for i in range(n_p):
+        if not np.isfinite(p[i]):
+            return False
+    for i in range(n_a):
+        if not np.isfinite(a[i]):
+            return False
+    out[:] = np.nan
+    if n_p < MIN_POINTS or n_a < 1:
+        return True
+    sp_sorted = np.sort(p)
+    sa_sorted = np.sort(a)
+    mp = _sorted_median(sp_sorted)
+    ma = _sorted_median(sa_sorted)
+    sp = _robust_scale(p, mp, res)
+    out[0] = abs(ma - mp) / sp
+    out[1] = abs(ma / mp - 1.0) if mp != 0 else np.nan
+    n_all = n_p + n_a
+    if n_a >= MIN_POINTS:
+        mean_p, vp = _mean_var(p)
+        mean_a, va = _mean_var(a)
+        se = math.sqrt(vp / n_p + va / n_a)
+        floor_se = max(res, 1e-9 * abs(mp), 1e-300) / math.sqrt(n_all)
+        t = abs(mean_a - mean_p) / max(se, floor_se)
+        out[2] = t / math.sqrt(n_all)
+        out[3] = _robust_scale(a, ma, res) / sp
+    # Mann-Whitney U from mid-ranks of the merged sample: half-integers, so
+    # every sum below is exact whatever its order.
+    merged = np.empty(n_all)
+    merged[:n_p] = p
+    merged[n_p:] = a
+    order = np.argsort(merged, kind="mergesort")
+    ranks = np.empty(n_all)
+    i = 0
+    while i < n_all:
+        j = i
+        while j + 1 < n_all and merged[order[j + 1]] == merged[order[i]]:
+            j += 1
+        mid = (i + 1 + j + 1) / 2.0
+        for k in range(i, j + 1):
+            ranks[order[k]] = mid
+        i = j + 1
+    u = 0.0
+    for k in range(n_p, n_all):
+        u += ranks[k]
+    u -= n_a * (n_a + 1) / 2.0
+    out[4] = abs(2.0 * u / (n_p * n_a) - 1.0)
+    out[5] = sp / abs(mp) if mp != 0 else np.nan
+    if ma != mp:
+        closer = 0
+        for k in range(n_a):
+            if abs(a[k] - ma) < abs(a[k] - mp):
+                closer += 1
+        out[6] = closer / n_a
+    else:
+        out[6] = 0.0
+    return True
+
+
+@numba.njit(cache=True)
+def _pair_own_floor(p, a, out):
+    """:func:`_pair_kernel` with the floor the resolution of ``p`` and ``a`` merged."""
+    merged = np.empty(p.size + a.size)
+    merged[: p.size] = p
+    merged[p.size :] = a
+    for i in range(merged.size):
+        if not np.isfinite(merged[i]):
+            return False
+    return _pair_kernel(p, a, _resolution(merged), out)

@@ -13,7 +13,14 @@ cumulative sums, ``groups`` the update groups switched on.
   the characteristics bounded to the last ``horizon`` commits (the others of
   those come from :mod:`triage.features.fast`'s per-characteristic kernels,
   called from Python: numba's on-disk cache of a caller does not notice when
-  a callee in another module changes).
+  a callee in another module changes);
+* :func:`prepare_window` and :func:`periodogram` prepare a short window from
+  scratch (After of a confirmation delay, a Pre of at most 10 commits) for
+  :mod:`triage.features.fast`'s kernel: the same standardised values as
+  :func:`triage.features.catalogue.prepare` bit for bit, and the periodogram
+  by a direct DFT; numpy's calls cost more than the arithmetic on a few values;
+* :func:`normalised_moments` gives the ``norm_*`` pair from Pre's running
+  moments and After's values; :func:`ring_tail` copies Pre's latest values.
 
 The formulas, and what is exact and what is bounded: the
 :mod:`triage.features.incremental` docstring.
@@ -77,6 +84,7 @@ _MAX_VAR_SHIFT = catalogue.INDEX["max_var_shift"]
 _STD1ST_DER = catalogue.INDEX["std1st_der"]
 _SERIES_LENGTH = catalogue.INDEX["series_length"]
 _FLAT_RTOL = catalogue.FLAT_RTOL
+_MIN_LENGTH = catalogue.MIN_LENGTH
 
 
 @numba.njit(cache=True)
@@ -344,8 +352,39 @@ def exact_characteristics(f, groups, out):
 
 
 @numba.njit(cache=True)
-def entropy(z):
-    """The catalogue's spectral entropy by a direct DFT (numba has no FFT)."""
+def prepare_window(x):
+    """:func:`triage.features.catalogue.prepare` of a raw window, bit for bit; empty when it gives None.
+
+    Repeated to length 4 when shorter, divided by its largest magnitude,
+    standardised with numpy's pairwise sums.
+    """
+    n0 = x.size
+    if n0 == 0:
+        return np.empty(0)
+    lo = x.min()
+    hi = x.max()
+    if is_flat(lo, hi):
+        return np.empty(0)
+    n = max(n0, _MIN_LENGTH)
+    scale = max(abs(lo), abs(hi))
+    w = np.empty(n)
+    for i in range(n):
+        w[i] = x[i % n0] / scale
+    mean = _np_sum(w, 0, n) / n
+    d = np.empty(n)
+    for i in range(n):
+        d[i] = (w[i] - mean) * (w[i] - mean)
+    sd = math.sqrt(_np_sum(d, 0, n) / (n - 1))
+    if not math.isfinite(sd) or sd == 0.0:
+        return np.empty(0)
+    for i in range(n):
+        w[i] = (w[i] - mean) / sd
+    return w
+
+
+@numba.njit(cache=True)
+def periodogram(z):
+    """:func:`triage.features.fast.periodogram` by a direct DFT (numba has no FFT), O(n^2)."""
     n = z.size
     zm = _np_sum(z, 0, n) / n
     nk = n // 2 + 1
@@ -370,6 +409,54 @@ def entropy(z):
         if k > 0 and not (n % 2 == 0 and k == nk - 1):
             p *= 2.0
         psd[k] = p
+    return psd
+
+
+@numba.njit(cache=True)
+def normalised_moments(f, after, out):
+    """``catalogue.normalised_moments(Pre, after)`` into ``out`` from Pre's running min, max, mean and M2."""
+    n = int(f[SLOT_N])
+    m = after.size
+    out[:] = 0.0
+    a_lo = after.min()
+    a_hi = after.max()
+    lo = min(f[SLOT_MIN], a_lo) if n else a_lo
+    hi = max(f[SLOT_MAX], a_hi) if n else a_hi
+    if is_flat(lo, hi):
+        return
+    span = hi - lo
+    if n:
+        out[0] = (f[SLOT_MEAN] - lo) / span
+        if n > 1:
+            out[2] = math.sqrt(f[SLOT_M2] / (n - 1)) / span
+    u = np.empty(m)
+    for i in range(m):
+        u[i] = (after[i] - lo) / span
+    mean = _np_sum(u, 0, m) / m
+    out[1] = mean
+    if m > 1:
+        d = np.empty(m)
+        for i in range(m):
+            d[i] = (u[i] - mean) * (u[i] - mean)
+        out[3] = math.sqrt(_np_sum(d, 0, m) / (m - 1))
+
+
+@numba.njit(cache=True)
+def ring_tail(ring, n, k):
+    """Pre's last ``min(n, k, len(ring))`` values, oldest first."""
+    R = ring.size
+    kept = min(n, k, R)
+    out = np.empty(kept)
+    for i in range(kept):
+        out[i] = ring[(n - kept + i) % R]
+    return out
+
+
+@numba.njit(cache=True)
+def entropy(z):
+    """The catalogue's spectral entropy by a direct DFT (numba has no FFT)."""
+    psd = periodogram(z)
+    nk = psd.size
     tot = psd.sum()
     h = 0.0
     if tot > 0.0:
