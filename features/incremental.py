@@ -104,6 +104,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import math
 import zlib
 from collections.abc import Iterable
@@ -128,7 +129,7 @@ from triage.features.pre_state_slots import (
     SLOT_N_UPPER,
     SMALL_PRE,
 )
-from triage.features.row import feature_row, layout_for
+from triage.features.row import RowLayout, feature_row, layout_for
 
 #: The paper's characteristics: its seven per-window ones and the pair ones.
 PAPER_CHARACTERISTICS: tuple[str, ...] = catalogue.CHARACTERISTICS[:7] + catalogue.PAIR_CHARACTERISTICS
@@ -158,6 +159,18 @@ FORMAT_VERSION = 1
 _INDEX = catalogue.INDEX
 _FLAT_SPOTS = _INDEX["flat_spots"]
 _AFTER_VALUES = catalogue.degenerate_values(1)  # After = one point: a constant window
+
+
+_LAYOUTS: dict[tuple[str, ...] | None, RowLayout] = {}
+
+
+def _layout(names: list[str] | None) -> RowLayout:
+    """The row layout of ``names``, resolved once per process (a state is built per series and per load)."""
+    key = None if names is None else tuple(names)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = _LAYOUTS[key] = layout_for(names)
+    return layout
 
 
 def online_pair_features(pre: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -245,9 +258,9 @@ class PreState:
         self.names = None if names is None else ([names] if isinstance(names, str) else list(names))
         self.horizon = int(horizon)
         self.series_id = str(series_id)
-        self._layout = layout_for(self.names)
+        self._layout = _layout(self.names)
         self.characteristics_ = self._layout.characteristics
-        self.columns_ = self._layout.columns
+        self.columns_ = list(self._layout.columns)
         window_names = [c for c in self.characteristics_ if c in _INDEX]
         groups = np.zeros(N_GROUPS, dtype=np.bool_)
         for name in window_names:
@@ -269,6 +282,23 @@ class PreState:
         self._clear()
 
     # ------------------------------------------------------------------ state
+
+    def __deepcopy__(self, memo: dict) -> PreState:
+        """A copy with its own arrays; the configuration (layout, kernels) is shared.
+
+        The online loop copies Pre at every alarm (restored when the alarm is
+        withdrawn); a generic deep copy would also pickle the compiled kernels
+        held in the configuration, which cost more than the rest of the commit.
+        """
+        twin = copy.copy(self)
+        twin._f = self._f.copy()
+        twin._first = self._first.copy()
+        twin._ring = self._ring.copy()
+        twin._hu = self._hu.copy()
+        twin._hl = self._hl.copy()
+        twin._pre_cache = None if self._pre_cache is None else self._pre_cache.copy()
+        memo[id(self)] = twin
+        return twin
 
     def _clear(self) -> None:
         self._f = np.zeros(N_SLOTS)

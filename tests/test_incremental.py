@@ -196,3 +196,49 @@ def test_online_rows_equal_features_extract_at_window_0():
         batch = candidate_features(values, p, [c for c in cps if c < p], window=0)
         np.testing.assert_allclose(state.features_array(x), batch, rtol=RTOL, atol=ATOL, err_msg=f"commit {p}")
         state.reset() if p in cps else state.learn_one(x)
+
+
+def _real_short_windows(shared_data):
+    import pandas as pd
+
+    frame = pd.read_csv(shared_data / "real" / "histories.csv.gz", usecols=["series_id", "value"])
+    for k, (_, x) in enumerate(frame.groupby("series_id", sort=False)["value"]):
+        x = x.to_numpy(float)[: 200 if k % 3 == 0 else 60]
+        for i in range(0, len(x) - 21, 11):
+            yield x[i : i + 1 + i % 21]
+        if len(x) > 20:
+            yield np.round(x[:12], 1)  # ties
+        yield np.full(7, x[0])  # a constant window
+
+
+def test_compiled_short_windows_equal_fast_on_real_histories(shared_data):
+    """After (and a short Pre) from scratch: catalogue.prepare bit for bit, then fast's numbers to rounding."""
+    from triage.features import fast, pre_state_kernels
+    from triage.features.incremental import window_characteristics
+
+    n = 0
+    for x in _real_short_windows(shared_data):
+        z_numpy = catalogue.prepare(x)
+        z = pre_state_kernels.prepare_window(x)
+        if z_numpy is None:
+            assert z.size == 0
+        else:
+            assert np.array_equal(z, z_numpy)
+        np.testing.assert_allclose(window_characteristics(x), fast.window_characteristics(x), rtol=1e-9, atol=1e-12)
+        n += 1
+    assert n > 1500
+
+
+def test_a_copied_state_is_independent_and_continues_identically():
+    import copy
+
+    rng = np.random.default_rng(11)
+    state = PreState(None).learn_many(100 + rng.standard_normal(80))
+    twin = copy.deepcopy(state)
+    after = np.array([101.0, 99.5, 100.2])
+    np.testing.assert_array_equal(twin.features_array(after), state.features_array(after))
+    state.learn_many([150.0, 151.0])
+    assert twin.n == 80 and state.n == 82
+    np.testing.assert_array_equal(
+        twin.learn_many([150.0, 151.0]).features_array(after), state.features_array(after)
+    )

@@ -67,3 +67,67 @@ def test_short_windows_are_missing_and_block_matches_rows():
     block = pair_block(x, bounds)
     assert block.shape == (2, len(PAIR_COLUMNS))
     assert np.allclose(block[0], pair_features(x[:30], x[30:], resolution(x)))
+
+
+# ---------------------------------------------------------------------- the compiled kernel
+
+
+def _real_windows(shared_data, n_series: int = 12):
+    """(Pre, After) pairs cut from real histories: every 7th commit of a few series of each source."""
+    import pandas as pd
+
+    frame = pd.read_csv(shared_data / "real" / "histories.csv.gz", usecols=["series_id", "value"])
+    picked = frame.groupby(frame["series_id"].str.split("/").str[0])["series_id"].unique()
+    ids = [s for per_source in picked for s in per_source[: max(1, n_series // len(picked))]]
+    for sid in ids:
+        x = frame.loc[frame["series_id"] == sid, "value"].to_numpy(float)
+        for i in range(2, len(x) - 1, 7):
+            yield x, x[max(0, i - 40) : i], x[i : i + 1 + i % 6]
+
+
+def test_kernel_equals_the_numpy_reference_on_real_histories(shared_data):
+    from triage.features.level_shift import pair_features_reference
+
+    n = 0
+    for x, pre, after in _real_windows(shared_data):
+        res = resolution(x)
+        u = np.unique(x)
+        assert res == (float(np.min(np.diff(u))) if u.size > 1 else 0.0)
+        for p, a in ((pre, after), (np.round(pre, 2), np.round(after, 2))):  # rounding makes ties
+            got, want = pair_features(p, a, res), pair_features_reference(p, a, res)
+            assert np.array_equal(got, want, equal_nan=True), (p, a)
+            n += 1
+    assert n > 1000
+
+
+def test_kernel_equals_the_reference_on_ties_constants_and_missing_values():
+    from triage.features.level_shift import pair_features_reference
+
+    rng = np.random.default_rng(5)
+    cases = [
+        (np.full(30, 4096.0), np.full(5, 4096.0)),  # constant, no shift: MAD and floor 0
+        (np.full(30, 4096.0), np.full(5, 8192.0)),  # constant windows, a step
+        (np.r_[np.zeros(10), -np.zeros(10)], np.array([0.0, -0.0])),  # signed zeros tie; median 0
+        (np.round(rng.normal(5, 1, 30)), np.round(rng.normal(6, 1, 5))),  # many ties
+        (rng.normal(0, 1, 31), rng.normal(0, 1, 1)),  # one After value: no Welch, no noise ratio
+        (np.array([1.0]), np.array([2.0, 3.0])),  # Pre too short: all NaN
+        (rng.normal(0, 1, 20), np.array([])),  # no After: all NaN
+        (np.r_[rng.normal(0, 1, 20), np.nan], rng.normal(1, 1, 4)),  # NaN: the reference's answer
+        (rng.normal(0, 1, 20), np.array([1.0, np.inf, 2.0])),
+        (rng.normal(0, 1, 300), rng.normal(1, 1, 200)),  # longer than the kernel takes (cap 0)
+    ]
+    for pre, after in cases:
+        for res in (0.0, 0.5, None):
+            for cap in (PAIR_CAP, 0):
+                if res is None:
+                    p, a = (pre[-cap:], after[:cap]) if cap else (pre, after)
+                    floor = resolution(np.concatenate([p, a])) if np.isfinite(np.r_[p, a]).all() else None
+                    if floor is None:
+                        u = np.unique(np.concatenate([p, a]))
+                        floor = float(np.min(np.diff(u))) if u.size > 1 else 0.0
+                    want = pair_features_reference(pre, after, floor, cap)
+                else:
+                    want = pair_features_reference(pre, after, res, cap)
+                got = pair_features(pre, after, res, cap)
+                assert np.array_equal(got, want, equal_nan=True), (pre, after, res, cap, got, want)
+    assert np.isnan(pair_features(np.r_[rng.normal(0, 1, 20), np.nan], rng.normal(1, 1, 4))[0])
