@@ -23,20 +23,65 @@ histories lie within 10 commits of an injected change):
 ``ctx_neighbours``
     How many other candidates of the run lie within ``RADIUS`` commits.
 
-All three depend on the run's candidates in the same series only, so a fresh
-candidate file gets them without any confirmed change point.
+How the candidate's shift stands in its own series (real histories wander,
+carry outliers and bimodal noise, so a shift that is large in units of the
+ten commits before it may still be ordinary for that series):
+
+``ctx_shift_pct``
+    The share of the series' commits whose fixed-window shift (the
+    ``ctx_local_shift`` measure at every commit with :data:`RADIUS` commits on
+    each side, :func:`shift_profile`) is at most the candidate's.
+``ctx_shift_vs_typical``
+    ``ctx_local_shift`` over the median of that profile.
+``ctx_shift_diffnoise``
+    ``|median(After) - median(Pre)|`` on the fixed windows over the series'
+    commit-to-commit noise, ``1.4826 MAD(diff(x)) / sqrt(2)``: a noise level
+    that a wandering level does not inflate.
+``ctx_shift_vs_global``
+    The same difference over the whole series' ``1.4826 MAD``.
+``ctx_far_shift``
+    ``ctx_local_shift`` on windows of :data:`FAR` commits.
+``ctx_persist_after``
+    ``(median(x[p + r : p + 2r]) - median(Pre)) / (median(After) - median(Pre))``:
+    about 1 when the new level holds for the next ``r`` commits, about 0 for
+    an excursion that returns (NaN with fewer than 3 such commits).
+``ctx_pre_drift``
+    The same ratio for ``x[p - 2r : p - r]``: about 0 when the old level was
+    flat, negative on a trend through ``p``.
+
+These read commits after the candidate (up to ``FAR``), as the candidate's
+After window does; none needs a confirmed change point. They were chosen on
+the real-data benchmark's development projects only (leave one of
+django-asv, emg3d-bench and rhai out; BENCHMARKS.md, "Real data").
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from triage.features.level_shift import resolution, robust_scale
 
 #: Half-width (commits) of the fixed windows and of the neighbourhood.
 RADIUS = 10
+#: Window length (commits) of ``ctx_far_shift``.
+FAR = 30
 PREFIX = "ctx_"
-CONTEXT_COLUMNS: tuple[str, ...] = ("ctx_local_shift", "ctx_dominance", "ctx_neighbours")
+CONTEXT_COLUMNS: tuple[str, ...] = (
+    "ctx_local_shift",
+    "ctx_dominance",
+    "ctx_neighbours",
+    "ctx_shift_pct",
+    "ctx_shift_vs_typical",
+    "ctx_shift_diffnoise",
+    "ctx_shift_vs_global",
+    "ctx_far_shift",
+    "ctx_persist_after",
+    "ctx_pre_drift",
+)
+_MAD_SCALE = 1.4826
+#: Fewest commits a later / earlier window needs for the persistence ratios.
+_MIN_RATIO_POINTS = 3
 
 
 def local_shift(values: np.ndarray, p: int, radius: int = RADIUS, res: float = 0.0) -> float:
@@ -48,6 +93,60 @@ def local_shift(values: np.ndarray, p: int, radius: int = RADIUS, res: float = 0
         return float("nan")
     mp = float(np.median(pre))
     return abs(float(np.median(after)) - mp) / robust_scale(pre, mp, res)
+
+
+def shift_profile(values: np.ndarray, radius: int = RADIUS, res: float = 0.0) -> np.ndarray:
+    """:func:`local_shift` at every commit ``p`` with ``radius`` commits on each side.
+
+    Returns
+    -------
+    ndarray of float64, shape (max(0, n_commits - 2 * radius + 1),)
+        Entry ``i`` is the shift at commit ``p = radius + i``.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    if x.size < 2 * radius + 1:
+        return np.zeros(0)
+    windows = sliding_window_view(x, radius)  # windows[i] = x[i : i + radius]
+    med = np.median(windows, axis=1)
+    mad = _MAD_SCALE * np.median(np.abs(windows - med[:, None]), axis=1)
+    p = np.arange(radius, x.size - radius + 1)
+    before, after = med[p - radius], med[p]
+    scale = np.maximum(np.maximum(mad[p - radius], res), np.maximum(1e-9 * np.abs(before), 1e-300))
+    return np.abs(after - before) / scale
+
+
+def _step_ratio(x: np.ndarray, lo: int, hi: int, m_pre: float, step: float) -> float:
+    """``(median(x[lo:hi]) - m_pre) / step``; NaN for a short window or no step."""
+    part = x[max(0, lo) : max(0, hi)]
+    if part.size < _MIN_RATIO_POINTS or step == 0:
+        return float("nan")
+    return (float(np.median(part)) - m_pre) / step
+
+
+def _series_columns(x: np.ndarray, idx: np.ndarray, radius: int, res: float, shift: np.ndarray) -> np.ndarray:
+    """The seven series-relative columns (``ctx_shift_pct`` on) of candidates ``idx``."""
+    out = np.full((idx.size, 7), np.nan)
+    profile = np.sort(shift_profile(x, radius, res))
+    typical = float(np.median(profile)) if profile.size else float("nan")
+    floor = max(res, 1e-300)
+    d = np.diff(x)
+    diff_noise = max(_MAD_SCALE * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2), floor) if d.size else floor
+    global_noise = max(_MAD_SCALE * float(np.median(np.abs(x - np.median(x)))), floor)
+    for r, p in enumerate(idx):
+        pre, after = x[max(0, p - radius) : p], x[p : p + radius]
+        if pre.size < 2 or after.size < 1:
+            continue
+        m_pre = float(np.median(pre))
+        step = float(np.median(after)) - m_pre
+        if profile.size:
+            out[r, 0] = np.searchsorted(profile, shift[r], side="right") / profile.size
+            out[r, 1] = shift[r] / typical if typical > 0 else np.nan
+        out[r, 2] = abs(step) / diff_noise
+        out[r, 3] = abs(step) / global_noise
+        out[r, 4] = local_shift(x, int(p), FAR, res)
+        out[r, 5] = _step_ratio(x, p + radius, p + 2 * radius, m_pre, step)
+        out[r, 6] = _step_ratio(x, p - 2 * radius, p - radius, m_pre, step)
+    return out
 
 
 def context_block(values: np.ndarray, indices: np.ndarray, radius: int = RADIUS) -> np.ndarray:
@@ -69,8 +168,9 @@ def context_block(values: np.ndarray, indices: np.ndarray, radius: int = RADIUS)
     out = np.empty((idx.size, len(CONTEXT_COLUMNS)))
     if idx.size == 0:
         return out
-    res = resolution(values)
-    shift = np.array([local_shift(values, int(p), radius, res) for p in idx])
+    x = np.asarray(values, dtype=np.float64)
+    res = resolution(x)
+    shift = np.array([local_shift(x, int(p), radius, res) for p in idx])
     known = np.nan_to_num(shift, nan=0.0)
     for r, p in enumerate(idx):
         close = np.abs(idx - p) <= radius
@@ -78,4 +178,5 @@ def context_block(values: np.ndarray, indices: np.ndarray, radius: int = RADIUS)
         out[r, 0] = shift[r]
         out[r, 1] = known[r] / strongest if strongest > 0 else 1.0
         out[r, 2] = float(close.sum() - 1)
+    out[:, 3:] = _series_columns(x, idx, radius, res, shift)
     return out

@@ -55,3 +55,45 @@ def test_extract_features_appends_the_block_over_the_runs_candidates():
     assert np.allclose(m[list(CONTEXT_COLUMNS)].to_numpy(), context_block(x, idx), equal_nan=True)
     assert m.loc[m["index"] == 60, "ctx_neighbours"].item() == 2  # 58 and 61 are within RADIUS
     assert RADIUS >= 3
+
+
+def test_series_columns_read_the_candidate_against_its_own_series():
+    x = _step(n=200, at=100, size=6.0, seed=3)
+    block = context_block(x, np.array([100, 150]))
+    change, quiet = block[0], block[1]
+    # the change's fixed-window shift is among the largest of the series; a quiet commit's is ordinary
+    assert change[COL["ctx_shift_pct"]] > 0.95 > quiet[COL["ctx_shift_pct"]]
+    assert change[COL["ctx_shift_vs_typical"]] > 3 * quiet[COL["ctx_shift_vs_typical"]]
+    # noise 1 commit to commit: the step of 6 reads about 6 on the diff scale
+    assert 3 < change[COL["ctx_shift_diffnoise"]] < 9
+    assert change[COL["ctx_far_shift"]] > 3
+    # the new level holds after the change, and the old one was flat before it
+    assert change[COL["ctx_persist_after"]] == pytest.approx(1.0, abs=0.3)
+    assert change[COL["ctx_pre_drift"]] == pytest.approx(0.0, abs=0.3)
+
+
+def test_an_excursion_that_returns_does_not_persist():
+    x = _step(n=200, at=100, size=0.0, seed=4)
+    x[100:110] += 6.0  # ten commits up, then back
+    block = context_block(x, np.array([100]))
+    assert block[0, COL["ctx_persist_after"]] == pytest.approx(0.0, abs=0.3)
+    assert block[0, COL["ctx_local_shift"]] > 3
+
+
+def test_shift_profile_matches_local_shift_everywhere():
+    from triage.features.candidate_context import shift_profile
+    from triage.features.level_shift import resolution
+
+    x = _step(n=80, seed=5)
+    prof = shift_profile(x, RADIUS, resolution(x))
+    assert prof.shape == (80 - 2 * RADIUS + 1,)
+    want = [local_shift(x, p, RADIUS, resolution(x)) for p in range(RADIUS, 80 - RADIUS + 1)]
+    assert np.allclose(prof, want)
+    assert shift_profile(x[: 2 * RADIUS], RADIUS).shape == (0,)
+
+
+def test_short_series_leave_the_series_columns_missing():
+    x = _step(n=12, at=6, seed=6)
+    block = context_block(x, np.array([6]))
+    assert np.isnan(block[0, COL["ctx_shift_pct"]]) and np.isnan(block[0, COL["ctx_persist_after"]])
+    assert np.isfinite(block[0, COL["ctx_shift_diffnoise"]])

@@ -449,7 +449,8 @@ def test_scoring_model_with_context_suppresses_duplicates(dataset, tmp_path):
     for _, r in strict[dropped].iterrows():
         near = strict[now_true & (strict["series_id"] == r["series_id"])]
         close = near[(near["index"].astype(int) - int(r["index"])).abs() <= 10]
-        assert len(close) and (close["p_true"] >= r["p_true"]).all()
+        # a weaker kept call may also lie within 10 when it is more than 10 from the stronger one
+        assert (close["p_true"] >= r["p_true"]).any()
 
 
 def test_bundled_scoring_model_is_the_default_of_score(dataset, data_file, tmp_path):
