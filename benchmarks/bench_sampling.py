@@ -53,7 +53,14 @@ import pandas as pd
 from scipy import stats
 
 from triage.detectors.registry import make
-from triage.sampling import KERNELS, HistoryGP, find_culprit, levels_around
+from triage.sampling import (
+    KERNELS,
+    HistoryGP,
+    best_position,
+    culprit_posterior,
+    find_culprit,
+    levels_around,
+)
 from triage.sampling.gp import ACQUISITIONS, DESIGNS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -169,6 +176,8 @@ class Case:
     b: int
     c: int
     size: float  # sd mode: in noise sd; real mode: the relative size |factor - 1|
+    shift: float  # the injected shift in the series' units (real mode: at the old level, the median of 5 before the gap)
+    source: str  # the source project (the series id's prefix)
     flagged: bool | None = None  # real mode: perfherder alerts at the gap (see culprit_real_study)
 
 
@@ -181,13 +190,17 @@ def _gap(rng: np.random.Generator, n: int) -> tuple[int, int, int]:
 def sd_cases(series, k: float, trials: int, rng: np.random.Generator) -> list[Case]:
     """Additive steps of ``k`` noise sd (first differences / sqrt 2, heavy tails included)."""
     out = []
-    for _, y in series:
+    for sid, y in series:
         noise_sd = float(np.std(np.diff(y))) / np.sqrt(2.0)
         for _ in range(trials):
             a, b, c = _gap(rng, len(y))
             step = float(rng.choice([-1.0, 1.0])) * k * noise_sd
-            out.append(Case(y + np.where(np.arange(len(y)) >= c, step, 0.0), a, b, c, k))
+            out.append(Case(y + np.where(np.arange(len(y)) >= c, step, 0.0), a, b, c, k, abs(step), _source(sid)))
     return out
+
+
+def _source(sid: str) -> str:
+    return sid.split("/", 1)[0]
 
 
 def real_cases(series, trials: int, seed: int, margin: int = 5) -> list[Case]:
@@ -214,34 +227,80 @@ def real_cases(series, trials: int, seed: int, margin: int = 5) -> list[Case]:
             z = y * np.where(np.arange(n) >= c, factor, 1.0)
             seen = np.delete(z, np.arange(a + 1, b))  # b sits at a + 1 here
             idx = np.asarray(det.fit(seen).indices_)
-            out.append(Case(z, a, b, c, size, bool(np.any(np.abs(idx - (a + 1)) <= margin))))
+            shift = abs(factor - 1.0) * abs(float(np.median(y[a - 4 : a + 1])))
+            out.append(Case(z, a, b, c, size, shift, _source(sid), bool(np.any(np.abs(idx - (a + 1)) <= margin))))
     return out
 
 
-#: The searches compared: bisection; the Bayesian search answering within 1 commit (the goal's
-#: criterion, ``tolerance=1``) and answering one exact commit (``tolerance=0``, the CLI's default).
+#: The searches compared: bisection; the Bayesian search (probabilistic bisection) answering
+#: within 1 commit (the goal's criterion, ``tolerance=1``) and answering one exact commit
+#: (``tolerance=0``, the CLI's default, the MAP position); ``scan``, a reference outside the
+#: budget: every commit of the gap measured, the answer of the same posterior (what the
+#: readings allow at all under the one-step model). Keys other than ``find_culprit``'s:
+#: ``levels`` (measured neighbours on each side for the levels and noise) and ``scale``
+#: (the noise scale multiplied by it).
 SEARCHES: dict[str, dict] = {
     "bisect": {"strategy": "bisect"},
     "bayes": {"strategy": "bayes", "tolerance": 1},
     "bayes-t0": {"strategy": "bayes", "tolerance": 0},
+    "scan": {"scan": True},
 }
 
+#: The variants of the Bayesian search compared on the development sources (``--culprit variants``).
+VARIANTS: dict[str, dict] = {
+    "bisect": {"strategy": "bisect"},
+    "bayes (Cauchy, 5 levels)": {"strategy": "bayes", "tolerance": 1},
+    "bayes t, dof 0.5": {"strategy": "bayes", "tolerance": 1, "dof": 0.5},
+    "bayes t, dof 2": {"strategy": "bayes", "tolerance": 1, "dof": 2.0},
+    "bayes t, dof 4": {"strategy": "bayes", "tolerance": 1, "dof": 4.0},
+    "bayes Gaussian (dof 1e6)": {"strategy": "bayes", "tolerance": 1, "dof": 1e6},
+    "bayes, 3 levels": {"strategy": "bayes", "tolerance": 1, "levels": 3},
+    "bayes, 10 levels": {"strategy": "bayes", "tolerance": 1, "levels": 10},
+    "bayes, noise x 0.7": {"strategy": "bayes", "tolerance": 1, "scale": 0.7},
+    "bayes, noise x 1.5": {"strategy": "bayes", "tolerance": 1, "scale": 1.5},
+    "bayes, whole budget": {"strategy": "bayes", "tolerance": 1, "confidence": 1.0},
+    "bayes-t0 (MAP)": {"strategy": "bayes", "tolerance": 0},
+    "scan (whole gap)": {"scan": True},
+}
 
-def run_search(case: Case, search: str, levels: int = 5) -> tuple[bool, int, int]:
-    """(success, measurements made, budget) of one search on one case."""
+#: Bins of shift / local noise (the injected shift over the noise scale of ``levels_around``).
+SNR_BINS = (0.0, 1.0, 2.0, 3.0, 5.0, 8.0, np.inf)
+
+
+def case_levels(case: Case, levels: int = 5) -> tuple[float, float, float]:
+    """(old, new, noise scale) from the ``levels`` measured commits on each side of the gap."""
     z, a, b = case.z, case.a, case.b
-    old, new, sigma = levels_around(z[a - levels + 1 : a + 1], z[b : b + levels])
+    return levels_around(z[max(0, a - levels + 1) : a + 1], z[b : b + levels])
+
+
+def shift_to_noise(case: Case) -> float:
+    """The injected shift over the local noise scale the search works with (5 neighbours a side)."""
+    sigma = case_levels(case)[2]
+    return case.shift / sigma if sigma > 0 else np.inf
+
+
+def run_search(case: Case, search: str | dict) -> tuple[bool, int, int]:
+    """(success, measurements made, budget) of one search on one case."""
+    spec = dict(SEARCHES[search] if isinstance(search, str) else search)
+    z, a, b = case.z, case.a, case.b
+    old, new, sigma = case_levels(case, spec.pop("levels", 5))
+    sigma *= spec.pop("scale", 1.0)
     gap = b - a
     lim = int(np.floor(np.log2(gap))) + 1
     if old == new:
         return False, 0, lim
-    s = find_culprit(a, b, lambda i: z[i], old, new, sigma, max_measurements=lim, **SEARCHES[search])
+    if spec.pop("scan", False):
+        # Outside the budget: every unmeasured commit of the gap read once.
+        seen = [(i, z[i]) for i in range(a + 1, b)]
+        cands, p = culprit_posterior(a, b, seen, old, new, sigma)
+        return abs(int(cands[best_position(p, 1)[0]]) - case.c) <= 1, len(seen), lim
+    s = find_culprit(a, b, lambda i: z[i], old, new, sigma, max_measurements=lim, **spec)
     assert s.culprit is not None
     ok = abs(s.culprit - case.c) <= 1 and len(s.measured) <= np.log2(gap) + 1
     return bool(ok), len(s.measured), lim
 
 
-def _tally(cases: list[Case], search: str) -> tuple[float, float, float, int]:
+def _tally(cases: list[Case], search: str | dict) -> tuple[float, float, float, int]:
     runs = [run_search(c, search) for c in cases]
     if not runs:
         return float("nan"), float("nan"), float("nan"), 0
@@ -249,19 +308,44 @@ def _tally(cases: list[Case], search: str) -> tuple[float, float, float, int]:
     return float(ok.mean()), float(meas.mean()), float(lim.mean()), len(runs)
 
 
-def culprit_study(series, steps, trials, rng) -> None:
+def _groups(cases: list[Case], dev_sources: str) -> list[tuple[str, list[Case]]]:
+    """The cases, and (with development sources named) those of the other sources alone."""
+    dev = [s for s in dev_sources.split(",") if s]
+    out = [("all", cases)]
+    if dev:
+        out += [("held out", [c for c in cases if c.source not in dev]), ("development", [c for c in cases if c.source in dev])]
+    return out
+
+
+def snr_table(title: str, cases: list[Case], dev_sources: str, searches=("bisect", "bayes", "scan")) -> None:
+    """Success by shift / local noise: where the 95 % goal can hold at all."""
+    print(f"\n{title}: found within 1 commit, by injected shift / local noise scale (5 neighbours a side)")
+    ratio = np.array([shift_to_noise(c) for c in cases])
+    print(f"{'cases':>12} {'shift/noise':>12} {'n':>6} " + " ".join(f"{s:>8}" for s in searches))
+    for name, group in _groups(cases, dev_sources):
+        r = np.array([shift_to_noise(c) for c in group]) if group is not cases else ratio
+        for lo, hi in zip(SNR_BINS[:-1], SNR_BINS[1:], strict=True):
+            sel = [c for c, x in zip(group, r, strict=True) if lo <= x < hi]
+            cells = " ".join(f"{_tally(sel, s)[0]:8.1%}" for s in searches)
+            print(f"{name:>12} {f'{lo:g}-{hi:g}':>12} {len(sel):6d} {cells}")
+
+
+def culprit_study(series, steps, trials, rng, dev_sources: str = "") -> None:
     print(f"\n2a. Culprit search: {trials} injected steps per series (k noise sd), gaps of 4-64 commits")
-    print(f"{'step (sd)':>9} {'strategy':>9} {'found':>8} {'mean meas.':>11} {'mean budget':>12} {'cases':>6}")
+    print(f"{'cases':>12} {'step (sd)':>9} {'strategy':>9} {'found':>8} {'mean meas.':>11} {'mean budget':>12} {'cases':>6}")
+    pooled: list[Case] = []
     for k in steps:
         cases = sd_cases(series, k, trials, np.random.default_rng(rng.integers(1 << 31)))
-        for search in SEARCHES:
-            ok, meas, lim, n = _tally(cases, search)
-            print(f"{k:9.1f} {search:>9} {ok:8.1%} {meas:11.2f} {lim:12.2f} {n:6d}")
+        pooled += cases
+        for name, group in _groups(cases, dev_sources):
+            for search in SEARCHES:
+                ok, meas, lim, n = _tally(group, search)
+                print(f"{name:>12} {k:9.1f} {search:>9} {ok:8.1%} {meas:11.2f} {lim:12.2f} {n:6d}")
+    snr_table("2a, all steps pooled", pooled, dev_sources)
 
 
 def culprit_real_study(series, trials, seed, dev_sources: str = "") -> None:
     cases = real_cases(series, trials, seed)
-    src = [sid.split("/", 1)[0] for sid, _ in series for _ in range(trials)]
     flagged = [c for c in cases if c.flagged]
     print(f"\n2b. Culprit search, shifts as real_data.py injects them (2-30 %, log-uniform, both signs): "
           f"{trials} per series, {len(cases)} cases, {len(flagged)} flagged by perfherder within 5 commits")
@@ -269,13 +353,31 @@ def culprit_real_study(series, trials, seed, dev_sources: str = "") -> None:
     groups = [("all", cases), ("flagged by perfherder", flagged)]
     for lo, hi in ((0.02, 0.05), (0.05, 0.10), (0.10, 0.30)):
         groups.append((f"all, size {lo:.0%}-{hi:.0%}", [c for c in cases if lo <= c.size < hi or (hi == 0.30 and c.size == hi)]))
-    if dev_sources:
-        held = [c for c, s in zip(cases, src, strict=True) if s not in dev_sources.split(",")]
+    dev = [s for s in dev_sources.split(",") if s]
+    if dev:
+        held = [c for c in cases if c.source not in dev]
         groups += [("held out: all", held), ("held out: flagged", [c for c in held if c.flagged])]
     for name, group in groups:
         for search in SEARCHES:
             ok, meas, lim, n = _tally(group, search)
             print(f"{name:>26} {search:>9} {ok:8.1%} {meas:11.2f} {lim:12.2f} {n:6d}")
+    snr_table("2b, all real-sized cases", cases, dev_sources)
+    snr_table("2b, flagged by perfherder", flagged, dev_sources)
+
+
+def culprit_variants(series, steps, trials, seed, rng) -> None:
+    """The Bayesian search's variants side by side (run it on the development sources to choose)."""
+    real = real_cases(series, trials, seed)
+    flagged = [c for c in real if c.flagged]
+    sds = {k: sd_cases(series, k, trials, np.random.default_rng(rng.integers(1 << 31))) for k in steps}
+    print(f"\n2c. Variants of the culprit search: {len(real)} real-sized cases ({len(flagged)} flagged), "
+          f"{trials} steps per series at each of {', '.join(f'{k:g}' for k in steps)} sd")
+    print(f"{'search':>26} {'real: all':>10} {'flagged':>8} " + " ".join(f"{f'{k:g} sd':>7}" for k in steps)
+          + f" {'mean meas. (real)':>18}")
+    for name, spec in VARIANTS.items():
+        ok, meas, _, _ = _tally(real, spec)
+        cells = " ".join(f"{_tally(sds[k], spec)[0]:7.1%}" for k in steps)
+        print(f"{name:>26} {ok:10.1%} {_tally(flagged, spec)[0]:8.1%} {cells} {meas:18.2f}")
 
 
 def main() -> None:
@@ -294,7 +396,8 @@ def main() -> None:
     ap.add_argument("--sources", default=None, help="comma-separated source projects to keep (default: all five)")
     ap.add_argument("--exclude-sources", default=None, help="comma-separated source projects to leave out")
     ap.add_argument("--steps", default="3,5,8", help="injected step sizes in noise sd (2a)")
-    ap.add_argument("--culprit", default="sd,real", help="which culprit runs: sd (2a), real (2b) or both")
+    ap.add_argument("--culprit", default="sd,real",
+                    help="which culprit runs: sd (2a), real (2b), variants (2c: the Bayesian search's variants), comma-separated")
     ap.add_argument("--trials", type=int, default=10, help="injected steps per series")
     ap.add_argument("--skip-history", action="store_true")
     ap.add_argument("--skip-culprit", action="store_true")
@@ -323,10 +426,13 @@ def main() -> None:
             ks = [series[i] for i in sorted(krng.choice(len(series), size=min(args.kernel_sample, len(series)), replace=False))]
         kernel_study(ks, 0.03)
     if not args.skip_culprit:
+        steps = [float(s) for s in args.steps.split(",")]
         if "sd" in args.culprit.split(","):
-            culprit_study(series, [float(s) for s in args.steps.split(",")], args.trials, rng)
+            culprit_study(series, steps, args.trials, rng, args.dev_sources)
         if "real" in args.culprit.split(","):
             culprit_real_study(series, args.trials, args.seed, args.dev_sources)
+        if "variants" in args.culprit.split(","):
+            culprit_variants(series, steps, args.trials, args.seed, rng)
     print(f"\n{time.perf_counter() - t0:.0f} s")
 
 

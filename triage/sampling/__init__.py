@@ -8,8 +8,25 @@ localises a change between two measured commits with few measurements.
 
 from __future__ import annotations
 
-from triage.sampling.culprit import STRATEGIES, Search, find_culprit, levels_around
+from triage.sampling.culprit import (
+    STRATEGIES,
+    Search,
+    best_position,
+    culprit_posterior,
+    find_culprit,
+    levels_around,
+)
 from triage.sampling.gp import KERNELS, HistoryGP
 from triage.sampling.kernels import Brownian
 
-__all__ = ["KERNELS", "STRATEGIES", "Brownian", "HistoryGP", "Search", "find_culprit", "levels_around"]
+__all__ = [
+    "KERNELS",
+    "STRATEGIES",
+    "Brownian",
+    "HistoryGP",
+    "Search",
+    "best_position",
+    "culprit_posterior",
+    "find_culprit",
+    "levels_around",
+]

@@ -26,7 +26,14 @@ which commit to measure next:
     wrong answer) and stops when there are none. The answer is the centre of
     the ``2 * tolerance + 1`` commits holding the most mass (``confidence`` of
     :class:`Search`: that mass), the Bayes answer when "within ``tolerance``
-    commits" is what counts.
+    commits" is what counts (with ``tolerance=0``, the MAP position). This is
+    the probabilistic bisection algorithm of Horstein (1963), analysed by
+    Waeber, Frazier and Henderson ("Bisection search with noisy responses",
+    2013), with the readings' full likelihood instead of a binary old/new
+    answer.
+
+:func:`culprit_posterior` is that posterior for any set of measured commits
+(the benchmark's reference that measures the whole gap uses it).
 
 Both take an *oracle*: a function from a position to a measured value (a
 file of measurements, a prompt, a benchmark run). :func:`levels_around` gives
@@ -118,6 +125,48 @@ def _bisect(a: int, b: int, oracle, old: float, new: float, limit: int) -> Searc
     return s
 
 
+def _reading_loglik(v: float, cands: np.ndarray, m: int, old: float, new: float, sigma: float, dof: float) -> np.ndarray:
+    """Log-likelihood of reading ``v`` at position ``m`` under each culprit in ``cands``.
+
+    Under culprit c, position m is at the new level iff m >= c. Student-t, not
+    Gaussian: real benchmark noise has heavy tails and bimodal stretches, and
+    one wild reading must not settle the search. The Cauchy (dof 1) by
+    default: on the development series (django-asv, emg3d-bench, shifts
+    injected as the real-data benchmark does) it found more culprits than dof
+    4 or a Gaussian, and as many as dof 0.5 or 2 (BENCHMARKS.md).
+    """
+    e = (dof + 1.0) / 2.0
+    ll_new = -e * np.log1p(((v - new) / sigma) ** 2 / dof)
+    ll_old = -e * np.log1p(((v - old) / sigma) ** 2 / dof)
+    return np.where(m >= cands, ll_new, ll_old)
+
+
+def culprit_posterior(
+    a: int, b: int, measured, old: float, new: float, sigma: float, *, dof: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions ``a+1 .. b``, posterior of each being the culprit) given ``measured`` (position, value) pairs.
+
+    A flat prior over the gap; the one-step Student-t model of the ``bayes``
+    search (see the module docstring).
+    """
+    if b - a < 1:
+        raise ValueError(f"'after' must come after 'before' (positions {a} and {b})")
+    cands = np.arange(a + 1, b + 1)
+    logp = np.zeros(len(cands))
+    sigma = max(sigma, 1e-12 * abs(new - old))
+    for m, v in measured:
+        logp += _reading_loglik(float(v), cands, int(m), old, new, sigma, dof)
+    p = np.exp(logp - logp.max())
+    return cands, p / p.sum()
+
+
+def best_position(p: np.ndarray, tolerance: int) -> tuple[int, float]:
+    """(index, mass): the position whose +-``tolerance`` neighbourhood holds the most posterior mass."""
+    mass = np.convolve(p, np.ones(2 * tolerance + 1), mode="same") if tolerance else p
+    k = int(np.argmax(mass))
+    return k, float(mass[k])
+
+
 def _bayes(
     a: int, b: int, oracle, old: float, new: float, sigma: float, conf: float, limit: int, tol: int, dof: float
 ) -> Search:
@@ -131,10 +180,7 @@ def _bayes(
         return p / p.sum()
 
     def best(p: np.ndarray) -> tuple[int, float]:
-        # The position whose +-tol neighbourhood holds the most mass.
-        mass = np.convolve(p, np.ones(2 * tol + 1), mode="same") if tol else p
-        k = int(np.argmax(mass))
-        return k, float(mass[k])
+        return best_position(p, tol)
 
     while len(s.measured) < limit:
         p = posterior()
@@ -162,16 +208,7 @@ def _bayes(
         v = float(oracle(m))
         seen.add(m)
         s.measured.append((m, v))
-        # Under culprit c, position m is at the new level iff m >= c.
-        # Student-t, not Gaussian: real benchmark noise has heavy tails and
-        # bimodal stretches, and one wild reading must not settle the search.
-        # The Cauchy (dof 1) by default: on the development series (django-asv,
-        # emg3d-bench, shifts injected as the real-data benchmark does) it found
-        # more culprits than dof 4 (BENCHMARKS.md).
-        e = (dof + 1.0) / 2.0
-        ll_new = -e * np.log1p(((v - new) / sigma) ** 2 / dof)
-        ll_old = -e * np.log1p(((v - old) / sigma) ** 2 / dof)
-        logp += np.where(m >= cands, ll_new, ll_old)
+        logp += _reading_loglik(v, cands, m, old, new, sigma, dof)
     k, mass = best(posterior())
     s.culprit, s.confidence = int(cands[k]), mass
     return s
