@@ -57,3 +57,26 @@ def test_one_wild_reading_does_not_settle_the_posterior():
 def test_posterior_refuses_an_empty_gap():
     with pytest.raises(ValueError, match="after"):
         culprit_posterior(4, 4, [], 0.0, 1.0, 1.0)
+
+
+@pytest.mark.parametrize(("factor", "small"), [(1.02, True), (1.6, False)])
+def test_cli_culprit_says_how_many_noise_scales_the_step_is(shared_data, tmp_path, factor, small):
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+
+    # The real MongoDB history with a shift at commit 223, commits 201..239 unmeasured.
+    y = _mongodb(shared_data)
+    z = y * np.where(np.arange(len(y)) >= 223, factor, 1.0)
+    commits = [f"c{i:03d}" for i in range(len(z))]
+    hidden = (np.arange(len(z)) > 200) & (np.arange(len(z)) < 240)
+    pd.DataFrame({"commit": commits, "value": np.where(hidden, np.nan, z)}).to_csv(tmp_path / "partial.csv", index=False)
+    pd.DataFrame({"commit": commits, "value": z}).to_csv(tmp_path / "oracle.csv", index=False)
+    res = CliRunner().invoke(app, ["culprit", "--data", str(tmp_path / "partial.csv"), "--before", "c200",
+                                   "--after", "c240", "--oracle", str(tmp_path / "oracle.csv"), "--tolerance", "1"])
+    assert res.exit_code == 0, res.output
+    old, new, sigma = levels_around(z[196:201], z[240:245])
+    assert f"step {abs(new - old) / sigma:.1f} noise scales" in res.output
+    assert ("treat the culprit as a lead" in res.output) == small
+    if not small:
+        assert any(f"culprit: c{c:03d}" in res.output for c in (222, 223, 224))

@@ -154,6 +154,12 @@ def culprit(
         f"{f', within {tolerance} commits' if tolerance and strategy == 'bayes' else ''}), "
         f"confidence {search.confidence:.2f}, {len(search.measured)} measurements for {b - a - 1} unmeasured commits"
     )
+    # The step in noise scales is what decides whether any search can succeed (BENCHMARKS.md,
+    # "Culprit search": success by shift / noise); say so when it is small.
+    ratio = abs(new - old) / sigma if sigma > 0 else float("inf")
+    console.print(f"step {ratio:.1f} noise scales (the {len(left) + len(right)} neighbours' spread)"
+                  + ("; below 3 a reading in the gap is often nearer the wrong level: treat the culprit as a "
+                     "lead and re-measure around it" if ratio < 3 else ""))
     if out is not None:
         write_csv_atomic(pd.DataFrame(rows, columns=["step", "commit", "position", "value", "nearer"]), out)
 
