@@ -34,6 +34,7 @@ decided and stored, the bad one changes nothing.
 from __future__ import annotations
 
 import csv
+import gc
 import io
 import json
 import sys
@@ -105,8 +106,11 @@ def _json_records(stream: io.TextIOBase, source: str, first: int = 1) -> Iterato
         yield number, record
 
 
-#: Most commits of a piped stream decided in one transaction.
-BATCH_LINES = 4096
+#: Most commits of a piped stream decided in one transaction. Each series'
+#: state is serialised once per transaction, so with a backlog over 1,000
+#: series a batch of 16,384 lines serialises a state once per 16 commits
+#: (4,096: once per 4; BENCHMARKS.md, "Online loop speed").
+BATCH_LINES = 16384
 
 
 def _waiting_lines(stream: io.TextIOBase, limit: int = BATCH_LINES) -> Iterator[list[tuple[int, str]]]:
@@ -272,6 +276,7 @@ def watch(
     if follow and csv_file is None:
         _fail(InputError(None, None, "--follow needs --csv FILE"))
     store = None
+    thresholds = gc.get_threshold()
     try:
         if state is not None:
             if reset_state and (kept := set_aside_if_damaged(state)) is not None:
@@ -287,6 +292,13 @@ def watch(
             confirm_after=confirm_after,
             max_cached_series=cache_series if store is not None else None,
         )
+        # A watcher keeps thousands of series states alive (many small
+        # containers); the collector's full passes over them were about a
+        # tenth of a backlog's CPU time. Objects alive after start-up are
+        # frozen out of its passes, and young ones are collected less often.
+        # (Undone on the way out: a test may run the command in its process.)
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 100)
         source = str(csv_file) if csv_file is not None else "<stdin>"
         batches = (
             ([r] for r in _csv_records(csv_file, follow, poll))
@@ -323,6 +335,8 @@ def watch(
     except KeyboardInterrupt:
         pass  # every printed decision is already committed
     finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
         if store is not None:
             store.close()
 
@@ -343,6 +357,83 @@ def _write(out, decisions) -> None:
     if lines:
         out.write("\n".join(lines) + "\n")
         out.flush()
+
+
+#: Rows of a long CSV read per part when `triage detect` streams it.
+STREAM_ROWS = 200_000
+
+
+class _NotGrouped(Exception):
+    """A series' rows are not contiguous in the file: it cannot be replayed part by part."""
+
+
+def _long_csv_parts(path: Path, rows_per_part: int = STREAM_ROWS) -> Iterator:
+    """Datasets of whole series of a long-layout CSV, read ``rows_per_part`` rows at a time.
+
+    Each part goes through :func:`triage.core.history.dataset_from_long`, the
+    one long-frame validator, with the file's line numbers, so a bad row is
+    reported as :func:`triage.loaders.load` reports it. The last series of a
+    chunk waits for the next chunk (its rows may continue there). A series
+    whose rows come back after another series' raises :class:`_NotGrouped`
+    (the caller then loads the whole file).
+    """
+    import numpy as np
+    import pandas as pd
+
+    from triage.core.history import dataset_from_long
+    from triage.loaders import REQUIRED_COLUMNS
+    from triage.readers.otava import sniff_delimiter
+
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        sep = sniff_delimiter(fh.readline())
+    try:
+        reader = pd.read_csv(
+            path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True, chunksize=rows_per_part
+        )
+        carry: pd.DataFrame | None = None
+        carry_rows = np.empty(0, dtype=np.int64)
+        closed: set[str] = set()
+        next_row = 2  # the header is line 1
+        any_rows = False
+        for chunk in reader:
+            chunk.columns = [str(c).strip() for c in chunk.columns]
+            missing = [c for c in REQUIRED_COLUMNS if c not in chunk.columns]
+            if missing:
+                raise InputError(path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(chunk.columns)})")
+            rows = np.arange(next_row, next_row + len(chunk))
+            next_row += len(chunk)
+            any_rows = any_rows or len(chunk) > 0
+            if carry is not None:
+                chunk = pd.concat([carry, chunk], ignore_index=True)
+                rows = np.concatenate([carry_rows, rows])
+            ids = chunk["series_id"].to_numpy()
+            if closed and not closed.isdisjoint(ids.tolist()):
+                raise _NotGrouped()
+            open_ = ids == ids[-1]  # the last series may go on in the next chunk
+            done = chunk[~open_]
+            if len(done):
+                closed.update(done["series_id"].unique().tolist())
+                yield dataset_from_long(done.reset_index(drop=True), rows[~open_], path)
+            carry, carry_rows = chunk[open_].reset_index(drop=True), rows[open_]
+    except pd.errors.EmptyDataError:
+        raise InputError(path, None, "file is empty") from None
+    except pd.errors.ParserError as exc:
+        raise InputError(path, None, f"not a valid CSV file: {exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not a UTF-8 text file") from None
+    if not any_rows:
+        raise InputError(path, None, "file has a header but no data rows")
+    if carry is not None and len(carry):
+        yield dataset_from_long(carry, carry_rows, path)
+
+
+def _count_lines(path: Path) -> int:
+    """Newlines in a file (the progress bar's total for a streamed CSV), read in blocks."""
+    n = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 22):
+            n += block.count(b"\n")
+    return n
 
 
 def detect(
@@ -378,17 +469,30 @@ def detect(
 
     from triage.cli.progress import JobProgress, chunks
     from triage.cli.tables import check_format
-    from triage.core.atomic import write_frame
     from triage.distributed import map_frames
     from triage.loaders import load
     from triage.online.loop import OnlineTriage, RejectedCommit, replay_in_processes
 
     check_format(fmt)
     try:
-        dataset = load(data, layout=layout)
         model_dir = resolve_model(model, "online")
         loop_kwargs = {"min_pre": min_pre, "confirm_after": confirm_after}
         OnlineTriage.from_model_dir(model_dir, explain="none", **loop_kwargs)  # a bad model fails here, once
+        replay_kwargs = {"batch_series": batch_series, "commits_per_batch": commits_per_batch}
+        streamed = None
+        if scheduler is None:
+            streamed = _detect_streamed(data, layout, model_dir, jobs, loop_kwargs, replay_kwargs)
+        if streamed is not None:
+            found, n_series, n, seconds = streamed
+            _write_found(found, out, fmt)
+            err_console.print(
+                f"{len(found)} change points in {n_series} series ({n} commits, "
+                f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {out}",
+                markup=False,
+                highlight=False,
+            )
+            return
+        dataset = load(data, layout=layout)
         started = time.perf_counter()
         ids = dataset.series_ids
         try:
@@ -415,10 +519,7 @@ def detect(
         except RejectedCommit as exc:
             raise InputError(data, None, str(exc)) from None
         seconds = time.perf_counter() - started
-        frame = pd.DataFrame(found, columns=["series_id", "commit", "index", "probability"])
-        if fmt == "csv":  # repr() keeps every digit of a probability (the CSV round-trips exactly)
-            frame = frame.assign(probability=frame["probability"].map(repr))
-        write_frame(frame, out, fmt)
+        _write_found(found, out, fmt)
     except (InputError, ValueError) as exc:
         _fail(exc)
     n = dataset.n_commits()
@@ -428,6 +529,58 @@ def detect(
         markup=False,
         highlight=False,
     )
+
+
+def _write_found(found, out: Path, fmt: str) -> None:
+    import pandas as pd
+
+    from triage.core.atomic import write_frame
+
+    frame = pd.DataFrame(found, columns=["series_id", "commit", "index", "probability"])
+    if fmt == "csv":  # repr() keeps every digit of a probability (the CSV round-trips exactly)
+        frame = frame.assign(probability=frame["probability"].map(repr))
+    write_frame(frame, out, fmt)
+
+
+def _detect_streamed(data: Path, layout: str, model_dir, jobs: int, loop_kwargs, replay_kwargs):
+    """`detect` on a long-layout CSV read part by part: (found, series, commits, seconds); None for other inputs.
+
+    Memory then holds a few parts instead of the whole dataset (the
+    `default` preset's 2.16 M commits took 2.1 GB loaded at once). A file
+    whose series' rows are not grouped is left to the whole-file path.
+    """
+    from triage.cli.progress import JobProgress
+    from triage.online.loop import RejectedCommit, replay_parts
+    from triage.readers.source import plain_file
+    from triage.sniffing import data_layout
+
+    if layout not in ("auto", "long") or str(data) == "-" or data.is_dir():
+        return None
+    with plain_file(data) as plain:
+        if plain.suffix.lower() == ".parquet" or (layout == "auto" and data_layout(plain) != "long"):
+            return None
+        counts = {"series": 0, "commits": 0}
+
+        def done(part) -> None:
+            counts["series"] += len(part)
+            counts["commits"] += part.n_commits()
+            progress.advance(sum(len(h) for h in part))
+
+        started = time.perf_counter()
+        try:
+            # Progress counts the file's rows by the commits of each part done
+            # (the number of series is unknown until the end).
+            with JobProgress("detect", max(_count_lines(plain) - 1, 0), "rows", console=err_console) as progress:
+                found = replay_parts(
+                    model_dir, _long_csv_parts(plain), jobs=jobs, loop_kwargs=loop_kwargs,
+                    replay_kwargs=replay_kwargs, on_part=done,
+                )
+                progress.advance(progress.total)  # re-run rows (several per commit) were not counted
+        except _NotGrouped:
+            return None
+        except RejectedCommit as exc:
+            raise InputError(data, None, str(exc)) from None
+        return found, counts["series"], counts["commits"], time.perf_counter() - started
 
 
 def register(app: typer.Typer) -> None:

@@ -766,8 +766,8 @@ def _iso(ns: int) -> str:
 
 # ---------------------------------------------------------------------- replay over processes
 
-# The dataset and loop settings of the running replay_in_processes: set before
-# the worker processes fork, so they inherit them without pickling the histories.
+# The loop settings (and, in this process, the dataset) of the running replay:
+# set in each worker process by its initializer.
 _SHARED: dict[str, Any] = {}
 
 
@@ -794,20 +794,28 @@ def replay_in_processes(
 ) -> list[tuple[str, str, int, float]]:
     """:meth:`OnlineTriage.replay` with the series partitioned over ``jobs`` processes.
 
-    Series are independent, so each worker process (forked, it shares the
-    loaded histories copy-on-write) loads the model once and replays whole
-    parts of the dataset: ``parts`` are half-open ranges of series positions
+    Series are independent, so each worker process loads the model once and
+    replays whole parts of the dataset (:func:`replay_parts`: each part is
+    sent to a worker): ``parts`` are half-open ranges of series positions
     (default: about 8 per job). Returns ``(series, commit, index,
     probability)`` of the change points found, in series order then commit
     order; ``on_part(n_series)`` is called as each part completes (a progress
     bar). ``jobs=1`` runs in this process.
     """
-    import multiprocessing
-
     n = len(dataset)
     if parts is None:
         step = max(1, -(-n // (8 * max(jobs, 1))))
         parts = [(a, min(a + step, n)) for a in range(0, n, step)]
+    if jobs > 1:
+        ids = dataset.series_ids
+        return replay_parts(
+            model,
+            (dataset.subset(ids[a:b]) for a, b in parts),
+            jobs=jobs,
+            loop_kwargs=loop_kwargs,
+            replay_kwargs=replay_kwargs,
+            on_part=None if on_part is None else (lambda part: on_part(len(part))),
+        )
     _SHARED.clear()
     _SHARED.update(
         model=Path(model),
@@ -817,18 +825,84 @@ def replay_in_processes(
     )
     out: list[tuple[str, str, int, float]] = []
     try:
+        for b in parts:
+            out.extend(_replay_part(b))
+            if on_part is not None:
+                on_part(b[1] - b[0])
+        return out
+    finally:
+        _SHARED.clear()
+
+
+# ---------------------------------------------------------------------- replay of a stream of parts
+
+
+def _init_worker(model: Path, loop_kwargs: dict, replay_kwargs: dict) -> None:
+    _SHARED.clear()
+    _SHARED.update(model=model, loop_kwargs=loop_kwargs, replay_kwargs=replay_kwargs)
+
+
+def _replay_dataset(dataset) -> list[tuple[str, str, int, float]]:
+    """One part of :func:`replay_parts` in a worker: its loop is loaded once per process."""
+    loop = _SHARED.get("loop")
+    if loop is None:
+        loop = OnlineTriage.from_model_dir(_SHARED["model"], **_SHARED["loop_kwargs"])
+        _SHARED["loop"] = loop
+    found = loop.replay(dataset, keep_states=False, **_SHARED["replay_kwargs"])
+    return [(d.series, d.commit, d.index, d.probability) for d in found]
+
+
+def replay_parts(
+    model: str | Path,
+    parts: Iterable,
+    *,
+    jobs: int = 2,
+    loop_kwargs: dict[str, object] | None = None,
+    replay_kwargs: dict[str, object] | None = None,
+    on_part=None,
+) -> list[tuple[str, str, int, float]]:
+    """:func:`replay_in_processes` over datasets that arrive one part at a time (a file read in chunks).
+
+    Each part (a :class:`~triage.core.history.Dataset` of whole series) is
+    sent to one of ``jobs`` worker processes; at most ``2 * jobs`` parts are
+    read ahead of the results, so memory holds a few parts, not the whole
+    input (a replay of 2.16 M commits held 2 GB loaded at once). The parts
+    iterator runs in this process, so an error it raises (a bad row) stops
+    the replay. Returns what :func:`replay_in_processes` returns, in part
+    order; ``on_part(dataset)`` is called as each part completes.
+    """
+    import multiprocessing
+    from collections import deque
+
+    settings = (Path(model), {"explain": "none", **(loop_kwargs or {})}, dict(replay_kwargs or {}))
+    out: list[tuple[str, str, int, float]] = []
+    try:
         if jobs <= 1:
-            for b in parts:
-                out.extend(_replay_part(b))
+            _init_worker(*settings)
+            for part in parts:
+                out.extend(_replay_dataset(part))
                 if on_part is not None:
-                    on_part(b[1] - b[0])
+                    on_part(part)
             return out
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(jobs) as pool:
-            for b, found in zip(parts, pool.imap(_replay_part, parts), strict=True):
-                out.extend(found)
+        # Spawned, not forked: a process that has run XGBoost holds a GNU
+        # OpenMP thread pool, and a child forked from it hangs in its first
+        # OpenMP call (seen: `triage detect --jobs 2` with an XGBoost model
+        # never finished). Parts travel pickled either way.
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(jobs, initializer=_init_worker, initargs=settings) as pool:
+            waiting: deque = deque()
+            for part in parts:
+                waiting.append((part, pool.apply_async(_replay_dataset, (part,))))
+                while len(waiting) > 2 * jobs or (waiting and waiting[0][1].ready()):
+                    done, result = waiting.popleft()
+                    out.extend(result.get())
+                    if on_part is not None:
+                        on_part(done)
+            while waiting:
+                done, result = waiting.popleft()
+                out.extend(result.get())
                 if on_part is not None:
-                    on_part(b[1] - b[0])
+                    on_part(done)
         return out
     finally:
         _SHARED.clear()
