@@ -35,8 +35,18 @@ its measurements are averaged) and measures:
       them and for those the ``perfherder`` detector flags within 5 commits
       of the gap (an alert needs a culprit only when a detector alerted).
 
+   Searches: ``bisect``, the Bayesian search (probabilistic bisection)
+   answering within 1 commit or one exact commit, and ``scan``, a reference
+   outside the budget (the whole gap measured, the same posterior's answer).
+   Each run also tabulates success by the injected shift over the local noise
+   scale (where the goal can hold at all), and, with ``--dev-sources``, the
+   held-out sources alone. ``--culprit variants`` compares the Bayesian
+   search's variants (tails, neighbours, noise scale, budget use): run it on
+   the development sources to choose.
+
     nice .venv/bin/python benchmarks/bench_sampling.py               # everything
     nice .venv/bin/python benchmarks/bench_sampling.py --sample 80   # a seeded random 80 series
+    nice .venv/bin/python benchmarks/bench_sampling.py --skip-history --sources django-asv,emg3d-bench --culprit variants
 """
 
 from __future__ import annotations
