@@ -188,20 +188,49 @@ def _child_run(cmd: list[str], stdin_bytes: bytes | None = None) -> dict[str, fl
     """Run a command; wall seconds, CPU seconds of it and its children, their peak RSS."""
     import resource
     import subprocess
+    import threading
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, input=stdin_bytes, capture_output=True, check=False)
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    total_peak = [0.0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        # The sum of RSS over the command and its worker processes, every 0.2 s
+        # (ru_maxrss only gives the largest single process).
+        try:
+            import psutil
+        except ImportError:
+            return
+        try:
+            root = psutil.Process(proc.pid)
+        except psutil.Error:
+            return
+        while not stop.wait(0.2):
+            try:
+                tree = [root, *root.children(recursive=True)]
+                rss = sum(p.memory_info().rss for p in tree if p.is_running())
+            except psutil.Error:
+                continue
+            total_peak[0] = max(total_peak[0], rss / 2**20)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate(stdin_bytes)
+    stop.set()
+    sampler.join()
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[-2000:]}")
+        raise SystemExit(f"{' '.join(cmd)} failed: {err.decode()[-2000:]}")
     return {
         "wall_s": wall,
         "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
         # ru_maxrss of RUSAGE_CHILDREN: the largest child's peak, in KiB on Linux
         "peak_mb": after.ru_maxrss / 1024,
-        "stdout_lines": proc.stdout.count(b"\n"),
+        "total_peak_mb": total_peak[0],
+        "stdout_lines": out.count(b"\n"),
     }
 
 
@@ -229,18 +258,23 @@ def watch_backlog(model: Path, n_lines: int, n_series: int = 1000) -> None:
     )
 
 
-def detect_replay(model: Path, preset: str) -> None:
-    """(f) `triage detect --jobs 2` on a synthetic preset (written once as long CSV)."""
+def detect_replay(model: Path, preset: str, data: Path | None = None) -> None:
+    """(f) `triage detect --jobs 2` on a synthetic preset (written once as long CSV, or ``data``: that CSV)."""
     import sys
 
-    from triage.synthetic import generate_frame
-
     work = Path(tempfile.mkdtemp(prefix="bench-detect-"))
-    data = work / f"{preset}.csv"
-    frame = generate_frame(preset, seed=0)
-    frame[["series_id", "commit", "timestamp", "value"]].to_csv(data, index=False)
-    n_commits = frame.groupby("series_id")["commit"].nunique().sum()
-    del frame
+    if data is None:
+        from triage.synthetic import generate_frame
+
+        data = work / f"{preset}.csv"
+        frame = generate_frame(preset, seed=0)
+        frame[["series_id", "commit", "timestamp", "value"]].to_csv(data, index=False)
+        del frame
+    import pandas as pd
+
+    ids = pd.read_csv(data, usecols=["series_id", "commit"])
+    n_commits = int(ids.groupby("series_id")["commit"].nunique().sum())
+    del ids
     for jobs in (2,):
         cmd = [sys.executable, "-m", "triage.cli.app", "detect", "--data", str(data), "--model", str(model),
                "--out", str(work / "found.csv"), "--jobs", str(jobs)]
@@ -248,7 +282,7 @@ def detect_replay(model: Path, preset: str) -> None:
         print(
             f"(f) triage detect --jobs {jobs}, preset {preset} ({n_commits:,} commits): {r['wall_s']:.0f} s wall, "
             f"{r['cpu_s']:.0f} CPU-seconds (all processes, loading included), peak RSS of the largest "
-            f"process {r['peak_mb']:.0f} MB"
+            f"process {r['peak_mb']:.0f} MB, of all its processes together {r['total_peak_mb']:.0f} MB"
         )
 
 
@@ -271,12 +305,16 @@ def main() -> None:
         "--detect-preset", default=None,
         help="only (f): `triage detect --jobs 2` on this synthetic preset written as long CSV (needs --model)",
     )
+    parser.add_argument(
+        "--detect-data", type=Path, default=None,
+        help="with --detect-preset: the preset's long CSV written before (skips writing it again)",
+    )
     args = parser.parse_args()
     if args.watch_backlog:
         watch_backlog(args.model, args.watch_backlog)
         return
     if args.detect_preset:
-        detect_replay(args.model, args.detect_preset)
+        detect_replay(args.model, args.detect_preset, args.detect_data)
         return
 
     from triage.synthetic import generate, preset_config

@@ -359,15 +359,17 @@ def _write(out, decisions) -> None:
         out.flush()
 
 
-#: Rows of a long CSV read per part when `triage detect` streams it.
-STREAM_ROWS = 200_000
+#: Rows of a long CSV read per part when `triage detect` streams it: small
+#: enough that reading a part (pandas' text columns) stays well under the
+#: memory of a loaded model, large enough that a part holds many series.
+STREAM_ROWS = 50_000
 
 
 class _NotGrouped(Exception):
     """A series' rows are not contiguous in the file: it cannot be replayed part by part."""
 
 
-def _long_csv_parts(path: Path, rows_per_part: int = STREAM_ROWS) -> Iterator:
+def _long_csv_parts(path: Path, rows_per_part: int | None = None) -> Iterator:
     """Datasets of whole series of a long-layout CSV, read ``rows_per_part`` rows at a time.
 
     Each part goes through :func:`triage.core.history.dataset_from_long`, the
@@ -388,7 +390,8 @@ def _long_csv_parts(path: Path, rows_per_part: int = STREAM_ROWS) -> Iterator:
         sep = sniff_delimiter(fh.readline())
     try:
         reader = pd.read_csv(
-            path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True, chunksize=rows_per_part
+            path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True,
+            chunksize=rows_per_part or STREAM_ROWS,
         )
         carry: pd.DataFrame | None = None
         carry_rows = np.empty(0, dtype=np.int64)
@@ -477,7 +480,8 @@ def detect(
     try:
         model_dir = resolve_model(model, "online")
         loop_kwargs = {"min_pre": min_pre, "confirm_after": confirm_after}
-        OnlineTriage.from_model_dir(model_dir, explain="none", **loop_kwargs)  # a bad model fails here, once
+        # A bad model fails here, once (uncompiled: this process only checks it).
+        OnlineTriage.from_model_dir(model_dir, explain="none", compiled=False, **loop_kwargs)
         replay_kwargs = {"batch_series": batch_series, "commits_per_batch": commits_per_batch}
         streamed = None
         if scheduler is None:
