@@ -5,6 +5,7 @@ One command regenerates BENCHMARKS.md, "Real data"::
     nice .venv/bin/python benchmarks/bench_real.py                 # the published configuration
     nice .venv/bin/python benchmarks/bench_real.py --every 4       # a quick look (1 in 4 base histories)
     nice .venv/bin/python benchmarks/bench_real.py --save-model models/default-scoring   # also the bundled model
+    nice .venv/bin/python benchmarks/bench_real.py --dev-loso --train-seeds 1,2          # the feature choice
 
 Protocol
 --------
@@ -50,6 +51,10 @@ Protocol
    AUC per detector (``perfherder``, ``edivisive``, ``binseg``).
 8. **Alarm rate**: every detector on the untouched real histories (all 372,
    or 1 in ``--every``): alarms per 100 commits, alone and + triage.
+9. **Feature choice** (``--dev-loso``, a separate run): leave one
+   *development* project (fit and validation parts) out, with and without
+   the series-relative ``ctx_*`` columns; the test part is not read. It is
+   the evidence those columns were added on.
 
 Online rows: :data:`EXTRA_ROWS` is the hook another benchmark
 (``bench_real_online.py``) fills to add its rows to :func:`markdown`.
@@ -505,6 +510,61 @@ def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, l
     return out
 
 
+#: The development projects: the fit and validation parts' sources (never the test part's).
+DEV_SOURCES: tuple[str, ...] = tuple(s for s, part in real_data.SPLIT.items() if part != "test")
+
+
+def dev_loso(seed: int, every: int, n_jobs: int, train_seeds: Sequence[int] = (), log=print) -> list[dict]:
+    """Leave-one-development-project-out AUC with and without the series-relative ``ctx_*`` columns.
+
+    The evidence the series-relative columns were chosen on: only the fit
+    and validation parts' projects (:data:`DEV_SOURCES`), each held out in
+    turn and scored on its seed-``seed`` rows by a model fitted on the
+    others' rows (seed ``seed`` and ``train_seeds``). The test part is never
+    read.
+    """
+    from triage.features.candidate_context import SERIES_COLUMNS
+
+    real = real_data.load_real()
+    rows = []
+    for s in (seed, *train_seeds):
+        parts = {p: real_data.subsample(d, every) for p, d in real_data.split(real_data.inject(real, mode="stable", seed=s)).items()}
+        for part in ("fit", "validation"):
+            found = cached_detections(parts[part], f"stable_s{s}_e{every}_{part}", n_jobs, log)
+            r = all_rows(parts[part], found)
+            r["source"] = r["series_id"].map(real_data.source_of)
+            r["seed"] = s
+            rows.append(r)
+    allrows = pd.concat(rows, ignore_index=True)
+    out = []
+    for label, drop in (("without the series-relative ctx_* columns", list(SERIES_COLUMNS)), ("with them", [])):
+        data = allrows.drop(columns=drop)
+        preds = []
+        for held in DEV_SOURCES:
+            clf = fit_model(data[data["source"] != held], None, seed, n_jobs)
+            test = data[(data["source"] == held) & (data["seed"] == seed)]
+            preds.append(test.assign(p=proba_of(clf, test)))
+        pooled = pd.concat(preds, ignore_index=True)
+        for d in (*LOSO_DETECTORS, "cusum", "hybrid_welch"):
+            sel = pooled[pooled["detector"] == d]
+            per = {s: auc(g["y"].to_numpy(), g["p"].to_numpy()) for s, g in sel.groupby("source")}
+            out.append({"features": label, "detector": d, "auc": auc(sel["y"].to_numpy(), sel["p"].to_numpy()),
+                        **{f"auc_{s}": v for s, v in per.items()}})
+        log(f"  {label}: done")
+    return out
+
+
+def dev_loso_markdown(rows: list[dict], seed: int, every: int, train_seeds: Sequence[int]) -> str:
+    head = ["features", "detector", "pooled", *DEV_SOURCES]
+    lines = [f"Leave one development project out (held-out rows: injection seed {seed}; training rows: seeds "
+             f"{[seed, *train_seeds]}; 1 in {every} base histories); candidate AUC:", "",
+             "| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
+    for r in rows:
+        lines.append(f"| {r['features']} | {r['detector']} | {r['auc']:.3f} | "
+                     + " | ".join(f"{r.get(f'auc_{s}', float('nan')):.3f}" for s in DEV_SOURCES) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows,
                        choice: str = "pooled", train_seeds: Sequence[int] = ()) -> None:
     from triage.training.model_files import save_model
@@ -594,6 +654,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--train-seeds", default="",
                     help="comma-separated extra injection seeds whose fit-part rows are added to the training rows "
                          "(augmentation; the same base histories, other injected shifts), e.g. 1,2")
+    ap.add_argument("--dev-loso", action="store_true",
+                    help="only the leave-one-development-project-out AUC with and without the series-relative "
+                         "ctx_* columns (fit and validation projects; the test part is not read)")
     args = ap.parse_args(argv)
     train_seeds = [int(t) for t in args.train_seeds.split(",") if t.strip()]
     if args.with_cvm:
@@ -602,6 +665,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         real_data.real_dir()
     except real_data.RealDataMissing as exc:
         print(exc)
+        return
+    if args.dev_loso:
+        text = dev_loso_markdown(dev_loso(args.seed, args.every, args.n_jobs, train_seeds), args.seed, args.every,
+                                 train_seeds)
+        OUT.mkdir(exist_ok=True)
+        out = OUT / f"bench_real_devloso_s{args.seed}_e{args.every}.md"
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(out)
+        print(text)
+        print(f"written to {out}")
         return
     result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds,
                  train_seeds=train_seeds)

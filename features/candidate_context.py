@@ -79,6 +79,8 @@ CONTEXT_COLUMNS: tuple[str, ...] = (
     "ctx_persist_after",
     "ctx_pre_drift",
 )
+#: The series-relative columns (``ctx_shift_pct`` on), the second group above.
+SERIES_COLUMNS: tuple[str, ...] = CONTEXT_COLUMNS[3:]
 _MAD_SCALE = 1.4826
 #: Fewest commits a later / earlier window needs for the persistence ratios.
 _MIN_RATIO_POINTS = 3
