@@ -27,8 +27,9 @@ What is exact and what is bounded
 The characteristics are those of :mod:`triage.features.catalogue`, on the standardised
 window ``z``. All of them are scale-free, so the state works on raw values and
 rescales at the end. For Pre of ``n <= 10`` commits (lag 2, short windows
-repeated) the state calls :func:`triage.features.fast.window_characteristics` on the
-stored values, a constant cost. For ``n > 10`` (lag ``l = 10``):
+repeated) the state computes the characteristics of the stored values from
+scratch (:func:`window_characteristics`, compiled), a constant cost. For
+``n > 10`` (lag ``l = 10``):
 
 exact, O(1) per commit (:data:`EXACT`)
     ``series_length``; ``x_acf1``, ``x_acf10``, ``serial_correlation`` and
@@ -120,9 +121,7 @@ from triage.features.pre_state_slots import (
     MIN_RING,
     N_GROUPS,
     N_SLOTS,
-    SLOT_M2,
     SLOT_MAX,
-    SLOT_MEAN,
     SLOT_MIN,
     SLOT_N,
     SLOT_N_LOWER,
@@ -407,7 +406,7 @@ class PreState:
         commit alone) or the values of a confirmation delay, the candidate and
         the commits after it (:mod:`triage.online.loop`). After holds at most
         a handful of values, so its characteristics are computed from scratch
-        (:func:`triage.features.fast.window_characteristics`), a constant cost.
+        (:func:`window_characteristics`), a constant cost.
         """
         after = self._after(x_new)
         layout = self._layout

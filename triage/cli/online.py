@@ -551,15 +551,21 @@ def _detect_streamed(data: Path, layout: str, model_dir, jobs: int, loop_kwargs,
 
     Memory then holds a few parts instead of the whole dataset (the
     `default` preset's 2.16 M commits took 2.1 GB loaded at once). A file
-    whose series' rows are not grouped is left to the whole-file path.
+    whose series' rows are not grouped, Parquet, stdin and the other layouts
+    are left to the whole-file path.
     """
     from triage.cli.progress import JobProgress
+    from triage.loaders import DATASET_FILES
     from triage.online.loop import RejectedCommit, replay_parts
     from triage.readers.source import plain_file
     from triage.sniffing import data_layout
 
-    if layout not in ("auto", "long") or str(data) == "-" or data.is_dir():
+    if layout not in ("auto", "long") or str(data) == "-":
         return None
+    if data.is_dir():  # a directory written by `triage synth`: its dataset file, as `load` finds it
+        data = next((data / name for name in DATASET_FILES if (data / name).exists()), data)
+        if data.is_dir():
+            return None
     with plain_file(data) as plain:
         if plain.suffix.lower() == ".parquet" or (layout == "auto" and data_layout(plain) != "long"):
             return None
