@@ -48,6 +48,15 @@ ten commits before it may still be ordinary for that series):
 ``ctx_pre_drift``
     The same ratio for ``x[p - 2r : p - r]``: about 0 when the old level was
     flat, negative on a trend through ``p``.
+``ctx_after_seen_before``
+    ``min |median(w) - median(After)| / |median(After) - median(Pre)|`` over
+    the ``r``-commit windows ``w`` that end before ``p - r``: about 0 when the
+    series already sat at the new level earlier (a bimodal series flipping
+    back, a shared runner's slower machine again), large for a new level.
+``ctx_pre_returns``
+    ``min |median(w) - median(Pre)| / |median(After) - median(Pre)|`` over the
+    windows that start at ``p + 2r`` or later: about 0 when the old level
+    comes back later.
 
 These read commits after the candidate (up to ``FAR``), as the candidate's
 After window does; none needs a confirmed change point. They were chosen on
@@ -78,6 +87,8 @@ CONTEXT_COLUMNS: tuple[str, ...] = (
     "ctx_far_shift",
     "ctx_persist_after",
     "ctx_pre_drift",
+    "ctx_after_seen_before",
+    "ctx_pre_returns",
 )
 #: The series-relative columns (``ctx_shift_pct`` on), the second group above.
 SERIES_COLUMNS: tuple[str, ...] = CONTEXT_COLUMNS[3:]
@@ -95,6 +106,13 @@ def local_shift(values: np.ndarray, p: int, radius: int = RADIUS, res: float = 0
         return float("nan")
     mp = float(np.median(pre))
     return abs(float(np.median(after)) - mp) / robust_scale(pre, mp, res)
+
+
+def _window_medians(x: np.ndarray, radius: int) -> np.ndarray:
+    """``median(x[i : i + radius])`` for every ``i``; shape (max(0, n - radius + 1),)."""
+    if x.size < radius:
+        return np.zeros(0)
+    return np.median(sliding_window_view(x, radius), axis=1)
 
 
 def shift_profile(values: np.ndarray, radius: int = RADIUS, res: float = 0.0) -> np.ndarray:
@@ -126,8 +144,9 @@ def _step_ratio(x: np.ndarray, lo: int, hi: int, m_pre: float, step: float) -> f
 
 
 def _series_columns(x: np.ndarray, idx: np.ndarray, radius: int, res: float, shift: np.ndarray) -> np.ndarray:
-    """The seven series-relative columns (``ctx_shift_pct`` on) of candidates ``idx``."""
-    out = np.full((idx.size, 7), np.nan)
+    """The series-relative columns (:data:`SERIES_COLUMNS`) of candidates ``idx``."""
+    out = np.full((idx.size, len(SERIES_COLUMNS)), np.nan)
+    med = _window_medians(x, radius)
     profile = np.sort(shift_profile(x, radius, res))
     typical = float(np.median(profile)) if profile.size else float("nan")
     floor = max(res, 1e-300)
@@ -139,7 +158,8 @@ def _series_columns(x: np.ndarray, idx: np.ndarray, radius: int, res: float, shi
         if pre.size < 2 or after.size < 1:
             continue
         m_pre = float(np.median(pre))
-        step = float(np.median(after)) - m_pre
+        m_after = float(np.median(after))
+        step = m_after - m_pre
         if profile.size:
             out[r, 0] = np.searchsorted(profile, shift[r], side="right") / profile.size
             out[r, 1] = shift[r] / typical if typical > 0 else np.nan
@@ -148,6 +168,13 @@ def _series_columns(x: np.ndarray, idx: np.ndarray, radius: int, res: float, shi
         out[r, 4] = local_shift(x, int(p), FAR, res)
         out[r, 5] = _step_ratio(x, p + radius, p + 2 * radius, m_pre, step)
         out[r, 6] = _step_ratio(x, p - 2 * radius, p - radius, m_pre, step)
+        if step != 0:
+            earlier = med[: max(0, p - 2 * radius + 1)]
+            later = med[p + 2 * radius :]
+            if earlier.size:
+                out[r, 7] = float(np.min(np.abs(earlier - m_after))) / abs(step)
+            if later.size:
+                out[r, 8] = float(np.min(np.abs(later - m_pre))) / abs(step)
     return out
 
 

@@ -97,3 +97,17 @@ def test_short_series_leave_the_series_columns_missing():
     block = context_block(x, np.array([6]))
     assert np.isnan(block[0, COL["ctx_shift_pct"]]) and np.isnan(block[0, COL["ctx_persist_after"]])
     assert np.isfinite(block[0, COL["ctx_shift_diffnoise"]])
+
+
+def test_a_level_seen_before_and_a_returning_level_are_marked():
+    rng = np.random.default_rng(7)
+    x = 100 + rng.normal(0, 0.5, 300)
+    x[50:90] += 5.0   # the series sat 5 higher once before
+    x[150:] += 5.0    # then steps up at 150 to that level again
+    x[250:] -= 5.0    # and comes back down at 250
+    block = context_block(x, np.array([150, 250]))
+    seen, back = COL["ctx_after_seen_before"], COL["ctx_pre_returns"]
+    assert block[0, seen] < 0.2      # After at 150 is the level of 50-90
+    assert block[0, back] < 0.2      # Pre's level of 150 comes back after 250
+    fresh = context_block(_step(n=200, at=100, size=6.0, seed=8), np.array([100]))
+    assert fresh[0, seen] > 0.7 and fresh[0, back] > 0.7
