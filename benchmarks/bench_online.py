@@ -286,6 +286,24 @@ def detect_replay(model: Path, preset: str, data: Path | None = None) -> None:
         )
 
 
+def replay_only(model: Path, n_series: int) -> None:
+    """(b) alone: CPU per commit of an in-memory replay, every compiled kernel loaded beforehand."""
+    from triage.synthetic import generate, preset_config
+
+    dataset = generate(preset_config("default", n_series=n_series), seed=1)
+    loop = OnlineTriage.from_model_dir(model, explain="none")
+    loop.replay(generate(preset_config("default", n_series=3), seed=7))  # loads every kernel outside the timing
+    loop.states.clear()
+    c0, t0 = time.process_time(), time.perf_counter()
+    found = loop.replay(dataset)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    n = dataset.n_commits()
+    print(
+        f"(b) replay {len(dataset)} series / {n} commits, memory, one process: {cpu:.2f} CPU-s, {wall:.2f} s wall = "
+        f"{cpu / n * 1e3:.3f} ms of CPU per commit; {len(found)} change points; load average {os.getloadavg()[0]:.1f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -309,7 +327,14 @@ def main() -> None:
         "--detect-data", type=Path, default=None,
         help="with --detect-preset: the preset's long CSV written before (skips writing it again)",
     )
+    parser.add_argument(
+        "--replay-only", action="store_true",
+        help="only (b), in memory, after a 3-series warm-up: CPU per commit of a replay (needs --model)",
+    )
     args = parser.parse_args()
+    if args.replay_only:
+        replay_only(args.model, args.series)
+        return
     if args.watch_backlog:
         watch_backlog(args.model, args.watch_backlog)
         return
