@@ -669,20 +669,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.dev_loso:
         text = dev_loso_markdown(dev_loso(args.seed, args.every, args.n_jobs, train_seeds), args.seed, args.every,
                                  train_seeds)
-        OUT.mkdir(exist_ok=True)
-        out = OUT / f"bench_real_devloso_s{args.seed}_e{args.every}.md"
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(out)
-        print(text)
-        print(f"written to {out}")
+        _publish(text, f"bench_real_devloso_s{args.seed}_e{args.every}.md")
         return
     result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds,
                  train_seeds=train_seeds)
-    text = markdown(result)
-    OUT.mkdir(exist_ok=True)
     aug = f"_t{'-'.join(str(t) for t in train_seeds)}" if train_seeds else ""
-    out = OUT / f"bench_real_{args.mode}_s{args.seed}_e{args.every}{aug}{'_cvm' if args.with_cvm else ''}.md"
+    _publish(markdown(result), f"bench_real_{args.mode}_s{args.seed}_e{args.every}{aug}{'_cvm' if args.with_cvm else ''}.md")
+
+
+def _publish(text: str, name: str) -> None:
+    """Print ``text`` and write it to ``benchmarks/out/name`` (through a temporary file)."""
+    OUT.mkdir(exist_ok=True)
+    out = OUT / name
     tmp = out.with_suffix(".tmp")
     tmp.write_text(text)
     tmp.replace(out)

@@ -60,6 +60,8 @@ import math
 import numba
 import numpy as np
 
+from triage.features.pairwise_sum import pairwise_leaf
+
 #: Most commits of each window a pair measure reads (the nearest ones to the candidate).
 PAIR_CAP = 30
 #: Fewest commits a window needs for the pair measures.
@@ -140,19 +142,8 @@ def pair_features_reference(
 ) -> np.ndarray:
     """:func:`pair_features` in numpy: the readable definition the kernel is held to.
 
-    Parameters
-    ----------
-    pre, after : ndarray of float
-        The Pre window (commits before the candidate, in order) and the After
-        window (the candidate and after it).
-    res : float
-        The series' resolution (:func:`resolution`), the floor of the noise scale.
-    cap : int
-        Most commits read from each window (Pre's last, After's first).
-
-    Returns
-    -------
-    ndarray of float64, shape (len(PAIR_COLUMNS),)
+    Same parameters and result as :func:`pair_features`, except that ``res``
+    must be given (a float, the series' resolution).
     """
     p = np.asarray(pre, dtype=np.float64)[-cap:] if cap > 0 else np.asarray(pre, dtype=np.float64)
     a = np.asarray(after, dtype=np.float64)[:cap] if cap > 0 else np.asarray(after, dtype=np.float64)
@@ -204,37 +195,10 @@ def pair_block(
 
 # ---------------------------------------------------------------------- compiled kernel
 #
-# Helpers are local to this module on purpose: numba's on-disk cache of a
-# kernel does not notice when a callee in another module changes.
-
-
-@numba.njit(cache=True)
-def _pairwise_sum(a, lo, n):
-    """numpy's pairwise sum of a[lo:lo+n] for n <= 128 (one leaf: eight interleaved accumulators)."""
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += a[lo + i]
-        return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    i = 8
-    stop = n - n % 8
-    while i < stop:
-        r0 += a[lo + i]
-        r1 += a[lo + i + 1]
-        r2 += a[lo + i + 2]
-        r3 += a[lo + i + 3]
-        r4 += a[lo + i + 4]
-        r5 += a[lo + i + 5]
-        r6 += a[lo + i + 6]
-        r7 += a[lo + i + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[lo + i]
-        i += 1
-    return res
+# The helpers below are local to this module because numba's on-disk cache of
+# a kernel does not notice when a callee in another module changes; the one
+# shared with the online Pre kernels, numpy's pairwise sum, lives in
+# features/pairwise_sum.py (its docstring says how to refresh the cache).
 
 
 @numba.njit(cache=True)
@@ -251,11 +215,11 @@ def _sorted_median(s):
 def _mean_var(x):
     """numpy's mean and var(ddof=1) of x: pairwise sums, two passes."""
     n = x.size
-    m = _pairwise_sum(x, 0, n) / n
+    m = pairwise_leaf(x, 0, n) / n
     d = np.empty(n)
     for i in range(n):
         d[i] = (x[i] - m) * (x[i] - m)
-    return m, _pairwise_sum(d, 0, n) / (n - 1)
+    return m, pairwise_leaf(d, 0, n) / (n - 1)
 
 
 @numba.njit(cache=True)

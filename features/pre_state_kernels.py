@@ -34,6 +34,7 @@ import numba
 import numpy as np
 
 from triage.features import catalogue
+from triage.features.pairwise_sum import pairwise_leaf
 from triage.features.pre_state_slots import (
     GROUP_ACF,
     GROUP_BLOCKS,
@@ -93,35 +94,6 @@ def is_flat(lo, hi):
 
 
 @numba.njit(cache=True)
-def _pairwise_block(a, lo, n):
-    """numpy's pairwise-sum leaf (n <= 128): eight interleaved accumulators."""
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += a[lo + i]
-        return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    i = 8
-    stop = n - n % 8
-    while i < stop:
-        r0 += a[lo + i]
-        r1 += a[lo + i + 1]
-        r2 += a[lo + i + 2]
-        r3 += a[lo + i + 3]
-        r4 += a[lo + i + 4]
-        r5 += a[lo + i + 5]
-        r6 += a[lo + i + 6]
-        r7 += a[lo + i + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[lo + i]
-        i += 1
-    return res
-
-
-@numba.njit(cache=True)
 def _half(n):
     n2 = n // 2
     return n2 - n2 % 8
@@ -136,7 +108,7 @@ def _np_sum(a, lo, n):
     cannot reliably load a recursive function from its on-disk cache.
     """
     if n <= 128:
-        return _pairwise_block(a, lo, n)
+        return pairwise_leaf(a, lo, n)
     los = np.empty(64, np.int64)
     ns = np.empty(64, np.int64)
     stage = np.zeros(64, np.int64)
@@ -153,7 +125,7 @@ def _np_sum(a, lo, n):
             stage[sp] = 0
             sp += 1
             continue
-        r = _pairwise_block(a, los[i], ns[i])
+        r = pairwise_leaf(a, los[i], ns[i])
         sp -= 1
         while sp > 0:
             p = sp - 1

@@ -385,10 +385,11 @@ def _long_csv_parts(path: Path, rows_per_part: int | None = None) -> Iterator:
     from triage.core.history import dataset_from_long
     from triage.loaders import REQUIRED_COLUMNS
     from triage.readers.otava import sniff_delimiter
+    from triage.readers.source import csv_errors
 
     with open(path, encoding="utf-8", errors="replace") as fh:
         sep = sniff_delimiter(fh.readline())
-    try:
+    with csv_errors(path):
         reader = pd.read_csv(
             path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True,
             chunksize=rows_per_part or STREAM_ROWS,
@@ -418,12 +419,6 @@ def _long_csv_parts(path: Path, rows_per_part: int | None = None) -> Iterator:
                 closed.update(done["series_id"].unique().tolist())
                 yield dataset_from_long(done.reset_index(drop=True), rows[~open_], path)
             carry, carry_rows = chunk[open_].reset_index(drop=True), rows[open_]
-    except pd.errors.EmptyDataError:
-        raise InputError(path, None, "file is empty") from None
-    except pd.errors.ParserError as exc:
-        raise InputError(path, None, f"not a valid CSV file: {exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file") from None
     if not any_rows:
         raise InputError(path, None, "file has a header but no data rows")
     if carry is not None and len(carry):

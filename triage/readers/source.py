@@ -124,20 +124,27 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
             raise
 
 
-def read_csv_text(
-    path: Path, sep: str = ",", *, require_rows: bool = True, quotechar: str = '"'
-) -> pd.DataFrame:
-    """Every cell as text (no NaN guessing), stripped column names; located errors."""
+@contextmanager
+def csv_errors(path: str | Path) -> Iterator[None]:
+    """pandas' CSV reading errors inside the block as :class:`InputError` naming ``path``."""
     try:
-        frame = pd.read_csv(
-            path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True, quotechar=quotechar
-        )
+        yield
     except pd.errors.EmptyDataError:
         raise InputError(path, None, "file is empty") from None
     except pd.errors.ParserError as exc:
         raise InputError(path, None, f"not a valid CSV file: {exc}") from None
     except UnicodeDecodeError:
         raise InputError(path, None, "not a UTF-8 text file") from None
+
+
+def read_csv_text(
+    path: Path, sep: str = ",", *, require_rows: bool = True, quotechar: str = '"'
+) -> pd.DataFrame:
+    """Every cell as text (no NaN guessing), stripped column names; located errors."""
+    with csv_errors(path):
+        frame = pd.read_csv(
+            path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True, quotechar=quotechar
+        )
     frame.columns = [str(c).strip() for c in frame.columns]
     if require_rows and frame.empty:
         raise InputError(path, None, "file has a header but no data rows")
