@@ -108,11 +108,23 @@ def local_shift(values: np.ndarray, p: int, radius: int = RADIUS, res: float = 0
     return abs(float(np.median(after)) - mp) / robust_scale(pre, mp, res)
 
 
-def _window_medians(x: np.ndarray, radius: int) -> np.ndarray:
-    """``median(x[i : i + radius])`` for every ``i``; shape (max(0, n - radius + 1),)."""
+def _window_stats(x: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
+    """Median and 1.4826 MAD of ``x[i : i + radius]`` for every ``i``; each shape (max(0, n - radius + 1),)."""
     if x.size < radius:
+        return np.zeros(0), np.zeros(0)
+    windows = sliding_window_view(x, radius)
+    med = np.median(windows, axis=1)
+    return med, _MAD_SCALE * np.median(np.abs(windows - med[:, None]), axis=1)
+
+
+def _profile(med: np.ndarray, mad: np.ndarray, radius: int, res: float) -> np.ndarray:
+    """:func:`shift_profile` from the window statistics of :func:`_window_stats`."""
+    if med.size < radius + 2:  # fewer than 2 * radius + 1 commits
         return np.zeros(0)
-    return np.median(sliding_window_view(x, radius), axis=1)
+    p = np.arange(radius, med.size)
+    before, after = med[p - radius], med[p]
+    scale = np.maximum(np.maximum(mad[p - radius], res), np.maximum(1e-9 * np.abs(before), 1e-300))
+    return np.abs(after - before) / scale
 
 
 def shift_profile(values: np.ndarray, radius: int = RADIUS, res: float = 0.0) -> np.ndarray:
@@ -120,19 +132,10 @@ def shift_profile(values: np.ndarray, radius: int = RADIUS, res: float = 0.0) ->
 
     Returns
     -------
-    ndarray of float64, shape (max(0, n_commits - 2 * radius + 1),)
+    ndarray of float64, shape (n_commits - 2 * radius + 1,), empty below 2 * radius + 1 commits
         Entry ``i`` is the shift at commit ``p = radius + i``.
     """
-    x = np.asarray(values, dtype=np.float64)
-    if x.size < 2 * radius + 1:
-        return np.zeros(0)
-    windows = sliding_window_view(x, radius)  # windows[i] = x[i : i + radius]
-    med = np.median(windows, axis=1)
-    mad = _MAD_SCALE * np.median(np.abs(windows - med[:, None]), axis=1)
-    p = np.arange(radius, x.size - radius + 1)
-    before, after = med[p - radius], med[p]
-    scale = np.maximum(np.maximum(mad[p - radius], res), np.maximum(1e-9 * np.abs(before), 1e-300))
-    return np.abs(after - before) / scale
+    return _profile(*_window_stats(np.asarray(values, dtype=np.float64), radius), radius, res)
 
 
 def _step_ratio(x: np.ndarray, lo: int, hi: int, m_pre: float, step: float) -> float:
@@ -146,8 +149,8 @@ def _step_ratio(x: np.ndarray, lo: int, hi: int, m_pre: float, step: float) -> f
 def _series_columns(x: np.ndarray, idx: np.ndarray, radius: int, res: float, shift: np.ndarray) -> np.ndarray:
     """The series-relative columns (:data:`SERIES_COLUMNS`) of candidates ``idx``."""
     out = np.full((idx.size, len(SERIES_COLUMNS)), np.nan)
-    med = _window_medians(x, radius)
-    profile = np.sort(shift_profile(x, radius, res))
+    med, mad = _window_stats(x, radius)
+    profile = np.sort(_profile(med, mad, radius, res))
     typical = float(np.median(profile)) if profile.size else float("nan")
     floor = max(res, 1e-300)
     d = np.diff(x)
