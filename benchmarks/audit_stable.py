@@ -25,28 +25,10 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_real  # noqa: E402
 import real_data  # noqa: E402
-
-
-def lasting(rows, min_shift: float) -> np.ndarray:
-    persist = rows["ctx_persist_after"].to_numpy(float)
-    return (rows["ctx_far_shift"].to_numpy(float) >= min_shift) & (persist >= 0.5) & (persist <= 1.5)
-
-
-def far_from_injected(data, rows, gap: int = 30) -> np.ndarray:
-    """Whether each candidate lies more than ``gap`` commits from every injected change of its history."""
-    out = np.ones(len(rows), dtype=bool)
-    for sid, idx in rows.groupby("series_id", sort=False).groups.items():
-        truth = data[str(sid)].true_change_points()
-        if len(truth):
-            at = rows.loc[idx, "index"].to_numpy()[:, None]
-            out[rows.index.get_indexer(idx)] = (np.abs(at - truth[None, :]) > gap).all(axis=1)
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -72,11 +54,11 @@ def main(argv: list[str] | None = None) -> None:
         for det in wanted:
             rows = bench_real.candidate_rows(data, found[det], det)
             rows["source"] = rows["series_id"].map(real_data.source_of)
-            rows["far"] = far_from_injected(data, rows)
+            rows["far"] = bench_real.far_from_injected(data, rows)
             for src, g in rows.groupby("source"):
                 f, t = g[g["y"] == 0], g[g["y"] == 1]
-                lf_mask = lasting(f, args.min_shift)
-                lf, lt = int(lf_mask.sum()), int(lasting(t, args.min_shift).sum())
+                lf_mask = bench_real.lasting_shift(f, args.min_shift)
+                lf, lt = int(lf_mask.sum()), int(bench_real.lasting_shift(t, args.min_shift).sum())
                 far = int((lf_mask & f["far"].to_numpy()).sum())
                 print(f"| {det} | {src} | {len(f)} | {lf} ({lf / max(len(f), 1):.0%}) | {far} | {len(t)} | "
                       f"{lt} ({lt / max(len(t), 1):.0%}) |")

@@ -213,6 +213,27 @@ def candidate_rows(data: Dataset, found: dict[str, tuple[np.ndarray, np.ndarray]
     return m
 
 
+def lasting_shift(rows: pd.DataFrame, min_shift: float = 3.0) -> np.ndarray:
+    """A shift of >= ``min_shift`` robust sd on 30-commit windows that still holds 10-20 commits later.
+
+    Read off the candidate's ``ctx_far_shift`` and ``ctx_persist_after``; the
+    label audit (``audit_stable.py``) counts false candidates that show one.
+    """
+    persist = rows["ctx_persist_after"].to_numpy(float)
+    return (rows["ctx_far_shift"].to_numpy(float) >= min_shift) & (persist >= 0.5) & (persist <= 1.5)
+
+
+def far_from_injected(data: Dataset, rows: pd.DataFrame, gap: int = 30) -> np.ndarray:
+    """Whether each candidate lies more than ``gap`` commits from every injected change of its history."""
+    out = np.ones(len(rows), dtype=bool)
+    for sid, idx in rows.groupby("series_id", sort=False).groups.items():
+        truth = data[str(sid)].true_change_points()
+        if len(truth):
+            at = rows.loc[idx, "index"].to_numpy()[:, None]
+            out[rows.index.get_indexer(idx)] = (np.abs(at - truth[None, :]) > gap).all(axis=1)
+    return out
+
+
 def all_rows(data: Dataset, found: Candidates) -> pd.DataFrame:
     return pd.concat([candidate_rows(data, found[d], d) for d in SELECTED], ignore_index=True)
 
@@ -486,6 +507,8 @@ def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, l
         d = Dataset([h for h in parts[part] if real_data.source_of(h.series_id) == s])
         found = {det: {sid: v for sid, v in per.items() if sid in d} for det, per in found_parts[part].items()}
         rows_by[s] = all_rows(d, found)
+        # false candidates that look like real lasting changes (label audit; diagnostic only)
+        rows_by[s]["suspect"] = (rows_by[s]["y"].to_numpy() == 0) & lasting_shift(rows_by[s]) & far_from_injected(d, rows_by[s])
     extra: list[pd.DataFrame] = []
     if real is not None and train_seeds:
         for part in ("fit", "validation", "test"):
@@ -505,8 +528,11 @@ def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, l
     for d in LOSO_DETECTORS:
         sel = pooled[pooled["detector"] == d]
         per = {s: auc(g["y"].to_numpy(), g["p"].to_numpy()) for s, g in sel.groupby("source")}
+        clean = sel[~sel["suspect"].to_numpy(bool)]
         out.append({"detector": d, "auc": auc(sel["y"].to_numpy(), sel["p"].to_numpy()),
-                    "candidates": len(sel), "true": int(sel["y"].sum()), **{f"auc_{s}": v for s, v in per.items()}})
+                    "candidates": len(sel), "true": int(sel["y"].sum()), **{f"auc_{s}": v for s, v in per.items()},
+                    "auc_without_suspect": auc(clean["y"].to_numpy(), clean["p"].to_numpy()),
+                    "suspect": len(sel) - len(clean)})
     return out
 
 
@@ -526,15 +552,12 @@ def dev_loso(seed: int, every: int, n_jobs: int, train_seeds: Sequence[int] = ()
     from triage.features.candidate_context import SERIES_COLUMNS
 
     real = real_data.load_real()
+    seeds = (seed, *train_seeds)
     rows = []
-    for s in (seed, *train_seeds):
-        parts = {p: real_data.subsample(d, every) for p, d in real_data.split(real_data.inject(real, mode="stable", seed=s)).items()}
+    for s in seeds:
         for part in ("fit", "validation"):
-            found = cached_detections(parts[part], f"stable_s{s}_e{every}_{part}", n_jobs, log)
-            r = all_rows(parts[part], found)
-            r["source"] = r["series_id"].map(real_data.source_of)
-            r["seed"] = s
-            rows.append(r)
+            (r,) = extra_seed_rows(real, "stable", [s], every, part, n_jobs, log)
+            rows.append(r.assign(source=r["series_id"].map(real_data.source_of), seed=s))
     allrows = pd.concat(rows, ignore_index=True)
     out = []
     for label, drop in (("without the series-relative ctx_* columns", list(SERIES_COLUMNS)), ("with them", [])):
@@ -617,6 +640,10 @@ def markdown(result: dict) -> str:
         for r in result["loso"]:
             lines.append(f"| {r['detector']} | {r['auc']:.3f} | {r['candidates']} ({r['true']}) | "
                          + " | ".join(f"{r.get(f'auc_{s}', float('nan')):.3f}" for s in srcs) + " |")
+        lines += ["", "Diagnostic (label audit, not a goal figure): pooled LOSO AUC without the false candidates that "
+                  "carry a lasting shift far from every injected change (`lasting_shift`, `far_from_injected`): "
+                  + ", ".join(f"{r['detector']} {r.get('auc_without_suspect', float('nan')):.3f} "
+                              f"({r.get('suspect', 0)} left out)" for r in result["loso"]) + "."]
     if result.get("compare"):
         choices = [k for k in result["compare"][0] if k not in ("detector", "alone")]
         lines += ["", "Threshold choices on the test part (F1 / recall kept = triage recall / detector recall):", "",
