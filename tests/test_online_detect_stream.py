@@ -9,7 +9,7 @@ import pytest
 from helpers_online import model_dir
 from typer.testing import CliRunner
 
-import triage.cli.online as online_cli
+import triage.loaders as loaders
 from triage.cli.app import app
 from triage.loaders import load, write_long
 from triage.online.loop import OnlineTriage
@@ -35,7 +35,7 @@ def _rows(path):
 
 def test_parts_hold_whole_series_and_equal_the_whole_file(history_csv):
     subset, data = history_csv
-    parts = list(online_cli._long_csv_parts(data, rows_per_part=97))  # series span several chunks
+    parts = list(loaders.long_csv_parts(data, rows_per_part=97))  # series span several chunks
     assert len(parts) > 3
     whole = load(data)
     got = [h for part in parts for h in part]
@@ -49,7 +49,7 @@ def test_parts_hold_whole_series_and_equal_the_whole_file(history_csv):
 @pytest.mark.parametrize("jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_streamed_detect_finds_what_the_loop_finds(rf_dir, history_csv, tmp_path, monkeypatch, jobs):
     subset, data = history_csv
-    monkeypatch.setattr(online_cli, "STREAM_ROWS", 150)
+    monkeypatch.setattr(loaders, "STREAM_ROWS", 150)
     out = tmp_path / "cps.csv"
     result = runner.invoke(
         app, ["detect", "--data", str(data), "--model", str(rf_dir), "--out", str(out), "--jobs", str(jobs)]
@@ -72,9 +72,9 @@ def test_rows_not_grouped_by_series_fall_back_to_the_whole_file(rf_dir, history_
     mixed = pd.concat([head, frame[~first], frame[first].iloc[first.sum() // 2 :]])
     shuffled = tmp_path / "mixed.csv"
     mixed.to_csv(shuffled, index=False)
-    with pytest.raises(online_cli._NotGrouped):
-        list(online_cli._long_csv_parts(shuffled, rows_per_part=100))
-    monkeypatch.setattr(online_cli, "STREAM_ROWS", 100)
+    with pytest.raises(loaders.SeriesNotGrouped):
+        list(loaders.long_csv_parts(shuffled, rows_per_part=100))
+    monkeypatch.setattr(loaders, "STREAM_ROWS", 100)
     out = tmp_path / "cps.csv"
     result = runner.invoke(app, ["detect", "--data", str(shuffled), "--model", str(rf_dir), "--out", str(out)])
     assert result.exit_code == 0, result.stderr
@@ -91,7 +91,7 @@ def test_a_bad_row_in_a_later_part_is_named_by_its_line(rf_dir, history_csv, tmp
     lines[bad_line - 1] = ",".join(fields)
     bad = tmp_path / "bad.csv"
     bad.write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr(online_cli, "STREAM_ROWS", 120)
+    monkeypatch.setattr(loaders, "STREAM_ROWS", 120)
     out = tmp_path / "cps.csv"
     result = runner.invoke(app, ["detect", "--data", str(bad), "--model", str(rf_dir), "--out", str(out)])
     assert result.exit_code == 2

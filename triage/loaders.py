@@ -49,6 +49,7 @@ and what is wrong.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ from triage.readers.jmh import read_jmh_dataset
 from triage.readers.otava import read_otava_config, read_otava_dir, sniff_delimiter
 from triage.readers.otava import read_otava_csv as _read_otava_csv
 from triage.readers.perfherder import read_perfherder_data
-from triage.readers.source import display_name, plain_file, read_csv_text
+from triage.readers.source import csv_errors, display_name, plain_file, read_csv_text
 from triage.sniffing import MONGODB_COLUMNS, data_layout
 
 LAYOUTS = (
@@ -258,3 +259,61 @@ def write_long(dataset: Dataset, path: str | Path) -> Path:
             frame = frame.drop(columns="timestamp")
         return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
     return write_csv_atomic(frame, path, date_format="%Y-%m-%dT%H:%M:%S")
+
+
+#: Rows of a long CSV read per part when `triage detect` streams it: small
+#: enough that reading a part (pandas' text columns) stays well under the
+#: memory of a loaded model, large enough that a part holds many series.
+STREAM_ROWS = 50_000
+
+
+class SeriesNotGrouped(Exception):
+    """A series' rows are not contiguous in the file: it cannot be replayed part by part."""
+
+
+def long_csv_parts(path: str | Path, rows_per_part: int | None = None) -> Iterator[Dataset]:
+    """Datasets of whole series of a long-layout CSV, read ``rows_per_part`` rows at a time.
+
+    Each part goes through :func:`triage.core.history.dataset_from_long`, the
+    one long-frame validator, with the file's line numbers, so a bad row is
+    reported as :func:`load` reports it. The last series of a
+    chunk waits for the next chunk (its rows may continue there). A series
+    whose rows come back after another series' raises :class:`SeriesNotGrouped`
+    (the caller then loads the whole file).
+    """
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        sep = sniff_delimiter(fh.readline())
+    with csv_errors(path):
+        reader = pd.read_csv(
+            path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True,
+            chunksize=rows_per_part or STREAM_ROWS,
+        )
+        carry: pd.DataFrame | None = None
+        carry_rows = np.empty(0, dtype=np.int64)
+        closed: set[str] = set()
+        next_row = 2  # the header is line 1
+        any_rows = False
+        for chunk in reader:
+            chunk.columns = [str(c).strip() for c in chunk.columns]
+            missing = [c for c in REQUIRED_COLUMNS if c not in chunk.columns]
+            if missing:
+                raise InputError(path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(chunk.columns)})")
+            rows = np.arange(next_row, next_row + len(chunk))
+            next_row += len(chunk)
+            any_rows = any_rows or len(chunk) > 0
+            if carry is not None:
+                chunk = pd.concat([carry, chunk], ignore_index=True)
+                rows = np.concatenate([carry_rows, rows])
+            ids = chunk["series_id"].to_numpy()
+            if closed and not closed.isdisjoint(ids.tolist()):
+                raise SeriesNotGrouped()
+            open_ = ids == ids[-1]  # the last series may go on in the next chunk
+            done = chunk[~open_]
+            if len(done):
+                closed.update(done["series_id"].unique().tolist())
+                yield dataset_from_long(done.reset_index(drop=True), rows[~open_], path)
+            carry, carry_rows = chunk[open_].reset_index(drop=True), rows[open_]
+    if not any_rows:
+        raise InputError(path, None, "file has a header but no data rows")
+    if carry is not None and len(carry):
+        yield dataset_from_long(carry, carry_rows, path)

@@ -359,72 +359,6 @@ def _write(out, decisions) -> None:
         out.flush()
 
 
-#: Rows of a long CSV read per part when `triage detect` streams it: small
-#: enough that reading a part (pandas' text columns) stays well under the
-#: memory of a loaded model, large enough that a part holds many series.
-STREAM_ROWS = 50_000
-
-
-class _NotGrouped(Exception):
-    """A series' rows are not contiguous in the file: it cannot be replayed part by part."""
-
-
-def _long_csv_parts(path: Path, rows_per_part: int | None = None) -> Iterator:
-    """Datasets of whole series of a long-layout CSV, read ``rows_per_part`` rows at a time.
-
-    Each part goes through :func:`triage.core.history.dataset_from_long`, the
-    one long-frame validator, with the file's line numbers, so a bad row is
-    reported as :func:`triage.loaders.load` reports it. The last series of a
-    chunk waits for the next chunk (its rows may continue there). A series
-    whose rows come back after another series' raises :class:`_NotGrouped`
-    (the caller then loads the whole file).
-    """
-    import numpy as np
-    import pandas as pd
-
-    from triage.core.history import dataset_from_long
-    from triage.loaders import REQUIRED_COLUMNS
-    from triage.readers.otava import sniff_delimiter
-    from triage.readers.source import csv_errors
-
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        sep = sniff_delimiter(fh.readline())
-    with csv_errors(path):
-        reader = pd.read_csv(
-            path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True,
-            chunksize=rows_per_part or STREAM_ROWS,
-        )
-        carry: pd.DataFrame | None = None
-        carry_rows = np.empty(0, dtype=np.int64)
-        closed: set[str] = set()
-        next_row = 2  # the header is line 1
-        any_rows = False
-        for chunk in reader:
-            chunk.columns = [str(c).strip() for c in chunk.columns]
-            missing = [c for c in REQUIRED_COLUMNS if c not in chunk.columns]
-            if missing:
-                raise InputError(path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(chunk.columns)})")
-            rows = np.arange(next_row, next_row + len(chunk))
-            next_row += len(chunk)
-            any_rows = any_rows or len(chunk) > 0
-            if carry is not None:
-                chunk = pd.concat([carry, chunk], ignore_index=True)
-                rows = np.concatenate([carry_rows, rows])
-            ids = chunk["series_id"].to_numpy()
-            if closed and not closed.isdisjoint(ids.tolist()):
-                raise _NotGrouped()
-            open_ = ids == ids[-1]  # the last series may go on in the next chunk
-            done = chunk[~open_]
-            if len(done):
-                closed.update(done["series_id"].unique().tolist())
-                yield dataset_from_long(done.reset_index(drop=True), rows[~open_], path)
-            carry, carry_rows = chunk[open_].reset_index(drop=True), rows[open_]
-    if not any_rows:
-        raise InputError(path, None, "file has a header but no data rows")
-    if carry is not None and len(carry):
-        yield dataset_from_long(carry, carry_rows, path)
-
-
 def _count_lines(path: Path) -> int:
     """Newlines in a file (the progress bar's total for a streamed CSV), read in blocks."""
     n = 0
@@ -550,7 +484,7 @@ def _detect_streamed(data: Path, layout: str, model_dir, jobs: int, loop_kwargs,
     are left to the whole-file path.
     """
     from triage.cli.progress import JobProgress
-    from triage.loaders import DATASET_FILES
+    from triage.loaders import DATASET_FILES, SeriesNotGrouped, long_csv_parts
     from triage.online.loop import RejectedCommit, replay_parts
     from triage.readers.source import plain_file
     from triage.sniffing import data_layout
@@ -577,11 +511,11 @@ def _detect_streamed(data: Path, layout: str, model_dir, jobs: int, loop_kwargs,
             # (the number of series is unknown until the end).
             with JobProgress("detect", max(_count_lines(plain) - 1, 0), "rows", console=err_console) as progress:
                 found = replay_parts(
-                    model_dir, _long_csv_parts(plain), jobs=jobs, loop_kwargs=loop_kwargs,
+                    model_dir, long_csv_parts(plain), jobs=jobs, loop_kwargs=loop_kwargs,
                     replay_kwargs=replay_kwargs, on_part=done,
                 )
                 progress.advance(progress.total)  # re-run rows (several per commit) were not counted
-        except _NotGrouped:
+        except SeriesNotGrouped:
             return None
         except RejectedCommit as exc:
             raise InputError(data, None, str(exc)) from None
