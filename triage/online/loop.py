@@ -766,20 +766,9 @@ def _iso(ns: int) -> str:
 
 # ---------------------------------------------------------------------- replay over processes
 
-# The loop settings (and, in this process, the dataset) of the running replay:
-# set in each worker process by its initializer.
+# The loop settings of the running replay (and its loaded loop): set in each
+# worker process by its initializer.
 _SHARED: dict[str, Any] = {}
-
-
-def _replay_part(bounds: tuple[int, int]) -> list[tuple[str, str, int, float]]:
-    loop = _SHARED.get("loop")
-    if loop is None:
-        loop = OnlineTriage.from_model_dir(_SHARED["model"], **_SHARED["loop_kwargs"])
-        _SHARED["loop"] = loop
-    dataset = _SHARED["dataset"]
-    ids = dataset.series_ids[bounds[0] : bounds[1]]
-    found = loop.replay(dataset.subset(ids), keep_states=False, **_SHARED["replay_kwargs"])
-    return [(d.series, d.commit, d.index, d.probability) for d in found]
 
 
 def replay_in_processes(
@@ -806,32 +795,15 @@ def replay_in_processes(
     if parts is None:
         step = max(1, -(-n // (8 * max(jobs, 1))))
         parts = [(a, min(a + step, n)) for a in range(0, n, step)]
-    if jobs > 1:
-        ids = dataset.series_ids
-        return replay_parts(
-            model,
-            (dataset.subset(ids[a:b]) for a, b in parts),
-            jobs=jobs,
-            loop_kwargs=loop_kwargs,
-            replay_kwargs=replay_kwargs,
-            on_part=None if on_part is None else (lambda part: on_part(len(part))),
-        )
-    _SHARED.clear()
-    _SHARED.update(
-        model=Path(model),
-        dataset=dataset,
-        loop_kwargs={"explain": "none", **(loop_kwargs or {})},
-        replay_kwargs=dict(replay_kwargs or {}),
+    ids = dataset.series_ids
+    return replay_parts(
+        model,
+        (dataset.subset(ids[a:b]) for a, b in parts),
+        jobs=jobs,
+        loop_kwargs=loop_kwargs,
+        replay_kwargs=replay_kwargs,
+        on_part=None if on_part is None else (lambda part: on_part(len(part))),
     )
-    out: list[tuple[str, str, int, float]] = []
-    try:
-        for b in parts:
-            out.extend(_replay_part(b))
-            if on_part is not None:
-                on_part(b[1] - b[0])
-        return out
-    finally:
-        _SHARED.clear()
 
 
 # ---------------------------------------------------------------------- replay of a stream of parts
