@@ -501,9 +501,10 @@ def _detect_streamed(data: Path, layout: str, model_dir, jobs: int, loop_kwargs,
         counts = {"series": 0, "commits": 0}
 
         def done(part) -> None:
+            commits = part.n_commits()
             counts["series"] += len(part)
-            counts["commits"] += part.n_commits()
-            progress.advance(sum(len(h) for h in part))
+            counts["commits"] += commits
+            progress.advance(commits)
 
         started = time.perf_counter()
         try:
