@@ -179,12 +179,9 @@ def _bayes(
         p = np.exp(logp - logp.max())
         return p / p.sum()
 
-    def best(p: np.ndarray) -> tuple[int, float]:
-        return best_position(p, tol)
-
     while len(s.measured) < limit:
         p = posterior()
-        k, mass = best(p)
+        k, mass = best_position(p, tol)
         if mass >= conf:
             break
         c = int(cands[k])
@@ -209,6 +206,6 @@ def _bayes(
         seen.add(m)
         s.measured.append((m, v))
         logp += _reading_loglik(v, cands, m, old, new, sigma, dof)
-    k, mass = best(posterior())
+    k, mass = best_position(posterior(), tol)
     s.culprit, s.confidence = int(cands[k]), mass
     return s
