@@ -125,7 +125,10 @@ def loop_found(
     """
     if cache is not None and cache.is_file():
         with cache.open("rb") as fh:
-            return pickle.load(fh)
+            cached = pickle.load(fh)
+        # the series ids carry the stretch bounds: a cache of another segmentation is replayed afresh
+        if set(cached) == {h.series_id for h in data}:
+            return cached
     loop = OnlineTriage.from_model_dir(
         model, explain="none", confirm_after=k, threshold=threshold, withdraw_below=withdraw, min_pre=min_pre
     )
@@ -188,7 +191,8 @@ def training_rows(
             fm.to_parquet(cache)
             blocks.append(fm)
     for s in real_seeds:
-        cache = folder / f"rows_w{k}_realfit{real_ordinary}_s{s}.parquet"
+        # the injection mode is in the name: rows of another segmentation are other stretches
+        cache = folder / f"rows_w{k}_realfit{real_ordinary}_stable_s{s}.parquet"
         if cache.is_file():
             blocks.append(pd.read_parquet(cache))
             continue

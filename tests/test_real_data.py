@@ -90,6 +90,11 @@ def test_injection_respects_gaps_ends_and_sizes(R):
     # a series too short for any change gets none
     _, at, _ = R.inject_shifts(np.ones(40), np.random.default_rng(0), cfg)
     assert at.size == 0
+    # 80 commits (the shortest stretch) hold at most 2 changes 20 apart and 20 from both ends:
+    # every draw of the count, 3 included, places them (3 once asked for a slack of -1)
+    for seed in range(100):
+        x, at, _ = R.inject_shifts(np.ones(80), np.random.default_rng(seed), cfg)
+        assert len(at) <= 2 and (len(at) == 0 or (at[0] >= 20 and at[-1] <= 59 and np.all(np.diff(at) >= 20)))
 
 
 def test_stable_stretches_cut_at_clear_changes_not_at_outliers(R):
@@ -97,6 +102,32 @@ def test_stable_stretches_cut_at_clear_changes_not_at_outliers(R):
     x = np.concatenate([rng.normal(100, 1, 200), rng.normal(110, 1, 200)])
     x[[50, 300]] = [150, 40]  # lone outliers
     assert R.stable_stretches(x) == [(0, 200), (200, 400)]
+    assert R.stable_stretches(x, scale="global") == [(0, 200), (200, 400)]
+    with pytest.raises(ValueError, match="scale"):
+        R.stable_stretches(x, scale="mad")
+
+
+def test_stable_stretches_see_a_moderate_change_beside_a_large_one(R):
+    # A large change inflates the whole series' MAD: in its units the moderate
+    # change at 300 (3 noise sd) looks small and the first version kept it
+    # inside a "stable" stretch; in units of the commit-to-commit noise it is clear.
+    rng = np.random.default_rng(2)
+    x = np.concatenate([rng.normal(100, 1, 200), rng.normal(160, 1, 100), rng.normal(163, 1, 200)])
+    assert R.stable_stretches(x, scale="global") == [(0, 200), (200, 500)]
+    cuts = R.stable_stretches(x)
+    assert cuts[0] == (0, 200) and all(not (a < 295 and b > 305) for a, b in cuts)
+
+
+def test_noise_z_is_in_noise_units_and_pulls_in_lone_outliers(R):
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.normal(50, 2, 300), rng.normal(80, 2, 300)])
+    x[100] = 500.0
+    z = R.noise_z(x)
+    assert z.shape == x.shape and abs(float(np.median(z))) < 1e-12
+    # the level change stays whole (15 noise sd), the outlier is at most 4 sd from its neighbours
+    assert 13 < np.median(z[300:]) - np.median(z[:300]) < 17
+    assert abs(z[100] - np.median(z[90:110])) <= 4.0 + 1e-9
+    assert not R.noise_z(np.full(10, 3.0)).any()
 
 
 @pytest.mark.shared
