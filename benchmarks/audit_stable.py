@@ -13,7 +13,8 @@ holds 10-20 commits later (``ctx_persist_after`` between 0.5 and 1.5), and,
 for comparison, the share of the true (injected) candidates that pass the
 same test. The false ones are also counted apart when they lie more than 30
 commits from every injected change, so that no injected shift is inside
-their 30-commit windows. Nothing here is chosen or tuned; it reads the detectors' output
+their 30-commit windows. ``--mode stable-global`` audits the first
+segmentation (the one that motivated ``stable``). Nothing here is chosen or tuned; it reads the detectors' output
 cached by ``bench_real.py`` (run it first)::
 
     nice .venv/bin/python benchmarks/audit_stable.py
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--detectors", default="perfherder,edivisive,binseg", help="comma-separated registry names")
     ap.add_argument("--min-shift", type=float, default=3.0, help="robust sd on 30-commit windows (default 3)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--mode", choices=("stable", "stable-global"), default="stable",
+                    help="the segmentation whose stretches are audited (default stable)")
     args = ap.parse_args(argv)
     try:
         real = real_data.load_real()
@@ -43,14 +46,14 @@ def main(argv: list[str] | None = None) -> None:
         print(exc)
         return
     wanted = [d.strip() for d in args.detectors.split(",") if d.strip()]
-    parts = real_data.split(real_data.inject(real, mode="stable", seed=args.seed))
-    print(f"Candidates in stable stretches (seed {args.seed}) with a lasting shift >= {args.min_shift:g} robust sd "
+    parts = real_data.split(real_data.inject(real, mode=args.mode, seed=args.seed))
+    print(f"Candidates in {args.mode} stretches (seed {args.seed}) with a lasting shift >= {args.min_shift:g} robust sd "
           "(30-commit windows, still holding 10-20 commits later):\n")
     print("| detector | project | false candidates | ... lasting shift | ... of them > 30 commits from an injected change "
           "| true candidates | ... lasting shift |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for part, data in parts.items():
-        found = bench_real.cached_detections(data, f"stable_s{args.seed}_e1_{part}", 2, print)
+        found = bench_real.cached_detections(data, f"{args.mode}_s{args.seed}_e1_{part}", 2, print)
         for det in wanted:
             rows = bench_real.candidate_rows(data, found[det], det)
             rows["source"] = rows["series_id"].map(real_data.source_of)
