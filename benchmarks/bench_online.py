@@ -304,6 +304,78 @@ def replay_only(model: Path, n_series: int) -> None:
     )
 
 
+def real_decisions(model: Path, out: Path, commits_per_batch: int = 16) -> None:
+    """(g) Every decision over the real histories, written to ``out`` to compare two versions of the code.
+
+    The 372 untouched histories of ``../shared/data/real/`` and the same
+    histories' stable stretches with the real-data benchmark's injected shifts
+    (``benchmarks/real_data.py``, mode ``stable``, seed 0), each replayed side
+    by side in batches of ``commits_per_batch`` rounds as
+    :meth:`OnlineTriage.replay` does, keeping every decision (not only the
+    positive ones): series, commit, index, probability (exact, as ``repr``),
+    decision, and the alarm a re-check withdrew. Run the same file with
+    ``PYTHONPATH`` on a worktree of another commit, then ``--compare-decisions``.
+    """
+    import csv
+
+    import triage
+    from benchmarks.real_data import inject, load_real
+
+    real = load_real(SHARED / "real")
+    sets = {"real": real, "injected": inject(real, mode="stable", seed=0)}
+    n_rows = 0
+    c0 = time.process_time()
+    with open(out, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["set", "series", "commit", "index", "probability", "decision", "withdrawn_commit"])
+        for name, data in sets.items():
+            loop = OnlineTriage.from_model_dir(model, explain="none")
+            histories = list(data)
+            longest = max(len(h) for h in histories)
+            for start in range(0, longest, commits_per_batch):
+                records = [
+                    (h.series_id, str(h.commits[i]), float(h.values[i]))
+                    for h in histories
+                    for i in range(start, min(start + commits_per_batch, len(h)))
+                ]
+                for d in loop.process_many(records):
+                    if d is None:
+                        continue
+                    withdrawn = "" if d.withdrawal is None else d.withdrawal.commit
+                    w.writerow([name, d.series, d.commit, d.index, repr(d.probability), int(d.decision), withdrawn])
+                    n_rows += 1
+    print(
+        f"(g) {n_rows:,} decisions over {len(real)} real histories and {len(sets['injected'])} injected stretches "
+        f"written to {out} in {time.process_time() - c0:.0f} CPU-s (code: {Path(triage.__file__).parent})"
+    )
+
+
+def compare_decisions(old: Path, new: Path) -> None:
+    """Exit 1 unless two ``--real-decisions`` files hold the same decisions with the same probabilities (1e-12 relative)."""
+    import pandas as pd
+
+    keys = ["set", "series", "commit", "index"]
+    a = pd.read_csv(old, dtype={"series": str, "commit": str, "withdrawn_commit": str}, keep_default_na=False)
+    b = pd.read_csv(new, dtype={"series": str, "commit": str, "withdrawn_commit": str}, keep_default_na=False)
+    both = a.merge(b, on=keys, how="outer", suffixes=("_old", "_new"), indicator=True)
+    unmatched = int((both["_merge"] != "both").sum())
+    both = both[both["_merge"] == "both"]
+    p_old, p_new = both["probability_old"].to_numpy(float), both["probability_new"].to_numpy(float)
+    rel = np.abs(p_new - p_old) / np.maximum(np.abs(p_old), np.finfo(float).tiny)
+    same_decision = (both["decision_old"] == both["decision_new"]) & (
+        both["withdrawn_commit_old"] == both["withdrawn_commit_new"]
+    )
+    print(
+        f"(g) {len(a):,} / {len(b):,} decisions ({int(a['decision'].sum())} / {int(b['decision'].sum())} positive, "
+        f"{int((a['withdrawn_commit'] != '').sum())} / {int((b['withdrawn_commit'] != '').sum())} withdrawals); "
+        f"in one file only: {unmatched}; decisions or withdrawals differing: {int((~same_decision).sum())}; "
+        f"probabilities bit-identical: {int((p_old == p_new).sum()):,} of {len(both):,}, "
+        f"largest relative difference {rel.max() if len(rel) else 0.0:.3g}"
+    )
+    if unmatched or not same_decision.all() or (rel > 1e-12).any():
+        raise SystemExit(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -331,7 +403,21 @@ def main() -> None:
         "--replay-only", action="store_true",
         help="only (b), in memory, after a 3-series warm-up: CPU per commit of a replay (needs --model)",
     )
+    parser.add_argument(
+        "--real-decisions", type=Path, default=None,
+        help="only (g): write every decision over the real histories (and their injected stretches) to this CSV",
+    )
+    parser.add_argument(
+        "--compare-decisions", type=Path, nargs=2, metavar=("OLD", "NEW"), default=None,
+        help="only (g): compare two --real-decisions files; exit 1 on any difference beyond 1e-12 relative",
+    )
     args = parser.parse_args()
+    if args.compare_decisions:
+        compare_decisions(*args.compare_decisions)
+        return
+    if args.real_decisions:
+        real_decisions(args.model, args.real_decisions)
+        return
     if args.replay_only:
         replay_only(args.model, args.series)
         return

@@ -203,22 +203,14 @@ def window_characteristics(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _max_kl_shift(z: np.ndarray) -> float:
-    return fast.max_kl_shift(z, LAGS)
-
-
-# The bounded characteristics' kernels, in the order they run. fast's kernels
-# are called from Python, not from a compiled kernel: numba's on-disk cache of
-# a caller does not notice when a callee in another module changes.
+# The bounded characteristics computed here, one kernel each; the other six
+# come from fast.bounded_characteristics in one call. fast's kernels are
+# called from Python, not from a compiled kernel of this package: numba's
+# on-disk cache of a caller does not notice when a callee in another module
+# changes.
 _BOUNDED_KERNELS = (
     (_INDEX["crossing_points"], pre_state_kernels.crossing_points),
     (_INDEX["entropy"], pre_state_kernels.entropy),
-    (_FLAT_SPOTS, fast.flat_spots),
-    (_INDEX["max_kl_shift"], _max_kl_shift),
-    (_INDEX["nonlinearity"], fast.nonlinearity),
-    (_INDEX["arch_lm"], fast.arch_lm),
-    (_INDEX["unitroot_kpss"], fast.kpss),
-    (_INDEX["unitroot_pp"], fast.pp),
 )
 
 
@@ -272,6 +264,7 @@ class PreState:
                 self._want_bounded[_INDEX[name]] = True
         self._any_bounded = bool(self._want_bounded.any())
         self._bounded_kernels = [(pos, kernel) for pos, kernel in _BOUNDED_KERNELS if self._want_bounded[pos]]
+        self._any_fast_bounded = bool(self._want_bounded[list(fast.BOUNDED_POSITIONS)].any())
         self._any_exact = any(n in EXACT for n in window_names)
         ring = max(self.horizon, MIN_RING) if self._any_bounded else MIN_RING
         if self._layout.needs_pair:
@@ -383,6 +376,8 @@ class PreState:
             return
         for position, kernel in self._bounded_kernels:
             out[position] = kernel(z)
+        if self._any_fast_bounded:
+            fast.bounded_characteristics(z, LAGS, want, out)
 
     def _norm(self, after: np.ndarray) -> np.ndarray:
         """``normalised_moments(Pre, after)`` from Pre's running min, max, mean and M2."""

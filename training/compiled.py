@@ -149,51 +149,154 @@ def _prob_to_margin(p):
 
 # ---------------------------------------------------------------------- kernels
 
+# Rows are predicted in blocks, every tree over a block before the next tree
+# (tree-major): one tree's nodes (a few kB) stay in L1 for the whole block
+# instead of all trees' nodes (about 1 MB for 400 XGBoost trees) passing
+# through the cache once per row. Each row still adds its trees in tree
+# order, so every sum is the one the library computes. Node positions and
+# features are unsigned: numba then skips its negative-index wraparound on
+# every load of the walk (about a third of the time).
+_BLOCK = 64
+
+
+@numba.njit(cache=True, nogil=True)
+def _tree_depths(left, right, roots):
+    """Depth of each tree (edges from the root to its deepest leaf), shape (n_trees,)."""
+    depth = np.zeros(left.size, dtype=np.int32)
+    out = np.zeros(roots.size, dtype=np.int32)
+    stack = np.empty(left.size, dtype=np.int32)
+    for t in range(roots.size):
+        top = 0
+        stack[0] = roots[t]
+        depth[roots[t]] = 0
+        deepest = 0
+        while top >= 0:
+            node = stack[top]
+            top -= 1
+            d = depth[node]
+            if d > deepest:
+                deepest = d
+            if left[node] >= 0:
+                depth[left[node]] = d + 1
+                depth[right[node]] = d + 1
+                stack[top + 1] = left[node]
+                stack[top + 2] = right[node]
+                top += 2
+        out[t] = deepest
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _as_float32(X):
+    """X as the libraries see it: non-finite values missing (NaN), then cast to float32."""
+    n, p = X.shape
+    out = np.empty((n, p), dtype=np.float32)
+    for i in range(n):
+        for j in range(p):
+            x = X[i, j]
+            out[i, j] = np.float32(x) if np.isfinite(x) else np.float32(np.nan)
+    return out
+
 
 @numba.njit(cache=True, nogil=True)
 def _forest_proba(X, feature, threshold, left, right, value, default_left, roots):
-    """Mean of per-tree leaf values, shape (n,), as sklearn sums them (tree order, float64)."""
-    n = X.shape[0]
-    out = np.empty(n)
+    """Mean of per-tree leaf values, shape (n,), as sklearn sums them (tree order, float64).
+
+    ``left`` is -1 at a leaf (int32); ``feature`` and ``roots`` unsigned.
+    """
+    X32 = _as_float32(X)  # sklearn validates X to float32 before walking the trees
+    n = X32.shape[0]
+    out = np.zeros(n)
     n_trees = roots.size
-    for i in range(n):
-        acc = 0.0
+    for start in range(0, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
         for t in range(n_trees):
-            node = roots[t]
-            while left[node] >= 0:
-                x = X[i, feature[node]]
-                if np.isnan(x):
-                    node = left[node] if default_left[node] else right[node]
-                elif x <= threshold[node]:
-                    node = left[node]
-                else:
-                    node = right[node]
-            acc += value[node]
-        out[i] = acc / n_trees
+            root = roots[t]
+            for i in range(start, stop):
+                node = root
+                while left[node] >= 0:
+                    x = X32[i, feature[node]]
+                    if (x <= threshold[node]) | (np.isnan(x) & default_left[node]):
+                        node = np.uint32(left[node])
+                    else:
+                        node = np.uint32(right[node])
+                out[i] += value[node]
+    for i in range(n):
+        out[i] /= n_trees
     return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _xgb_step(X32, i, node, nodes, threshold):
+    """One level of an XGBoost tree for row i: ``x < split`` goes left, NaN the default way."""
+    x = X32[i, nodes[node, 0]]
+    go_left = (x < threshold[node]) | (np.isnan(x) & (nodes[node, 3] != 0))
+    return nodes[node, np.uint32(2) - np.uint32(go_left)]
 
 
 @numba.njit(cache=True, nogil=True)
-def _xgb_margin(X, feature, threshold, left, right, value, default_left, roots, base):
-    """float32 margins, shape (n,): base + leaf weights in tree order, as XGBoost's CPU predictor."""
-    n = X.shape[0]
-    out = np.empty(n, dtype=np.float32)
-    n_trees = roots.size
-    for i in range(n):
-        acc = base
+def _xgb_proba(X, nodes, threshold, value, trees, base):
+    """P(positive), float32, shape (n,): base + leaf weights in tree order, as XGBoost's CPU predictor, then its link.
+
+    ``nodes`` (n_nodes, 4) holds feature, left, right and default-left, a
+    leaf pointing to itself; ``trees`` (n_trees, 2) each tree's root and
+    depth. A walk of ``depth`` steps so ends on the row's leaf whatever its
+    path: no branch on the data, and several walks advance side by side,
+    overlapping their memory latency: eight rows at a time through one tree,
+    and for the last rows (all of them for a single row) four trees at a time
+    through one row.
+    """
+    X32 = _as_float32(X)
+    n = X32.shape[0]
+    margin = np.empty(n, dtype=np.float32)
+    margin[:] = base
+    n_trees = trees.shape[0]
+    n8 = n - n % 8
+    for start in range(0, n8, _BLOCK):
+        stop = min(start + _BLOCK, n8)
         for t in range(n_trees):
-            node = roots[t]
-            while left[node] >= 0:
-                x = X[i, feature[node]]
-                if np.isnan(x):
-                    node = left[node] if default_left[node] else right[node]
-                elif x < threshold[node]:
-                    node = left[node]
-                else:
-                    node = right[node]
-            acc = np.float32(acc + value[node])
-        out[i] = acc
-    return out
+            root = trees[t, 0]
+            for i in range(start, stop, 8):
+                a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = root
+                for _ in range(trees[t, 1]):
+                    a0 = _xgb_step(X32, i, a0, nodes, threshold)
+                    a1 = _xgb_step(X32, i + 1, a1, nodes, threshold)
+                    a2 = _xgb_step(X32, i + 2, a2, nodes, threshold)
+                    a3 = _xgb_step(X32, i + 3, a3, nodes, threshold)
+                    a4 = _xgb_step(X32, i + 4, a4, nodes, threshold)
+                    a5 = _xgb_step(X32, i + 5, a5, nodes, threshold)
+                    a6 = _xgb_step(X32, i + 6, a6, nodes, threshold)
+                    a7 = _xgb_step(X32, i + 7, a7, nodes, threshold)
+                margin[i] = np.float32(margin[i] + value[a0])
+                margin[i + 1] = np.float32(margin[i + 1] + value[a1])
+                margin[i + 2] = np.float32(margin[i + 2] + value[a2])
+                margin[i + 3] = np.float32(margin[i + 3] + value[a3])
+                margin[i + 4] = np.float32(margin[i + 4] + value[a4])
+                margin[i + 5] = np.float32(margin[i + 5] + value[a5])
+                margin[i + 6] = np.float32(margin[i + 6] + value[a6])
+                margin[i + 7] = np.float32(margin[i + 7] + value[a7])
+    n4 = n_trees - n_trees % 4
+    for i in range(n8, n):
+        acc = margin[i]
+        for t in range(0, n4, 4):
+            a0, a1, a2, a3 = trees[t, 0], trees[t + 1, 0], trees[t + 2, 0], trees[t + 3, 0]
+            steps = max(max(trees[t, 1], trees[t + 1, 1]), max(trees[t + 2, 1], trees[t + 3, 1]))
+            for _ in range(steps):
+                a0 = _xgb_step(X32, i, a0, nodes, threshold)
+                a1 = _xgb_step(X32, i, a1, nodes, threshold)
+                a2 = _xgb_step(X32, i, a2, nodes, threshold)
+                a3 = _xgb_step(X32, i, a3, nodes, threshold)
+            acc = np.float32(acc + value[a0])
+            acc = np.float32(acc + value[a1])
+            acc = np.float32(acc + value[a2])
+            acc = np.float32(acc + value[a3])
+        for t in range(n4, n_trees):
+            a0 = trees[t, 0]
+            for _ in range(trees[t, 1]):
+                a0 = _xgb_step(X32, i, a0, nodes, threshold)
+            acc = np.float32(acc + value[a0])
+        margin[i] = acc
+    return _sigmoid32(margin)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -245,33 +348,46 @@ class CompiledPredictor:
         self.calibrator = clf.calibrator_
         self._flat: FlatForest | None = None
         self._base = np.float32(0.0)
+        self._args: tuple = ()
         if clf.model == "rf":
-            self._flat = flatten_sklearn_forest(clf.estimator_)
+            self._flat = f = flatten_sklearn_forest(clf.estimator_)
+            roots = f.roots.astype(np.uint32)
+            self._args = (
+                f.feature.astype(np.uint32),
+                f.threshold,
+                f.left,
+                f.right,
+                f.value,
+                f.default_left,
+                roots,
+            )
         elif clf.model == "xgb":
             self._flat, self._base = flatten_xgboost(clf.estimator_.get_booster())
+            f = self._flat
+            own = np.arange(f.left.size, dtype=np.int32)
+            leaf = f.left < 0
+            nodes = np.column_stack(
+                [
+                    f.feature,
+                    np.where(leaf, own, f.left),
+                    np.where(leaf, own, f.right),
+                    f.default_left,
+                ]
+            )
+            trees = np.column_stack([f.roots, _tree_depths(f.left, f.right, f.roots)])
+            self._args = (
+                np.ascontiguousarray(nodes, dtype=np.uint32),
+                f.threshold,
+                f.value,
+                np.ascontiguousarray(trees, dtype=np.uint32),
+                self._base,
+            )
         self.compiled = self._flat is not None
 
     def _raw_score(self, X: np.ndarray) -> np.ndarray:
-        f = self._flat
         if self.model == "rf":
-            # sklearn validates X to float32 before walking the trees.
-            X32 = np.ascontiguousarray(X, dtype=np.float32)
-            return _forest_proba(
-                X32, f.feature, f.threshold, f.left, f.right, f.value, f.default_left, f.roots
-            )
-        X32 = np.ascontiguousarray(X, dtype=np.float32)
-        margin = _xgb_margin(
-            X32,
-            f.feature,
-            f.threshold,
-            f.left,
-            f.right,
-            f.value,
-            f.default_left,
-            f.roots,
-            self._base,
-        )
-        return _sigmoid32(margin)
+            return _forest_proba(X, *self._args)
+        return _xgb_proba(X, *self._args)
 
     def positive_proba(self, X: np.ndarray) -> np.ndarray:
         """P(true alert), shape (n,), for X of shape (n, n_features) in the model's column order."""
@@ -280,13 +396,12 @@ class CompiledPredictor:
             raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}")
         if not self.compiled:
             return self.clf.predict_proba(X)[:, 1]
-        if not np.all(np.isfinite(X)):
-            # The classifier maps infinities to NaN (an undefined characteristic).
-            X = np.where(np.isfinite(X), X, np.nan)
+        # The kernels map infinities to NaN (an undefined characteristic), as the classifier does.
         score = self._raw_score(X)
-        if self.calibrator is not None:
-            score = _apply_calibrator(self.calibrator, score)
-        return np.clip(score, 0.0, 1.0)
+        if self.calibrator is None:
+            # Already in [0, 1]: a mean of leaf fractions, or 1 / (1 + expf(.) + 1e-16).
+            return score
+        return np.clip(_apply_calibrator(self.calibrator, score), 0.0, 1.0)
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """Class probabilities, shape (n, 2), as ``TriageClassifier.predict_proba``."""
