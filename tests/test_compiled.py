@@ -101,3 +101,49 @@ def test_wrong_width_and_unfitted_are_refused():
         fast.predict_proba(np.zeros((3, 9)))
     with pytest.raises(ValueError, match="not fitted"):
         CompiledPredictor(TriageClassifier())
+
+
+@pytest.mark.parametrize("model", ["rf", "xgb"])
+def test_every_row_count_around_the_blocks_gives_the_library_numbers(model):
+    """Rows go through the trees in blocks of 64, eight side by side, the rest
+    (a single row) four trees side by side: every split of a batch gives the
+    library's numbers bit for bit. Trees of uneven depth (pruned by gamma) and
+    a tree count that is no multiple of four."""
+    X, y = _data(nan_share=0.05)
+    params = {"n_estimators": 23}
+    if model == "xgb":
+        params["gamma"] = 10.0  # trees of depth 0 (a single leaf) to 5
+    clf = TriageClassifier(model=model, random_state=0, **params).fit(X, y)
+    fast = CompiledPredictor(clf)
+    if model == "xgb":
+        depths = fast._args[3][:, 1]
+        assert depths.min() < depths.max()
+    probe = _probe(n=200)
+    probe[np.random.default_rng(4).random(probe.shape) < 0.05] = np.nan
+    expected = clf.predict_proba(probe)[:, 1]
+    for n in (1, 3, 7, 8, 9, 63, 64, 65, 71, 200):
+        np.testing.assert_array_equal(fast.positive_proba(probe[:n]), expected[:n])
+
+
+def test_bundled_online_model_on_real_feature_rows(shared_data):
+    """The bundled online model (400 trees) on the rows the online loop builds
+    from real histories: the compiled walk gives XGBoost's own numbers."""
+    import json
+    from pathlib import Path
+
+    from triage.online.loop import OnlineTriage
+
+    model_dir = Path(__file__).resolve().parents[1] / "models" / "online-w4"
+    loop = OnlineTriage.from_model_dir(model_dir, explain="none")
+    values = np.asarray(json.loads((shared_data / "tigerbeetle.json").read_text()), dtype=float)
+    pre = loop.new_state("tigerbeetle").pre
+    rows = []
+    for i in range(len(values) - 5):
+        rows.append(pre.features_array(values[i : i + 5]))
+        pre.learn_one(values[i])
+    X = np.array(rows)
+    clf = load_model(model_dir)
+    expected = clf.predict_proba(X)[:, 1]
+    assert np.ptp(expected) > 0.5
+    np.testing.assert_array_equal(CompiledPredictor(clf).positive_proba(X), expected)
+    np.testing.assert_array_equal(CompiledPredictor(clf).positive_proba(X[:1]), expected[:1])

@@ -236,7 +236,9 @@ def _xgb_step(X32, i, node, nodes, threshold):
 
 @numba.njit(cache=True, nogil=True)
 def _xgb_proba(X, nodes, threshold, value, trees, base):
-    """P(positive), float32, shape (n,): base + leaf weights in tree order, as XGBoost's CPU predictor, then its link.
+    """P(positive), float32, shape (n,): XGBoost's CPU predictor and logistic link.
+
+    The margin is the base margin plus the leaf weights in tree order, in float32.
 
     ``nodes`` (n_nodes, 4) holds feature, left, right and default-left, a
     leaf pointing to itself; ``trees`` (n_trees, 2) each tree's root and
