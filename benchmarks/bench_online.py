@@ -20,6 +20,13 @@ compiled predictor:
     (one transaction per commit, WAL, ``synchronous=NORMAL``), and (b)'s
     batches with one transaction per batch.
 
+Apart, each with its own option: (e) ``triage watch`` fed a backlog, (f)
+``triage detect --jobs 2`` on a preset, (b) alone (``--replay-only``), and
+(g) every decision over the real histories (``--real-decisions``), to show
+that a speed change leaves decisions and probabilities as they were
+(``--compare-decisions OLD NEW`` after running the same file on a worktree of
+the commit before, with ``PYTHONPATH``).
+
 The model is trained here, through the training API, on the ``small``
 preset for the per-commit question (ground-truth change points positive;
 false-alert candidates and ten ordinary commits per series negative), once

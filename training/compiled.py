@@ -6,7 +6,10 @@ validation, thread pools and per-tree Python dispatch; the online loop
 small batch, so that overhead dominates. Here the fitted trees are flattened
 into a few arrays (one row per node, trees concatenated) and walked by one
 numba kernel, reproducing the library's arithmetic so the probabilities are
-the same numbers:
+the same numbers. The kernel takes a block of rows through one tree before
+the next (the tree's nodes stay in cache) and, for XGBoost, walks several
+rows (or, for a single row, several trees) side by side without branching on
+the data; each row still sums its trees in the library's order:
 
 * **random forest** (scikit-learn): features cast to float32 as sklearn does,
   ``x <= threshold`` goes left, NaN follows ``missing_go_to_left``; each leaf
