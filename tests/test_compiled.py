@@ -106,9 +106,9 @@ def test_wrong_width_and_unfitted_are_refused():
 @pytest.mark.parametrize("model", ["rf", "xgb"])
 def test_every_row_count_around_the_blocks_gives_the_library_numbers(model):
     """Rows go through the trees in blocks of 64, eight side by side, the rest
-    (a single row) four trees side by side: every split of a batch gives the
+    (a single row) eight trees side by side: every split of a batch gives the
     library's numbers bit for bit. Trees of uneven depth (pruned by gamma) and
-    a tree count that is no multiple of four."""
+    a tree count that is no multiple of eight."""
     X, y = _data(nan_share=0.05)
     params = {"n_estimators": 23}
     if model == "xgb":

@@ -248,7 +248,7 @@ def _xgb_proba(X, nodes, threshold, value, trees, base):
     depth. A walk of ``depth`` steps so ends on the row's leaf whatever its
     path: no branch on the data, and several walks advance side by side,
     overlapping their memory latency: eight rows at a time through one tree,
-    and for the last rows (all of them for a single row) four trees at a time
+    and for the last rows (all of them for a single row) eight trees at a time
     through one row.
     """
     X32 = _as_float32(X)
@@ -280,22 +280,33 @@ def _xgb_proba(X, nodes, threshold, value, trees, base):
                 margin[i + 5] = np.float32(margin[i + 5] + value[a5])
                 margin[i + 6] = np.float32(margin[i + 6] + value[a6])
                 margin[i + 7] = np.float32(margin[i + 7] + value[a7])
-    n4 = n_trees - n_trees % 4
+    n8t = n_trees - n_trees % 8
     for i in range(n8, n):
         acc = margin[i]
-        for t in range(0, n4, 4):
+        for t in range(0, n8t, 8):
             a0, a1, a2, a3 = trees[t, 0], trees[t + 1, 0], trees[t + 2, 0], trees[t + 3, 0]
-            steps = max(max(trees[t, 1], trees[t + 1, 1]), max(trees[t + 2, 1], trees[t + 3, 1]))
+            a4, a5, a6, a7 = trees[t + 4, 0], trees[t + 5, 0], trees[t + 6, 0], trees[t + 7, 0]
+            steps = trees[t, 1]
+            for k in range(1, 8):
+                steps = max(steps, trees[t + k, 1])
             for _ in range(steps):
                 a0 = _xgb_step(X32, i, a0, nodes, threshold)
                 a1 = _xgb_step(X32, i, a1, nodes, threshold)
                 a2 = _xgb_step(X32, i, a2, nodes, threshold)
                 a3 = _xgb_step(X32, i, a3, nodes, threshold)
+                a4 = _xgb_step(X32, i, a4, nodes, threshold)
+                a5 = _xgb_step(X32, i, a5, nodes, threshold)
+                a6 = _xgb_step(X32, i, a6, nodes, threshold)
+                a7 = _xgb_step(X32, i, a7, nodes, threshold)
             acc = np.float32(acc + value[a0])
             acc = np.float32(acc + value[a1])
             acc = np.float32(acc + value[a2])
             acc = np.float32(acc + value[a3])
-        for t in range(n4, n_trees):
+            acc = np.float32(acc + value[a4])
+            acc = np.float32(acc + value[a5])
+            acc = np.float32(acc + value[a6])
+            acc = np.float32(acc + value[a7])
+        for t in range(n8t, n_trees):
             a0 = trees[t, 0]
             for _ in range(trees[t, 1]):
                 a0 = _xgb_step(X32, i, a0, nodes, threshold)
