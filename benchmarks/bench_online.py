@@ -25,7 +25,8 @@ Apart, each with its own option: (e) ``triage watch`` fed a backlog, (f)
 (g) every decision over the real histories (``--real-decisions``), to show
 that a speed change leaves decisions and probabilities as they were
 (``--compare-decisions OLD NEW`` after running the same file on a worktree of
-the commit before, with ``PYTHONPATH``).
+the commit before, with ``PYTHONPATH``), and (h) the same for ``max_kl_shift``
+on windows of the real histories (``--real-windows``, ``--compare-windows``).
 
 The model is trained here, through the training API, on the ``small``
 preset for the per-commit question (ground-truth change points positive;
@@ -383,6 +384,62 @@ def compare_decisions(old: Path, new: Path) -> None:
         raise SystemExit(1)
 
 
+def real_windows(out: Path, per_series: int = 60, seed: int = 0) -> None:
+    """(h) ``max_kl_shift`` of windows of the real histories, written to ``out`` (exact, as ``repr``).
+
+    ``per_series`` windows per history, of 12 to 400 commits at seeded random
+    places (the batch features' Pre / After windows and the online Pre's 64),
+    prepared as the catalogue does; the characteristic whose arithmetic the
+    speed work changed. Run the same file on two versions, then ``--compare-windows``.
+    """
+    import csv
+
+    import pandas as pd
+
+    from triage.features import catalogue, fast
+
+    frame = pd.read_csv(SHARED / "real" / "histories.csv.gz")
+    rng = np.random.default_rng(seed)
+    n = 0
+    with open(out, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["series", "start", "length", "max_kl_shift"])
+        for sid, x in frame.groupby("series_id", sort=False)["value"]:
+            x = x.to_numpy(float)
+            for _ in range(per_series):
+                length = int(rng.choice([12, 20, 30, 45, 64, 100, 200, 400]))
+                if length >= len(x):
+                    continue
+                start = int(rng.integers(0, len(x) - length))
+                z = catalogue.prepare(x[start : start + length])
+                if z is None:
+                    continue
+                w.writerow([sid, start, length, repr(fast.max_kl_shift(z, 10 if z.size > 10 else 2))])
+                n += 1
+    print(f"(h) max_kl_shift of {n:,} windows of the real histories written to {out}")
+
+
+def compare_windows(old: Path, new: Path) -> None:
+    """How many ``--real-windows`` values differ, by how much, and whether any differs as the float32 a model reads."""
+    import pandas as pd
+
+    a = pd.read_csv(old)
+    b = pd.read_csv(new)
+    if len(a) != len(b) or not a[["series", "start", "length"]].equals(b[["series", "start", "length"]]):
+        raise SystemExit("the two files hold different windows")
+    x, y = a["max_kl_shift"].to_numpy(float), b["max_kl_shift"].to_numpy(float)
+    diff = x != y
+    rel = np.abs(y - x)[diff] / np.abs(x)[diff]
+    f32 = int((x.astype(np.float32) != y.astype(np.float32)).sum())
+    print(
+        f"(h) {len(x):,} windows: max_kl_shift differs in {int(diff.sum()):,} ({diff.mean():.1%}), "
+        f"largest relative difference {rel.max() if rel.size else 0.0:.2g}; as float32 (what a model reads) "
+        f"in {f32}"
+    )
+    if f32:
+        raise SystemExit(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -418,7 +475,21 @@ def main() -> None:
         "--compare-decisions", type=Path, nargs=2, metavar=("OLD", "NEW"), default=None,
         help="only (g): compare two --real-decisions files; exit 1 on any difference beyond 1e-12 relative",
     )
+    parser.add_argument(
+        "--real-windows", type=Path, default=None,
+        help="only (h): write max_kl_shift of seeded windows of the real histories to this CSV",
+    )
+    parser.add_argument(
+        "--compare-windows", type=Path, nargs=2, metavar=("OLD", "NEW"), default=None,
+        help="only (h): compare two --real-windows files; exit 1 if any float32 value differs",
+    )
     args = parser.parse_args()
+    if args.compare_windows:
+        compare_windows(*args.compare_windows)
+        return
+    if args.real_windows:
+        real_windows(args.real_windows)
+        return
     if args.compare_decisions:
         compare_decisions(*args.compare_decisions)
         return
