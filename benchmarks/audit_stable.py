@@ -18,18 +18,81 @@ segmentation (the one that motivated ``stable``). Nothing here is chosen or tune
 cached by ``bench_real.py`` (run it first)::
 
     nice .venv/bin/python benchmarks/audit_stable.py
+
+``--compare-segmentations 2,4,6,8,12,16`` instead compares segmentations
+before any detector runs, on the development projects only (django-asv,
+emg3d-bench, rhai; the test projects are not read): per segmentation the
+stretches and commits it keeps and how many stretches hold a commit with a
+lasting shift (the same test, on every commit >= 30 from the stretch's
+ends), with ``stable-global`` and the same stretches shuffled (no level
+structure left) as references. This is how ``stable``'s scale and penalty
+were chosen::
+
+    nice .venv/bin/python benchmarks/audit_stable.py --compare-segmentations 2,4,6,8,12,16
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_real  # noqa: E402
 import real_data  # noqa: E402
+
+DEVELOPMENT: tuple[str, ...] = ("django-asv", "emg3d-bench", "rhai")
+
+
+def lasting_commits(values: np.ndarray, min_shift: float = 3.0, far: int = 30, near: int = 10) -> int:
+    """Commits p (>= ``far`` from both ends) with a lasting shift, as :func:`bench_real.lasting_shift` reads it.
+
+    The shift: |median of the ``far`` commits from p - median of the ``far``
+    before| over the 1.4826 MAD of those before (``ctx_far_shift``); lasting:
+    the median of commits p + near .. p + 2 near, relative to the ``near``
+    before p, is 0.5-1.5 times the ``near``-commit step (``ctx_persist_after``).
+    """
+    from triage.features.candidate_context import shift_profile
+
+    x = np.asarray(values, dtype=np.float64)
+    profile = shift_profile(x, far)  # entry i is commit far + i
+    count = 0
+    for p in range(far, len(x) - far + 1):
+        if profile[p - far] < min_shift:
+            continue
+        before = float(np.median(x[p - near : p]))
+        step = float(np.median(x[p : p + near])) - before
+        if step != 0 and 0.5 <= (float(np.median(x[p + near : p + 2 * near])) - before) / step <= 1.5:
+            count += 1
+    return count
+
+
+def compare_segmentations(factors: list[float]) -> None:
+    real = real_data.load_real(sources=DEVELOPMENT)
+    rng = np.random.default_rng(0)
+    print(f"Stretches of >= 80 commits on the development projects ({', '.join(DEVELOPMENT)}; {len(real)} series, "
+          f"{real.n_commits():,} commits) holding a commit with a lasting shift >= 3 robust sd:\n")
+    print("| segmentation | stretches | commits | stretches with a lasting shift | commits with one per 1,000 |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    looks: list[tuple[str, real_data.InjectionConfig, str, bool]] = [
+        ("stable-global (whole-series MAD, 10 log n)", real_data.InjectionConfig(), "global", False)]
+    for f in factors:
+        looks.append((f"stable: noise units, {f:g} log n", dataclasses.replace(real_data.InjectionConfig(),
+                      penalty_factor=f), "noise", False))
+    looks.append(("stable, default penalty, values shuffled (reference)", real_data.InjectionConfig(), "noise", True))
+    for name, cfg, scale, shuffle in looks:
+        n_stretch = n_commits = n_with = n_pos = 0
+        for h in real:
+            for a, b in real_data.stable_stretches(h.values, cfg, scale):
+                seg = rng.permutation(h.values[a:b]) if shuffle else h.values[a:b]
+                k = lasting_commits(seg)
+                n_stretch, n_commits, n_with, n_pos = n_stretch + 1, n_commits + b - a, n_with + (k > 0), n_pos + k
+        print(f"| {name} | {n_stretch} | {n_commits:,} | {n_with} ({n_with / max(n_stretch, 1):.0%}) | "
+              f"{1000 * n_pos / max(n_commits, 1):.2f} |")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -39,7 +102,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--mode", choices=("stable", "stable-global"), default="stable",
                     help="the segmentation whose stretches are audited (default stable)")
+    ap.add_argument("--compare-segmentations", default="",
+                    help="comma-separated penalty factors of stable to compare on the development projects")
     args = ap.parse_args(argv)
+    if args.compare_segmentations:
+        try:
+            compare_segmentations([float(f) for f in args.compare_segmentations.split(",") if f.strip()])
+        except real_data.RealDataMissing as exc:
+            print(exc)
+        return
     try:
         real = real_data.load_real()
     except real_data.RealDataMissing as exc:
