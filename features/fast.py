@@ -388,11 +388,56 @@ def _density_row(zi, lo_x, by, bw, c, row):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _density_pair(za, zb, lo_x, by, bw, c, row_a, row_b):
+    """:func:`_density_row` of two values at once: four independent walks in one loop.
+
+    Every walk runs to the grid's end, storing ``max(value, floor)``: the
+    values only decrease along a walk (each step multiplies by a factor
+    <= 1), so once one is at the floor all later ones are, and this stores
+    what stopping at the floor and filling stores. No walk ends early on the
+    data, so the four advance side by side (the processor overlaps them).
+    """
+    d = by / bw
+    norm = 1.0 / (bw * _SQRT_2PI)
+    ga = min(max(int(np.floor((za - lo_x) / by + 0.5)), 0), _GRID - 1)
+    gb = min(max(int(np.floor((zb - lo_x) / by + 0.5)), 0), _GRID - 1)
+    ua = (lo_x + ga * by - za) / bw
+    ub = (lo_x + gb * by - zb) / bw
+    ea_up = ea_dn = np.exp(-0.5 * ua * ua)
+    eb_up = eb_dn = np.exp(-0.5 * ub * ub)
+    row_a[ga] = max(ea_up * norm, _DNORM38)
+    row_b[gb] = max(eb_up * norm, _DNORM38)
+    ra_up = np.exp(-ua * d - 0.5 * d * d)
+    ra_dn = np.exp(ua * d - 0.5 * d * d)
+    rb_up = np.exp(-ub * d - 0.5 * d * d)
+    rb_dn = np.exp(ub * d - 0.5 * d * d)
+    na_up = _GRID - 1 - ga
+    nb_up = _GRID - 1 - gb
+    for t in range(1, max(max(na_up, ga), max(nb_up, gb)) + 1):
+        if t <= na_up:
+            ea_up *= ra_up
+            ra_up *= c
+            row_a[ga + t] = max(ea_up * norm, _DNORM38)
+        if t <= ga:
+            ea_dn *= ra_dn
+            ra_dn *= c
+            row_a[ga - t] = max(ea_dn * norm, _DNORM38)
+        if t <= nb_up:
+            eb_up *= rb_up
+            rb_up *= c
+            row_b[gb + t] = max(eb_up * norm, _DNORM38)
+        if t <= gb:
+            eb_dn *= rb_dn
+            rb_dn *= c
+            row_b[gb - t] = max(eb_dn * norm, _DNORM38)
+
+
+@numba.njit(cache=True, error_model="numpy")
 def max_kl_shift(z, w):
-    """Streams over the window with ring buffers of w (densities) and w + 1
-    (window means and their logs) grid rows, so the working set stays in L1
-    whatever n (full n x 100 matrices cost more in page faults than in
-    arithmetic).
+    """Streams over the window with ring buffers of w + 1 grid rows (densities,
+    window means and their logs), so the working set stays in L1 whatever n
+    (full n x 100 matrices cost more in page faults than in arithmetic). The
+    densities are computed two rows at a time (:func:`_density_pair`).
 
     The logarithms are :func:`_log`'s, and ``error_model="numpy"`` drops the
     division-by-zero checks (no divisor here can be 0), so the per-row loops
@@ -407,27 +452,32 @@ def max_kl_shift(z, w):
     bw = _bw_nrd0(z)
     d = by / bw
     c = np.exp(-d * d)  # the recurrence's factor, the same for every row
-    dens = np.empty((w, _GRID))
-    roll = np.empty((w + 1, _GRID))
-    logroll = np.empty((w + 1, _GRID))
+    m = w + 1  # ring rows: the w rows of a window and the next one, computed with the last
+    dens = np.empty((m, _GRID))
+    roll = np.empty((m, _GRID))
+    logroll = np.empty((m, _GRID))
     wsum = np.empty(_GRID)
     kl = np.zeros(n - w)
     for j in range(n):
-        _density_row(z[j], lo_x, by, bw, c, dens[j % w])
+        if j % 2 == 0:
+            if j + 1 < n:
+                _density_pair(z[j], z[j + 1], lo_x, by, bw, c, dens[j % m], dens[(j + 1) % m])
+            else:
+                _density_row(z[j], lo_x, by, bw, c, dens[j % m])
         if j < w - 1:
             continue
         # Right-aligned window mean summed row by row in order (as numpy's
         # mean over axis 0 does): no running sum, whose subtractions would
         # wipe out densities at the dnorm(38) floor.
-        first = dens[(j - w + 1) % w]
+        first = dens[(j - w + 1) % m]
         for g in range(_GRID):
             wsum[g] = first[g]
         for r in range(j - w + 2, j + 1):
-            row = dens[r % w]
+            row = dens[r % m]
             for g in range(_GRID):
                 wsum[g] += row[g]
-        rj = roll[j % (w + 1)]
-        lj = logroll[j % (w + 1)]
+        rj = roll[j % m]
+        lj = logroll[j % m]
         for g in range(_GRID):
             v = wsum[g] / w
             rj[g] = v
@@ -436,8 +486,8 @@ def max_kl_shift(z, w):
         if i >= w - 1:
             # kl_i compares the windows ending at i and at i + w = j; R's
             # NA fill leaves kl_i = 0 for i < w - 1.
-            ri = roll[i % (w + 1)]
-            li = logroll[i % (w + 1)]
+            ri = roll[i % m]
+            li = logroll[i % m]
             s = 0.0
             for g in range(_GRID):
                 s += ri[g] * (li[g] - lj[g]) * by
