@@ -95,7 +95,11 @@ def main() -> None:
                         help="only compare hybrid_cvm's old and new p-value paths on N real histories")
     args = parser.parse_args()
     if args.cvm_real:
-        raise SystemExit(1 if cvm_real(args.cvm_real) else 0)
+        try:
+            mismatches = cvm_real(args.cvm_real)
+        except real_data.RealDataMissing as exc:
+            raise SystemExit(str(exc)) from None
+        raise SystemExit(1 if mismatches else 0)
 
     config = preset_config("small", n_series=args.series, length_min=args.length, length_max=args.length)
     dataset = generate(config, seed=args.seed)
