@@ -25,8 +25,9 @@ Apart, each with its own option: (e) ``triage watch`` fed a backlog, (f)
 (g) every decision over the real histories (``--real-decisions``), to show
 that a speed change leaves decisions and probabilities as they were
 (``--compare-decisions OLD NEW`` after running the same file on a worktree of
-the commit before, with ``PYTHONPATH``), and (h) the same for ``max_kl_shift``
-on windows of the real histories (``--real-windows``, ``--compare-windows``).
+the commit before, with ``PYTHONPATH``), (h) the same for ``max_kl_shift``
+on windows of the real histories (``--real-windows``, ``--compare-windows``),
+and (i) where one commit's time goes (``--breakdown``).
 
 The model is trained here, through the training API, on the ``small``
 preset for the per-commit question (ground-truth change points positive;
@@ -312,6 +313,51 @@ def replay_only(model: Path, n_series: int) -> None:
     )
 
 
+def breakdown(model: Path) -> None:
+    """(i) Where one commit's time goes: median µs of the feature row and its largest parts, and of the model.
+
+    A Pre of 100 commits (level 100, unit noise, seeded) and an After of
+    ``K + 1`` values; Pre's cache cleared before each row, as a new commit
+    does; ``max_kl_shift`` on Pre's bounded 64-commit window; the model on
+    one row (``process_one``) and on a round of 100 rows (a replay).
+    """
+    from triage.features import fast, pre_state_kernels
+
+    loop = OnlineTriage.from_model_dir(model, explain="none")
+    rng = np.random.default_rng(0)
+    pre = loop.new_state("s").pre
+    pre.learn_many((100 + rng.standard_normal(100)).tolist())
+    after = 100 + rng.standard_normal(loop.confirm_after + 1)
+
+    def median_us(fn, reps: int = 3000) -> float:
+        fn()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter_ns()
+            fn()
+            times.append(time.perf_counter_ns() - t0)
+        return float(np.median(times) / 1e3)
+
+    def row():
+        pre._pre_cache = None
+        return pre.features_array(after)
+
+    def pre_chars():
+        pre._pre_cache = None
+        return pre.pre_characteristics()
+
+    z = pre_state_kernels.standardised_tail(pre._ring, pre.n, pre.horizon)
+    X1 = row()[None, :]
+    X100 = X1 * (1 + 0.01 * rng.standard_normal((100, X1.shape[1])))
+    print(
+        f"(i) feature row {median_us(row):.1f} µs, of which Pre's characteristics {median_us(pre_chars):.1f} µs, "
+        f"of which max_kl_shift on {z.size} commits {median_us(lambda: fast.max_kl_shift(z, 10)):.1f} µs; "
+        f"model {median_us(lambda: loop._predict(X1)):.1f} µs for one row, "
+        f"{median_us(lambda: loop._predict(X100), 300) / 100:.1f} µs per row in a round of 100; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+
+
 def real_decisions(model: Path, out: Path, commits_per_batch: int = 16) -> None:
     """(g) Every decision over the real histories, written to ``out`` to compare two versions of the code.
 
@@ -483,7 +529,14 @@ def main() -> None:
         "--compare-windows", type=Path, nargs=2, metavar=("OLD", "NEW"), default=None,
         help="only (h): compare two --real-windows files; exit 1 if any float32 value differs",
     )
+    parser.add_argument(
+        "--breakdown", action="store_true",
+        help="only (i): median µs of the feature row, Pre's characteristics, max_kl_shift and the model (needs --model)",
+    )
     args = parser.parse_args()
+    if args.breakdown:
+        breakdown(args.model)
+        return
     if args.compare_windows:
         compare_windows(*args.compare_windows)
         return
