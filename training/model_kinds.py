@@ -18,6 +18,8 @@ importing the classifier stays cheap.
 
 from __future__ import annotations
 
+import copy
+
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +87,16 @@ class RandomForest(ModelKind):
         from sklearn.ensemble import RandomForestClassifier
 
         return RandomForestClassifier(class_weight=class_weight, random_state=random_state, n_jobs=n_jobs, **params)
+
+    def raw_score(self, estimator, X):
+        # With n_jobs > 1 scikit-learn adds the trees' votes in whatever order its
+        # threads finish, so the last bits of a probability change from run to run;
+        # that is enough to move an isotonic step or a threshold chosen among the
+        # probabilities (bench_real's out-of-fold thresholds did). One thread adds
+        # them in tree order. A shallow copy leaves the shared model untouched.
+        sequential = copy.copy(estimator)
+        sequential.n_jobs = 1
+        return sequential.predict_proba(X)[:, 1]
 
 
 class SupportVectorMachine(ModelKind):
