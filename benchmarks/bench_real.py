@@ -16,8 +16,7 @@ Protocol
    validation / test. ``--every k`` keeps 1 in k base histories of every
    part (deterministic), to keep the run short on shared machines.
 2. **Candidates**: every registry detector (``triage.detectors.names()``,
-   registry defaults) on every base history, except ``hybrid_cvm`` unless
-   ``--with-cvm`` (:data:`SLOW`: 20x the others' time together); the two ensembles are formed by
+   registry defaults, all 13) on every base history; the two ensembles are formed by
    :func:`triage.detectors.ensemble.vote` from their members' detections, as
    the ``Ensemble`` detector does, without running the members twice.
 3. **Features** exactly as ``triage score`` builds them for a fresh candidate
@@ -97,11 +96,9 @@ RECALL_KEPT = 0.95
 RADII: tuple[int, ...] = (0, 5, 10)
 #: How the per-detector thresholds are chosen (``--thresholds``); see :func:`scoring_model`.
 THRESHOLD_CHOICES: tuple[str, ...] = ("pooled", "validation")
-#: Left out unless ``--with-cvm``: the Cramer-von Mises hybrid test takes about
-#: 25 s on one 400-commit series on a busy 2-core machine, 20x the rest together.
-SLOW: tuple[str, ...] = ("hybrid_cvm",)
-#: The detectors this run uses (all registry names minus :data:`SLOW` by default).
-SELECTED: list[str] = [n for n in names() if n not in SLOW]
+#: The detectors this run uses: every registry detector (``hybrid_cvm`` too, since its
+#: p-values are counted once per pair of window sizes: about as fast as the other tests).
+SELECTED: list[str] = list(names())
 #: Extra rows (dicts with the test-table columns) other benchmarks add, e.g. the online loop.
 EXTRA_ROWS: list[dict[str, object]] = []
 
@@ -672,7 +669,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--every", type=int, default=1, help="keep 1 in k base histories of each part (default 1: all)")
     ap.add_argument("--n-jobs", type=int, default=2, help="processes for the detectors (default 2)")
     ap.add_argument("--no-loso", action="store_true", help="skip the leave-one-project-out AUC (5 more fits)")
-    ap.add_argument("--with-cvm", action="store_true", help="also run hybrid_cvm (slow: about 25 s per series)")
     ap.add_argument("--save-model", type=Path, default=None, help="also save the scoring model to this directory")
     ap.add_argument("--thresholds", choices=THRESHOLD_CHOICES, default="pooled",
                     help="per-detector threshold choice the model carries: 'pooled' (out-of-fold fit projects + "
@@ -686,8 +682,6 @@ def main(argv: Sequence[str] | None = None) -> None:
                          "ctx_* columns (fit and validation projects; the test part is not read)")
     args = ap.parse_args(argv)
     train_seeds = [int(t) for t in args.train_seeds.split(",") if t.strip()]
-    if args.with_cvm:
-        SELECTED[:] = names()
     try:
         real_data.real_dir()
     except real_data.RealDataMissing as exc:
@@ -701,7 +695,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds,
                  train_seeds=train_seeds)
     aug = f"_t{'-'.join(str(t) for t in train_seeds)}" if train_seeds else ""
-    _publish(markdown(result), f"bench_real_{args.mode}_s{args.seed}_e{args.every}{aug}{'_cvm' if args.with_cvm else ''}.md")
+    _publish(markdown(result), f"bench_real_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
 
 
 def _publish(text: str, name: str) -> None:
