@@ -452,10 +452,11 @@ def max_kl_shift(z, w):
     bw = _bw_nrd0(z)
     d = by / bw
     c = np.exp(-d * d)  # the recurrence's factor, the same for every row
-    m = w + 1  # ring rows: the w rows of a window and the next one, computed with the last
+    m = w + 1  # density rows: the w rows of a window and the next one, computed with the last
+    mr = w + 2  # window-mean rows: those of kl_{i-1} and kl_i, taken together
     dens = np.empty((m, _GRID))
-    roll = np.empty((m, _GRID))
-    logroll = np.empty((m, _GRID))
+    roll = np.empty((mr, _GRID))
+    logroll = np.empty((mr, _GRID))
     wsum = np.empty(_GRID)
     kl = np.zeros(n - w)
     for j in range(n):
@@ -476,22 +477,34 @@ def max_kl_shift(z, w):
             row = dens[r % m]
             for g in range(_GRID):
                 wsum[g] += row[g]
-        rj = roll[j % m]
-        lj = logroll[j % m]
+        rj = roll[j % mr]
+        lj = logroll[j % mr]
         for g in range(_GRID):
             v = wsum[g] / w
             rj[g] = v
             lj[g] = _log(v)
+        # kl_i compares the windows ending at i and at i + w; R's NA fill
+        # leaves kl_i = 0 for i < w - 1. Two of them are summed in one loop
+        # (each in grid order, as alone): two independent chains of additions.
         i = j - w
-        if i >= w - 1:
-            # kl_i compares the windows ending at i and at i + w = j; R's
-            # NA fill leaves kl_i = 0 for i < w - 1.
-            ri = roll[i % m]
-            li = logroll[i % m]
-            s = 0.0
-            for g in range(_GRID):
-                s += ri[g] * (li[g] - lj[g]) * by
-            kl[i] = s
+        if i >= w - 1 and ((i - w) % 2 == 0 or j == n - 1):
+            if i > w - 1 and (i - w) % 2 == 0:
+                ra, la, lb = roll[(i - 1) % mr], logroll[(i - 1) % mr], logroll[(j - 1) % mr]
+                rc, lc = roll[i % mr], logroll[i % mr]
+                s0 = 0.0
+                s1 = 0.0
+                for g in range(_GRID):
+                    s0 += ra[g] * (la[g] - lb[g]) * by
+                    s1 += rc[g] * (lc[g] - lj[g]) * by
+                kl[i - 1] = s0
+                kl[i] = s1
+            else:  # the last kl_i, left without a partner
+                ri = roll[i % mr]
+                li = logroll[i % mr]
+                s = 0.0
+                for g in range(_GRID):
+                    s += ri[g] * (li[g] - lj[g]) * by
+                kl[i] = s
     best = -np.inf
     for i in range(n - w - 1):
         dk = kl[i + 1] - kl[i]
