@@ -19,7 +19,6 @@ importing the classifier stays cheap.
 from __future__ import annotations
 
 import copy
-
 from pathlib import Path
 from typing import Any
 
