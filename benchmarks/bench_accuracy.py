@@ -72,8 +72,10 @@ TCPDBench: F1 / precision / recall with a margin):
 the training-window bounds and the recall share instead (tune on one half of
 400 validation series, measure on the other; no held-out series).
 
-The slow detectors (``hybrid_cvm`` about 5 s per 500-point series) make the
-whole held-out set too long for a 30-minute budget on 2 cores, so by default
+The slow detectors (``hybrid_cvm`` took about 5 s per 500-point series when
+this benchmark was written; about 0.1 s since its p-values are counted once
+per pair of window sizes) made the whole held-out set too long for a
+30-minute budget on 2 cores, so by default
 every method runs on the same seeded subsample of ``--sample`` held-out
 series (and ``--val-sample`` validation series). Output: the Markdown tables
 on stdout and ``--out`` (JSON with every number).
@@ -219,7 +221,7 @@ def run_detectors(histories: Sequence[History], wanted: Sequence[str], n_jobs: i
         from joblib import Parallel, delayed
 
         # Small chunks, longest series first, keep both workers busy to the end
-        # (one hybrid_cvm run on a long series costs seconds).
+        # (long series cost the most).
         order = sorted(range(len(items)), key=lambda i: -len(items[i][1]))
         chunks = [[items[i] for i in order[k : k + 4]] for k in range(0, len(order), 4)]
         parts = Parallel(n_jobs=n_jobs)(delayed(_detect_chunk)(c, base) for c in chunks)
