@@ -67,7 +67,7 @@ def test_the_bundled_window4_model_brings_its_k_and_rule_and_finds_a_clear_step(
     from triage.online.loop import OnlineTriage
 
     loop = OnlineTriage.from_model_dir(resolve_model("online-w4"), explain="none")
-    assert (loop.confirm_after, loop.threshold, loop.withdraw_below, loop.min_pre) == (4, 0.99, 2.0, 5)
+    assert (loop.confirm_after, loop.threshold, loop.withdraw_below, loop.min_pre) == (4, 0.98, 2.0, 5)
     rng = np.random.default_rng(3)
     noise = 1.0 + 0.01 * rng.standard_normal(160)
     step = np.where(np.arange(160) < 100, 1.0, 1.15) * noise  # a 15 % slowdown at commit 100
