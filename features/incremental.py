@@ -66,9 +66,9 @@ bounded to the last ``horizon`` commits (:data:`BOUNDED`)
     features *of the last ``horizon`` commits* beyond that. Cost O(horizon)
     (O(horizon^2) for ``entropy``, a direct DFT) per commit, flat in ``n``;
     ``max_kl_shift`` (a 100-point density grid per value) dominates: about
-    28 µs of the full catalogue's 44 µs per commit at horizon 64 (six of
-    the eight come from :func:`triage.features.fast.bounded_characteristics`
-    in one call).
+    25 µs of the full catalogue's 51 µs per commit at horizon 64
+    (BENCHMARKS.md, "Features: incremental update"; six of the eight come
+    from :func:`triage.features.fast.bounded_characteristics` in one call).
 
 After = ``[x]`` is a single point, a constant window: its characteristics are
 :func:`triage.features.catalogue.degenerate_values` ``(1)``, whatever ``x``. The pair
