@@ -48,27 +48,25 @@ import real_data  # noqa: E402
 DEVELOPMENT: tuple[str, ...] = ("django-asv", "emg3d-bench", "rhai")
 
 
-def lasting_commits(values: np.ndarray, min_shift: float = 3.0, far: int = 30, near: int = 10) -> int:
+def lasting_commits(values: np.ndarray, min_shift: float = 3.0, far: int = 30) -> int:
     """Commits p (>= ``far`` from both ends) with a lasting shift, as :func:`bench_real.lasting_shift` reads it.
 
     The shift: |median of the ``far`` commits from p - median of the ``far``
-    before| over the 1.4826 MAD of those before (``ctx_far_shift``); lasting:
-    the median of commits p + near .. p + 2 near, relative to the ``near``
-    before p, is 0.5-1.5 times the ``near``-commit step (``ctx_persist_after``).
+    before| over the 1.4826 MAD of those before (``ctx_far_shift``'s measure,
+    :func:`shift_profile`); lasting: the candidate's own ``ctx_persist_after``
+    between 0.5 and 1.5.
     """
-    from triage.features.candidate_context import shift_profile
+    from triage.features.candidate_context import CONTEXT_COLUMNS, context_block, shift_profile
 
     x = np.asarray(values, dtype=np.float64)
-    profile = shift_profile(x, far)  # entry i is commit far + i
-    count = 0
-    for p in range(far, len(x) - far + 1):
-        if profile[p - far] < min_shift:
-            continue
-        before = float(np.median(x[p - near : p]))
-        step = float(np.median(x[p : p + near])) - before
-        if step != 0 and 0.5 <= (float(np.median(x[p + near : p + 2 * near])) - before) / step <= 1.5:
-            count += 1
-    return count
+    if len(x) < 2 * far + 1:
+        return 0  # no commit has far commits on both sides
+    at = np.arange(far, len(x) - far + 1)
+    at = at[shift_profile(x, far)[at - far] >= min_shift]  # profile entry i is commit far + i
+    if at.size == 0:
+        return 0
+    persist = context_block(x, at)[:, CONTEXT_COLUMNS.index("ctx_persist_after")]
+    return int(((persist >= 0.5) & (persist <= 1.5)).sum())
 
 
 def compare_segmentations(factors: list[float]) -> None:

@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fit_noise import DEFAULT_DATA, read_real, source_of  # noqa: E402
 
 from triage.core.atomic import write_text_atomic  # noqa: E402
+from triage.core.noise import diff_noise, robust_sd  # noqa: E402
 from triage.detectors import make  # noqa: E402
 from triage.noise_profiles import series_noise_stats  # noqa: E402
 from triage.synthetic import PRESETS, generate  # noqa: E402
@@ -58,19 +59,15 @@ FITTED = {
 }
 
 
-def _robust_sd(x: np.ndarray) -> float:
-    return float(1.4826 * np.median(np.abs(x - np.median(x))))
-
-
 def unfitted_stats(values: np.ndarray, detectors: dict) -> dict[str, float]:
     x = np.asarray(values, dtype=float)
     n = len(x)
     y = x / np.median(x)
     d = np.diff(y)
-    sd = max(_robust_sd(y), 1e-12)
+    sd = max(robust_sd(y), 1e-12)
     roll = pd.Series(y).rolling(21, center=True, min_periods=1).median().to_numpy()
-    dsd = max(_robust_sd(d) / np.sqrt(2), 1e-12)
-    local = pd.Series(y).rolling(30).apply(_robust_sd, raw=True).dropna().to_numpy()
+    dsd = max(diff_noise(y), 1e-12)
+    local = pd.Series(y).rolling(30).apply(robust_sd, raw=True).dropna().to_numpy()
     local = local[local > 0]
     out = {f"{name} alarms / 100 commits": 100 * len(det.detect(x)) / n for name, det in detectors.items()}
     out.update({

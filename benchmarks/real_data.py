@@ -91,6 +91,7 @@ import numpy as np
 import pandas as pd
 
 from triage.core.history import Dataset, History
+from triage.core.noise import diff_noise, robust_sd
 
 #: Where the shared real data lies: ``../shared/data/real`` beside the checkout.
 REAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
@@ -198,7 +199,7 @@ def robust_z(values: np.ndarray, clip: float = 6.0) -> np.ndarray:
     """(x - median) / (1.4826 MAD), clipped to +-clip; a constant series gives zeros."""
     x = np.asarray(values, dtype=np.float64)
     med = float(np.median(x))
-    mad = 1.4826 * float(np.median(np.abs(x - med)))
+    mad = robust_sd(x)
     if mad <= 0:
         # a near-deterministic series: its resolution sets the scale
         sd = float(np.std(x))
@@ -254,8 +255,7 @@ def noise_z(values: np.ndarray, clip: float = 4.0, window: int = 11) -> np.ndarr
     x = np.asarray(values, dtype=np.float64)
     if x.size < 2:
         return np.zeros_like(x)
-    d = np.diff(x)
-    scale = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2)
+    scale = diff_noise(x)
     if scale <= 0:
         # a near-deterministic series: its resolution sets the scale
         scale = float(np.std(x))

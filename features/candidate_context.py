@@ -69,6 +69,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from triage.core.noise import MAD_SCALE, diff_noise, robust_sd
 from triage.features.level_shift import resolution, robust_scale
 
 #: Half-width (commits) of the fixed windows and of the neighbourhood.
@@ -92,7 +93,6 @@ CONTEXT_COLUMNS: tuple[str, ...] = (
 )
 #: The series-relative columns (``ctx_shift_pct`` on), the second group above.
 SERIES_COLUMNS: tuple[str, ...] = CONTEXT_COLUMNS[3:]
-_MAD_SCALE = 1.4826
 #: Fewest commits a later / earlier window needs for the persistence ratios.
 _MIN_RATIO_POINTS = 3
 
@@ -114,7 +114,7 @@ def _window_stats(x: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0), np.zeros(0)
     windows = sliding_window_view(x, radius)
     med = np.median(windows, axis=1)
-    return med, _MAD_SCALE * np.median(np.abs(windows - med[:, None]), axis=1)
+    return med, MAD_SCALE * np.median(np.abs(windows - med[:, None]), axis=1)
 
 
 def _profile(med: np.ndarray, mad: np.ndarray, radius: int, res: float) -> np.ndarray:
@@ -153,9 +153,8 @@ def _series_columns(x: np.ndarray, idx: np.ndarray, radius: int, res: float, shi
     profile = np.sort(_profile(med, mad, radius, res))
     typical = float(np.median(profile)) if profile.size else float("nan")
     floor = max(res, 1e-300)
-    d = np.diff(x)
-    diff_noise = max(_MAD_SCALE * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2), floor) if d.size else floor
-    global_noise = max(_MAD_SCALE * float(np.median(np.abs(x - np.median(x)))), floor)
+    commit_noise = max(diff_noise(x), floor)
+    global_noise = max(robust_sd(x), floor)
     for r, p in enumerate(idx):
         pre, after = x[max(0, p - radius) : p], x[p : p + radius]
         if pre.size < 2 or after.size < 1:
@@ -166,7 +165,7 @@ def _series_columns(x: np.ndarray, idx: np.ndarray, radius: int, res: float, shi
         if profile.size:
             out[r, 0] = np.searchsorted(profile, shift[r], side="right") / profile.size
             out[r, 1] = shift[r] / typical if typical > 0 else np.nan
-        out[r, 2] = abs(step) / diff_noise
+        out[r, 2] = abs(step) / commit_noise
         out[r, 3] = abs(step) / global_noise
         out[r, 4] = local_shift(x, int(p), FAR, res)
         out[r, 5] = _step_ratio(x, p + radius, p + 2 * radius, m_pre, step)

@@ -58,6 +58,8 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from triage.core.noise import diff_noise, robust_sd
+
 PROFILE_FILE = "noise_profiles.json"
 # Per-series parameters sampled jointly (a Gaussian copula over their quantiles).
 SERIES_PARAMS = (
@@ -87,19 +89,6 @@ NOISE_PENALTY = 4.0  # log |difference| has a known spread (pi^2 / 8), so a lowe
 
 
 # --------------------------------------------------------------------------- estimators
-
-
-def _robust_sd(x: np.ndarray) -> float:
-    if len(x) == 0:
-        return 0.0
-    return float(1.4826 * np.median(np.abs(x - np.median(x))))
-
-
-def _diff_sd(x: np.ndarray) -> float:
-    """White-noise sd from first differences: level shifts and slow wander barely move it."""
-    if len(x) < 3:
-        return 0.0
-    return _robust_sd(np.diff(x)) / np.sqrt(2.0)
 
 
 def binary_segmentation(x: np.ndarray, penalty: float, min_size: int) -> list[int]:
@@ -181,7 +170,7 @@ def _bimodal(r: np.ndarray, sd: float) -> tuple[float, float, float, np.ndarray 
     state = two.predict(z) == minor
     if state.mean() < 0.05 or state.all():
         return 0.0, 0.0, 0.0, None
-    major_sd = _robust_sd(z[~state, 0])
+    major_sd = robust_sd(z[~state, 0])
     sep = abs(np.median(z[state, 0]) - np.median(z[~state, 0])) / major_sd if major_sd > 0 else 0.0
     if sep < 3.0:
         return 0.0, 0.0, 0.0, None
@@ -199,7 +188,7 @@ def _volatility(centred: np.ndarray) -> float:
     blocks = len(centred) // VOL_BLOCK
     if blocks < 4:
         return 0.0
-    sds = np.array([_robust_sd(b) for b in centred[: blocks * VOL_BLOCK].reshape(blocks, VOL_BLOCK)])
+    sds = np.array([robust_sd(b) for b in centred[: blocks * VOL_BLOCK].reshape(blocks, VOL_BLOCK)])
     sds = sds[sds > 0]
     if len(sds) < 4:
         return 0.0
@@ -216,7 +205,7 @@ def series_noise_stats(values: np.ndarray) -> dict[str, Any]:
     n = len(x)
     med = float(np.median(x))
     y = x / med if med != 0 else x.copy()
-    s_d = max(_diff_sd(y), MIN_CV)
+    s_d = max(diff_noise(y), MIN_CV)
     roll = _rolling_median(y)
     clean = np.where(np.abs(y - roll) > OUTLIER_Z * s_d, roll, y)
 
@@ -231,12 +220,12 @@ def series_noise_stats(values: np.ndarray) -> dict[str, Any]:
     r = y / level - 1
     # Bimodality before outliers: a second machine state a quarter of the time
     # is a mode, not a quarter of outliers.
-    share, sep, run, state = _bimodal(r, max(_robust_sd(r), MIN_CV))
+    share, sep, run, state = _bimodal(r, max(robust_sd(r), MIN_CV))
     centred = r.copy()
     if state is not None:
         centred[state] -= np.median(r[state]) - np.median(r[~state])
     c_roll = _rolling_median(centred)
-    c_sd = max(_diff_sd(centred), MIN_CV)
+    c_sd = max(diff_noise(centred), MIN_CV)
     outlier = np.abs(centred - c_roll) > OUTLIER_Z * c_sd
     # In units of the white-noise sd: pooled over a source's series, a size
     # means the same on a quiet and on a noisy series.
@@ -244,7 +233,7 @@ def series_noise_stats(values: np.ndarray) -> dict[str, Any]:
     outlier_up = float((centred[outlier] > c_roll[outlier]).mean()) if outlier.any() else np.nan
     centred = np.where(outlier, c_roll, centred)
 
-    cv = _robust_sd(centred)
+    cv = robust_sd(centred)
     sd = max(cv, MIN_CV)
     w = np.clip(centred, -4 * sd, 4 * sd)
     acf1 = _acf_within(w, seg_id, 1)
@@ -272,8 +261,8 @@ def series_noise_stats(values: np.ndarray) -> dict[str, Any]:
     return {
         "n": n,
         "log_cv": float(np.log(sd)),
-        "raw_cv": _robust_sd(r),
-        "white_cv": _diff_sd(centred),
+        "raw_cv": robust_sd(r),
+        "white_cv": diff_noise(centred),
         "acf1": acf1,
         "wander_share": wander,
         "wander_phi": phi,

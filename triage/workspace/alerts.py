@@ -21,6 +21,7 @@ import pandas as pd
 from triage.candidate_files import CandidateTable, read_candidates, resolve
 from triage.core import labels as L
 from triage.core.history import Dataset, History
+from triage.core.noise import diff_noise
 
 #: Commits on each side of a candidate used for the medians of the reason.
 REASON_WINDOW = 30
@@ -59,8 +60,7 @@ def _noise_sd(values: np.ndarray) -> float:
     """Robust noise level: the MAD of first differences / sqrt(2), so a slow drift is not noise."""
     if len(values) < 3:
         return float(np.std(values)) if len(values) else 0.0
-    d = np.diff(values)
-    mad = float(np.median(np.abs(d - np.median(d)))) * 1.4826 / np.sqrt(2.0)
+    mad = diff_noise(values)
     return mad if mad > 0 else float(np.std(values))
 
 
