@@ -153,6 +153,9 @@ EXACT: tuple[str, ...] = (
 #: Computed on the last ``horizon`` commits of Pre.
 BOUNDED: tuple[str, ...] = tuple(n for n in catalogue.CHARACTERISTICS if n not in EXACT)
 
+#: What :meth:`PreState.features_array` can leave out on request (``defer``).
+DEFERRABLE: tuple[str, ...] = BOUNDED
+
 DEFAULT_HORIZON = 64
 #: Version of the :meth:`PreState.to_dict` format.
 FORMAT_VERSION = 1
@@ -216,6 +219,23 @@ _BOUNDED_KERNELS = (
 )
 
 
+_FAST_POSITIONS = np.array(fast.BOUNDED_POSITIONS)
+_DEFERRED_MASKS: dict[tuple[str, ...], np.ndarray] = {}
+
+
+def _deferred_mask(defer: tuple[str, ...]) -> np.ndarray:
+    """``defer`` as a bool mask in catalogue order (resolved once per process)."""
+    mask = _DEFERRED_MASKS.get(defer)
+    if mask is None:
+        unknown = [name for name in defer if name not in DEFERRABLE]
+        if unknown:
+            raise ValueError(f"only bounded characteristics can be deferred ({', '.join(DEFERRABLE)}), got {unknown}")
+        mask = np.zeros(catalogue.N_CHARACTERISTICS, dtype=np.bool_)
+        mask[[_INDEX[name] for name in defer]] = True
+        _DEFERRED_MASKS[defer] = mask
+    return mask
+
+
 class PreState:
     """Online summary of one series' Pre window (river-style ``learn_one``).
 
@@ -245,6 +265,9 @@ class PreState:
         series index of the next commit when the state started at index 0.
     """
 
+    #: The characteristics :meth:`features_array` can leave out (``defer``).
+    DEFERRABLE: tuple[str, ...] = DEFERRABLE
+
     def __init__(self, names: Iterable[str] | None = None, *, horizon: int = DEFAULT_HORIZON, series_id: str = ""):
         if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 2 * LAGS:
             raise ValueError(f"horizon must be an integer >= {2 * LAGS}, got {horizon!r}")
@@ -268,6 +291,7 @@ class PreState:
         self._bounded_kernels = [(pos, kernel) for pos, kernel in _BOUNDED_KERNELS if self._want_bounded[pos]]
         self._any_fast_bounded = bool(self._want_bounded[list(fast.BOUNDED_POSITIONS)].any())
         self._any_exact = any(n in EXACT for n in window_names)
+        self._splits: dict[tuple[str, ...], tuple[np.ndarray, bool, np.ndarray, bool] | None] = {}
         ring = max(self.horizon, MIN_RING) if self._any_bounded else MIN_RING
         if self._layout.needs_pair:
             ring = max(ring, level_shift.PAIR_CAP)  # the pair measures read Pre's last PAIR_CAP values
@@ -291,6 +315,7 @@ class PreState:
         twin._hu = self._hu.copy()
         twin._hl = self._hl.copy()
         twin._pre_cache = None if self._pre_cache is None else self._pre_cache.copy()
+        twin._pre_partial = None if self._pre_partial is None else self._pre_partial.copy()
         memo[id(self)] = twin
         return twin
 
@@ -302,6 +327,11 @@ class PreState:
         self._hu = np.zeros((cap, 2))
         self._hl = np.zeros((cap, 2))
         self._pre_cache: np.ndarray | None = None
+        # Pre's characteristics with some bounded ones left NaN (``defer``),
+        # and which: kept apart from the full ones so that a partial result is
+        # never served as the full one, and completed in place of recomputed.
+        self._pre_partial: np.ndarray | None = None
+        self._partial_key: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
@@ -331,6 +361,7 @@ class PreState:
             self._hl = np.concatenate([self._hl, np.zeros_like(self._hl)])
         pre_state_kernels.learn(f, self._first, self._ring, self._hu, self._hl, x, self._groups)
         self._pre_cache = None
+        self._pre_partial = None
         self.index += 1
         return self
 
@@ -342,14 +373,26 @@ class PreState:
 
     # ------------------------------------------------------------------ features
 
-    def pre_characteristics(self) -> np.ndarray:
+    def pre_characteristics(self, defer: tuple[str, ...] = ()) -> np.ndarray:
         """Characteristics of Pre, shape (len(catalogue.CHARACTERISTICS),).
 
         Entries of characteristics not requested are left 0. Cached until the
         next :meth:`learn_one` or :meth:`reset`.
+
+        ``defer``: names of :data:`BOUNDED` characteristics to leave out (NaN)
+        where they would be computed on Pre's bounded tail (Pre longer than
+        ``SMALL_PRE`` commits and not flat; elsewhere every value is cheap and
+        the full result is returned). The online replay's screen asks for
+        that row first and for the full one only when a bound of the model's
+        score over the missing values could reach the threshold
+        (:mod:`triage.online.loop`); the full result then computes only what
+        was left out, with the same kernels on the same window, so it is the
+        one computed at once.
         """
         if self._pre_cache is not None:
             return self._pre_cache
+        if defer and self._pre_partial is not None and self._partial_key == defer:
+            return self._pre_partial
         f = self._f
         n = int(f[SLOT_N])
         if n == 0 or pre_state_kernels.is_flat(f[SLOT_MIN], f[SLOT_MAX]):
@@ -358,27 +401,54 @@ class PreState:
                 out[_FLAT_SPOTS] = float(self.horizon)  # the bounded window's own length
         elif n <= SMALL_PRE:
             out = window_characteristics(self._first[:n].copy())
+        elif defer and (split := self._split(defer)) is not None:
+            out = np.zeros(catalogue.N_CHARACTERISTICS)
+            if self._any_exact:
+                pre_state_kernels.exact_characteristics(f, self._groups, out)
+            self._bounded_part(n, out, split[0], split[1])
+            out[split[2]] = np.nan
+            self._pre_partial, self._partial_key = out, defer
+            return out
+        elif self._pre_partial is not None:
+            split = self._split(self._partial_key)
+            assert split is not None
+            out = self._pre_partial.copy()
+            self._bounded_part(n, out, split[2], split[3])
         else:
             out = np.zeros(catalogue.N_CHARACTERISTICS)
             if self._any_exact:
                 pre_state_kernels.exact_characteristics(f, self._groups, out)
             if self._any_bounded:
-                self._bounded_part(n, out)
+                self._bounded_part(n, out, self._want_bounded, self._any_fast_bounded)
         self._pre_cache = out
         return out
 
-    def _bounded_part(self, n: int, out: np.ndarray) -> None:
+    def _split(self, defer: tuple[str, ...]) -> tuple[np.ndarray, bool, np.ndarray, bool] | None:
+        """The bounded characteristics computed at once and those ``defer`` leaves out, as masks
+        with whether each needs :func:`fast.bounded_characteristics`; None when none is left out."""
+        split = self._splits.get(defer)
+        if split is None and defer not in self._splits:
+            left_out = _deferred_mask(defer) & self._want_bounded
+            if left_out.any():
+                now = self._want_bounded & ~left_out
+                split = (now, bool(now[_FAST_POSITIONS].any()), left_out, bool(left_out[_FAST_POSITIONS].any()))
+            self._splits[defer] = split
+        return split
+
+    def _bounded_part(self, n: int, out: np.ndarray, want: np.ndarray, any_fast: bool) -> None:
+        """The bounded characteristics ``want`` asks for (bool, catalogue order) into ``out``;
+        ``any_fast``: whether one of them is :func:`fast.bounded_characteristics`'."""
         width = min(n, self.horizon)
         z = pre_state_kernels.standardised_tail(self._ring, n, width)
-        want = self._want_bounded
         if z.size == 0:  # flat: the catalogue's constant-window values
             out[want] = 0.0
             if want[_FLAT_SPOTS]:
                 out[_FLAT_SPOTS] = float(width)
             return
         for position, kernel in self._bounded_kernels:
-            out[position] = kernel(z)
-        if self._any_fast_bounded:
+            if want[position]:
+                out[position] = kernel(z)
+        if any_fast:
             fast.bounded_characteristics(z, LAGS, want, out)
 
     def _norm(self, after: np.ndarray) -> np.ndarray:
@@ -396,7 +466,7 @@ class PreState:
         """
         return pre_state_kernels.ring_tail(self._ring, self.n, int(k))
 
-    def features_array(self, x_new: float | np.ndarray) -> np.ndarray:
+    def features_array(self, x_new: float | np.ndarray, defer: tuple[str, ...] = ()) -> np.ndarray:
         """Features of (Pre, After) as an array, shape (len(columns_),), in ``columns_`` order.
 
         ``x_new`` is the After window: one value (window 0, After = the new
@@ -404,10 +474,14 @@ class PreState:
         the commits after it (:mod:`triage.online.loop`). After holds at most
         a handful of values, so its characteristics are computed from scratch
         (:func:`window_characteristics`), a constant cost.
+
+        ``defer`` (names of :data:`DEFERRABLE` characteristics): their
+        ``pre_*`` columns may be left NaN (see :meth:`pre_characteristics`);
+        a later call without ``defer`` gives the full row.
         """
         after = self._after(x_new)
         layout = self._layout
-        pre = self.pre_characteristics() if layout.needs_pre else None
+        pre = self.pre_characteristics(defer) if layout.needs_pre else None
         norm = self._norm(after) if layout.needs_norm else None
         if not layout.needs_after or after.size == 1:
             after_chars = _AFTER_VALUES

@@ -284,12 +284,19 @@ class OnlineTriage:
         if not math.isfinite(withdraw_below) or withdraw_below < 0:
             raise ValueError(f"withdraw_below must be a finite number >= 0, got {withdraw_below!r}")
         self.withdraw_below = float(withdraw_below)
+        self._bound = None  # an upper bound of the model's probability over some free columns
         if compiled:
             from triage.training.compiled import CompiledPredictor
 
-            self._predict = CompiledPredictor(classifier).positive_proba
+            predictor = CompiledPredictor(classifier)
+            self._predict = predictor.positive_proba
+            if predictor.bounds:
+                self._bound = predictor.upper_bound_proba
         else:
             self._predict = lambda X: classifier.predict_proba(X)[:, 1]
+        # The replay's screen while one runs (see _screen_for): the Pre
+        # characteristics left out of a first row, and their model columns.
+        self._screen: tuple[tuple[str, ...], np.ndarray] | None = None
         if isinstance(min_pre, bool) or not isinstance(min_pre, int) or min_pre < 0:
             raise ValueError(f"min_pre must be an integer >= 0, got {min_pre!r}")
         self.min_pre = min_pre
@@ -547,9 +554,14 @@ class OnlineTriage:
 
         Nothing is mutated until the predictor has answered, so an exception
         in the features or the model leaves every state of the round as it was.
+        With the replay's screen (:meth:`_screen_for`) the rows are first
+        built without the deferred Pre characteristics and bounded; see
+        :meth:`_screened`.
         """
         K = self.confirm_after
-        rows: list[np.ndarray] = []
+        screen = self._screen
+        rows: list[np.ndarray | None] = []
+        afters: list[float | np.ndarray] = []
         due: list[int] = []  # positions in members with a decision this round
         states: list[SeriesState] = []
         pres: list[object] = []  # the Pre each decision is made on (restored if a re-check withdraws)
@@ -569,10 +581,19 @@ class OnlineTriage:
             pres.append(pre)
             if len(st.pending) == K:
                 after = value if K == 0 else np.array([v for _, v in st.pending] + [value])
-                rows.append(pre.features_array(after))
                 due.append(pos)
-        X = np.array(rows) if rows else np.empty((0, len(self.feature_names)))
-        proba = self._predict(X) if rows else np.empty(0)
+                if screen is None:
+                    rows.append(pre.features_array(after))
+                elif pre.n < self.min_pre or not (st.alarm is None or check is not None):
+                    rows.append(None)  # held back by the stream rule whatever the model says
+                else:
+                    rows.append(pre.features_array(after, screen[0]))  # type: ignore[call-arg]
+                    afters.append(after)
+        if screen is not None:
+            X, proba = self._screened(rows, afters, [pres[pos] for pos in due], screen[1])
+        else:
+            X = np.array(rows) if rows else np.empty((0, len(self.feature_names)))
+            proba = self._predict(X) if rows else np.empty(0)
         pre_len = np.array([pres[pos].n for pos in due], dtype=np.int64)  # type: ignore[attr-defined]
         quiet = np.array(
             [states[pos].alarm is None or rechecks[pos] is not None for pos in due], dtype=bool
@@ -623,6 +644,68 @@ class OnlineTriage:
             if ts is not None:
                 st.last_ts = ts
             st.last_output = None if decision is None else decision_to_dict(decision)
+
+    # ------------------------------------------------------------------ the replay's screen
+
+    #: The Pre characteristics a screened replay leaves out of its first rows:
+    #: ``max_kl_shift`` is about 25 of a commit's 80 µs (BENCHMARKS.md), and a
+    #: bound of the bundled model's probability without it stays below the
+    #: stream threshold for almost every commit.
+    SCREEN_DEFER: tuple[str, ...] = ("max_kl_shift",)
+
+    def _screen_for(self, screen: bool) -> tuple[tuple[str, ...], np.ndarray] | None:
+        """The screen a replay may use: (deferred characteristics, their model columns as a mask), or None.
+
+        Only where it cannot change a decision or an output: a compiled
+        predictor with a sound bound, no store (a store persists every
+        decision with its probability), explanations of positive decisions
+        at most (their rows are exact), a Pre state that can defer them
+        (:class:`~triage.features.incremental.PreState`; not
+        :class:`~triage.features.recomputed.RecomputedPre`), and a model that
+        reads one of the deferred columns.
+        """
+        if not screen or self._bound is None or self.store is not None or self.explain == "all":
+            return None
+        defer = tuple(n for n in self.SCREEN_DEFER if n in getattr(self.pre_class, "DEFERRABLE", ()))
+        columns = {f"pre_{n}" for n in defer}
+        free = np.array([c in columns for c in self.feature_names], dtype=np.bool_)
+        if not free.any():
+            return None
+        return defer, free
+
+    def _screened(self, rows, afters, pres, free) -> tuple[np.ndarray, np.ndarray]:
+        """The round's rows and probabilities under the screen.
+
+        ``rows`` holds, per decision due, None (held back by ``min_pre`` or
+        the refractory period: never positive, the model is not asked) or a
+        row without the deferred characteristics (NaN). Those rows get an
+        upper bound of the model's probability over every value of the
+        deferred columns; a row whose bound reaches the threshold is built in
+        full (the Pre state computes only what it left out) and predicted
+        exactly. So every positive decision, and every state update (it
+        depends only on positive or not), is the one the exact loop makes,
+        and a positive decision's probability is exact. A negative decision's
+        probability is its bound (>= the exact one, below the threshold), NaN
+        where the model was not asked; a replay outputs positive decisions
+        only.
+        """
+        X = np.full((len(rows), len(self.feature_names)), np.nan)
+        proba = np.full(len(rows), np.nan)
+        asked = [r for r, row in enumerate(rows) if row is not None]
+        if not asked:
+            return X, proba
+        for r in asked:
+            X[r] = rows[r]
+        bound = self._bound(X[asked], free)  # type: ignore[misc]
+        proba[asked] = bound
+        full = []
+        for k, r in enumerate(asked):
+            if bound[k] >= self.threshold:
+                X[r] = pres[r].features_array(afters[k])
+                full.append(r)
+        if full:
+            proba[full] = self._predict(X[full])
+        return X, proba
 
     # ------------------------------------------------------------------ the stream rule
 
@@ -693,6 +776,7 @@ class OnlineTriage:
         batch_series: int = 4096,
         commits_per_batch: int = 16,
         keep_states: bool = True,
+        screen: bool = True,
     ) -> list[Decision]:
         """Run whole histories through the loop (the paper's Section 4 experiment).
 
@@ -709,9 +793,25 @@ class OnlineTriage:
         withdrew are left out), in series order then commit order. With a
         confirmation delay K the last K commits of each history are never
         decided (nothing comes after them).
+
+        ``screen`` (default True): decide most commits without their
+        expensive Pre characteristics, from an upper bound of the model's
+        probability (:meth:`_screened`; used where :meth:`_screen_for` allows
+        it). The decisions returned are those of ``screen=False``, with the
+        same probabilities; only the negative decisions that a replay drops
+        (and the last one of each series kept in its state) carry a bound
+        instead. :meth:`process_one`, :meth:`process_many` and ``triage
+        watch`` never screen.
         """
         if commits_per_batch < 1:
             raise ValueError(f"commits_per_batch must be >= 1, got {commits_per_batch!r}")
+        self._screen = self._screen_for(screen)
+        try:
+            return self._replay(dataset, batch_series, commits_per_batch, keep_states)
+        finally:
+            self._screen = None
+
+    def _replay(self, dataset, batch_series: int, commits_per_batch: int, keep_states: bool) -> list[Decision]:
         found: list[Decision] = []
         withdrawn: set[tuple[str, int]] = set()
         histories = list(dataset)
