@@ -6,6 +6,7 @@ One command regenerates BENCHMARKS.md, "Real data"::
     nice .venv/bin/python benchmarks/bench_real.py --every 4       # a quick look (1 in 4 base histories)
     nice .venv/bin/python benchmarks/bench_real.py --save-model models/default-scoring   # also the bundled model
     nice .venv/bin/python benchmarks/bench_real.py --dev-loso --train-seeds 1,2          # the feature choice
+    nice .venv/bin/python benchmarks/bench_real.py --dev-only --train-seeds 1,2,3,4,5,6   # a training choice, test unread
 
 Protocol
 --------
@@ -54,6 +55,12 @@ Protocol
    *development* project (fit and validation parts) out, with and without
    the series-relative ``ctx_*`` columns; the test part is not read. It is
    the evidence those columns were added on.
+10. **Training choices** (``--dev-only``): steps 1-5 only, printing the
+   development looks of step 5 (each detector's F1 alone and + triage on
+   each look at the chosen thresholds, and their mean, the radius
+   criterion); the test part is never read. How many extra injection seeds
+   (``--train-seeds``) and which model kind (``--model-kind``) were chosen
+   on it.
 
 Online rows: :data:`EXTRA_ROWS` is the hook another benchmark
 (``bench_real_online.py``) fills to add its rows to :func:`markdown`.
@@ -95,6 +102,8 @@ RECALL_KEPT = 0.95
 #: Suppression radii tried (commits; 0 = none): one alert per change, chosen on fit + validation.
 RADII: tuple[int, ...] = (0, 5, 10)
 #: How the per-detector thresholds are chosen (``--thresholds``); see :func:`scoring_model`.
+#: Scoring model kinds compared on the development looks (``--model-kind``); see :func:`fit_model`.
+MODEL_KINDS: tuple[str, ...] = ("rf", "xgb")
 THRESHOLD_CHOICES: tuple[str, ...] = ("pooled", "validation")
 #: The detectors this run uses: every registry detector (``hybrid_cvm`` too, since its
 #: p-values are counted once per pair of window sizes: about as fast as the other tests).
@@ -241,10 +250,20 @@ def feature_names(rows: pd.DataFrame) -> list[str]:
     return feature_columns(rows)
 
 
-def fit_model(rows: pd.DataFrame, validation: pd.DataFrame | None, seed: int, n_jobs: int):
+def fit_model(rows: pd.DataFrame, validation: pd.DataFrame | None, seed: int, n_jobs: int, kind: str = "rf"):
     from triage.training.classifier import TriageClassifier
 
     cols = feature_names(rows)
+    if kind == "xgb":
+        # The online models' boosting settings (400 trees of depth 6): about 1 MB on disk.
+        clf = TriageClassifier(model="xgb", features=cols, threshold="0.5",
+                               calibration="isotonic" if validation is not None else "none",
+                               random_state=seed, n_jobs=n_jobs, n_estimators=400, max_depth=6, learning_rate=0.05)
+        val = None if validation is None else (validation[cols], validation["y"].to_numpy())
+        clf.fit(rows[cols], rows["y"].to_numpy(), groups=rows["series_id"].to_numpy(), validation=val)
+        return clf
+    if kind != "rf":
+        raise ValueError(f"model kind {kind!r} is not one of {MODEL_KINDS}")
     clf = TriageClassifier(
         model="rf",
         features=cols,
@@ -305,7 +324,7 @@ def auc(y: np.ndarray, p: np.ndarray) -> float:
 
 
 def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed: int, n_jobs: int, log=print,
-                  choice: str = "pooled", extra_fit: Sequence[pd.DataFrame] = ()):
+                  choice: str = "pooled", extra_fit: Sequence[pd.DataFrame] = (), kind: str = "rf"):
     """Fit on the fit part, calibrate on validation, choose per-detector thresholds and the radius.
 
     ``extra_fit``: more training rows of the fit part (the same base histories
@@ -327,6 +346,11 @@ def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed:
     The suppression radius (:data:`RADII`, one alert per change) is chosen on
     the same three looks: the radius whose ``pooled`` thresholds give the
     highest mean F1 over detectors and looks (ties: the smaller radius).
+
+    Returns ``(clf, thresholds, by_choice, val_rows, fit_rows, dev)``;
+    ``dev`` holds the development looks at the chosen radius and ``pooled``
+    thresholds: ``{"radius_scores": {radius: mean F1}, "mean": mean F1,
+    "looks": {look: {detector: (F1 alone, F1 + triage, recall kept)}}}``.
     """
     if choice not in THRESHOLD_CHOICES:
         raise ValueError(f"threshold choice {choice!r} is not one of {THRESHOLD_CHOICES}")
@@ -335,11 +359,13 @@ def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed:
     train_rows = pd.concat([fit_rows, *extra_fit], ignore_index=True)
     log(f"  fit rows {len(fit_rows)} ({int(fit_rows['y'].sum())} true), training rows with extra seeds "
         f"{len(train_rows)}, validation rows {len(val_rows)}")
-    clf = fit_model(train_rows, val_rows, seed, n_jobs)
+    clf = fit_model(train_rows, val_rows, seed, n_jobs, kind)
     val_p = proba_of(clf, val_rows)
-    oof = _out_of_fold_predictions(parts, fit_rows, train_rows, val_rows, seed, n_jobs)
+    oof = _out_of_fold_predictions(parts, fit_rows, train_rows, val_rows, seed, n_jobs, kind)
     best: tuple[float, int] | None = None
     by_radius: dict[int, dict[str, dict[str, float]]] = {}
+    looks_by: dict[int, dict[str, dict[str, object]]] = {}
+    scores: dict[int, float] = {}
     for radius in RADII:
         looks = {s: _evaluators(data, held, p, radius) for s, (data, held, p) in oof.items()}
         looks["validation"] = _evaluators(parts["validation"], val_rows, val_p, radius)
@@ -349,6 +375,7 @@ def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed:
             "pooled": pooled,
         }
         score = float(np.mean([look[d](pooled[d])[0] for look in looks.values() for d in look]))  # type: ignore[operator]
+        looks_by[radius], scores[radius] = looks, score
         log(f"  radius {radius}: mean F1 over detectors and looks {score:.4f}")
         if best is None or score > best[0] + 1e-12:
             best = (score, radius)
@@ -366,7 +393,18 @@ def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed:
     else:
         clf.threshold_policy_ = (f"tcpd-f1 gain and recall >= {RECALL_KEPT:g} x detector's on each of the "
                                  "out-of-fold fit projects and validation (per detector; else 0)")
-    return clf, thresholds, by_choice, val_rows, fit_rows
+    dev = {"radius_scores": scores, "mean": scores[radius], "looks": {
+        name: {d: _look_row(evaluate, by_choice["pooled"][d]) for d, evaluate in look.items()}
+        for name, look in looks_by[radius].items()
+    }}
+    return clf, thresholds, by_choice, val_rows, fit_rows, dev
+
+
+def _look_row(evaluate, threshold: float) -> tuple[float, float, float]:
+    """(F1 alone, F1 + triage, recall kept) of one detector on one development look."""
+    f0, r0 = evaluate(0.0)
+    f, r = evaluate(threshold)
+    return f0, f, (r / r0 if r0 > 0 else float("nan"))
 
 
 def _evaluators(data: Dataset, rows: pd.DataFrame, proba: np.ndarray, radius: int = 0) -> dict[str, object]:
@@ -378,7 +416,7 @@ def _evaluators(data: Dataset, rows: pd.DataFrame, proba: np.ndarray, radius: in
 
 
 def _out_of_fold_predictions(parts: dict[str, Dataset], fit_rows: pd.DataFrame, train_rows: pd.DataFrame,
-                             val_rows: pd.DataFrame, seed: int, n_jobs: int):
+                             val_rows: pd.DataFrame, seed: int, n_jobs: int, kind: str = "rf"):
     """Fit project -> (its base histories, its rows, P(true) by a model fitted on the other fit projects)."""
     src = fit_rows["series_id"].map(real_data.source_of)
     train_src = train_rows["series_id"].map(real_data.source_of)
@@ -388,7 +426,7 @@ def _out_of_fold_predictions(parts: dict[str, Dataset], fit_rows: pd.DataFrame, 
         train = train_rows[(train_src != s).to_numpy()].reset_index(drop=True)
         if held.empty or train.empty or train["y"].nunique() < 2:
             continue
-        clf = fit_model(train, val_rows, seed, n_jobs)
+        clf = fit_model(train, val_rows, seed, n_jobs, kind)
         data = Dataset([h for h in parts["fit"] if real_data.source_of(h.series_id) == s])
         out[s] = (data, held, proba_of(clf, held))
     return out
@@ -423,8 +461,40 @@ def extra_seed_rows(real: Dataset, mode: str, seeds: Sequence[int], every: int, 
     return out
 
 
+def development(mode: str, seed: int, every: int, n_jobs: int, log=print, train_seeds: Sequence[int] = (),
+                kind: str = "rf") -> dict:
+    """Steps 1-5 only (``--dev-only``): the development looks of a training choice; the test part is never read."""
+    started = time.perf_counter()
+    real = real_data.load_real()
+    parts = {p: real_data.subsample(d, every) for p, d in real_data.split(real_data.inject(real, mode=mode, seed=seed)).items()
+             if p != "test"}
+    found = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
+    extra_fit = extra_seed_rows(real, mode, train_seeds, every, "fit", n_jobs, log)
+    *_, dev = scoring_model(parts, found, seed, n_jobs, log, "pooled", extra_fit, kind)
+    return {"config": {"mode": mode, "seed": seed, "every": every, "train_seeds": list(train_seeds), "kind": kind},
+            "dev": dev, "seconds": time.perf_counter() - started}
+
+
+def development_markdown(result: dict) -> str:
+    c, dev = result["config"], result["dev"]
+    looks = list(dev["looks"])
+    lines = [f"Development looks (`{c['mode']}`, seed {c['seed']}, 1 in {c['every']} base histories; model `{c['kind']}`; "
+             f"extra training seeds {c['train_seeds'] or 'none'}; the test part not read): F1 alone -> + triage "
+             f"(recall kept) at the `pooled` thresholds; mean F1 over detectors and looks by suppression radius: "
+             + ", ".join(f"{r}: {v:.4f}" for r, v in dev["radius_scores"].items()) + ".", "",
+             "| detector | " + " | ".join(looks) + " |", "| --- |" + " ---: |" * len(looks)]
+    for d in dev["looks"][looks[0]]:
+        cells = []
+        for name in looks:
+            f0, f, kept_ = dev["looks"][name][d]
+            cells.append(f"{f0:.3f} -> {f:.3f} ({100 * kept_:.0f} %)")
+        lines.append(f"| {d} | " + " | ".join(cells) + " |")
+    lines += ["", f"Mean F1 over detectors and looks: **{dev['mean']:.4f}**. Run time {result['seconds'] / 60:.1f} min."]
+    return "\n".join(lines) + "\n"
+
+
 def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: Path | None, log=print,
-        choice: str = "pooled", train_seeds: Sequence[int] = ()) -> dict:
+        choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf") -> dict:
     started = time.perf_counter()
     real = real_data.load_real()
     injected = real_data.inject(real, mode=mode, seed=seed)
@@ -433,7 +503,7 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
         log(f"{p}: {len(d)} base histories, {sum(len(h) for h in d)} commits, {sum(int(h.true_change.sum()) for h in d)} injected changes")
     found = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
     extra_fit = extra_seed_rows(real, mode, train_seeds, every, "fit", n_jobs, log)
-    clf, thresholds, by_choice, _, _ = scoring_model(parts, found, seed, n_jobs, log, choice, extra_fit)
+    clf, thresholds, by_choice, _, _, dev = scoring_model(parts, found, seed, n_jobs, log, choice, extra_fit, kind)
     radius = int(clf.suppress_radius_)
 
     test = parts["test"]
@@ -453,7 +523,7 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
             for c, th in by_choice.items()
         }})
 
-    loso_rows = loso_auc(injected, mode, seed, every, n_jobs, log, real=real, train_seeds=train_seeds) if loso else []
+    loso_rows = loso_auc(injected, mode, seed, every, n_jobs, log, real=real, train_seeds=train_seeds, kind=kind) if loso else []
 
     # alarm rates on the untouched histories
     untouched = real_data.subsample(real, every)
@@ -470,11 +540,12 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
             "triage": 100.0 * float(n_kept) / n_commits,
         })
     if save_model is not None:
-        save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows, choice, train_seeds)
+        save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows, choice, train_seeds, kind)
         log(f"model saved to {save_model}")
     return {
         "config": {"mode": mode, "seed": seed, "every": every, "thresholds": choice, "radius": radius,
-                   "train_seeds": list(train_seeds)},
+                   "train_seeds": list(train_seeds), "kind": kind},
+        "dev": dev,
         "compare": compare,
         "parts": {p: (len(d), sum(len(h) for h in d), sum(int(h.true_change.sum()) for h in d)) for p, d in parts.items()},
         "test": rows + EXTRA_ROWS,
@@ -486,7 +557,7 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
 
 
 def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, log=print,
-             real: Dataset | None = None, train_seeds: Sequence[int] = ()) -> list[dict]:
+             real: Dataset | None = None, train_seeds: Sequence[int] = (), kind: str = "rf") -> list[dict]:
     """Leave-one-source-project-out AUC of the scoring model per detector.
 
     Each held-out project is scored on its seed-``seed`` rows by a model fitted
@@ -517,7 +588,7 @@ def loso_auc(injected: Dataset, mode: str, seed: int, every: int, n_jobs: int, l
         if extra_rows is not None:
             others = extra_rows[(extra_rows["series_id"].map(real_data.source_of) != s).to_numpy()]
             train = pd.concat([train, others], ignore_index=True)
-        clf = fit_model(train, None, seed, n_jobs)
+        clf = fit_model(train, None, seed, n_jobs, kind)
         held = rows_by[s]
         preds.append(held.assign(p=proba_of(clf, held), source=s))
     pooled = pd.concat(preds, ignore_index=True)
@@ -586,7 +657,7 @@ def dev_loso_markdown(rows: list[dict], seed: int, every: int, train_seeds: Sequ
 
 
 def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows,
-                       choice: str = "pooled", train_seeds: Sequence[int] = ()) -> None:
+                       choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf") -> None:
     from triage.training.model_files import save_model
 
     test = {r["method"]: r for r in rows}
@@ -606,7 +677,8 @@ def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str,
             "detector_thresholds": thresholds,
             "threshold_choice": choice,
             "trained_by": f"benchmarks/bench_real.py --mode {mode} --seed {seed} --every {every} --thresholds {choice}"
-                          + (f" --train-seeds {','.join(str(t) for t in train_seeds)}" if train_seeds else ""),
+                          + (f" --train-seeds {','.join(str(t) for t in train_seeds)}" if train_seeds else "")
+                          + (f" --model-kind {kind}" if kind != "rf" else ""),
         },
     )
 
@@ -658,6 +730,9 @@ def markdown(result: dict) -> str:
     lines += ["", f"Alarms per 100 commits on {n} untouched real histories ({m:,} commits):", "",
               "| detector | alone | + triage |", "| --- | ---: | ---: |"]
     lines += [f"| {r['detector']} | {r['alone']:.2f} | {r['triage']:.2f} |" for r in result["alarms"]]
+    if result.get("dev"):
+        lines += ["", development_markdown({"config": {**c, "kind": c.get("kind", "rf")}, "dev": result["dev"],
+                                            "seconds": result["seconds"]}).rsplit(" Run time", 1)[0]]
     lines += ["", f"Run time {result['seconds'] / 60:.1f} min."]
     return "\n".join(lines) + "\n"
 
@@ -680,6 +755,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--dev-loso", action="store_true",
                     help="only the leave-one-development-project-out AUC with and without the series-relative "
                          "ctx_* columns (fit and validation projects; the test part is not read)")
+    ap.add_argument("--dev-only", action="store_true",
+                    help="only the development looks of a training choice (--train-seeds, --model-kind): fit, "
+                         "out-of-fold and validation; the test part is not read")
+    ap.add_argument("--model-kind", choices=MODEL_KINDS, default="rf", help="scoring model kind (default rf)")
     args = ap.parse_args(argv)
     train_seeds = [int(t) for t in args.train_seeds.split(",") if t.strip()]
     try:
@@ -692,9 +771,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                                  train_seeds)
         _publish(text, f"bench_real_devloso_s{args.seed}_e{args.every}.md")
         return
+    aug = (f"_t{'-'.join(str(t) for t in train_seeds)}" if train_seeds else "") + (
+        f"_{args.model_kind}" if args.model_kind != "rf" else "")
+    if args.dev_only:
+        dev = development(args.mode, args.seed, args.every, args.n_jobs, train_seeds=train_seeds, kind=args.model_kind)
+        _publish(development_markdown(dev), f"bench_real_dev_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
+        return
     result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds,
-                 train_seeds=train_seeds)
-    aug = f"_t{'-'.join(str(t) for t in train_seeds)}" if train_seeds else ""
+                 train_seeds=train_seeds, kind=args.model_kind)
     _publish(markdown(result), f"bench_real_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
 
 
