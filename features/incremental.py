@@ -389,6 +389,8 @@ class PreState:
         was left out, with the same kernels on the same window, so it is the
         one computed at once.
         """
+        if defer:
+            _deferred_mask(defer)  # an unknown name fails whatever is cached
         if self._pre_cache is not None:
             return self._pre_cache
         if defer and self._pre_partial is not None and self._partial_key == defer:

@@ -390,6 +390,13 @@ def detect(
     ),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Processes the series are partitioned over."),
     scheduler: str = typer.Option(None, "--scheduler", help="Replay on a dask cluster, partitioned by series: local or a scheduler address (the model path must be readable by the workers)."),
+    screen: bool = typer.Option(
+        True,
+        "--screen/--no-screen",
+        help="Skip a commit's costliest Pre characteristic where a bound of the model's probability "
+        "without it stays below the threshold (same change points and probabilities; --no-screen: "
+        "every row in full).",
+    ),
 ) -> None:
     """Replay whole histories through the online loop and write the change points it finds."""
     from triage.cli.validation import check_int, check_output_not_input
@@ -411,7 +418,7 @@ def detect(
         loop_kwargs = {"min_pre": min_pre, "confirm_after": confirm_after}
         # A bad model fails here, once (uncompiled: this process only checks it).
         OnlineTriage.from_model_dir(model_dir, explain="none", compiled=False, **loop_kwargs)
-        replay_kwargs = {"batch_series": batch_series, "commits_per_batch": commits_per_batch}
+        replay_kwargs = {"batch_series": batch_series, "commits_per_batch": commits_per_batch, "screen": screen}
         streamed = None
         if scheduler is None:
             streamed = _detect_streamed(data, layout, model_dir, jobs, loop_kwargs, replay_kwargs)
@@ -442,11 +449,11 @@ def detect(
                     jobs=jobs,
                     parts=parts,
                     loop_kwargs=loop_kwargs,
-                    replay_kwargs={"batch_series": batch_series, "commits_per_batch": commits_per_batch},
+                    replay_kwargs=replay_kwargs,
                     on_part=progress.advance,
                 ) if scheduler is None else map_frames(
                     lambda d: pd.DataFrame(replay_in_processes(model_dir, d, jobs=1, loop_kwargs=loop_kwargs,
-                                                               replay_kwargs={"batch_series": batch_series, "commits_per_batch": commits_per_batch}),
+                                                               replay_kwargs=replay_kwargs),
                                            columns=["series_id", "commit", "index", "probability"]),
                     dataset, scheduler)
         except RejectedCommit as exc:

@@ -1,0 +1,255 @@
+"""The replay's screen: a bound of the model's probability without Pre's ``max_kl_shift`` decides
+most commits, and a replay with it finds exactly what one without it finds.
+
+(a) ``CompiledPredictor.upper_bound_proba`` is >= ``positive_proba`` whatever the
+free columns hold (NaN and infinities included), for the bundled XGBoost
+``online-w4`` and for forests, calibrated or not; with no free column it is
+``positive_proba`` itself. (b) ``PreState.features_array(..., defer=...)``
+leaves the deferred column NaN and never serves that row as the full one. (c)
+``OnlineTriage.replay`` with and without the screen returns the same change
+points with bit-identical probabilities and ends in the same states, on real
+histories (alarms, withdrawals) and on the ``default`` preset. (d) The screen
+stays off for ``process_one`` / ``process_many`` (``triage watch``), with a
+store, with ``explain="all"`` and with a Pre state that cannot defer.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from triage.core.history import dataset_from_long
+from triage.features.incremental import PreState
+from triage.features.recomputed import RecomputedPre
+from triage.online.loop import OnlineTriage
+from triage.online.state_store import StateStore
+from triage.synthetic import generate, preset_config
+from triage.training.classifier import TriageClassifier
+from triage.training.compiled import CompiledPredictor
+from triage.training.model_files import load_model
+
+ONLINE_W4 = Path(__file__).resolve().parents[1] / "models" / "online-w4"
+
+# Real histories (../shared/data/real) picked so that the replay raises alarms,
+# keeps most of them and withdraws some (the first seven withdraw at least one
+# alarm with online-w4), from all five source projects; about 4,300 commits.
+REAL_IDS = [
+    "otel-java/io.opentelemetry.sdk.SpanRecordBenchmark.threads4({spanSize:MEDIUM})/otel-bench-runner",
+    "emg3d-bench/time.ResidualTime.time_residual('small')/meerkat/conda-py3.8",
+    "empymod-bench/transform.Fourier.time_dlf_standard('Small')/dtr-latitude/conda-py3.6-numpy1.17",
+    "otel-java/io.opentelemetry.sdk.MetricRecordBenchmark.threads4({aggregationTemporality:CUMULATIVE;"
+    "cardinality:1;instrumentTypeAndAggregation:HISTOGRAM_BASE2_EXPONENTIAL})/otel-bench-runner",
+    "empymod-bench/model.Analytical.time_analytical('fs')/dtr-latitude/conda-py3.6-numpy1.17",
+    "empymod-bench/transform.Fourier.time_fftlog('Small')/dtr-latitude/conda-py3.6",
+    "empymod-bench/transform.Fourier.time_qwe('Small')/dtr-latitude/conda-py3.6",
+    "empymod-bench/transform.Fourier.time_dlf_standard('Big')/dtr-latitude/conda-py3.6",
+    "empymod-bench/transform.Dlf.time_dlf('Big';'Lagged')/dtr-latitude/conda-py3.6",
+    "empymod-bench/transform.Fourier.time_fft('Big')/dtr-latitude/conda-py3.6",
+    "django-asv/system_check_benchmarks.run_checks.benchmark.SystemChecks.time_checks/ubuntu-latest/conda-py3.10",
+    "django-asv/url_benchmarks.url_resolve.benchmark.UrlResolve.time_resolve_literal_path/ubuntu-latest/conda-py3.10",
+    "otel-java/io.opentelemetry.sdk.LogRecordBenchmark.threads1({logSize:LARGE})/otel-bench-runner",
+    "otel-java/io.opentelemetry.sdk.LogRecordBenchmark.threads4({logSize:MEDIUM})/otel-bench-runner",
+    "otel-java/io.opentelemetry.sdk.LogRecordBenchmark.threads1({logSize:MEDIUM})/otel-bench-runner",
+    "emg3d-bench/memory.ResidualMemory.peakmem_residual('small')/meerkat/conda-py3.8",
+    "emg3d-bench/memory.SmoothingMemory.peakmem_smoothing(0;'big')/meerkat/conda-py3.8",
+]
+
+
+@pytest.fixture(scope="module")
+def w4():
+    return load_model(ONLINE_W4)
+
+
+@pytest.fixture
+def real_subset(shared_data):
+    frame = pd.read_csv(shared_data / "real" / "histories.csv.gz")
+    frame = frame[frame["series_id"].isin(REAL_IDS)]
+    assert frame["series_id"].nunique() == len(REAL_IDS), "a picked history is missing from the real data"
+    return dataset_from_long(frame)
+
+
+def _rows_of(loop: OnlineTriage, dataset) -> np.ndarray:
+    """Every full feature row the loop predicts over a replay without the screen."""
+    rows: list[np.ndarray] = []
+    predict = loop._predict
+
+    def spy(X):
+        rows.append(np.array(X))
+        return predict(X)
+
+    loop._predict = spy
+    loop.replay(dataset, screen=False, keep_states=False)
+    return np.concatenate(rows)
+
+
+def _fill(X: np.ndarray, free: np.ndarray, rng) -> np.ndarray:
+    """X with its free columns overwritten: values of the column elsewhere, NaN, +-inf, extremes."""
+    out = X.copy()
+    for j in np.flatnonzero(free):
+        pool = np.concatenate([X[:, j], [np.nan, np.inf, -np.inf, 1e30, -1e30, 0.0]])
+        out[:, j] = rng.choice(pool, size=len(X))
+    return out
+
+
+# ---------------------------------------------------------------------- (a) the bound
+
+
+def test_bound_of_the_bundled_model_holds_for_any_free_values(w4):
+    fast = CompiledPredictor(w4)
+    assert fast.bounds
+    names = list(w4.feature_names_)
+    X = _rows_of(OnlineTriage(w4, explain="none"), generate(preset_config("default", n_series=6), seed=3))
+    assert len(X) > 1000
+    exact = fast.positive_proba(X)
+    # No free column: the bound is the probability, bit for bit.
+    np.testing.assert_array_equal(fast.upper_bound_proba(X, np.zeros(len(names), dtype=bool)), exact)
+    rng = np.random.default_rng(0)
+    masks = [np.array([n == "pre_max_kl_shift" for n in names])]
+    masks += [rng.random(len(names)) < share for share in (0.05, 0.2, 0.5)]
+    for free in masks:
+        bound = fast.upper_bound_proba(np.where(free, np.nan, X), free)
+        assert np.all(bound >= exact)
+        for _ in range(3):
+            assert np.all(bound >= fast.positive_proba(_fill(X, free, rng)))
+    # Free max_kl_shift leaves most rows decided: the screen has something to do.
+    mkl = masks[0]
+    assert np.mean(fast.upper_bound_proba(X, mkl) < 0.98) > 0.9
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"model": "rf", "n_estimators": 30}, {"model": "rf", "n_estimators": 20, "calibration": "isotonic"},
+     {"model": "xgb", "n_estimators": 30, "calibration": "sigmoid"}],
+    ids=["rf", "rf-isotonic", "xgb-platt"],
+)
+def test_bound_holds_for_forests_and_calibrated_models(params):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(600, 8))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(scale=0.5, size=600) > 0.3).astype(int)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    clf = TriageClassifier(random_state=0, **params).fit(X, y)
+    fast = CompiledPredictor(clf)
+    assert fast.bounds
+    probe = rng.normal(scale=1.5, size=(1500, 8))
+    exact = fast.positive_proba(probe)
+    np.testing.assert_array_equal(fast.upper_bound_proba(probe, np.zeros(8, dtype=bool)), exact)
+    for free_cols in ([0], [1, 2], [3, 5, 7], list(range(8))):
+        free = np.isin(np.arange(8), free_cols)
+        bound = fast.upper_bound_proba(probe, free)
+        assert np.all(bound >= exact)
+        assert np.all(bound >= fast.positive_proba(_fill(probe, free, rng)))
+    # Column 0 matters to every model here: freeing it loosens the bound somewhere.
+    assert np.any(fast.upper_bound_proba(probe, np.isin(np.arange(8), [0])) > exact)
+
+
+def test_no_bound_where_it_could_not_be_sound():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 4))
+    y = (X[:, 0] > 0).astype(int)
+    svm = CompiledPredictor(TriageClassifier(model="svm", random_state=0).fit(X, y))
+    assert not svm.bounds
+    np.testing.assert_array_equal(svm.upper_bound_proba(X, np.ones(4, dtype=bool)), np.ones(len(X)))
+    platt = TriageClassifier(model="rf", n_estimators=10, calibration="sigmoid", random_state=0).fit(X, y)
+    platt.calibrator_.coef_ = -platt.calibrator_.coef_  # a decreasing calibrator: no bound
+    assert not CompiledPredictor(platt).bounds
+
+
+# ---------------------------------------------------------------------- (b) the deferred row
+
+
+def test_a_deferred_row_is_never_served_as_the_full_one(w4):
+    names = list(w4.feature_names_)
+    col = names.index("pre_max_kl_shift")
+    values = np.random.default_rng(4).normal(size=120).cumsum()
+    state = PreState(names)
+    state.learn_many(values[:100])
+    after = values[100:105]
+    fresh = copy.deepcopy(state)
+    full = fresh.features_array(after)
+    assert np.isfinite(full[col])
+    partial = state.features_array(after, ("max_kl_shift",))
+    assert np.isnan(partial[col])
+    np.testing.assert_array_equal(np.delete(partial, col), np.delete(full, col))
+    twin = copy.deepcopy(state)  # a copy taken between the two keeps the partial result apart too
+    np.testing.assert_array_equal(state.features_array(after), full)
+    np.testing.assert_array_equal(twin.features_array(after), full)
+    # Once the full one is known it serves a deferred request too.
+    np.testing.assert_array_equal(state.features_array(after, ("max_kl_shift",)), full)
+    # Short Pre: nothing is deferred (every value is cheap there).
+    short = PreState(names).learn_many(values[:8])
+    np.testing.assert_array_equal(short.features_array(after, ("max_kl_shift",)), short.features_array(after))
+    with pytest.raises(ValueError, match="bounded"):
+        state.features_array(after, ("hurst",))
+
+
+# ---------------------------------------------------------------------- (c) same decisions
+
+
+def _compare(w4, dataset) -> tuple[int, int]:
+    """Replay with and without the screen; assert the same change points and states. (found, raised)."""
+    out = {}
+    for screen in (True, False):
+        loop = OnlineTriage(w4, explain="none")
+        raised: list[int] = []
+        raise_alarm = loop._raise_alarm
+
+        def spy(st, index, *args, _raise=raise_alarm, _log=raised):
+            _log.append(index)
+            return _raise(st, index, *args)
+
+        loop._raise_alarm = spy
+        asked = []
+        bound = loop._bound
+        loop._bound = lambda X, free, _b=bound, _a=asked: (_a.append(len(X)), _b(X, free))[1]
+        found = loop.replay(dataset, screen=screen)
+        states = loop.state_dict()
+        for st in states.values():
+            st.pop("last_output")  # a negative last decision carries its bound under the screen
+        out[screen] = ([(d.series, d.commit, d.index, d.probability, d.decided_at) for d in found], states, len(raised), sum(asked))
+    assert out[True][0] == out[False][0]
+    assert out[True][1] == out[False][1]
+    assert out[True][2] == out[False][2]
+    assert out[True][3] > 0 and out[False][3] == 0  # the screen ran, and only when asked
+    return len(out[True][0]), out[True][2]
+
+
+def test_screened_replay_finds_the_same_change_points_on_real_histories(w4, real_subset):
+    found, raised = _compare(w4, real_subset)
+    assert found >= 15
+    assert raised > found  # some alarms were withdrawn
+
+
+def test_screened_replay_finds_the_same_change_points_on_the_default_preset(w4):
+    found, _ = _compare(w4, generate(preset_config("default", n_series=12), seed=11))
+    assert found >= 3
+
+
+# ---------------------------------------------------------------------- (d) where it stays off
+
+
+def _no_bound(X, free):
+    raise AssertionError("the screen ran")
+
+
+def test_the_screen_is_off_outside_a_plain_replay(w4, tmp_path):
+    data = generate(preset_config("default", n_series=2), seed=5)
+    h = next(iter(data))
+    loop = OnlineTriage(w4, explain="none")
+    loop._bound = _no_bound
+    decisions = loop.process_many([(h.series_id, str(c), float(v)) for c, v in zip(h.commits, h.values, strict=True)])
+    assert all(d is None or np.isfinite(d.probability) for d in decisions)
+    with StateStore(tmp_path / "s.db") as store:
+        stored = OnlineTriage.from_model_dir(ONLINE_W4, explain="none", store=store)
+        stored._bound = _no_bound
+        stored.replay(data)
+    for kwargs in ({"explain": "all"}, {"explain": "none", "pre_class": RecomputedPre}):
+        other = OnlineTriage(w4, **kwargs)
+        other._bound = _no_bound
+        assert other._screen_for(True) is None
+    assert OnlineTriage(w4, explain="none", compiled=False)._screen_for(True) is None
+    assert OnlineTriage(w4, explain="none")._screen_for(False) is None
+    assert OnlineTriage(w4, explain="positive")._screen_for(True) is not None
