@@ -415,10 +415,12 @@ def detect(
     check_format(fmt)
     try:
         model_dir = resolve_model(model, "online")
-        loop_kwargs = {"min_pre": min_pre, "confirm_after": confirm_after}
+        loop_kwargs: dict[str, object] = {"min_pre": min_pre, "confirm_after": confirm_after}
         # A bad model fails here, once (uncompiled: this process only checks it).
         OnlineTriage.from_model_dir(model_dir, explain="none", compiled=False, **loop_kwargs)
-        replay_kwargs = {"batch_series": batch_series, "commits_per_batch": commits_per_batch, "screen": screen}
+        replay_kwargs: dict[str, object] = {
+            "batch_series": batch_series, "commits_per_batch": commits_per_batch, "screen": screen
+        }
         streamed = None
         if scheduler is None:
             streamed = _detect_streamed(data, layout, model_dir, jobs, loop_kwargs, replay_kwargs)
