@@ -25,7 +25,10 @@ Apart, each with its own option: (e) ``triage watch`` fed a backlog, (f)
 (g) every decision over the real histories (``--real-decisions``), to show
 that a speed change leaves decisions and probabilities as they were
 (``--compare-decisions OLD NEW`` after running the same file on a worktree of
-the commit before, with ``PYTHONPATH``), (h) the same for ``max_kl_shift``
+the commit before, with ``PYTHONPATH``), and the change points a replay
+returns, with its screen or without (``--real-replay``, ``--no-screen``;
+``--compare-decisions --positives-only`` compares them with each other or
+with ``--real-decisions``' alarms that were not withdrawn), (h) the same for ``max_kl_shift``
 on windows of the real histories (``--real-windows``, ``--compare-windows``),
 and (i) where one commit's time goes (``--breakdown``).
 
@@ -267,7 +270,7 @@ def watch_backlog(model: Path, n_lines: int, n_series: int = 1000) -> None:
     )
 
 
-def detect_replay(model: Path, preset: str, data: Path | None = None) -> None:
+def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bool = True) -> None:
     """(f) `triage detect --jobs 2` on a synthetic preset (written once as long CSV, or ``data``: that CSV)."""
     import sys
 
@@ -286,29 +289,37 @@ def detect_replay(model: Path, preset: str, data: Path | None = None) -> None:
     del ids
     for jobs in (2,):
         cmd = [sys.executable, "-m", "triage.cli.app", "detect", "--data", str(data), "--model", str(model),
-               "--out", str(work / "found.csv"), "--jobs", str(jobs)]
+               "--out", str(work / "found.csv"), "--jobs", str(jobs)] + ([] if screen else ["--no-screen"])
         r = _child_run(cmd)
+        found = sum(1 for _ in open(work / "found.csv")) - 1
         print(
-            f"(f) triage detect --jobs {jobs}, preset {preset} ({n_commits:,} commits): {r['wall_s']:.0f} s wall, "
+            f"(f) triage detect --jobs {jobs}{'' if screen else ' --no-screen'}, preset {preset} "
+            f"({n_commits:,} commits; {found} change points -> {work / 'found.csv'}): {r['wall_s']:.0f} s wall, "
             f"{r['cpu_s']:.0f} CPU-seconds (all processes, loading included), peak RSS of the largest "
-            f"process {r['peak_mb']:.0f} MB, of all its processes together {r['total_peak_mb']:.0f} MB"
+            f"process {r['peak_mb']:.0f} MB, of all its processes together {r['total_peak_mb']:.0f} MB; "
+            f"load average {os.getloadavg()[0]:.1f}"
         )
 
 
-def replay_only(model: Path, n_series: int) -> None:
+def replay_only(model: Path, n_series: int, screen: bool = True) -> None:
     """(b) alone: CPU per commit of an in-memory replay, every compiled kernel loaded beforehand."""
+    import inspect
+
     from triage.synthetic import generate, preset_config
 
+    # The same file times code from before the screen existed (PYTHONPATH on a worktree).
+    kwargs = {"screen": screen} if "screen" in inspect.signature(OnlineTriage.replay).parameters else {}
     dataset = generate(preset_config("default", n_series=n_series), seed=1)
     loop = OnlineTriage.from_model_dir(model, explain="none")
-    loop.replay(generate(preset_config("default", n_series=3), seed=7))  # loads every kernel outside the timing
+    loop.replay(generate(preset_config("default", n_series=3), seed=7), **kwargs)  # loads every kernel outside the timing
     loop.states.clear()
     c0, t0 = time.process_time(), time.perf_counter()
-    found = loop.replay(dataset)
+    found = loop.replay(dataset, **kwargs)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     n = dataset.n_commits()
+    mode = "" if not kwargs else (", screen" if screen else ", no screen")
     print(
-        f"(b) replay {len(dataset)} series / {n} commits, memory, one process: {cpu:.2f} CPU-s, {wall:.2f} s wall = "
+        f"(b) replay {len(dataset)} series / {n} commits, memory, one process{mode}: {cpu:.2f} CPU-s, {wall:.2f} s wall = "
         f"{cpu / n * 1e3:.3f} ms of CPU per commit; {len(found)} change points; load average {os.getloadavg()[0]:.1f}"
     )
 
@@ -339,16 +350,28 @@ def breakdown(model: Path) -> None:
         return float(np.median(times) / 1e3)
 
     def row():
-        pre._pre_cache = None
+        pre._pre_cache = pre._pre_partial = None
         return pre.features_array(after)
 
     def pre_chars():
-        pre._pre_cache = None
+        pre._pre_cache = pre._pre_partial = None
         return pre.pre_characteristics()
+
+    def screened_row():  # the replay's first row, without max_kl_shift
+        pre._pre_cache = pre._pre_partial = None
+        return pre.features_array(after, loop.SCREEN_DEFER)
 
     z = pre_state_kernels.standardised_tail(pre._ring, pre.n, pre.horizon)
     X1 = row()[None, :]
     X100 = X1 * (1 + 0.01 * rng.standard_normal((100, X1.shape[1])))
+    screen = loop._screen_for(True)
+    if screen is not None and loop._bound is not None:
+        free = screen[1]
+        bound = loop._bound
+        print(
+            f"(i) screened replay: row without {', '.join(screen[0])} {median_us(screened_row):.1f} µs; "
+            f"bound of the model {median_us(lambda: bound(X100, free), 300) / 100:.1f} µs per row in a round of 100"
+        )
     print(
         f"(i) feature row {median_us(row):.1f} µs, of which Pre's characteristics {median_us(pre_chars):.1f} µs, "
         f"of which max_kl_shift on {z.size} commits {median_us(lambda: fast.max_kl_shift(z, 10)):.1f} µs; "
@@ -404,13 +427,63 @@ def real_decisions(model: Path, out: Path, commits_per_batch: int = 16) -> None:
     )
 
 
-def compare_decisions(old: Path, new: Path) -> None:
-    """Exit 1 unless two ``--real-decisions`` files hold the same decisions with the same probabilities (1e-12 relative)."""
+def real_replay(model: Path, out: Path, screen: bool = True) -> None:
+    """(g) The change points :meth:`OnlineTriage.replay` returns over the real histories (``--real-decisions``' sets).
+
+    Written in ``--real-decisions``' layout (every row positive, none
+    withdrawn: a replay leaves withdrawn alarms out), so that
+    ``--compare-decisions --positives-only`` compares a screened replay with
+    an unscreened one, or with the alarms of ``--real-decisions`` (every
+    commit decided in full by ``process_many``) that were not withdrawn.
+    """
+    import csv
+
+    from benchmarks.real_data import inject, load_real
+
+    real = load_real(SHARED / "real")
+    sets = {"real": real, "injected": inject(real, mode="stable", seed=0)}
+    n_rows, cpu = 0, 0.0
+    with open(out, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["set", "series", "commit", "index", "probability", "decision", "withdrawn_commit"])
+        for name, data in sets.items():
+            loop = OnlineTriage.from_model_dir(model, explain="none")
+            c0 = time.process_time()
+            found = loop.replay(data, keep_states=False, screen=screen)
+            cpu += time.process_time() - c0
+            for d in found:
+                w.writerow([name, d.series, d.commit, d.index, repr(d.probability), int(d.decision), ""])
+                n_rows += 1
+    n = sum(h.values.size for data in sets.values() for h in data)
+    print(
+        f"(g) replay{'' if screen else ' without the screen'}: {n_rows:,} change points over {len(real)} real "
+        f"histories and {len(sets['injected'])} injected stretches ({n:,} commits) in {cpu:.1f} CPU-s "
+        f"({cpu / n * 1e3:.3f} ms per commit; load average {os.getloadavg()[0]:.1f}) -> {out}"
+    )
+
+
+def _positives(frame):
+    """The alarms of a decisions file that no later re-check withdrew, without the withdrawal column."""
+    withdrawn = set(zip(frame["set"], frame["series"], frame["withdrawn_commit"], strict=True))
+    keep = (frame["decision"] == 1) & [
+        (s, r, c) not in withdrawn for s, r, c in zip(frame["set"], frame["series"], frame["commit"], strict=True)
+    ]
+    return frame[keep].assign(withdrawn_commit="")
+
+
+def compare_decisions(old: Path, new: Path, positives_only: bool = False) -> None:
+    """Exit 1 unless two ``--real-decisions`` files hold the same decisions with the same probabilities (1e-12 relative).
+
+    ``positives_only``: compare only the alarms no re-check withdrew (what a
+    replay returns; ``--real-replay`` files hold nothing else).
+    """
     import pandas as pd
 
     keys = ["set", "series", "commit", "index"]
     a = pd.read_csv(old, dtype={"series": str, "commit": str, "withdrawn_commit": str}, keep_default_na=False)
     b = pd.read_csv(new, dtype={"series": str, "commit": str, "withdrawn_commit": str}, keep_default_na=False)
+    if positives_only:
+        a, b = _positives(a), _positives(b)
     both = a.merge(b, on=keys, how="outer", suffixes=("_old", "_new"), indicator=True)
     unmatched = int((both["_merge"] != "both").sum())
     both = both[both["_merge"] == "both"]
@@ -522,6 +595,18 @@ def main() -> None:
         help="only (g): compare two --real-decisions files; exit 1 on any difference beyond 1e-12 relative",
     )
     parser.add_argument(
+        "--positives-only", action="store_true",
+        help="with --compare-decisions: only the alarms no re-check withdrew (what a replay returns)",
+    )
+    parser.add_argument(
+        "--real-replay", type=Path, default=None,
+        help="only (g): write the change points OnlineTriage.replay finds over --real-decisions' histories to this CSV",
+    )
+    parser.add_argument(
+        "--no-screen", action="store_true",
+        help="with --replay-only, --real-replay or --detect-preset: replay every commit's row in full (no screen)",
+    )
+    parser.add_argument(
         "--real-windows", type=Path, default=None,
         help="only (h): write max_kl_shift of seeded windows of the real histories to this CSV",
     )
@@ -544,19 +629,22 @@ def main() -> None:
         real_windows(args.real_windows)
         return
     if args.compare_decisions:
-        compare_decisions(*args.compare_decisions)
+        compare_decisions(*args.compare_decisions, positives_only=args.positives_only)
+        return
+    if args.real_replay:
+        real_replay(args.model, args.real_replay, screen=not args.no_screen)
         return
     if args.real_decisions:
         real_decisions(args.model, args.real_decisions)
         return
     if args.replay_only:
-        replay_only(args.model, args.series)
+        replay_only(args.model, args.series, screen=not args.no_screen)
         return
     if args.watch_backlog:
         watch_backlog(args.model, args.watch_backlog)
         return
     if args.detect_preset:
-        detect_replay(args.model, args.detect_preset, args.detect_data)
+        detect_replay(args.model, args.detect_preset, args.detect_data, screen=not args.no_screen)
         return
 
     from triage.synthetic import generate, preset_config
