@@ -465,9 +465,10 @@ def real_replay(model: Path, out: Path, screen: bool = True) -> None:
 def _positives(frame):
     """The alarms of a decisions file that no later re-check withdrew, without the withdrawal column."""
     withdrawn = set(zip(frame["set"], frame["series"], frame["withdrawn_commit"], strict=True))
-    keep = (frame["decision"] == 1) & [
-        (s, r, c) not in withdrawn for s, r, c in zip(frame["set"], frame["series"], frame["commit"], strict=True)
-    ]
+    keep = (frame["decision"] == 1).to_numpy() & np.array(
+        [(s, r, c) not in withdrawn for s, r, c in zip(frame["set"], frame["series"], frame["commit"], strict=True)],
+        dtype=bool,
+    )
     return frame[keep].assign(withdrawn_commit="")
 
 
