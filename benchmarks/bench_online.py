@@ -206,7 +206,20 @@ def _child_run(cmd: list[str], stdin_bytes: bytes | None = None) -> dict[str, fl
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     total_peak = [0.0]
+    peaks: dict[int, float] = {}  # peak RSS (MB) per process of the tree: its VmHWM as last read
     stop = threading.Event()
+
+    def high_water_mb(pid: int) -> float:
+        # The kernel's own peak RSS of the process (VmHWM), so a peak between
+        # two samples is not missed.
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
 
     def sample() -> None:
         # The sum of RSS over the command and its worker processes, every 0.2 s
@@ -222,10 +235,12 @@ def _child_run(cmd: list[str], stdin_bytes: bytes | None = None) -> dict[str, fl
         while not stop.wait(0.2):
             try:
                 tree = [root, *root.children(recursive=True)]
-                rss = sum(p.memory_info().rss for p in tree if p.is_running())
+                each = {p.pid: p.memory_info().rss / 2**20 for p in tree if p.is_running()}
             except psutil.Error:
                 continue
-            total_peak[0] = max(total_peak[0], rss / 2**20)
+            for pid, mb in each.items():
+                peaks[pid] = max(peaks.get(pid, 0.0), mb, high_water_mb(pid))
+            total_peak[0] = max(total_peak[0], sum(each.values()))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -239,9 +254,13 @@ def _child_run(cmd: list[str], stdin_bytes: bytes | None = None) -> dict[str, fl
     return {
         "wall_s": wall,
         "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-        # ru_maxrss of RUSAGE_CHILDREN: the largest child's peak, in KiB on Linux
+        # ru_maxrss of RUSAGE_CHILDREN: the largest child's peak, in KiB on
+        # Linux; it includes a child's RSS inherited from this process before
+        # its exec, so this process should be small when it starts the command
         "peak_mb": after.ru_maxrss / 1024,
         "total_peak_mb": total_peak[0],
+        # the command's own process first, then its workers, largest first
+        "peaks_mb": [peaks.get(proc.pid, 0.0)] + sorted((v for k, v in peaks.items() if k != proc.pid), reverse=True),
         "stdout_lines": out.count(b"\n"),
     }
 
@@ -284,19 +303,23 @@ def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bo
         del frame
     import pandas as pd
 
-    ids = pd.read_csv(data, usecols=["series_id", "commit"])
-    n_commits = int(ids.groupby("series_id")["commit"].nunique().sum())
-    del ids
     for jobs in (2,):
         cmd = [sys.executable, "-m", "triage.cli.app", "detect", "--data", str(data), "--model", str(model),
                "--out", str(work / "found.csv"), "--jobs", str(jobs)] + ([] if screen else ["--no-screen"])
         r = _child_run(cmd)
         found = sum(1 for _ in open(work / "found.csv")) - 1
+        # Counted after the run: a large frame in this process would be
+        # inherited by the child before its exec and counted in ru_maxrss.
+        ids = pd.read_csv(data, usecols=["series_id", "commit"])
+        n_commits = int(ids.groupby("series_id")["commit"].nunique().sum())
+        del ids
         print(
             f"(f) triage detect --jobs {jobs}{'' if screen else ' --no-screen'}, preset {preset} "
             f"({n_commits:,} commits; {found} change points -> {work / 'found.csv'}): {r['wall_s']:.0f} s wall, "
             f"{r['cpu_s']:.0f} CPU-seconds (all processes, loading included), peak RSS of the largest "
-            f"process {r['peak_mb']:.0f} MB, of all its processes together {r['total_peak_mb']:.0f} MB; "
+            f"process {r['peak_mb']:.0f} MB (ru_maxrss), of all its processes together {r['total_peak_mb']:.0f} MB "
+            f"(sampled every 0.2 s); peak RSS (VmHWM) of the reading process, then of each other process: "
+            f"{', '.join(f'{mb:.0f}' for mb in r['peaks_mb'])} MB; "
             f"load average {os.getloadavg()[0]:.1f}"
         )
 
