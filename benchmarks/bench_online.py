@@ -466,11 +466,17 @@ def real_replay(model: Path, out: Path, screen: bool = True) -> None:
     real = load_real(SHARED / "real")
     sets = {"real": real, "injected": inject(real, mode="stable", seed=0)}
     n_rows, cpu = 0, 0.0
+    predicted: list[int] = []  # rows the model saw in full, per call
+    bounded: list[int] = []  # rows the screen bounded, per call
     with open(out, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["set", "series", "commit", "index", "probability", "decision", "withdrawn_commit"])
         for name, data in sets.items():
             loop = OnlineTriage.from_model_dir(model, explain="none")
+            predict, bound = loop._predict, loop._bound
+            loop._predict = lambda X, _p=predict: (predicted.append(len(X)), _p(X))[1]
+            if bound is not None:
+                loop._bound = lambda X, free, _b=bound: (bounded.append(len(X)), _b(X, free))[1]
             c0 = time.process_time()
             found = loop.replay(data, keep_states=False, screen=screen)
             cpu += time.process_time() - c0
@@ -481,7 +487,8 @@ def real_replay(model: Path, out: Path, screen: bool = True) -> None:
     print(
         f"(g) replay{'' if screen else ' without the screen'}: {n_rows:,} change points over {len(real)} real "
         f"histories and {len(sets['injected'])} injected stretches ({n:,} commits) in {cpu:.1f} CPU-s "
-        f"({cpu / n * 1e3:.3f} ms per commit; load average {os.getloadavg()[0]:.1f}) -> {out}"
+        f"({cpu / n * 1e3:.3f} ms per commit; load average {os.getloadavg()[0]:.1f}) -> {out}; "
+        f"rows bounded {sum(bounded):,}, rows predicted in full {sum(predicted):,}"
     )
 
 
