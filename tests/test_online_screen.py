@@ -171,14 +171,15 @@ def test_a_deferred_row_is_never_served_as_the_full_one(w4):
     fresh = copy.deepcopy(state)
     full = fresh.features_array(after)
     assert np.isfinite(full[col])
-    partial = state.features_array(after, ("max_kl_shift",))
-    assert np.isnan(partial[col])
-    np.testing.assert_array_equal(np.delete(partial, col), np.delete(full, col))
+    partial = state.features_array(after, OnlineTriage.SCREEN_DEFER)
+    left_out = [names.index(f"pre_{name}") for name in OnlineTriage.SCREEN_DEFER]
+    assert col in left_out and np.all(np.isnan(partial[left_out]))
+    np.testing.assert_array_equal(np.delete(partial, left_out), np.delete(full, left_out))
     twin = copy.deepcopy(state)  # a copy taken between the two keeps the partial result apart too
     np.testing.assert_array_equal(state.features_array(after), full)
     np.testing.assert_array_equal(twin.features_array(after), full)
     # Once the full one is known it serves a deferred request too.
-    np.testing.assert_array_equal(state.features_array(after, ("max_kl_shift",)), full)
+    np.testing.assert_array_equal(state.features_array(after, OnlineTriage.SCREEN_DEFER), full)
     # Short Pre: nothing is deferred (every value is cheap there).
     short = PreState(names).learn_many(values[:8])
     np.testing.assert_array_equal(short.features_array(after, ("max_kl_shift",)), short.features_array(after))
@@ -226,6 +227,22 @@ def test_screened_replay_finds_the_same_change_points_on_real_histories(w4, real
 def test_screened_replay_finds_the_same_change_points_on_the_default_preset(w4):
     found, _ = _compare(w4, generate(preset_config("default", n_series=12), seed=11))
     assert found >= 3
+
+
+def test_a_probability_equal_to_the_threshold_in_float32_is_positive_with_or_without_the_screen(w4):
+    # XGBoost's probabilities are float32 and the loop compares them with the
+    # threshold as float32; a threshold just above a probability p in float64
+    # that rounds to p in float32 makes p an alarm. The screen must agree.
+    data = generate(preset_config("default", n_series=12), seed=11)
+    p = max(d.probability for d in OnlineTriage(w4, explain="none").replay(data, screen=False))
+    threshold = float(np.nextafter(p, 1.0))
+    assert threshold > p and np.float32(threshold) == np.float32(p)
+    out = {}
+    for screen in (True, False):
+        found = OnlineTriage(w4, explain="none", threshold=threshold).replay(data, screen=screen)
+        out[screen] = [(d.series, d.index, d.probability) for d in found]
+    assert out[True] == out[False]
+    assert any(prob == p for _, _, prob in out[True])
 
 
 # ---------------------------------------------------------------------- (d) where it stays off

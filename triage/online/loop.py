@@ -693,21 +693,26 @@ class OnlineTriage:
         only.
         """
         X = np.full((len(rows), len(self.feature_names)), np.nan)
-        proba = np.full(len(rows), np.nan)
         asked = [r for r, row in enumerate(rows) if row is not None]
         if not asked:
-            return X, proba
+            return X, np.full(len(rows), np.nan)
         for r in asked:
             X[r] = rows[r]
         bound = self._bound(X[asked], free)  # type: ignore[misc]
+        # In the predictor's own dtype (float32 for XGBoost), compared with the
+        # threshold by the same array expression as the exact loop's: a float64
+        # copy would compare differently at a threshold float32 rounds down.
+        proba = np.full(len(rows), np.nan, dtype=bound.dtype)
         proba[asked] = bound
-        full = []
-        for k, r in enumerate(asked):
-            if bound[k] >= self.threshold:
-                X[r] = pres[r].features_array(afters[k])
-                full.append(r)
+        reach = bound >= self.threshold
+        full = [r for r, hit in zip(asked, reach.tolist(), strict=True) if hit]
         if full:
-            proba[full] = self._predict(X[full])
+            for k in np.flatnonzero(reach).tolist():
+                X[asked[k]] = pres[asked[k]].features_array(afters[k])
+            exact = self._predict(X[full])
+            if exact.dtype != proba.dtype:
+                raise TypeError(f"the bound ({proba.dtype}) and the model ({exact.dtype}) differ in precision")
+            proba[full] = exact
         return X, proba
 
     # ------------------------------------------------------------------ the stream rule
