@@ -69,6 +69,10 @@ bounded to the last ``horizon`` commits (:data:`BOUNDED`)
     25 µs of the full catalogue's 51 µs per commit at horizon 64
     (BENCHMARKS.md, "Features: incremental update"; six of the eight come
     from :func:`triage.features.fast.bounded_characteristics` in one call).
+    A row may leave some of them out (``features_array(x, defer=...)``: NaN)
+    and be completed later: the online replay bounds the model's probability
+    without ``max_kl_shift`` and ``entropy`` and builds the full row only
+    where that bound reaches the threshold (:mod:`triage.online.loop`).
 
 After = ``[x]`` is a single point, a constant window: its characteristics are
 :func:`triage.features.catalogue.degenerate_values` ``(1)``, whatever ``x``. The pair

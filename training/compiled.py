@@ -23,6 +23,11 @@ the data; each row still sums its trees in the library's order:
 * **SVM**: not compiled; :class:`CompiledPredictor` calls the classifier's own
   ``predict_proba``.
 
+:meth:`CompiledPredictor.upper_bound_proba` bounds the probability from above
+over every value of some columns left out of a row (the online replay's
+screen, :mod:`triage.online.loop`): the same kernels on trees whose splits on
+those columns are collapsed into leaves (see "upper bounds" below).
+
 The calibration step (Platt or isotonic, when the model has one) and the final
 clip are applied by the classifier's own code
 (:func:`training.classifier._apply_calibrator`), never re-implemented, so a
