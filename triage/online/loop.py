@@ -80,7 +80,7 @@ and only recognises the re-delivery of a series' *latest* commit.
 A replay (:meth:`OnlineTriage.replay`, ``triage detect``) returns change
 points only, so by default it first decides each commit from an upper bound
 of the model's probability over the values of Pre's ``max_kl_shift`` and
-``entropy`` (about 14 of a commit's 57 µs of features) and computes them
+``entropy`` (about 27 of the 57 µs of a commit's feature row) and computes them
 only where the bound reaches the threshold (:meth:`OnlineTriage._screened`):
 the same change points with the same probabilities, and the same states.
 
