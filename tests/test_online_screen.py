@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_online import model_dir
 
 from triage.core.history import dataset_from_long
 from triage.features.incremental import PreState
@@ -227,6 +228,23 @@ def test_screened_replay_finds_the_same_change_points_on_real_histories(w4, real
 def test_screened_replay_finds_the_same_change_points_on_the_default_preset(w4):
     found, _ = _compare(w4, generate(preset_config("default", n_series=12), seed=11))
     assert found >= 3
+
+
+@pytest.mark.parametrize("confirm_after", [0, 2])
+def test_screened_replay_of_a_window_0_forest_finds_the_same_change_points(small_dataset, confirm_after):
+    # A random forest over the whole catalogue (float64 scores), K = 0 and 2.
+    loop = OnlineTriage.from_model_dir(model_dir("rf"), explain="none", confirm_after=confirm_after, min_pre=0)
+    assert loop._screen_for(True) is not None
+    out = {}
+    for screen in (True, False):
+        loop = OnlineTriage.from_model_dir(model_dir("rf"), explain="none", confirm_after=confirm_after, min_pre=0)
+        found = loop.replay(small_dataset, screen=screen)
+        states = loop.state_dict()
+        for st in states.values():
+            st.pop("last_output")
+        out[screen] = ([(d.series, d.commit, d.index, d.probability) for d in found], states)
+    assert out[True] == out[False]
+    assert len(out[True][0]) >= 5
 
 
 def test_a_probability_equal_to_the_threshold_in_float32_is_positive_with_or_without_the_screen(w4):
