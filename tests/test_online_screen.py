@@ -247,6 +247,16 @@ def test_screened_replay_of_a_window_0_forest_finds_the_same_change_points(small
     assert len(out[True][0]) >= 5
 
 
+def test_explanations_of_screened_change_points_are_those_of_their_full_rows(w4):
+    data = generate(preset_config("default", n_series=6), seed=11)
+    out = {}
+    for screen in (True, False):
+        found = OnlineTriage(w4, explain="positive").replay(data, screen=screen)
+        out[screen] = [(d.series, d.index, d.probability, d.top_features) for d in found]
+    assert out[True] == out[False]
+    assert out[True] and all(top for *_, top in out[True])
+
+
 def test_a_probability_equal_to_the_threshold_in_float32_is_positive_with_or_without_the_screen(w4):
     # XGBoost's probabilities are float32 and the loop compares them with the
     # threshold as float32; a threshold just above a probability p in float64
