@@ -5,10 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from triage.cli.app import app
+from triage.loaders import load
 
 runner = CliRunner()
 
@@ -64,8 +67,19 @@ def test_demo_runs_every_job_end_to_end(tmp_path):
     assert (demo / "report" / "index.html").is_file()
     for name in ("labelled.csv", "candidates.csv", "scored.csv"):
         assert len((demo / name).read_text().splitlines()) > 1, name
-    for step in ("batch labelling", "perfherder + triage", "online loop (K = 4)", "report:"):
+    for step in ("batch labelling", "perfherder + triage", "online loop (K = 4)", "report:", "default-scoring"):
         assert step in proc.stdout, step
+    # Perfherder's fresh candidates are scored as `triage score` scores them: with the scoring model.
+    from triage.candidate_files import read_candidates
+    from triage.inference import load_classifier
+    from triage.model_lookup import resolve_model
+    from triage.scoring import score_candidates
+
+    again = score_candidates(load(demo / "data" / "history.parquet"), read_candidates(demo / "candidates.csv"),
+                             load_classifier(resolve_model(None, "scoring")))
+    scored = pd.read_csv(demo / "scored.csv")
+    assert np.allclose(scored["p_true"].to_numpy(), again["p_true"].to_numpy())
+    assert (scored["classification"] == again["classification"]).all()
 
 
 # --------------------------------------------------------------------------- version, errors, formats, pipes

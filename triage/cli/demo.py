@@ -3,8 +3,10 @@
 1. generate synthetic histories (preset ``small``) and load them back;
 2. load the bundled models (``models/``) and show their held-out figures;
 3. batch-label the untriaged alerts and check them against the ground truth;
-4. run Mozilla's Perfherder detector, score its candidates with the model,
-   and compare precision / recall before and after triage;
+4. run Mozilla's Perfherder detector, score its candidates with the model
+   `triage score` uses by default (`default-scoring`: candidate-bounded
+   windows, the detector's own threshold), and compare precision / recall
+   before and after triage;
 5. run the online loop (the bundled online model, `online-w4`: commit p decided once 4 more have arrived) over the histories, commit by commit;
 6. write the HTML report a sheriff would open.
 
@@ -30,6 +32,7 @@ from triage.model_lookup import DEFAULTS, bundled_models_dir
 #: checkout, ``site-packages/triage/models`` once installed); see triage.model_lookup.
 MODELS_DIR = bundled_models_dir()
 ADAPTIVE_MODEL = DEFAULTS["alerts"]
+SCORING_MODEL = DEFAULTS["scoring"]
 ONLINE_MODEL = DEFAULTS["online"]
 #: Not a seed the bundled models were trained on (they use seed 0).
 DEMO_SEED = 2026
@@ -44,6 +47,11 @@ def bundled_model_dir(name: str, models_dir: Path = MODELS_DIR) -> Path:
             path, None, f"bundled model {name!r} is missing; rebuild it with `triage train --preset default` (see models/README.md)"
         )
     return path
+
+
+def _figure(value: object) -> str:
+    """A manifest metric to 3 decimals; "-" when the model records none (a scoring model's are per detector)."""
+    return "-" if value is None else f"{float(value):.3f}"  # type: ignore[arg-type]
 
 
 def _cpd_scores(dataset: Dataset, found: dict[str, list[int]]) -> tuple[float, float, float]:
@@ -61,7 +69,7 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
     from triage.cli.detectors import candidates_frame
     from triage.core.atomic import write_csv_atomic
     from triage.features.extract import extract_features  # noqa: F401  (fail early if features are broken)
-    from triage.inference import load_classifier
+    from triage.inference import candidate_windowing, detector_threshold, load_classifier
     from triage.online.loop import OnlineTriage
     from triage.plotting import plot_history
     from triage.report import build_report, candidate_points, read_decisions
@@ -83,18 +91,24 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
     model = load_classifier(adaptive_dir)
     table = Table(title=f"held-out figures from the model manifests ({models_dir.name}/)")
     for col in ("model", "window", "rows", "AUC", "accuracy", "threshold"):
-        table.add_column(col, no_wrap=True)
+        table.add_column(col, no_wrap=col != "threshold")
     online_dir = bundled_model_dir(ONLINE_MODEL, models_dir)
-    for d in (adaptive_dir, online_dir):
-        m = load_classifier(d).manifest_
+    scoring_dir = bundled_model_dir(SCORING_MODEL, models_dir)
+    for d in (adaptive_dir, scoring_dir, online_dir):
+        clf = load_classifier(d)
+        m = clf.manifest_
         metrics = m.get("metrics", {})
+        own = detector_threshold(clf, "perfherder")
+        # A scoring model's threshold is per detector; its policy sentence would squeeze the table.
+        cut = (f"per detector, perfherder {own:.2f}" if own is not None
+               else f"{m['threshold']['value']:.2f} {m['threshold']['policy']}")
         table.add_row(
             d.name,
-            str(m.get("window")),
+            "candidates" if candidate_windowing(clf) else str(m.get("window")),
             f"{m['n_train']['fit']:,}",
-            f"{metrics.get('auc', float('nan')):.3f}",
-            f"{metrics.get('accuracy', float('nan')):.3f}",
-            f"{m['threshold']['value']:.2f} {m['threshold']['policy']}",
+            _figure(metrics.get("auc")),
+            _figure(metrics.get("accuracy")),
+            cut,
         )
     console.print(table)
 
@@ -110,7 +124,8 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
     console.rule("4. scoring Perfherder's candidates")
     cands = candidates_frame(dataset, "perfherder")
     cand_file = write_csv_atomic(cands, out / "candidates.csv")
-    scored = score_candidates(dataset, read_candidates(cand_file), model)
+    # Fresh candidates have no confirmed neighbours: the scoring model, as `triage score` would use.
+    scored = score_candidates(dataset, read_candidates(cand_file), load_classifier(scoring_dir))
     scored_file = write_csv_atomic(scored, out / "scored.csv")
     console.print(
         f"{len(cands)} candidates from perfherder, {int((scored['classification'] == labels.TRUE_POSITIVE).sum())} "
