@@ -253,30 +253,20 @@ def feature_names(rows: pd.DataFrame) -> list[str]:
 def fit_model(rows: pd.DataFrame, validation: pd.DataFrame | None, seed: int, n_jobs: int, kind: str = "rf"):
     from triage.training.classifier import TriageClassifier
 
-    cols = feature_names(rows)
     if kind == "xgb":
         # The online models' boosting settings (400 trees of depth 6): about 1 MB on disk.
-        clf = TriageClassifier(model="xgb", features=cols, threshold="0.5",
-                               calibration="isotonic" if validation is not None else "none",
-                               random_state=seed, n_jobs=n_jobs, n_estimators=400, max_depth=6, learning_rate=0.05)
-        val = None if validation is None else (validation[cols], validation["y"].to_numpy())
-        clf.fit(rows[cols], rows["y"].to_numpy(), groups=rows["series_id"].to_numpy(), validation=val)
-        return clf
-    if kind != "rf":
-        raise ValueError(f"model kind {kind!r} is not one of {MODEL_KINDS}")
-    clf = TriageClassifier(
-        model="rf",
-        features=cols,
-        threshold="0.5",
-        calibration="isotonic" if validation is not None else "none",
-        random_state=seed,
-        n_jobs=n_jobs,
+        params: dict[str, object] = {"n_estimators": 400, "max_depth": 6, "learning_rate": 0.05}
+    elif kind == "rf":
         # 140 trees whose smallest leaf grows with the rows (1 row in 2,000)
-        # keep a forest on all fit rows and two augmented seeds under the 5 MB
-        # model limit (200 trees gave 6.2 MB).
-        n_estimators=140,
-        min_samples_leaf=max(3, round(len(rows) / 2000)),
-    )
+        # keep a forest on all fit rows and six augmented seeds under the 5 MB
+        # model limit (200 trees gave 6.2 MB with two seeds).
+        params = {"n_estimators": 140, "min_samples_leaf": max(3, round(len(rows) / 2000))}
+    else:
+        raise ValueError(f"model kind {kind!r} is not one of {MODEL_KINDS}")
+    cols = feature_names(rows)
+    clf = TriageClassifier(model=kind, features=cols, threshold="0.5",
+                           calibration="isotonic" if validation is not None else "none",
+                           random_state=seed, n_jobs=n_jobs, **params)
     val = None if validation is None else (validation[cols], validation["y"].to_numpy())
     clf.fit(rows[cols], rows["y"].to_numpy(), groups=rows["series_id"].to_numpy(), validation=val)
     return clf

@@ -711,10 +711,10 @@ class OnlineTriage:
         # copy would compare differently at a threshold float32 rounds down.
         proba = np.full(len(rows), np.nan, dtype=bound.dtype)
         proba[asked] = bound
-        reach = bound >= self.threshold
-        full = [r for r, hit in zip(asked, reach.tolist(), strict=True) if hit]
+        reach = np.flatnonzero(bound >= self.threshold).tolist()
+        full = [asked[k] for k in reach]
         if full:
-            for k in np.flatnonzero(reach).tolist():
+            for k in reach:
                 X[asked[k]] = pres[asked[k]].features_array(afters[k])
             exact = self._predict(X[full])
             if exact.dtype != proba.dtype:
