@@ -119,6 +119,20 @@ from collections.abc import Iterable
 import numpy as np
 
 from triage.features import catalogue, fast, level_shift, pre_state_kernels
+from triage.features.pre_state_kernels import (
+    PLAN_AFTER,
+    PLAN_EXACT,
+    PLAN_FAST,
+    PLAN_LEFT_OUT,
+    PLAN_NORM,
+    PLAN_NOW,
+    PLAN_PAIR,
+    PLAN_SIZE,
+    SOURCE_AFTER,
+    SOURCE_NORM,
+    SOURCE_PAIR,
+    SOURCE_PRE,
+)
 from triage.features.pre_state_slots import (
     FIRST_KEPT,
     GROUP_HURST,
@@ -225,6 +239,15 @@ _BOUNDED_KERNELS = (
 
 _FAST_POSITIONS = np.array(fast.BOUNDED_POSITIONS)
 _DEFERRED_MASKS: dict[tuple[str, ...], np.ndarray] = {}
+_FLAT_WINDOWS: dict[int, np.ndarray] = {}
+
+
+def _flat_window(size: int) -> np.ndarray:
+    """:func:`catalogue.degenerate_values` of a window of ``size`` values (resolved once per size)."""
+    values = _FLAT_WINDOWS.get(size)
+    if values is None:
+        values = _FLAT_WINDOWS[size] = catalogue.degenerate_values(size)
+    return values
 
 
 def _deferred_mask(defer: tuple[str, ...]) -> np.ndarray:
@@ -296,6 +319,7 @@ class PreState:
         self._any_fast_bounded = bool(self._want_bounded[list(fast.BOUNDED_POSITIONS)].any())
         self._any_exact = any(n in EXACT for n in window_names)
         self._splits: dict[tuple[str, ...], tuple[np.ndarray, bool, np.ndarray, bool] | None] = {}
+        self._plans: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray, bool]] = {}
         ring = max(self.horizon, MIN_RING) if self._any_bounded else MIN_RING
         if self._layout.needs_pair:
             ring = max(ring, level_shift.PAIR_CAP)  # the pair measures read Pre's last PAIR_CAP values
@@ -472,6 +496,77 @@ class PreState:
         """
         return pre_state_kernels.ring_tail(self._ring, self.n, int(k))
 
+    def _plan(self, defer: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, bool]:
+        """What :func:`pre_state_kernels.row_kernel` computes for ``defer``: (plan, gather, whether
+        a characteristic is left out), from the same masks as :meth:`pre_characteristics`."""
+        plan = self._plans.get(defer)
+        if plan is None:
+            split = self._split(defer) if defer else None
+            flags = np.zeros(PLAN_SIZE, dtype=np.bool_)
+            if split is None:
+                flags[PLAN_NOW : PLAN_NOW + catalogue.N_CHARACTERISTICS] = self._want_bounded
+                flags[PLAN_FAST] = self._any_fast_bounded
+            else:
+                flags[PLAN_NOW : PLAN_NOW + catalogue.N_CHARACTERISTICS] = split[0]
+                flags[PLAN_FAST] = split[1]
+                flags[PLAN_LEFT_OUT : PLAN_LEFT_OUT + catalogue.N_CHARACTERISTICS] = split[2]
+            layout = self._layout
+            flags[PLAN_EXACT] = self._any_exact
+            flags[PLAN_AFTER] = layout.needs_after
+            flags[PLAN_NORM] = layout.needs_norm
+            flags[PLAN_PAIR] = layout.needs_pair
+            gather = np.empty(layout.width, dtype=np.int64)
+            gather[layout.pre_pos] = SOURCE_PRE + layout.pre_index
+            gather[layout.after_pos] = SOURCE_AFTER + layout.after_index
+            gather[layout.norm_pos] = SOURCE_NORM + layout.norm_index
+            gather[layout.pair_pos] = SOURCE_PAIR + layout.pair_index
+            plan = self._plans[defer] = (flags, gather, split is not None)
+        return plan
+
+    def row_into(self, after: np.ndarray, out: np.ndarray, defer: tuple[str, ...] = ()) -> np.ndarray:
+        """:meth:`features_array` of After values already checked, written into ``out`` and returned.
+
+        For the online loop, which checked every value on arrival (a
+        :class:`~triage.core.history.Dataset` holds finite values only) and
+        writes a round's rows into one matrix: ``after`` must be a non-empty,
+        contiguous float64 vector of finite values; it is not checked again.
+        """
+        return self._row(after, defer, out)
+
+    def _row(self, after: np.ndarray, defer: tuple[str, ...], out: np.ndarray | None) -> np.ndarray:
+        layout = self._layout
+        if (
+            self._pre_cache is None
+            and self._pre_partial is None
+            and self._f[SLOT_N] > SMALL_PRE
+            and layout.needs_pre
+        ):
+            # A fresh Pre past its short start: the whole row in one compiled
+            # call (the same kernels as below; pre_state_kernels.row_kernel).
+            if defer:
+                _deferred_mask(defer)  # an unknown name fails here as below
+            flags, gather, partial = self._plan(defer)
+            row = np.empty(layout.width) if out is None else out
+            pre = np.empty(catalogue.N_CHARACTERISTICS)
+            if pre_state_kernels.row_kernel(
+                self._f, self._groups, self._ring, self.horizon, flags, gather, after, _flat_window(after.size), pre, row
+            ):
+                if partial:
+                    self._pre_partial, self._partial_key = pre, defer
+                else:
+                    self._pre_cache = pre
+                return row
+        pre_chars = self.pre_characteristics(defer) if layout.needs_pre else None
+        norm = self._norm(after) if layout.needs_norm else None
+        if not layout.needs_after or after.size == 1:
+            after_chars = _AFTER_VALUES
+        else:
+            after_chars = window_characteristics(after)
+        pair = None
+        if layout.needs_pair:
+            pair = online_pair_features(self.tail(level_shift.PAIR_CAP), after)
+        return feature_row(layout, pre_chars, after_chars, norm, out=out, pair=pair)
+
     def features_array(self, x_new: float | np.ndarray, defer: tuple[str, ...] = ()) -> np.ndarray:
         """Features of (Pre, After) as an array, shape (len(columns_),), in ``columns_`` order.
 
@@ -485,18 +580,7 @@ class PreState:
         ``pre_*`` columns may be left NaN (see :meth:`pre_characteristics`);
         a later call without ``defer`` gives the full row.
         """
-        after = self._after(x_new)
-        layout = self._layout
-        pre = self.pre_characteristics(defer) if layout.needs_pre else None
-        norm = self._norm(after) if layout.needs_norm else None
-        if not layout.needs_after or after.size == 1:
-            after_chars = _AFTER_VALUES
-        else:
-            after_chars = window_characteristics(after)
-        pair = None
-        if layout.needs_pair:
-            pair = online_pair_features(self.tail(level_shift.PAIR_CAP), after)
-        return feature_row(layout, pre, after_chars, norm, pair=pair)
+        return self._row(self._after(x_new), defer, None)
 
     def _after(self, x_new: float | np.ndarray) -> np.ndarray:
         if np.ndim(x_new) == 0:

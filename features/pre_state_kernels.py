@@ -28,12 +28,14 @@ The formulas, and what is exact and what is bounded: the
 
 from __future__ import annotations
 
+import hashlib
 import math
+from pathlib import Path
 
 import numba
 import numpy as np
 
-from triage.features import catalogue
+from triage.features import catalogue, fast, level_shift, pairwise_sum, pre_state_slots
 from triage.features.pairwise_sum import pairwise_leaf
 from triage.features.pre_state_slots import (
     GROUP_ACF,
@@ -469,3 +471,132 @@ def crossing_points(z):
         if (z[t] <= med) != (z[t + 1] <= med):
             cross += 1
     return float(cross)
+
+
+# ---------------------------------------------------------------------- one row in one call
+#
+# The online row of a fresh commit (Pre's characteristics, After's, the norm
+# pair and the pair_* measures) used to take about a dozen compiled calls
+# with Python between them; each call's dispatch and the fancy-indexed copies
+# cost more than the arithmetic on a handful of values. ``row_kernel`` makes
+# them one call, calling the same kernels (no second definition of any
+# characteristic). It links code of other modules (fast, level_shift,
+# pairwise_sum, and the constants of catalogue and pre_state_slots), and
+# numba's on-disk cache of a kernel is keyed on its own file only: a change to
+# a callee would leave a stale compiled row. So the kernel is a closure over
+# a digest of those files' sources, and numba keys its cache index on the
+# closure's cell contents too (``numba.core.caching.Cache._index_key``): any
+# edit of a callee compiles the row afresh.
+
+_ROW_SOURCES = (fast, level_shift, pairwise_sum, catalogue, pre_state_slots)
+#: Where :func:`row_kernel` reads its plan (a bool vector): what to compute now,
+#: what to leave NaN (deferred), and which parts of the row the layout has.
+PLAN_NOW = 0
+PLAN_LEFT_OUT = catalogue.N_CHARACTERISTICS
+PLAN_EXACT = 2 * catalogue.N_CHARACTERISTICS
+PLAN_FAST = PLAN_EXACT + 1
+PLAN_AFTER = PLAN_EXACT + 2
+PLAN_NORM = PLAN_EXACT + 3
+PLAN_PAIR = PLAN_EXACT + 4
+PLAN_SIZE = PLAN_EXACT + 5
+#: Where each part sits in the vector the row is gathered from: Pre's
+#: characteristics, After's, the norm pair, the pair_* measures.
+SOURCE_PRE = 0
+SOURCE_AFTER = catalogue.N_CHARACTERISTICS
+SOURCE_NORM = 2 * catalogue.N_CHARACTERISTICS
+SOURCE_PAIR = SOURCE_NORM + 4
+SOURCE_SIZE = SOURCE_PAIR + len(level_shift.PAIR_COLUMNS)
+_N_CHARS = catalogue.N_CHARACTERISTICS
+_CROSSING_POINTS = catalogue.INDEX["crossing_points"]
+_ENTROPY = catalogue.INDEX["entropy"]
+_FLAT_SPOTS = catalogue.INDEX["flat_spots"]
+_PAIR_CAP = level_shift.PAIR_CAP
+_N_PAIR = len(level_shift.PAIR_COLUMNS)
+
+
+def _sources_digest(modules) -> str:
+    digest = hashlib.sha256()
+    for module in modules:
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()
+
+
+def _make_row_kernel(cache_key: str):
+    @numba.njit(cache=True)
+    def row_kernel(f, groups, ring, horizon, plan, gather, after, after_flat, pre_out, row):
+        """One online feature row of a fresh Pre (longer than ``SMALL_PRE``) and After, into ``row``.
+
+        What ``PreState.features_array`` computes through
+        ``pre_characteristics`` (with ``defer``: the ``PLAN_LEFT_OUT``
+        characteristics NaN), :func:`window_characteristics` of After,
+        :func:`normalised_moments` and ``online_pair_features``, with the
+        same kernels in the same order, so the same numbers bit for bit;
+        ``row[j] = sources[gather[j]]`` places them (``SOURCE_*``). Pre's
+        characteristics are also written to ``pre_out`` (the state caches
+        them). Returns False, having written nothing, where the Python path
+        must decide: a flat Pre, an After longer than ``PAIR_CAP``, a pair
+        kernel that declines.
+        """
+        if len(cache_key) == 0:  # the closure's cell keys numba's cache (see above)
+            return False
+        n = int(f[SLOT_N])
+        if is_flat(f[SLOT_MIN], f[SLOT_MAX]) or after.size > _PAIR_CAP:
+            return False
+        src = np.empty(SOURCE_SIZE)
+        if plan[PLAN_PAIR]:
+            pair = np.empty(_N_PAIR)
+            if not level_shift._pair_own_floor(ring_tail(ring, n, _PAIR_CAP), after, pair):
+                return False
+            for k in range(_N_PAIR):
+                src[SOURCE_PAIR + k] = pair[k]
+        pre = np.zeros(_N_CHARS)
+        if plan[PLAN_EXACT]:
+            exact_characteristics(f, groups, pre)
+        want = plan[PLAN_NOW : PLAN_NOW + _N_CHARS]
+        any_now = False
+        for k in range(_N_CHARS):
+            any_now = any_now or want[k]
+        if any_now:
+            width = min(n, horizon)
+            z = standardised_tail(ring, n, width)
+            if z.size == 0:  # flat tail: the catalogue's constant-window values
+                for k in range(_N_CHARS):
+                    if want[k]:
+                        pre[k] = 0.0
+                if want[_FLAT_SPOTS]:
+                    pre[_FLAT_SPOTS] = float(width)
+            else:
+                if want[_CROSSING_POINTS]:
+                    pre[_CROSSING_POINTS] = crossing_points(z)
+                if want[_ENTROPY]:
+                    pre[_ENTROPY] = entropy(z)
+                if plan[PLAN_FAST]:
+                    fast.bounded_characteristics(z, LAGS, want, pre)
+        for k in range(_N_CHARS):
+            if plan[PLAN_LEFT_OUT + k]:
+                pre[k] = np.nan
+            pre_out[k] = pre[k]
+            src[SOURCE_PRE + k] = pre[k]
+        if plan[PLAN_AFTER]:
+            za = prepare_window(after)
+            if za.size == 0:
+                for k in range(_N_CHARS):
+                    src[SOURCE_AFTER + k] = after_flat[k]
+            else:
+                chars = np.empty(_N_CHARS)
+                fast._kernel(za, periodogram(za), float(after.size), chars)
+                for k in range(_N_CHARS):
+                    src[SOURCE_AFTER + k] = chars[k]
+        if plan[PLAN_NORM]:
+            norm = np.empty(4)
+            normalised_moments(f, after, norm)
+            for k in range(4):
+                src[SOURCE_NORM + k] = norm[k]
+        for j in range(gather.size):
+            row[j] = src[gather[j]]
+        return True
+
+    return row_kernel
+
+
+row_kernel = _make_row_kernel(_sources_digest(_ROW_SOURCES))

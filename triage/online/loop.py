@@ -566,10 +566,16 @@ class OnlineTriage:
         :meth:`_screened`.
         """
         K = self.confirm_after
+        min_pre = self.min_pre
         screen = self._screen
-        rows: list[np.ndarray | None] = []
-        afters: list[float | np.ndarray] = []
+        rows: list[np.ndarray] = []
+        # With the screen the rows are written straight into the round's
+        # matrix (one row per member at most; the unused tail is cut off).
+        X = np.empty((len(members), len(self.feature_names))) if screen is not None else None
+        asked: list[int] = []  # rows built without the deferred characteristics (screen)
+        afters: list[np.ndarray] = []
         due: list[int] = []  # positions in members with a decision this round
+        allowed: list[bool] = []  # per decision due: Pre long enough and no alarm awaiting its re-check
         states: list[SeriesState] = []
         pres: list[object] = []  # the Pre each decision is made on (restored if a re-check withdraws)
         rechecks: list[tuple[bool, float] | None] = []
@@ -587,25 +593,28 @@ class OnlineTriage:
                 pre = self._withdrawn_pre(st)
             pres.append(pre)
             if len(st.pending) == K:
-                after = value if K == 0 else np.array([v for _, v in st.pending] + [value])
-                due.append(pos)
-                if screen is None:
-                    rows.append(pre.features_array(after))
-                elif pre.n < self.min_pre or not (st.alarm is None or check is not None):
-                    rows.append(None)  # held back by the stream rule whatever the model says
+                ok = pre.n >= min_pre and (st.alarm is None or check is not None)
+                allowed.append(ok)
+                if X is None:
+                    rows.append(pre.features_array(value if K == 0 else np.array([v for _, v in st.pending] + [value])))
+                elif not ok:
+                    X[len(due)] = np.nan  # held back by the stream rule whatever the model says
                 else:
-                    rows.append(pre.features_array(after, screen[0]))  # type: ignore[call-arg]
+                    # Every value was checked on arrival (_check, or a Dataset's
+                    # finite values), so the row skips features_array's checks.
+                    after = np.array([v for _, v in st.pending] + [value], dtype=np.float64)
+                    pre.row_into(after, X[len(due)], screen[0])  # type: ignore[attr-defined]
+                    asked.append(len(due))
                     afters.append(after)
-        if screen is not None:
-            X, proba = self._screened(rows, afters, [pres[pos] for pos in due], screen[1])
+                due.append(pos)
+        if X is not None:
+            assert screen is not None
+            X = X[: len(due)]
+            proba = self._screened(X, asked, afters, [pres[pos] for pos in due], screen[1])
         else:
             X = np.array(rows) if rows else np.empty((0, len(self.feature_names)))
             proba = self._predict(X) if rows else np.empty(0)
-        pre_len = np.array([pres[pos].n for pos in due], dtype=np.int64)  # type: ignore[attr-defined]
-        quiet = np.array(
-            [states[pos].alarm is None or rechecks[pos] is not None for pos in due], dtype=bool
-        )
-        positive = (proba >= self.threshold) & (pre_len >= self.min_pre) & quiet
+        positive = (proba >= self.threshold) & np.array(allowed, dtype=bool)
         explained = self._explain(X, positive)
         row_of = {pos: r for r, pos in enumerate(due)}
         for pos, i in enumerate(members):
@@ -676,6 +685,8 @@ class OnlineTriage:
         """
         if not screen or self._bound is None or self.store is not None or self.explain == "all":
             return None
+        if not hasattr(self.pre_class, "row_into"):
+            return None
         defer = tuple(n for n in self.SCREEN_DEFER if n in getattr(self.pre_class, "DEFERRABLE", ()))
         columns = {f"pre_{n}" for n in defer}
         free = np.array([c in columns for c in self.feature_names], dtype=np.bool_)
@@ -683,12 +694,13 @@ class OnlineTriage:
             return None
         return defer, free
 
-    def _screened(self, rows, afters, pres, free) -> tuple[np.ndarray, np.ndarray]:
-        """The round's rows and probabilities under the screen.
+    def _screened(self, X, asked, afters, pres, free) -> np.ndarray:
+        """The round's probabilities under the screen; ``X`` (one row per decision due) completed in place.
 
-        ``rows`` holds, per decision due, None (held back by ``min_pre`` or
-        the refractory period: never positive, the model is not asked) or a
-        row without the deferred characteristics (NaN). Those rows get an
+        The rows ``asked`` of ``X`` (with their After values ``afters``) were
+        built without the deferred characteristics (NaN); the others are NaN
+        (held back by ``min_pre`` or the refractory period: never positive,
+        the model is not asked). The asked rows get an
         upper bound of the model's probability over every value of the
         deferred columns; a row whose bound reaches the threshold is built in
         full (the Pre state computes only what it left out) and predicted
@@ -699,28 +711,24 @@ class OnlineTriage:
         where the model was not asked; a replay outputs positive decisions
         only.
         """
-        X = np.full((len(rows), len(self.feature_names)), np.nan)
-        asked = [r for r, row in enumerate(rows) if row is not None]
         if not asked:
-            return X, np.full(len(rows), np.nan)
-        for r in asked:
-            X[r] = rows[r]
-        bound = self._bound(X[asked], free)  # type: ignore[misc]
+            return np.full(len(X), np.nan)
+        bound = self._bound(X if len(asked) == len(X) else X[asked], free)  # type: ignore[misc]
         # In the predictor's own dtype (float32 for XGBoost), compared with the
         # threshold by the same array expression as the exact loop's: a float64
         # copy would compare differently at a threshold float32 rounds down.
-        proba = np.full(len(rows), np.nan, dtype=bound.dtype)
+        proba = np.full(len(X), np.nan, dtype=bound.dtype)
         proba[asked] = bound
         reach = np.flatnonzero(bound >= self.threshold).tolist()
         full = [asked[k] for k in reach]
         if full:
             for k in reach:
-                X[asked[k]] = pres[asked[k]].features_array(afters[k])
+                pres[asked[k]].row_into(afters[k], X[asked[k]])  # completes the deferred characteristics
             exact = self._predict(X[full])
             if exact.dtype != proba.dtype:
                 raise TypeError(f"the bound ({proba.dtype}) and the model ({exact.dtype}) differ in precision")
             proba[full] = exact
-        return X, proba
+        return proba
 
     # ------------------------------------------------------------------ the stream rule
 
