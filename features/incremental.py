@@ -432,6 +432,17 @@ class PreState:
         elif n <= SMALL_PRE:
             out = window_characteristics(self._first[:n].copy())
         elif defer and (split := self._split(defer)) is not None:
+            if self._pre_partial is not None:
+                # A partial row that left out more (the replay's first screen):
+                # compute only what it left out and ``defer`` does not.
+                before = self._split(self._partial_key)
+                assert before is not None
+                if not (split[2] & ~before[2]).any():
+                    now = before[2] & ~split[2]
+                    out = self._pre_partial.copy()
+                    self._bounded_part(n, out, now, bool(now[_FAST_POSITIONS].any()))
+                    self._pre_partial, self._partial_key = out, defer
+                    return out
             out = np.zeros(catalogue.N_CHARACTERISTICS)
             if self._any_exact:
                 pre_state_kernels.exact_characteristics(f, self._groups, out)
@@ -532,6 +543,18 @@ class PreState:
         contiguous float64 vector of finite values; it is not checked again.
         """
         return self._row(after, defer, out)
+
+    def complete_into(self, out: np.ndarray, defer: tuple[str, ...] = ()) -> np.ndarray:
+        """The ``pre_*`` columns of ``out``, a row of this Pre built with ``defer`` naming more, completed in place.
+
+        Only the characteristics left out before and not named in ``defer``
+        now are computed (:meth:`pre_characteristics`); the other columns do
+        not read Pre's bounded characteristics and stay as they are, so the
+        row equals :meth:`features_array` ``(x, defer)`` of its After ``x``.
+        """
+        layout = self._layout
+        out[layout.pre_pos] = self.pre_characteristics(defer)[layout.pre_index]
+        return out
 
     def _row(self, after: np.ndarray, defer: tuple[str, ...], out: np.ndarray | None) -> np.ndarray:
         layout = self._layout

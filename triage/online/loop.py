@@ -303,7 +303,7 @@ class OnlineTriage:
             self._predict = lambda X: classifier.predict_proba(X)[:, 1]
         # The replay's screen while one runs (see _screen_for): the Pre
         # characteristics left out of a first row, and their model columns.
-        self._screen: tuple[tuple[str, ...], np.ndarray] | None = None
+        self._screen: tuple[tuple[tuple[str, ...], np.ndarray], ...] | None = None
         if isinstance(min_pre, bool) or not isinstance(min_pre, int) or min_pre < 0:
             raise ValueError(f"min_pre must be an integer >= 0, got {min_pre!r}")
         self.min_pre = min_pre
@@ -573,7 +573,6 @@ class OnlineTriage:
         # matrix (one row per member at most; the unused tail is cut off).
         X = np.empty((len(members), len(self.feature_names))) if screen is not None else None
         asked: list[int] = []  # rows built without the deferred characteristics (screen)
-        afters: list[np.ndarray] = []
         due: list[int] = []  # positions in members with a decision this round
         allowed: list[bool] = []  # per decision due: Pre long enough and no alarm awaiting its re-check
         states: list[SeriesState] = []
@@ -603,14 +602,13 @@ class OnlineTriage:
                     # Every value was checked on arrival (_check, or a Dataset's
                     # finite values), so the row skips features_array's checks.
                     after = np.array([v for _, v in st.pending] + [value], dtype=np.float64)
-                    pre.row_into(after, X[len(due)], screen[0])  # type: ignore[attr-defined]
+                    pre.row_into(after, X[len(due)], screen[0][0])  # type: ignore[attr-defined]
                     asked.append(len(due))
-                    afters.append(after)
                 due.append(pos)
         if X is not None:
             assert screen is not None
             X = X[: len(due)]
-            proba = self._screened(X, asked, afters, [pres[pos] for pos in due], screen[1])
+            proba = self._screened(X, asked, [pres[pos] for pos in due], screen)
         else:
             X = np.array(rows) if rows else np.empty((0, len(self.feature_names)))
             proba = self._predict(X) if rows else np.empty(0)
@@ -663,17 +661,24 @@ class OnlineTriage:
 
     # ------------------------------------------------------------------ the replay's screen
 
-    #: The Pre characteristics a screened replay leaves out of its first rows:
-    #: ``max_kl_shift`` (about 25 of a commit's 80 µs, BENCHMARKS.md) and
-    #: ``entropy`` (about 4 µs, a direct DFT of 64 values). A bound of the
-    #: bundled model's probability without both stays below the stream
-    #: threshold for 98.5 % of the real histories' rows (99.4 % without
-    #: ``max_kl_shift`` alone); adding another characteristic drops that to
-    #: 92-98 % and the rows built twice cost more than it saves.
+    #: The Pre characteristics a screened replay leaves out of the rows it
+    #: bounds last: ``max_kl_shift`` (about 25 of a commit's 80 µs,
+    #: BENCHMARKS.md) and ``entropy`` (about 4 µs, a direct DFT of 64 values).
+    #: A bound of the bundled model's probability without both stays below
+    #: the stream threshold for 98.5 % of the real histories' rows (99.4 %
+    #: without ``max_kl_shift`` alone).
     SCREEN_DEFER: tuple[str, ...] = ("max_kl_shift", "entropy")
+    #: The screens in order, each leaving out fewer characteristics than the
+    #: one before: the first rows are built without ``arch_lm`` too (4.6 µs
+    #: of the 17 µs such a row costs), and only the rows whose bound without
+    #: it reaches the threshold (9 % of the ``default`` preset's, 18 % of the
+    #: real histories') get it and are bounded again (BENCHMARKS.md, "The
+    #: replay's screen"). ``nonlinearity`` as well would pass 73 % of the
+    #: real rows to the second bound.
+    SCREEN_STAGES: tuple[tuple[str, ...], ...] = (SCREEN_DEFER + ("arch_lm",), SCREEN_DEFER)
 
-    def _screen_for(self, screen: bool) -> tuple[tuple[str, ...], np.ndarray] | None:
-        """The screen a replay may use: (deferred characteristics, their model columns as a mask), or None.
+    def _screen_for(self, screen: bool) -> tuple[tuple[tuple[str, ...], np.ndarray], ...] | None:
+        """The screens a replay may use: per stage (deferred characteristics, their model columns as a mask), or None.
 
         Only where it cannot change a decision or an output: a compiled
         predictor with a sound bound, no store (a store persists every
@@ -681,53 +686,68 @@ class OnlineTriage:
         at most (their rows are exact), a Pre state that can defer them
         (:class:`~triage.features.incremental.PreState`; not
         :class:`~triage.features.recomputed.RecomputedPre`), and a model that
-        reads one of the deferred columns.
+        reads one of the deferred columns. A stage that frees no more model
+        columns than the next is dropped.
         """
         if not screen or self._bound is None or self.store is not None or self.explain == "all":
             return None
         if not hasattr(self.pre_class, "row_into"):
             return None
-        defer = tuple(n for n in self.SCREEN_DEFER if n in getattr(self.pre_class, "DEFERRABLE", ()))
-        columns = {f"pre_{n}" for n in defer}
-        free = np.array([c in columns for c in self.feature_names], dtype=np.bool_)
-        if not free.any():
-            return None
-        return defer, free
+        deferrable = getattr(self.pre_class, "DEFERRABLE", ())
+        stages: list[tuple[tuple[str, ...], np.ndarray]] = []
+        for names in reversed(self.SCREEN_STAGES):
+            defer = tuple(n for n in names if n in deferrable)
+            columns = {f"pre_{n}" for n in defer}
+            free = np.array([c in columns for c in self.feature_names], dtype=np.bool_)
+            if free.any() and not (stages and np.array_equal(free, stages[-1][1])):
+                stages.append((defer, free))
+        return tuple(reversed(stages)) or None
 
-    def _screened(self, X, asked, afters, pres, free) -> np.ndarray:
+    def _screened(self, X, asked, pres, stages) -> np.ndarray:
         """The round's probabilities under the screen; ``X`` (one row per decision due) completed in place.
 
-        The rows ``asked`` of ``X`` (with their After values ``afters``) were
-        built without the deferred characteristics (NaN); the others are NaN
-        (held back by ``min_pre`` or the refractory period: never positive,
-        the model is not asked). The asked rows get an
-        upper bound of the model's probability over every value of the
-        deferred columns; a row whose bound reaches the threshold is built in
-        full (the Pre state computes only what it left out) and predicted
-        exactly. So every positive decision, and every state update (it
-        depends only on positive or not), is the one the exact loop makes,
-        and a positive decision's probability is exact. A negative decision's
-        probability is its bound (>= the exact one, below the threshold), NaN
-        where the model was not asked; a replay outputs positive decisions
-        only.
+        The rows ``asked`` of ``X`` were built without the first stage's
+        deferred characteristics (NaN); the others are NaN (held back by
+        ``min_pre`` or the refractory period: never positive, the model is
+        not asked). The asked rows get an upper bound of the model's
+        probability over every value of the deferred columns; a row whose
+        bound reaches the threshold gets the characteristics the next stage
+        no longer defers (the Pre state computes only those) and is bounded
+        again, and a row that reaches the threshold at the last stage is
+        built in full and predicted exactly. A bound over more free columns
+        is at least the bound over fewer, which is at least the probability,
+        so every positive decision, and every state update (it depends only
+        on positive or not), is the one the exact loop makes, and a positive
+        decision's probability is exact. A negative decision's probability
+        is the bound that stopped it (>= the exact one, below the
+        threshold), NaN where the model was not asked; a replay outputs
+        positive decisions only.
         """
         if not asked:
             return np.full(len(X), np.nan)
-        bound = self._bound(X if len(asked) == len(X) else X[asked], free)  # type: ignore[misc]
-        # In the predictor's own dtype (float32 for XGBoost), compared with the
-        # threshold by the same array expression as the exact loop's: a float64
-        # copy would compare differently at a threshold float32 rounds down.
-        proba = np.full(len(X), np.nan, dtype=bound.dtype)
-        proba[asked] = bound
-        reach = np.flatnonzero(bound >= self.threshold).tolist()
-        full = [asked[k] for k in reach]
-        if full:
-            for k in reach:
-                pres[asked[k]].row_into(afters[k], X[asked[k]])  # completes the deferred characteristics
-            exact = self._predict(X[full])
-            if exact.dtype != proba.dtype:
-                raise TypeError(f"the bound ({proba.dtype}) and the model ({exact.dtype}) differ in precision")
-            proba[full] = exact
+        rows: list[int] = list(asked)
+        proba: np.ndarray | None = None
+        for stage, (defer, free) in enumerate(stages):
+            if stage:
+                for r in rows:
+                    pres[r].complete_into(X[r], defer)
+            bound = self._bound(X if len(rows) == len(X) else X[rows], free)  # type: ignore[misc]
+            # In the predictor's own dtype (float32 for XGBoost), compared with the
+            # threshold by the same array expression as the exact loop's: a float64
+            # copy would compare differently at a threshold float32 rounds down.
+            if proba is None:
+                proba = np.full(len(X), np.nan, dtype=bound.dtype)
+            proba[rows] = bound
+            rows = [rows[k] for k in np.flatnonzero(bound >= self.threshold).tolist()]
+            if not rows:
+                return proba
+        assert proba is not None
+        for r in rows:
+            pres[r].complete_into(X[r])  # the full row: only the characteristics still left out
+        exact = self._predict(X[rows])
+        if exact.dtype != proba.dtype:
+            raise TypeError(f"the bound ({proba.dtype}) and the model ({exact.dtype}) differ in precision")
+        proba[rows] = exact
         return proba
 
     # ------------------------------------------------------------------ the stream rule
