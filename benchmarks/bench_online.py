@@ -380,19 +380,32 @@ def breakdown(model: Path) -> None:
         pre._pre_cache = pre._pre_partial = None
         return pre.pre_characteristics()
 
-    def screened_row():  # the replay's first row, without max_kl_shift
+    screen = loop._screen_for(True)
+    first = screen[0][0] if screen is not None else ()
+    out = np.empty(len(loop.feature_names))
+
+    def screened_row():  # the replay's first row (one compiled call), without the first stage's characteristics
         pre._pre_cache = pre._pre_partial = None
-        return pre.features_array(after, loop.SCREEN_DEFER)
+        return pre.row_into(after, out, first)
+
+    def second_stage():  # that row completed to the next stage's (only the characteristics freed there)
+        pre._pre_cache = None
+        pre._pre_partial, pre._partial_key = partial.copy(), first
+        return pre.complete_into(out, screen[1][0])
 
     z = pre_state_kernels.standardised_tail(pre._ring, pre.n, pre.horizon)
     X1 = row()[None, :]
     X100 = X1 * (1 + 0.01 * rng.standard_normal((100, X1.shape[1])))
-    screen = loop._screen_for(True)
     if screen is not None and loop._bound is not None:
-        free = screen[1]
+        free = screen[0][1]
         bound = loop._bound
+        screened_row()
+        partial = pre._pre_partial.copy()
+        stages = ""
+        if len(screen) > 1:
+            stages = f"; completed to the next stage (without {', '.join(screen[1][0])}) {median_us(second_stage):.1f} µs"
         print(
-            f"(i) screened replay: row without {', '.join(screen[0])} {median_us(screened_row):.1f} µs; "
+            f"(i) screened replay: row without {', '.join(first)} {median_us(screened_row):.1f} µs{stages}; "
             f"bound of the model {median_us(lambda: bound(X100, free), 300) / 100:.1f} µs per row in a round of 100"
         )
     print(
@@ -467,7 +480,7 @@ def real_replay(model: Path, out: Path, screen: bool = True) -> None:
     sets = {"real": real, "injected": inject(real, mode="stable", seed=0)}
     n_rows, cpu = 0, 0.0
     predicted: list[int] = []  # rows the model saw in full, per call
-    bounded: list[int] = []  # rows the screen bounded, per call
+    bounded: dict[int, int] = {}  # rows the screen bounded, per number of free columns (one per stage)
     with open(out, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["set", "series", "commit", "index", "probability", "decision", "withdrawn_commit"])
@@ -476,7 +489,10 @@ def real_replay(model: Path, out: Path, screen: bool = True) -> None:
             predict, bound = loop._predict, loop._bound
             loop._predict = lambda X, _p=predict: (predicted.append(len(X)), _p(X))[1]
             if bound is not None:
-                loop._bound = lambda X, free, _b=bound: (bounded.append(len(X)), _b(X, free))[1]
+                loop._bound = lambda X, free, _b=bound: (
+                    bounded.__setitem__(int(free.sum()), bounded.get(int(free.sum()), 0) + len(X)),
+                    _b(X, free),
+                )[1]
             c0 = time.process_time()
             found = loop.replay(data, keep_states=False, screen=screen)
             cpu += time.process_time() - c0
@@ -488,7 +504,8 @@ def real_replay(model: Path, out: Path, screen: bool = True) -> None:
         f"(g) replay{'' if screen else ' without the screen'}: {n_rows:,} change points over {len(real)} real "
         f"histories and {len(sets['injected'])} injected stretches ({n:,} commits) in {cpu:.1f} CPU-s "
         f"({cpu / n * 1e3:.3f} ms per commit; load average {os.getloadavg()[0]:.1f}) -> {out}; "
-        f"rows bounded {sum(bounded):,}, rows predicted in full {sum(predicted):,}"
+        f"rows bounded per stage {', '.join(f'{bounded[k]:,}' for k in sorted(bounded, reverse=True)) or 0}, "
+        f"rows predicted in full {sum(predicted):,}"
     )
 
 
