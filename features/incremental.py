@@ -512,6 +512,8 @@ class PreState:
         a characteristic is left out), from the same masks as :meth:`pre_characteristics`."""
         plan = self._plans.get(defer)
         if plan is None:
+            if defer:
+                _deferred_mask(defer)  # an unknown name fails here
             split = self._split(defer) if defer else None
             flags = np.zeros(PLAN_SIZE, dtype=np.bool_)
             if split is None:
@@ -558,21 +560,19 @@ class PreState:
 
     def _row(self, after: np.ndarray, defer: tuple[str, ...], out: np.ndarray | None) -> np.ndarray:
         layout = self._layout
-        if (
-            self._pre_cache is None
-            and self._pre_partial is None
-            and self._f[SLOT_N] > SMALL_PRE
-            and layout.needs_pre
-        ):
-            # A fresh Pre past its short start: the whole row in one compiled
-            # call (the same kernels as below; pre_state_kernels.row_kernel).
-            if defer:
-                _deferred_mask(defer)  # an unknown name fails here as below
-            flags, gather, partial = self._plan(defer)
+        if self._pre_cache is None and self._pre_partial is None and layout.needs_pre:
+            # A fresh Pre: the whole row in one compiled call (the same kernels
+            # as below; pre_state_kernels.row_kernel), which declines a Pre of
+            # at most SMALL_PRE commits. Every Python step here is paid per
+            # commit, hence one dict lookup each (a plan exists only for a
+            # ``defer`` that _plan has validated).
+            flags, gather, partial = self._plans.get(defer) or self._plan(defer)
+            flat = _FLAT_WINDOWS.get(after.size)
             row = np.empty(layout.width) if out is None else out
             pre = np.empty(catalogue.N_CHARACTERISTICS)
             if pre_state_kernels.row_kernel(
-                self._f, self._groups, self._ring, self.horizon, flags, gather, after, _flat_window(after.size), pre, row
+                self._f, self._groups, self._ring, self.horizon, flags, gather, after,
+                _flat_window(after.size) if flat is None else flat, pre, row,
             ):
                 if partial:
                     self._pre_partial, self._partial_key = pre, defer

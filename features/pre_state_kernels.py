@@ -71,6 +71,7 @@ from triage.features.pre_state_slots import (
     SLOT_N_BLOCKS,
     SLOT_N_LOWER,
     SLOT_N_UPPER,
+    SMALL_PRE,
 )
 
 # Positions in a vector of catalogue characteristics (integer constants for numba).
@@ -524,7 +525,7 @@ def _sources_digest(modules) -> str:
 def _make_row_kernel(cache_key: str):
     @numba.njit(cache=True)
     def row_kernel(f, groups, ring, horizon, plan, gather, after, after_flat, pre_out, row):
-        """One online feature row of a fresh Pre (longer than ``SMALL_PRE``) and After, into ``row``.
+        """One online feature row of a fresh Pre and After, into ``row``.
 
         What ``PreState.features_array`` computes through
         ``pre_characteristics`` (with ``defer``: the ``PLAN_LEFT_OUT``
@@ -534,13 +535,13 @@ def _make_row_kernel(cache_key: str):
         ``row[j] = sources[gather[j]]`` places them (``SOURCE_*``). Pre's
         characteristics are also written to ``pre_out`` (the state caches
         them). Returns False, having written nothing, where the Python path
-        must decide: a flat Pre, an After longer than ``PAIR_CAP``, a pair
+        must decide: a Pre of at most ``SMALL_PRE`` commits, a flat Pre, an After longer than ``PAIR_CAP``, a pair
         kernel that declines.
         """
         if len(cache_key) == 0:  # the closure's cell keys numba's cache (see above)
             return False
         n = int(f[SLOT_N])
-        if is_flat(f[SLOT_MIN], f[SLOT_MAX]) or after.size > _PAIR_CAP:
+        if n <= SMALL_PRE or is_flat(f[SLOT_MIN], f[SLOT_MAX]) or after.size > _PAIR_CAP:
             return False
         src = np.empty(SOURCE_SIZE)
         if plan[PLAN_PAIR]:
