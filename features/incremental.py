@@ -70,9 +70,16 @@ bounded to the last ``horizon`` commits (:data:`BOUNDED`)
     (BENCHMARKS.md, "Features: incremental update"; six of the eight come
     from :func:`triage.features.fast.bounded_characteristics` in one call).
     A row may leave some of them out (``features_array(x, defer=...)``: NaN)
-    and be completed later: the online replay bounds the model's probability
-    without ``max_kl_shift`` and ``entropy`` and builds the full row only
-    where that bound reaches the threshold (:mod:`triage.online.loop`).
+    and be completed later (``complete_into``): the online replay bounds the
+    model's probability without ``max_kl_shift``, ``entropy`` and ``arch_lm``,
+    then without the first two, and builds the full row only where the last
+    bound reaches the threshold (:mod:`triage.online.loop`).
+
+A fresh row (Pre past its first ``SMALL_PRE`` commits, nothing cached) is one
+compiled call, :func:`triage.features.pre_state_kernels.row_kernel`, which
+runs the same kernels as the step-by-step path below it and places the
+values by the layout's positions: the dozen calls and their Python glue cost
+more than the arithmetic on a handful of values.
 
 After = ``[x]`` is a single point, a constant window: its characteristics are
 :func:`triage.features.catalogue.degenerate_values` ``(1)``, whatever ``x``. The pair
@@ -227,10 +234,11 @@ def window_characteristics(x: np.ndarray) -> np.ndarray:
 
 
 # The bounded characteristics computed here, one kernel each; the other six
-# come from fast.bounded_characteristics in one call. fast's kernels are
-# called from Python, not from a compiled kernel of this package: numba's
-# on-disk cache of a caller does not notice when a callee in another module
-# changes.
+# come from fast.bounded_characteristics in one call. On this step-by-step
+# path fast's kernels are called from Python; pre_state_kernels.row_kernel
+# calls them from compiled code, its cache keyed on their sources (numba's
+# on-disk cache of a caller does not notice by itself when a callee in
+# another module changes).
 _BOUNDED_KERNELS = (
     (_INDEX["crossing_points"], pre_state_kernels.crossing_points),
     (_INDEX["entropy"], pre_state_kernels.entropy),

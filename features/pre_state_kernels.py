@@ -11,16 +11,20 @@ cumulative sums, ``groups`` the update groups switched on.
   off the slots;
 * :func:`standardised_tail`, :func:`crossing_points`, :func:`entropy` serve
   the characteristics bounded to the last ``horizon`` commits (the others of
-  those come from :mod:`triage.features.fast`'s per-characteristic kernels,
-  called from Python: numba's on-disk cache of a caller does not notice when
-  a callee in another module changes);
+  those come from :mod:`triage.features.fast`'s per-characteristic kernels);
 * :func:`prepare_window` and :func:`periodogram` prepare a short window from
   scratch (After of a confirmation delay, a Pre of at most 10 commits) for
   :mod:`triage.features.fast`'s kernel: the same standardised values as
   :func:`triage.features.catalogue.prepare` bit for bit, and the periodogram
   by a direct DFT; numpy's calls cost more than the arithmetic on a few values;
 * :func:`normalised_moments` gives the ``norm_*`` pair from Pre's running
-  moments and After's values; :func:`ring_tail` copies Pre's latest values.
+  moments and After's values; :func:`ring_tail` copies Pre's latest values;
+* :func:`row_kernel` makes a whole online row in one call from the kernels
+  above, :mod:`triage.features.fast`'s and
+  :mod:`triage.features.level_shift`'s (numba's on-disk cache of a caller does
+  not notice when a callee in another module changes, so this one is keyed on
+  their sources; see the comment above it). The others here call only this
+  module's kernels and :mod:`triage.features.pairwise_sum`'s.
 
 The formulas, and what is exact and what is bounded: the
 :mod:`triage.features.incremental` docstring.

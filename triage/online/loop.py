@@ -79,10 +79,12 @@ and only recognises the re-delivery of a series' *latest* commit.
 
 A replay (:meth:`OnlineTriage.replay`, ``triage detect``) returns change
 points only, so by default it first decides each commit from an upper bound
-of the model's probability over the values of Pre's ``max_kl_shift`` and
-``entropy`` (about 27 of the 57 µs of a commit's feature row) and computes them
-only where the bound reaches the threshold (:meth:`OnlineTriage._screened`):
-the same change points with the same probabilities, and the same states.
+of the model's probability over the values of Pre's ``max_kl_shift``,
+``entropy`` and ``arch_lm`` (about 35 of the 47 µs of a commit's feature
+row), computes ``arch_lm`` where that bound reaches the threshold and bounds
+again, and computes the other two only where that bound reaches it
+(:meth:`OnlineTriage._screened`, :data:`OnlineTriage.SCREEN_STAGES`): the
+same change points with the same probabilities, and the same states.
 
 ``top_features`` (plain-words reasons from :mod:`triage.explain`) costs a
 decision-path walk of the whole forest: about 0.86 ms per row, against 25-70
@@ -301,8 +303,8 @@ class OnlineTriage:
                 self._bound = predictor.upper_bound_proba
         else:
             self._predict = lambda X: classifier.predict_proba(X)[:, 1]
-        # The replay's screen while one runs (see _screen_for): the Pre
-        # characteristics left out of a first row, and their model columns.
+        # The replay's screen while one runs (see _screen_for): per stage the
+        # Pre characteristics left out, and their model columns.
         self._screen: tuple[tuple[tuple[str, ...], np.ndarray], ...] | None = None
         if isinstance(min_pre, bool) or not isinstance(min_pre, int) or min_pre < 0:
             raise ValueError(f"min_pre must be an integer >= 0, got {min_pre!r}")
