@@ -574,6 +574,7 @@ class OnlineTriage:
         # With the screen the rows are written straight into the round's
         # matrix (one row per member at most; the unused tail is cut off).
         X = np.empty((len(members), len(self.feature_names))) if screen is not None else None
+        first = screen[0][0] if screen is not None else ()  # what the first screen leaves out
         asked: list[int] = []  # rows built without the deferred characteristics (screen)
         due: list[int] = []  # positions in members with a decision this round
         allowed: list[bool] = []  # per decision due: Pre long enough and no alarm awaiting its re-check
@@ -604,7 +605,7 @@ class OnlineTriage:
                     # Every value was checked on arrival (_check, or a Dataset's
                     # finite values), so the row skips features_array's checks.
                     after = np.array([v for _, v in st.pending] + [value], dtype=np.float64)
-                    pre.row_into(after, X[len(due)], screen[0][0])  # type: ignore[attr-defined]
+                    pre.row_into(after, X[len(due)], first)  # type: ignore[attr-defined]
                     asked.append(len(due))
                 due.append(pos)
         if X is not None:
