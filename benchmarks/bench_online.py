@@ -381,12 +381,15 @@ def breakdown(model: Path) -> None:
         return pre.pre_characteristics()
 
     screen = loop._screen_for(True)
+    staged = hasattr(pre, "row_into")  # the same file times code from before the screen's stages
+    if screen is not None and not staged:
+        screen = (screen,)  # one stage: (deferred names, free columns)
     first = screen[0][0] if screen is not None else ()
     out = np.empty(len(loop.feature_names))
 
     def screened_row():  # the replay's first row (one compiled call), without the first stage's characteristics
         pre._pre_cache = pre._pre_partial = None
-        return pre.row_into(after, out, first)
+        return pre.row_into(after, out, first) if staged else pre.features_array(after, first)
 
     def second_stage():  # that row completed to the next stage's (only the characteristics freed there)
         pre._pre_cache = None
