@@ -575,12 +575,11 @@ class PreState:
             # commit, hence one dict lookup each (a plan exists only for a
             # ``defer`` that _plan has validated).
             flags, gather, partial = self._plans.get(defer) or self._plan(defer)
-            flat = _FLAT_WINDOWS.get(after.size)
             row = np.empty(layout.width) if out is None else out
             pre = np.empty(catalogue.N_CHARACTERISTICS)
             if pre_state_kernels.row_kernel(
                 self._f, self._groups, self._ring, self.horizon, flags, gather, after,
-                _flat_window(after.size) if flat is None else flat, pre, row,
+                _flat_window(after.size), pre, row,
             ):
                 if partial:
                     self._pre_partial, self._partial_key = pre, defer
