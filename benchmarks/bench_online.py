@@ -207,6 +207,9 @@ def _child_run(cmd: list[str], stdin_bytes: bytes | None = None) -> dict[str, fl
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     total_peak = [0.0]
     peaks: dict[int, float] = {}  # peak RSS (MB) per process of the tree: its VmHWM as last read
+    # CPU seconds (user + system) per process of the tree as last read: a
+    # process's last 0.2 s at most is missed, the total above is exact.
+    cpus: dict[int, float] = {}
     stop = threading.Event()
 
     def high_water_mb(pid: int) -> float:
@@ -240,6 +243,12 @@ def _child_run(cmd: list[str], stdin_bytes: bytes | None = None) -> dict[str, fl
                 continue
             for pid, mb in each.items():
                 peaks[pid] = max(peaks.get(pid, 0.0), mb, high_water_mb(pid))
+            for p in tree:
+                try:
+                    t = p.cpu_times()
+                    cpus[p.pid] = t.user + t.system
+                except psutil.Error:
+                    pass
             total_peak[0] = max(total_peak[0], sum(each.values()))
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -261,6 +270,8 @@ def _child_run(cmd: list[str], stdin_bytes: bytes | None = None) -> dict[str, fl
         "total_peak_mb": total_peak[0],
         # the command's own process first, then its workers, largest first
         "peaks_mb": [peaks.get(proc.pid, 0.0)] + sorted((v for k, v in peaks.items() if k != proc.pid), reverse=True),
+        # the same order of processes: the command's own, then the others by CPU
+        "cpus_s": [cpus.get(proc.pid, 0.0)] + sorted((v for k, v in cpus.items() if k != proc.pid), reverse=True),
         "stdout_lines": out.count(b"\n"),
     }
 
@@ -319,7 +330,8 @@ def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bo
             f"{r['cpu_s']:.0f} CPU-seconds (all processes, loading included), peak RSS of the largest "
             f"process {r['peak_mb']:.0f} MB (ru_maxrss), of all its processes together {r['total_peak_mb']:.0f} MB "
             f"(sampled every 0.2 s); peak RSS (VmHWM) of the reading process, then of each other process: "
-            f"{', '.join(f'{mb:.0f}' for mb in r['peaks_mb'])} MB; "
+            f"{', '.join(f'{mb:.0f}' for mb in r['peaks_mb'])} MB; CPU-seconds of the reading process, then of "
+            f"each other process (sampled every 0.2 s): {', '.join(f'{c:.1f}' for c in r['cpus_s'])}; "
             f"load average {os.getloadavg()[0]:.1f}"
         )
 

@@ -306,6 +306,10 @@ class OnlineTriage:
         # The replay's screen while one runs (see _screen_for): per stage the
         # Pre characteristics left out, and their model columns.
         self._screen: tuple[tuple[tuple[str, ...], np.ndarray], ...] | None = None
+        # True while a replay runs whose states are dropped and never stored
+        # (see _replay): a negative decision is then seen by nobody, so
+        # _round builds no Decision (nor its last_output dict) for it.
+        self._lean = False
         if isinstance(min_pre, bool) or not isinstance(min_pre, int) or min_pre < 0:
             raise ValueError(f"min_pre must be an integer >= 0, got {min_pre!r}")
         self.min_pre = min_pre
@@ -618,6 +622,9 @@ class OnlineTriage:
         positive = (proba >= self.threshold) & np.array(allowed, dtype=bool)
         explained = self._explain(X, positive)
         row_of = {pos: r for r, pos in enumerate(due)}
+        # Python floats and bools once per round, not a NumPy scalar per commit.
+        probs, hits = proba.tolist(), positive.tolist()
+        lean = self._lean
         for pos, i in enumerate(members):
             sid, commit, value, ts = items[i]
             st = states[pos]
@@ -640,12 +647,13 @@ class OnlineTriage:
             if r is not None:
                 p_index = st.n - K
                 p_commit, p_value = (commit, value) if K == 0 else st.pending[0]
-                prob = float(proba[r])
-                hit = bool(positive[r])
-                decision = Decision(
-                    sid, p_commit, p_index, prob, hit, explained.get(r, []),
-                    decided_at=commit if K else None, withdrawal=withdrawal,
-                )
+                prob = probs[r]
+                hit = hits[r]
+                if not lean or hit or withdrawal is not None:
+                    decision = Decision(
+                        sid, p_commit, p_index, prob, hit, explained.get(r, []),
+                        decided_at=commit if K else None, withdrawal=withdrawal,
+                    )
                 if hit:
                     after_values = [v for _, v in st.pending[:K]] + [value] if K else [value]
                     self._raise_alarm(st, p_index, p_commit, prob, after_values)
@@ -660,6 +668,9 @@ class OnlineTriage:
             st.last_commit = commit
             if ts is not None:
                 st.last_ts = ts
+            # Lean: a dropped negative decision leaves None, which _latest
+            # turns into "decided nothing", and _replay skips such a
+            # re-delivered commit either way.
             st.last_output = None if decision is None else decision_to_dict(decision)
 
     # ------------------------------------------------------------------ the replay's screen
@@ -852,10 +863,14 @@ class OnlineTriage:
         if commits_per_batch < 1:
             raise ValueError(f"commits_per_batch must be >= 1, got {commits_per_batch!r}")
         self._screen = self._screen_for(screen)
+        # Only the positive decisions and withdrawals leave a replay; with
+        # states dropped and no store nothing else sees a negative decision.
+        self._lean = not keep_states and self.store is None
         try:
             return self._replay(dataset, batch_series, commits_per_batch, keep_states)
         finally:
             self._screen = None
+            self._lean = False
 
     def _replay(self, dataset, batch_series: int, commits_per_batch: int, keep_states: bool) -> list[Decision]:
         found: list[Decision] = []
