@@ -336,8 +336,12 @@ def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bo
         )
 
 
-def replay_only(model: Path, n_series: int, screen: bool = True) -> None:
-    """(b) alone: CPU per commit of an in-memory replay, every compiled kernel loaded beforehand."""
+def replay_only(model: Path, n_series: int, screen: bool = True, drop_states: bool = False) -> None:
+    """(b) alone: CPU per commit of an in-memory replay, every compiled kernel loaded beforehand.
+
+    ``drop_states``: states dropped as each group is replayed, as ``triage
+    detect``'s workers replay (``keep_states=False``).
+    """
     import inspect
 
     from triage.synthetic import generate, preset_config
@@ -349,10 +353,11 @@ def replay_only(model: Path, n_series: int, screen: bool = True) -> None:
     loop.replay(generate(preset_config("default", n_series=3), seed=7), **kwargs)  # loads every kernel outside the timing
     loop.states.clear()
     c0, t0 = time.process_time(), time.perf_counter()
-    found = loop.replay(dataset, **kwargs)
+    found = loop.replay(dataset, **kwargs, **({"keep_states": False} if drop_states else {}))
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     n = dataset.n_commits()
     mode = "" if not kwargs else (", screen" if screen else ", no screen")
+    mode += ", states dropped" if drop_states else ""
     print(
         f"(b) replay {len(dataset)} series / {n} commits, memory, one process{mode}: {cpu:.2f} CPU-s, {wall:.2f} s wall = "
         f"{cpu / n * 1e3:.3f} ms of CPU per commit; {len(found)} change points; load average {os.getloadavg()[0]:.1f}"
@@ -650,6 +655,10 @@ def main() -> None:
         help="only (b), in memory, after a 3-series warm-up: CPU per commit of a replay (needs --model)",
     )
     parser.add_argument(
+        "--drop-states", action="store_true",
+        help="with --replay-only: keep_states=False, as triage detect's workers replay",
+    )
+    parser.add_argument(
         "--real-decisions", type=Path, default=None,
         help="only (g): write every decision over the real histories (and their injected stretches) to this CSV",
     )
@@ -701,7 +710,7 @@ def main() -> None:
         real_decisions(args.model, args.real_decisions)
         return
     if args.replay_only:
-        replay_only(args.model, args.series, screen=not args.no_screen)
+        replay_only(args.model, args.series, screen=not args.no_screen, drop_states=args.drop_states)
         return
     if args.watch_backlog:
         watch_backlog(args.model, args.watch_backlog)

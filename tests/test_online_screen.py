@@ -23,10 +23,10 @@ import pandas as pd
 import pytest
 from helpers_online import model_dir
 
-from triage.core.history import dataset_from_long
+from triage.core.history import Dataset, History, dataset_from_long
 from triage.features.incremental import PreState
 from triage.features.recomputed import RecomputedPre
-from triage.online.loop import OnlineTriage
+from triage.online.loop import OnlineTriage, RejectedCommit
 from triage.online.state_store import StateStore
 from triage.synthetic import generate, preset_config
 from triage.training.classifier import TriageClassifier
@@ -298,3 +298,62 @@ def test_the_screen_is_off_outside_a_plain_replay(w4, tmp_path):
     assert OnlineTriage(w4, explain="none", compiled=False)._screen_for(True) is None
     assert OnlineTriage(w4, explain="none")._screen_for(False) is None
     assert OnlineTriage(w4, explain="positive")._screen_for(True) is not None
+
+
+# ---------------------------------------------------------------------- (e) the lean replay
+
+def _found(loop: OnlineTriage, dataset, **kwargs) -> list[tuple]:
+    return [
+        (d.series, d.commit, d.index, d.probability, d.decided_at)
+        for d in loop.replay(dataset, **kwargs)
+    ]
+
+
+def test_a_replay_that_drops_its_states_finds_what_one_that_keeps_them_finds(w4, real_subset):
+    # keep_states=False (triage detect's workers) builds no negative decision
+    # and sends fresh series' rounds to _round without _decide's checks; the
+    # change points (alarms kept after their re-checks) must not move.
+    kept = _found(OnlineTriage(w4, explain="none"), real_subset)
+    lean = OnlineTriage(w4, explain="none")
+    checked = []
+    decide = lean._decide
+    lean._decide = lambda items, stored: (checked.append(len(items)), decide(items, stored))[1]
+    assert _found(lean, real_subset, keep_states=False) == kept
+    assert len(kept) >= 15 and not checked and not lean.states
+    # A series the loop already knows goes through _decide's checks again:
+    # its first commit here is its latest one, so that commit is skipped
+    # as re-delivered, as with the states kept.
+    first = real_subset.series_ids[0]
+    h = real_subset[first]
+    ref = OnlineTriage(w4, explain="none")
+    for loop in (ref, lean):
+        loop.process_one(first, str(h.commits[0]), float(h.values[0]))
+    assert _found(lean, real_subset, keep_states=False) == _found(ref, real_subset) and checked
+
+
+def test_a_lean_replay_skips_and_rejects_what_the_checked_one_does(w4):
+    # A History built directly may hold a commit twice or timestamps that go
+    # backwards (dataset_from_long refuses both); those series take
+    # _decide's checks, which skip the re-delivered commit or stop the
+    # replay with the same message whether states are kept or not.
+    rng = np.random.default_rng(3)
+    values = np.r_[100 + rng.standard_normal(40), 130 + rng.standard_normal(40)]
+    commits = [f"c{i}" for i in range(80)]
+    stamps = pd.date_range("2024-01-01", periods=80, freq="D").to_numpy()
+    twice = commits.copy()
+    twice[41] = twice[40]  # re-delivered as the series' latest commit
+    dataset = Dataset([
+        History("a", np.array(commits, dtype=object), values, None, stamps),
+        History("b", np.array(twice, dtype=object), values, None, stamps),
+    ])
+    kept = _found(OnlineTriage(w4, explain="none", min_pre=0), dataset)
+    assert _found(OnlineTriage(w4, explain="none", min_pre=0), dataset, keep_states=False) == kept
+    backwards = stamps.copy()
+    backwards[50] = np.datetime64("2023-06-01")
+    dataset = Dataset([History("a", np.array(commits, dtype=object), values, None, backwards)])
+    messages = []
+    for keep in (True, False):
+        with pytest.raises(RejectedCommit) as info:
+            OnlineTriage(w4, explain="none", min_pre=0).replay(dataset, keep_states=keep)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] and "out of order" in messages[0] and "c50" in messages[0]

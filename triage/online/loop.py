@@ -898,6 +898,25 @@ class OnlineTriage:
                     ]
                 columns.append((h.series_id, [str(c) for c in h.commits], h.values.tolist(), ts))
             longest = max(len(h) for h in group)
+            if self._lean and self._fresh(columns):
+                # What _decide would find for these series (no state yet, no
+                # commit twice, timestamps in order): each batch's rounds are
+                # the i-th commits of the series, in series order, so they go
+                # to _round directly, without _decide's per-commit checks.
+                for i in range(longest):
+                    items = [(sid, commits[i], values[i], ts[i]) for sid, commits, values, ts in columns if i < len(commits)]
+                    decisions: list[Decision | None] = [None] * len(items)
+                    self._round(items, list(range(len(items))), decisions, {})
+                    for d in decisions:
+                        if d is None:
+                            continue
+                        if d.withdrawal is not None:
+                            withdrawn.add((d.series, d.withdrawal.index))
+                        if d.decision:
+                            found.append(d)
+                for sid, *_ in columns:
+                    self.states.pop(sid, None)
+                continue
             for first in range(0, longest, commits_per_batch):
                 batch = [
                     (sid, commits[i], values[i], ts[i])
@@ -919,6 +938,24 @@ class OnlineTriage:
         order = {h.series_id: k for k, h in enumerate(histories)}
         found.sort(key=lambda d: (order[d.series], d.index))
         return found
+
+
+    def _fresh(self, columns) -> bool:
+        """True if _decide would neither skip nor reject any commit of these series (see _replay).
+
+        No state of any of them yet (so no latest commit, no latest
+        timestamp), each series once, no commit twice in a series, and every
+        series' known timestamps in order.
+        """
+        if len({sid for sid, *_ in columns}) != len(columns):
+            return False
+        for sid, commits, _values, ts in columns:
+            if sid in self.states or len(set(commits)) != len(commits):
+                return False
+            known = [t for t in ts if t is not None]
+            if any(b < a for a, b in zip(known[:-1], known[1:], strict=True)):
+                return False
+        return True
 
 
 def _iso(ns: int) -> str:
