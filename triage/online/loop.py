@@ -875,6 +875,16 @@ class OnlineTriage:
     def _replay(self, dataset, batch_series: int, commits_per_batch: int, keep_states: bool) -> list[Decision]:
         found: list[Decision] = []
         withdrawn: set[tuple[str, int]] = set()
+
+        def collect(decisions) -> None:  # what leaves a replay: alarms, and the alarms withdrawn
+            for d in decisions:
+                if d is None or d.replayed:
+                    continue
+                if d.withdrawal is not None:
+                    withdrawn.add((d.series, d.withdrawal.index))
+                if d.decision:
+                    found.append(d)
+
         histories = list(dataset)
         for start in range(0, len(histories), batch_series):
             group = histories[start : start + batch_series]
@@ -907,13 +917,7 @@ class OnlineTriage:
                     items = [(sid, commits[i], values[i], ts[i]) for sid, commits, values, ts in columns if i < len(commits)]
                     decisions: list[Decision | None] = [None] * len(items)
                     self._round(items, list(range(len(items))), decisions, {})
-                    for d in decisions:
-                        if d is None:
-                            continue
-                        if d.withdrawal is not None:
-                            withdrawn.add((d.series, d.withdrawal.index))
-                        if d.decision:
-                            found.append(d)
+                    collect(decisions)
                 for sid, *_ in columns:
                     self.states.pop(sid, None)
                 continue
@@ -924,13 +928,7 @@ class OnlineTriage:
                     for sid, commits, values, ts in columns
                     if i < len(commits)
                 ]
-                for d in self._process(batch):
-                    if d is None or d.replayed:
-                        continue
-                    if d.withdrawal is not None:
-                        withdrawn.add((d.series, d.withdrawal.index))
-                    if d.decision:
-                        found.append(d)
+                collect(self._process(batch))
             if not keep_states:
                 for sid, *_ in columns:
                     self.states.pop(sid, None)
@@ -938,7 +936,6 @@ class OnlineTriage:
         order = {h.series_id: k for k, h in enumerate(histories)}
         found.sort(key=lambda d: (order[d.series], d.index))
         return found
-
 
     def _fresh(self, columns) -> bool:
         """True if _decide would neither skip nor reject any commit of these series (see _replay).
