@@ -52,6 +52,7 @@ import os
 import platform
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -500,7 +501,7 @@ def real_replay(model: Path, out: Path, screen: bool = True) -> None:
     sets = {"real": real, "injected": inject(real, mode="stable", seed=0)}
     n_rows, cpu = 0, 0.0
     predicted: list[int] = []  # rows the model saw in full, per call
-    bounded: dict[int, int] = {}  # rows the screen bounded, per number of free columns (one per stage)
+    bounded: Counter[int] = Counter()  # rows the screen bounded, per number of free columns (one per stage)
     with open(out, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["set", "series", "commit", "index", "probability", "decision", "withdrawn_commit"])
@@ -509,10 +510,11 @@ def real_replay(model: Path, out: Path, screen: bool = True) -> None:
             predict, bound = loop._predict, loop._bound
             loop._predict = lambda X, _p=predict: (predicted.append(len(X)), _p(X))[1]
             if bound is not None:
-                loop._bound = lambda X, free, _b=bound: (
-                    bounded.__setitem__(int(free.sum()), bounded.get(int(free.sum()), 0) + len(X)),
-                    _b(X, free),
-                )[1]
+                def counted_bound(X, free, _b=bound):
+                    bounded[int(free.sum())] += len(X)
+                    return _b(X, free)
+
+                loop._bound = counted_bound
             c0 = time.process_time()
             found = loop.replay(data, keep_states=False, screen=screen)
             cpu += time.process_time() - c0
