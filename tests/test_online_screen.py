@@ -331,6 +331,38 @@ def test_a_replay_that_drops_its_states_finds_what_one_that_keeps_them_finds(w4,
     assert _found(lean, real_subset, keep_states=False) == _found(ref, real_subset) and checked
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"withdraw_below": 4.0},  # many alarms withdrawn by their re-checks
+        {"withdraw_below": 0.0, "recheck_after": 1},
+        {"withdraw_below": 4.0, "confirm_after": 0, "min_pre": 0, "threshold": 0.5},
+        {"withdraw_below": 4.0, "pre_class": RecomputedPre},  # no screen: every row in full
+    ],
+)
+def test_the_lean_replays_short_path_decides_what_the_round_by_round_loop_decides(w4, real_subset, kwargs):
+    # Fresh series in a lean replay take _replay_fresh's short path whenever
+    # they have no alarm awaiting its re-check, and _round otherwise; alarms,
+    # withdrawals and the commits decided between them must be those of the
+    # replay that keeps its states (every commit through _decide and _round).
+    kept = OnlineTriage(w4, explain="none", **kwargs)
+    lean = OnlineTriage(w4, explain="none", **kwargs)
+    withdrawn = []
+    screened = lean._screened
+    lean._screened = lambda *a: (withdrawn.append(1), screened(*a))[1]
+    rounds = []
+    round_ = kept._round
+    kept._round = lambda items, members, decisions, touched: (
+        round_(items, members, decisions, touched),
+        rounds.extend(d for d in decisions if d is not None and d.withdrawal is not None),
+    )[0]
+    found = _found(lean, real_subset, keep_states=False)
+    assert found == _found(kept, real_subset) and len(found) >= 10
+    # withdraw_below=0 keeps every alarm; 4 noise scales withdraws many
+    assert bool(rounds) == (kwargs["withdraw_below"] > 0)
+    assert bool(withdrawn) == ("pre_class" not in kwargs)  # the screen runs where it can
+
+
 def test_a_lean_replay_skips_and_rejects_what_the_checked_one_does(w4):
     # A History built directly may hold a commit twice or timestamps that go
     # backwards (dataset_from_long refuses both); those series take

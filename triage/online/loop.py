@@ -888,39 +888,22 @@ class OnlineTriage:
         histories = list(dataset)
         for start in range(0, len(histories), batch_series):
             group = histories[start : start + batch_series]
-            # A History holds finite values and ordered commits already; only
-            # the conversions process_many would do per record are done here,
-            # once per series.
-            columns = []
             for h in group:
                 if not np.all(np.isfinite(h.values)):
                     bad = int(np.flatnonzero(~np.isfinite(h.values))[0])
                     raise RejectedCommit(
                         h.series_id, str(h.commits[bad]), "value is not a finite number"
                     )
-                ts: list[int | None] = [None] * len(h)
-                if h.timestamps is not None:
-                    ns = np.asarray(h.timestamps).astype("datetime64[ns]")
-                    ok = ~np.isnat(ns)
-                    ts = [
-                        int(t) if k else None
-                        for t, k in zip(ns.astype(np.int64).tolist(), ok.tolist(), strict=True)
-                    ]
-                columns.append((h.series_id, [str(c) for c in h.commits], h.values.tolist(), ts))
-            longest = max(len(h) for h in group)
-            if self._lean and self._fresh(columns):
-                # What _decide would find for these series (no state yet, no
-                # commit twice, timestamps in order): each batch's rounds are
-                # the i-th commits of the series, in series order, so they go
-                # to _round directly, without _decide's per-commit checks.
-                for i in range(longest):
-                    items = [(sid, commits[i], values[i], ts[i]) for sid, commits, values, ts in columns if i < len(commits)]
-                    decisions: list[Decision | None] = [None] * len(items)
-                    self._round(items, list(range(len(items))), decisions, {})
-                    collect(decisions)
-                for sid, *_ in columns:
-                    self.states.pop(sid, None)
+            if self._lean and self._fresh(group):
+                collect(self._replay_fresh(group))
                 continue
+            # A History holds finite values and ordered commits already; only
+            # the conversions process_many would do per record are done here,
+            # once per series.
+            columns = []
+            for h in group:
+                columns.append((h.series_id, [str(c) for c in h.commits], h.values.tolist(), _timestamps_ns(h)))
+            longest = max(len(h) for h in group)
             for first in range(0, longest, commits_per_batch):
                 batch = [
                     (sid, commits[i], values[i], ts[i])
@@ -937,22 +920,129 @@ class OnlineTriage:
         found.sort(key=lambda d: (order[d.series], d.index))
         return found
 
-    def _fresh(self, columns) -> bool:
-        """True if _decide would neither skip nor reject any commit of these series (see _replay).
+    def _fresh(self, group) -> bool:
+        """True if _decide would neither skip nor reject any commit of these histories (see _replay_fresh).
 
         No state of any of them yet (so no latest commit, no latest
         timestamp), each series once, no commit twice in a series, and every
         series' known timestamps in order.
         """
-        if len({sid for sid, *_ in columns}) != len(columns):
+        if len({h.series_id for h in group}) != len(group):
             return False
-        for sid, commits, _values, ts in columns:
-            if sid in self.states or len(set(commits)) != len(commits):
+        for h in group:
+            if h.series_id in self.states or len(set(h.commits.tolist())) != len(h):
                 return False
-            known = [t for t in ts if t is not None]
-            if any(b < a for a, b in zip(known[:-1], known[1:], strict=True)):
-                return False
+            if h.timestamps is not None:
+                ns = np.asarray(h.timestamps).astype("datetime64[ns]")
+                known = ns[~np.isnat(ns)].astype(np.int64)
+                if (known[1:] < known[:-1]).any():
+                    return False
         return True
+
+    def _replay_fresh(self, group) -> list[Decision | None]:
+        """The decisions of a lean replay of fresh histories (:meth:`_fresh`): what :meth:`_round` decides, round by round.
+
+        Rounds are the i-th commits of the series. A series with no alarm
+        awaiting its re-check (nearly every commit of a replay) takes the
+        short path here: its After is a view of its values, a negative
+        decision only feeds Pre, and nothing else of its state is kept up to
+        date per commit (the states are dropped after the group, and a lean
+        replay outputs positive decisions and withdrawals only). A series with
+        an alarm goes through :meth:`_round` itself, its commit count and
+        pending commits set first to what :meth:`_round` would hold. Each
+        row's probability depends on that row only, so splitting a round in
+        two predictor calls changes no decision.
+        """
+        K = self.confirm_after
+        min_pre = self.min_pre
+        screen = self._screen
+        first = screen[0][0] if screen is not None else ()
+        width = len(self.feature_names)
+        sids = [h.series_id for h in group]
+        values = [np.ascontiguousarray(h.values, dtype=np.float64) for h in group]
+        floats = [v.tolist() for v in values]
+        lengths = [len(h) for h in group]
+        states = []
+        for sid in sids:
+            st = self.new_state(sid)
+            self.states[sid] = st
+            states.append(st)
+        out: list[Decision | None] = []
+        active = list(range(len(group)))
+        for i in range(max(lengths)):
+            active = [g for g in active if i < lengths[g]]
+            if i < K:
+                continue  # only pending commits, rebuilt from the values when needed
+            slow = [g for g in active if states[g].alarm is not None]
+            # Chosen before _round runs: a re-check there clears an alarm, and
+            # that series has had its decision of this round.
+            fast = [g for g in active if states[g].alarm is None] if slow else active
+            if slow:
+                items = []
+                for g in slow:
+                    st = states[g]
+                    commits = group[g].commits
+                    st.n = i
+                    st.pending = [[str(commits[j]), floats[g][j]] for j in range(i - K, i)]
+                    items.append((sids[g], str(commits[i]), floats[g][i], None))
+                decisions: list[Decision | None] = [None] * len(items)
+                self._round(items, list(range(len(items))), decisions, {})
+                out.extend(decisions)
+            if not fast:
+                continue
+            X = np.empty((len(fast), width))
+            asked: list[int] = []
+            pres = []
+            for r, g in enumerate(fast):
+                pre = states[g].pre
+                pres.append(pre)
+                if pre.n < min_pre:
+                    X[r] = np.nan  # held back by the stream rule whatever the model says
+                    continue
+                after = values[g][i - K : i + 1]
+                if screen is not None:
+                    pre.row_into(after, X[r], first)  # type: ignore[attr-defined]
+                else:
+                    X[r] = pre.features_array(after[0] if K == 0 else after)
+                asked.append(r)
+            if screen is not None:
+                proba = self._screened(X, asked, pres, screen)
+            else:
+                proba = np.full(len(fast), np.nan)
+                if asked:
+                    proba[asked] = self._predict(X[asked])
+            positive = proba >= self.threshold  # NaN (held back) is never positive
+            hits = np.flatnonzero(positive).tolist()
+            explained = self._explain(X, positive) if hits else {}
+            for r in hits:
+                g = fast[r]
+                st = states[g]
+                commits = group[g].commits
+                p_index = i - K
+                p_commit = str(commits[p_index])
+                prob = float(proba[r])
+                out.append(Decision(
+                    sids[g], p_commit, p_index, prob, True, explained.get(r, []),
+                    decided_at=str(commits[i]) if K else None,
+                ))
+                self._raise_alarm(st, p_index, p_commit, prob, floats[g][p_index : i + 1])
+            hit = set(hits)
+            for r, g in enumerate(fast):
+                if r not in hit:
+                    pres[r].learn_one(floats[g][i - K])
+        for sid in sids:
+            self.states.pop(sid, None)
+        return out
+
+
+
+def _timestamps_ns(h) -> list[int | None]:
+    """A history's timestamps as ns since the epoch (None where unknown), as process_many converts them."""
+    if h.timestamps is None:
+        return [None] * len(h)
+    ns = np.asarray(h.timestamps).astype("datetime64[ns]")
+    ok = ~np.isnat(ns)
+    return [int(t) if k else None for t, k in zip(ns.astype(np.int64).tolist(), ok.tolist(), strict=True)]
 
 
 def _iso(ns: int) -> str:
