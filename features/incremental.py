@@ -700,3 +700,136 @@ class PreState:
             f"PreState(series_id={self.series_id!r}, n={self.n}, "
             f"columns={len(self.columns_)}, horizon={self.horizon})"
         )
+
+
+class PrePool:
+    """The :class:`PreState` s of a group of series side by side in shared arrays, for a replay's rounds.
+
+    Member ``g``'s running summaries are row ``g`` of the pool's arrays and
+    its ``PreState`` holds views of that row, so the state works as before
+    for whatever is done series by series (alarms, re-checks, withdrawals),
+    while :meth:`rows_into` and :meth:`learn` do the rows and the updates of
+    many members in one compiled call each (``pre_state_kernels.round_rows``
+    and ``round_learn``, over the same ``row_kernel`` and ``learn``: the same
+    numbers bit for bit). A member whose ``PreState`` was replaced or
+    rebuilt (a reset allocates new arrays, a withdrawal restores an older
+    state) is put back with :meth:`attach`.
+
+    Parameters
+    ----------
+    pres : list of PreState, shape (G,)
+        Members 0..G-1, one configuration (columns, horizon).
+    """
+
+    def __init__(self, pres: list[PreState]):
+        head = pres[0]
+        if any(p.columns_ != head.columns_ or p.horizon != head.horizon or p._ring_size != head._ring_size for p in pres):
+            raise ValueError("the members of a PrePool must share one configuration")
+        g = len(pres)
+        self._head = head
+        self.pres = list(pres)
+        self.f = np.zeros((g, N_SLOTS))
+        self.first = np.zeros((g, FIRST_KEPT))
+        self.ring = np.zeros((g, head._ring_size))
+        cap = max(max(p._hu.shape[0], p._hl.shape[0]) for p in pres)
+        self.hu = np.zeros((g, cap, 2))
+        self.hl = np.zeros((g, cap, 2))
+        self.pre_out = np.zeros((g, catalogue.N_CHARACTERISTICS))
+        for k, p in enumerate(pres):
+            self.attach(k, p)
+
+    def attach(self, g: int, pre: PreState) -> None:
+        """Make ``pre`` member ``g``: its summaries are copied into row ``g`` and it keeps views of it."""
+        cap = max(pre._hu.shape[0], pre._hl.shape[0])
+        if cap > self.hu.shape[1]:
+            self._grow(cap)
+        # Copies first: pre may hold views of row g already (a member handed back unchanged).
+        hu, hl = pre._hu.copy(), pre._hl.copy()
+        self.f[g] = pre._f
+        self.first[g] = pre._first
+        self.ring[g] = pre._ring
+        self.hu[g] = 0.0
+        self.hl[g] = 0.0
+        self.hu[g, : hu.shape[0]] = hu
+        self.hl[g, : hl.shape[0]] = hl
+        pre._f, pre._first, pre._ring, pre._hu, pre._hl = self.f[g], self.first[g], self.ring[g], self.hu[g], self.hl[g]
+        self.pres[g] = pre
+
+    def _grow(self, cap: int) -> None:
+        """Room for ``cap`` hull points per member (at least double), every member re-pointed."""
+        cap = max(cap, 2 * self.hu.shape[1])
+        hu = np.zeros((len(self.pres), cap, 2))
+        hl = np.zeros((len(self.pres), cap, 2))
+        hu[:, : self.hu.shape[1]] = self.hu
+        hl[:, : self.hl.shape[1]] = self.hl
+        self.hu, self.hl = hu, hl
+        for g, pre in enumerate(self.pres):
+            pre._hu, pre._hl = hu[g], hl[g]
+
+    def n(self, members: np.ndarray) -> np.ndarray:
+        """Commits in Pre of each member, shape (len(members),)."""
+        return self.f[members, SLOT_N]
+
+    def rows_into(
+        self, members: np.ndarray, rows: np.ndarray, values: np.ndarray, starts: np.ndarray, i: int, k: int,
+        X: np.ndarray, defer: tuple[str, ...] = (),
+    ) -> np.ndarray:
+        """:meth:`PreState.row_into` of each member ``members[j]`` into ``X[rows[j]]``, in one call.
+
+        ``values`` holds the members' checked values one series after
+        another, series g from ``starts[g]``; member g's After is its commits
+        ``i - k .. i``. Each member's ``PreState`` must hold no cached
+        characteristics (fresh since its last update). Rows the compiled row
+        declines (a short or flat Pre) are built by ``PreState.row_into``.
+        Afterwards the states whose rows are later completed
+        (:meth:`PreState.complete_into`) must be given their partial
+        characteristics first: :meth:`partial`. Returns the positions j of
+        the members built in Python (their states cache what they computed).
+        """
+        flags, gather, _ = self._head._plans.get(defer) or self._head._plan(defer)
+        declined = np.zeros(members.size, dtype=np.bool_)
+        pre_state_kernels.round_rows(
+            self.f, self.ring, self._head._groups, self._head.horizon, flags, gather, values, starts,
+            members, rows, i, k, _flat_window(k + 1), self.pre_out, X, declined,
+        )
+        slow = np.flatnonzero(declined)
+        for j in slow.tolist():
+            g, s = int(members[j]), int(starts[members[j]]) + i - k
+            self.pres[g].row_into(values[s : s + k + 1], X[rows[j]], defer)
+        return slow
+
+    def partial(self, g: int, defer: tuple[str, ...]) -> PreState:
+        """Member ``g``'s state with the characteristics :meth:`rows_into` computed for ``defer`` (to complete)."""
+        pre = self.pres[g]
+        if pre._pre_partial is None and pre._pre_cache is None:
+            _, _, partial = self._head._plans[defer]
+            if partial:
+                pre._pre_partial, pre._partial_key = self.pre_out[g].copy(), defer
+            else:
+                pre._pre_cache = self.pre_out[g].copy()
+        return pre
+
+    def learn(self, members: np.ndarray, values: np.ndarray, starts: np.ndarray, i: int, k: int) -> None:
+        """:meth:`PreState.learn_one` of each member's commit ``i - k``, in one call (values already checked).
+
+        Each member's cached characteristics must be dropped by the caller
+        (:meth:`forget`) where it may hold some; the state's ``index`` is
+        not advanced (a replay sets it where it hands the state on).
+        """
+        full = np.zeros(members.size, dtype=np.bool_)
+        pre_state_kernels.round_learn(
+            self.f, self.first, self.ring, self.hu, self.hl, self._head._groups, values, starts, members, i, k, full,
+        )
+        if full.any():
+            self._grow(self.hu.shape[1] + 1)
+            rest = members[full]
+            pre_state_kernels.round_learn(
+                self.f, self.first, self.ring, self.hu, self.hl, self._head._groups, values, starts, rest, i, k,
+                np.zeros(rest.size, dtype=np.bool_),
+            )
+
+    def forget(self, g: int) -> None:
+        """Drop member ``g``'s cached characteristics (before its next update)."""
+        pre = self.pres[g]
+        pre._pre_cache = None
+        pre._pre_partial = None

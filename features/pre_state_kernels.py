@@ -605,3 +605,60 @@ def _make_row_kernel(cache_key: str):
 
 
 row_kernel = _make_row_kernel(_sources_digest(_ROW_SOURCES))
+
+
+# ---------------------------------------------------------------------- a round of many series in one call
+#
+# A replay decides one commit of each of many series per round. With the Pre
+# states of a group side by side in shared arrays (row g = series g; see
+# ``incremental.PrePool``) a round's rows and a round's updates are one
+# compiled call each instead of two Python calls per series. They call
+# ``row_kernel`` and ``learn`` above, so they link the same modules: their
+# cache is keyed the same way (a closure over the digest; the kernels they
+# call are module globals, resolved when they are compiled, not closure
+# cells, which numba would pickle into the key).
+
+
+def _make_round_kernels(cache_key: str):
+    @numba.njit(cache=True)
+    def round_rows(f, ring, groups, horizon, plan, gather, values, starts, members, rows, i, k, after_flat, pre_out, X, declined):
+        """``row_kernel`` for each member g = ``members[j]`` into ``X[rows[j]]``.
+
+        Member g's After is ``values[starts[g] + i - k : starts[g] + i + 1]``
+        (its commits i - k .. i; ``values`` holds the group's series one after
+        another); its Pre's characteristics go to ``pre_out[g]``.
+        ``declined[j]`` is set where the kernel declined (the caller builds
+        that row in Python); nothing else is written for it.
+        """
+        if len(cache_key) == 0:  # the closure's cell keys numba's cache (see above)
+            return
+        for j in range(members.size):
+            g = members[j]
+            s = starts[g] + i - k
+            declined[j] = not row_kernel(
+                f[g], groups, ring[g], horizon, plan, gather, values[s : s + k + 1], after_flat, pre_out[g], X[rows[j]]
+            )
+
+    @numba.njit(cache=True)
+    def round_learn(f, first, ring, hu, hl, groups, values, starts, members, i, k, full):
+        """``learn`` of each member's commit i - k (see :func:`round_rows`).
+
+        A member whose hulls have no room for one more point is skipped and
+        flagged in ``full`` (the caller grows the hulls and learns it again).
+        """
+        if len(cache_key) == 0:
+            return
+        cap_u = hu.shape[1]
+        cap_l = hl.shape[1]
+        for j in range(members.size):
+            g = members[j]
+            if f[g, SLOT_N_UPPER] + 1 > cap_u or f[g, SLOT_N_LOWER] + 1 > cap_l:
+                full[j] = True
+                continue
+            full[j] = False
+            learn(f[g], first[g], ring[g], hu[g], hl[g], values[starts[g] + i - k], groups)
+
+    return round_rows, round_learn
+
+
+round_rows, round_learn = _make_round_kernels(_sources_digest(_ROW_SOURCES))

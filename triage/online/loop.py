@@ -100,6 +100,7 @@ import copy
 import hashlib
 import itertools
 import math
+import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -111,7 +112,7 @@ import numpy as np
 from triage.core import timestamps
 from triage.core.values import value_problem
 from triage.features import catalogue, level_shift
-from triage.features.incremental import PreState
+from triage.features.incremental import PrePool, PreState
 from triage.online.records import (
     AlreadyDecided,
     Decision,
@@ -944,14 +945,18 @@ class OnlineTriage:
 
         Rounds are the i-th commits of the series. A series with no alarm
         awaiting its re-check (nearly every commit of a replay) takes the
-        short path here: its After is a view of its values, a negative
+        short path here: its After is a slice of its values, a negative
         decision only feeds Pre, and nothing else of its state is kept up to
         date per commit (the states are dropped after the group, and a lean
-        replay outputs positive decisions and withdrawals only). A series with
-        an alarm goes through :meth:`_round` itself, its commit count and
-        pending commits set first to what :meth:`_round` would hold. Each
-        row's probability depends on that row only, so splitting a round in
-        two predictor calls changes no decision.
+        replay outputs positive decisions and withdrawals only). With the
+        screen and :class:`~triage.features.incremental.PreState` s, the
+        group's Pre states sit side by side in a
+        :class:`~triage.features.incremental.PrePool`, so a round's rows and
+        a round's updates are one compiled call each. A series with an
+        alarm goes through :meth:`_round` itself, its commit count, pending
+        commits and Pre's index set first to what :meth:`_round` would hold.
+        Each row's probability depends on that row only, so splitting a round
+        in two predictor calls changes no decision.
         """
         K = self.confirm_after
         min_pre = self.min_pre
@@ -959,63 +964,86 @@ class OnlineTriage:
         first = screen[0][0] if screen is not None else ()
         width = len(self.feature_names)
         sids = [h.series_id for h in group]
-        values = [np.ascontiguousarray(h.values, dtype=np.float64) for h in group]
-        floats = [v.tolist() for v in values]
-        lengths = [len(h) for h in group]
+        lengths = np.array([len(h) for h in group], dtype=np.int64)
+        starts = np.zeros(len(group), dtype=np.int64)
+        starts[1:] = np.cumsum(lengths)[:-1]
+        values = np.ascontiguousarray(np.concatenate([h.values for h in group]), dtype=np.float64)
         states = []
         for sid in sids:
             st = self.new_state(sid)
             self.states[sid] = st
             states.append(st)
+        pool = None
+        pres0 = [st.pre for st in states]
+        if screen is not None and all(type(p) is PreState for p in pres0):
+            pooled = typing.cast(list[PreState], pres0)
+            if pooled[0]._layout.needs_pre:
+                pool = PrePool(pooled)
         out: list[Decision | None] = []
-        active = list(range(len(group)))
-        for i in range(max(lengths)):
-            active = [g for g in active if i < lengths[g]]
-            if i < K:
-                continue  # only pending commits, rebuilt from the values when needed
-            slow = [g for g in active if states[g].alarm is not None]
-            # Chosen before _round runs: a re-check there clears an alarm, and
-            # that series has had its decision of this round.
-            fast = [g for g in active if states[g].alarm is None] if slow else active
+        alarmed: set[int] = set()  # series with an alarm awaiting its re-check: through _round
+        for i in range(K, int(lengths.max())):
+            active = np.flatnonzero(lengths > i)
+            slow = sorted(g for g in alarmed if lengths[g] > i)
             if slow:
+                # Chosen before _round runs: a re-check there clears an alarm,
+                # and that series has had its decision of this round.
+                fast = active[~np.isin(active, slow)]
                 items = []
                 for g in slow:
                     st = states[g]
                     commits = group[g].commits
                     st.n = i
-                    st.pending = [[str(commits[j]), floats[g][j]] for j in range(i - K, i)]
-                    items.append((sids[g], str(commits[i]), floats[g][i], None))
+                    st.pending = [[str(commits[j]), float(values[starts[g] + j])] for j in range(i - K, i)]
+                    if pool is not None:
+                        pool.pres[g].index = i - K  # a pooled Pre's index is not advanced per commit
+                    items.append((sids[g], str(commits[i]), float(values[starts[g] + i]), None))
                 decisions: list[Decision | None] = [None] * len(items)
                 self._round(items, list(range(len(items))), decisions, {})
                 out.extend(decisions)
-            if not fast:
-                continue
-            X = np.empty((len(fast), width))
-            asked: list[int] = []
-            pres = []
-            for r, g in enumerate(fast):
-                pre = states[g].pre
-                pres.append(pre)
-                if pre.n < min_pre:
-                    X[r] = np.nan  # held back by the stream rule whatever the model says
-                    continue
-                after = values[g][i - K : i + 1]
-                if screen is not None:
-                    pre.row_into(after, X[r], first)  # type: ignore[attr-defined]
-                else:
-                    X[r] = pre.features_array(after[0] if K == 0 else after)
-                asked.append(r)
-            if screen is not None:
-                proba = self._screened(X, asked, pres, screen)
+                for g in slow:
+                    if pool is not None:
+                        pool.attach(g, typing.cast(PreState, states[g].pre))  # a withdrawal, a reset or a grown hull replaced arrays
+                    if states[g].alarm is None:
+                        alarmed.discard(g)
             else:
-                proba = np.full(len(fast), np.nan)
-                if asked:
+                fast = active
+            if not fast.size:
+                continue
+            X = np.empty((fast.size, width))
+            pres: _PoolRows | list
+            if pool is not None:
+                ok = pool.n(fast) >= min_pre
+                X[~ok] = np.nan  # held back by the stream rule whatever the model says
+                asked = np.flatnonzero(ok)
+                declined = pool.rows_into(fast[asked], asked, values, starts, i, K, X, first)
+                pres = _PoolRows(pool, fast, first)
+                pres.touched.update(asked[declined].tolist())
+            else:
+                pres = [states[g].pre for g in fast.tolist()]
+                asked_rows = []
+                for r, pre in enumerate(pres):
+                    if pre.n < min_pre:
+                        X[r] = np.nan
+                        continue
+                    s = int(starts[fast[r]]) + i - K
+                    after = values[s : s + K + 1]
+                    if screen is not None:
+                        pre.row_into(after, X[r], first)
+                    else:
+                        X[r] = pre.features_array(after[0] if K == 0 else after)
+                    asked_rows.append(r)
+                asked = np.array(asked_rows, dtype=np.int64)
+            if screen is not None:
+                proba = self._screened(X, asked.tolist(), pres, screen)
+            else:
+                proba = np.full(fast.size, np.nan)
+                if asked.size:
                     proba[asked] = self._predict(X[asked])
             positive = proba >= self.threshold  # NaN (held back) is never positive
             hits = np.flatnonzero(positive).tolist()
             explained = self._explain(X, positive) if hits else {}
             for r in hits:
-                g = fast[r]
+                g = int(fast[r])
                 st = states[g]
                 commits = group[g].commits
                 p_index = i - K
@@ -1025,15 +1053,42 @@ class OnlineTriage:
                     sids[g], p_commit, p_index, prob, True, explained.get(r, []),
                     decided_at=str(commits[i]) if K else None,
                 ))
-                self._raise_alarm(st, p_index, p_commit, prob, floats[g][p_index : i + 1])
-            hit = set(hits)
-            for r, g in enumerate(fast):
-                if r not in hit:
-                    pres[r].learn_one(floats[g][i - K])
+                if pool is not None:
+                    pool.pres[g].index = p_index
+                s = int(starts[g])
+                self._raise_alarm(st, p_index, p_commit, prob, values[s + p_index : s + i + 1].tolist())
+                if pool is not None:
+                    pool.attach(g, typing.cast(PreState, st.pre))  # the reset gave Pre new arrays
+                alarmed.add(g)
+            learners = fast[~positive] if hits else fast
+            if pool is not None:
+                for r in pres.touched:  # type: ignore[union-attr]
+                    pool.forget(int(fast[r]))
+                pool.learn(learners, values, starts, i, K)
+            else:
+                for g in learners.tolist():
+                    states[g].pre.learn_one(float(values[starts[g] + i - K]))
         for sid in sids:
             self.states.pop(sid, None)
         return out
 
+
+class _PoolRows:
+    """The Pre states of a round's rows for :meth:`OnlineTriage._screened`, from a PrePool.
+
+    Row r is member ``members[r]``; a state is handed out (given the
+    characteristics its row was built from, to complete) only where the
+    screen asks for it, and remembered in ``touched`` so that its cached
+    characteristics are dropped before its next update.
+    """
+
+    def __init__(self, pool: PrePool, members: np.ndarray, defer: tuple[str, ...]):
+        self.pool, self.members, self.defer = pool, members, defer
+        self.touched: set[int] = set()
+
+    def __getitem__(self, r: int) -> PreState:
+        self.touched.add(r)
+        return self.pool.partial(int(self.members[r]), self.defer)
 
 
 def _timestamps_ns(h) -> list[int | None]:
