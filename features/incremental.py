@@ -781,10 +781,10 @@ class PrePool:
         ``i - k .. i``. Each member's ``PreState`` must hold no cached
         characteristics (fresh since its last update). Rows the compiled row
         declines (a short or flat Pre) are built by ``PreState.row_into``.
-        Afterwards the states whose rows are later completed
-        (:meth:`PreState.complete_into`) must be given their partial
-        characteristics first: :meth:`partial`. Returns the positions j of
-        the members built in Python (their states cache what they computed).
+        Rows built here are completed by :meth:`complete_into` (Pre's
+        characteristics stay in the pool, not in the states); rows built in
+        Python by their own states, which cache what they computed. Returns
+        the positions j of the members built in Python.
         """
         flags, gather, _ = self._head._plans.get(defer) or self._head._plan(defer)
         declined = np.zeros(members.size, dtype=np.bool_)
@@ -798,16 +798,28 @@ class PrePool:
             self.pres[g].row_into(values[s : s + k + 1], X[rows[j]], defer)
         return slow
 
-    def partial(self, g: int, defer: tuple[str, ...]) -> PreState:
-        """Member ``g``'s state with the characteristics :meth:`rows_into` computed for ``defer`` (to complete)."""
-        pre = self.pres[g]
-        if pre._pre_partial is None and pre._pre_cache is None:
-            _, _, partial = self._head._plans[defer]
-            if partial:
-                pre._pre_partial, pre._partial_key = self.pre_out[g].copy(), defer
-            else:
-                pre._pre_cache = self.pre_out[g].copy()
-        return pre
+    def complete_into(
+        self, members: np.ndarray, rows: np.ndarray, X: np.ndarray, before: tuple[str, ...], defer: tuple[str, ...] = (),
+    ) -> None:
+        """:meth:`PreState.complete_into` of rows :meth:`rows_into` built (not declined) with ``before`` left out, in one call.
+
+        Row ``X[rows[j]]`` of member ``members[j]``, built leaving out
+        ``before``, gets the characteristics ``before`` left out and
+        ``defer`` does not (``defer`` must leave out no more than ``before``).
+        """
+        head = self._head
+        was = head._split(before)
+        if was is None:  # nothing was left out: the rows are whole
+            return
+        now = head._split(defer) if defer else None
+        if now is not None and (now[2] & ~was[2]).any():
+            raise ValueError(f"{defer!r} leaves out more than {before!r}")
+        want = was[2] & ~now[2] if now is not None else was[2]
+        layout = head._layout
+        pre_state_kernels.round_complete(
+            self.f, self.ring, head.horizon, want, bool(want[_FAST_POSITIONS].any()), members, rows,
+            self.pre_out, layout.pre_pos, layout.pre_index, X,
+        )
 
     def learn(self, members: np.ndarray, values: np.ndarray, starts: np.ndarray, i: int, k: int) -> None:
         """:meth:`PreState.learn_one` of each member's commit ``i - k``, in one call (values already checked).

@@ -526,6 +526,31 @@ def _sources_digest(modules) -> str:
     return digest.hexdigest()
 
 
+@numba.njit(cache=False)
+def bounded_into(ring, n, horizon, want, any_fast, pre):
+    """The bounded characteristics ``want`` asks for, on Pre's last ``min(n, horizon)`` values, into ``pre``.
+
+    What ``PreState._bounded_part`` computes, for the compiled rows
+    (``row_kernel``, ``round_complete``). Not cached on its own: it is only
+    compiled into those kernels, whose cache keys cover what it calls.
+    """
+    width = min(n, horizon)
+    z = standardised_tail(ring, n, width)
+    if z.size == 0:  # flat tail: the catalogue's constant-window values
+        for k in range(_N_CHARS):
+            if want[k]:
+                pre[k] = 0.0
+        if want[_FLAT_SPOTS]:
+            pre[_FLAT_SPOTS] = float(width)
+    else:
+        if want[_CROSSING_POINTS]:
+            pre[_CROSSING_POINTS] = crossing_points(z)
+        if want[_ENTROPY]:
+            pre[_ENTROPY] = entropy(z)
+        if any_fast:
+            fast.bounded_characteristics(z, LAGS, want, pre)
+
+
 def _make_row_kernel(cache_key: str):
     @numba.njit(cache=True)
     def row_kernel(f, groups, ring, horizon, plan, gather, after, after_flat, pre_out, row):
@@ -562,21 +587,7 @@ def _make_row_kernel(cache_key: str):
         for k in range(_N_CHARS):
             any_now = any_now or want[k]
         if any_now:
-            width = min(n, horizon)
-            z = standardised_tail(ring, n, width)
-            if z.size == 0:  # flat tail: the catalogue's constant-window values
-                for k in range(_N_CHARS):
-                    if want[k]:
-                        pre[k] = 0.0
-                if want[_FLAT_SPOTS]:
-                    pre[_FLAT_SPOTS] = float(width)
-            else:
-                if want[_CROSSING_POINTS]:
-                    pre[_CROSSING_POINTS] = crossing_points(z)
-                if want[_ENTROPY]:
-                    pre[_ENTROPY] = entropy(z)
-                if plan[PLAN_FAST]:
-                    fast.bounded_characteristics(z, LAGS, want, pre)
+            bounded_into(ring, n, horizon, want, plan[PLAN_FAST], pre)
         for k in range(_N_CHARS):
             if plan[PLAN_LEFT_OUT + k]:
                 pre[k] = np.nan
@@ -658,7 +669,23 @@ def _make_round_kernels(cache_key: str):
             full[j] = False
             learn(f[g], first[g], ring[g], hu[g], hl[g], values[starts[g] + i - k], groups)
 
-    return round_rows, round_learn
+    @numba.njit(cache=True)
+    def round_complete(f, ring, horizon, want, any_fast, members, rows, pre_out, pre_pos, pre_index, X):
+        """The characteristics ``want`` of each member's Pre into ``pre_out[g]``, then its ``pre_*`` columns into ``X[rows[j]]``.
+
+        Completes rows :func:`round_rows` built (``PreState.complete_into``
+        for each, with the characteristics the row left out and the stage
+        now asks for); ``X[r, pre_pos[q]] = pre_out[g, pre_index[q]]``.
+        """
+        if len(cache_key) == 0:
+            return
+        for j in range(members.size):
+            g = members[j]
+            bounded_into(ring[g], int(f[g, SLOT_N]), horizon, want, any_fast, pre_out[g])
+            for q in range(pre_pos.size):
+                X[rows[j], pre_pos[q]] = pre_out[g, pre_index[q]]
+
+    return round_rows, round_learn, round_complete
 
 
-round_rows, round_learn = _make_round_kernels(_sources_digest(_ROW_SOURCES))
+round_rows, round_learn, round_complete = _make_round_kernels(_sources_digest(_ROW_SOURCES))

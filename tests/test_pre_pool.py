@@ -62,12 +62,22 @@ def test_pooled_states_give_the_rows_and_summaries_of_plain_ones(names, shared_d
         asked = members[pool.n(members) >= 1]
         declined = pool.rows_into(asked, asked, values, starts, i, K, X, defer)
         declined_any = declined_any or declined.size > 0
+        python = asked[declined]
+        built = asked[~np.isin(asked, python)]
         for g in asked.tolist():
             after = np.ascontiguousarray(series[g][i - K : i + 1])
             np.testing.assert_array_equal(_bits(X[g]), _bits(plain[g].features_array(after, defer)))
-            if defer:  # the characteristics left out are completed from what the round computed
-                done = pool.partial(g, defer).complete_into(X[g].copy())
-                np.testing.assert_array_equal(_bits(done), _bits(plain[g].features_array(after)))
+        # the characteristics left out are completed stage by stage, as the screen does
+        left = defer
+        for stage in [*OnlineTriage.SCREEN_STAGES[1:], ()] if defer else []:
+            pool.complete_into(built, built, X, left, stage)
+            for g in python.tolist():
+                pool.pres[g].complete_into(X[g], stage)
+            for g in asked.tolist():
+                after = np.ascontiguousarray(series[g][i - K : i + 1])
+                np.testing.assert_array_equal(_bits(X[g]), _bits(plain[g].features_array(after, stage)))
+            left = stage
+        for g in asked.tolist():
             pool.forget(g)
         if i == reset_at:
             pool.pres[0].reset()
@@ -98,7 +108,7 @@ def test_pooled_states_give_the_rows_and_summaries_of_plain_ones(names, shared_d
 
 
 def test_round_kernels_are_cached_under_the_key_of_the_row_they_call():
-    for kernel in (pre_state_kernels.round_rows, pre_state_kernels.round_learn):
+    for kernel in (pre_state_kernels.round_rows, pre_state_kernels.round_learn, pre_state_kernels.round_complete):
         cells = [c.cell_contents for c in kernel.py_func.__closure__]
         assert cells == [pre_state_kernels._sources_digest(pre_state_kernels._ROW_SOURCES)]
 
@@ -106,3 +116,11 @@ def test_round_kernels_are_cached_under_the_key_of_the_row_they_call():
 def test_a_pool_refuses_members_of_different_configurations(names):
     with pytest.raises(ValueError, match="one configuration"):
         PrePool([PreState(names), PreState(names, horizon=80)])
+
+
+def test_a_pool_refuses_to_complete_rows_to_leave_out_more(names):
+    pool = PrePool([PreState(names)])
+    X = np.zeros((1, len(names)))
+    at = np.zeros(1, dtype=np.int64)
+    with pytest.raises(ValueError, match="leaves out more"):
+        pool.complete_into(at, at, X, OnlineTriage.SCREEN_STAGES[1], OnlineTriage.SCREEN_STAGES[0])

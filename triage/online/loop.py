@@ -744,8 +744,7 @@ class OnlineTriage:
         proba: np.ndarray | None = None
         for stage, (defer, free) in enumerate(stages):
             if stage:
-                for r in rows:
-                    pres[r].complete_into(X[r], defer)
+                _complete(pres, X, rows, defer)
             bound = self._bound(X if len(rows) == len(X) else X[rows], free)  # type: ignore[misc]
             # In the predictor's own dtype (float32 for XGBoost), compared with the
             # threshold by the same array expression as the exact loop's: a float64
@@ -757,8 +756,7 @@ class OnlineTriage:
             if not rows:
                 return proba
         assert proba is not None
-        for r in rows:
-            pres[r].complete_into(X[r])  # the full row: only the characteristics still left out
+        _complete(pres, X, rows)  # the full row: only the characteristics still left out
         exact = self._predict(X[rows])
         if exact.dtype != proba.dtype:
             raise TypeError(f"the bound ({proba.dtype}) and the model ({exact.dtype}) differ in precision")
@@ -1016,8 +1014,7 @@ class OnlineTriage:
                 X[~ok] = np.nan  # held back by the stream rule whatever the model says
                 asked = np.flatnonzero(ok)
                 declined = pool.rows_into(fast[asked], asked, values, starts, i, K, X, first)
-                pres = _PoolRows(pool, fast, first)
-                pres.touched.update(asked[declined].tolist())
+                pres = _PoolRows(pool, fast, first, asked[declined])
             else:
                 pres = [states[g].pre for g in fast.tolist()]
                 asked_rows = []
@@ -1076,19 +1073,38 @@ class OnlineTriage:
 class _PoolRows:
     """The Pre states of a round's rows for :meth:`OnlineTriage._screened`, from a PrePool.
 
-    Row r is member ``members[r]``; a state is handed out (given the
-    characteristics its row was built from, to complete) only where the
-    screen asks for it, and remembered in ``touched`` so that its cached
-    characteristics are dropped before its next update.
+    Row r is member ``members[r]``. Rows the pool built (``pool_rows``) are
+    completed by the pool in one call per stage; a row built in Python
+    (declined by the compiled row) by its own state, remembered in
+    ``touched`` so that its cached characteristics are dropped before its
+    next update.
     """
 
-    def __init__(self, pool: PrePool, members: np.ndarray, defer: tuple[str, ...]):
+    def __init__(self, pool: PrePool, members: np.ndarray, defer: tuple[str, ...], declined: np.ndarray):
         self.pool, self.members, self.defer = pool, members, defer
+        self.python = set(declined.tolist())
         self.touched: set[int] = set()
 
-    def __getitem__(self, r: int) -> PreState:
-        self.touched.add(r)
-        return self.pool.partial(int(self.members[r]), self.defer)
+    def complete(self, X: np.ndarray, rows: list[int], defer: tuple[str, ...] = ()) -> None:
+        """Rows ``rows`` of ``X`` completed to leave out only ``defer``."""
+        mine = [r for r in rows if r not in self.python] if self.python else rows
+        if mine:
+            at = np.array(mine, dtype=np.int64)
+            self.pool.complete_into(self.members[at], at, X, self.defer, defer)
+        for r in rows:
+            if r in self.python:
+                self.touched.add(r)
+                self.pool.pres[int(self.members[r])].complete_into(X[r], defer)
+        self.defer = defer  # what the pool's rows leave out now
+
+
+def _complete(pres, X: np.ndarray, rows: list[int], defer: tuple[str, ...] = ()) -> None:
+    """Rows ``rows`` of ``X`` completed by their Pre states to leave out only ``defer`` (the screen's next stage)."""
+    if isinstance(pres, _PoolRows):
+        pres.complete(X, rows, defer)
+    else:
+        for r in rows:
+            pres[r].complete_into(X[r], defer)
 
 
 def _timestamps_ns(h) -> list[int | None]:
