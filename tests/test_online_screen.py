@@ -363,6 +363,17 @@ def test_the_lean_replays_short_path_decides_what_the_round_by_round_loop_decide
     assert bool(withdrawn) == ("pre_class" not in kwargs)  # the screen runs where it can
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_lean_replay_of_synthetic_histories_finds_what_one_that_keeps_states_finds(w4, seed):
+    # The default preset resets Pre often (alarms, withdrawals), so many rows
+    # have a short Pre that the compiled row declines and the Python path
+    # builds, caching Pre's characteristics in the pooled state: a cache
+    # left over to the next commit would change later rows.
+    dataset = generate(preset_config("default", n_series=60), seed=seed)
+    kept = _found(OnlineTriage(w4, explain="none"), dataset)
+    assert _found(OnlineTriage(w4, explain="none"), dataset, keep_states=False) == kept and len(kept) >= 20
+
+
 def test_a_lean_replay_skips_and_rejects_what_the_checked_one_does(w4):
     # A History built directly may hold a commit twice or timestamps that go
     # backwards (dataset_from_long refuses both); those series take

@@ -1075,15 +1075,16 @@ class _PoolRows:
 
     Row r is member ``members[r]``. Rows the pool built (``pool_rows``) are
     completed by the pool in one call per stage; a row built in Python
-    (declined by the compiled row) by its own state, remembered in
-    ``touched`` so that its cached characteristics are dropped before its
-    next update.
+    (declined by the compiled row) by its own state, which cached Pre's
+    characteristics while building it: ``touched`` lists those rows, whose
+    caches are dropped before their next update.
     """
 
     def __init__(self, pool: PrePool, members: np.ndarray, defer: tuple[str, ...], declined: np.ndarray):
         self.pool, self.members, self.defer = pool, members, defer
         self.python = set(declined.tolist())
-        self.touched: set[int] = set()
+        # Building a row in Python cached Pre's characteristics in its state.
+        self.touched: set[int] = set(self.python)
 
     def complete(self, X: np.ndarray, rows: list[int], defer: tuple[str, ...] = ()) -> None:
         """Rows ``rows`` of ``X`` completed to leave out only ``defer``."""
@@ -1093,7 +1094,6 @@ class _PoolRows:
             self.pool.complete_into(self.members[at], at, X, self.defer, defer)
         for r in rows:
             if r in self.python:
-                self.touched.add(r)
                 self.pool.pres[int(self.members[r])].complete_into(X[r], defer)
         self.defer = defer  # what the pool's rows leave out now
 
