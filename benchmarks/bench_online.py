@@ -301,8 +301,8 @@ def watch_backlog(model: Path, n_lines: int, n_series: int = 1000) -> None:
     )
 
 
-def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bool = True) -> None:
-    """(f) `triage detect --jobs 2` on a synthetic preset (written once as long CSV, or ``data``: that CSV)."""
+def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bool = True, workers: str = "threads") -> None:
+    """(f) `triage detect --jobs 2 --workers W` on a synthetic preset (written once as long CSV, or ``data``: that CSV)."""
     import sys
 
     work = Path(tempfile.mkdtemp(prefix="bench-detect-"))
@@ -317,7 +317,7 @@ def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bo
 
     for jobs in (2,):
         cmd = [sys.executable, "-m", "triage.cli.app", "detect", "--data", str(data), "--model", str(model),
-               "--out", str(work / "found.csv"), "--jobs", str(jobs)] + ([] if screen else ["--no-screen"])
+               "--out", str(work / "found.csv"), "--jobs", str(jobs), "--workers", workers] + ([] if screen else ["--no-screen"])
         r = _child_run(cmd)
         found = sum(1 for _ in open(work / "found.csv")) - 1
         # Counted after the run: a large frame in this process would be
@@ -326,7 +326,7 @@ def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bo
         n_commits = int(ids.groupby("series_id")["commit"].nunique().sum())
         del ids
         print(
-            f"(f) triage detect --jobs {jobs}{'' if screen else ' --no-screen'}, preset {preset} "
+            f"(f) triage detect --jobs {jobs} --workers {workers}{'' if screen else ' --no-screen'}, preset {preset} "
             f"({n_commits:,} commits; {found} change points -> {work / 'found.csv'}): {r['wall_s']:.0f} s wall, "
             f"{r['cpu_s']:.0f} CPU-seconds (all processes, loading included), peak RSS of the largest "
             f"process {r['peak_mb']:.0f} MB (ru_maxrss), of all its processes together {r['total_peak_mb']:.0f} MB "
@@ -653,6 +653,10 @@ def main() -> None:
         help="with --detect-preset: the preset's long CSV written before (skips writing it again)",
     )
     parser.add_argument(
+        "--detect-workers", default="threads", choices=("threads", "processes"),
+        help="with --detect-preset: `triage detect --workers` (default threads)",
+    )
+    parser.add_argument(
         "--replay-only", action="store_true",
         help="only (b), in memory, after a 3-series warm-up: CPU per commit of a replay (needs --model)",
     )
@@ -718,7 +722,7 @@ def main() -> None:
         watch_backlog(args.model, args.watch_backlog)
         return
     if args.detect_preset:
-        detect_replay(args.model, args.detect_preset, args.detect_data, screen=not args.no_screen)
+        detect_replay(args.model, args.detect_preset, args.detect_data, screen=not args.no_screen, workers=args.detect_workers)
         return
 
     from triage.synthetic import generate, preset_config

@@ -631,7 +631,7 @@ row_kernel = _make_row_kernel(_sources_digest(_ROW_SOURCES))
 
 
 def _make_round_kernels(cache_key: str):
-    @numba.njit(cache=True)
+    @numba.njit(cache=True, nogil=True)
     def round_rows(f, ring, groups, horizon, plan, gather, values, starts, members, rows, i, k, after_flat, pre_out, X, declined):
         """``row_kernel`` for each member g = ``members[j]`` into ``X[rows[j]]``.
 
@@ -650,7 +650,7 @@ def _make_round_kernels(cache_key: str):
                 f[g], groups, ring[g], horizon, plan, gather, values[s : s + k + 1], after_flat, pre_out[g], X[rows[j]]
             )
 
-    @numba.njit(cache=True)
+    @numba.njit(cache=True, nogil=True)
     def round_learn(f, first, ring, hu, hl, groups, values, starts, members, i, k, full):
         """``learn`` of each member's commit i - k (see :func:`round_rows`).
 
@@ -669,7 +669,7 @@ def _make_round_kernels(cache_key: str):
             full[j] = False
             learn(f[g], first[g], ring[g], hu[g], hl[g], values[starts[g] + i - k], groups)
 
-    @numba.njit(cache=True)
+    @numba.njit(cache=True, nogil=True)
     def round_complete(f, ring, horizon, want, any_fast, members, rows, pre_out, pre_pos, pre_index, X):
         """The characteristics ``want`` of each member's Pre into ``pre_out[g]``, then its ``pre_*`` columns into ``X[rows[j]]``.
 

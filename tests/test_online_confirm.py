@@ -161,11 +161,13 @@ def test_pair_measures_online_equal_the_from_scratch_ones():
     assert online[3] > 4, "a 6-sigma shift has a large robust shift"
 
 
-def test_replay_over_two_processes_equals_one_replay(rf_dir, small_dataset):
+@pytest.mark.parametrize("workers", ["threads", "processes"])
+def test_replay_over_two_workers_equals_one_replay(rf_dir, small_dataset, workers):
     from triage.online.loop import replay_in_processes
 
     data = small_dataset.subset(small_dataset.series_ids[:12])
     one = OnlineTriage.from_model_dir(rf_dir, explain="none", confirm_after=2).replay(data)
-    two = replay_in_processes(rf_dir, data, jobs=2, parts=[(0, 5), (5, 9), (9, 12)], loop_kwargs={"confirm_after": 2})
+    two = replay_in_processes(rf_dir, data, jobs=2, parts=[(0, 5), (5, 9), (9, 12)], loop_kwargs={"confirm_after": 2},
+                              workers=workers)
     assert two == [(d.series, d.commit, d.index, d.probability) for d in one]
     assert two, "the small preset has changes to find"

@@ -46,13 +46,16 @@ def test_parts_hold_whole_series_and_equal_the_whole_file(history_csv):
         assert list(h.commits) == list(ref.commits)
 
 
-@pytest.mark.parametrize("jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
-def test_streamed_detect_finds_what_the_loop_finds(rf_dir, history_csv, tmp_path, monkeypatch, jobs):
+@pytest.mark.parametrize(
+    ("jobs", "workers"), [(1, "threads"), (2, "threads"), pytest.param(2, "processes", marks=pytest.mark.slow)]
+)
+def test_streamed_detect_finds_what_the_loop_finds(rf_dir, history_csv, tmp_path, monkeypatch, jobs, workers):
     subset, data = history_csv
     monkeypatch.setattr(loaders, "STREAM_ROWS", 150)
     out = tmp_path / "cps.csv"
     result = runner.invoke(
-        app, ["detect", "--data", str(data), "--model", str(rf_dir), "--out", str(out), "--jobs", str(jobs)]
+        app, ["detect", "--data", str(data), "--model", str(rf_dir), "--out", str(out), "--jobs", str(jobs),
+              "--workers", workers]
     )
     assert result.exit_code == 0, result.stderr
     expected = OnlineTriage.from_model_dir(rf_dir, explain="none").replay(subset)
@@ -96,4 +99,15 @@ def test_a_bad_row_in_a_later_part_is_named_by_its_line(rf_dir, history_csv, tmp
     result = runner.invoke(app, ["detect", "--data", str(bad), "--model", str(rf_dir), "--out", str(out)])
     assert result.exit_code == 2
     assert f"bad.csv, row {bad_line}:" in result.stderr and "fast" in result.stderr
+    assert not out.exists()
+
+
+def test_an_unknown_kind_of_worker_is_refused(rf_dir, history_csv, tmp_path):
+    _, data = history_csv
+    out = tmp_path / "cps.csv"
+    result = runner.invoke(
+        app, ["detect", "--data", str(data), "--model", str(rf_dir), "--out", str(out), "--jobs", "2",
+              "--workers", "fibres"]
+    )
+    assert result.exit_code == 2 and "--workers" in result.stderr and "threads" in result.stderr
     assert not out.exists()

@@ -388,7 +388,13 @@ def detect(
         "--commits-per-batch",
         help="Commits of each series per batch (one predictor call each).",
     ),
-    jobs: int = typer.Option(1, "--jobs", min=1, help="Processes the series are partitioned over."),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Workers the series are partitioned over."),
+    workers: str = typer.Option(
+        "threads",
+        "--workers",
+        help="How --jobs run: threads of one process (default; the compiled replay releases the GIL, "
+        "so memory holds one interpreter and one set of parts) or processes (one interpreter each).",
+    ),
     scheduler: str = typer.Option(None, "--scheduler", help="Replay on a dask cluster, partitioned by series: local or a scheduler address (the model path must be readable by the workers)."),
     screen: bool = typer.Option(
         True,
@@ -399,9 +405,11 @@ def detect(
     ),
 ) -> None:
     """Replay whole histories through the online loop and write the change points it finds."""
-    from triage.cli.validation import check_int, check_output_not_input
+    from triage.cli.validation import check_choice, check_int, check_output_not_input
+    from triage.online.loop import WORKERS
 
     check_output_not_input(out, data)
+    check_choice("--workers", workers, WORKERS)
     check_int("--batch-series", batch_series, low=1)
     check_int("--commits-per-batch", commits_per_batch, low=1)
     import pandas as pd
@@ -423,7 +431,7 @@ def detect(
         }
         streamed = None
         if scheduler is None:
-            streamed = _detect_streamed(data, layout, model_dir, jobs, loop_kwargs, replay_kwargs)
+            streamed = _detect_streamed(data, layout, model_dir, jobs, loop_kwargs, replay_kwargs, workers)
         if streamed is not None:
             found, n_series, n, seconds = streamed
             _write_found(found, out, fmt)
@@ -439,7 +447,7 @@ def detect(
         ids = dataset.series_ids
         try:
             # Series are independent: replayed in about 20 parts, each a progress step,
-            # spread over --jobs processes.
+            # spread over --jobs workers.
             parts = [
                 (part.start, part.stop)
                 for part in chunks(len(ids), max(20, 4 * jobs), minimum=256, maximum=batch_series)
@@ -453,6 +461,7 @@ def detect(
                     loop_kwargs=loop_kwargs,
                     replay_kwargs=replay_kwargs,
                     on_part=progress.advance,
+                    workers=workers,
                 ) if scheduler is None else map_frames(
                     lambda d: pd.DataFrame(replay_in_processes(model_dir, d, jobs=1, loop_kwargs=loop_kwargs,
                                                                replay_kwargs=replay_kwargs),
@@ -484,7 +493,7 @@ def _write_found(found, out: Path, fmt: str) -> None:
     write_frame(frame, out, fmt)
 
 
-def _detect_streamed(data: Path, layout: str, model_dir, jobs: int, loop_kwargs, replay_kwargs):
+def _detect_streamed(data: Path, layout: str, model_dir, jobs: int, loop_kwargs, replay_kwargs, workers: str):
     """`detect` on a long-layout CSV read part by part: (found, series, commits, seconds); None for other inputs.
 
     Memory then holds a few parts instead of the whole dataset (the
@@ -521,7 +530,7 @@ def _detect_streamed(data: Path, layout: str, model_dir, jobs: int, loop_kwargs,
             # (the number of series is unknown until the end).
             with JobProgress("detect", max(_count_lines(plain) - 1, 0), "rows", console=err_console) as progress:
                 found = replay_parts(
-                    model_dir, long_csv_parts(plain), jobs=jobs, loop_kwargs=loop_kwargs,
+                    model_dir, long_csv_parts(plain), jobs=jobs, loop_kwargs=loop_kwargs, workers=workers,
                     replay_kwargs=replay_kwargs, on_part=done,
                 )
                 progress.advance(progress.total)  # re-run rows (several per commit) were not counted

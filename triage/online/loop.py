@@ -100,6 +100,7 @@ import copy
 import hashlib
 import itertools
 import math
+import threading
 import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -1136,16 +1137,17 @@ def replay_in_processes(
     loop_kwargs: dict[str, object] | None = None,
     replay_kwargs: dict[str, object] | None = None,
     on_part=None,
+    workers: str = "threads",
 ) -> list[tuple[str, str, int, float]]:
-    """:meth:`OnlineTriage.replay` with the series partitioned over ``jobs`` processes.
+    """:meth:`OnlineTriage.replay` with the series partitioned over ``jobs`` workers (threads or processes).
 
-    Series are independent, so each worker process loads the model once and
+    Series are independent, so each worker loads the model once and
     replays whole parts of the dataset (:func:`replay_parts`: each part is
     sent to a worker): ``parts`` are half-open ranges of series positions
     (default: about 8 per job). Returns ``(series, commit, index,
     probability)`` of the change points found, in series order then commit
     order; ``on_part(n_series)`` is called as each part completes (a progress
-    bar). ``jobs=1`` runs in this process.
+    bar). ``jobs=1`` runs in this process; ``workers``: see :func:`replay_parts`.
     """
     n = len(dataset)
     if parts is None:
@@ -1159,6 +1161,7 @@ def replay_in_processes(
         loop_kwargs=loop_kwargs,
         replay_kwargs=replay_kwargs,
         on_part=None if on_part is None else (lambda part: on_part(len(part))),
+        workers=workers,
     )
 
 
@@ -1176,8 +1179,13 @@ def _replay_dataset(dataset) -> list[tuple[str, str, int, float]]:
     if loop is None:
         loop = OnlineTriage.from_model_dir(_SHARED["model"], **_SHARED["loop_kwargs"])
         _SHARED["loop"] = loop
-    found = loop.replay(dataset, keep_states=False, **_SHARED["replay_kwargs"])
-    return [(d.series, d.commit, d.index, d.probability) for d in found]
+    return _found_tuples(loop.replay(dataset, keep_states=False, **_SHARED["replay_kwargs"]))
+
+
+#: How :func:`replay_parts` runs its ``jobs``: threads of this process (one
+#: model in memory per thread, the compiled kernels release the GIL) or
+#: spawned processes (one interpreter, its imports and its model each).
+WORKERS = ("threads", "processes")
 
 
 def replay_parts(
@@ -1188,24 +1196,45 @@ def replay_parts(
     loop_kwargs: dict[str, object] | None = None,
     replay_kwargs: dict[str, object] | None = None,
     on_part=None,
+    workers: str = "threads",
 ) -> list[tuple[str, str, int, float]]:
     """:func:`replay_in_processes` over datasets that arrive one part at a time (a file read in chunks).
 
     Each part (a :class:`~triage.core.history.Dataset` of whole series) is
-    sent to one of ``jobs`` worker processes; at most ``2 * jobs`` parts are
-    read ahead of the results, so memory holds a few parts, not the whole
-    input (a replay of 2.16 M commits held 2 GB loaded at once).
+    replayed by one of ``jobs`` workers; at most ``2 * jobs`` parts are read
+    ahead of the results, so memory holds a few parts, not the whole input
+    (a replay of 2.16 M commits held 2 GB loaded at once). ``workers``
+    (:data:`WORKERS`): ``"threads"`` (default) replays in threads of this
+    process, each with its own loop: a lean replay spends most of its time
+    in compiled round kernels that release the GIL, so the threads use the
+    cores while the process holds the interpreter, its libraries and the
+    parts once (the ``default`` preset's replay: one process of about 450 MB
+    against three of about 370 MB each, BENCHMARKS.md); ``"processes"``
+    spawns ``jobs`` processes, for a model whose predictor holds the GIL.
     ``replay_kwargs`` go to :meth:`OnlineTriage.replay` (``screen=False``:
-    every row in full). The parts
-    iterator runs in this process, so an error it raises (a bad row) stops
-    the replay. Returns what :func:`replay_in_processes` returns, in part
-    order; ``on_part(dataset)`` is called as each part completes.
+    every row in full). The parts iterator runs in the calling thread, so
+    an error it raises (a bad row) stops the replay. Returns what
+    :func:`replay_in_processes` returns, in part order; ``on_part(dataset)``
+    is called as each part completes.
     """
     import multiprocessing
     from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
 
-    settings = (Path(model), {"explain": "none", **(loop_kwargs or {})}, dict(replay_kwargs or {}))
+    if workers not in WORKERS:
+        raise ValueError(f"workers must be one of {', '.join(WORKERS)}, got {workers!r}")
+    settings: tuple[Path, dict[str, Any], dict[str, Any]] = (
+        Path(model), {"explain": "none", **(loop_kwargs or {})}, dict(replay_kwargs or {})
+    )
     out: list[tuple[str, str, int, float]] = []
+
+    def drain(waiting: deque, keep: int) -> None:
+        while len(waiting) > keep or (waiting and waiting[0][1].ready()):
+            done, result = waiting.popleft()
+            out.extend(result.get())
+            if on_part is not None:
+                on_part(done)
+
     try:
         if jobs <= 1:
             _init_worker(*settings)
@@ -1214,25 +1243,52 @@ def replay_parts(
                 if on_part is not None:
                     on_part(part)
             return out
+        waiting: deque = deque()
+        if workers == "threads":
+            local = threading.local()
+
+            def replay(part) -> list[tuple[str, str, int, float]]:
+                loop = getattr(local, "loop", None)
+                if loop is None:
+                    loop = local.loop = OnlineTriage.from_model_dir(settings[0], **settings[1])
+                return _found_tuples(loop.replay(part, keep_states=False, **settings[2]))
+
+            pool = ThreadPoolExecutor(jobs, thread_name_prefix="triage-replay")
+            try:
+                for part in parts:
+                    waiting.append((part, _Done(pool.submit(replay, part))))
+                    drain(waiting, 2 * jobs)
+                drain(waiting, 0)
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+            return out
         # Spawned, not forked: a process that has run XGBoost holds a GNU
         # OpenMP thread pool, and a child forked from it hangs in its first
         # OpenMP call (seen: `triage detect --jobs 2` with an XGBoost model
         # never finished). Parts travel pickled either way.
         ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(jobs, initializer=_init_worker, initargs=settings) as pool:
-            waiting: deque = deque()
+        with ctx.Pool(jobs, initializer=_init_worker, initargs=settings) as procs:
             for part in parts:
-                waiting.append((part, pool.apply_async(_replay_dataset, (part,))))
-                while len(waiting) > 2 * jobs or (waiting and waiting[0][1].ready()):
-                    done, result = waiting.popleft()
-                    out.extend(result.get())
-                    if on_part is not None:
-                        on_part(done)
-            while waiting:
-                done, result = waiting.popleft()
-                out.extend(result.get())
-                if on_part is not None:
-                    on_part(done)
+                waiting.append((part, procs.apply_async(_replay_dataset, (part,))))
+                drain(waiting, 2 * jobs)
+            drain(waiting, 0)
         return out
     finally:
         _SHARED.clear()
+
+
+class _Done:
+    """A thread's future with a multiprocessing result's ``ready`` / ``get``."""
+
+    def __init__(self, future):
+        self.future = future
+
+    def ready(self) -> bool:
+        return self.future.done()
+
+    def get(self):
+        return self.future.result()
+
+
+def _found_tuples(found) -> list[tuple[str, str, int, float]]:
+    return [(d.series, d.commit, d.index, d.probability) for d in found]
