@@ -23,6 +23,7 @@ import pandas as pd
 from triage.core import labels as L
 from triage.core import timestamps
 from triage.core.errors import InputError
+from triage.core.text_cells import text_codes
 from triage.core.values import check_values
 
 # The loaders' validation below calls the label module ``labels``.
@@ -106,6 +107,19 @@ class History:
             arr = getattr(self, name)
             if arr is not None and len(arr) != n:
                 raise ValueError(f"series {self.series_id!r}: {name} has {len(arr)} entries, commits {n}")
+
+    @classmethod
+    def _validated(cls, **fields: object) -> History:
+        """A History of arrays :func:`dataset_from_long` has already made what ``__post_init__`` makes.
+
+        It converts each distinct commit id once (``str``, as a fixed-width
+        copy would give it: no trailing NULs) where ``__post_init__`` would
+        convert every commit of every series again: a tenth of a replay's
+        reading time.
+        """
+        history = cls.__new__(cls)
+        history.__dict__.update(fields, _index=None)
+        return history
 
     def __len__(self) -> int:
         return len(self.commits)
@@ -256,14 +270,14 @@ def _first(mask: np.ndarray) -> int:
 def _parse_values(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(raw):
         values = raw.to_numpy(dtype=np.float64)
-        text = raw.astype(str).to_numpy()
+        text = None  # only an error shows it: numbers are not written out otherwise
     else:
         text = raw.astype(str).str.strip().to_numpy()
         values = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values)
     if bad.any():
         i = _first(bad)
-        shown = text[i]
+        shown = text[i] if text is not None else str(raw.astype(str).iloc[i])
         if shown in ("", "None", "<NA>"):
             problem = "value is missing"
         elif np.isinf(values[i]):
@@ -277,19 +291,17 @@ def _parse_values(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
 
 
 def _parse_labels(raw: pd.Series, rows: np.ndarray, path: Path, column: str) -> np.ndarray:
-    text = raw.astype(object).where(raw.notna(), "").astype(str).to_numpy()
-    mapping: dict[str, str] = {}
-    for value in pd.unique(text):
+    codes, text = text_codes(raw, strip=False)
+    canonical = np.empty(len(text), dtype=object)
+    for k, value in enumerate(text):  # in the order of their first row: the first unknown one is named
         try:
-            mapping[value] = labels.normalise_label(value)
+            canonical[k] = labels.normalise_label(value)
         except KeyError:
-            # Python equality: numpy's fixed-width strings would drop trailing NULs.
-            i = next(j for j, t in enumerate(text) if t == value)
             raise InputError(
-                path, int(rows[i]), f"unknown {column} {value!r} (known: {labels.known_labels()})"
+                path, int(rows[_first(codes == k)]), f"unknown {column} {value!r} (known: {labels.known_labels()})"
             ) from None
-    return np.array([mapping[v] for v in text], dtype=object) if len(mapping) > 1 else np.full(
-        len(text), next(iter(mapping.values()), labels.NONE), dtype=object
+    return canonical[codes] if len(text) > 1 else np.full(
+        len(codes), canonical[0] if len(text) else labels.NONE, dtype=object
     )
 
 
@@ -307,22 +319,24 @@ def _parse_timestamps(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarra
 
 
 def _parse_flags(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
-    text = raw.astype(object).where(raw.notna(), "").astype(str).str.strip().str.lower().to_numpy()
+    codes, stripped = text_codes(raw, strip=True)
+    text = pd.Series(stripped, dtype=object).astype(str).str.lower().to_numpy()
     truthy = np.isin(text, ["1", "true", "yes", "1.0"])
     falsy = np.isin(text, ["0", "false", "no", "", "0.0"])
     bad = ~(truthy | falsy)
     if bad.any():
-        i = _first(bad)
-        raise InputError(path, int(rows[i]), f"true_change {text[i]!r} is not 0/1")
-    return truthy
+        i = _first(bad[codes])
+        raise InputError(path, int(rows[i]), f"true_change {text[codes[i]]!r} is not 0/1")
+    return truthy[codes]
 
 
-def _require_text(raw: pd.Series, rows: np.ndarray, path: Path, column: str) -> np.ndarray:
-    text = raw.astype(object).where(raw.notna(), "").astype(str).str.strip().to_numpy(dtype=object)
+def _require_text(raw: pd.Series, rows: np.ndarray, path: Path, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, texts)`` of a column that must not be blank: row ``i`` reads ``texts[codes[i]]``."""
+    codes, text = text_codes(raw, strip=True)
     empty = text == ""
     if empty.any():
-        raise InputError(path, int(rows[_first(empty)]), f"{column} is missing")
-    return text
+        raise InputError(path, int(rows[_first(empty[codes])]), f"{column} is missing")
+    return codes, text
 
 
 def dataset_from_long(
@@ -357,8 +371,9 @@ def dataset_from_long(
         raise InputError(path, None, "no rows")
     frame = frame.reset_index(drop=True)
     rows = np.arange(1, len(frame) + 1) if rows is None else np.asarray(rows)
-    series = _require_text(frame["series_id"], rows, path, "series_id")
-    commits = _require_text(frame["commit"], rows, path, "commit")
+    # Ids as codes of their distinct texts: a long file repeats them in every row.
+    series_codes, series_order = _require_text(frame["series_id"], rows, path, "series_id")
+    commit_codes, commit_text = _require_text(frame["commit"], rows, path, "commit")
     values = _parse_values(frame["value"], rows, path)
     n = len(frame)
     row_labels = (
@@ -378,14 +393,24 @@ def dataset_from_long(
     # wherever they appear (a retrigger re-measures a commit later, even after
     # other commits). Runs are ordered by the commit's first appearance in its
     # series, or by ``commit_order`` when given.
-    series_codes, series_order = pd.factorize(series)
-    key_codes, _ = pd.factorize(pd.Series(series) + "\x00" + pd.Series(commits))
+    if "\x00" in "".join(series_order) or "\x00" in "".join(commit_text):
+        # The key has always been the text "series NUL commit"; with NULs in
+        # the ids two pairs can share it, and the pair of numbers below would
+        # tell them apart.
+        key_text = pd.Series(series_order[series_codes]) + "\x00" + pd.Series(commit_text[commit_codes])
+        key_codes, _ = pd.factorize(key_text)
+    else:
+        # One number per (series, commit) pair; factorize numbers them by
+        # first appearance, as it numbered the pairs' texts.
+        key_codes, _ = pd.factorize(series_codes.astype(np.int64) * len(commit_text) + commit_codes)
     if commit_order is not None:
         position = {str(c): i for i, c in enumerate(commit_order)}
-        rank = np.array([position.get(c, -1) for c in commits], dtype=np.int64)
+        rank = np.array([position.get(c, -1) for c in commit_text], dtype=np.int64)[commit_codes]
         if (rank < 0).any():
             i = _first(rank < 0)
-            raise InputError(path, int(rows[i]), f"commit {commits[i]!r} is not in the given commit order")
+            raise InputError(
+                path, int(rows[i]), f"commit {commit_text[commit_codes[i]]!r} is not in the given commit order"
+            )
         # np.lexsort is stable: rows of one commit keep their file order.
         order = np.lexsort((rank, series_codes))
     else:
@@ -400,9 +425,13 @@ def dataset_from_long(
     first_idx = order[starts]  # frame index of each run's first row
 
     keep = trim(values[order], run_id) if trim is not None else np.ones(n, dtype=bool)
-    agg_values = AGGREGATES[aggregate](pd.Series(values[order][keep]).groupby(run_id[keep])).to_numpy()
+    agg_values = AGGREGATES[aggregate](pd.Series(values[order][keep]).groupby(run_id[keep])).to_numpy(dtype=np.float64)
     n_meas = np.bincount(run_id, minlength=n_runs)
-    run_labels = _run_labels(row_labels[order], run_id, n_runs, rows[order], path, "label")
+    run_labels = (
+        _run_labels(row_labels[order], run_id, n_runs, rows[order], path, "label")
+        if "label" in frame.columns
+        else np.full(n_runs, labels.NONE, dtype=object)
+    )
     run_truth = _run_labels(truth[order], run_id, n_runs, rows[order], path, "truth_label") if truth is not None else None
     run_change = (
         np.bincount(run_id, weights=true_change[order].astype(float), minlength=n_runs) > 0
@@ -411,7 +440,8 @@ def dataset_from_long(
     )
     run_ts = timestamps[first_idx] if timestamps is not None else None
     run_series = series_codes[first_idx]
-    run_commits = commits[first_idx]
+    # What History.__post_init__ makes of a commit id, once per distinct id.
+    run_commits = commit_text.astype(str).astype(object)[commit_codes[first_idx]]
 
     histories = []
     bounds = np.flatnonzero(np.r_[True, run_series[1:] != run_series[:-1], True])
@@ -447,7 +477,7 @@ def dataset_from_long(
             return part[perm] if perm is not None else part
 
         histories.append(
-            History(
+            History._validated(
                 series_id=str(series_order[run_series[a]]),
                 commits=take(run_commits),
                 values=take(agg_values),

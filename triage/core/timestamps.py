@@ -39,6 +39,8 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
+from triage.core.text_cells import text_codes
+
 #: How a rejected timestamp is described.
 EXPECTED = "ISO-8601, e.g. 2024-05-01T12:00:00Z, or seconds since the epoch"
 
@@ -143,7 +145,17 @@ def parse_column(raw: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             keep = ~missing & ~bad
             out[keep] = ns[keep].astype(np.int64)
         return out.view("datetime64[ns]"), missing, bad
-    text = raw.astype(object).where(raw.notna(), "").astype(str).str.strip()
+    # Each distinct text is read once (a long file repeats a commit's
+    # timestamp in every series and measurement of it).
+    codes, distinct = text_codes(raw, strip=True)
+    instants, missing, bad = _parse_texts(pd.Series(distinct, dtype=object).astype(str))
+    return instants[codes], missing[codes], bad[codes]
+
+
+def _parse_texts(text: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`parse_column` of stripped text (a ``str`` Series)."""
+    n = len(text)
+    out = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)  # NaT
     missing = (text == "").to_numpy()
     # ISO 8601 is what exports (and our writers) use and parses fast; anything
     # else goes through to_ns, element by element.
