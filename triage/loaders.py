@@ -317,13 +317,15 @@ def _floats_as_text_gives(column: pd.Series) -> bool:
     """Whether pandas' parser's floats of a column are what :func:`pandas.to_numeric` gives for its text.
 
     Both read a decimal number with the same routine (``precise_xstrtod``),
-    but ``to_numeric`` reads a column of only integers as integers (exact),
-    where ``-0`` is 0.0 and 2**53 + 1 is not rounded as the float routine
-    rounds it; the parser also reads a column of only ``True`` / ``False`` as
-    1.0 / 0.0, which ``to_numeric`` refuses, and ``inf``, ``1e400`` as
-    infinite, which the text path reports with its own words. So: every
-    value finite, no -0.0, every magnitude below 2**53, and at least one value
-    that is not an integer (then neither reading was of integers only).
+    but ``to_numeric`` reads a column of only integers as integers (exact:
+    ``-0`` is 0.0, and 2**53 + 1 may round otherwise); the parser also reads a
+    chunk of only ``True`` / ``False`` as 1.0 / 0.0, which ``to_numeric``
+    refuses, and ``inf``, ``1e400`` as infinite, which the text path reports
+    with its own words. So: every value finite and at least one that is not
+    an integer (then neither reading was of integers only). -0.0 and
+    magnitudes from 2**53 on, where the two readings differ for integers, go
+    to the text path too: they agreed in every mixed column tried, but are
+    rare enough in measurements not to rest on that.
     """
     if column.dtype != np.float64:
         return False
