@@ -140,3 +140,9 @@ def test_text_codes_give_the_text_rule_row_by_row(dtype):
         assert len(set(uniques.tolist())) == len(uniques)
         # numbered by first appearance, as pandas.factorize numbers the row texts
         assert codes.tolist() == pd.factorize(np.asarray(expected, dtype=object))[0].tolist()
+
+
+def test_a_header_without_rows_is_refused_in_words(tmp_path):
+    path = _write(tmp_path / "empty.csv", [])
+    with pytest.raises(InputError, match="file has a header but no data rows"):
+        list(long_csv_parts(path))

@@ -379,6 +379,8 @@ def _long_csv_parts(
             missing = [c for c in REQUIRED_COLUMNS if c not in chunk.columns]
             if missing:
                 raise InputError(path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(chunk.columns)})")
+            if not len(chunk):  # a header without rows: refused below, not an IndexError here
+                continue
             if float_value is not None and not _floats_as_text_gives(chunk["value"]):
                 raise _ValuesAsText()
             rows = np.arange(next_row, next_row + len(chunk))
