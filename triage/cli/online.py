@@ -390,10 +390,10 @@ def detect(
     ),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Workers the series are partitioned over."),
     workers: str = typer.Option(
-        "threads",
+        "processes",
         "--workers",
-        help="How --jobs run: threads of one process (default; the compiled replay releases the GIL, "
-        "so memory holds one interpreter and one set of parts) or processes (one interpreter each).",
+        help="How --jobs run: spawned processes (default; one interpreter each) or threads of one "
+        "process (experimental: the compiled replay releases the GIL, so memory holds one interpreter).",
     ),
     scheduler: str = typer.Option(None, "--scheduler", help="Replay on a dask cluster, partitioned by series: local or a scheduler address (the model path must be readable by the workers)."),
     screen: bool = typer.Option(
