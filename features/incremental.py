@@ -786,7 +786,7 @@ class PrePool:
         Python by their own states, which cache what they computed. Returns
         the positions j of the members built in Python.
         """
-        flags, gather, _ = self._head._plans.get(defer) or self._head._plan(defer)
+        flags, gather, _ = self._head._plan(defer)
         declined = np.zeros(members.size, dtype=np.bool_)
         pre_state_kernels.round_rows(
             self.f, self.ring, self._head._groups, self._head.horizon, flags, gather, values, starts,
