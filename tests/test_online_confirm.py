@@ -161,11 +161,7 @@ def test_pair_measures_online_equal_the_from_scratch_ones():
     assert online[3] > 4, "a 6-sigma shift has a large robust shift"
 
 
-@pytest.mark.parametrize("workers", [
-    pytest.param("threads", marks=pytest.mark.xfail(
-        strict=False, reason="--workers threads (experimental): failed in 2 of 4 full-suite runs, not reproduced alone")),
-    "processes",
-])
+@pytest.mark.parametrize("workers", ["threads", "processes"])
 def test_replay_over_two_workers_equals_one_replay(rf_dir, small_dataset, workers):
     from triage.online.loop import replay_in_processes
 
@@ -175,3 +171,15 @@ def test_replay_over_two_workers_equals_one_replay(rf_dir, small_dataset, worker
                               workers=workers)
     assert two == [(d.series, d.commit, d.index, d.probability) for d in one]
     assert two, "the small preset has changes to find"
+
+
+def test_replay_threads_share_one_loaded_model(rf_dir, small_dataset, monkeypatch):
+    from triage.online.loop import replay_in_processes
+    from triage.training import model_files
+
+    loads = []
+    real_load = model_files.load_model
+    monkeypatch.setattr(model_files, "load_model", lambda path: loads.append(path) or real_load(path))
+    data = small_dataset.subset(small_dataset.series_ids[:8])
+    replay_in_processes(rf_dir, data, jobs=2, parts=[(0, 2), (2, 4), (4, 6), (6, 8)], workers="threads")
+    assert loads == [rf_dir], "the threads' loops are built from one loaded classifier"

@@ -51,8 +51,7 @@ def test_parts_hold_whole_series_and_equal_the_whole_file(history_csv):
     [
         (1, "processes"),
         pytest.param(2, "processes", marks=pytest.mark.slow),
-        pytest.param(2, "threads", marks=pytest.mark.xfail(
-            strict=False, reason="--workers threads (experimental): intermittent failures seen in full-suite runs")),
+        (2, "threads"),
     ],
 )
 def test_streamed_detect_finds_what_the_loop_finds(rf_dir, history_csv, tmp_path, monkeypatch, jobs, workers):

@@ -100,7 +100,7 @@ import copy
 import hashlib
 import itertools
 import math
-import threading
+import queue
 import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -1137,7 +1137,7 @@ def replay_in_processes(
     loop_kwargs: dict[str, object] | None = None,
     replay_kwargs: dict[str, object] | None = None,
     on_part=None,
-    workers: str = "processes",
+    workers: str = "threads",
 ) -> list[tuple[str, str, int, float]]:
     """:meth:`OnlineTriage.replay` with the series partitioned over ``jobs`` workers (threads or processes).
 
@@ -1182,8 +1182,8 @@ def _replay_dataset(dataset) -> list[tuple[str, str, int, float]]:
     return _found_tuples(loop.replay(dataset, keep_states=False, **_SHARED["replay_kwargs"]))
 
 
-#: How :func:`replay_parts` runs its ``jobs``: threads of this process (one
-#: model in memory per thread, the compiled kernels release the GIL) or
+#: How :func:`replay_parts` runs its ``jobs``: threads of this process (the
+#: default: one model in memory, the compiled kernels release the GIL) or
 #: spawned processes (one interpreter, its imports and its model each).
 WORKERS = ("threads", "processes")
 
@@ -1196,23 +1196,22 @@ def replay_parts(
     loop_kwargs: dict[str, object] | None = None,
     replay_kwargs: dict[str, object] | None = None,
     on_part=None,
-    workers: str = "processes",
+    workers: str = "threads",
 ) -> list[tuple[str, str, int, float]]:
     """:func:`replay_in_processes` over datasets that arrive one part at a time (a file read in chunks).
 
     Each part (a :class:`~triage.core.history.Dataset` of whole series) is
-    replayed by one of ``jobs`` workers; at most ``2 * jobs`` parts are read
-    ahead of the results, so memory holds a few parts, not the whole input
-    (a replay of 2.16 M commits held 2 GB loaded at once). ``workers``
-    (:data:`WORKERS`): ``"processes"`` (default) spawns ``jobs`` processes;
-    ``"threads"`` (experimental) replays in threads of this process, each
-    with its own loop: a lean replay spends most of its time in compiled
-    round kernels that release the GIL, so the threads use the cores while
-    the process holds the interpreter, its libraries and the parts once (the
-    ``default`` preset's replay: one process of about 470 MB against three of
-    about 1.1 GB together, BENCHMARKS.md). It is not the default because one
-    unit test of it failed intermittently in full-suite runs (2 of 4), not
-    reproduced alone; see BENCHMARKS.md.
+    replayed by one of ``jobs`` workers; at most ``jobs`` parts (threads) or
+    ``2 * jobs`` parts (processes) are read ahead of the results, so memory
+    holds a few parts, not the whole input (a replay of 2.16 M commits held
+    2 GB loaded at once). ``workers`` (:data:`WORKERS`): ``"threads"``
+    (default) replays in threads of this process, each with its own loop
+    over one shared classifier: a lean replay spends most of its time in
+    compiled round kernels that release the GIL, so the threads use the
+    cores while the process holds the interpreter, its libraries, the model
+    and the parts once (the ``default`` preset's replay: one process of
+    about 480-495 MB against three of 1.1-1.2 GB together, BENCHMARKS.md);
+    ``"processes"`` spawns ``jobs`` processes, each loading the model.
     ``replay_kwargs`` go to :meth:`OnlineTriage.replay` (``screen=False``:
     every row in full). The parts iterator runs in the calling thread, so
     an error it raises (a bad row) stops the replay. Returns what
@@ -1247,19 +1246,31 @@ def replay_parts(
             return out
         waiting: deque = deque()
         if workers == "threads":
-            local = threading.local()
+            # One model in memory: the threads' loops share its classifier (a
+            # loop reads it only when built; each compiles its own predictor),
+            # and a loop is handed to one thread at a time.
+            first = OnlineTriage.from_model_dir(settings[0], **settings[1])
+            idle: queue.SimpleQueue = queue.SimpleQueue()
+            idle.put(first)
 
             def replay(part) -> list[tuple[str, str, int, float]]:
-                loop = getattr(local, "loop", None)
-                if loop is None:
-                    loop = local.loop = OnlineTriage.from_model_dir(settings[0], **settings[1])
-                return _found_tuples(loop.replay(part, keep_states=False, **settings[2]))
+                try:
+                    loop = idle.get_nowait()
+                except queue.Empty:
+                    loop = OnlineTriage(first.classifier, model_id=first.model_id, **settings[1])
+                try:
+                    return _found_tuples(loop.replay(part, keep_states=False, **settings[2]))
+                finally:
+                    idle.put(loop)
 
             pool = ThreadPoolExecutor(jobs, thread_name_prefix="triage-replay")
             try:
                 for part in parts:
                     waiting.append((part, _Done(pool.submit(replay, part))))
-                    drain(waiting, 2 * jobs)
+                    # One part waiting per thread is enough (this thread reads
+                    # a part in a fraction of the time a worker replays one),
+                    # and every part read ahead is memory held.
+                    drain(waiting, jobs)
                 drain(waiting, 0)
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
