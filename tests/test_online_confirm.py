@@ -173,6 +173,21 @@ def test_replay_over_two_workers_equals_one_replay(rf_dir, small_dataset, worker
     assert two, "the small preset has changes to find"
 
 
+@pytest.mark.parametrize(("kind", "threshold"), [("xgb", None), ("svm", 0.1)])
+def test_replay_over_two_threads_equals_one_replay_for_other_model_kinds(small_dataset, kind, threshold):
+    # xgb: the compiled tree walk; svm: scikit-learn's own predict_proba, called from both threads
+    # (its threshold lowered so that it raises alarms on these series)
+    from triage.online.loop import replay_in_processes
+
+    path = model_dir(kind)
+    data = small_dataset.subset(small_dataset.series_ids[:12])
+    one = OnlineTriage.from_model_dir(path, explain="none", threshold=threshold).replay(data)
+    two = replay_in_processes(path, data, jobs=2, parts=[(0, 3), (3, 6), (6, 9), (9, 12)],
+                              loop_kwargs={"threshold": threshold}, workers="threads")
+    assert two == [(d.series, d.commit, d.index, d.probability) for d in one]
+    assert two, "alarms to compare"
+
+
 def test_replay_threads_share_one_loaded_model(rf_dir, small_dataset, monkeypatch):
     from triage.online.loop import replay_in_processes
     from triage.training import model_files
