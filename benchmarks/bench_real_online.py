@@ -55,6 +55,11 @@ Usage::
         --train 2000 --train-real 0-4 --train-only
     nice .venv/bin/python -m benchmarks.bench_real_online --models benchmarks/out/online2 --ks 4,5,3,0,1,2 \
         --thresholds 0.7,0.8,0.9,0.95,0.98,0.99,0.995,0.998 --withdraw 2 --min-pre 5
+    nice .venv/bin/python -m benchmarks.bench_real_online --by-size models/online-w4
+
+``--by-size MODEL`` is a diagnostic: which injected changes of the
+validation and test parts MODEL's loop and ``perfherder`` find, by the
+shift's size in noise units (:func:`recall_by_size`).
 """
 
 from __future__ import annotations
@@ -264,6 +269,68 @@ def bundle(source: Path, out: Path, k: int, threshold: float, withdraw: float, m
     print(f"wrote {out} (K={k}, threshold {threshold}, withdraw_below {withdraw}, min_pre {min_pre})")
 
 
+#: Bins of :func:`recall_by_size`: a shift's size in commit-to-commit noise units.
+SIZE_BINS = ((0, 1), (1, 2), (2, 3), (3, 4), (4, 6), (6, 8), (8, 16), (16, np.inf))
+
+
+def shift_units(h, c: int) -> float:
+    """The injected shift at ``c`` in units of the noise before it.
+
+    |median of the 20 commits from c - median of the 20 before| divided by
+    the commit-to-commit noise of the 60 commits before (``1.4826 MAD(diff)
+    / sqrt 2``, the unit :mod:`benchmarks.real_data` segments in).
+    """
+    before = h.values[max(0, c - 60) : c]
+    step = np.diff(before)
+    noise = 1.4826 * np.median(np.abs(step - np.median(step))) / np.sqrt(2)
+    return float(abs(np.median(h.values[c : c + 20]) - np.median(before[-20:])) / max(noise, 1e-12))
+
+
+def recall_by_size(
+    data: Dataset, found: dict[str, list[int]], other: dict[str, list[int]], margin: int = 5
+) -> list[tuple[str, int, float, float]]:
+    """Per size bin: (bin, changes, share found by ``found``, by ``other``), a change found within ``margin`` commits.
+
+    A diagnostic: each injected change counted once (TCPDBench's recall
+    also counts the start of every history).
+    """
+    rows = []
+    for h in data:
+        for c in h.true_change_points():
+            c = int(c)
+            near = [any(abs(i - c) <= margin for i in f.get(h.series_id, [])) for f in (found, other)]
+            rows.append((shift_units(h, c), *near))
+    table = np.array(rows, dtype=np.float64).reshape(-1, 3)
+    out = []
+    for lo, hi in SIZE_BINS:
+        m = (table[:, 0] >= lo) & (table[:, 0] < hi)
+        if m.any():
+            out.append((f"{lo}-{hi:g}" if np.isfinite(hi) else f">= {lo}", int(m.sum()), *table[m, 1:].mean(axis=0)))
+    out.append(("all", len(table), *table[:, 1:].mean(axis=0)))
+    return out
+
+
+def by_size(model: Path, parts: dict[str, Dataset]) -> list[str]:
+    """Markdown lines: recall by shift size of the loop (``model`` with its own stream rule) and ``perfherder``."""
+    loop = OnlineTriage.from_model_dir(model, explain="none")
+    lines = []
+    for name in ("validation", "test"):
+        data = parts[name]
+        found: dict[str, list[int]] = {h.series_id: [] for h in data}
+        for d in loop.replay(data, keep_states=False):
+            found[d.series].append(d.index)
+        lines += [
+            f"{name}: changes found within 5 commits, by shift size in noise units "
+            f"(K = {loop.confirm_after}, threshold {loop.threshold:g})",
+            "",
+            "| size | changes | online loop | `perfherder` |",
+            "| --- | ---: | ---: | ---: |",
+            *(f"| {b} | {n} | {a:.2f} | {p:.2f} |" for b, n, a, p in recall_by_size(data, found, perfherder(data))),
+            "",
+        ]
+    return lines
+
+
 def parse_ks(spec: str) -> list[int]:
     ks: list[int] = []
     for part in spec.split(","):
@@ -274,7 +341,7 @@ def parse_ks(spec: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--models", type=Path, required=True, help="folder with one model directory w<K> per K")
+    ap.add_argument("--models", type=Path, default=None, help="folder with one model directory w<K> per K (required but with --by-size)")
     ap.add_argument("--ks", default="0-5", help="confirmation delays, e.g. 0-5 or 0,3")
     ap.add_argument("--seed", type=int, default=0, help="injection seed")
     ap.add_argument("--mode", default="stable", choices=real_data.MODES)
@@ -292,7 +359,21 @@ def main(argv: list[str] | None = None) -> int:
         "--bundle", nargs=2, type=Path, metavar=("SOURCE", "OUT"), default=None,
         help="only write SOURCE as OUT with the stream rule of --ks K, --thresholds T, --withdraw W, --min-pre M",
     )
+    ap.add_argument(
+        "--by-size", type=Path, metavar="MODEL", default=None,
+        help="only print which injected changes MODEL's loop and perfherder find, by shift size (a diagnostic)",
+    )
     args = ap.parse_args(argv)
+    if args.by_size is not None:
+        try:
+            parts = real_data.benchmark_parts(mode=args.mode, seed=args.seed)
+        except real_data.RealDataMissing as exc:
+            print(exc)
+            return 0
+        print("\n".join(by_size(args.by_size, parts)))
+        return 0
+    if args.models is None:
+        ap.error("--models is required (but with --by-size)")
     if args.bundle is not None:
         bundle(*args.bundle, parse_ks(args.ks)[0], float(args.thresholds), float(args.withdraw), int(args.min_pre))
         return 0

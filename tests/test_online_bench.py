@@ -59,6 +59,29 @@ def test_history_scores_count_the_series_start_as_found(bench):
     assert hit[0].tolist() == pytest.approx([1.0, 1.0, 1.0])
 
 
+def test_recall_by_size_bins_each_injected_change_by_its_shift_in_noise_units(bench):
+    import numpy as np
+
+    from triage.core.history import Dataset, History
+
+    rng = np.random.default_rng(0)
+    # noise sd 1 (commit-to-commit unit sd 1 as well), shifts of 1.5 and 10 units
+    values = 100 + rng.standard_normal(200)
+    values[60:] += 1.5
+    values[130:] += 10.0
+    truth = [i in (60, 130) for i in range(200)]
+    h = History("s", [f"c{i}" for i in range(200)], values.tolist(), [""] * 200, true_change=truth)
+    assert 1.0 < bench.shift_units(h, 60) < 2.5
+    assert 7.0 < bench.shift_units(h, 130) < 13.0
+    rows = bench.recall_by_size(Dataset([h]), {"s": [133]}, {"s": [58, 140]})
+    by_bin = {b: (n, a, p) for b, n, a, p in rows}
+    big = next(b for b in by_bin if by_bin[b][0] == 1 and b not in ("all",) and by_bin[b][1] == 1.0)
+    assert by_bin[big] == (1, 1.0, 0.0), "133 is within 5 commits of 130; 140 is not"
+    small = next(b for b in by_bin if b not in (big, "all"))
+    assert by_bin[small] == (1, 0.0, 1.0), "58 is within 5 commits of 60"
+    assert by_bin["all"] == (2, 0.5, 0.5)
+
+
 def test_the_bundled_window4_model_brings_its_k_and_rule_and_finds_a_clear_step():
     import numpy as np
 
