@@ -123,7 +123,7 @@ def load(
         part of each commit's measurements (:mod:`triage.steady_state`)
     """
     # Imported here: it brings the detectors and scipy.stats, which reading a
-    # file without --trim-warmup never needs (0.7 s of every CLI start).
+    # file without --trim-warmup never needs (about 0.9 CPU-s of every CLI start).
     from triage import steady_state
 
     path = Path(path)

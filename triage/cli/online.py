@@ -547,8 +547,9 @@ def _arrow_memory_to_the_system() -> None:
 
     A streamed read frees each chunk's text after parsing it; mimalloc kept
     that memory, malloc hands it to the next chunk. Measured on the 2.16 M
-    replay (`--workers threads`): peak RSS 512-521 -> 486 MB at the same
-    CPU (BENCHMARKS.md). ``ARROW_DEFAULT_MEMORY_POOL``, when set, decides.
+    replay (`--workers threads`): peak RSS 511-521 -> 490-496 MB at about
+    the same CPU (BENCHMARKS.md). ``ARROW_DEFAULT_MEMORY_POOL``, when set,
+    decides.
     """
     import os
 

@@ -1210,7 +1210,7 @@ def replay_parts(
     compiled round kernels that release the GIL, so the threads use the
     cores while the process holds the interpreter, its libraries, the model
     and the parts once (the ``default`` preset's replay: one process of
-    about 480-495 MB against three of 1.1-1.2 GB together, BENCHMARKS.md);
+    about 475-496 MB against three of 1.1-1.2 GB together, BENCHMARKS.md);
     ``"processes"`` spawns ``jobs`` processes, each loading the model.
     ``replay_kwargs`` go to :meth:`OnlineTriage.replay` (``screen=False``:
     every row in full). The parts iterator runs in the calling thread, so
@@ -1267,8 +1267,8 @@ def replay_parts(
             try:
                 for part in parts:
                     waiting.append((part, _Done(pool.submit(replay, part))))
-                    # One part waiting per thread is enough (this thread reads
-                    # a part in a fraction of the time a worker replays one),
+                    # At most one part submitted per thread: this thread reads
+                    # a part in a fraction of the time a worker replays one,
                     # and every part read ahead is memory held.
                     drain(waiting, jobs)
                 drain(waiting, 0)

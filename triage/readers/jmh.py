@@ -128,7 +128,7 @@ def steady_long(
     if len(set(commits)) != len(commits):
         raise ValueError("each file is one commit: commit ids must be distinct")
     # Imported here: it brings the detectors and scipy.stats, which reading a
-    # file without --trim-warmup never needs (0.7 s of every CLI start).
+    # file without --trim-warmup never needs (about 0.9 CPU-s of every CLI start).
     from triage import steady_state
 
     detector = steady_state.make(trim_warmup)
