@@ -301,7 +301,7 @@ def watch_backlog(model: Path, n_lines: int, n_series: int = 1000) -> None:
     )
 
 
-def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bool = True, workers: str = "threads") -> None:
+def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bool = True, workers: str = "auto") -> None:
     """(f) `triage detect --jobs 2 --workers W` on a synthetic preset (written once as long CSV, or ``data``: that CSV)."""
     import sys
 
@@ -655,8 +655,8 @@ def main() -> None:
         help="with --detect-preset: the preset's long CSV written before (skips writing it again)",
     )
     parser.add_argument(
-        "--detect-workers", default="threads", choices=("threads", "processes"),
-        help="with --detect-preset: `triage detect --workers` (default threads, as triage detect's)",
+        "--detect-workers", default="auto", choices=("auto", "threads", "processes"),
+        help="with --detect-preset: `triage detect --workers` (default auto, as triage detect's)",
     )
     parser.add_argument(
         "--replay-only", action="store_true",

@@ -188,6 +188,31 @@ def test_replay_over_two_threads_equals_one_replay_for_other_model_kinds(small_d
     assert two, "alarms to compare"
 
 
+@pytest.mark.parametrize(("kind", "threshold", "in_threads"), [("rf", None, True), ("svm", 0.1, False)])
+def test_auto_workers_are_threads_for_a_compiled_model_and_processes_for_an_svm(
+    small_dataset, monkeypatch, kind, threshold, in_threads
+):
+    # an SVM's predict_proba holds the GIL: two threads would take turns
+    import threading
+
+    from triage.online.loop import replay_in_processes
+
+    path = model_dir(kind)
+    assert OnlineTriage.from_model_dir(path, explain="none").compiled is in_threads
+    data = small_dataset.subset(small_dataset.series_ids[:12])
+    one = OnlineTriage.from_model_dir(path, explain="none", threshold=threshold).replay(data)
+    here = []
+    real_replay = OnlineTriage.replay
+    monkeypatch.setattr(OnlineTriage, "replay",
+                        lambda self, *a, **k: here.append(threading.current_thread().name) or real_replay(self, *a, **k))
+    two = replay_in_processes(path, data, jobs=2, parts=[(0, 4), (4, 8), (8, 12)], loop_kwargs={"threshold": threshold})
+    assert two == [(d.series, d.commit, d.index, d.probability) for d in one] and two
+    if in_threads:
+        assert len(here) == 3 and all(name.startswith("triage-replay") for name in here)
+    else:
+        assert here == [], "replayed in spawned processes, not in this one"
+
+
 def test_replay_threads_share_one_loaded_model(rf_dir, small_dataset, monkeypatch):
     from triage.online.loop import replay_in_processes
     from triage.training import model_files

@@ -52,6 +52,7 @@ def test_parts_hold_whole_series_and_equal_the_whole_file(history_csv):
         (1, "processes"),
         pytest.param(2, "processes", marks=pytest.mark.slow),
         (2, "threads"),
+        (2, "auto"),
     ],
 )
 def test_streamed_detect_finds_what_the_loop_finds(rf_dir, history_csv, tmp_path, monkeypatch, jobs, workers):

@@ -390,10 +390,11 @@ def detect(
     ),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Workers the series are partitioned over."),
     workers: str = typer.Option(
-        "threads",
+        "auto",
         "--workers",
-        help="How --jobs run: threads of one process (default: the compiled replay releases the GIL, "
-        "so memory holds one interpreter and one model) or spawned processes (one interpreter and model each).",
+        help="How --jobs run: threads of one process (the compiled replay releases the GIL, so memory holds "
+        "one interpreter and one model), spawned processes (one interpreter and model each), or auto "
+        "(default): threads for a forest or XGBoost model, processes for an SVM, whose predict_proba holds the GIL.",
     ),
     scheduler: str = typer.Option(None, "--scheduler", help="Replay on a dask cluster, partitioned by series: local or a scheduler address (the model path must be readable by the workers)."),
     screen: bool = typer.Option(

@@ -296,11 +296,16 @@ class OnlineTriage:
             raise ValueError(f"withdraw_below must be a finite number >= 0, got {withdraw_below!r}")
         self.withdraw_below = float(withdraw_below)
         self._bound = None  # an upper bound of the model's probability over some free columns
+        #: Whether the probabilities come from the compiled tree walk, which
+        #: releases the GIL (a forest or XGBoost); else from the library's own
+        #: ``predict_proba`` (an SVM), which holds it.
+        self.compiled = False
         if compiled:
             from triage.training.compiled import CompiledPredictor
 
             predictor = CompiledPredictor(classifier)
             self._predict = predictor.positive_proba
+            self.compiled = predictor.compiled
             if predictor.bounds:
                 self._bound = predictor.upper_bound_proba
         else:
@@ -1137,7 +1142,7 @@ def replay_in_processes(
     loop_kwargs: dict[str, object] | None = None,
     replay_kwargs: dict[str, object] | None = None,
     on_part=None,
-    workers: str = "threads",
+    workers: str = "auto",
 ) -> list[tuple[str, str, int, float]]:
     """:meth:`OnlineTriage.replay` with the series partitioned over ``jobs`` workers (threads or processes).
 
@@ -1182,10 +1187,14 @@ def _replay_dataset(dataset) -> list[tuple[str, str, int, float]]:
     return _found_tuples(loop.replay(dataset, keep_states=False, **_SHARED["replay_kwargs"]))
 
 
-#: How :func:`replay_parts` runs its ``jobs``: threads of this process (the
-#: default: one model in memory, the compiled kernels release the GIL) or
-#: spawned processes (one interpreter, its imports and its model each).
-WORKERS = ("threads", "processes")
+#: How :func:`replay_parts` runs its ``jobs``: threads of this process (one
+#: model in memory, the compiled kernels release the GIL), spawned processes
+#: (one interpreter, its imports and its model each), or ``auto`` (the
+#: default): threads when the model's probabilities are compiled (a forest,
+#: XGBoost), processes when they come from the library's ``predict_proba``,
+#: which holds the GIL (an SVM: 25 s wall with threads against 16.5 s with
+#: processes on the real histories, BENCHMARKS.md).
+WORKERS = ("auto", "threads", "processes")
 
 
 def replay_parts(
@@ -1196,7 +1205,7 @@ def replay_parts(
     loop_kwargs: dict[str, object] | None = None,
     replay_kwargs: dict[str, object] | None = None,
     on_part=None,
-    workers: str = "threads",
+    workers: str = "auto",
 ) -> list[tuple[str, str, int, float]]:
     """:func:`replay_in_processes` over datasets that arrive one part at a time (a file read in chunks).
 
@@ -1204,8 +1213,9 @@ def replay_parts(
     replayed by one of ``jobs`` workers; at most ``jobs`` parts (threads) or
     ``2 * jobs`` parts (processes) are read ahead of the results, so memory
     holds a few parts, not the whole input (a replay of 2.16 M commits held
-    2 GB loaded at once). ``workers`` (:data:`WORKERS`): ``"threads"``
-    (default) replays in threads of this process, each with its own loop
+    2 GB loaded at once). ``workers`` (:data:`WORKERS`; ``"auto"``, the
+    default, picks threads for a compiled model and processes otherwise):
+    ``"threads"`` replays in threads of this process, each with its own loop
     over one shared classifier: a lean replay spends most of its time in
     compiled round kernels that release the GIL, so the threads use the
     cores while the process holds the interpreter, its libraries, the model
@@ -1245,11 +1255,12 @@ def replay_parts(
                     on_part(part)
             return out
         waiting: deque = deque()
-        if workers == "threads":
+        first = None if workers == "processes" else OnlineTriage.from_model_dir(settings[0], **settings[1])
+        if first is not None and (workers == "threads" or first.compiled):
             # One model in memory: the threads' loops share its classifier (a
             # loop reads it only when built; each compiles its own predictor),
             # and a loop is handed to one thread at a time.
-            first = OnlineTriage.from_model_dir(settings[0], **settings[1])
+            template: OnlineTriage = first
             idle: queue.SimpleQueue = queue.SimpleQueue()
             idle.put(first)
 
@@ -1257,7 +1268,7 @@ def replay_parts(
                 try:
                     loop = idle.get_nowait()
                 except queue.Empty:
-                    loop = OnlineTriage(first.classifier, model_id=first.model_id, **settings[1])
+                    loop = OnlineTriage(template.classifier, model_id=template.model_id, **settings[1])
                 try:
                     return _found_tuples(loop.replay(part, keep_states=False, **settings[2]))
                 finally:
@@ -1275,6 +1286,7 @@ def replay_parts(
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
             return out
+        first = None  # "auto" with a model whose predict_proba holds the GIL: processes, each loading it
         # Spawned, not forked: a process that has run XGBoost holds a GNU
         # OpenMP thread pool, and a child forked from it hangs in its first
         # OpenMP call (seen: `triage detect --jobs 2` with an XGBoost model
