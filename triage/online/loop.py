@@ -1220,7 +1220,7 @@ def replay_parts(
     compiled round kernels that release the GIL, so the threads use the
     cores while the process holds the interpreter, its libraries, the model
     and the parts once (the ``default`` preset's replay: one process of
-    about 475-496 MB against three of 1.1-1.2 GB together, BENCHMARKS.md);
+    about 425-496 MB against three of 1.1-1.2 GB together, BENCHMARKS.md);
     ``"processes"`` spawns ``jobs`` processes, each loading the model.
     ``replay_kwargs`` go to :meth:`OnlineTriage.replay` (``screen=False``:
     every row in full). The parts iterator runs in the calling thread, so
