@@ -59,7 +59,9 @@ Usage::
 
 ``--by-size MODEL`` is a diagnostic: which injected changes of the
 validation and test parts MODEL's loop and ``perfherder`` find, by the
-shift's size in noise units (:func:`recall_by_size`).
+shift's size in noise units (:func:`recall_by_size`). ``--plain-z 4,6,8``
+is a baseline on validation: a plain shift statistic at K = 4
+(:func:`plain_z`) against the same alarm cap.
 """
 
 from __future__ import annotations
@@ -331,6 +333,47 @@ def by_size(model: Path, parts: dict[str, Dataset]) -> list[str]:
     return lines
 
 
+def plain_z(values: np.ndarray, threshold: float, k: int = 4, n_pre: int = 30, refractory: int = 20) -> list[int]:
+    """Change points of a plain statistic at confirmation delay ``k``: a baseline for the loop's model.
+
+    Commit ``p`` alarms when |mean of the ``k + 1`` commits from p - median of
+    Pre| exceeds ``threshold`` commit-to-commit noise units of Pre (``1.4826
+    MAD(diff) / sqrt 2``); Pre is the ``n_pre`` commits before p, since the
+    last alarm, at least 10; no alarm within ``refractory`` commits of the last.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    out: list[int] = []
+    start, last = 0, -refractory
+    for p in range(1, x.size - k):
+        pre = x[max(start, p - n_pre) : p]
+        if pre.size < 10 or p - last < refractory:
+            continue
+        step = np.diff(pre)
+        noise = max(1.4826 * np.median(np.abs(step - np.median(step))) / np.sqrt(2), 1e-12)
+        if abs(np.mean(x[p : p + k + 1]) - np.median(pre)) / noise > threshold:
+            out.append(p)
+            start = last = p
+    return out
+
+
+def plain_z_grid(parts: dict[str, Dataset], real: Dataset, thresholds: list[float]) -> list[str]:
+    """Markdown lines: :func:`plain_z` on validation, F1 / recall and alarms per 100 untouched validation commits."""
+    val = parts["validation"]
+    val_real = Dataset([h for h in real if real_data.part_of(h.series_id) == "validation"], source="validation")
+    lines = [
+        f"plain z statistic at K = 4 on validation (`perfherder`: F1 {mean_f1(val, perfherder(val))[0]:.3f}, "
+        f"{alarm_rate(val_real, perfherder(val_real)):.2f} alarms per 100 untouched commits)",
+        "",
+        "| threshold (noise units) | validation F1 | recall | alarms / 100 untouched validation commits |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
+    for t in thresholds:
+        f1, _, recall = mean_f1(val, {h.series_id: plain_z(h.values, t) for h in val})
+        rate = alarm_rate(val_real, {h.series_id: plain_z(h.values, t) for h in val_real})
+        lines.append(f"| {t:g} | {f1:.3f} | {recall:.3f} | {rate:.2f} |")
+    return lines
+
+
 def parse_ks(spec: str) -> list[int]:
     ks: list[int] = []
     for part in spec.split(","):
@@ -363,14 +406,22 @@ def main(argv: list[str] | None = None) -> int:
         "--by-size", type=Path, metavar="MODEL", default=None,
         help="only print which injected changes MODEL's loop and perfherder find, by shift size (a diagnostic)",
     )
+    ap.add_argument(
+        "--plain-z", default=None, metavar="THRESHOLDS",
+        help="only print a plain z statistic's validation F1 and alarm rate at these thresholds, e.g. 4,6,8",
+    )
     args = ap.parse_args(argv)
-    if args.by_size is not None:
+    if args.by_size is not None or args.plain_z is not None:
         try:
             parts = real_data.benchmark_parts(mode=args.mode, seed=args.seed)
         except real_data.RealDataMissing as exc:
             print(exc)
             return 0
-        print("\n".join(by_size(args.by_size, parts)))
+        if args.by_size is not None:
+            print("\n".join(by_size(args.by_size, parts)))
+        if args.plain_z is not None:
+            grid = [float(t) for t in args.plain_z.split(",")]
+            print("\n".join(plain_z_grid(parts, real_data.load_real(), grid)))
         return 0
     if args.models is None:
         ap.error("--models is required (but with --by-size)")

@@ -82,6 +82,19 @@ def test_recall_by_size_bins_each_injected_change_by_its_shift_in_noise_units(be
     assert by_bin["all"] == (2, 0.5, 0.5)
 
 
+def test_plain_z_alarms_once_at_a_clear_step_and_not_on_flat_noise(bench):
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    flat = 50 + rng.standard_normal(300)
+    assert bench.plain_z(flat, 8.0) == []
+    step = flat.copy()
+    step[150:] += 12.0
+    found = bench.plain_z(step, 8.0)
+    # the mean of the 5 commits from p moves with each shifted one: p may run a few commits ahead of the step
+    assert len(found) == 1 and 146 <= found[0] <= 150, found
+
+
 def test_the_bundled_window4_model_brings_its_k_and_rule_and_finds_a_clear_step():
     import numpy as np
 
