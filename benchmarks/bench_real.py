@@ -7,6 +7,7 @@ One command regenerates BENCHMARKS.md, "Real data"::
     nice .venv/bin/python benchmarks/bench_real.py --save-model models/default-scoring   # also the bundled model
     nice .venv/bin/python benchmarks/bench_real.py --dev-loso --train-seeds 1,2          # the feature choice
     nice .venv/bin/python benchmarks/bench_real.py --dev-only --train-seeds 1,2,3,4,5,6   # a training choice, test unread
+    nice .venv/bin/python benchmarks/bench_real.py --by-size models/default-scoring     # a diagnostic of the bundle
 
 Protocol
 --------
@@ -61,6 +62,13 @@ Protocol
    criterion); the test part is never read. How many extra injection seeds
    (``--train-seeds``) and which model kind (``--model-kind``) were chosen
    on it.
+
+11. **Which changes are found** (``--by-size MODEL``, a diagnostic of a saved
+   scoring model with its own thresholds and suppression radius, measured
+   after every choice): ``perfherder``, ``ensemble`` and ``pelt`` alone and
+   + triage on the test part, and which injected changes the two with
+   triage and ``perfherder`` alone find, by shift size in noise units
+   (:func:`real_data.recall_by_size`).
 
 Online rows: :data:`EXTRA_ROWS` is the hook another benchmark
 (``bench_real_online.py``) fills to add its rows to :func:`markdown`.
@@ -646,6 +654,39 @@ def dev_loso_markdown(rows: list[dict], seed: int, every: int, train_seeds: Sequ
     return "\n".join(lines) + "\n"
 
 
+BY_SIZE_DETECTORS = ("perfherder", "ensemble", "pelt")
+
+
+def by_size(model: Path, mode: str, seed: int, every: int, n_jobs: int, log=print) -> str:
+    """Markdown: a saved scoring model on the test part (see ``--by-size`` in the module docstring)."""
+    from triage.training.model_files import load_model
+
+    clf = load_model(model)
+    extra = clf.manifest_.get("extra") or {}
+    thresholds, radius = extra["detector_thresholds"], int(extra.get("suppress_radius", 0))
+    injected = real_data.inject(real_data.load_real(), mode=mode, seed=seed)
+    test = real_data.subsample(real_data.split(injected)["test"], every)
+    found = cached_detections(test, f"{mode}_s{seed}_e{every}_test", n_jobs, log)
+    lines = [f"`{model}` on the test part ({len(test)} base histories; thresholds and suppression radius {radius} "
+             "of the model)", "", "| method | F1 | precision | recall |", "| --- | ---: | ---: | ---: |"]
+    picked = {}
+    for det in BY_SIZE_DETECTORS:
+        rows = candidate_rows(test, found[det], det)
+        alone = {sid: idx for sid, (idx, _) in found[det].items()}
+        picked[det] = kept(rows, proba_of(clf, rows), float(thresholds[det]), radius)
+        for name, pred in ((det, alone), (f"{det} + triage", picked[det])):
+            m = tcpd(test, pred)
+            lines.append(f"| {name} | {m['f1']:.3f} | {m['precision']:.3f} | {m['recall']:.3f} |")
+            if name == "perfherder":
+                perfherder = {sid: [int(i) for i in idx] for sid, idx in pred.items()}
+    for det in BY_SIZE_DETECTORS[1:]:
+        tri = {sid: [int(i) for i in idx] for sid, idx in picked[det].items()}
+        lines += ["", f"Injected changes found within {MARGIN} commits, by shift size in noise units:", "",
+                  f"| size | changes | {det} + triage | `perfherder` alone |", "| --- | ---: | ---: | ---: |"]
+        lines += [f"| {b} | {n} | {a:.2f} | {q:.2f} |" for b, n, a, q in real_data.recall_by_size(test, tri, perfherder)]
+    return "\n".join(lines) + "\n"
+
+
 def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows,
                        choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf") -> None:
     from triage.training.model_files import save_model
@@ -749,12 +790,19 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="only the development looks of a training choice (--train-seeds, --model-kind): fit, "
                          "out-of-fold and validation; the test part is not read")
     ap.add_argument("--model-kind", choices=MODEL_KINDS, default="rf", help="scoring model kind (default rf)")
+    ap.add_argument("--by-size", type=Path, default=None, metavar="MODEL",
+                    help="only a diagnostic of a saved scoring model on the test part: F1 of perfherder, ensemble and "
+                         "pelt alone and + triage, and the changes found by shift size")
     args = ap.parse_args(argv)
     train_seeds = [int(t) for t in args.train_seeds.split(",") if t.strip()]
     try:
         real_data.real_dir()
     except real_data.RealDataMissing as exc:
         print(exc)
+        return
+    if args.by_size is not None:
+        _publish(by_size(args.by_size, args.mode, args.seed, args.every, args.n_jobs),
+                 f"bench_real_bysize_{args.mode}_s{args.seed}_e{args.every}.md")
         return
     if args.dev_loso:
         text = dev_loso_markdown(dev_loso(args.seed, args.every, args.n_jobs, train_seeds), args.seed, args.every,

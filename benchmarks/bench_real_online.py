@@ -59,7 +59,7 @@ Usage::
 
 ``--by-size MODEL`` is a diagnostic: which injected changes of the
 validation and test parts MODEL's loop and ``perfherder`` find, by the
-shift's size in noise units (:func:`recall_by_size`). ``--plain-z 4,6,8``
+shift's size in noise units (:func:`benchmarks.real_data.recall_by_size`). ``--plain-z 4,6,8``
 is a baseline on validation: a plain shift statistic at K = 4
 (:func:`plain_z`) against the same alarm cap.
 """
@@ -80,6 +80,7 @@ import pandas as pd
 from benchmarks import real_data
 from triage.core.history import Dataset
 from triage.core.metrics import f_measure
+from triage.core.noise import diff_noise
 from triage.online.loop import OnlineTriage
 
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95)
@@ -271,47 +272,6 @@ def bundle(source: Path, out: Path, k: int, threshold: float, withdraw: float, m
     print(f"wrote {out} (K={k}, threshold {threshold}, withdraw_below {withdraw}, min_pre {min_pre})")
 
 
-#: Bins of :func:`recall_by_size`: a shift's size in commit-to-commit noise units.
-SIZE_BINS = ((0, 1), (1, 2), (2, 3), (3, 4), (4, 6), (6, 8), (8, 16), (16, np.inf))
-
-
-def shift_units(h, c: int) -> float:
-    """The injected shift at ``c`` in units of the noise before it.
-
-    |median of the 20 commits from c - median of the 20 before| divided by
-    the commit-to-commit noise of the 60 commits before (``1.4826 MAD(diff)
-    / sqrt 2``, the unit :mod:`benchmarks.real_data` segments in).
-    """
-    before = h.values[max(0, c - 60) : c]
-    step = np.diff(before)
-    noise = 1.4826 * np.median(np.abs(step - np.median(step))) / np.sqrt(2)
-    return float(abs(np.median(h.values[c : c + 20]) - np.median(before[-20:])) / max(noise, 1e-12))
-
-
-def recall_by_size(
-    data: Dataset, found: dict[str, list[int]], other: dict[str, list[int]], margin: int = 5
-) -> list[tuple[str, int, float, float]]:
-    """Per size bin: (bin, changes, share found by ``found``, by ``other``), a change found within ``margin`` commits.
-
-    A diagnostic: each injected change counted once (TCPDBench's recall
-    also counts the start of every history).
-    """
-    rows = []
-    for h in data:
-        for c in h.true_change_points():
-            c = int(c)
-            near = [any(abs(i - c) <= margin for i in f.get(h.series_id, [])) for f in (found, other)]
-            rows.append((shift_units(h, c), *near))
-    table = np.array(rows, dtype=np.float64).reshape(-1, 3)
-    out = []
-    for lo, hi in SIZE_BINS:
-        m = (table[:, 0] >= lo) & (table[:, 0] < hi)
-        if m.any():
-            out.append((f"{lo}-{hi:g}" if np.isfinite(hi) else f">= {lo}", int(m.sum()), *table[m, 1:].mean(axis=0)))
-    out.append(("all", len(table), *table[:, 1:].mean(axis=0)))
-    return out
-
-
 def by_size(model: Path, parts: dict[str, Dataset]) -> list[str]:
     """Markdown lines: recall by shift size of the loop (``model`` with its own stream rule) and ``perfherder``."""
     loop = OnlineTriage.from_model_dir(model, explain="none")
@@ -327,7 +287,7 @@ def by_size(model: Path, parts: dict[str, Dataset]) -> list[str]:
             "",
             "| size | changes | online loop | `perfherder` |",
             "| --- | ---: | ---: | ---: |",
-            *(f"| {b} | {n} | {a:.2f} | {p:.2f} |" for b, n, a, p in recall_by_size(data, found, perfherder(data))),
+            *(f"| {b} | {n} | {a:.2f} | {p:.2f} |" for b, n, a, p in real_data.recall_by_size(data, found, perfherder(data))),
             "",
         ]
     return lines
@@ -337,8 +297,8 @@ def plain_z(values: np.ndarray, threshold: float, k: int = 4, n_pre: int = 30, r
     """Change points of a plain statistic at confirmation delay ``k``: a baseline for the loop's model.
 
     Commit ``p`` alarms when |mean of the ``k + 1`` commits from p - median of
-    Pre| exceeds ``threshold`` commit-to-commit noise units of Pre (``1.4826
-    MAD(diff) / sqrt 2``); Pre is the ``n_pre`` commits before p, since the
+    Pre| exceeds ``threshold`` commit-to-commit noise units of Pre
+    (:func:`triage.core.noise.diff_noise`); Pre is the ``n_pre`` commits before p, since the
     last alarm, at least 10; no alarm within ``refractory`` commits of the last.
     """
     x = np.asarray(values, dtype=np.float64)
@@ -348,8 +308,7 @@ def plain_z(values: np.ndarray, threshold: float, k: int = 4, n_pre: int = 30, r
         pre = x[max(start, p - n_pre) : p]
         if pre.size < 10 or p - last < refractory:
             continue
-        step = np.diff(pre)
-        noise = max(1.4826 * np.median(np.abs(step - np.median(step))) / np.sqrt(2), 1e-12)
+        noise = max(diff_noise(pre), 1e-12)
         if abs(np.mean(x[p : p + k + 1]) - np.median(pre)) / noise > threshold:
             out.append(p)
             start = last = p

@@ -372,3 +372,45 @@ def subsample(data: Dataset, every: int) -> Dataset:
     if every <= 1:
         return data
     return Dataset([h for i, h in enumerate(data) if i % every == 0], source=f"{data.source} (1 in {every})")
+
+
+# --------------------------------------------------------------------------- diagnostics
+
+#: Bins of :func:`recall_by_size`: a shift's size in commit-to-commit noise units.
+SIZE_BINS = ((0, 1), (1, 2), (2, 3), (3, 4), (4, 6), (6, 8), (8, 16), (16, np.inf))
+
+
+def shift_units(h, c: int) -> float:
+    """The injected shift at ``c`` in units of the noise before it.
+
+    |median of the 20 commits from c - median of the 20 before| divided by
+    the commit-to-commit noise of the 60 commits before
+    (:func:`triage.core.noise.diff_noise`, the unit the stable stretches are
+    found in).
+    """
+    before = h.values[max(0, c - 60) : c]
+    return float(abs(np.median(h.values[c : c + 20]) - np.median(before[-20:])) / max(diff_noise(before), 1e-12))
+
+
+def recall_by_size(
+    data: Dataset, found: dict[str, list[int]], other: dict[str, list[int]], margin: int = 5
+) -> list[tuple[str, int, float, float]]:
+    """Per size bin: (bin, changes, share found by ``found``, by ``other``), a change found within ``margin`` commits.
+
+    A diagnostic: each injected change counted once (TCPDBench's recall
+    also counts the start of every history).
+    """
+    rows = []
+    for h in data:
+        for c in h.true_change_points():
+            c = int(c)
+            near = [any(abs(i - c) <= margin for i in f.get(h.series_id, [])) for f in (found, other)]
+            rows.append((shift_units(h, c), *near))
+    table = np.array(rows, dtype=np.float64).reshape(-1, 3)
+    out = []
+    for lo, hi in SIZE_BINS:
+        m = (table[:, 0] >= lo) & (table[:, 0] < hi)
+        if m.any():
+            out.append((f"{lo}-{hi:g}" if np.isfinite(hi) else f">= {lo}", int(m.sum()), *table[m, 1:].mean(axis=0)))
+    out.append(("all", len(table), *table[:, 1:].mean(axis=0)))
+    return out

@@ -64,6 +64,8 @@ def test_recall_by_size_bins_each_injected_change_by_its_shift_in_noise_units(be
 
     from triage.core.history import Dataset, History
 
+    real_data = importlib.import_module("benchmarks.real_data")  # on the path the fixture set up
+
     rng = np.random.default_rng(0)
     # noise sd 1 (commit-to-commit unit sd 1 as well), shifts of 1.5 and 10 units
     values = 100 + rng.standard_normal(200)
@@ -71,9 +73,9 @@ def test_recall_by_size_bins_each_injected_change_by_its_shift_in_noise_units(be
     values[130:] += 10.0
     truth = [i in (60, 130) for i in range(200)]
     h = History("s", [f"c{i}" for i in range(200)], values.tolist(), [""] * 200, true_change=truth)
-    assert 1.0 < bench.shift_units(h, 60) < 2.5
-    assert 7.0 < bench.shift_units(h, 130) < 13.0
-    rows = bench.recall_by_size(Dataset([h]), {"s": [133]}, {"s": [58, 140]})
+    assert 1.0 < real_data.shift_units(h, 60) < 2.5
+    assert 7.0 < real_data.shift_units(h, 130) < 13.0
+    rows = real_data.recall_by_size(Dataset([h]), {"s": [133]}, {"s": [58, 140]})
     by_bin = {b: (n, a, p) for b, n, a, p in rows}
     big = next(b for b in by_bin if by_bin[b][0] == 1 and b not in ("all",) and by_bin[b][1] == 1.0)
     assert by_bin[big] == (1, 1.0, 0.0), "133 is within 5 commits of 130; 140 is not"
