@@ -669,6 +669,7 @@ def by_size(model: Path, mode: str, seed: int, every: int, n_jobs: int, log=prin
     found = cached_detections(test, f"{mode}_s{seed}_e{every}_test", n_jobs, log)
     lines = [f"`{model}` on the test part ({len(test)} base histories; thresholds and suppression radius {radius} "
              "of the model)", "", "| method | F1 | precision | recall |", "| --- | ---: | ---: | ---: |"]
+    perfherder = {sid: [int(i) for i in idx] for sid, (idx, _) in found["perfherder"].items()}
     picked = {}
     for det in BY_SIZE_DETECTORS:
         rows = candidate_rows(test, found[det], det)
@@ -677,8 +678,6 @@ def by_size(model: Path, mode: str, seed: int, every: int, n_jobs: int, log=prin
         for name, pred in ((det, alone), (f"{det} + triage", picked[det])):
             m = tcpd(test, pred)
             lines.append(f"| {name} | {m['f1']:.3f} | {m['precision']:.3f} | {m['recall']:.3f} |")
-            if name == "perfherder":
-                perfherder = {sid: [int(i) for i in idx] for sid, idx in pred.items()}
     for det in BY_SIZE_DETECTORS[1:]:
         tri = {sid: [int(i) for i in idx] for sid, idx in picked[det].items()}
         lines += ["", f"Injected changes found within {MARGIN} commits, by shift size in noise units:", "",
