@@ -664,8 +664,7 @@ def by_size(model: Path, mode: str, seed: int, every: int, n_jobs: int, log=prin
     clf = load_model(model)
     extra = clf.manifest_.get("extra") or {}
     thresholds, radius = extra["detector_thresholds"], int(extra.get("suppress_radius", 0))
-    injected = real_data.inject(real_data.load_real(), mode=mode, seed=seed)
-    test = real_data.subsample(real_data.split(injected)["test"], every)
+    test = real_data.subsample(real_data.benchmark_parts(mode=mode, seed=seed)["test"], every)
     found = cached_detections(test, f"{mode}_s{seed}_e{every}_test", n_jobs, log)
     lines = [f"`{model}` on the test part ({len(test)} base histories; thresholds and suppression radius {radius} "
              "of the model)", "", "| method | F1 | precision | recall |", "| --- | ---: | ---: | ---: |"]
