@@ -35,6 +35,7 @@ from triage.cli.validation import (
 )
 from triage.core.errors import InputError
 from triage.distributed import joblib_on
+from triage.features.windows import CANDIDATE_MAX_LEN
 
 console = Console()
 err_console = Console(stderr=True)
@@ -133,7 +134,7 @@ def train(
     ordinary_per_series: Annotated[int, typer.Option("--ordinary-per-series", min=0, help="With --window 0: unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper).")] = 10,
     labels: Annotated[Path | None, typer.Option("--labels", help="Labels store of `triage serve`: the sheriffs' decisions replace the data's labels where there is one.")] = None,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run feature extraction on a dask cluster, partitioned by series: local or a scheduler address (tcp://host:8786).")] = None,
-    candidate_windows: Annotated[bool, typer.Option("--candidate-windows", help="A scoring model: Pre/After bounded by the neighbouring candidates (60 commits at most) plus the pair_* and ctx_* features (the candidate among its neighbours), the windows `triage score` gives fresh candidates.")] = False,
+    candidate_windows: Annotated[bool, typer.Option("--candidate-windows", help=f"A scoring model: Pre/After bounded by the neighbouring candidates ({CANDIDATE_MAX_LEN} commits at most) plus the pair_* and ctx_* features (the candidate among its neighbours), the windows `triage score` gives fresh candidates.")] = False,
 ) -> None:
     """Train a classifier, measure it on held-out series, save it and log it to MLflow."""
     from triage.training.model_kinds import MODELS
@@ -202,7 +203,7 @@ def train(
             register_as=None if no_track else (register or registered_name(model, w)),
             extra={"source": {k: v for k, v in source.items() if v is not None},
                    **({"online": {"confirm_after": w}} if online_rows else {}),
-                   **({"windows": "candidates", "max_len": 60, "pair": True, "context": True} if candidate_windows else {})},
+                   **({"windows": "candidates", "max_len": CANDIDATE_MAX_LEN, "pair": True, "context": True} if candidate_windows else {})},
         )
     clf = result.classifier
     rows = "rows (change points, false alerts, ordinary commits)" if online_rows and matrix is None else "triaged candidates"
