@@ -61,7 +61,10 @@ Protocol
    each look at the chosen thresholds, and their mean, the radius
    criterion); the test part is never read. How many extra injection seeds
    (``--train-seeds``) and which model kind (``--model-kind``) were chosen
-   on it.
+   on it. ``--max-len L`` (the honest windows' cap, default 60) and
+   ``--model-seed S`` (the forests' random state, default ``--seed``) were
+   compared the same way; the spread between model seeds is what a choice
+   has to beat.
 
 11. **Which changes are found** (``--by-size MODEL``, a diagnostic of a saved
    scoring model with its own thresholds and suppression radius, measured
@@ -95,6 +98,7 @@ from triage.core.metrics import f_measure  # noqa: E402
 from triage.detectors import defaults, make, names  # noqa: E402
 from triage.detectors.ensemble import vote  # noqa: E402
 from triage.features.extract import extract_features  # noqa: E402
+from triage.features.windows import CANDIDATE_MAX_LEN  # noqa: E402
 from triage.training.thresholds import (  # noqa: E402
     choose_detector_thresholds,
     choose_detector_thresholds_grouped,
@@ -212,10 +216,14 @@ def matched(truth: np.ndarray, indices: np.ndarray, margin: int = MARGIN) -> np.
     return np.array([int(i) in hit for i in indices], dtype=bool)
 
 
-def candidate_rows(data: Dataset, found: dict[str, tuple[np.ndarray, np.ndarray]], detector: str) -> pd.DataFrame:
-    """The feature matrix of one detector run's candidates, with ``det_score_rank`` and ``y``."""
+def candidate_rows(data: Dataset, found: dict[str, tuple[np.ndarray, np.ndarray]], detector: str,
+                   max_len: int = CANDIDATE_MAX_LEN) -> pd.DataFrame:
+    """The feature matrix of one detector run's candidates, with ``det_score_rank`` and ``y``.
+
+    ``max_len``: most commits of each honest window (``--max-len``, a development choice).
+    """
     wanted = {sid: idx for sid, (idx, _) in found.items() if len(idx)}
-    m = extract_features(data, candidates=wanted, candidate_windows=True, pair=True, context=True)
+    m = extract_features(data, candidates=wanted, candidate_windows=True, pair=True, context=True, max_len=max_len)
     scores = np.concatenate([found[sid][1] for sid in m["series_id"].unique()]) if len(m) else np.zeros(0)
     m["det_score_rank"] = pd.Series(scores).rank(pct=True).to_numpy() if len(m) else scores
     y = np.zeros(len(m), dtype=bool)
@@ -248,8 +256,8 @@ def far_from_injected(data: Dataset, rows: pd.DataFrame, gap: int = 30) -> np.nd
     return out
 
 
-def all_rows(data: Dataset, found: Candidates) -> pd.DataFrame:
-    return pd.concat([candidate_rows(data, found[d], d) for d in SELECTED], ignore_index=True)
+def all_rows(data: Dataset, found: Candidates, max_len: int = CANDIDATE_MAX_LEN) -> pd.DataFrame:
+    return pd.concat([candidate_rows(data, found[d], d, max_len) for d in SELECTED], ignore_index=True)
 
 
 def feature_names(rows: pd.DataFrame) -> list[str]:
@@ -322,7 +330,8 @@ def auc(y: np.ndarray, p: np.ndarray) -> float:
 
 
 def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed: int, n_jobs: int, log=print,
-                  choice: str = "pooled", extra_fit: Sequence[pd.DataFrame] = (), kind: str = "rf"):
+                  choice: str = "pooled", extra_fit: Sequence[pd.DataFrame] = (), kind: str = "rf",
+                  max_len: int = CANDIDATE_MAX_LEN):
     """Fit on the fit part, calibrate on validation, choose per-detector thresholds and the radius.
 
     ``extra_fit``: more training rows of the fit part (the same base histories
@@ -352,8 +361,8 @@ def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed:
     """
     if choice not in THRESHOLD_CHOICES:
         raise ValueError(f"threshold choice {choice!r} is not one of {THRESHOLD_CHOICES}")
-    fit_rows = all_rows(parts["fit"], found["fit"])
-    val_rows = all_rows(parts["validation"], found["validation"])
+    fit_rows = all_rows(parts["fit"], found["fit"], max_len)
+    val_rows = all_rows(parts["validation"], found["validation"], max_len)
     train_rows = pd.concat([fit_rows, *extra_fit], ignore_index=True)
     log(f"  fit rows {len(fit_rows)} ({int(fit_rows['y'].sum())} true), training rows with extra seeds "
         f"{len(train_rows)}, validation rows {len(val_rows)}")
@@ -442,7 +451,7 @@ def _evaluator(data: Dataset, rows: pd.DataFrame, proba: np.ndarray, radius: int
 
 
 def extra_seed_rows(real: Dataset, mode: str, seeds: Sequence[int], every: int, part: str, n_jobs: int,
-                    log=print) -> list[pd.DataFrame]:
+                    log=print, max_len: int = CANDIDATE_MAX_LEN) -> list[pd.DataFrame]:
     """Candidate rows of one part's base histories injected with other seeds (training augmentation).
 
     The base histories are the same real stretches; only the injected shifts
@@ -453,23 +462,29 @@ def extra_seed_rows(real: Dataset, mode: str, seeds: Sequence[int], every: int, 
     for s in seeds:
         parts = {p: real_data.subsample(d, every) for p, d in real_data.split(real_data.inject(real, mode=mode, seed=s)).items()}
         found = cached_detections(parts[part], f"{mode}_s{s}_e{every}_{part}", n_jobs, log)
-        rows = all_rows(parts[part], found)
+        rows = all_rows(parts[part], found, max_len)
         rows["series_id"] = rows["series_id"].astype(str) + f"#s{s}"
         out.append(rows)
     return out
 
 
 def development(mode: str, seed: int, every: int, n_jobs: int, log=print, train_seeds: Sequence[int] = (),
-                kind: str = "rf") -> dict:
-    """Steps 1-5 only (``--dev-only``): the development looks of a training choice; the test part is never read."""
+                kind: str = "rf", max_len: int = CANDIDATE_MAX_LEN, model_seed: int | None = None) -> dict:
+    """Steps 1-5 only (``--dev-only``): the development looks of a training choice; the test part is never read.
+
+    ``max_len``: the honest windows' length cap; ``model_seed``: the models' random
+    state (default ``seed``), to see how much of a difference the forest's own draw makes.
+    """
+    model_seed = seed if model_seed is None else model_seed
     started = time.perf_counter()
     real = real_data.load_real()
     parts = {p: real_data.subsample(d, every) for p, d in real_data.split(real_data.inject(real, mode=mode, seed=seed)).items()
              if p != "test"}
     found = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
-    extra_fit = extra_seed_rows(real, mode, train_seeds, every, "fit", n_jobs, log)
-    *_, dev = scoring_model(parts, found, seed, n_jobs, log, "pooled", extra_fit, kind)
-    return {"config": {"mode": mode, "seed": seed, "every": every, "train_seeds": list(train_seeds), "kind": kind},
+    extra_fit = extra_seed_rows(real, mode, train_seeds, every, "fit", n_jobs, log, max_len)
+    *_, dev = scoring_model(parts, found, model_seed, n_jobs, log, "pooled", extra_fit, kind, max_len)
+    return {"config": {"mode": mode, "seed": seed, "every": every, "train_seeds": list(train_seeds), "kind": kind,
+                       "max_len": max_len, "model_seed": model_seed},
             "dev": dev, "seconds": time.perf_counter() - started}
 
 
@@ -477,7 +492,8 @@ def development_markdown(result: dict) -> str:
     c, dev = result["config"], result["dev"]
     looks = list(dev["looks"])
     lines = [f"Development looks (`{c['mode']}`, seed {c['seed']}, 1 in {c['every']} base histories; model `{c['kind']}`; "
-             f"extra training seeds {c['train_seeds'] or 'none'}; the test part not read): F1 alone -> + triage "
+             f"extra training seeds {c['train_seeds'] or 'none'}; windows of at most {c['max_len']} commits; "
+             f"model seed {c['model_seed']}; the test part not read): F1 alone -> + triage "
              f"(recall kept) at the `pooled` thresholds; mean F1 over detectors and looks by suppression radius: "
              + ", ".join(f"{r}: {v:.4f}" for r, v in dev["radius_scores"].items()) + ".", "",
              "| detector | " + " | ".join(looks) + " |", "| --- |" + " ---: |" * len(looks)]
@@ -699,7 +715,7 @@ def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str,
         metrics=metrics,
         extra={
             "windows": "candidates",
-            "max_len": 60,
+            "max_len": CANDIDATE_MAX_LEN,
             "pair": True,
             "context": True,
             "suppress_radius": int(getattr(clf, "suppress_radius_", 0)),
@@ -788,6 +804,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="only the development looks of a training choice (--train-seeds, --model-kind): fit, "
                          "out-of-fold and validation; the test part is not read")
     ap.add_argument("--model-kind", choices=MODEL_KINDS, default="rf", help="scoring model kind (default rf)")
+    ap.add_argument("--max-len", type=int, default=CANDIDATE_MAX_LEN,
+                    help=f"with --dev-only: most commits of each honest window (default {CANDIDATE_MAX_LEN})")
+    ap.add_argument("--model-seed", type=int, default=None,
+                    help="with --dev-only: the models' random state (default --seed)")
     ap.add_argument("--by-size", type=Path, default=None, metavar="MODEL",
                     help="only a diagnostic of a saved scoring model on the test part: F1 of perfherder, ensemble and "
                          "pelt alone and + triage, and the changes found by shift size")
@@ -810,7 +830,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     aug = (f"_t{'-'.join(str(t) for t in train_seeds)}" if train_seeds else "") + (
         f"_{args.model_kind}" if args.model_kind != "rf" else "")
     if args.dev_only:
-        dev = development(args.mode, args.seed, args.every, args.n_jobs, train_seeds=train_seeds, kind=args.model_kind)
+        dev = development(args.mode, args.seed, args.every, args.n_jobs, train_seeds=train_seeds, kind=args.model_kind,
+                          max_len=args.max_len, model_seed=args.model_seed)
+        aug += (f"_l{args.max_len}" if args.max_len != CANDIDATE_MAX_LEN else "") + (
+            f"_m{args.model_seed}" if args.model_seed is not None else "")
         _publish(development_markdown(dev), f"bench_real_dev_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
         return
     result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds,

@@ -162,3 +162,31 @@ def test_bench_real_labels_candidates_by_one_to_one_matching():
     assert bench.matched(np.array([51, 200]), np.array([10, 49, 52, 203])).tolist() == [False, False, True, True]
     assert bench.matched(np.array([], dtype=int), np.array([3])).tolist() == [False]
     assert "hybrid_cvm" in bench.SELECTED and "perfherder" in bench.SELECTED
+
+
+def test_bench_real_window_cap_reaches_the_features():
+    """``--max-len`` (a development choice) changes the rows; the default is the product's cap."""
+    from triage.core.history import Dataset, History
+    from triage.features.windows import CANDIDATE_MAX_LEN
+
+    spec = importlib.util.spec_from_file_location("bench_real", MODULE.parent / "bench_real.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    n = 300
+    values = 100 + np.random.default_rng(0).normal(0, 1, n)
+    values[150:] += 5
+    values[:40] += 3  # an older level that only a Pre longer than 110 commits reaches
+    truth = np.zeros(n, dtype=bool)
+    truth[150] = True
+    data = Dataset([History("s", np.array([f"c{i}" for i in range(n)]), values, np.array([""] * n, dtype=object),
+                            true_change=truth)])
+    found = {"s": (np.array([150]), np.array([1.0]))}
+    default = bench.candidate_rows(data, found, "perfherder")
+    cols = bench.feature_names(default)
+    same = bench.candidate_rows(data, found, "perfherder", max_len=CANDIDATE_MAX_LEN)
+    longer = bench.candidate_rows(data, found, "perfherder", max_len=120)
+    assert default["y"].tolist() == [1]
+    assert np.array_equal(default[cols].to_numpy(), same[cols].to_numpy(), equal_nan=True)
+    changed = [c for c in cols if not np.isclose(default[c].iloc[0], longer[c].iloc[0], equal_nan=True)]
+    assert any(c.startswith("pre_") for c in changed)
