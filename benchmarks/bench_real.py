@@ -61,10 +61,11 @@ Protocol
    each look at the chosen thresholds, and their mean, the radius
    criterion); the test part is never read. How many extra injection seeds
    (``--train-seeds``) and which model kind (``--model-kind``) were chosen
-   on it. ``--max-len L`` (the honest windows' cap, default 60) and
-   ``--model-seed S`` (the forests' random state, default ``--seed``) were
-   compared the same way; the spread between model seeds is what a choice
-   has to beat.
+   on it. ``--max-len L`` (the honest windows' cap, default 60; only here)
+   and ``--model-seed S`` (the forests' random state, default ``--seed``)
+   were compared the same way; the spread between model seeds is what a
+   choice has to beat. ``--model-seed`` also applies to the full run, to
+   see how far the test figures move with the forest's draw.
 
 11. **Which changes are found** (``--by-size MODEL``, a diagnostic of a saved
    scoring model with its own thresholds and suppression radius, measured
@@ -508,8 +509,10 @@ def development_markdown(result: dict) -> str:
 
 
 def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: Path | None, log=print,
-        choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf") -> dict:
+        choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf", model_seed: int | None = None) -> dict:
+    """Steps 1-8 (the published table); ``model_seed``: the scoring model's random state (default ``seed``)."""
     started = time.perf_counter()
+    model_seed = seed if model_seed is None else model_seed
     real = real_data.load_real()
     injected = real_data.inject(real, mode=mode, seed=seed)
     parts = {p: real_data.subsample(d, every) for p, d in real_data.split(injected).items()}
@@ -517,7 +520,7 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
         log(f"{p}: {len(d)} base histories, {sum(len(h) for h in d)} commits, {sum(int(h.true_change.sum()) for h in d)} injected changes")
     found = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
     extra_fit = extra_seed_rows(real, mode, train_seeds, every, "fit", n_jobs, log)
-    clf, thresholds, by_choice, _, _, dev = scoring_model(parts, found, seed, n_jobs, log, choice, extra_fit, kind)
+    clf, thresholds, by_choice, _, _, dev = scoring_model(parts, found, model_seed, n_jobs, log, choice, extra_fit, kind)
     radius = int(clf.suppress_radius_)
 
     test = parts["test"]
@@ -554,10 +557,11 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
             "triage": 100.0 * float(n_kept) / n_commits,
         })
     if save_model is not None:
-        save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows, choice, train_seeds, kind)
+        save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows, choice, train_seeds, kind,
+                           None if model_seed == seed else model_seed)
         log(f"model saved to {save_model}")
     return {
-        "config": {"mode": mode, "seed": seed, "every": every, "thresholds": choice, "radius": radius,
+        "config": {"mode": mode, "seed": seed, "model_seed": model_seed, "every": every, "thresholds": choice, "radius": radius,
                    "train_seeds": list(train_seeds), "kind": kind},
         "dev": dev,
         "compare": compare,
@@ -702,7 +706,8 @@ def by_size(model: Path, mode: str, seed: int, every: int, n_jobs: int, log=prin
 
 
 def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows,
-                       choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf") -> None:
+                       choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf",
+                       model_seed: int | None = None) -> None:
     from triage.training.model_files import save_model
 
     test = {r["method"]: r for r in rows}
@@ -723,7 +728,8 @@ def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str,
             "threshold_choice": choice,
             "trained_by": f"benchmarks/bench_real.py --mode {mode} --seed {seed} --every {every} --thresholds {choice}"
                           + (f" --train-seeds {','.join(str(t) for t in train_seeds)}" if train_seeds else "")
-                          + (f" --model-kind {kind}" if kind != "rf" else ""),
+                          + (f" --model-kind {kind}" if kind != "rf" else "")
+                          + (f" --model-seed {model_seed}" if model_seed is not None else ""),
         },
     )
 
@@ -737,7 +743,7 @@ def markdown(result: dict) -> str:
         f"Real histories, `{c['mode']}` injection, seed {c['seed']}, 1 in {c['every']} base histories; "
         f"TCPDBench margin 5, means over base histories; thresholds `{c.get('thresholds', 'validation')}`; "
         f"suppression radius {c.get('radius', 0)} (chosen on fit + validation); extra training seeds "
-        f"{c.get('train_seeds') or 'none'}.",
+        f"{c.get('train_seeds') or 'none'}; model seed {c.get('model_seed', c['seed'])}.",
         "",
         "| part | base histories | commits | injected changes |",
         "| --- | ---: | ---: | ---: |",
@@ -807,7 +813,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--max-len", type=int, default=CANDIDATE_MAX_LEN,
                     help=f"with --dev-only: most commits of each honest window (default {CANDIDATE_MAX_LEN})")
     ap.add_argument("--model-seed", type=int, default=None,
-                    help="with --dev-only: the models' random state (default --seed)")
+                    help="the scoring models' random state (default --seed)")
     ap.add_argument("--by-size", type=Path, default=None, metavar="MODEL",
                     help="only a diagnostic of a saved scoring model on the test part: F1 of perfherder, ensemble and "
                          "pelt alone and + triage, and the changes found by shift size")
@@ -829,15 +835,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     aug = (f"_t{'-'.join(str(t) for t in train_seeds)}" if train_seeds else "") + (
         f"_{args.model_kind}" if args.model_kind != "rf" else "")
+    if args.max_len != CANDIDATE_MAX_LEN and not args.dev_only:
+        ap.error("--max-len is a development choice: it goes with --dev-only")
+    aug += (f"_l{args.max_len}" if args.max_len != CANDIDATE_MAX_LEN else "") + (
+        f"_m{args.model_seed}" if args.model_seed is not None else "")
     if args.dev_only:
         dev = development(args.mode, args.seed, args.every, args.n_jobs, train_seeds=train_seeds, kind=args.model_kind,
                           max_len=args.max_len, model_seed=args.model_seed)
-        aug += (f"_l{args.max_len}" if args.max_len != CANDIDATE_MAX_LEN else "") + (
-            f"_m{args.model_seed}" if args.model_seed is not None else "")
         _publish(development_markdown(dev), f"bench_real_dev_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
         return
     result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds,
-                 train_seeds=train_seeds, kind=args.model_kind)
+                 train_seeds=train_seeds, kind=args.model_kind, model_seed=args.model_seed)
     _publish(markdown(result), f"bench_real_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
 
 
