@@ -493,8 +493,8 @@ def development_markdown(result: dict) -> str:
     c, dev = result["config"], result["dev"]
     looks = list(dev["looks"])
     lines = [f"Development looks (`{c['mode']}`, seed {c['seed']}, 1 in {c['every']} base histories; model `{c['kind']}`; "
-             f"extra training seeds {c['train_seeds'] or 'none'}; windows of at most {c['max_len']} commits; "
-             f"model seed {c['model_seed']}; the test part not read): F1 alone -> + triage "
+             f"extra training seeds {c['train_seeds'] or 'none'}; windows of at most {c.get('max_len', CANDIDATE_MAX_LEN)} commits; "
+             f"model seed {c.get('model_seed', c['seed'])}; the test part not read): F1 alone -> + triage "
              f"(recall kept) at the `pooled` thresholds; mean F1 over detectors and looks by suppression radius: "
              + ", ".join(f"{r}: {v:.4f}" for r, v in dev["radius_scores"].items()) + ".", "",
              "| detector | " + " | ".join(looks) + " |", "| --- |" + " ---: |" * len(looks)]
@@ -561,7 +561,8 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
                            None if model_seed == seed else model_seed)
         log(f"model saved to {save_model}")
     return {
-        "config": {"mode": mode, "seed": seed, "model_seed": model_seed, "every": every, "thresholds": choice, "radius": radius,
+        "config": {"mode": mode, "seed": seed, "model_seed": model_seed, "max_len": CANDIDATE_MAX_LEN, "every": every,
+                   "thresholds": choice, "radius": radius,
                    "train_seeds": list(train_seeds), "kind": kind},
         "dev": dev,
         "compare": compare,
