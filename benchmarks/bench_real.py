@@ -768,13 +768,13 @@ def markdown(result: dict) -> str:
     if result.get("compare"):
         choices = [k for k in result["compare"][0] if k not in ("detector", "alone")]
         lines += ["", "Threshold choices on the test part (F1 / recall kept = triage recall / detector recall):", "",
-                  "| detector | alone F1 | " + " | ".join(f"{c}: threshold | F1 | recall kept" for c in choices) + " |",
+                  "| detector | alone F1 | " + " | ".join(f"{name}: threshold | F1 | recall kept" for name in choices) + " |",
                   "| --- | ---: | " + " | ".join("---: | ---: | ---:" for _ in choices) + " |"]
         for r in result["compare"]:
             a = r["alone"]
             cells = []
-            for c in choices:
-                x = r[c]
+            for name in choices:
+                x = r[name]
                 kept_ = x["recall"] / a["recall"] if a["recall"] > 0 else float("nan")
                 cells.append(f"{x['threshold']:.3f} | {x['f1']:.3f} | {100 * kept_:.0f} %")
             lines.append(f"| {r['detector']} | {a['f1']:.3f} | " + " | ".join(cells) + " |")

@@ -190,3 +190,29 @@ def test_bench_real_window_cap_reaches_the_features():
     assert np.array_equal(default[cols].to_numpy(), same[cols].to_numpy(), equal_nan=True)
     changed = [c for c in cols if not np.isclose(default[c].iloc[0], longer[c].iloc[0], equal_nan=True)]
     assert any(c.startswith("pre_") for c in changed)
+
+
+def test_bench_real_table_renders_every_block():
+    """The published table: threshold choices, alarm rates and the development block together."""
+    spec = importlib.util.spec_from_file_location("bench_real", MODULE.parent / "bench_real.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    score = {"f1": 0.9, "precision": 1.0, "recall": 0.8}
+    result = {
+        "config": {"mode": "stable", "seed": 0, "model_seed": 1, "max_len": 60, "every": 1, "thresholds": "pooled",
+                   "radius": 5, "train_seeds": [1], "kind": "rf"},
+        "dev": {"radius_scores": {0: 0.7, 5: 0.75}, "mean": 0.75, "looks": {"rhai": {"perfherder": (0.6, 0.65, 1.0)}}},
+        "compare": [{"detector": "perfherder", "alone": score, "pooled": {**score, "threshold": 0.3},
+                     "validation": {**score, "threshold": 0.4}}],
+        "parts": {"test": (2, 300, 3)},
+        "test": [{"method": "perfherder", **score, "threshold": float("nan")}],
+        "loso": [],
+        "alarms": [{"detector": "perfherder", "alone": 0.28, "triage": 0.25}],
+        "untouched": (372, 247392),
+        "seconds": 60.0,
+    }
+    text = bench.markdown(result)
+    assert "| perfherder | 0.900 | 0.300 | 0.900 | 100 % | 0.400 | 0.900 | 100 % |" in text
+    assert "| perfherder | 0.28 | 0.25 |" in text
+    assert "model seed 1" in text and "| perfherder | 0.600 -> 0.650 (100 %) |" in text
