@@ -25,6 +25,16 @@ def R():
 
 
 @pytest.fixture(scope="module")
+def bench(R):
+    """benchmarks/bench_real.py, which imports real_data (loaded by ``R``) by name."""
+    spec = importlib.util.spec_from_file_location("bench_real", MODULE.parent / "bench_real.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    return bench
+
+
+@pytest.fixture(scope="module")
 def real(R):
     try:
         return R.load_real()
@@ -153,26 +163,18 @@ def test_injected_parts_carry_ground_truth_the_metric_reads(R, real):
                 assert np.array_equal(h.values[:first], orig[:first])
 
 
-def test_bench_real_labels_candidates_by_one_to_one_matching():
-    spec = importlib.util.spec_from_file_location("bench_real", MODULE.parent / "bench_real.py")
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+def test_bench_real_labels_candidates_by_one_to_one_matching(bench):
     # 49 and 52 both lie within 5 of the change at 51: only the closer one is a true candidate
     assert bench.matched(np.array([51, 200]), np.array([10, 49, 52, 203])).tolist() == [False, False, True, True]
     assert bench.matched(np.array([], dtype=int), np.array([3])).tolist() == [False]
     assert "hybrid_cvm" in bench.SELECTED and "perfherder" in bench.SELECTED
 
 
-def test_bench_real_window_cap_reaches_the_features():
+def test_bench_real_window_cap_reaches_the_features(bench):
     """``--max-len`` (a development choice) changes the rows; the default is the product's cap."""
     from triage.core.history import Dataset, History
     from triage.features.windows import CANDIDATE_MAX_LEN
 
-    spec = importlib.util.spec_from_file_location("bench_real", MODULE.parent / "bench_real.py")
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
     n = 300
     values = 100 + np.random.default_rng(0).normal(0, 1, n)
     values[150:] += 5
@@ -192,12 +194,8 @@ def test_bench_real_window_cap_reaches_the_features():
     assert any(c.startswith("pre_") for c in changed)
 
 
-def test_bench_real_table_renders_every_block():
+def test_bench_real_table_renders_every_block(bench):
     """The published table: threshold choices, alarm rates and the development block together."""
-    spec = importlib.util.spec_from_file_location("bench_real", MODULE.parent / "bench_real.py")
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
     score = {"f1": 0.9, "precision": 1.0, "recall": 0.8}
     result = {
         "config": {"mode": "stable", "seed": 0, "model_seed": 1, "max_len": 60, "every": 1, "thresholds": "pooled",
