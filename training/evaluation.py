@@ -59,6 +59,10 @@ WINDOWS: tuple[int | str, ...] = (*range(11), "adaptive")
 # ---------------------------------------------------------------------- splits
 
 
+class SplitError(ValueError):
+    """The labelled rows cannot be split so that every part holds both classes (too few of one)."""
+
+
 def split_indices(
     kind: str,
     y: np.ndarray,
@@ -98,7 +102,12 @@ def split_indices(
             raise ValueError(f"unknown split {kind!r} (use one of {', '.join(SPLITS)})")
         if all(len(np.unique(y[part])) == 2 for part in (train, val, test)):
             return np.sort(train), np.sort(val), np.sort(test)
-    raise ValueError(f"{kind} split: could not put both classes in train, validation and test")
+    groups_of = {c: len(np.unique(groups[y == c])) for c in (0, 1)}
+    raise SplitError(
+        f"{kind} split: could not put both classes in train, validation and test in 20 tries "
+        f"({int((y == 1).sum())} positive rows in {groups_of[1]} series, {int((y == 0).sum())} negative rows in "
+        f"{groups_of[0]} series); label more candidates, add series or lower --test-size"
+    )
 
 
 # ---------------------------------------------------------------------- one run

@@ -334,4 +334,20 @@ def resolve(dataset: Dataset, table: CandidateTable) -> tuple[list[str], np.ndar
             pos = idx
         series.append(sid)
         index[i] = pos
+    if not table.layout.startswith("perfherder"):
+        _refuse_repeats(table, series, index)
     return series, index
+
+
+def _refuse_repeats(table: CandidateTable, series: list[str], index: np.ndarray) -> None:
+    """A detector flags a commit once: a repeated row would be scored against itself.
+
+    (It also shifts ``det_score_rank``, the rank among the file's rows.) Perfherder
+    exports are exempt: a reassigned alert is listed in two summaries.
+    """
+    first: dict[tuple[str, int], int] = {}
+    for sid, pos, row in zip(series, index.tolist(), table.rows, strict=True):
+        if (sid, pos) in first:
+            raise InputError(table.source, row, f"repeats the candidate of row {first[(sid, pos)]} "
+                             f"(series {sid!r}, index {pos}); each commit is a candidate once")
+        first[(sid, pos)] = row

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from triage.cli.validation import check_output_not_input
 from triage.core.atomic import write_csv_atomic
 from triage.core.errors import InputError
 
@@ -34,6 +35,7 @@ def steady(
 
     if method not in CHOICES:
         raise typer.BadParameter(f"--trim-warmup must be one of {', '.join(CHOICES)}, got {method!r}")
+    check_output_not_input(out, *files)
     ids = [c.strip() for c in commits.split(",")] if commits else None
     try:
         long, starts = steady_long(files, ids, trim_warmup=method)
@@ -69,6 +71,7 @@ def sample(
 
     if kernel not in KERNELS:
         raise typer.BadParameter(f"--kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    check_output_not_input(out, data)
     history = read_partial(data, series)
     try:
         plan = sample_plan(history, budget, kernel)
@@ -108,6 +111,7 @@ def culprit(
 
     if strategy not in STRATEGIES:
         raise typer.BadParameter(f"--strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    check_output_not_input(out, data, oracle)
     history = read_partial(data, series)
     a, b = history.position(before, data), history.position(after, data)
     if b <= a:
@@ -127,7 +131,7 @@ def culprit(
     def measure(pos: int) -> float:
         commit = str(history.commits[pos])
         if answers is None:
-            return float(typer.prompt(f"value of commit {commit} (position {pos})", type=float))
+            return _ask(commit, pos)
         if commit not in answers or not np.isfinite(answers[commit]):
             raise InputError(oracle, None, f"no measurement of commit {commit!r} (asked by the search)")
         return float(answers[commit])
@@ -162,6 +166,19 @@ def culprit(
                      "lead and re-measure around it" if ratio < 3 else ""))
     if out is not None:
         write_csv_atomic(pd.DataFrame(rows, columns=["step", "commit", "position", "value", "nearer"]), out)
+
+
+def _ask(commit: str, pos: int) -> float:
+    """One measurement typed in: a finite number, asked again otherwise; the input ending is an error."""
+    while True:
+        try:
+            value = float(typer.prompt(f"value of commit {commit} (position {pos})", type=float))
+        except typer.Abort:
+            # stdin closed (or ^D): without this the user sees click's bare "Aborted.".
+            raise InputError("<stdin>", None, f"the input ended before commit {commit!r} was measured") from None
+        if np.isfinite(value):
+            return value
+        console.print(f"{value} is not a finite number; type the measured value of commit {commit}")
 
 
 def register(app: typer.Typer) -> None:

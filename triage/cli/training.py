@@ -12,6 +12,8 @@ stays fast.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -186,7 +188,7 @@ def train(
             fm = matrix_of(data, preset, matrix, w, seed, jobs, online_rows)
     source = {"data": str(data) if data else None, "preset": preset, "matrix": str(matrix) if matrix else None,
               "labels": str(labels) if labels else None, "seed": seed, "ordinary_per_series": online_rows or None}
-    with console.status(f"training {model}"):
+    with console.status(f"training {model}"), _split_error_names(data or matrix or preset):
         result = run_train(
             fm,
             out,
@@ -224,6 +226,17 @@ def train(
     if result.run:
         reg = f", registered {result.run['registered']} v{result.run['version']}" if result.run["registered"] else ""
         console.print(f"MLflow run {result.run['run_id']}{reg} ({result.run['tracking_uri']})")
+
+
+@contextmanager
+def _split_error_names(source: Path | str | None) -> Iterator[None]:
+    """A held-out split that cannot be made is the data's problem: say which data, exit 2."""
+    from triage.training.evaluation import SplitError
+
+    try:
+        yield
+    except SplitError as exc:
+        raise InputError(source, None, str(exc)) from None
 
 
 def evaluate(

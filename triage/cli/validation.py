@@ -154,7 +154,9 @@ def check_output_not_input(out: Path | str | None, *inputs: Path | str | None, o
     """Refuse an output that is, or resolves to, one of ``inputs``.
 
     Symbolic links are followed on both sides, so ``--out link`` pointing at
-    ``--data`` is refused as well. ``-`` (stdin / stdout) is never the same file.
+    ``--data`` is refused as well. An input that is a directory (a dataset
+    folder) covers the files already in it: writing over one of them could
+    replace the data being read. ``-`` (stdin / stdout) is never the same file.
     """
     if out is None or str(out) == "-":
         return
@@ -163,7 +165,7 @@ def check_output_not_input(out: Path | str | None, *inputs: Path | str | None, o
         if given is None or str(given) == "-":
             continue
         source = _resolved(Path(given))
-        same = target == source
+        same = target == source or (source.is_dir() and Path(out).exists() and source in target.parents)
         if not same and Path(out).exists() and Path(given).exists():
             try:
                 same = os.path.samefile(out, given)

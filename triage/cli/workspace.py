@@ -94,9 +94,11 @@ def labels_export(
     data: Annotated[Path | None, typer.Option("--data", help="With the data: the whole dataset in the long layout with the decisions as its labels (what `triage train --data` reads). Without: one row per decided alert.")] = None,
 ) -> None:
     """Export the sheriffs' current decisions in the long layout."""
+    from triage.cli.validation import check_output_not_input
     from triage.core.atomic import write_csv_atomic
     from triage.workspace.store import LabelsStore, export_long
 
+    check_output_not_input(out, labels, data)
     store = LabelsStore(labels, create=False)
     if data is not None:
         from triage.loaders import load, write_long

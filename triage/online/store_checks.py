@@ -100,7 +100,9 @@ def check_sqlite_store(path: str | Path, tables: Mapping[str, frozenset[str]],
     if str(path) == ":memory:" or not os.path.exists(path):
         return
     if not os.path.isfile(path):
-        raise DamagedStoreError(path, "is not a regular file", recovery)
+        # A directory or a device is no damaged store: moving it aside (what the
+        # recovery advice does) would take it from its owner, so no advice is given.
+        raise InputError(path, None, "is not a regular file (a directory or a device?); give the path of a store file")
     size = os.path.getsize(path)
     if size == 0:
         raise DamagedStoreError(path, "is empty (0 bytes): truncated, or not a store written by triage", recovery)
@@ -156,6 +158,8 @@ def backup_state_file(path: str | Path) -> Path | None:
     path = Path(path)
     if str(path) == ":memory:" or not path.exists():
         return None
+    if not path.is_file():
+        raise InputError(path, None, "is not a regular file (a directory or a device?); it is never moved aside")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     backup = path.with_name(f"{path.name}.damaged-{stamp}")
     os.rename(path, backup)

@@ -9,6 +9,7 @@ first place. Errors name the file, the line (header = line 1) and the problem.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,12 @@ def read_partial(path: str | Path, series: str | None = None) -> PartialHistory:
         raise InputError(path, None, "no such file") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise InputError(path, None, f"not a readable CSV file: {exc}") from None
+    except IsADirectoryError:
+        raise InputError(path, None, "is a directory, expected a CSV file") from None
+    except (EOFError, OSError, zlib.error) as exc:
+        # A truncated or damaged .gz / .zst: pandas lets the decompressor's error through,
+        # and click would turn an EOFError into a bare "Aborted.".
+        raise InputError(path, None, f"cannot decompress: {exc or type(exc).__name__}") from None
     frame.columns = [str(c).strip() for c in frame.columns]
     missing = [c for c in ("commit", "value") if c not in frame.columns]
     if missing:

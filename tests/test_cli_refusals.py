@@ -1,0 +1,179 @@
+"""Refusals found by an exploratory bad-input sweep: stored files are never overwritten or moved.
+
+Each test runs the real command in-process (typer's CliRunner, through the
+same boundary as ``triage.cli.app.main``) on small files written here, and
+checks both the exit code and that what was stored is still intact.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from triage.cli.app import app
+from triage.cli.validation import exit_code_for
+from triage.core.errors import InputError
+
+BOX = str.maketrans({c: " " for c in "│╭╮╰╯─"})
+
+
+def invoke(args: list[str], stdin: str | None = None) -> tuple[int, str]:
+    """Exit code and all output of ``triage ARGS`` (InputError = exit 2, as main() does).
+
+    The output is one line: rich's boxes and line wrapping removed.
+    """
+    res = CliRunner().invoke(app, [str(a) for a in args], input=stdin)
+    exc = res.exception
+    if exc is None or isinstance(exc, SystemExit):
+        code, text = res.exit_code, res.output
+    elif isinstance(exc, InputError):
+        code, text = 2, f"{res.output}error: {exc}"
+    else:
+        lines: list[str] = []
+        code = exit_code_for(exc, lines.append)
+        text = res.output + "\n".join(lines)
+    return code, " ".join(text.translate(BOX).split())
+
+
+@pytest.fixture
+def partial(tmp_path: Path) -> Path:
+    """A partly measured history: a step from 100 to 120 between c and e."""
+    path = tmp_path / "part.csv"
+    path.write_text("commit,value\na,100\nb,\nc,101\nd,\ne,120\nf,\ng,121\n")
+    return path
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Path:
+    """A dataset folder holding one long-layout history (two series of 60 commits)."""
+    rng = np.random.default_rng(0)
+    rows = [{"series_id": f"s{k}", "commit": f"c{i:03d}", "value": 100 + (10 if i >= 30 else 0) + rng.normal()}
+            for k in range(2) for i in range(60)]
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    pd.DataFrame(rows).to_csv(folder / "history.csv", index=False)
+    return folder
+
+
+def test_sample_and_culprit_refuse_to_overwrite_their_inputs(partial: Path, tmp_path: Path) -> None:
+    before = partial.read_bytes()
+    code, out = invoke(["sample", "--data", partial, "--budget", "1", "--out", partial])
+    assert code == 2 and "is an input of this command" in out
+    oracle = tmp_path / "oracle.csv"
+    oracle.write_text("commit,value\na,100\nb,100\nc,101\nd,119\ne,120\nf,121\ng,121\n")
+    for target in (partial, oracle):
+        code, out = invoke(["culprit", "--data", partial, "--before", "c", "--after", "e", "--levels", "1",
+                            "--oracle", oracle, "--out", target])
+        assert code == 2 and "is an input of this command" in out
+    assert partial.read_bytes() == before
+    assert oracle.read_text().startswith("commit,value\na,100")
+
+
+def test_an_existing_file_inside_an_input_folder_is_not_overwritten(history: Path) -> None:
+    data = history / "history.csv"
+    before = data.read_bytes()
+    code, out = invoke(["candidates", "--data", history, "--detector", "perfherder", "--out", data])
+    assert code == 2 and "is an input of this command" in out
+    assert data.read_bytes() == before
+    # A new file in the folder is fine: it replaces nothing that is read.
+    code, out = invoke(["candidates", "--data", history, "--detector", "perfherder", "--out", history / "c.csv"])
+    assert code == 0, out
+    assert (history / "c.csv").read_text().startswith("series_id")
+
+
+def test_labels_export_never_writes_over_its_store(tmp_path: Path) -> None:
+    from triage.workspace.store import LabelsStore
+
+    store_path = tmp_path / "labels.sqlite"
+    store = LabelsStore(store_path)
+    store.record("s0", "c030", "true", who="alice")
+    store.close()
+    link = tmp_path / "link.sqlite"
+    link.symlink_to(store_path)
+    for out in (store_path, link):
+        code, text = invoke(["labels", "export", "--labels", store_path, "--out", out])
+        assert code == 2 and "is an input of this command" in text
+    with sqlite3.connect(store_path) as db:  # still a database, decision kept
+        assert db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0
+    code, text = invoke(["labels", "export", "--labels", store_path, "--out", tmp_path / "export.csv"])
+    assert code == 0, text
+    assert "c030" in (tmp_path / "export.csv").read_text()
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_reset_state_never_moves_a_directory_or_device_aside(tmp_path: Path, kind: str) -> None:
+    state = tmp_path / "state"
+    if kind == "directory":
+        state.mkdir()
+        (state / "notes.txt").write_text("keep")
+    else:
+        os.mkfifo(state)  # stands in for a device: not a regular file, must stay where it is
+    line = '{"series_id": "s", "commit": "a", "value": 1}\n'
+    for extra in ([], ["--reset-state"]):
+        code, out = invoke(["watch", "--state", state, *extra], stdin=line)
+        assert code == 2, out
+        assert "not a regular file" in out and "--reset-state" not in out.split("error:")[-1]
+    assert not list(tmp_path.glob("state.damaged-*"))
+    if kind == "directory":
+        assert (state / "notes.txt").read_text() == "keep"
+    else:
+        assert state.is_fifo()
+
+
+def test_truncated_gzip_is_a_located_error_not_aborted(partial: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "part.csv.gz"
+    broken.write_bytes(gzip.compress(partial.read_bytes())[:30])
+    for args in (["sample", "--data", broken, "--budget", "1"],
+                 ["culprit", "--data", broken, "--before", "c", "--after", "e"]):
+        code, out = invoke(args)
+        assert code == 2, out
+        assert "part.csv.gz" in out and "cannot decompress" in out
+
+
+def test_culprit_asks_again_for_a_non_finite_value_and_names_an_ended_input(partial: Path, tmp_path: Path) -> None:
+    out_csv = tmp_path / "steps.csv"
+    code, out = invoke(["culprit", "--data", partial, "--before", "c", "--after", "e", "--levels", "1",
+                        "--max-measurements", "1", "--out", out_csv], stdin="nan\ninf\n119\n")
+    assert code == 0, out
+    assert out.count("not a finite number") == 2
+    steps = pd.read_csv(out_csv)
+    assert steps["value"].tolist() == [119.0] and steps["nearer"].tolist() == ["new"]
+    code, out = invoke(["culprit", "--data", partial, "--before", "c", "--after", "e", "--levels", "1"], stdin="")
+    assert code == 2 and "input ended before commit 'd' was measured" in out
+
+
+def test_a_repeated_candidate_row_is_refused(history: Path, tmp_path: Path) -> None:
+    cands = tmp_path / "c.csv"
+    assert invoke(["candidates", "--data", history, "--detector", "perfherder", "--out", cands])[0] == 0
+    lines = cands.read_text().splitlines()
+    assert len(lines) > 1, "the step at commit 30 is a candidate"
+    cands.write_text("\n".join([*lines, lines[1]]) + "\n")
+    code, out = invoke(["score", "--data", history, "--candidates", cands, "--out", tmp_path / "s.csv"])
+    assert code == 2, out
+    assert f"row {len(lines) + 1}" in out and "repeats the candidate of row 2" in out
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_train_on_too_few_labels_is_a_data_error(tmp_path: Path) -> None:
+    from triage.training.evaluation import SplitError, split_indices
+
+    y = np.array([1, 0, 0, 0, 0, 0])
+    groups = np.array(["a", "a", "b", "b", "c", "c"])
+    with pytest.raises(SplitError, match="1 positive rows in 1 series"):
+        split_indices("grouped", y, groups, np.arange(6), seed=0)
+    rows = [{"series_id": f"s{k}", "commit": f"c{i:03d}", "value": 100.0 + (10 if i >= 30 else 0) + 0.1 * (i % 3),
+             "label": "true_positive" if (k == 0 and i == 30) else ("false_positive" if i == 15 else "")}
+            for k in range(3) for i in range(60)]
+    data = tmp_path / "few.csv"
+    pd.DataFrame(rows).to_csv(data, index=False)
+    code, out = invoke(["train", "--data", data, "--out", tmp_path / "m", "--no-track"])
+    assert code == 2, out
+    assert "few.csv" in out and "could not put both classes" in out
+    assert not (tmp_path / "m").exists()
