@@ -177,3 +177,29 @@ def test_train_on_too_few_labels_is_a_data_error(tmp_path: Path) -> None:
     assert code == 2, out
     assert "few.csv" in out and "could not put both classes" in out
     assert not (tmp_path / "m").exists()
+
+
+def test_negative_counts_are_refused(history: Path, tmp_path: Path) -> None:
+    cands = tmp_path / "c.csv"
+    assert invoke(["candidates", "--data", history, "--detector", "perfherder", "--out", cands])[0] == 0
+    for option in ("--show", "--explain"):
+        code, out = invoke(["score", "--data", history, "--candidates", cands, option, "-1"])
+        assert code == 2 and option in out, out
+    code, out = invoke(["report", "--data", history, "--decisions", cands, "--out", tmp_path / "r", "--max-plots", "-1"])
+    assert code == 2 and "--max-plots" in out, out
+    assert not (tmp_path / "r").exists()
+
+
+def test_one_class_training_data_names_its_file(tmp_path: Path) -> None:
+    rows = [{"series_id": f"s{k}", "commit": f"c{i:03d}", "value": 100.0 + (10 if i >= 30 else 0) + 0.1 * (i % 3),
+             "label": "true_positive" if i == 30 else ""} for k in range(4) for i in range(60)]
+    data = tmp_path / "onlytrue.csv"
+    pd.DataFrame(rows).to_csv(data, index=False)
+    code, out = invoke(["train", "--data", data, "--out", tmp_path / "m", "--no-track"])
+    assert code == 2, out
+    assert "onlytrue.csv: only true_positive candidates" in out and "<input>" not in out
+
+
+def test_culprit_names_an_unmeasured_bound_plainly(partial: Path) -> None:
+    code, out = invoke(["culprit", "--data", partial, "--before", "b", "--after", "e"])
+    assert code == 2 and "--before commit 'b' has no measured value" in out, out

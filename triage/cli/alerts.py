@@ -49,10 +49,12 @@ def label(
     scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
 ) -> None:
     """Classify untriaged candidates (not_triaged, under_investigation) with a trained model."""
-    from triage.cli.validation import check_n_jobs, check_number, check_output_not_input
+    from triage.cli.validation import check_int, check_n_jobs, check_number, check_output_not_input
 
     check_output_not_input(out, data)
     check_n_jobs(n_jobs)
+    check_int("--explain", explain_top, low=0)
+    check_int("--show", show, low=0)
     check_number("--threshold", threshold, low=0, high=1)
     import pandas as pd
 
@@ -129,10 +131,12 @@ def score(
     5 commits of each other only the strongest stays true; the others are
     marked as duplicates (one alert per change).
     """
-    from triage.cli.validation import check_n_jobs, check_number, check_output_not_input
+    from triage.cli.validation import check_int, check_n_jobs, check_number, check_output_not_input
 
     check_output_not_input(out, data, candidates)
     check_n_jobs(n_jobs)
+    check_int("--explain", explain_top, low=0)
+    check_int("--show", show, low=0)
     check_number("--threshold", threshold, low=0, high=1)
     check_number("--target-recall", target_recall, low=0, high=1, low_open=True)
     import pandas as pd
@@ -194,7 +198,10 @@ def report(
     max_plots: Annotated[int, typer.Option("--max-plots", help="Plot at most this many series (most likely true alerts first).")] = 100,
 ) -> None:
     """Write a static HTML report: a summary table (most likely true first) and a plot per series."""
+    from triage.cli.validation import check_int
     from triage.loaders import load
+
+    check_int("--max-plots", max_plots, low=0)
     from triage.report import build_report, candidate_points, read_decisions
 
     dataset = load(data)

@@ -119,7 +119,7 @@ def culprit(
     measured = set(history.measured.tolist())
     for name, p in (("--before", a), ("--after", b)):
         if p not in measured:
-            raise InputError(data, None, f"{name} commit {history.commits[p]!r} has no measured value")
+            raise InputError(data, None, f"{name} commit {str(history.commits[p])!r} has no measured value")
     left = [p for p in sorted(measured) if p <= a][-levels:]
     right = [p for p in sorted(measured) if p >= b][:levels]
     old, new, sigma = levels_around(history.values[left], history.values[right])

@@ -230,13 +230,21 @@ def train(
 
 @contextmanager
 def _split_error_names(source: Path | str | None) -> Iterator[None]:
-    """A held-out split that cannot be made is the data's problem: say which data, exit 2."""
+    """Errors about the training rows name the data they came from, exit 2.
+
+    A held-out split that cannot be made is the data's problem; the matrix
+    checks deep in training know no file name (they say ``<input>``).
+    """
     from triage.training.evaluation import SplitError
 
     try:
         yield
     except SplitError as exc:
         raise InputError(source, None, str(exc)) from None
+    except InputError as exc:
+        if exc.source != "<input>" or source is None:
+            raise
+        raise InputError(source, exc.row, exc.problem) from None
 
 
 def evaluate(
