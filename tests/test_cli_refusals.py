@@ -203,3 +203,23 @@ def test_one_class_training_data_names_its_file(tmp_path: Path) -> None:
 def test_culprit_names_an_unmeasured_bound_plainly(partial: Path) -> None:
     code, out = invoke(["culprit", "--data", partial, "--before", "b", "--after", "e"])
     assert code == 2 and "--before commit 'b' has no measured value" in out, out
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (b"", "is empty: no header line"),
+    (gzip.compress(b"series_id,commit,value\ns,a,1\n"), "is gzip-compressed"),
+    (b"series_id,commit,value\ns,a,1\ns,b,\xa4\xff2\n", "line 3: not UTF-8 text"),
+    (("\ufeffseries_id,commit,value\n" + "".join(f"s,c{i},{100 + i % 2}\n" for i in range(12))).encode(), None),
+])
+def test_watch_csv_reads_or_names_the_problem(tmp_path: Path, content: bytes, problem: str | None) -> None:
+    path = tmp_path / "results.csv"
+    path.write_bytes(content)
+    code, out = invoke(["watch", "--csv", path, "--state", tmp_path / "state.db"])
+    if problem is None:  # the byte order mark is read past: commit c0 decided 4 commits later
+        assert code == 0, out
+        assert '"commit": "c0"' in out and '"decided_at": "c4"' in out
+    else:
+        assert code == 2, out
+        assert "results.csv" in out and problem in out
+    code, out = invoke(["watch", "--csv", tmp_path])
+    assert code == 2 and "is a directory" in out

@@ -181,31 +181,54 @@ def _json_batches(stream: io.TextIOBase, source: str) -> Iterator[list[tuple[int
 def _csv_lines(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, str]]:
     """(line number, complete line) of a growing text file; waits at the end when ``follow``."""
     number = 0
-    pending = ""
-    with open(path, encoding="utf-8", newline="") as fh:
+    pending = b""
+    # Bytes, decoded line by line: a text-mode file decodes a whole buffer at a
+    # time, and its error could not say which line is not UTF-8.
+    with open(path, "rb") as fh:
         while True:
             chunk = fh.readline()
             if chunk:
                 pending += chunk
-                if not pending.endswith("\n"):
+                if not pending.endswith(b"\n"):
                     continue  # a line still being written
                 number += 1
-                yield number, pending
-                pending = ""
+                yield number, _decoded(path, number, pending)
+                pending = b""
             elif follow:
                 time.sleep(poll)
             else:
                 if pending:
                     number += 1
-                    yield number, pending
+                    yield number, _decoded(path, number, pending)
                 return
 
 
+def _decoded(path: Path, number: int, line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _bad(path, number, f"not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)") from None
+
+
+#: Magic bytes of compressed files, which ``--csv`` (a growing plain-text file) cannot follow.
+COMPRESSED_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
+
+
 def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, dict]]:
+    if path.is_dir():
+        raise InputError(path, None, "is a directory, expected a CSV file")
     if not path.is_file():
         raise InputError(path, None, "no such file")
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    for magic, kind in COMPRESSED_MAGIC.items():
+        if head.startswith(magic):
+            raise InputError(path, None, f"is {kind}-compressed; --csv reads plain text (decompress it first, "
+                             "or pipe it as JSON lines)")
     columns: list[str] | None = None
     for number, line in _csv_lines(path, follow, poll):
+        if number == 1 and line.startswith("\ufeff"):
+            line = line[1:]  # a UTF-8 byte order mark (spreadsheet exports) is no part of the first column's name
         try:
             fields = next(csv.reader([line]))
         except (csv.Error, StopIteration) as exc:
@@ -231,6 +254,8 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
         if row.get("timestamp", "").strip():
             record["timestamp"] = row["timestamp"]
         yield number, record
+    if columns is None and not follow:
+        raise InputError(path, None, "is empty: no header line (series_id, commit, value)")
 
 
 # ---------------------------------------------------------------------- commands
