@@ -38,12 +38,21 @@ MONGODB_COLUMNS: tuple[str, ...] = ("Value", "MongoDB.Label")
 SIGNATURE_COLUMNS: tuple[str, ...] = ("signature_hash", "series_signature", "signature_id", "signature")
 #: Fields of an Otava change (any one marks a flat Otava report).
 OTAVA_FIELDS: tuple[str, ...] = ("forward_change_percent", "magnitude", "mean_before", "mean_after", "pvalue")
+#: Columns of the long layout (and of triage's candidate files) that an Otava CSV does not have.
+LONG_ONLY_COLUMNS: tuple[str, ...] = ("timestamp", "label", "true_change", "truth_label", "index")
+#: Squeezed names (see ``_squeezed``) of a misnamed series column.
+SERIES_LIKE: tuple[str, ...] = ("series", "seriesid", "seriesname")
 
 
 def read_header(path: Path) -> str:
-    """The first line of a text file; :class:`InputError` when it is not UTF-8 or is blank."""
+    """The first line of a text file; :class:`InputError` when it is not UTF-8 or is blank.
+
+    A UTF-8 byte-order mark (Excel and PowerShell write one) is dropped: left
+    on, it glues itself to the first column name (``\ufeffseries_id``), and
+    pandas, which the readers use, drops it too.
+    """
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             header = fh.readline()
     except UnicodeDecodeError:
         raise InputError(path, 1, "not a UTF-8 text file") from None
@@ -92,6 +101,7 @@ def data_layout(path: Path) -> str:
     columns = header_columns(header, sniff_delimiter(header))
     if "series_id" in columns:
         return "long"
+    _refuse_long_without_series_id(path, columns)
     if "commit" in columns or "time" in columns:
         return "otava"
     raise InputError(
@@ -101,6 +111,35 @@ def data_layout(path: Path) -> str:
         f"({header.strip()[:80]!r}); expected a long layout (series_id, commit, value, ...), "
         "the MongoDB demo layout or an Otava CSV (time, commit, metrics...)",
     )
+
+
+def _refuse_long_without_series_id(path: Path, columns: list[str]) -> None:
+    """:class:`InputError` for a long-layout header whose ``series_id`` column is missing or misnamed.
+
+    Such a file has a ``commit`` column, so it would otherwise be read as an
+    Otava CSV: every series merged into one per metric and its labels dropped
+    (a text column), without a word. It is told from an Otava CSV by what
+    Otava never has: a ``value`` column beside a column only the long layout
+    (or triage's candidate files) uses, or a column named like a series id;
+    and by what Otava always has but the long layout does not, ``time``.
+    """
+    if "time" in columns or "commit" not in columns or "value" not in columns:
+        return
+    series_like = [c for c in columns if _squeezed(c) in SERIES_LIKE]
+    long_only = [c for c in columns if c in LONG_ONLY_COLUMNS]
+    if not series_like and not long_only:
+        return  # e.g. ``commit,value``: an Otava CSV with one metric named value
+    found = ", ".join(columns)
+    if series_like:
+        problem = f"column {series_like[0]!r} looks like the series column; the long layout needs it named 'series_id'"
+    else:
+        problem = "no 'series_id' column; the long layout needs one to tell its series apart"
+    raise InputError(path, 1, f"{problem} (found: {found}); for an Otava CSV pass --layout otava")
+
+
+def _squeezed(name: str) -> str:
+    """A column name lower-cased without separators: ``Series_ID``, ``series id`` -> ``seriesid``."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
 def candidate_layout(path: Path) -> str:

@@ -59,6 +59,8 @@ def read_perfherder_data(
     )
     records = []
     for key, points in groups:
+        if not points:  # else a file of only empty series fails later as an internal error
+            raise InputError(path, None, f"{'signature ' + repr(key) if key is not None else 'the list'}: no data points")
         for number, p in enumerate(points, start=1):
             if not isinstance(p, dict) or "revision" not in p or "value" not in p:
                 raise InputError(path, number, f"point {number} of {key or 'the list'!r}: needs revision and value")
@@ -79,12 +81,7 @@ def read_perfherder_data(
 
 
 def _apply_alerts(frame: pd.DataFrame, sig_ids: pd.Series, path: Path, higher: dict[str, bool | None]) -> None:
-    payload = read_json(path)
-    summaries = payload.get("results", payload.get("alerts")) if isinstance(payload, dict) else payload
-    if isinstance(payload, dict) and "alerts" in payload and "results" not in payload:
-        summaries = [payload]
-    if not isinstance(summaries, list):
-        raise InputError(path, None, "expected Perfherder alert summaries ({results: [{revision, alerts}]})")
+    summaries = _summaries(read_json(path), path)
     # A signature may be named by its hash (the data's key) or its numeric id.
     by_id = {str(i): s for i, s in zip(sig_ids, frame["series_id"], strict=True) if i is not None and i == i}
     known = set(frame["series_id"])
@@ -92,8 +89,10 @@ def _apply_alerts(frame: pd.DataFrame, sig_ids: pd.Series, path: Path, higher: d
         revision = summary.get("revision") if isinstance(summary, dict) else None
         if not revision:
             raise InputError(path, number, f"alert summary {number} has no revision")
-        for alert in summary.get("alerts", []):
+        for alert in _alerts_of(summary, number, path):
             sig = alert.get("series_signature") or {}
+            if not isinstance(sig, dict):
+                raise InputError(path, number, f"alert summary {number}: series_signature {sig!r} is not an object")
             sid = next((s for s in (sig.get("signature_hash"), sig.get("id"), alert.get("signature_id")) if
                         s is not None and (str(s) in known or str(s) in by_id)), None)
             if sid is None:
@@ -110,3 +109,30 @@ def _apply_alerts(frame: pd.DataFrame, sig_ids: pd.Series, path: Path, higher: d
             frame.loc[where, "label"] = label
             if "lower_is_better" in sig:
                 higher[series] = not bool(sig["lower_is_better"])
+
+
+def _summaries(payload: object, path: Path) -> list:
+    """The alert summaries of an export: ``{results: [...]}``, a bare list, or one summary ``{alerts: [...]}``."""
+    if isinstance(payload, dict) and "alerts" in payload and "results" not in payload:
+        return [payload]
+    summaries = payload.get("results") if isinstance(payload, dict) else payload
+    if not isinstance(summaries, list):
+        raise InputError(path, None, "expected Perfherder alert summaries ({results: [{revision, alerts}]})")
+    return summaries
+
+
+def _alerts_of(summary: dict, number: int, path: Path) -> list[dict]:
+    """A summary's alerts, each an object.
+
+    A summary without an alerts list labels nothing; skipping it would hide
+    that the export is not what was meant (or was cut), so it is an error.
+    """
+    if "alerts" not in summary:
+        raise InputError(path, number, f"alert summary {number} has no 'alerts' list")
+    alerts = summary["alerts"]
+    if not isinstance(alerts, list):
+        raise InputError(path, number, f"alert summary {number}: 'alerts' is {type(alerts).__name__}, not a list")
+    for k, alert in enumerate(alerts, start=1):
+        if not isinstance(alert, dict):
+            raise InputError(path, number, f"alert summary {number}, alert {k}: {alert!r} is not an object")
+    return alerts

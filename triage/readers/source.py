@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, cast
+from typing import IO
 
 import pandas as pd
 
@@ -38,6 +38,7 @@ from triage.core.errors import InputError
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd")
+ZSTD_CHUNK = 1 << 20  # compressed bytes fed to the decompressor at a time
 
 
 def display_name(path: str | Path) -> str:
@@ -63,12 +64,40 @@ def _inner_name(name: str) -> str:
     return name
 
 
-def _decompressing(fh: IO[bytes], kind: str) -> IO[bytes]:
+def _decompress(src: IO[bytes], kind: str, out: IO[bytes]) -> None:
+    """The whole decompressed content of ``src`` into ``out``; a cut or corrupt archive raises."""
     if kind == "gzip":
-        return cast(IO[bytes], gzip.GzipFile(fileobj=fh))
+        with gzip.GzipFile(fileobj=src) as stream:  # raises EOFError on a truncated member
+            shutil.copyfileobj(stream, out)
+        return
+    _unzstd(src, out)
+
+
+def _unzstd(src: IO[bytes], out: IO[bytes]) -> None:
+    """Every frame of a zstd stream into ``out``, frame by frame.
+
+    Not zstandard's ``stream_reader(read_across_frames=True)``: it stops
+    quietly at a frame cut short, so a truncated file would be read in part
+    (or as empty). A decompression object says when its frame is complete
+    (``eof``); input that ends inside a frame is an :class:`EOFError`.
+    """
     import zstandard  # only for zstd input
 
-    return cast(IO[bytes], zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True))
+    dctx = zstandard.ZstdDecompressor()
+    frame = dctx.decompressobj()
+    inside = False  # bytes of a frame not yet complete have been fed
+    try:
+        while chunk := src.read(ZSTD_CHUNK):
+            while chunk:
+                out.write(frame.decompress(chunk))
+                inside = True
+                if not frame.eof:
+                    break
+                chunk, frame, inside = frame.unused_data, dctx.decompressobj(), False  # the next frame
+    except zstandard.ZstdError as exc:  # corrupt data or trailing garbage
+        raise ValueError(str(exc)) from None
+    if inside:
+        raise EOFError("truncated (the file ends inside a zstd frame)")
 
 
 @contextmanager
@@ -109,8 +138,8 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
         if kind is not None:
             target = Path(tmpdir) / _inner_name(given.name)
             try:
-                with open(copy, "rb") as raw, _decompressing(raw, kind) as stream, open(target, "wb") as out:
-                    shutil.copyfileobj(stream, out)
+                with open(copy, "rb") as raw, open(target, "wb") as out:
+                    _decompress(raw, kind, out)
             except (OSError, EOFError, ValueError) as exc:  # truncated or corrupt archive
                 raise InputError(shown, None, f"cannot decompress ({kind}): {exc}") from None
             copy.unlink()
