@@ -223,3 +223,21 @@ def test_watch_csv_reads_or_names_the_problem(tmp_path: Path, content: bytes, pr
         assert "results.csv" in out and problem in out
     code, out = invoke(["watch", "--csv", tmp_path])
     assert code == 2 and "is a directory" in out
+
+
+def test_a_hand_edited_series_state_names_the_store_and_the_series(tmp_path: Path) -> None:
+    import json
+
+    state = tmp_path / "state.db"
+    stream = "".join(json.dumps({"series_id": "s", "commit": f"c{i}", "value": 100 + i % 2}) + "\n" for i in range(8))
+    assert invoke(["watch", "--state", state], stdin=stream)[0] == 0
+    db = sqlite3.connect(state)
+    (text,) = db.execute("SELECT state FROM series WHERE series_id = 's'").fetchone()
+    edited = json.loads(text)
+    edited["n"] = "abc"
+    db.execute("UPDATE series SET state = ? WHERE series_id = 's'", (json.dumps(edited),))
+    db.commit()
+    db.close()
+    code, out = invoke(["watch", "--state", state], stdin=json.dumps({"series_id": "s", "commit": "c8", "value": 1}))
+    assert code == 2, out
+    assert "state.db" in out and "stored state of series 's' is unreadable" in out and "--reset-state" in out

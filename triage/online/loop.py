@@ -371,7 +371,15 @@ class OnlineTriage:
         if st is None and self.store is not None:
             data = self.store.load_series(series_id)
             if data is not None:
-                st = self._state_from_dict(data)
+                try:
+                    st = self._state_from_dict(data)
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    # Edited or damaged by hand: name the store and the series, with the recovery.
+                    from triage.online.store_checks import DamagedStoreError
+
+                    raise DamagedStoreError(getattr(self.store, "path", "<state store>"),
+                                            f"the stored state of series {series_id!r} is unreadable "
+                                            f"({type(exc).__name__}: {exc})") from None
                 self.states[series_id] = st
         return st
 
