@@ -157,7 +157,7 @@ def test_a_repeated_candidate_row_is_refused(history: Path, tmp_path: Path) -> N
     cands.write_text("\n".join([*lines, lines[1]]) + "\n")
     code, out = invoke(["score", "--data", history, "--candidates", cands, "--out", tmp_path / "s.csv"])
     assert code == 2, out
-    assert f"row {len(lines) + 1}" in out and "repeats the candidate of row 2" in out
+    assert f"row {len(lines) + 1}: repeats the candidate of row 2" in out
     assert not (tmp_path / "s.csv").exists()
 
 

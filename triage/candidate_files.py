@@ -110,13 +110,13 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
     if layout.endswith("json"):
         payload = read_json(path)
         if layout == "otava-json":
-            return _otava_json(payload, path)
+            return _refuse_repeats(_otava_json(payload, path))
         return _perfherder_json(payload, path)
     frame = read_csv_text(path, require_rows=False)
     if layout == "candidates":
-        return _candidates_csv(frame, path)
+        return _refuse_repeats(_candidates_csv(frame, path))
     if layout == "otava-csv":
-        return _otava_csv(frame, path)
+        return _refuse_repeats(_otava_csv(frame, path))
     return _perfherder_csv(frame, path)
 
 
@@ -334,20 +334,22 @@ def resolve(dataset: Dataset, table: CandidateTable) -> tuple[list[str], np.ndar
             pos = idx
         series.append(sid)
         index[i] = pos
-    if not table.layout.startswith("perfherder"):
-        _refuse_repeats(table, series, index)
     return series, index
 
 
-def _refuse_repeats(table: CandidateTable, series: list[str], index: np.ndarray) -> None:
-    """A detector flags a commit once: a repeated row would be scored against itself.
+def _refuse_repeats(table: CandidateTable) -> CandidateTable:
+    """A detector's file flags a commit once: a repeated row would be scored against itself.
 
     (It also shifts ``det_score_rank``, the rank among the file's rows.) Perfherder
-    exports are exempt: a reassigned alert is listed in two summaries.
+    exports are exempt (a reassigned alert is listed in two summaries), and so are
+    points given in code (:meth:`CandidateTable.from_points`), which may repeat.
     """
-    first: dict[tuple[str, int], int] = {}
-    for sid, pos, row in zip(series, index.tolist(), table.rows, strict=True):
-        if (sid, pos) in first:
-            raise InputError(table.source, row, f"repeats the candidate of row {first[(sid, pos)]} "
-                             f"(series {sid!r}, index {pos}); each commit is a candidate once")
-        first[(sid, pos)] = row
+    first: dict[tuple, int] = {}
+    for keys, commit, idx, row in zip(table.keys, table.commits, table.indices, table.rows, strict=True):
+        key = (keys, commit, idx)
+        if key in first:
+            where = f"commit {commit!r}" if commit is not None else f"index {idx}"
+            raise InputError(table.source, row, f"repeats the candidate of row {first[key]} "
+                             f"(series {keys[0]!r}, {where}); each commit is a candidate once")
+        first[key] = row
+    return table
