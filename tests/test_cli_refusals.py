@@ -241,3 +241,15 @@ def test_a_hand_edited_series_state_names_the_store_and_the_series(tmp_path: Pat
     code, out = invoke(["watch", "--state", state], stdin=json.dumps({"series_id": "s", "commit": "c8", "value": 1}))
     assert code == 2, out
     assert "state.db" in out and "stored state of series 's' is unreadable" in out and "--reset-state" in out
+
+
+def test_a_library_warning_is_one_line_naming_the_input(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    data = tmp_path / "uns.csv"
+    data.write_text("series_id,commit,timestamp,value\ns,a,2024-01-02,1\ns,b,2024-01-01,2\ns,c,2024-01-03,3\n")
+    res = subprocess.run([sys.executable, "-m", "triage.cli.app", "summary", "--data", str(data), "--sort-timestamps"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.strip() == f"warning: {data}: series 's' sorted by timestamp (first out-of-order row 3)"

@@ -147,18 +147,20 @@ def _perfherder_data(tmp_path):
     return path
 
 
-def test_perfherder_empty_series_is_no_data_points(tmp_path):
+def test_perfherder_without_any_point_is_no_data_points(tmp_path):
     path = tmp_path / "ph_empty.json"
     path.write_text(json.dumps({"sig1": []}))
-    with pytest.raises(InputError, match=r"ph_empty\.json: signature 'sig1': no data points"):
+    with pytest.raises(InputError, match=r"ph_empty\.json: no data points in any signature"), \
+            pytest.warns(UserWarning, match="signature 'sig1' has no data points; skipped"):
         load(path)
 
 
-def test_perfherder_one_empty_series_among_others_is_named(tmp_path):
+def test_perfherder_empty_series_among_others_is_skipped_with_a_warning(tmp_path):
     path = tmp_path / "ph.json"
-    path.write_text(json.dumps({"a": [{"revision": "r1", "value": 1.0}], "b": []}))
-    with pytest.raises(InputError, match=r"ph\.json: signature 'b': no data points"):
-        load(path)
+    path.write_text(json.dumps({"a": [{"revision": f"r{i}", "value": 1.0 + i} for i in range(5)], "b": []}))
+    with pytest.warns(UserWarning, match=r"ph\.json: signature 'b' has no data points; skipped"):
+        data = load(path)
+    assert [h.series_id for h in data] == ["a"] and len(data["a"]) == 5
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 
 import typer
 from rich.console import Console
@@ -71,8 +72,18 @@ for _name in COMMAND_MODULES:
 err_console = Console(stderr=True)
 
 
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning from the library (a skipped series, unsorted timestamps) as one line on stderr.
+
+    Python's default shows the library's source file and line, which tells a
+    user nothing about their input.
+    """
+    err_console.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
 def main() -> None:
     """Console entry point: bad input exits 2 with one readable line, not a traceback."""
+    warnings.showwarning = _warning_line
     try:
         app()
     except InputError as exc:

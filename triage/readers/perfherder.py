@@ -19,6 +19,7 @@ An alert on a revision or signature the data lacks is an error naming it.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -59,8 +60,11 @@ def read_perfherder_data(
     )
     records = []
     for key, points in groups:
-        if not points:  # else a file of only empty series fails later as an internal error
-            raise InputError(path, None, f"{'signature ' + repr(key) if key is not None else 'the list'}: no data points")
+        if not points:
+            # The API returns an empty list for a signature without data in the
+            # interval asked for: nothing to read, and the other series still are.
+            warnings.warn(f"{path}: signature {key!r} has no data points; skipped", stacklevel=2)
+            continue
         for number, p in enumerate(points, start=1):
             if not isinstance(p, dict) or "revision" not in p or "value" not in p:
                 raise InputError(path, number, f"point {number} of {key or 'the list'!r}: needs revision and value")
@@ -69,6 +73,8 @@ def read_perfherder_data(
                 raise InputError(path, number, "point without signature_id (a plain list needs it)")
             records.append({"series_id": str(sid), "commit": p["revision"], "timestamp": p.get("push_timestamp", ""),
                             "value": p["value"], "_sig_id": p.get("signature_id")})
+    if not records:  # else the frame below has no columns and fails as an internal error
+        raise InputError(path, None, "no data points in any signature")
     frame = pd.DataFrame.from_records(records)
     sig_ids = frame.pop("_sig_id")
     higher: dict[str, bool | None] = {}
