@@ -399,3 +399,12 @@ def test_change_kind_follows_the_units_direction(higher, before, after, kind):
     history = History("s", ["a"], [1.0], None, higher_is_better=higher)
     assert history.change_kind(before, after) == kind
 
+
+
+def test_a_compressed_input_keeps_its_own_name_as_the_source(tmp_path):
+    import gzip
+
+    path = tmp_path / "h.csv.gz"
+    path.write_bytes(gzip.compress(b"series_id,commit,value\ns,a,1\ns,b,2\n"))
+    data = load(path)
+    assert data.source == str(path) and len(data["s"]) == 2

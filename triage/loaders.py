@@ -144,30 +144,41 @@ def load(
     if branch is not None and layout not in ("auto", "otava", "otava-dir", "otava-config"):
         raise InputError(path, None, f"a branch filter applies to Otava CSVs, not to layout {layout!r}")
     with plain_file(path) as plain:
-        if layout == "auto":
-            layout = data_layout(plain)
-        options: dict[str, Any] = {"aggregate": aggregate, "sort_timestamps": sort_timestamps}
-        if layout == "long":
-            return read_long(plain, trim=trim, commit_order=commit_order, **options)
-        if layout == "mongodb":
-            return read_mongodb_demo(plain)
-        if layout == "otava":
-            return _read_otava_csv(plain, branch=branch, trim=trim, **options)
-        if layout == "otava-dir":
-            return read_otava_dir(plain, branch=branch, trim=trim, **options)
-        if layout == "otava-config":
-            return read_otava_config(plain, branch=branch, trim=trim, **options)
-        if layout == "asv":
-            return read_asv(plain, aggregate=aggregate, trim=trim)
-        if layout == "gab":
-            return read_gab(plain, trim=trim, **options)
-        if layout == "perfherder":
-            return read_perfherder_data(plain, alerts=alerts, trim=trim, **options)
-        if alerts is not None:
-            raise InputError(display_name(path), None, "--alerts labels Perfherder performance data only")
-        if layout == "jmh":
-            return read_jmh_dataset(plain, trim_warmup=trim_warmup, aggregate=aggregate)
-        return read_json_values(plain)
+        dataset = _load_plain(plain, path, layout, aggregate, sort_timestamps, trim, commit_order, branch, alerts,
+                              trim_warmup)
+    if plain != path:
+        # Read from a decompressed copy (or stdin's): the user knows the file by its own name.
+        dataset.source = display_name(path)
+    return dataset
+
+
+def _load_plain(plain: Path, path: Path, layout: str, aggregate: str, sort_timestamps: bool, trim, commit_order,
+                branch, alerts, trim_warmup) -> Dataset:
+    """:func:`load`'s reading of one plain (uncompressed, regular) file or directory by layout."""
+    if layout == "auto":
+        layout = data_layout(plain)
+    options: dict[str, Any] = {"aggregate": aggregate, "sort_timestamps": sort_timestamps}
+    if layout == "long":
+        return read_long(plain, trim=trim, commit_order=commit_order, **options)
+    if layout == "mongodb":
+        return read_mongodb_demo(plain)
+    if layout == "otava":
+        return _read_otava_csv(plain, branch=branch, trim=trim, **options)
+    if layout == "otava-dir":
+        return read_otava_dir(plain, branch=branch, trim=trim, **options)
+    if layout == "otava-config":
+        return read_otava_config(plain, branch=branch, trim=trim, **options)
+    if layout == "asv":
+        return read_asv(plain, aggregate=aggregate, trim=trim)
+    if layout == "gab":
+        return read_gab(plain, trim=trim, **options)
+    if layout == "perfherder":
+        return read_perfherder_data(plain, alerts=alerts, trim=trim, **options)
+    if alerts is not None:
+        raise InputError(display_name(path), None, "--alerts labels Perfherder performance data only")
+    if layout == "jmh":
+        return read_jmh_dataset(plain, trim_warmup=trim_warmup, aggregate=aggregate)
+    return read_json_values(plain)
 
 
 def read_long(
