@@ -27,7 +27,9 @@ beside the target, then swapped in with one ``renameat2(RENAME_EXCHANGE)``
 (:func:`triage.core.atomic.replace_dir`, which the HTML report uses too). A crash leaves
 either the old model or the new one, never a mix, and the temporary directory
 is removed on any error. An existing target is replaced only if it is a model
-directory or empty.
+directory or empty. A symbolic link given as the target is written through
+(:func:`triage.core.atomic.directory_target`): the directory it names is
+swapped, beside it, and the link stays a link.
 
 What loading refuses beyond checksums (issue 14): a manifest naming a file
 outside the directory (``../x``, an absolute path) or not covered by the
@@ -57,7 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
-from triage.core.atomic import replace_dir
+from triage.core.atomic import directory_target, replace_dir
 from triage.core.errors import InputError
 from triage.training.classifier import TriageClassifier
 from triage.training.model_kinds import KINDS, MODELS
@@ -109,7 +111,8 @@ def save_model(
     ``window`` is the feature window the matrix was built with (``"adaptive"``
     or an int w), needed to extract the same features at prediction time.
     ``metrics`` (e.g. held-out AUC) and ``extra`` go into the manifest as given
-    (they must be JSON-serialisable).
+    (they must be JSON-serialisable). A link at ``path`` is written through;
+    the path is returned as given.
     """
     path = Path(path)
     tmp = stage_model(clf, path, window=window, metrics=metrics, feature_set_file=feature_set_file, extra=extra)
@@ -142,8 +145,10 @@ def stage_model(
     """
     if not hasattr(clf, "estimator_"):
         raise ValueError("the classifier is not fitted")
-    path = Path(path)
-    parent = path.parent.resolve()
+    # Staged beside the directory a link names, so that the swap replaces that
+    # directory and not the link (which a rename would move aside as litter).
+    path = _target(path)
+    parent = path.parent
     parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         _check_replaceable(path)
@@ -171,11 +176,19 @@ def stage_model(
 
 def commit_model(staged: Path, path: str | Path) -> None:
     """Swap the directory :func:`stage_model` wrote into ``path`` (atomic; the old model ends in ``staged``)."""
-    path = Path(path)
+    path = _target(path)
     if path.exists():
         _check_replaceable(path)
     replace_dir(staged, path)
-    _fsync_dir(path.parent.resolve())
+    _fsync_dir(path.parent)
+
+
+def _target(path: str | Path) -> Path:
+    """The directory a write to ``path`` replaces (links followed), as a :class:`ModelFileError`."""
+    try:
+        return directory_target(path)
+    except InputError as exc:
+        raise ModelFileError(path, exc.problem) from None
 
 
 def _temporary_prefix(path: Path) -> str:
@@ -188,8 +201,12 @@ def clean_stale_temporaries(path: str | Path) -> list[Path]:
     A writer's temporary directory is ``.<name>.tmp-<pid>-<random>`` beside
     ``path``: it is stale when no process ``<pid>`` runs any more (or the name
     carries no pid, as older versions wrote). Live writers' directories stay.
+    For a link, the temporaries are those beside the directory it names.
     """
-    path = Path(path)
+    try:
+        path = _target(path)
+    except ModelFileError:
+        return []  # nothing can have been written there; saving will say why
     parent = path.parent
     prefix = _temporary_prefix(path)
     removed: list[Path] = []
@@ -223,7 +240,7 @@ def process_alive(pid: int) -> bool:
 
 def check_writable(path: str | Path) -> None:
     """Raise :class:`ModelFileError` now if :func:`save_model` would refuse ``path`` later."""
-    path = Path(path)
+    path = _target(path)
     if path.exists():
         _check_replaceable(path)
 

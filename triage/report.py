@@ -7,6 +7,8 @@
                     section per series with its plot
     plots/*.png     one PNG per series: values, detector candidates, model
                     decisions with P(true), confirmed (human) labels
+    .triage-report  the marker that says "a report lives here": only a
+                    directory holding it (or an empty or new one) is replaced
 
 The decisions come from ``triage label`` or ``triage score`` (any CSV with
 ``series_id``, ``commit`` or ``index``, ``p_true`` and ``classification``;
@@ -16,7 +18,10 @@ file has none). Detector candidates
 reads) are drawn as ticks under the series.
 
 The directory is built beside its destination and swapped in, so a reader
-never sees a half-written report.
+never sees a half-written report. A link to a directory is written through
+(the directory it names is swapped, the link stays). An existing directory
+without the marker is refused, whatever it holds: an ``index.html`` alone does
+not make a user's folder ours to delete.
 """
 
 from __future__ import annotations
@@ -35,9 +40,13 @@ import pandas as pd
 
 from triage.candidate_files import read_candidates, resolve
 from triage.core import labels
-from triage.core.atomic import replace_dir
+from triage.core.atomic import directory_target, replace_dir
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
+
+#: The file that marks a directory as a report this module wrote (and may replace).
+REPORT_MARKER = ".triage-report"
+MARKER_TEXT = "A report written by `triage report`; the next `triage report --out` here replaces this directory whole.\n"
 
 #: Columns a decisions file must have (plus ``commit`` or ``index``).
 REQUIRED_DECISION_COLUMNS: tuple[str, ...] = ("series_id", "p_true", "classification")
@@ -304,6 +313,25 @@ def render_html(
     return "\n".join(parts) + "\n"
 
 
+def check_replaceable(out: Path) -> None:
+    """Raise :class:`InputError` unless ``out`` is absent, an empty directory or a report directory.
+
+    A report directory is one holding :data:`REPORT_MARKER`, which only
+    :func:`build_report` writes; replacing a directory deletes everything in
+    it, so guessing from an ``index.html`` is not enough.
+    """
+    if not os.path.lexists(out):
+        return
+    if not out.is_dir():
+        raise InputError(out, None, "exists and is not a directory; refusing to replace it")
+    if any(out.iterdir()) and not (out / REPORT_MARKER).is_file():
+        raise InputError(
+            out, None,
+            f"exists and is not a report directory (no {REPORT_MARKER} marker); refusing to replace it "
+            "and delete what it holds: give a new or empty directory",
+        )
+
+
 def build_report(
     dataset: Dataset,
     decisions: pd.DataFrame,
@@ -322,9 +350,8 @@ def build_report(
     ``progress(1)`` is called after each plot.
     """
     # A link to a report directory is followed: the directory it names is replaced, the link stays.
-    out = Path(os.path.realpath(out))
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "index.html").is_file())):
-        raise InputError(out, None, "exists and is not a report directory (no index.html); refusing to replace it")
+    out = directory_target(out)
+    check_replaceable(out)  # before minutes of plotting, not after
     ordered = decisions.sort_values(["p_true", "series_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
     series_order = list(dict.fromkeys(ordered["series_id"].astype(str)))
     # Series with candidates but no decision still get a plot, after the others.
@@ -354,9 +381,9 @@ def build_report(
         page = render_html(ordered, sections, title=title, source=str(dataset.source or ""),
                            n_candidates=n_cand, omitted=omitted, dataset=dataset)
         (tmp / "index.html").write_text(page, encoding="utf-8")
+        (tmp / REPORT_MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+        check_replaceable(out)  # again: the plots took a while, someone may have filled it since
         replace_dir(tmp, out)  # the old report, now in tmp, goes with it below
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out / "index.html"
-
-

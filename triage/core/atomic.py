@@ -1,10 +1,10 @@
 """Writing files so that readers only ever see the old content or the new, whole.
 
 Every output of the tool (datasets, candidate and decision CSVs, feature-set
-files; model and report directories through :func:`replace_dir`) is written to a temporary file in the destination's directory and
-renamed over it: ``os.replace`` is atomic within one file system, so a crash,
-a kill or a full disk mid-write leaves the previous file intact and no
-half-written one behind.
+files; model and report directories through :func:`replace_dir`) is written
+to a temporary file in the destination's directory and renamed over it:
+``os.replace`` is atomic within one file system, so a crash, a kill or a full
+disk mid-write leaves the previous file intact and no half-written one behind.
 
 What "the destination" is (:func:`destination`):
 
@@ -12,10 +12,18 @@ What "the destination" is (:func:`destination`):
   first, then copied to stdout, so a failure mid-way prints nothing;
 * a symbolic link is written *through*: its target is replaced, the link stays;
 * a special file (a device such as ``/dev/stdout`` or ``/dev/null``, a FIFO, a
-  socket) is never replaced by a regular file: the finished content is copied
-  into it;
+  socket) is never replaced by a regular file: the finished content, built in
+  the temporary folder (never beside the special file), is copied into the
+  path as given. What a path is gets decided by ``os.stat`` on the path itself
+  (links followed by the kernel), not on its resolved name: ``/dev/stdout`` in
+  a pipe resolves to ``/proc/<pid>/fd/pipe:[n]``, a name no file has;
 * a directory where a file is expected, or a parent that is not a directory,
   is an :class:`~triage.core.errors.InputError` naming the path.
+
+Whole directories (model and report directories, :func:`directory_target` and
+:func:`replace_dir`) follow the same rule: a link to a directory is written
+through, the directory it names is swapped, the link stays; nothing is left
+beside either.
 """
 
 from __future__ import annotations
@@ -49,29 +57,40 @@ def destination(path: str | Path) -> tuple[str, Path | None]:
     """Where a write to ``path`` goes: ``("stdout", None)``, ``("special", p)`` or ``("file", p)``.
 
     ``("file", p)``: a regular file (existing or not) at ``p``, symbolic links
-    already followed; ``("special", p)``: an existing device, FIFO or socket.
-    Raises :class:`InputError` for a directory or a parent that is not one.
+    already followed; ``("special", p)``: an existing device, FIFO or socket,
+    ``p`` the path as given (opening it follows the links). Raises
+    :class:`InputError` for a directory, a parent that is not one, or a path
+    that cannot be looked at (a link loop, no permission).
     """
     if is_stdio(path):
         return "stdout", None
     path = Path(path)
-    # Follow links (also dangling ones, and links in the parent chain), so a
-    # link is written through and never replaced by a regular file.
-    real = Path(os.path.realpath(path))
     try:
-        mode = os.stat(real).st_mode
+        # stat follows every link the way open() will; the resolved *name* may
+        # not exist as a file (/dev/stdout -> /proc/self/fd/1 -> pipe:[n]).
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
-        parent = real.parent
-        if parent.exists() and not parent.is_dir():
-            raise InputError(path, None, f"cannot write here: {parent} is not a directory") from None
-        return "file", real
+        return "file", _new_file(path)
     except NotADirectoryError:
         raise InputError(path, None, "cannot write here: a parent of this path is a file, not a directory") from None
+    except OSError as exc:  # ELOOP, EACCES: a clear error, not a traceback
+        raise InputError(path, None, f"cannot write here: {exc.strerror}") from None
     if stat.S_ISDIR(mode):
         raise InputError(path, None, "is a directory; expected a file path")
     if stat.S_ISREG(mode):
-        return "file", real
-    return "special", real
+        # Follow links (also in the parent chain), so a link is written through
+        # and the temporary file sits beside the file it replaces.
+        return "file", Path(os.path.realpath(path))
+    return "special", path
+
+
+def _new_file(path: Path) -> Path:
+    """Where a file that does not exist yet will be: links (also dangling ones) followed."""
+    real = Path(os.path.realpath(path))
+    parent = real.parent
+    if parent.exists() and not parent.is_dir():
+        raise InputError(path, None, f"cannot write here: {parent} is not a directory")
+    return real
 
 
 def _copy_into(src: Path, target: Path | None) -> None:
@@ -84,7 +103,11 @@ def _copy_into(src: Path, target: Path | None) -> None:
             out.flush()
         else:
             # Opened for writing only, never created or renamed over: a device stays a device.
-            with open(target, "wb", buffering=0) as dev:
+            try:
+                dev = open(target, "wb", buffering=0)
+            except OSError as exc:  # a socket cannot be opened (ENXIO); say so, no traceback
+                raise InputError(target, None, f"cannot write into this special file: {exc.strerror}") from None
+            with dev:
                 shutil.copyfileobj(fh, dev)
 
 
@@ -181,13 +204,42 @@ def _exchange(a: Path, b: Path) -> bool:
     return True
 
 
+def directory_target(path: str | Path) -> Path:
+    """The directory a whole-directory write to ``path`` replaces: links followed.
+
+    A link to a directory (or a dangling one) is written through: the
+    directory it names is swapped, the link stays, as :func:`atomic_write`
+    does for files. The temporary directory belongs beside the returned path
+    (same file system, so the swap is one rename). Raises :class:`InputError`
+    for a link loop or a parent that is not a directory.
+    """
+    path = Path(path)
+    real = Path(os.path.realpath(path))
+    if real.is_symlink():  # realpath stops where a loop starts
+        raise InputError(path, None, "is a symbolic link that loops; cannot write through it")
+    try:
+        os.stat(real)
+    except FileNotFoundError:
+        if real.parent.exists() and not real.parent.is_dir():
+            raise InputError(path, None, f"cannot write here: {real.parent} is not a directory") from None
+    except NotADirectoryError:
+        raise InputError(path, None, "cannot write here: a parent of this path is a file, not a directory") from None
+    except OSError as exc:
+        raise InputError(path, None, f"cannot write here: {exc.strerror}") from None
+    return real
+
+
 def replace_dir(tmp: Path, path: Path) -> None:
     """Put the finished directory ``tmp`` at ``path``; afterwards ``tmp`` holds the old one, if any.
 
     One atomic exchange where the platform has it; elsewhere two renames,
     with the old directory put back if the second fails, so ``path`` never
     ends up holding a half-written directory. The caller removes ``tmp``.
+    ``path`` must not be a symbolic link (resolve it with
+    :func:`directory_target`): a rename would move the link, not its target.
     """
+    if path.is_symlink():
+        raise InputError(path, None, "is a symbolic link; refusing to replace the link itself")
     if not path.exists():
         os.rename(tmp, path)
         return
