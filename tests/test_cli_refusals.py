@@ -207,10 +207,10 @@ def test_culprit_names_an_unmeasured_bound_plainly(partial: Path) -> None:
 
 @pytest.mark.parametrize(("content", "problem"), [
     (b"", "is empty: no header line"),
-    (gzip.compress(b"series_id,commit,value\ns,a,1\n"), "is gzip-compressed"),
+    (gzip.compress(b"series_id,commit,value\ns,a,1\n", mtime=0), "is gzip-compressed"),
     (b"series_id,commit,value\ns,a,1\ns,b,\xa4\xff2\n", "line 3: not UTF-8 text"),
     (("\ufeffseries_id,commit,value\n" + "".join(f"s,c{i},{100 + i % 2}\n" for i in range(12))).encode(), None),
-])
+], ids=["empty", "gzip", "not-utf8", "byte-order-mark"])
 def test_watch_csv_reads_or_names_the_problem(tmp_path: Path, content: bytes, problem: str | None) -> None:
     path = tmp_path / "results.csv"
     path.write_bytes(content)

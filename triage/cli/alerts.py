@@ -192,7 +192,7 @@ def score(
 def report(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
     decisions: Annotated[Path, typer.Option("--decisions", help="Decisions CSV from `triage label` or `triage score`.")],
-    out: Annotated[Path, typer.Option("--out", help="Report directory (index.html + plots/), replaced atomically.")],
+    out: Annotated[Path, typer.Option("--out", help="Report directory (index.html + plots/): a new or empty directory, or an earlier report (marked by its .triage-report file), replaced atomically.")],
     candidates: Annotated[Path | None, typer.Option("--candidates", help="Detector candidates to draw (any layout `triage score` reads).")] = None,
     title: Annotated[str, typer.Option("--title", help="Page title.")] = "Change-point triage report",
     max_plots: Annotated[int, typer.Option("--max-plots", help="Plot at most this many series (most likely true alerts first).")] = 100,
