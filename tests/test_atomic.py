@@ -101,3 +101,13 @@ def test_json_lines_format(tmp_path):
 
     path = write_frame(pd.DataFrame({"series_id": ["s"], "p": [0.5]}), tmp_path / "x.jsonl", "json")
     assert path.read_text() == '{"series_id":"s","p":0.5}\n'
+
+
+@pytest.mark.parametrize("suffix", [".csv.gz", ".csv.zst", ".csv"])
+def test_a_table_is_compressed_as_its_name_says_and_reads_back(tmp_path, suffix):
+    from triage.readers.source import compression
+
+    frame = pd.DataFrame({"series_id": ["s"] * 3, "commit": ["a", "b", "c"], "value": [1.0, 2.0, 3.5]})
+    path = write_csv_atomic(frame, tmp_path / f"t{suffix}")
+    assert compression(path) == {".csv.gz": "gzip", ".csv.zst": "zstd", ".csv": None}[suffix]
+    assert pd.read_csv(path).equals(frame)

@@ -153,15 +153,26 @@ def atomic_write(path: str | Path, write: Callable[[Path], None], *, fsync: bool
     return path
 
 
+#: Output compression by the target's suffix: the kinds every reader of the project opens.
+COMPRESSION_BY_SUFFIX: dict[str, object] = {".gz": {"method": "gzip", "mtime": 0}, ".zst": {"method": "zstd"}}
+
+
+def _compression(path: str | Path) -> object:
+    """pandas' ``compression`` for ``path``: the content is written to a temporary
+    name first, so pandas cannot infer it from the suffix itself."""
+    return COMPRESSION_BY_SUFFIX.get(Path(str(path)).suffix.lower()) if str(path) != "-" else None
+
+
 def write_csv_atomic(frame: pd.DataFrame, path: str | Path, **to_csv: object) -> Path:
-    """``frame.to_csv(path, index=False, **to_csv)``, atomically."""
-    return atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, **to_csv))
+    """``frame.to_csv(path, index=False, **to_csv)``, atomically; ``.gz`` / ``.zst`` compressed by suffix."""
+    return atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, compression=_compression(path), **to_csv))
 
 
 def write_jsonl_atomic(frame: pd.DataFrame, path: str | Path) -> Path:
-    """``frame`` as JSON lines (one object per row, ISO dates), atomically."""
+    """``frame`` as JSON lines (one object per row, ISO dates), atomically; compressed by suffix."""
     return atomic_write(
-        path, lambda tmp: frame.to_json(tmp, orient="records", lines=True, date_format="iso")
+        path, lambda tmp: frame.to_json(tmp, orient="records", lines=True, date_format="iso",
+                                        compression=_compression(path))
     )
 
 
