@@ -191,3 +191,13 @@ def test_perfherder_well_formed_alerts_still_label(tmp_path):
     ]}))
     history = load(data, alerts=alerts)["sig1"]
     assert list(history.labels).count(labels.TRUE_POSITIVE) == 1 and history.labels[21] == labels.TRUE_POSITIVE
+
+
+def test_json_without_a_json_name_is_told_by_its_content(tmp_path):
+    """Standard input and decompressed copies have no .json suffix to go by."""
+    perfherder = tmp_path / "ph_data"
+    perfherder.write_text(json.dumps({"sig": [{"revision": f"r{i}", "value": 1.0 + i} for i in range(4)]}))
+    values = tmp_path / "values"
+    values.write_text("\n  [1, 2, 3, 4, 5]\n")
+    assert data_layout(perfherder) == "perfherder" and len(load(perfherder)["sig"]) == 4
+    assert data_layout(values) == "json" and sum(len(h) for h in load(values)) == 5

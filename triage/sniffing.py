@@ -66,6 +66,16 @@ def header_columns(header: str, sep: str = ",") -> list[str]:
     return [c.strip().strip('"') for c in header.strip().split(sep)]
 
 
+def _starts_like_json(path: Path) -> bool:
+    """An object or array first: JSON whatever the name (stdin, a decompressed copy).
+
+    No CSV header starts with ``{`` or ``[``.
+    """
+    with open(path, "rb") as fh:
+        head = fh.read(256).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head[:1] in (b"{", b"[")
+
+
 def data_layout(path: Path) -> str:
     """The layout of a data file or directory, from its kind, suffix and first line or content."""
     if path.is_dir():
@@ -83,7 +93,7 @@ def data_layout(path: Path) -> str:
         return "otava-config"
     if suffix == ".js" or is_gab(path):
         return "gab"
-    if suffix == ".json":
+    if suffix == ".json" or _starts_like_json(path):
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
