@@ -217,3 +217,21 @@ def test_a_report_is_marked_replaced_and_written_through_a_link(report_input, tm
     empty.mkdir()
     build_report(dataset, frame, empty, max_plots=1)
     assert (empty / REPORT_MARKER).is_file()
+
+
+def test_a_report_of_an_earlier_version_is_replaced_anything_more_is_refused(report_input, tmp_path):
+    """Before the marker a report was index.html and plots/*.png; such a folder is replaced (make demo repeats)."""
+    _, dataset, frame = report_input
+    old = tmp_path / "old"
+    (old / "plots").mkdir(parents=True)
+    (old / "index.html").write_text("<html>report</html>")
+    (old / "plots" / "s.png").write_bytes(b"\x89PNG")
+    build_report(dataset, frame, old, max_plots=1)
+    assert (old / REPORT_MARKER).is_file()
+    mixed = tmp_path / "mixed"
+    (mixed / "plots").mkdir(parents=True)
+    (mixed / "index.html").write_text("<html>report</html>")
+    (mixed / "plots" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not a report directory"):
+        build_report(dataset, frame, mixed, max_plots=1)
+    assert (mixed / "plots" / "notes.txt").read_text() == "mine"

@@ -324,12 +324,28 @@ def check_replaceable(out: Path) -> None:
         return
     if not out.is_dir():
         raise InputError(out, None, "exists and is not a directory; refusing to replace it")
-    if any(out.iterdir()) and not (out / REPORT_MARKER).is_file():
+    if any(out.iterdir()) and not (out / REPORT_MARKER).is_file() and not _written_before_the_marker(out):
         raise InputError(
             out, None,
             f"exists and is not a report directory (no {REPORT_MARKER} marker); refusing to replace it "
             "and delete what it holds: give a new or empty directory",
         )
+
+
+def _written_before_the_marker(out: Path) -> bool:
+    """Exactly what :func:`build_report` wrote before it left a marker: index.html and plots/*.png.
+
+    (So ``make demo`` stays repeatable over a report of an earlier version; a
+    folder holding anything else is still refused.)
+    """
+    names = {p.name for p in out.iterdir()}
+    if "index.html" not in names or not names <= {"index.html", "plots"}:
+        return False
+    plots = out / "plots"
+    if not plots.exists():
+        return True
+    return plots.is_dir() and not plots.is_symlink() and all(
+        p.suffix == ".png" and p.is_file() and not p.is_symlink() for p in plots.iterdir())
 
 
 def build_report(
