@@ -188,7 +188,7 @@ def train(
             fm = matrix_of(data, preset, matrix, w, seed, jobs, online_rows)
     source = {"data": str(data) if data else None, "preset": preset, "matrix": str(matrix) if matrix else None,
               "labels": str(labels) if labels else None, "seed": seed, "ordinary_per_series": online_rows or None}
-    with console.status(f"training {model}"), _split_error_names(data or matrix or preset):
+    with console.status(f"training {model}"), _errors_name_the_data(data or matrix or preset):
         result = run_train(
             fm,
             out,
@@ -229,7 +229,7 @@ def train(
 
 
 @contextmanager
-def _split_error_names(source: Path | str | None) -> Iterator[None]:
+def _errors_name_the_data(source: Path | str | None) -> Iterator[None]:
     """Errors about the training rows name the data they came from, exit 2.
 
     A held-out split that cannot be made is the data's problem; the matrix
