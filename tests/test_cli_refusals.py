@@ -253,3 +253,35 @@ def test_a_library_warning_is_one_line_naming_the_input(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stderr.strip() == f"warning: {data}: series 's' sorted by timestamp (first out-of-order row 3)"
+
+
+def test_a_tracking_uri_never_turns_another_database_or_a_typo_into_a_store(tmp_path: Path) -> None:
+    from triage.workspace.store import LabelsStore
+
+    labels = tmp_path / "labels.sqlite"
+    LabelsStore(labels).close()
+
+    def tables(db: Path) -> set[str]:
+        con = sqlite3.connect(db)
+        try:
+            return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+
+    before = tables(labels)
+    for args in (["models", "list"], ["models", "promote", "m", "1"]):
+        code, out = invoke([*args, "--tracking-uri", f"sqlite:///{labels}"])
+        assert code == 2 and "not an MLflow tracking store" in out, out
+    assert tables(labels) == before
+    typo = tmp_path / "mlrun.db"
+    for args in (["models", "list"], ["models", "promote", "m", "1"]):
+        code, out = invoke([*args, "--tracking-uri", f"sqlite:///{typo}"])
+        assert code == 2 and "no such tracking store" in out, out
+    assert not typo.exists()
+    # A real (empty) MLflow store: the registry answers for itself.
+    from mlflow.tracking import MlflowClient
+
+    store = tmp_path / "mlruns.db"
+    MlflowClient(tracking_uri=f"sqlite:///{store}").search_experiments()
+    code, out = invoke(["models", "promote", "nobody", "3", "--tracking-uri", f"sqlite:///{store}"])
+    assert code == 2 and "no such registered model" in out, out

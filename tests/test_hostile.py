@@ -187,8 +187,8 @@ CASES: list[tuple[str, list[str], str | None, int, str]] = [
      "not a SQLite database"),
     ("models-list-missing-folder", ["models", "list", "--tracking-uri", "sqlite:///{nowhere}/x.db"], None, 2,
      "does not exist"),
-    ("models-promote-unknown", ["models", "promote", "nobody", "3", "--tracking-uri", "sqlite:///{reg.db}"], None, 2,
-     "no such registered model"),
+    ("models-promote-no-store", ["models", "promote", "nobody", "3", "--tracking-uri", "sqlite:///{reg.db}"], None, 2,
+     "no such tracking store"),
     # data commands and readers
     ("synth-seed-negative", ["synth", "--out", "{synth}", "--seed", "-1"], None, 2, "--seed"),
     ("synth-out-is-a-file", ["synth", "--out", "{afile.txt}"], None, 2, "not a directory"),

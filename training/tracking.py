@@ -100,29 +100,61 @@ def store_errors(uri: str) -> Iterator[None]:
         raise TrackingError(f"the tracking store cannot be used: {line[:300]}", uri) from None
 
 
-def _check_uri(uri: str) -> None:
-    """A SQLite store must be a SQLite file (or absent, to be created); other schemes MLflow checks."""
+def _check_uri(uri: str, existing: bool = False) -> None:
+    """A SQLite store must be an MLflow store, or absent (to be created unless ``existing``).
+
+    Opening a SQLite file as a store creates MLflow's tables in it: a
+    database of something else (a labels store, a typo's fresh file for a
+    command that only reads) must be refused before MLflow touches it.
+    Other schemes MLflow checks.
+    """
     if "://" not in uri and not uri.startswith("file:"):
         raise TrackingError("not a tracking URI: expected e.g. sqlite:///mlruns.db or http://host:5000", uri)
-    if uri.startswith("sqlite:///"):
-        db = Path(uri.removeprefix("sqlite:///"))
-        if db.exists():
-            if not db.is_file():
-                raise TrackingError(f"{db} is not a file", uri)
-            with open(db, "rb") as fh:
-                head = fh.read(16)
-            if head and head != SQLITE_MAGIC:
-                raise TrackingError(f"{db} is not a SQLite database", uri)
-        elif not db.parent.is_dir():
+    if not uri.startswith("sqlite:///"):
+        return
+    db = Path(uri.removeprefix("sqlite:///"))
+    if not db.exists():
+        if not db.parent.is_dir():
             raise TrackingError(f"folder {db.parent} does not exist", uri)
+        if existing:
+            raise TrackingError(f"no such tracking store {db} (`triage train` creates one)", uri)
+        return
+    if not db.is_file():
+        raise TrackingError(f"{db} is not a file", uri)
+    with open(db, "rb") as fh:
+        head = fh.read(16)
+    if head and head != SQLITE_MAGIC:
+        raise TrackingError(f"{db} is not a SQLite database", uri)
+    tables = _sqlite_tables(db) if head else set()
+    if tables and not MLFLOW_TABLES <= tables:
+        raise TrackingError(f"{db} is a SQLite database but not an MLflow tracking store (its tables: "
+                            f"{', '.join(sorted(tables)[:5])}); give another file", uri)
 
 
-def _client(uri: str | None):
+#: Tables every MLflow SQLite store has (its schema's oldest ones).
+MLFLOW_TABLES = frozenset({"experiments", "runs"})
+
+
+def _sqlite_tables(db: Path) -> set[str]:
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5.0)
+        try:
+            return {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return set()  # unreadable: MLflow's own error says why
+
+
+def _client(uri: str | None, existing: bool = False):
+    """MLflow and a client on ``uri``; ``existing``: the store must be there already (commands that only read)."""
     import mlflow
     from mlflow.tracking import MlflowClient
 
     uri = resolve_tracking_uri(uri)
-    _check_uri(uri)
+    _check_uri(uri, existing)
     with store_errors(uri):
         mlflow.set_tracking_uri(uri)
         mlflow.set_registry_uri(uri)
@@ -412,6 +444,7 @@ def list_models(tracking_uri: str | None = None) -> list[dict[str, object]]:
     training run: window, auc (held-out), data_hash, n_train (triaged rows
     the final model was fitted on), status (the run's).
     """
+    _client(tracking_uri, existing=True)  # listing never creates a store (a typo's new file)
     check_store(tracking_uri)  # an unreachable server fails in seconds
     recover_interrupted_runs(tracking_uri)
     _, client, uri = _client(tracking_uri)
@@ -480,7 +513,7 @@ def resolve_registry_uri(uri: str, tracking_uri: str | None = None, cache: str |
             raise TrackingError(f"{uri!r}: expected models:/NAME@ALIAS or models:/NAME/VERSION", uri)
     if not name or (at and not alias):
         raise TrackingError(f"{uri!r}: expected models:/NAME@ALIAS or models:/NAME/VERSION", uri)
-    mlflow, client, store = _client(tracking_uri)
+    mlflow, client, store = _client(tracking_uri, existing=True)
     with store_errors(store):
         try:
             mv = client.get_model_version_by_alias(name, alias) if at else client.get_model_version(name, version)
@@ -518,7 +551,7 @@ def promote(name: str, version: str | int, alias: str = "champion", tracking_uri
     """Point ``alias`` of registered model ``name`` at ``version`` (moving it if set elsewhere)."""
     from mlflow.exceptions import MlflowException
 
-    _, client, uri = _client(tracking_uri)
+    _, client, uri = _client(tracking_uri, existing=True)
     try:
         with store_errors(uri):
             client.get_model_version(name, str(version))
