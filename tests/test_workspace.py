@@ -494,3 +494,34 @@ def test_train_on_history_plus_decisions(tmp_path, dataset):
     assert f"{n:,} sheriff decisions" in r.output
     pos = sum(int((h.labels == L.FALSE_POSITIVE).sum()) for h in dataset)  # false alerts became true ones
     assert load_model(tmp_path / "m").n_train_["positives"] == pos
+
+
+def test_a_chunked_body_is_refused_after_the_limit_not_after_the_whole_body(ws):
+    """No Content-Length to refuse up front: the app stops reading at the limit (no unbounded buffering)."""
+    import asyncio
+
+    from triage.workspace.app import MAX_BODY
+
+    app = create_app(ws)
+    read = 0
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        nonlocal read
+        read += 1
+        if read > 10_000:  # the whole of a 10 MB body
+            return {"type": "http.request", "body": b"", "more_body": False}
+        return {"type": "http.request", "body": b"x" * 1024, "more_body": True}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/decide", "raw_path": b"/decide", "query_string": b"", "root_path": "",
+             "headers": [(b"host", b"testserver"), (b"content-type", b"application/x-www-form-urlencoded"),
+                         (b"transfer-encoding", b"chunked")],
+             "client": ("127.0.0.1", 1), "server": ("testserver", 80)}
+    asyncio.run(app(scope, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    assert start["status"] == 413
+    assert read <= MAX_BODY // 1024 + 2

@@ -158,9 +158,16 @@ async def _form(request: Request) -> dict[str, str]:
     size = request.headers.get("content-length")
     if size is not None and (not size.isdigit() or int(size) > MAX_BODY):
         raise BadRequest(f"request body larger than {MAX_BODY} bytes", 413)
-    body = await request.body()
-    if len(body) > MAX_BODY:
-        raise BadRequest(f"request body larger than {MAX_BODY} bytes", 413)
+    # Read at most MAX_BODY + 1 bytes: a chunked body has no Content-Length to refuse up
+    # front, and request.body() would hold all of it in memory before the check.
+    parts: list[bytes] = []
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > MAX_BODY:
+            raise BadRequest(f"request body larger than {MAX_BODY} bytes", 413)
+        parts.append(chunk)
+    body = b"".join(parts)
     try:
         parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
     except UnicodeDecodeError:
