@@ -285,3 +285,30 @@ def test_a_tracking_uri_never_turns_another_database_or_a_typo_into_a_store(tmp_
     MlflowClient(tracking_uri=f"sqlite:///{store}").search_experiments()
     code, out = invoke(["models", "promote", "nobody", "3", "--tracking-uri", f"sqlite:///{store}"])
     assert code == 2 and "no such registered model" in out, out
+
+
+@pytest.fixture
+def tiny_labelled(tmp_path: Path) -> Path:
+    """Four series, each with one true and (but the first) one false candidate: too few for a random split."""
+    rows = [{"series_id": f"s{k}", "commit": f"c{i:03d}", "value": 100.0 + (10 if i >= 30 else 0) + 0.3 * ((i * 7) % 5),
+             "label": "true_positive" if i == 30 else ("false_positive" if (i == 15 and k == 0) else "")}
+            for k in range(4) for i in range(60)]
+    path = tmp_path / "tiny.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_window_study_and_evaluate_on_too_few_labels_name_the_data(tiny_labelled: Path, tmp_path: Path) -> None:
+    for args in (["window-study", "--windows", "0", "--splits", "2", "--out", tmp_path / "ws"],
+                 ["evaluate", "--window", "0", "--splits", "2", "--models", "rf", "--split-kinds", "random"]):
+        code, out = invoke([*args, "--data", tiny_labelled, "--no-track"])
+        assert code == 2, out
+        assert "tiny.csv: random split: 4 true and 1 false candidates" in out, out
+
+
+def test_window_study_refuses_a_range_it_could_never_finish(tiny_labelled: Path, tmp_path: Path) -> None:
+    for windows, problem in (("0-99999999", "holds 100,000,000 windows"), ("9-3", "runs backwards")):
+        code, out = invoke(["window-study", "--data", tiny_labelled, "--windows", windows, "--out", tmp_path / "ws",
+                            "--no-track"])
+        assert code == 2 and problem in out, out
+    assert not (tmp_path / "ws").exists()

@@ -89,6 +89,12 @@ def split_indices(
         rest, test = ranked[:-n_test], ranked[-n_test:]
         n_val = max(1, int(round(val_size * len(rest))))
         return np.sort(rest[:-n_val]), np.sort(rest[-n_val:]), np.sort(test)
+    counts = {c: int((y == c).sum()) for c in (0, 1)}
+    if kind == "random" and min(counts.values()) < 3:
+        # A stratified split puts each class in three parts; scikit-learn's own refusal
+        # ("the least populated class in y has only 1 member") names no label.
+        raise SplitError(f"random split: {counts[1]} true and {counts[0]} false candidates; each part needs both, "
+                         "so at least 3 of each")
     for attempt in range(20):
         s = seed + 100_003 * attempt
         if kind == "random":
@@ -106,7 +112,7 @@ def split_indices(
     raise SplitError(
         f"{kind} split: could not put both classes in train, validation and test in 20 tries "
         f"({int((y == 1).sum())} positive rows in {groups_of[1]} series, {int((y == 0).sum())} negative rows in "
-        f"{groups_of[0]} series); label more candidates, add series or lower --test-size"
+        f"{groups_of[0]} series); label more candidates or add series (train: or lower --test-size)"
     )
 
 

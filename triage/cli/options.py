@@ -28,16 +28,28 @@ def parse_window(text: str) -> str | int:
     return w
 
 
+#: Most windows one study compares: each is a full evaluation protocol (the paper's Fig. 2 has 21).
+MAX_STUDY_WINDOWS = 200
+
+
 def parse_windows(text: str) -> list[str | int]:
-    """``"0-10,adaptive"`` -> [0, 1, ..., 10, "adaptive"]."""
+    """``"0-10,adaptive"`` -> [0, 1, ..., 10, "adaptive"]; at most :data:`MAX_STUDY_WINDOWS` of them."""
     out: list[str | int] = []
     for part in text.split(","):
         part = part.strip()
         if "-" in part:
             lo, hi = (int(v) for v in part.split("-", 1))
+            if hi < lo:
+                raise typer.BadParameter(f"window range {part!r} runs backwards", param_hint="--windows")
+            if hi - lo + 1 > MAX_STUDY_WINDOWS:
+                raise typer.BadParameter(f"window range {part!r} holds {hi - lo + 1:,} windows; one study compares "
+                                         f"at most {MAX_STUDY_WINDOWS}", param_hint="--windows")
             out.extend(range(lo, hi + 1))
         elif part:
             out.append(parse_window(part))
+    if len(out) > MAX_STUDY_WINDOWS:
+        raise typer.BadParameter(f"{len(out):,} windows; one study compares at most {MAX_STUDY_WINDOWS}",
+                                 param_hint="--windows")
     return out
 
 

@@ -299,17 +299,18 @@ def evaluate(
     with joblib_on(scheduler, n_jobs) as jobs:
         fm = matrix_of(data, preset, matrix, w, seed, jobs)
     try:
-        result = run_evaluate(
-            fm,
-            models=model_names,
-            splits=split_kinds,
-            n_splits=splits,
-            features=features,
-            threshold=threshold,
-            random_state=seed,
-            n_jobs=n_jobs,
-            model_params=per_model,
-        )
+        with _errors_name_the_data(data or matrix or preset):
+            result = run_evaluate(
+                fm,
+                models=model_names,
+                splits=split_kinds,
+                n_splits=splits,
+                features=features,
+                threshold=threshold,
+                random_state=seed,
+                n_jobs=n_jobs,
+                model_params=per_model,
+            )
     except ValueError as exc:
         if isinstance(exc, InputError):
             raise
@@ -366,16 +367,17 @@ def window_study(
 
         check_store(tracking_uri)
     dataset = dataset_of(data, preset, seed)
-    table = run_study(
-        lambda w: build_matrix(dataset, w, n_jobs),
-        window_list,
-        model=model,
-        split=split,
-        n_splits=splits,
-        random_state=seed,
-        n_jobs=n_jobs,
-        model_params=model_params,
-    )
+    with _errors_name_the_data(data or preset):
+        table = run_study(
+            lambda w: build_matrix(dataset, w, n_jobs),
+            window_list,
+            model=model,
+            split=split,
+            n_splits=splits,
+            random_state=seed,
+            n_jobs=n_jobs,
+            model_params=model_params,
+        )
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "window_study.csv", index=False)
     (out / "window_study.md").write_text(window_markdown(table) + "\n", encoding="utf-8")
