@@ -312,3 +312,29 @@ def test_window_study_refuses_a_range_it_could_never_finish(tiny_labelled: Path,
                             "--no-track"])
         assert code == 2 and problem in out, out
     assert not (tmp_path / "ws").exists()
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    (lambda m: m.update({"extra": [1]}), "the manifest's extra is list, not an object"),
+    (lambda m: m["extra"]["online"].update({"threshold": float("nan")}), "extra.online.threshold must be a number in [0, 1], got nan"),
+    (lambda m: m["extra"]["online"].update({"withdraw_below": "a"}), "extra.online.withdraw_below must be a finite number >= 0, got 'a'"),
+    (lambda m: m.update({"window": 1_000_000}), "window 1000000 is over the loop's largest confirmation delay"),
+], ids=["extra-list", "nan-threshold", "text-withdraw", "huge-window"])
+def test_an_edited_online_manifest_is_refused_naming_the_model_and_field(history: Path, tmp_path: Path, change,
+                                                                         problem: str) -> None:
+    import json
+    import shutil
+
+    from triage.model_lookup import resolve_model
+    from triage.training import model_files
+
+    model = tmp_path / "model"
+    shutil.copytree(resolve_model("default", "online"), model)
+    manifest = json.loads((model / "manifest.json").read_text())
+    change(manifest)
+    (model / "manifest.json").write_text(json.dumps(manifest))
+    names = sorted(p.name for p in model.iterdir() if p.name != model_files.CHECKSUMS)
+    (model / model_files.CHECKSUMS).write_text("".join(f"{model_files._sha256(model / n)}  {n}\n" for n in names))
+    code, out = invoke(["detect", "--data", history, "--model", model, "--out", tmp_path / "d.csv"])
+    assert code == 2, out
+    assert str(model) in out and problem in out

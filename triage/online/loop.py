@@ -102,11 +102,11 @@ import itertools
 import math
 import queue
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -151,6 +151,36 @@ def _model_window(window: object) -> int | None:
     if isinstance(window, str) and window.isdigit():
         return int(window)
     return None
+
+
+#: The manifest's ``extra.online`` fields the loop reads, with what each must be.
+ONLINE_RULE_FIELDS: dict[str, tuple[str, Callable[[object], bool]]] = {
+    "threshold": ("a number in [0, 1]", lambda v: _is_number(v) and 0.0 <= float(v) <= 1.0),
+    "withdraw_below": ("a finite number >= 0", lambda v: _is_number(v) and float(v) >= 0.0),
+    "min_pre": ("an integer >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+    "recheck_after": ("an integer >= 1", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+}
+
+
+def _is_number(v: object) -> TypeGuard[float]:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_online_rule(manifest: dict, path: Path) -> None:
+    """Refuse a manifest whose online rule the loop cannot use, naming the model and the field.
+
+    The checksums prove the files are the ones written, not that an edited
+    manifest makes sense (a NaN threshold would silence the loop).
+    """
+    extra = manifest.get("extra") or {}
+    if not isinstance(extra, dict):
+        raise ModelMismatch(path, f"the manifest's extra is {type(extra).__name__}, not an object")
+    rule = extra.get("online") or {}
+    if not isinstance(rule, dict):
+        raise ModelMismatch(path, f"the manifest's extra.online is {type(rule).__name__}, not an object")
+    for name, (what, ok) in ONLINE_RULE_FIELDS.items():
+        if name in rule and not ok(rule[name]):
+            raise ModelMismatch(path, f"the manifest's extra.online.{name} must be {what}, got {rule[name]!r}")
 
 
 def _robust(x: np.ndarray) -> tuple[float, float]:
@@ -345,12 +375,17 @@ class OnlineTriage:
         path = Path(path)
         clf = load_model(path)
         window = clf.manifest_.get("window")
-        if _model_window(window) is None:
+        k = _model_window(window)
+        if k is None:
             raise ModelMismatch(
                 path,
                 f"the model was trained with window {window!r}; the online loop needs a fixed window K "
                 "(After = the commit and the K after it): train one with --window K (0 for the paper's loop)",
             )
+        if k > MAX_CONFIRM and kwargs.get("confirm_after") is None:
+            raise ModelMismatch(path, f"the manifest's window {window!r} is over the loop's largest "
+                                f"confirmation delay ({MAX_CONFIRM}); give --confirm-after")
+        _check_online_rule(clf.manifest_, path)
         model_id = hashlib.sha256((path / MANIFEST).read_bytes()).hexdigest()
         try:
             return cls(clf, model_id=model_id, **kwargs)
