@@ -338,3 +338,32 @@ def test_an_edited_online_manifest_is_refused_naming_the_model_and_field(history
     code, out = invoke(["detect", "--data", history, "--model", model, "--out", tmp_path / "d.csv"])
     assert code == 2, out
     assert str(model) in out and problem in out
+
+
+def test_serve_on_a_port_in_use_fails_at_once_and_creates_no_store(history: Path, tmp_path: Path) -> None:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = taken.getsockname()[1]
+        code, out = invoke(["serve", "--data", history, "--labels", tmp_path / "l.sqlite", "--port", str(port)])
+    finally:
+        taken.close()
+    assert code == 2 and f"cannot listen on 127.0.0.1:{port}" in out, out
+    assert list(tmp_path.glob("l.sqlite*")) == []
+
+
+def test_the_workspace_resolves_its_model_like_the_other_commands(history: Path, tmp_path: Path) -> None:
+    from triage.cli.workspace import build_workspace
+
+    ws = build_workspace(history, tmp_path / "l.sqlite", None, "default", commit_url=None, sheriff="me", token=None)
+    try:
+        assert ws.model_name == "default"
+    finally:
+        ws.store.close()
+    with pytest.raises(InputError, match="no-such-model"):
+        build_workspace(history, tmp_path / "m.sqlite", None, "no-such-model", commit_url=None, sheriff="me",
+                        token=None)
+    assert not (tmp_path / "m.sqlite").exists()

@@ -39,7 +39,7 @@ def serve(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
     labels: Annotated[Path, typer.Option("--labels", help=LABELS_HELP)],
     candidates: Annotated[Path | None, typer.Option("--candidates", help="Detector candidates (any layout `triage score` reads); default: the candidates labelled in --data.")] = None,
-    model: Annotated[Path | None, typer.Option("--model", help="Model directory: P(true) and the model's call for every alert.")] = None,
+    model: Annotated[str | None, typer.Option("--model", envvar="TRIAGE_MODEL", help="Model for P(true) and the model's call on every alert: `default` (the bundled scoring model), a bundled name, a directory written by `triage train` or models:/name@alias from the registry; none: no model column.")] = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind; anything but loopback needs --token.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8765,
     token: Annotated[str | None, typer.Option("--token", envvar="TRIAGE_TOKEN", help="Access token every request must carry (required off loopback; or $TRIAGE_TOKEN).")] = None,
@@ -54,22 +54,48 @@ def serve(
         check_commit_url(commit_url)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    ws = build_workspace(data, labels, candidates, model, commit_url=commit_url,
-                         sheriff=sheriff or _default_sheriff(), token=token)
+    # The port is taken before anything is built: a port in use fails at once, and
+    # leaves no new labels store behind; --port 0 then knows the port it got.
+    sock = _listening_socket(host, port)
+    try:
+        ws = build_workspace(data, labels, candidates, model, commit_url=commit_url,
+                             sheriff=sheriff or _default_sheriff(), token=token)
+    except BaseException:
+        sock.close()
+        raise
     import uvicorn
 
     shown = "localhost" if host in ("127.0.0.1", "::1") else host
-    url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    url = f"http://{shown}:{sock.getsockname()[1]}/" + (f"?token={token}" if token else "")
     console.print(f"{len(ws.alerts):,} alerts from {len(ws.dataset):,} series; decisions go to [bold]{labels}[/]", soft_wrap=True)
     console.print(f"open [bold]{url}[/] (Ctrl-C stops)", soft_wrap=True)
-    uvicorn.run(create_app(ws), host=host, port=port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(create_app(ws), log_level="warning")).run(sockets=[sock])
 
 
-def build_workspace(data: Path, labels: Path, candidates: Path | None, model: Path | None, *,
+def _listening_socket(host: str, port: int):
+    """A socket bound to ``host:port``; a port in use (or a host not on this machine) is a clear error."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot listen on {host}: {exc.strerror or exc}", param_hint="--host") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise typer.BadParameter(f"cannot listen on {host}:{port}: {exc.strerror or exc}", param_hint="--port") from None
+    return sock
+
+
+def build_workspace(data: Path, labels: Path, candidates: Path | None, model: str | Path | None, *,
                     commit_url: str | None, sheriff: str, token: str | None):
     """Load the data, score the alerts, open the store: everything ``serve`` needs before listening."""
     from triage.inference import load_classifier
     from triage.loaders import load
+    from triage.model_lookup import resolve_model
     from triage.workspace.alerts import build_alerts
     from triage.workspace.app import Workspace
     from triage.workspace.store import LabelsStore, check_path
@@ -78,7 +104,7 @@ def build_workspace(data: Path, labels: Path, candidates: Path | None, model: Pa
     # typo in --data leaves no empty store behind.
     check_path(labels)
     dataset = load(data)
-    clf = load_classifier(model) if model is not None else None
+    clf = load_classifier(resolve_model(model, "alerts")) if model is not None else None
     with console.status(f"building the alerts of {len(dataset):,} series"):
         alerts = build_alerts(dataset, candidates, clf)
     store = LabelsStore(labels)
