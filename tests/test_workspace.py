@@ -525,3 +525,14 @@ def test_a_chunked_body_is_refused_after_the_limit_not_after_the_whole_body(ws):
     start = next(m for m in sent if m["type"] == "http.response.start")
     assert start["status"] == 413
     assert read <= MAX_BODY // 1024 + 2
+
+
+@pytest.mark.parametrize(("note", "message"), [("%ff%fe", "not UTF-8"), ("a%00b", "control character")])
+def test_a_note_that_is_not_text_is_refused(client, ws, note, message):
+    a = ws.alerts[0]
+    body = (f"csrf={ws.csrf}&series_id={a.series_id}&commit={a.commit}&decision=true&note={note}&who=ann&next=/")
+    before = len(ws.store)
+    r = client.post("/decide", content=body.encode(), headers={"content-type": "application/x-www-form-urlencoded"},
+                    follow_redirects=False)
+    assert r.status_code == 400 and message in r.text
+    assert len(ws.store) == before

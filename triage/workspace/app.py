@@ -169,10 +169,16 @@ async def _form(request: Request) -> dict[str, str]:
         parts.append(chunk)
     body = b"".join(parts)
     try:
-        parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+        # errors="strict": a percent-encoded byte that is not UTF-8 (%ff) is refused like a raw one,
+        # not stored as U+FFFD.
+        parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False, errors="strict")
     except UnicodeDecodeError:
         raise BadRequest("the form is not UTF-8") from None
-    return {k: v[-1] for k, v in parsed.items()}
+    form = {k: v[-1] for k, v in parsed.items()}
+    for name, value in form.items():
+        if any(ord(c) < 32 and c not in "\t\n\r" for c in value) or "\x7f" in value:
+            raise BadRequest(f"{name[:40]!r} holds a control character")
+    return form
 
 
 def _check_csrf(ws: Workspace, form: dict[str, str]) -> None:
