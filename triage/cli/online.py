@@ -210,21 +210,17 @@ def _decoded(path: Path, number: int, line: bytes) -> str:
         raise _bad(path, number, f"not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)") from None
 
 
-#: Magic bytes of compressed files, which ``--csv`` (a growing plain-text file) cannot follow.
-COMPRESSED_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
-
-
 def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, dict]]:
     if path.is_dir():
         raise InputError(path, None, "is a directory, expected a CSV file")
     if not path.is_file():
         raise InputError(path, None, "no such file")
-    with open(path, "rb") as fh:
-        head = fh.read(4)
-    for magic, kind in COMPRESSED_MAGIC.items():
-        if head.startswith(magic):
-            raise InputError(path, None, f"is {kind}-compressed; --csv reads plain text (decompress it first, "
-                             "or pipe it as JSON lines)")
+    from triage.readers.source import compression
+
+    kind = compression(path)
+    if kind is not None:  # a growing plain-text file is what --csv follows
+        raise InputError(path, None, f"is {kind}-compressed; --csv reads plain text (decompress it first, "
+                         "or pipe it as JSON lines)")
     columns: list[str] | None = None
     for number, line in _csv_lines(path, follow, poll):
         if number == 1 and line.startswith("\ufeff"):
