@@ -367,3 +367,13 @@ def test_the_workspace_resolves_its_model_like_the_other_commands(history: Path,
         build_workspace(history, tmp_path / "m.sqlite", None, "no-such-model", commit_url=None, sheriff="me",
                         token=None)
     assert not (tmp_path / "m.sqlite").exists()
+
+
+def test_select_features_names_its_data_once(tiny_labelled: Path, tmp_path: Path) -> None:
+    frame = pd.read_csv(tiny_labelled)
+    frame["label"] = frame["label"].replace("false_positive", "")  # one class left
+    data = tmp_path / "onlytrue.csv"
+    frame.to_csv(data, index=False)
+    code, out = invoke(["select-features", "--data", data, "--window", "0", "--out", tmp_path / "fs.json"])
+    assert code == 2, out
+    assert f"{data}: only true_positive candidates" in out and "<input>" not in out and out.count(str(data)) == 1

@@ -60,6 +60,8 @@ def select_features_command(
     with console.status("extracting features"):
         try:
             frame = extract_features(dataset, window=window_value, n_jobs=n_jobs)
+        except InputError as exc:
+            raise exc.located(data) from None
         except ValueError as exc:
             raise InputError(data, None, str(exc)) from None
     progress = Progress(
@@ -78,6 +80,8 @@ def select_features_command(
 
         try:
             feature_set = select_features(frame, selector=selector, callback=on_generation)
+        except InputError as exc:
+            raise exc.located(data) from None
         except ValueError as exc:
             raise InputError(data, None, str(exc)) from None
         progress.update(task, total=feature_set.generations, completed=feature_set.generations)

@@ -242,9 +242,7 @@ def _errors_name_the_data(source: Path | str | None) -> Iterator[None]:
     except SplitError as exc:
         raise InputError(source, None, str(exc)) from None
     except InputError as exc:
-        if exc.source != "<input>" or source is None:
-            raise
-        raise InputError(source, exc.row, exc.problem) from None
+        raise exc.located(source) from None
 
 
 def evaluate(

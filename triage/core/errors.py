@@ -19,3 +19,13 @@ class InputError(ValueError):
         self.problem = problem
         where = self.source if row is None else f"{self.source}, row {row}"
         super().__init__(f"{where}: {problem}")
+
+    def located(self, source: str | Path | None) -> InputError:
+        """This error, named after ``source`` when it was raised without one (``<input>``).
+
+        Checks deep in a computation (a feature matrix, a split) know no file;
+        the command that read the file does.
+        """
+        if self.source != "<input>" or source is None:
+            return self
+        return InputError(source, self.row, self.problem)
