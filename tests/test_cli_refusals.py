@@ -15,31 +15,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
+from helpers_cli import flat
+from helpers_cli import invoke as run_cli
 
-from triage.cli.app import app
-from triage.cli.validation import exit_code_for
 from triage.core.errors import InputError
 
-BOX = str.maketrans({c: " " for c in "│╭╮╰╯─"})
 
-
-def invoke(args: list[str], stdin: str | None = None) -> tuple[int, str]:
-    """Exit code and all output of ``triage ARGS`` (InputError = exit 2, as main() does).
-
-    The output is one line: rich's boxes and line wrapping removed.
-    """
-    res = CliRunner().invoke(app, [str(a) for a in args], input=stdin)
-    exc = res.exception
-    if exc is None or isinstance(exc, SystemExit):
-        code, text = res.exit_code, res.output
-    elif isinstance(exc, InputError):
-        code, text = 2, f"{res.output}error: {exc}"
-    else:
-        lines: list[str] = []
-        code = exit_code_for(exc, lines.append)
-        text = res.output + "\n".join(lines)
-    return code, " ".join(text.translate(BOX).split())
+def invoke(args: list[object], stdin: str | None = None) -> tuple[int, str]:
+    """Exit code and output of ``triage ARGS`` as one line (see helpers_cli)."""
+    code, text = run_cli(args, stdin)
+    return code, flat(text)
 
 
 @pytest.fixture

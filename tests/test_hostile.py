@@ -30,33 +30,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers_cli import BOX, invoke
 from helpers_training import make_matrix
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from triage.cli.app import app
 from triage.cli.validation import exit_code_for
 from triage.core.errors import InputError
 from triage.core.values import MAX_ABS, MIN_ABS, check_values, value_problem
 
 OUTCOMES: Counter = Counter()
-BOX = str.maketrans({c: " " for c in "│╭╮╰╯─"})
-
-
-def invoke(args: list[str], stdin: str | None = None) -> tuple[int, str]:
-    """Exit code and all output of ``triage ARGS``, through main()'s boundary."""
-    res = CliRunner().invoke(app, args, input=stdin)
-    exc = res.exception
-    if exc is None or isinstance(exc, SystemExit):
-        return res.exit_code, res.output
-    if isinstance(exc, InputError):
-        return 2, f"{res.output}error: {exc}"
-    lines: list[str] = []
-    code = exit_code_for(exc, lines.append)
-    return code, res.output + "\n".join(lines)
-
-
 # ---------------------------------------------------------------------- fixtures
 
 

@@ -20,8 +20,9 @@ reads) are drawn as ticks under the series.
 The directory is built beside its destination and swapped in, so a reader
 never sees a half-written report. A link to a directory is written through
 (the directory it names is swapped, the link stays). An existing directory
-without the marker is refused, whatever it holds: an ``index.html`` alone does
-not make a user's folder ours to delete.
+without the marker is refused unless it holds exactly what an earlier version
+wrote (``index.html`` and ``plots/*.png``): an ``index.html`` beside other
+files does not make a user's folder ours to delete.
 """
 
 from __future__ import annotations

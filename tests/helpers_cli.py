@@ -1,0 +1,34 @@
+"""Running ``triage`` in-process through the same boundary as ``triage.cli.app.main``.
+
+An InputError is a clear error (exit 2), an OS error naming a file is a clear
+error (exit 2), anything else is an internal error (exit 1).
+"""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from triage.cli.app import app
+from triage.cli.validation import exit_code_for
+from triage.core.errors import InputError
+
+#: rich's box characters, blanked so that a wrapped message reads as one line.
+BOX = str.maketrans({c: " " for c in "│╭╮╰╯─"})
+
+
+def invoke(args: list[object], stdin: str | None = None) -> tuple[int, str]:
+    """Exit code and all output of ``triage ARGS``, through main()'s boundary."""
+    res = CliRunner().invoke(app, [str(a) for a in args], input=stdin)
+    exc = res.exception
+    if exc is None or isinstance(exc, SystemExit):
+        return res.exit_code, res.output
+    if isinstance(exc, InputError):
+        return 2, f"{res.output}error: {exc}"
+    lines: list[str] = []
+    code = exit_code_for(exc, lines.append)
+    return code, res.output + "\n".join(lines)
+
+
+def flat(text: str) -> str:
+    """``text`` as one line: rich's boxes and line wrapping removed."""
+    return " ".join(text.translate(BOX).split())
