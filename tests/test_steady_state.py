@@ -5,12 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from triage.steady_state import CPSSD, KBKSSD, make, steady_mask
+from triage.steady_state import CPSSD, KBKSSD, KernelStepSSD, make, steady_mask
 from triage.steady_state.cpssd import pelt_l2
 from triage.steady_state.curves import make_run
-from triage.steady_state.kbkssd import filter_outliers
+from triage.steady_state.kbkssd import (
+    drop_positions,
+    find_warmup_end,
+    kelly_probabilities,
+    substitute_outliers,
+)
+from triage.steady_state.kstep import filter_outliers
 
-METHODS = [KBKSSD, CPSSD]
+METHODS = [KBKSSD, CPSSD, KernelStepSSD]
 
 
 def _step_run(seed: int, n: int = 600, onset: int = 150, jump: float = 8.0) -> np.ndarray:
@@ -27,20 +33,84 @@ def test_step_warmup_onset_found_within_a_few_iterations(cls):
         assert start is not None and abs(start - 150) <= 3, (seed, start)
 
 
-@pytest.mark.parametrize("cls", METHODS)
+@pytest.mark.parametrize("cls", [CPSSD, KernelStepSSD])
 def test_flat_gaussian_run_is_steady_from_the_start(cls):
     rng = np.random.default_rng(3)
     assert cls().fit(5.0 + rng.standard_normal(800) * 0.05).start_ == 0
 
 
-def test_exponential_warmup_start_lands_in_the_decayed_part():
+def test_kbkssd_as_published_cuts_a_flat_run_at_its_largest_noise_fall_but_calls_it_steady():
+    # Its significance rule compares the fall with half of |median - mean|,
+    # about 0 for symmetric noise: some fall in the noise always passes.
+    rng = np.random.default_rng(3)
+    det = KBKSSD().fit(5.0 + rng.standard_normal(800) * 0.05)
+    assert det.warmup_end_ is not None and det.start_ == det.warmup_end_ + 1
+    assert np.all(det.probabilities_[: det.start_] == 0) and np.all(det.probabilities_[det.start_ :] >= 0.95)
+
+
+@pytest.mark.parametrize("cls", [KBKSSD, KernelStepSSD])
+def test_exponential_warmup_start_lands_in_the_decayed_part(cls):
     rng = np.random.default_rng(4)
     n, tau = 1000, 60.0
     t = np.arange(n)
     x = 100 + 20 * np.exp(-t / tau) + rng.standard_normal(n)
-    start = KBKSSD().fit(x).start_
+    start = cls().fit(x).start_
     # 20 exp(-t/60) falls below the noise sd at t = 180, below 0.5 sd at t = 220.
     assert start is not None and 100 <= start <= 300
+
+
+def test_kbkssd_finds_a_rising_warmup_only_when_told_the_values_are_rates():
+    x = -_step_run(8)  # a rate: low while warming up, then 8 sd higher
+    assert KBKSSD(direction="up").fit(x).start_ == 150
+    assert KBKSSD().fit(x).start_ != 150  # read as a time, the rise is not a warm-up
+    with pytest.raises(ValueError, match="direction"):
+        KBKSSD(direction="sideways").fit(x)
+    with pytest.raises(ValueError, match="odd"):
+        KBKSSD(median_kernel=4).fit(x)
+
+
+def test_kbkssd_takes_the_later_split_when_a_slow_decline_follows_the_sharp_fall():
+    # A 40 sd fall after 100 iterations, then a decline of 10 sd over 700.
+    # The short kernel places the sharp fall; the whole-run kernel splits the
+    # slow decline, whose local drop (70 iterations each side) is small next
+    # to how far the stretch between them still sits above the final level.
+    rng = np.random.default_rng(21)
+    n = 1500
+    x = 10.0 + rng.standard_normal(n) * 0.1
+    x[:100] += 4.0
+    x[100:] += np.clip((800 - np.arange(100, n)) / 700, 0, 1)
+    long_step, short_step = drop_positions(x, 15)
+    assert abs(short_step - 99) <= 1 and 300 <= long_step <= 600
+    assert find_warmup_end(x, 15, 70) == long_step
+    # A clean second step is not such a case: the earlier, sharper fall stays.
+    y = 10.0 + rng.standard_normal(1200) * 0.1
+    y[:100] += 3.0
+    y[:400] += 1.0
+    assert find_warmup_end(y, 15, 70) == 99
+
+
+def test_kelly_window_probabilities():
+    rng = np.random.default_rng(22)
+    flat = rng.standard_normal(600)
+    p = kelly_probabilities(flat, 500, 4.0)
+    assert np.all(p[:500] == p[0]) and p[0] > 0.99 and p[-1] > 0.99  # two windows: 500 and 100
+    drift = np.linspace(0.0, 12.0, 500) + rng.standard_normal(500)
+    assert kelly_probabilities(drift, 500, 4.0)[0] < 0.95  # far from the intercept by the end
+    tail = kelly_probabilities(flat[:502], 500, 4.0)  # a 2-iteration tail joins the window before it
+    assert tail[-1] == tail[0]
+    assert np.all(kelly_probabilities(flat[:2], 500, 4.0) == -1.0)
+
+
+def test_percentile_substitution_replaces_each_chunks_extremes_with_its_median():
+    rng = np.random.default_rng(23)
+    x = 10.0 + rng.standard_normal(401) * 0.1
+    x[0] = 99.0  # the first iteration (class loading) is left alone
+    x[200] = 50.0
+    clean, mask = substitute_outliers(x, 100, 2.0, 98.0)
+    assert clean[0] == 99.0 and not mask[0]
+    assert mask[200] and clean[200] == pytest.approx(np.median(x[151:251]), abs=0.2)
+    assert 12 <= mask.sum() <= 20  # 2 % + 2 % of each of the four chunks
+    assert np.all(clean[~mask] == x[~mask])
 
 
 @pytest.mark.parametrize("cls", METHODS)
@@ -54,14 +124,17 @@ def test_drift_through_the_whole_run_is_never_steady(cls):
 def test_step_in_the_last_iterations_is_never_steady():
     x = _step_run(6, n=600, onset=0)
     x[585:] += 1.0  # 10 sd up in the last 15 iterations
-    assert KBKSSD().fit(x).start_ is None
+    assert KernelStepSSD().fit(x).start_ is None
+    # KB-KSSD's Kelly window holds 15 outlying iterations of 600 (< 5 %): steady.
+    assert KBKSSD().fit(x).start_ is not None
 
 
-def test_outlier_spikes_are_filtered_not_read_as_steps():
+@pytest.mark.parametrize("cls", [KBKSSD, KernelStepSSD])
+def test_outlier_spikes_are_filtered_not_read_as_steps(cls):
     x = _step_run(7)
     spikes = np.arange(160, 600, 50)
     x[spikes] += 3.0  # 30 sd GC pauses
-    det = KBKSSD().fit(x)
+    det = cls().fit(x)
     assert det.outliers_[spikes].all()
     assert det.start_ is not None and abs(det.start_ - 150) <= 3
     _, mask = filter_outliers(x, 21, 90.0, 3.0)
@@ -78,9 +151,18 @@ def test_generated_runs_mostly_right_on_every_kind():
     rng = np.random.default_rng(9)
     for kind in ("flat", "step"):
         runs = [make_run(kind, rng, n=400) for _ in range(10)]
-        starts = [KBKSSD().fit(r.values).start_ for r in runs]
+        starts = [KernelStepSSD().fit(r.values).start_ for r in runs]
         errs = [abs((400 if s is None else s) - r.onset) for s, r in zip(starts, runs, strict=True)]
         assert np.median(errs) <= 5, (kind, errs)
+
+
+def test_kbkssd_places_generated_falling_step_warmups():
+    rng = np.random.default_rng(9)
+    runs = [r for r in (make_run("step", rng, n=600) for _ in range(40))
+            if np.median(r.values[: r.onset]) > np.median(r.values[r.onset :])]
+    assert len(runs) >= 10
+    errs = [abs((600 if s is None else s) - r.onset) for r in runs for s in [KBKSSD().fit(r.values).start_]]
+    assert np.median(errs) <= 3, errs
 
 
 def test_steady_mask_drops_each_runs_warmup_only():
@@ -88,9 +170,11 @@ def test_steady_mask_drops_each_runs_warmup_only():
     b = 10.0 + np.random.default_rng(11).standard_normal(200) * 0.1
     values = np.r_[a, b]
     run_id = np.r_[np.zeros(300, int), np.ones(200, int)]
-    keep = steady_mask(values, run_id, make("kbkssd"))
+    keep = steady_mask(values, run_id, make("kstep"))
     assert 57 <= np.flatnonzero(~keep[:300]).max() + 1 <= 63
     assert keep[300:].all()
+    keep = steady_mask(values, run_id, make("kbkssd"))
+    assert np.flatnonzero(~keep[:300]).max() + 1 == 60  # the flat run b: see the published-KB-KSSD test
     assert steady_mask(values, run_id, make("none")).all()
 
 
@@ -119,7 +203,7 @@ def test_load_trims_each_commits_warmup_before_aggregating(tmp_path):
     pd.DataFrame(rows, columns=["series_id", "commit", "value"]).to_csv(path, index=False)
     plain = load(path)["s"].values
     assert np.all(plain > 10.2)  # the warm-up biases the mean upwards
-    for method in ("kbkssd", "cpssd"):
+    for method in ("kbkssd", "cpssd", "kstep"):
         trimmed = load(path, trim_warmup=method)["s"]
         assert np.allclose(trimmed.values, 10.0, atol=0.03), method
         assert list(trimmed.n_measurements) == [300, 300, 300]

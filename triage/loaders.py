@@ -119,8 +119,9 @@ def load(
         measurements of one commit
     sort_timestamps : sort each series by timestamp (stable) with a
         :class:`UnsortedTimestampsWarning` instead of failing on unsorted rows
-    trim_warmup : ``kbkssd``, ``cpssd`` or ``none``: aggregate only the steady
-        part of each commit's measurements (:mod:`triage.steady_state`)
+    trim_warmup : ``kbkssd``, ``cpssd``, ``kstep`` or ``none``: aggregate only
+        the steady part of each commit's measurements (:mod:`triage.steady_state`;
+        measurements are read as times, whose warm-up falls)
     """
     # Imported here: it brings the detectors and scipy.stats, which reading a
     # file without --trim-warmup never needs (about 0.9 CPU-s of every CLI start).

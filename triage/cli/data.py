@@ -52,7 +52,7 @@ def summary(
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
     sort_timestamps: bool = typer.Option(False, "--sort-timestamps", help="Sort rows by timestamp (with a warning) instead of failing."),
-    trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd or none."),
+    trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd, kstep or none (values read as times: a warm-up falls)."),
     branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
     alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
     commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),

@@ -68,7 +68,7 @@ def candidates(
     out: Path = typer.Option(..., "--out", help="Candidate file to write (- = stdout)."),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
-    trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd or none."),
+    trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd, kstep or none (values read as times: a warm-up falls)."),
     fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines, one candidate per line)."),
     branch: str = typer.Option(None, "--branch", help="Otava CSVs with a branch column: only this branch."),
     commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),

@@ -26,7 +26,7 @@ PARTIAL_HELP = "CSV with commit,value (optional series_id), one row per commit i
 def steady(
     files: list[Path] = typer.Argument(..., help="JMH JSON result files, one per commit, in history order."),
     out: Path = typer.Option(..., "--out", help="Long-layout CSV of the steady iterations to write."),
-    method: str = typer.Option("kbkssd", "--trim-warmup", help="kbkssd, cpssd or none."),
+    method: str = typer.Option("kbkssd", "--trim-warmup", help="kbkssd, cpssd, kstep or none."),
     commits: str = typer.Option(None, "--commits", help="Comma-separated commit ids (default: the file names' stems)."),
 ) -> None:
     """Cut each JMH fork to its steady state and write the long layout (aggregate it with `triage candidates`)."""

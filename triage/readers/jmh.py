@@ -120,7 +120,8 @@ def steady_long(
     row per kept iteration, the long layout :func:`triage.loaders.load` reads
     and aggregates); ``starts`` has one row per (series, commit, fork) with
     ``iterations``, ``steady_start`` (None: never steady, every iteration
-    kept). ``commits`` defaults to the file stems.
+    kept). ``commits`` defaults to the file stems. Rates (``thrpt``) are
+    negated for the detector, which reads times (a warm-up falls).
     """
     commits = [Path(f).stem for f in files] if commits is None else list(commits)
     if len(commits) != len(files):
@@ -137,7 +138,9 @@ def steady_long(
         frame = read_jmh(path)
         for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
             values = grp["value"].to_numpy()
-            start = 0 if detector is None else detector.fit(values).start_
+            # The detectors read times, whose warm-up falls; a rate's rises.
+            oriented = -values if grp["mode"].iloc[0] in RATE_MODES else values
+            start = 0 if detector is None else detector.fit(oriented).start_
             kept = values if start is None else values[start:]
             starts.append((series, commit, fork, len(values), start))
             long_parts.append(pd.DataFrame({"series_id": series, "commit": commit, "value": kept}))

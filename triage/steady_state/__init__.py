@@ -1,8 +1,10 @@
 """Steady-state detection: where a run's warm-up ends, before its iterations are aggregated.
 
-Two detectors with one API (fit on one run, read ``start_``; ``None`` means
-never steady): :class:`KBKSSD` (Beseda et al., kernel-based) and
-:class:`CPSSD` (Traini et al., change-point based, its baseline). The names
+Three detectors with one API (fit on one run, read ``start_``; ``None`` means
+never steady): :class:`KBKSSD` (Beseda et al., kernel-based, their published
+configuration), :class:`CPSSD` (Traini et al., change-point based, its
+baseline) and :class:`KernelStepSSD` (``kstep``, this project's kernel step
+detector with a windowed Welch test). The names
 users type are in :data:`METHODS`; :func:`make` builds one, and
 :func:`steady_mask` cuts the runs of a measurement table to their steady parts.
 """
@@ -12,8 +14,9 @@ from __future__ import annotations
 from triage.steady_state.base import NONE, SteadyStateDetector, steady_mask
 from triage.steady_state.cpssd import CPSSD
 from triage.steady_state.kbkssd import KBKSSD
+from triage.steady_state.kstep import KernelStepSSD
 
-METHODS: dict[str, type] = {"kbkssd": KBKSSD, "cpssd": CPSSD}
+METHODS: dict[str, type] = {"kbkssd": KBKSSD, "cpssd": CPSSD, "kstep": KernelStepSSD}
 CHOICES = (*METHODS, NONE)
 
 
@@ -28,4 +31,4 @@ def make(name: str) -> SteadyStateDetector | None:
     return detector
 
 
-__all__ = ["CHOICES", "CPSSD", "KBKSSD", "METHODS", "NONE", "SteadyStateDetector", "make", "steady_mask"]
+__all__ = ["CHOICES", "CPSSD", "KBKSSD", "METHODS", "KernelStepSSD", "NONE", "SteadyStateDetector", "make", "steady_mask"]
