@@ -362,3 +362,36 @@ def test_select_features_names_its_data_once(tiny_labelled: Path, tmp_path: Path
     code, out = invoke(["select-features", "--data", data, "--window", "0", "--out", tmp_path / "fs.json"])
     assert code == 2, out
     assert f"{data}: only true_positive candidates" in out and "<input>" not in out and out.count(str(data)) == 1
+
+
+@pytest.mark.parametrize("command", [
+    ["convert", "--data", "{history}"],
+    ["candidates", "--data", "{history}", "--detector", "perfherder"],
+    ["plot", "--data", "{history}"],
+    ["sample", "--data", "{partial}", "--budget", "1"],
+])
+def test_a_file_output_ending_in_a_separator_is_refused_not_written_as_a_file(
+    command: list[str], history: Path, partial: Path, tmp_path: Path
+) -> None:
+    # Path("new/") drops the separator: the command would write a file named "new".
+    target = tmp_path / "new"
+    args = [a.format(history=history, partial=partial) for a in command] + ["--out", f"{target}{os.sep}"]
+    code, out = invoke(args)
+    assert code == 2, out
+    assert "ends with a path separator" in out
+    assert not target.exists()
+    code, out = invoke([a.format(history=history, partial=partial) for a in command]
+                       + ["--out", str(tmp_path / ("new.png" if command[0] == "plot" else "new.csv"))])
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("blocker", ["data", "report"])
+def test_demo_refuses_a_file_where_it_writes_a_folder_before_any_work(blocker: str, tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / blocker).write_text("mine\n")
+    code, text = invoke(["demo", "--out", out])
+    assert code == 2, text
+    assert f"{out / blocker}: exists and is not a directory" in text
+    assert sorted(p.name for p in out.iterdir()) == [blocker]  # nothing written
+    assert (out / blocker).read_text() == "mine\n"

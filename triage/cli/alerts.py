@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from triage.cli.progress import JobProgress, chunks
 from triage.cli.tables import check_format, console_for, decision_table
+from triage.cli.validation import output_file
 
 console = Console()
 
@@ -39,7 +40,7 @@ EXPLAIN_HELP = "Top contributing features to report per decision (0 = none)."
 def label(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
     model: Annotated[str, typer.Option("--model", help=MODEL_HELP, envvar=MODEL_ENV)] = "default",
-    out: Annotated[Path | None, typer.Option("--out", help="File to write (atomically; - = stdout); default: print only.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", parser=output_file, help="File to write (atomically; - = stdout); default: print only.")] = None,
     which: Annotated[str, typer.Option("--which", help="untriaged (default), triaged (check the model reproduces them) or all.")] = "untriaged",
     threshold: Annotated[float | None, typer.Option("--threshold", help="Override the model's decision threshold on P(true).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="csv (series_id, commit, label, p_false, p_true, classification, explanation), json (the same as JSON lines) or published (the ICPE 2022 replication package's ;-separated layout).")] = "csv",
@@ -115,7 +116,7 @@ def score(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
     candidates: Annotated[Path, typer.Option("--candidates", help="Candidates: `triage candidates` CSV, an Otava JSON/CSV report or a Perfherder alerts export (JSON/CSV); - = stdin.")],
     model: Annotated[str, typer.Option("--model", help=MODEL_HELP.replace("the bundled adaptive-window model", "the bundled scoring model, default-scoring: candidate-bounded windows"), envvar=MODEL_ENV)] = "default",
-    out: Annotated[Path | None, typer.Option("--out", help="File to write (atomically; - = stdout): the detector's fields plus p_false, p_true, classification, explanation.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", parser=output_file, help="File to write (atomically; - = stdout): the detector's fields plus p_false, p_true, classification, explanation.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="csv or json (JSON lines, one scored candidate per line).")] = "csv",
     target_recall: Annotated[float | None, typer.Option("--target-recall", help="Threshold reaching this recall on the triaged candidates of --data.")] = None,
     threshold: Annotated[float | None, typer.Option("--threshold", help="Fixed threshold on P(true) (default: the model's).")] = None,

@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order
 from triage.cli.tables import console_for, dataset_summary, dataset_summary_rows
+from triage.cli.validation import output_file
 from triage.core.errors import InputError
 from triage.loaders import LAYOUTS, load
 
@@ -72,7 +73,7 @@ def summary(
 
 def convert(
     data: Path = typer.Option(..., "--data", help=DATA_HELP),
-    out: Path = typer.Option(..., "--out", help="Long-layout file to write: .csv, .parquet or - (CSV on stdout)."),
+    out: Path = typer.Option(..., "--out", parser=output_file, help="Long-layout file to write: .csv, .parquet or - (CSV on stdout)."),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
     branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
@@ -95,7 +96,7 @@ def convert(
 
 def plot(
     data: Path = typer.Option(..., "--data", help=DATA_HELP),
-    out: Path = typer.Option(..., "--out", help="PNG file to write."),
+    out: Path = typer.Option(..., "--out", parser=output_file, help="PNG file to write."),
     series: str = typer.Option(None, "--series", help="Series id (default: the first series)."),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
 ) -> None:

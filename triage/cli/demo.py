@@ -78,6 +78,13 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
 
     console = console or Console()
     out = Path(out)
+    from triage.core.errors import InputError
+
+    # Checked before the first step writes anything: found at step 6, a file
+    # where a folder goes would cost the whole run.
+    for folder in (out, out / "data", out / "report", out / "report" / "plots"):
+        if folder.exists() and not folder.is_dir():
+            raise InputError(folder, None, "exists and is not a directory: the demo writes a folder there")
 
     console.rule("1. synthetic performance histories")
     path = write_synthetic(out / "data", "small", seed)

@@ -14,6 +14,7 @@ from rich.table import Table
 from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order
 from triage.cli.progress import JobProgress
 from triage.cli.tables import check_format, console_for
+from triage.cli.validation import output_file
 from triage.core.atomic import write_frame
 from triage.core.history import Dataset
 from triage.loaders import LAYOUTS, load
@@ -65,7 +66,7 @@ def candidates(
     param: list[str] = typer.Option(
         [], "--param", help="Detector parameter key=value (repeatable); see `triage detectors`."
     ),
-    out: Path = typer.Option(..., "--out", help="Candidate file to write (- = stdout)."),
+    out: Path = typer.Option(..., "--out", parser=output_file, help="Candidate file to write (- = stdout)."),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
     trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd, kstep or none (values read as times: a warm-up falls)."),

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from triage.cli.options import parse_window
+from triage.cli.validation import output_file
 from triage.core.errors import InputError
 from triage.loaders import load
 
@@ -18,7 +19,7 @@ console = Console()
 
 def select_features_command(
     data: Annotated[Path, typer.Option("--data", help="Dataset file or directory (any supported layout).")],
-    out: Annotated[Path, typer.Option("--out", help="Feature-set JSON file to write.")],
+    out: Annotated[Path, typer.Option("--out", parser=output_file, help="Feature-set JSON file to write.")],
     window: Annotated[str, typer.Option(help="Pre/After window: 'adaptive' or a number of commits.")] = "adaptive",
     metric: Annotated[str, typer.Option(help="Fitness: accuracy or auc (grouped cross-validation).")] = "accuracy",
     population: Annotated[int, typer.Option(min=2, help="Individuals per generation.")] = 200,

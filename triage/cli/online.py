@@ -45,6 +45,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from triage.cli.validation import output_file
 from triage.core.errors import InputError
 from triage.model_lookup import resolve_model
 
@@ -395,7 +396,7 @@ def detect(
     ),
     model: str = typer.Option("default", "--model", help=MODEL_HELP, envvar="TRIAGE_MODEL"),
     out: Path = typer.Option(
-        ..., "--out", help="File to write (- = stdout): series_id, commit, index, probability."
+        ..., "--out", parser=output_file, help="File to write (- = stdout): series_id, commit, index, probability."
     ),
     fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines)."),
     layout: str = typer.Option("auto", help="Input layout (see `triage summary --help`)."),

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from triage.cli.validation import check_output_not_input
+from triage.cli.validation import check_output_not_input, output_file
 from triage.core.atomic import write_csv_atomic
 from triage.core.errors import InputError
 
@@ -25,7 +25,7 @@ PARTIAL_HELP = "CSV with commit,value (optional series_id), one row per commit i
 
 def steady(
     files: list[Path] = typer.Argument(..., help="JMH JSON result files, one per commit, in history order."),
-    out: Path = typer.Option(..., "--out", help="Long-layout CSV of the steady iterations to write."),
+    out: Path = typer.Option(..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write."),
     method: str = typer.Option("kbkssd", "--trim-warmup", help="kbkssd, cpssd, kstep or none."),
     commits: str = typer.Option(None, "--commits", help="Comma-separated commit ids (default: the file names' stems)."),
 ) -> None:
@@ -63,7 +63,7 @@ def sample(
     budget: int = typer.Option(..., "--budget", min=1, help="How many commits to measure next."),
     series: str = typer.Option(None, "--series", help="Series id when the file holds several."),
     kernel: str = typer.Option("brownian", "--kernel", help="brownian, rbf, matern or rq."),
-    out: Path = typer.Option(None, "--out", help="CSV to write: every commit with estimate, 95% band and the next-measurement rank."),
+    out: Path = typer.Option(None, "--out", parser=output_file, help="CSV to write: every commit with estimate, 95% band and the next-measurement rank."),
 ) -> None:
     """The next commits to measure (those removing the most uncertainty over the whole history), with the estimated history and its band."""
     from triage.sampling import KERNELS
@@ -101,7 +101,7 @@ def culprit(
     levels: int = typer.Option(5, "--levels", min=1, help="Measured commits on each side that set the old and new level."),
     max_measurements: int = typer.Option(None, "--max-measurements", min=1, help="Stop after this many (default: until localised)."),
     tolerance: int = typer.Option(0, "--tolerance", min=0, help="bayes: stop when the culprit is known within this many commits (0 = exactly)."),
-    out: Path = typer.Option(None, "--out", help="CSV of the measurements made, in order."),
+    out: Path = typer.Option(None, "--out", parser=output_file, help="CSV of the measurements made, in order."),
 ) -> None:
     """The sequence of commits to measure that localises a change between two measured commits."""
     import pandas as pd

@@ -150,6 +150,17 @@ def check_output_dir(option: str, path: Path) -> Path:
     return path
 
 
+def output_file(value: str) -> Path:
+    """Parse a file-valued ``--out``: a name ending in a path separator is a directory, never a file.
+
+    ``Path("new/")`` drops the separator, so without this check a command
+    asked to write into a folder would write a file named like the folder.
+    """
+    if value != "-" and value.endswith(("/", os.sep)):
+        raise typer.BadParameter(f"{value!r} ends with a path separator, so it names a directory: give a file name")
+    return Path(value)
+
+
 def check_output_not_input(out: Path | str | None, *inputs: Path | str | None, option: str = "--out") -> None:
     """Refuse an output that is, or resolves to, one of ``inputs``.
 

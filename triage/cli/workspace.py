@@ -21,6 +21,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from triage.cli.validation import output_file
+
 console = Console()
 labels_app = typer.Typer(help="The workspace's labels store: export decisions, agreement by week.", no_args_is_help=True)
 
@@ -116,7 +118,7 @@ def build_workspace(data: Path, labels: Path, candidates: Path | None, model: st
 @labels_app.command("export")
 def labels_export(
     labels: Annotated[Path, typer.Option("--labels", help="SQLite labels store written by `triage serve`.")],
-    out: Annotated[Path, typer.Option("--out", help="CSV or Parquet to write (atomically).")],
+    out: Annotated[Path, typer.Option("--out", parser=output_file, help="CSV or Parquet to write (atomically).")],
     data: Annotated[Path | None, typer.Option("--data", help="With the data: the whole dataset in the long layout with the decisions as its labels (what `triage train --data` reads). Without: one row per decided alert.")] = None,
 ) -> None:
     """Export the sheriffs' current decisions in the long layout."""
