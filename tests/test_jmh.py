@@ -137,3 +137,36 @@ def test_cli_steady_writes_the_long_layout_and_a_table(tmp_path):
     assert set(long["series_id"]) == {"org.acme.B.run"}
     bad = CliRunner().invoke(app, ["steady", *files, "--out", str(out), "--trim-warmup", "magic"])
     assert bad.exit_code == 2
+
+
+def test_cli_steady_reads_a_json_array_of_runs_and_writes_each_runs_start(tmp_path):
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+
+    rng = np.random.default_rng(3)
+    runs = []
+    for warm in (120, 200):
+        x = 0.5 + rng.standard_normal(1000) * 0.005  # seconds per operation
+        x[:warm] += 0.1  # slower while the JIT compiles
+        runs.append([round(float(v), 6) for v in x])
+    path = tmp_path / "bench-a.json"
+    path.write_text(json.dumps(runs))
+    frame = read_jmh(path)
+    assert set(frame["series_id"]) == {"bench-a"} and list(frame.groupby("fork").size()) == [1000, 1000]
+    out, starts = tmp_path / "long.csv", tmp_path / "starts.csv"
+    res = CliRunner().invoke(app, ["steady", str(path), "--out", str(out), "--starts", str(starts)])
+    assert res.exit_code == 0, res.output
+    table = pd.read_csv(starts)
+    assert list(table.columns) == ["series_id", "commit", "fork", "iterations", "steady_start"]
+    # The percentile filter replaces the chunk's top 2 % (the last warm-up
+    # iterations of a chunk mostly steady), so a start may come a few early.
+    assert np.all(np.abs(table["steady_start"].to_numpy() - [120, 200]) <= 6), table
+    assert len(pd.read_csv(out)) == 2000 - table["steady_start"].sum()
+    same = CliRunner().invoke(app, ["steady", str(path), "--out", str(out), "--starts", str(out)])
+    assert same.exit_code == 2 and "same file" in same.output
+    path.write_text(json.dumps([[1.0, 2.0], [1.0, "x"]]))
+    with pytest.raises(InputError) as err:
+        read_jmh(path)
+    assert err.value.row == 2 and "run 1" in str(err.value)

@@ -28,14 +28,18 @@ def steady(
     out: Path = typer.Option(..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write."),
     method: str = typer.Option("kbkssd", "--trim-warmup", help="kbkssd, cpssd, kstep or none."),
     commits: str = typer.Option(None, "--commits", help="Comma-separated commit ids (default: the file names' stems)."),
+    starts_out: Path = typer.Option(None, "--starts", parser=output_file, help="CSV to write: series_id, commit, fork, iterations, steady_start (empty: never steady) per run."),
 ) -> None:
-    """Cut each JMH fork to its steady state and write the long layout (aggregate it with `triage candidates`)."""
+    """Cut each JMH fork (or each run of a JSON array of runs) to its steady state and write the long layout."""
     from triage.readers.jmh import steady_long
     from triage.steady_state import CHOICES
 
     if method not in CHOICES:
         raise typer.BadParameter(f"--trim-warmup must be one of {', '.join(CHOICES)}, got {method!r}")
     check_output_not_input(out, *files)
+    check_output_not_input(starts_out, *files, option="--starts")
+    if starts_out is not None and str(starts_out) != "-" and str(out) != "-" and Path(starts_out).absolute() == Path(out).absolute():
+        raise typer.BadParameter("--starts and --out name the same file", param_hint="--starts")
     ids = [c.strip() for c in commits.split(",")] if commits else None
     try:
         long, starts = steady_long(files, ids, trim_warmup=method)
@@ -44,6 +48,8 @@ def steady(
             raise
         raise typer.BadParameter(str(exc)) from None
     write_csv_atomic(long, out)
+    if starts_out is not None:
+        write_csv_atomic(starts.astype({"steady_start": "Int64"}), starts_out)
     table = Table(title=f"Steady-state starts ({method})")
     for col in ("series", "commits", "forks", "never steady", "median start", "iterations kept"):
         table.add_column(col, justify="left" if col == "series" else "right")

@@ -13,6 +13,11 @@ combination). What this reader uses of each object:
   count]`` pairs) gives each iteration's count-weighted mean;
 * ``primaryMetric.scoreUnit``.
 
+A file may also be a plain JSON array of runs, each an array of iteration
+values (``[[0.91, 0.52, ...], [0.88, ...]]``, as raw iteration dumps of
+harnesses other than JMH look): one series named by the file stem, one fork
+per run, values read as times (mode left empty).
+
 JMH leaves its warm-up iterations out of ``rawData``; steady-state studies run
 with no JMH warm-up and many measurement iterations, so that the warm-up is in
 the data and a detector finds where it ends. :func:`steady_long` does that per
@@ -54,6 +59,8 @@ def read_jmh(path: str | Path) -> pd.DataFrame:
     payload = read_json(path, "JMH JSON results")
     if not isinstance(payload, list) or not payload:
         raise InputError(path, None, "not JMH JSON results: expected a non-empty list of benchmark objects")
+    if all(isinstance(run, list) for run in payload):
+        return _plain_runs(payload, path)
     rows: list[tuple] = []
     for pos, item in enumerate(payload, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("benchmark"), str):
@@ -70,6 +77,20 @@ def read_jmh(path: str | Path) -> pd.DataFrame:
         for f, scores in enumerate(forks):
             for i, v in enumerate(scores):
                 rows.append((name, mode, unit, f, i, v))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _plain_runs(payload: list, path: Path) -> pd.DataFrame:
+    """A JSON array of runs (arrays of numbers): one series named by the file stem, a fork per run."""
+    rows: list[tuple] = []
+    for f, run in enumerate(payload):
+        try:
+            arr = np.asarray(run, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError(path, f + 1, f"run {f} holds something that is not a number") from None
+        if arr.ndim != 1 or not len(arr) or not np.all(np.isfinite(arr)):
+            raise InputError(path, f + 1, f"run {f} is not a non-empty list of finite numbers")
+        rows.extend((path.stem, "", "", f, i, float(v)) for i, v in enumerate(arr))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -120,8 +141,8 @@ def steady_long(
     row per kept iteration, the long layout :func:`triage.loaders.load` reads
     and aggregates); ``starts`` has one row per (series, commit, fork) with
     ``iterations``, ``steady_start`` (None: never steady, every iteration
-    kept). ``commits`` defaults to the file stems. Rates (``thrpt``) are
-    negated for the detector, which reads times (a warm-up falls).
+    kept). ``commits`` defaults to the file stems. For rates (``thrpt``)
+    KB-KSSD looks for a rising warm-up, for times a falling one.
     """
     commits = [Path(f).stem for f in files] if commits is None else list(commits)
     if len(commits) != len(files):
@@ -133,14 +154,15 @@ def steady_long(
     from triage import steady_state
 
     detector = steady_state.make(trim_warmup)
+    rate_detector = steady_state.make(trim_warmup, rates=True)
     long_parts, starts = [], []
     for path, commit in zip(files, commits, strict=True):
         frame = read_jmh(path)
         for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
             values = grp["value"].to_numpy()
-            # The detectors read times, whose warm-up falls; a rate's rises.
-            oriented = -values if grp["mode"].iloc[0] in RATE_MODES else values
-            start = 0 if detector is None else detector.fit(oriented).start_
+            # A time's warm-up falls, a rate's rises: KB-KSSD looks one way.
+            fitter = rate_detector if grp["mode"].iloc[0] in RATE_MODES else detector
+            start = 0 if fitter is None else fitter.fit(values).start_
             kept = values if start is None else values[start:]
             starts.append((series, commit, fork, len(values), start))
             long_parts.append(pd.DataFrame({"series_id": series, "commit": commit, "value": kept}))

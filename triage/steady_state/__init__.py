@@ -20,13 +20,19 @@ METHODS: dict[str, type] = {"kbkssd": KBKSSD, "cpssd": CPSSD, "kstep": KernelSte
 CHOICES = (*METHODS, NONE)
 
 
-def make(name: str) -> SteadyStateDetector | None:
-    """The detector called ``name`` with its defaults; ``None`` for ``none``."""
+def make(name: str, *, rates: bool = False) -> SteadyStateDetector | None:
+    """The detector called ``name`` with its defaults; ``None`` for ``none``.
+
+    ``rates``: the runs are rates (higher is better), whose warm-up rises;
+    KB-KSSD then looks for a rise (the other two find steps either way).
+    """
     key = name.strip().lower()
     if key == NONE:
         return None
     if key not in METHODS:
         raise ValueError(f"unknown steady-state method {name!r} (use one of {', '.join(CHOICES)})")
+    if key == "kbkssd":
+        return KBKSSD(direction="up" if rates else "down")
     detector: SteadyStateDetector = METHODS[key]()
     return detector
 
