@@ -1,7 +1,7 @@
 """Steady-state detection: where a run's warm-up ends, before its iterations are aggregated.
 
 Three detectors with one API (fit on one run, read ``start_``; ``None`` means
-never steady): :class:`KBKSSD` (Beseda et al., kernel-based, their published
+never steady): :class:`KBKSSD` (Beseda et al., kernel-based, the authors'
 configuration), :class:`CPSSD` (Traini et al., change-point based, its
 baseline) and :class:`KernelStepSSD` (``kstep``, this project's kernel step
 detector with a windowed Welch test). The names

@@ -32,7 +32,7 @@ is a run that starts high and **falls** to its steady level. A rate (JMH's
    **never steady** when the last window falls short (or when the steady
    part would extend less than ``min_steady`` iterations past its start).
 
-The defaults are the authors' published configuration as used in their own
+The defaults are the configuration of the authors' public code for their
 comparison with CP-SSD (outlier chunks of 100 with the 2nd / 98th percentiles,
 no median filter, short kernel 15, step window 70, Kelly windows of 500 with
 t = 4, probability 0.95). This is this project's implementation of that

@@ -1,7 +1,7 @@
 """KSTEP: this project's kernel step detector with a windowed Welch test.
 
 An earlier reading of KB-KSSD (Beseda et al.) that this project wrote before
-it followed the authors' published configuration (:mod:`kbkssd`); it keeps
+it followed the authors' own configuration (:mod:`kbkssd`); it keeps
 their three ingredients but not their details, and on this project's
 generated warm-up runs it places the onset far more precisely (BENCHMARKS.md,
 "Steady-state detection"). It finds steps in both directions. Parameters were
