@@ -170,3 +170,21 @@ def test_cli_steady_reads_a_json_array_of_runs_and_writes_each_runs_start(tmp_pa
     with pytest.raises(InputError) as err:
         read_jmh(path)
     assert err.value.row == 2 and "run 1" in str(err.value)
+
+
+@pytest.mark.parametrize(("content", "row", "message"), [
+    ([[1.0, 2.0], {"benchmark": "b.B.m"}], 2, "mixes runs"),
+    ([{"benchmark": "b.B.m", "primaryMetric": {"rawData": [[1.0]]}}, [1.0, 2.0]], 2, "mixes runs"),
+    ([[1.0, True, 2.0]], 1, "run 0: iteration 1 is true, not a number"),
+    ([[1.0, 2.0], ["1.5", 2.0]], 2, 'run 1: iteration 0 is "1.5", not a number'),
+    ([[1.0, 1e308]], 1, "run 0: iteration 1: value 1e+308 is outside the usable range"),
+    ([[5.0], []], 2, "run 1 has no iterations"),
+    ([{"benchmark": "b.B.m", "mode": "avgt", "primaryMetric": {"rawData": [[1.0, False]]}}], 1,
+     "b.B.m: fork 0: iteration 1 is false, not a number"),
+])
+def test_runs_hold_json_numbers_in_range_or_the_file_and_row_are_named(tmp_path, content, row, message):
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(InputError) as err:
+        read_jmh(path)
+    assert err.value.row == row and message in str(err.value), str(err.value)

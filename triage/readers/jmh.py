@@ -30,6 +30,7 @@ position of the benchmark in the list (1-based, as ``row``) and the problem.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -39,6 +40,7 @@ import pandas as pd
 from triage.core.errors import InputError
 from triage.core.history import Dataset, dataset_from_long
 from triage.core.json_input import read_json
+from triage.core.values import value_problem
 
 COLUMNS = ["series_id", "mode", "unit", "fork", "iteration", "value"]
 
@@ -58,9 +60,14 @@ def read_jmh(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     payload = read_json(path, "JMH JSON results")
     if not isinstance(payload, list) or not payload:
-        raise InputError(path, None, "not JMH JSON results: expected a non-empty list of benchmark objects")
-    if all(isinstance(run, list) for run in payload):
+        raise InputError(path, None, "not JMH JSON results: expected a non-empty list of benchmark objects "
+                         "(or of runs, arrays of numbers)")
+    runs = [isinstance(item, list) for item in payload]
+    if all(runs):
         return _plain_runs(payload, path)
+    if any(runs):
+        raise InputError(path, runs.index(True) + 1 if not runs[0] else runs.index(False) + 1,
+                         "mixes runs (arrays of numbers) and JMH benchmark objects")
     rows: list[tuple] = []
     for pos, item in enumerate(payload, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("benchmark"), str):
@@ -84,14 +91,24 @@ def _plain_runs(payload: list, path: Path) -> pd.DataFrame:
     """A JSON array of runs (arrays of numbers): one series named by the file stem, a fork per run."""
     rows: list[tuple] = []
     for f, run in enumerate(payload):
-        try:
-            arr = np.asarray(run, dtype=float)
-        except (TypeError, ValueError):
-            raise InputError(path, f + 1, f"run {f} holds something that is not a number") from None
-        if arr.ndim != 1 or not len(arr) or not np.all(np.isfinite(arr)):
-            raise InputError(path, f + 1, f"run {f} is not a non-empty list of finite numbers")
-        rows.extend((path.stem, "", "", f, i, float(v)) for i, v in enumerate(arr))
+        scores = _scores(run, path, f + 1, f"run {f}")
+        rows.extend((path.stem, "", "", f, i, v) for i, v in enumerate(scores))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _scores(values: list, path: Path, pos: int, what: str) -> list[float]:
+    """One run's iteration scores: JSON numbers (not text, not true / false) the project can compute with."""
+    if not values:
+        raise InputError(path, pos, f"{what} has no iterations")
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InputError(path, pos, f"{what}: iteration {i} is {json.dumps(v)[:40]}, not a number")
+        problem = value_problem(v)
+        if problem is not None:
+            raise InputError(path, pos, f"{what}: iteration {i}: {problem}")
+        out.append(float(v))
+    return out
 
 
 def _forks(metric: dict, path: Path, pos: int, name: str) -> list[list[float]]:
@@ -103,14 +120,7 @@ def _forks(metric: dict, path: Path, pos: int, name: str) -> list[list[float]]:
         raise InputError(path, pos, f"{name}: no 'rawData' (nor 'rawDataHistogram') in 'primaryMetric'")
     out = []
     for f, fork in enumerate(_list(raw, path, pos, name)):
-        vals = _list(fork, path, pos, name)
-        try:
-            arr = [float(v) for v in vals]
-        except (TypeError, ValueError):
-            raise InputError(path, pos, f"{name}: fork {f} has a score that is not a number") from None
-        if not vals or not np.all(np.isfinite(arr)):
-            raise InputError(path, pos, f"{name}: fork {f} has no iterations or a non-finite score")
-        out.append(arr)
+        out.append(_scores(_list(fork, path, pos, name), path, pos, f"{name}: fork {f}"))
     if not out:
         raise InputError(path, pos, f"{name}: no forks in 'rawData'")
     return out
