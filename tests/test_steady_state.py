@@ -209,3 +209,26 @@ def test_load_trims_each_commits_warmup_before_aggregating(tmp_path):
         assert list(trimmed.n_measurements) == [300, 300, 300]
     with pytest.raises(InputError, match="unknown steady-state method"):
         load(path, trim_warmup="magic")
+
+
+def test_convert_trims_each_commits_warmup_before_writing_one_value_per_commit(tmp_path):
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+
+    rng = np.random.default_rng(14)
+    rows = []
+    for c in range(3):
+        x = 10 + rng.standard_normal(300) * 0.1
+        x[:80] += 2.0  # a warm-up 20 sd above the steady level
+        rows += [("s", f"c{c}", v) for v in x]
+    path = tmp_path / "runs.csv"
+    pd.DataFrame(rows, columns=["series_id", "commit", "value"]).to_csv(path, index=False)
+    for method, expected in (("none", 10.53), ("kbkssd", 10.0)):
+        out = tmp_path / f"{method}.csv"
+        res = CliRunner().invoke(app, ["convert", "--data", str(path), "--out", str(out), "--trim-warmup", method])
+        assert res.exit_code == 0, res.output
+        assert np.allclose(pd.read_csv(out)["value"], expected, atol=0.03), method
+    bad = CliRunner().invoke(app, ["convert", "--data", str(path), "--out", str(tmp_path / "x.csv"), "--trim-warmup", "magic"])
+    assert bad.exit_code != 0 and not (tmp_path / "x.csv").exists()

@@ -76,17 +76,18 @@ def convert(
     out: Path = typer.Option(..., "--out", parser=output_file, help="Long-layout file to write: .csv, .parquet or - (CSV on stdout)."),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
+    trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd, kstep or none (values read as times: a warm-up falls)."),
     branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
     alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
     commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),
 ) -> None:
-    """Write any readable input in the long layout (e.g. Perfherder data + alerts -> labelled training data)."""
+    """Write any readable input in the long layout, one value per commit (e.g. Perfherder data + alerts -> labelled training data)."""
     from triage.cli.validation import check_output_not_input
 
     check_output_not_input(out, data, alerts)
     from triage.loaders import write_long
 
-    dataset = load(data, layout=layout, aggregate=aggregate, branch=branch, alerts=alerts,
+    dataset = load(data, layout=layout, aggregate=aggregate, branch=branch, alerts=alerts, trim_warmup=trim_warmup,
                    commit_order=read_commit_order(commit_order))
     written = write_long(dataset, out)
     console_for(out).print(
