@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from triage.steady_state import CPSSD, KBKSSD, KernelStepSSD, make, steady_mask
-from triage.steady_state.cpssd import pelt_l2
 from triage.steady_state.curves import make_run
 from triage.steady_state.kbkssd import (
     drop_positions,
@@ -139,12 +138,6 @@ def test_outlier_spikes_are_filtered_not_read_as_steps(cls):
     assert det.start_ is not None and abs(det.start_ - 150) <= 3
     _, mask = filter_outliers(x, 21, 90.0, 3.0)
     assert mask.sum() <= len(spikes) + 3
-
-
-def test_pelt_finds_the_two_steps_it_was_given():
-    rng = np.random.default_rng(8)
-    x = np.r_[np.full(100, 0.0), np.full(80, 5.0), np.full(120, 2.0)] + rng.standard_normal(300) * 0.3
-    assert pelt_l2(x, 2 * 0.09 * np.log(300), 10) == [100, 180]
 
 
 def test_generated_runs_mostly_right_on_every_kind():

@@ -49,9 +49,6 @@ This project's choices:
   mean(last) - mean(segment), whose bootstrap interval must lie entirely
   outside +-5 % of |mean(last)|;
 * no outlier filtering: that is one of the things KB-KSSD adds.
-
-:func:`pelt_l2` (shift in mean, L2 cost) is the segmentation of this module's
-earlier reading of CP-SSD, kept as a tested building block.
 """
 
 from __future__ import annotations
@@ -62,40 +59,6 @@ from triage.steady_state.base import as_run, noise_level
 
 # Variance floor in units of the run's noise variance (see module docstring).
 _VAR_FLOOR = 1e-8
-
-
-def pelt_l2(x: np.ndarray, penalty: float, min_size: int) -> list[int]:
-    """Change points (segment starts, excluding 0) minimising L2 cost + ``penalty`` each."""
-    n = len(x)
-    if n < 2 * min_size:
-        return []
-    c1 = np.r_[0.0, np.cumsum(x)]
-    c2 = np.r_[0.0, np.cumsum(x * x)]
-    best = np.full(n + 1, np.inf)
-    best[0] = -penalty
-    last = np.zeros(n + 1, dtype=int)
-    cands = np.array([0])
-    for t in range(min_size, n + 1):
-        s = cands[t - cands >= min_size]
-        if len(s) == 0:
-            continue
-        length = t - s
-        seg = c2[t] - c2[s] - (c1[t] - c1[s]) ** 2 / length
-        total = best[s] + seg + penalty
-        k = int(np.argmin(total))
-        best[t] = total[k]
-        last[t] = s[k]
-        # PELT pruning: a start that cannot beat the optimum now never will.
-        keep = best[s] + seg <= best[t]
-        cands = np.r_[cands[t - cands < min_size], s[keep], t - min_size + 1]
-        cands = np.unique(cands[cands <= t])
-    out = []
-    t = n
-    while t > 0:
-        t = int(last[t])
-        if t > 0:
-            out.append(t)
-    return sorted(out)
 
 
 def pelt_meanvar(x: np.ndarray, penalties: np.ndarray, min_size: int = 2, var_floor: float = 0.0) -> list[list[int]]:
