@@ -38,7 +38,7 @@ def steady(
         raise typer.BadParameter(f"--trim-warmup must be one of {', '.join(CHOICES)}, got {method!r}")
     check_output_not_input(out, *files)
     check_output_not_input(starts_out, *files, option="--starts")
-    if starts_out is not None and str(starts_out) != "-" and str(out) != "-" and Path(starts_out).absolute() == Path(out).absolute():
+    if starts_out is not None and str(starts_out) != "-" and Path(starts_out).resolve() == Path(out).resolve():
         raise typer.BadParameter("--starts and --out name the same file", param_hint="--starts")
     ids = [c.strip() for c in commits.split(",")] if commits else None
     try:

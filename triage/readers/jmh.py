@@ -63,11 +63,11 @@ def read_jmh(path: str | Path) -> pd.DataFrame:
         raise InputError(path, None, "not JMH JSON results: expected a non-empty list of benchmark objects "
                          "(or of runs, arrays of numbers)")
     runs = [isinstance(item, list) for item in payload]
-    if all(runs):
+    if any(r != runs[0] for r in runs):
+        other = next(i for i, r in enumerate(runs) if r != runs[0])
+        raise InputError(path, other + 1, "mixes runs (arrays of numbers) and JMH benchmark objects")
+    if runs[0]:
         return _plain_runs(payload, path)
-    if any(runs):
-        raise InputError(path, runs.index(True) + 1 if not runs[0] else runs.index(False) + 1,
-                         "mixes runs (arrays of numbers) and JMH benchmark objects")
     rows: list[tuple] = []
     for pos, item in enumerate(payload, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("benchmark"), str):
