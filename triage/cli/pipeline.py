@@ -24,7 +24,7 @@ PARTIAL_HELP = "CSV with commit,value (optional series_id), one row per commit i
 
 
 def steady(
-    files: list[Path] = typer.Argument(..., help="JMH JSON result files, one per commit, in history order."),
+    files: list[Path] = typer.Argument(..., help="JMH JSON result files (or JSON arrays of runs: arrays of iteration values), one per commit, in history order."),
     out: Path = typer.Option(..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write."),
     method: str = typer.Option("kbkssd", "--trim-warmup", help="kbkssd, cpssd, kstep or none."),
     commits: str = typer.Option(None, "--commits", help="Comma-separated commit ids (default: the file names' stems)."),
