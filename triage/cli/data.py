@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import typer
@@ -12,6 +14,7 @@ from rich.markup import escape
 from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order
 from triage.cli.tables import console_for, dataset_summary, dataset_summary_rows
 from triage.cli.validation import output_file
+from triage.core.atomic import is_stdio
 from triage.core.errors import InputError
 from triage.loaders import LAYOUTS, load
 
@@ -82,17 +85,40 @@ def convert(
     commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),
 ) -> None:
     """Write any readable input in the long layout, one value per commit (e.g. Perfherder data + alerts -> labelled training data)."""
-    from triage.cli.validation import check_output_not_input
+    from triage.cli.validation import check_choice, check_output_not_input
+    from triage.core.history import AGGREGATES
+    from triage.steady_state import CHOICES
 
+    # Option errors name the option, not the data file (load() would blame --data).
+    check_choice("--aggregate", aggregate, tuple(AGGREGATES))
+    check_choice("--trim-warmup", trim_warmup.strip().lower(), CHOICES)
     check_output_not_input(out, data, alerts)
     from triage.loaders import write_long
 
     dataset = load(data, layout=layout, aggregate=aggregate, branch=branch, alerts=alerts, trim_warmup=trim_warmup,
                    commit_order=read_commit_order(commit_order))
     written = write_long(dataset, out)
-    console_for(out).print(
+    console_for("-" if writes_stdout(out) else out).print(
         f"{len(dataset):,} series, {dataset.n_commits():,} commits -> {escape(str(written))}", highlight=False
     )
+
+
+def writes_stdout(path: Path | str | None) -> bool:
+    """True when writing ``path`` puts the bytes on this process's standard output.
+
+    ``-``, and ``/dev/stdout`` or any other name of the file, pipe or terminal
+    that standard output is: a command's human-readable lines then go to stderr,
+    not into the data.
+    """
+    if path is None:
+        return False
+    if is_stdio(path):
+        return True
+    try:
+        here, there = os.fstat(sys.stdout.fileno()), os.stat(path)
+    except (OSError, ValueError):  # not there yet; a stdout without a descriptor (tests)
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def plot(

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from triage.cli.validation import check_output_not_input, output_file
-from triage.core.atomic import write_csv_atomic
+from triage.core.atomic import destination, write_csv_atomic
 from triage.core.errors import InputError
 
 console = Console()
@@ -24,13 +24,14 @@ PARTIAL_HELP = "CSV with commit,value (optional series_id), one row per commit i
 
 
 def steady(
-    files: list[Path] = typer.Argument(..., help="JMH JSON result files (or JSON arrays of runs: arrays of iteration values), one per commit, in history order."),
+    files: list[Path] = typer.Argument(..., help="JMH JSON result files (or JSON arrays of runs: arrays of iteration values; gzip/zstd compressed or not), one per commit, in history order."),
     out: Path = typer.Option(..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write."),
     method: str = typer.Option("kbkssd", "--trim-warmup", help="kbkssd, cpssd, kstep or none."),
     commits: str = typer.Option(None, "--commits", help="Comma-separated commit ids (default: the file names' stems)."),
     starts_out: Path = typer.Option(None, "--starts", parser=output_file, help="CSV to write: series_id, commit, fork, iterations, steady_start (empty: never steady) per run."),
 ) -> None:
     """Cut each JMH fork (or each run of a JSON array of runs) to its steady state and write the long layout."""
+    from triage.cli.data import writes_stdout
     from triage.readers.jmh import steady_long
     from triage.steady_state import CHOICES
 
@@ -38,18 +39,30 @@ def steady(
         raise typer.BadParameter(f"--trim-warmup must be one of {', '.join(CHOICES)}, got {method!r}")
     check_output_not_input(out, *files)
     check_output_not_input(starts_out, *files, option="--starts")
-    if starts_out is not None and str(starts_out) != "-" and Path(starts_out).resolve() == Path(out).resolve():
+    if starts_out is not None and (
+        (writes_stdout(out) and writes_stdout(starts_out))
+        or (str(starts_out) != "-" and Path(starts_out).resolve() == Path(out).resolve())
+    ):
         raise typer.BadParameter("--starts and --out name the same file", param_hint="--starts")
     ids = [c.strip() for c in commits.split(",")] if commits else None
+    if ids is not None and "" in ids:
+        raise typer.BadParameter(f"commit id {ids.index('') + 1} of {len(ids)} is empty", param_hint="--commits")
+    # Both places checked before any work: a --starts that cannot be written
+    # (a directory, under a file) must not leave --out already replaced.
+    for target in (out, starts_out):
+        if target is not None:
+            destination(target)
     try:
         long, starts = steady_long(files, ids, trim_warmup=method)
     except ValueError as exc:
         if isinstance(exc, InputError):
             raise
-        raise typer.BadParameter(str(exc)) from None
+        raise typer.BadParameter(str(exc), param_hint="--commits") from None
     write_csv_atomic(long, out)
     if starts_out is not None:
         write_csv_atomic(starts.astype({"steady_start": "Int64"}), starts_out)
+    # The CSV on stdout (--out - or /dev/stdout): the table goes to stderr, out of the data.
+    say = Console(stderr=True) if writes_stdout(out) or writes_stdout(starts_out) else console
     table = Table(title=f"Steady-state starts ({method})")
     for col in ("series", "commits", "forks", "never steady", "median start", "iterations kept"):
         table.add_column(col, justify="left" if col == "series" else "right")
@@ -60,8 +73,8 @@ def steady(
             str(series), str(grp["commit"].nunique()), str(len(grp)), str(int(s.isna().sum())),
             "-" if s.isna().all() else f"{s.dropna().median():.0f}", f"{kept} / {int(grp['iterations'].sum())}",
         )
-    console.print(table)
-    console.print(f"{len(long)} steady iterations -> {out}")
+    say.print(table)
+    say.print(f"{len(long)} steady iterations -> {out}")
 
 
 def sample(

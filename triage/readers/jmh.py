@@ -13,6 +13,9 @@ combination). What this reader uses of each object:
   count]`` pairs) gives each iteration's count-weighted mean;
 * ``primaryMetric.scoreUnit``.
 
+A series (benchmark and params) appears once per file: JMH writes one entry
+per mode, so a run of several modes (``-bm thrpt,avgt``) needs a file per mode.
+
 A file may also be a plain JSON array of runs, each an array of iteration
 values (``[[0.91, 0.52, ...], [0.88, ...]]``, as raw iteration dumps of
 harnesses other than JMH look): one series named by the file stem, one fork
@@ -41,6 +44,7 @@ from triage.core.errors import InputError
 from triage.core.history import Dataset, dataset_from_long
 from triage.core.json_input import read_json
 from triage.core.values import value_problem
+from triage.readers.source import COMPRESSED_SUFFIXES, plain_file
 
 COLUMNS = ["series_id", "mode", "unit", "fork", "iteration", "value"]
 
@@ -62,6 +66,9 @@ def read_jmh(path: str | Path) -> pd.DataFrame:
     if not isinstance(payload, list) or not payload:
         raise InputError(path, None, "not JMH JSON results: expected a non-empty list of benchmark objects "
                          "(or of runs, arrays of numbers)")
+    if not isinstance(payload[0], (list, dict)):
+        raise InputError(path, 1, f"is {json.dumps(payload[0])[:40]}: expected a benchmark object or a run; "
+                         "an array of runs is an array of arrays ([[0.91, 0.52, ...], ...])")
     runs = [isinstance(item, list) for item in payload]
     if any(r != runs[0] for r in runs):
         other = next(i for i, r in enumerate(runs) if r != runs[0])
@@ -69,6 +76,7 @@ def read_jmh(path: str | Path) -> pd.DataFrame:
     if runs[0]:
         return _plain_runs(payload, path)
     rows: list[tuple] = []
+    seen: dict[str, int] = {}
     for pos, item in enumerate(payload, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("benchmark"), str):
             raise InputError(path, pos, "benchmark entry without a 'benchmark' name")
@@ -76,6 +84,11 @@ def read_jmh(path: str | Path) -> pd.DataFrame:
         if params is not None and not isinstance(params, dict):
             raise InputError(path, pos, "'params' is not an object")
         name = series_name(item["benchmark"], params)
+        if name in seen:
+            # Its forks would be read as the first entry's (fork 0 twice), a rate and a time in one run.
+            raise InputError(path, pos, f"{name}: the same benchmark and parameters as row {seen[name]}; "
+                             "one entry per series (several modes: one file per mode, JMH's -bm)")
+        seen[name] = pos
         metric = item.get("primaryMetric")
         if not isinstance(metric, dict):
             raise InputError(path, pos, f"{name}: no 'primaryMetric'")
@@ -133,11 +146,22 @@ def _list(x: object, path: Path, pos: int, name: str) -> list:
 
 
 def _histogram_mean(pairs: object, path: Path, pos: int, name: str) -> float:
-    try:
-        arr = np.asarray(pairs, dtype=float).reshape(-1, 2)
-        return float(np.average(arr[:, 0], weights=arr[:, 1]))
-    except (TypeError, ValueError, ZeroDivisionError):
-        raise InputError(path, pos, f"{name}: a rawDataHistogram iteration is not [value, count] pairs") from None
+    """One iteration's count-weighted mean: ``pairs`` is a non-empty list of ``[value, count]``."""
+    if (not isinstance(pairs, list) or not pairs
+            or not all(isinstance(p, list) and len(p) == 2 for p in pairs)):
+        raise InputError(path, pos, f"{name}: a rawDataHistogram iteration is not a list of [value, count] pairs")
+    for value, count in pairs:
+        for what, v in (("value", value), ("count", count)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InputError(path, pos, f"{name}: a rawDataHistogram {what} is {json.dumps(v)[:40]}, not a number")
+            problem = value_problem(v)
+            if problem is not None:
+                raise InputError(path, pos, f"{name}: a rawDataHistogram {what}: {problem}")
+    values = np.array([p[0] for p in pairs], dtype=float)
+    counts = np.array([p[1] for p in pairs], dtype=float)
+    if np.any(counts < 0) or not np.any(counts > 0):
+        raise InputError(path, pos, f"{name}: a rawDataHistogram count is negative, or every count is 0")
+    return float(np.average(values, weights=counts))
 
 
 def steady_long(
@@ -151,14 +175,21 @@ def steady_long(
     row per kept iteration, the long layout :func:`triage.loaders.load` reads
     and aggregates); ``starts`` has one row per (series, commit, fork) with
     ``iterations``, ``steady_start`` (None: never steady, every iteration
-    kept). ``commits`` defaults to the file stems. For rates (``thrpt``)
-    KB-KSSD looks for a rising warm-up, for times a falling one.
+    kept). ``commits`` defaults to the file stems (``c1`` for ``c1.json.gz``).
+    For rates (``thrpt``) KB-KSSD looks for a rising warm-up, for times a
+    falling one. Files may be gzip or zstd compressed.
     """
-    commits = [Path(f).stem for f in files] if commits is None else list(commits)
+    commits = [_stem(f) for f in files] if commits is None else list(commits)
     if len(commits) != len(files):
         raise ValueError(f"{len(files)} files but {len(commits)} commit ids")
-    if len(set(commits)) != len(commits):
-        raise ValueError("each file is one commit: commit ids must be distinct")
+    first: dict[str, str | Path] = {}
+    for path, commit in zip(files, commits, strict=True):
+        if not commit:
+            raise ValueError(f"the commit id of {path} is empty")
+        if commit in first:
+            raise ValueError(f"{first[commit]} and {path} are both commit {commit!r}: "
+                             "each file is one commit, so commit ids must be distinct")
+        first[commit] = path
     # Imported here: it brings the detectors and scipy.stats, which reading a
     # file without --trim-warmup never needs (about 0.9 CPU-s of every CLI start).
     from triage import steady_state
@@ -167,7 +198,8 @@ def steady_long(
     rate_detector = steady_state.make(trim_warmup, rates=True)
     long_parts, starts = [], []
     for path, commit in zip(files, commits, strict=True):
-        frame = read_jmh(path)
+        with plain_file(path, directory_ok=False) as plain:
+            frame = read_jmh(plain)
         for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
             values = grp["value"].to_numpy()
             # A time's warm-up falls, a rate's rises: KB-KSSD looks one way.
@@ -179,6 +211,16 @@ def steady_long(
     long = pd.concat(long_parts, ignore_index=True)
     table = pd.DataFrame(starts, columns=["series_id", "commit", "fork", "iterations", "steady_start"])
     return long, table
+
+
+def _stem(path: str | Path) -> str:
+    """A file's name without its suffixes of compression and format: ``c1`` for ``c1.json.gz``."""
+    name = Path(path).name
+    for suffix in COMPRESSED_SUFFIXES:
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    return Path(name).stem
 
 
 #: JMH modes whose scores are rates (higher is better); the others are times per operation.

@@ -29,8 +29,15 @@ class SteadyStateDetector(Protocol):
 
 
 def as_run(x: object) -> np.ndarray:
-    """One run as a finite float vector; a run with NaN or inf is refused, not guessed."""
-    arr = np.asarray(x, dtype=float).ravel()
+    """One run as a finite float vector; a run with NaN or inf is refused, not guessed.
+
+    A column or row (one axis longer than 1) is a run; a scalar or a table of
+    several runs is refused rather than read as one run end to end.
+    """
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim == 0 or sum(d > 1 for d in arr.shape) > 1:
+        raise ValueError(f"a run must be one-dimensional (its iterations in order), got shape {arr.shape}")
+    arr = arr.ravel()
     if not np.all(np.isfinite(arr)):
         raise ValueError("a run's iterations must be finite numbers")
     return arr
@@ -42,10 +49,15 @@ def noise_level(x: np.ndarray) -> float:
     First differences cancel the slow warm-up trend and a step moves only one
     of them, so their median absolute value is a robust noise estimate
     (:func:`triage.detectors.base.robust_sigma`); it is floored at a tiny share
-    of the level so that a constant run does not divide by zero.
+    of the level so that a constant run does not divide by zero. The floor is
+    relative at every scale (a run in seconds per operation is ~1e-8): an
+    absolute floor would swamp the noise of small values.
     """
     s = robust_sigma(x)
-    floor = 1e-9 * max(1.0, float(np.median(np.abs(x)))) if len(x) else 1e-9
+    level = float(np.median(np.abs(x))) if len(x) else 0.0
+    if level == 0.0 and len(x):
+        level = float(np.max(np.abs(x)))
+    floor = 1e-9 * level if level > 0 else 1e-9
     return max(s, floor)
 
 

@@ -240,8 +240,21 @@ class CPSSD:
         return 0
 
 
+#: Resampled values drawn at a time: the whole (n_boot, len(x)) draw of a
+#: 50,000-iteration segment would take 800 MB (indices and values).
+_BOOT_CHUNK = 1 << 22
+
+
 def _boot_means(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of ``n_boot`` resamples (with replacement) of ``x``."""
-    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
-    means: np.ndarray = x[idx].mean(axis=1)
+    """Means of ``n_boot`` resamples (with replacement) of ``x``.
+
+    Drawn a block of resamples at a time (at most about :data:`_BOOT_CHUNK`
+    values): the generator yields the same numbers in the same order as one
+    ``(n_boot, len(x))`` draw, so the means are those of that draw.
+    """
+    rows = max(1, _BOOT_CHUNK // max(1, len(x)))
+    means = np.empty(n_boot)
+    for a in range(0, n_boot, rows):
+        b = min(a + rows, n_boot)
+        means[a:b] = x[rng.integers(0, len(x), size=(b - a, len(x)))].mean(axis=1)
     return means

@@ -132,6 +132,9 @@ class KernelStepSSD:
     def fit(self, x: object) -> KernelStepSSD:
         run = as_run(x)
         n = len(run)
+        if n == 0:  # nothing to be steady
+            self.outliers_, self.response_, self.start_ = np.zeros(0, dtype=bool), np.zeros(0), None
+            return self
         clean, self.outliers_ = filter_outliers(
             run, self.outlier_window, self.outlier_percentile, self.outlier_factor
         )
@@ -147,11 +150,19 @@ class KernelStepSSD:
         return self
 
     def _differs(self, a: np.ndarray, b: np.ndarray) -> bool:
-        """Welch's t-test at ``alpha``; two constant windows differ when their values do."""
+        """Welch's t-test at ``alpha``; two constant windows differ when their values do.
+
+        The test runs on both windows centred and scaled by their common
+        spread (it is invariant to that): Welch's degrees of freedom square the
+        variances, which overflow near 1e77 and vanish near 1e-77.
+        """
         if len(a) < 2 or len(b) < 2:
             return False
         if np.ptp(a) == 0 and np.ptp(b) == 0:
             return bool(a[0] != b[0])
+        both = np.r_[a, b]
+        centre, spread = float(np.median(both)), float(np.ptp(both))
+        a, b = (a - centre) / spread, (b - centre) / spread
         return bool(stats.ttest_ind(a, b, equal_var=False).pvalue < self.alpha)
 
     def _candidate(self, r: np.ndarray) -> int:
