@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from triage.cli.app import app
 from triage.core.errors import InputError
-from triage.readers.jmh import read_jmh
+from triage.readers.jmh import read_jmh, steady_long
 from triage.steady_state import CPSSD, KBKSSD, KernelStepSSD
 from triage.steady_state.base import as_run
 from triage.steady_state.cpssd import _boot_means
@@ -157,14 +157,39 @@ def test_steady_reads_a_gzip_file_like_the_plain_one(tmp_path):
     assert set(outs[1]["commit"]) == {"c1"}
 
 
-@pytest.mark.parametrize("mode", ["avgt", "thrpt"])
-def test_a_benchmark_twice_in_one_file_is_refused_not_merged_into_one_fork(tmp_path, mode):
+def test_a_benchmark_twice_in_one_mode_is_refused_not_merged_into_one_fork(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps([_entry("a.B.m", [[1.0, 2.0]], params={"n": "1"}),
-                                _entry("a.B.m", [[3.0, 4.0]], params={"n": "1"}, mode=mode)]))
+                                _entry("a.B.m", [[3.0, 4.0]], params={"n": "1"})]))
     with pytest.raises(InputError) as err:
         read_jmh(path)
     assert err.value.row == 2 and "a.B.m[n=1]" in str(err.value) and "row 1" in str(err.value), str(err.value)
+
+
+def test_a_benchmark_in_two_modes_is_two_series_each_trimmed_its_own_way(tmp_path):
+    # JMH -bm thrpt,avgt: one entry per mode. A rate and a time are never one run.
+    rng = np.random.default_rng(5)
+    rate = 1000 + rng.standard_normal(400) * 5
+    rate[:60] -= 300  # slower while warming up: fewer operations per second
+    time = 1.0 + rng.standard_normal(400) * 0.005
+    time[:80] += 0.3  # more time per operation while warming up
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps([_entry("a.B.m", [rate.tolist()], mode="thrpt"),
+                                _entry("a.B.m", [time.tolist()], mode="avgt"),
+                                _entry("a.B.other", [[1.0, 2.0]])]))
+    frame = read_jmh(path)
+    assert list(frame["series_id"].unique()) == ["a.B.m:thrpt", "a.B.m:avgt", "a.B.other"]
+    _, starts = steady_long([path], trim_warmup="kbkssd")
+    got = dict(zip(starts["series_id"], starts["steady_start"], strict=True))
+    assert abs(got["a.B.m:thrpt"] - 60) <= 3 and abs(got["a.B.m:avgt"] - 80) <= 3, got
+
+
+def test_a_compressed_file_error_names_the_file_not_its_copy(tmp_path):
+    path = tmp_path / "runs.json.gz"
+    path.write_bytes(gzip.compress(json.dumps([[1.0, 2.0], [1.0, "x"]]).encode()))
+    with pytest.raises(InputError) as err:
+        steady_long([path], trim_warmup="none")
+    assert err.value.source == str(path) and err.value.row == 2, str(err.value)
 
 
 def test_a_flat_array_of_numbers_is_named_as_such(tmp_path):

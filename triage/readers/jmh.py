@@ -13,8 +13,10 @@ combination). What this reader uses of each object:
   count]`` pairs) gives each iteration's count-weighted mean;
 * ``primaryMetric.scoreUnit``.
 
-A series (benchmark and params) appears once per file: JMH writes one entry
-per mode, so a run of several modes (``-bm thrpt,avgt``) needs a file per mode.
+JMH writes one entry per mode: a benchmark run in several modes (``-bm
+thrpt,avgt``) gives one series per mode, named ``<benchmark>[<params>]:<mode>``
+(a benchmark in one mode keeps the plain name). The same benchmark, parameters
+and mode twice in one file is refused.
 
 A file may also be a plain JSON array of runs, each an array of iteration
 values (``[[0.91, 0.52, ...], [0.88, ...]]``, as raw iteration dumps of
@@ -44,7 +46,7 @@ from triage.core.errors import InputError
 from triage.core.history import Dataset, dataset_from_long
 from triage.core.json_input import read_json
 from triage.core.values import value_problem
-from triage.readers.source import COMPRESSED_SUFFIXES, plain_file
+from triage.readers.source import COMPRESSED_SUFFIXES, display_name, plain_file
 
 COLUMNS = ["series_id", "mode", "unit", "fork", "iteration", "value"]
 
@@ -75,19 +77,25 @@ def read_jmh(path: str | Path) -> pd.DataFrame:
         raise InputError(path, other + 1, "mixes runs (arrays of numbers) and JMH benchmark objects")
     if runs[0]:
         return _plain_runs(payload, path)
-    rows: list[tuple] = []
-    seen: dict[str, int] = {}
+    entries = []
     for pos, item in enumerate(payload, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("benchmark"), str):
             raise InputError(path, pos, "benchmark entry without a 'benchmark' name")
         params = item.get("params")
         if params is not None and not isinstance(params, dict):
             raise InputError(path, pos, "'params' is not an object")
-        name = series_name(item["benchmark"], params)
+        entries.append((pos, item, series_name(item["benchmark"], params)))
+    modes: dict[str, set[str]] = {}
+    for _, item, name in entries:
+        modes.setdefault(name, set()).add(str(item.get("mode", "")))
+    rows: list[tuple] = []
+    seen: dict[str, int] = {}
+    for pos, item, name in entries:
+        if len(modes[name]) > 1:
+            name = f"{name}:{item.get('mode', '')}"  # a rate and a time are two series, never one run
         if name in seen:
-            # Its forks would be read as the first entry's (fork 0 twice), a rate and a time in one run.
-            raise InputError(path, pos, f"{name}: the same benchmark and parameters as row {seen[name]}; "
-                             "one entry per series (several modes: one file per mode, JMH's -bm)")
+            # Its forks would be read as the first entry's (fork 0 twice).
+            raise InputError(path, pos, f"{name}: the same benchmark, parameters and mode as row {seen[name]}")
         seen[name] = pos
         metric = item.get("primaryMetric")
         if not isinstance(metric, dict):
@@ -199,7 +207,13 @@ def steady_long(
     long_parts, starts = [], []
     for path, commit in zip(files, commits, strict=True):
         with plain_file(path, directory_ok=False) as plain:
-            frame = read_jmh(plain)
+            try:
+                frame = read_jmh(plain)
+            except InputError as exc:
+                if plain == Path(path):
+                    raise
+                # Read from a decompressed copy: the user knows the file by its own name.
+                raise InputError(display_name(path), exc.row, exc.problem) from None
         for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
             values = grp["value"].to_numpy()
             # A time's warm-up falls, a rate's rises: KB-KSSD looks one way.
