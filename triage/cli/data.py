@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 import typer
@@ -14,7 +12,6 @@ from rich.markup import escape
 from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order
 from triage.cli.tables import console_for, dataset_summary, dataset_summary_rows
 from triage.cli.validation import output_file
-from triage.core.atomic import is_stdio
 from triage.core.errors import InputError
 from triage.loaders import LAYOUTS, load
 
@@ -98,27 +95,9 @@ def convert(
     dataset = load(data, layout=layout, aggregate=aggregate, branch=branch, alerts=alerts, trim_warmup=trim_warmup,
                    commit_order=read_commit_order(commit_order))
     written = write_long(dataset, out)
-    console_for("-" if writes_stdout(out) else out).print(
+    console_for(out).print(
         f"{len(dataset):,} series, {dataset.n_commits():,} commits -> {escape(str(written))}", highlight=False
     )
-
-
-def writes_stdout(path: Path | str | None) -> bool:
-    """True when writing ``path`` puts the bytes on this process's standard output.
-
-    ``-``, and ``/dev/stdout`` or any other name of the file, pipe or terminal
-    that standard output is: a command's human-readable lines then go to stderr,
-    not into the data.
-    """
-    if path is None:
-        return False
-    if is_stdio(path):
-        return True
-    try:
-        here, there = os.fstat(sys.stdout.fileno()), os.stat(path)
-    except (OSError, ValueError):  # not there yet; a stdout without a descriptor (tests)
-        return False
-    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def plot(

@@ -31,7 +31,7 @@ def steady(
     starts_out: Path = typer.Option(None, "--starts", parser=output_file, help="CSV to write: series_id, commit, fork, iterations, steady_start (empty: never steady) per run."),
 ) -> None:
     """Cut each JMH fork (or each run of a JSON array of runs) to its steady state and write the long layout."""
-    from triage.cli.data import writes_stdout
+    from triage.cli.tables import writes_stdout
     from triage.readers.jmh import steady_long
     from triage.steady_state import CHOICES
 

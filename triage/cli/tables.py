@@ -6,6 +6,9 @@ print them (one-off tables of a single command stay in that command).
 
 from __future__ import annotations
 
+import os
+import sys
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -17,9 +20,26 @@ from triage.core.history import Dataset
 TABLE_FORMATS = ("csv", "json")
 
 
+def writes_stdout(path: object) -> bool:
+    """True when writing ``path`` puts the bytes on this process's standard output.
+
+    ``-``, and ``/dev/stdout`` or any other name of the file, pipe or terminal
+    that standard output is.
+    """
+    if path is None:
+        return False
+    if is_stdio(path):
+        return True
+    try:
+        here, there = os.fstat(sys.stdout.fileno()), os.stat(str(path))
+    except (OSError, ValueError):  # not there yet; a stdout without a descriptor (tests)
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
 def console_for(out: object) -> Console:
-    """Where a command's human-readable lines go: stderr when its data goes to stdout (``--out -``)."""
-    return Console(stderr=True) if is_stdio(out) else Console()
+    """Where a command's human-readable lines go: stderr when its data goes to stdout (``--out -``, ``/dev/stdout``)."""
+    return Console(stderr=True) if writes_stdout(out) else Console()
 
 
 def error_line(exc: BaseException) -> Text:
