@@ -275,3 +275,24 @@ def test_cpssd_bootstrap_is_unchanged_and_bounded_in_memory():
     finally:
         tracemalloc.stop()
     assert peak < 100e6, f"{peak / 1e6:.0f} MB"  # 1000 x 40,000 at once is 640 MB
+
+
+def test_arrays_of_runs_make_a_history_of_one_series_with_series(tmp_path):
+    rng = np.random.default_rng(9)
+    files = []
+    for c in ("c1", "c2", "c3"):
+        x = 0.5 + rng.standard_normal(300) * 0.005
+        x[:50] += 0.1
+        path = tmp_path / f"{c}.json"
+        path.write_text(json.dumps([x.tolist(), x[::-1].tolist()[::-1]]))
+        files.append(str(path))
+    out = tmp_path / "long.csv"
+    res = CliRunner().invoke(app, ["steady", *files, "--out", str(out), "--series", "parse"])
+    assert res.exit_code == 0, res.output
+    long = pd.read_csv(out)
+    assert set(long["series_id"]) == {"parse"} and list(long["commit"].unique()) == ["c1", "c2", "c3"]
+    # without --series each file is its own one-commit series
+    res = CliRunner().invoke(app, ["steady", *files, "--out", str(out)])
+    assert res.exit_code == 0 and set(pd.read_csv(out)["series_id"]) == {"c1", "c2", "c3"}
+    bad = CliRunner().invoke(app, ["steady", *files, "--out", str(tmp_path / "x.csv"), "--series", " "])
+    assert bad.exit_code == 2 and "series" in bad.output and not (tmp_path / "x.csv").exists()

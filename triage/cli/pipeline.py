@@ -29,6 +29,7 @@ def steady(
     method: str = typer.Option("kbkssd", "--trim-warmup", help="kbkssd, cpssd, kstep or none."),
     commits: str = typer.Option(None, "--commits", help="Comma-separated commit ids (default: the file names' stems)."),
     starts_out: Path = typer.Option(None, "--starts", parser=output_file, help="CSV to write: series_id, commit, fork, iterations, steady_start (empty: never steady) per run."),
+    series: str = typer.Option(None, "--series", help="Series id of the files that are arrays of runs (default: each file's stem, i.e. one series per file)."),
 ) -> None:
     """Cut each JMH fork (or each run of a JSON array of runs) to its steady state and write the long layout."""
     from triage.cli.tables import writes_stdout
@@ -44,6 +45,8 @@ def steady(
         or (str(starts_out) != "-" and Path(starts_out).resolve() == Path(out).resolve())
     ):
         raise typer.BadParameter("--starts and --out name the same file", param_hint="--starts")
+    if series is not None and not series.strip():
+        raise typer.BadParameter("the series id is empty", param_hint="--series")
     ids = [c.strip() for c in commits.split(",")] if commits else None
     if ids is not None and "" in ids:
         raise typer.BadParameter(f"commit id {ids.index('') + 1} of {len(ids)} is empty", param_hint="--commits")
@@ -53,7 +56,7 @@ def steady(
         if target is not None:
             destination(target)
     try:
-        long, starts = steady_long(files, ids, trim_warmup=method)
+        long, starts = steady_long(files, ids, trim_warmup=method, runs_series=series)
     except ValueError as exc:
         if isinstance(exc, InputError):
             raise

@@ -58,8 +58,10 @@ def series_name(benchmark: str, params: dict | None) -> str:
     return f"{benchmark}[{','.join(f'{k}={params[k]}' for k in sorted(params))}]"
 
 
-def read_jmh(path: str | Path) -> pd.DataFrame:
+def read_jmh(path: str | Path, runs_series: str | None = None) -> pd.DataFrame:
     """One row per (benchmark, fork, iteration): ``series_id, mode, unit, fork, iteration, value``.
+
+    ``runs_series`` names the series of a plain array of runs (default: the file stem).
 
     Forks and iterations are numbered from 0 in file order.
     """
@@ -76,7 +78,7 @@ def read_jmh(path: str | Path) -> pd.DataFrame:
         other = next(i for i, r in enumerate(runs) if r != runs[0])
         raise InputError(path, other + 1, "mixes runs (arrays of numbers) and JMH benchmark objects")
     if runs[0]:
-        return _plain_runs(payload, path)
+        return _plain_runs(payload, path, runs_series or path.stem)
     entries = []
     for pos, item in enumerate(payload, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("benchmark"), str):
@@ -108,12 +110,12 @@ def read_jmh(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _plain_runs(payload: list, path: Path) -> pd.DataFrame:
-    """A JSON array of runs (arrays of numbers): one series named by the file stem, a fork per run."""
+def _plain_runs(payload: list, path: Path, series: str) -> pd.DataFrame:
+    """A JSON array of runs (arrays of numbers): one series, a fork per run."""
     rows: list[tuple] = []
     for f, run in enumerate(payload):
         scores = _scores(run, path, f + 1, f"run {f}")
-        rows.extend((path.stem, "", "", f, i, v) for i, v in enumerate(scores))
+        rows.extend((series, "", "", f, i, v) for i, v in enumerate(scores))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -176,6 +178,7 @@ def steady_long(
     files: Sequence[str | Path],
     commits: Sequence[str] | None = None,
     trim_warmup: str = "kbkssd",
+    runs_series: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The steady iterations of JMH result files, one file per commit, in history order.
 
@@ -185,8 +188,12 @@ def steady_long(
     ``iterations``, ``steady_start`` (None: never steady, every iteration
     kept). ``commits`` defaults to the file stems (``c1`` for ``c1.json.gz``).
     For rates (``thrpt``) KB-KSSD looks for a rising warm-up, for times a
-    falling one. Files may be gzip or zstd compressed.
+    falling one. Files may be gzip or zstd compressed. A file that is a
+    plain array of runs is the series ``runs_series`` (default: its stem; name
+    one series to make the files a history of it).
     """
+    if runs_series is not None and not runs_series.strip():
+        raise ValueError("the series id for arrays of runs is empty")
     commits = [_stem(f) for f in files] if commits is None else list(commits)
     if len(commits) != len(files):
         raise ValueError(f"{len(files)} files but {len(commits)} commit ids")
@@ -208,7 +215,7 @@ def steady_long(
     for path, commit in zip(files, commits, strict=True):
         with plain_file(path, directory_ok=False) as plain:
             try:
-                frame = read_jmh(plain)
+                frame = read_jmh(plain, runs_series or _stem(path))
             except InputError as exc:
                 if plain == Path(path):
                     raise
