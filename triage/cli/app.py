@@ -8,7 +8,9 @@ in :mod:`triage.cli.options`, the rich tables in :mod:`triage.cli.tables`.
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
 import warnings
 
@@ -81,21 +83,74 @@ def _warning_line(message, category, filename, lineno, file=None, line=None) -> 
     err_console.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
-def main() -> None:
-    """Console entry point: bad input exits 2 with one readable line, not a traceback."""
-    warnings.showwarning = _warning_line
-    try:
-        app()
-    except InputError as exc:
+#: Exit status when the reader of our output went away (``triage ... | head -1``): 128 + SIGPIPE,
+#: what a shell reports for ``cat``, ``grep`` or ``yes`` stopped the same way. Not 0: the output
+#: *was* cut short, and ``set -o pipefail`` scripts must see that as they do for coreutils; not
+#: 1 or 2, which say "our bug" and "bad input". An exit with the number rather than death by
+#: the signal, so that ``finally`` blocks run first: temporary files are removed, stores close
+#: their transactions.
+BROKEN_PIPE_EXIT = 128 + 13
+
+
+def _is_broken_pipe(exc: BaseException) -> bool:
+    """EPIPE, or click's ``sys.exit(1)`` in answer to one (raised while handling it, so its context)."""
+    if isinstance(exc, SystemExit):
+        exc = exc.__context__  # type: ignore[assignment]
+    return isinstance(exc, OSError) and exc.errno == errno.EPIPE
+
+
+def _silence_standard_streams() -> None:
+    """Point stdout and stderr at /dev/null: what is still buffered for the gone reader is
+    flushed there at exit, instead of an "Exception ignored ... BrokenPipeError" message."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError):  # no descriptor (an embedding host): nothing is flushed there
+            pass
+    os.close(devnull)
+
+
+def _report(exc: Exception) -> int:
+    """One line on stderr for an exception that escaped a command; the exit code."""
+    if isinstance(exc, InputError):
         err_console.print(error_line(exc), highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except Exception as exc:  # OS errors: one line, exit 2; our bugs: internal error, exit 1
-        from triage.cli.validation import exit_code_for
+        return 2
+    # OS errors: one line, exit 2; our bugs: internal error, exit 1
+    from triage.cli.validation import exit_code_for
 
-        def say(line: str) -> None:
-            err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+    def say(line: str) -> None:
+        err_console.print(line, markup=False, highlight=False, soft_wrap=True)
 
-        sys.exit(exit_code_for(exc, say))
+    return exit_code_for(exc, say)
+
+
+def main() -> None:
+    """Console entry point: bad input exits 2 with one readable line, not a traceback; a reader
+    that went away (stdout's, or stderr's too) exits :data:`BROKEN_PIPE_EXIT` with nothing printed."""
+    warnings.showwarning = _warning_line
+    code = 0
+    try:
+        try:
+            app()
+        finally:
+            # While a broken pipe can still be handled, not in the interpreter's last flush.
+            sys.stdout.flush()
+    except SystemExit as exc:
+        if not _is_broken_pipe(exc):
+            raise
+        code = BROKEN_PIPE_EXIT
+    except Exception as exc:
+        try:
+            code = BROKEN_PIPE_EXIT if _is_broken_pipe(exc) else _report(exc)
+        except OSError as printing:  # stderr's reader gone as well (``2>&1 | head -1``)
+            if not _is_broken_pipe(printing):
+                raise
+            code = BROKEN_PIPE_EXIT
+    if code == BROKEN_PIPE_EXIT:
+        _silence_standard_streams()
+    sys.exit(code)
 
 
 if __name__ == "__main__":
