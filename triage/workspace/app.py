@@ -48,7 +48,14 @@ from triage.core import labels as L
 from triage.core.history import Dataset
 from triage.workspace.alerts import Alert, status_of
 from triage.workspace.plot import series_png
-from triage.workspace.store import DECISIONS, MAX_NOTE, Decision, LabelsStore, agreement_by_week
+from triage.workspace.store import (
+    DECISIONS,
+    MAX_NOTE,
+    Conflict,
+    Decision,
+    LabelsStore,
+    agreement_by_week,
+)
 
 HERE = Path(__file__).resolve().parent
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -194,6 +201,26 @@ def _alert_of(ws: Workspace, form: dict[str, str]) -> Alert:
     if alert is None:
         raise BadRequest(f"no alert at commit {commit[:60]!r} of series {sid[:120]!r}", 404)
     return alert
+
+
+def _decision_id(form: dict[str, str], name: str) -> int | None:
+    """The decision id the page showed (``seen``: 0 = none); None when the form has no such field."""
+    text = form.get(name)
+    if text is None:
+        return None  # a client that sends no page state decides regardless (scripts, older pages)
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        raise BadRequest(f"{name} must be a decision id, a whole number (got {text[:40]!r}): reload the page")
+    return int(text)
+
+
+def _conflict(exc: Conflict) -> BadRequest:
+    """409 for a page that no longer shows the alert's decision: say what it is now."""
+    now = exc.current
+    if now is None:
+        what = "the decision this page showed was undone meanwhile"
+    else:
+        what = f"this alert was decided meanwhile ({now.word} by {now.who}, {now.decided_at[:16].replace('T', ' ')} UTC)"
+    return BadRequest(f"not recorded: {what}. Reload the page to see it, then decide again.", 409)
 
 
 def _next(form: dict[str, str], alert: Alert) -> str:
@@ -343,10 +370,14 @@ async def decide(request: Request) -> Response:
     if len(note) > MAX_NOTE:
         raise BadRequest(f"the note is longer than {MAX_NOTE} characters")
     who = form.get("who", "").strip()[:200] or ws.sheriff
-    await run_in_threadpool(
-        lambda: ws.store.record(alert.series_id, alert.commit, decision, who=who, note=note, p_true=alert.p_true,
-                                model_call=alert.model_call, model=ws.model_name)
-    )
+    seen = _decision_id(form, "seen")
+    try:
+        await run_in_threadpool(
+            lambda: ws.store.record(alert.series_id, alert.commit, decision, who=who, note=note, p_true=alert.p_true,
+                                    model_call=alert.model_call, model=ws.model_name, seen=seen)
+        )
+    except Conflict as exc:
+        raise _conflict(exc) from None
     return RedirectResponse(_next(form, alert), status_code=303)
 
 
@@ -356,7 +387,14 @@ async def undo(request: Request) -> Response:
     _check_csrf(ws, form)
     alert = _alert_of(ws, form)
     who = form.get("who", "").strip()[:200] or ws.sheriff
-    done = await run_in_threadpool(lambda: ws.store.undo(alert.series_id, alert.commit, who=who))
+    shown = _decision_id(form, "decision_id")
+    try:
+        done = await run_in_threadpool(lambda: ws.store.undo(alert.series_id, alert.commit, who=who,
+                                                             decision_id=shown))
+    except Conflict as exc:
+        raise _conflict(exc) from None
+    except ValueError as exc:
+        raise BadRequest(f"decision_id: {exc}") from None
     if done is None:
         raise BadRequest("this alert has no decision to undo", 409)
     return RedirectResponse(_next(form, alert), status_code=303)

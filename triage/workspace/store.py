@@ -103,6 +103,18 @@ class Decision:
         return WORDS.get(self.label, self.label)
 
 
+#: The columns of a :class:`Decision`, in its field order.
+_COLUMNS = "id, series_id, commit_id, label, note, who, decided_at, p_true, model_call, model, undone_at, undone_by"
+
+
+class Conflict(Exception):
+    """The alert's decision changed since the sheriff's page showed it; ``current`` is what it is now."""
+
+    def __init__(self, current: Decision | None):
+        super().__init__("the alert's decision changed since the page was loaded")
+        self.current = current
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -190,10 +202,17 @@ class LabelsStore:
         p_true: float | None = None,
         model_call: str | None = None,
         model: str | None = None,
+        seen: int | None = None,
     ) -> Decision:
         """Store one decision (``true`` / ``false`` / ``unsure`` or its canonical label).
 
-        Raises ``ValueError`` for an unknown decision or an empty ``who``.
+        ``seen``: the id of the alert's current decision on the page the
+        sheriff decided from (0: none), or None to decide regardless. When the
+        alert's current decision is another one by now, the same decision by
+        the same sheriff is a repeated click (returns the stored row, no new
+        one); anything else raises :class:`Conflict`, so a stale page never
+        silently replaces a decision it did not show. Raises ``ValueError``
+        for an unknown decision or an empty ``who``.
         """
         label = DECISIONS.get(decision, decision)
         if label not in DECISIONS.values():
@@ -205,6 +224,12 @@ class LabelsStore:
         at = _now()
         p = None if p_true is None or not np.isfinite(p_true) else float(p_true)
         with self._write() as con:
+            if seen is not None:
+                now = self._current_row(con, series_id, commit)
+                if (now.id if now else 0) != seen:
+                    if now is not None and (now.label, now.note, now.who) == (label, note, who[:200]):
+                        return now
+                    raise Conflict(now)
             cur = con.execute(
                 "INSERT INTO decisions (series_id, commit_id, label, note, who, decided_at, p_true, model_call, model) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -213,25 +238,47 @@ class LabelsStore:
             rid = int(cur.lastrowid or 0)
         return Decision(rid, str(series_id), str(commit), label, note, who[:200], at, p, model_call, model)
 
-    def undo(self, series_id: str, commit: str, *, who: str) -> Decision | None:
-        """Undo the current decision of an alert; returns it, or None when there was none."""
+    def undo(self, series_id: str, commit: str, *, who: str, decision_id: int | None = None) -> Decision | None:
+        """Undo the current decision of an alert; returns it, or None when there was none.
+
+        ``decision_id``: the decision the sheriff's page showed. Already undone
+        (a repeated click): returned as it is, nothing more is undone. No
+        longer the current one (decided again meanwhile): :class:`Conflict`.
+        Not a decision of this alert: ``ValueError``.
+        """
         with self._write() as con:
-            row = con.execute(
-                "SELECT id FROM decisions WHERE series_id = ? AND commit_id = ? AND undone_at IS NULL "
-                "ORDER BY id DESC LIMIT 1",
-                (str(series_id), str(commit)),
-            ).fetchone()
-            if row is None:
+            now = self._current_row(con, series_id, commit)
+            if decision_id is not None and (now is None or now.id != decision_id):
+                shown = self._row(con, decision_id)
+                if shown is None or (shown.series_id, shown.commit) != (str(series_id), str(commit)):
+                    raise ValueError(f"decision {decision_id} is not a decision of this alert")
+                if shown.undone_at is not None:
+                    return shown
+                raise Conflict(now)
+            if now is None:
                 return None
-            con.execute("UPDATE decisions SET undone_at = ?, undone_by = ? WHERE id = ?", (_now(), str(who)[:200], row[0]))
-        return self.get(int(row[0]))
+            con.execute("UPDATE decisions SET undone_at = ?, undone_by = ? WHERE id = ?", (_now(), str(who)[:200], now.id))
+        return self.get(now.id)
+
+    @staticmethod
+    def _current_row(con: sqlite3.Connection, series_id: str, commit: str) -> Decision | None:
+        row = con.execute(
+            f"SELECT {_COLUMNS} FROM decisions WHERE series_id = ? AND commit_id = ? AND undone_at IS NULL "
+            "ORDER BY id DESC LIMIT 1",
+            (str(series_id), str(commit)),
+        ).fetchone()
+        return Decision(*row) if row else None
+
+    @staticmethod
+    def _row(con: sqlite3.Connection, rid: int) -> Decision | None:
+        row = con.execute(f"SELECT {_COLUMNS} FROM decisions WHERE id = ?", (rid,)).fetchone()
+        return Decision(*row) if row else None
 
     # ------------------------------------------------------------------ reading
 
     def _rows(self, where: str = "", args: tuple = ()) -> list[Decision]:
         cur = self._con().execute(
-            "SELECT id, series_id, commit_id, label, note, who, decided_at, p_true, model_call, model, undone_at, undone_by "
-            f"FROM decisions {where} ORDER BY id",
+            f"SELECT {_COLUMNS} FROM decisions {where} ORDER BY id",
             args,
         )
         return [Decision(*row) for row in cur.fetchall()]
