@@ -130,3 +130,43 @@ def test_decision_in_a_real_browser(workspace, tmp_path):
             driver.quit()
     errors = [e for e in logs if e.get("level") == "SEVERE"]
     assert not errors, errors
+
+
+@pytest.fixture
+def fresh_workspace(workspace, tmp_path):
+    """The module's data and alerts with an empty labels store of its own."""
+    from dataclasses import replace
+
+    from triage.workspace.store import LabelsStore
+
+    return replace(workspace, store=LabelsStore(tmp_path / "labels.sqlite"))
+
+
+@pytest.mark.slow
+def test_enter_in_the_note_field_records_no_decision(fresh_workspace, tmp_path):
+    """Enter in a text field submits its form with the form's first button: it must not be 'true'."""
+    pytest.importorskip("selenium", reason="selenium is a dev dependency: pip install -e '.[dev]'")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from triage.workspace.app import create_app
+
+    ws = fresh_workspace
+    with Server(create_app(ws)) as server:
+        driver = browser(tmp_path / "profile")
+        try:
+            driver.get(f"http://127.0.0.1:{server.port}/")
+            row = driver.find_element(By.CSS_SELECTOR, "table.alerts tbody tr")
+            commit = row.get_attribute("data-commit")
+            note = row.find_element(By.CSS_SELECTOR, "input[name=note]")
+            note.send_keys("only noise, I think" + Keys.ENTER)
+            # Then the decision the sheriff meant, with the button: the note goes with it.
+            row.find_element(By.CSS_SELECTOR, "button.b-false").click()
+            WebDriverWait(driver, 20).until(
+                EC.presence_of_element_located((By.CSS_SELECTOR, f'tr[data-commit="{commit}"] .by')))
+        finally:
+            driver.quit()
+    assert [(d.commit, d.label, d.note) for d in ws.store.history()] == [
+        (commit, L.FALSE_POSITIVE, "only noise, I think")]
