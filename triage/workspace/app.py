@@ -27,6 +27,7 @@ from __future__ import annotations
 import hmac
 import logging
 import secrets
+import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ from triage.workspace.store import (
     Conflict,
     Decision,
     LabelsStore,
+    StoreChanged,
     agreement_by_week,
 )
 
@@ -421,6 +423,19 @@ async def server_error(request: Request, exc: Exception) -> Response:
                  message="the workspace could not handle this request (the server log has the details)", title="Error")
 
 
+async def store_error(request: Request, exc: Exception) -> Response:
+    """503 naming the labels store and its problem (changed on disk, damaged, full, locked)."""
+    ws: Workspace = request.app.state.ws
+    log.error("labels store: %s", exc)
+    if isinstance(exc, StoreChanged):
+        problem = str(exc)
+    else:
+        problem = f"{ws.store.path}: the labels store cannot be used (SQLite says: {exc})"
+    # A POST that failed here changed nothing: say so, the sheriff must decide again.
+    message = f"not recorded: {problem}" if request.method == "POST" else problem
+    return _page(ws, "error.html", status=503, status_code=503, message=message, title="Error")
+
+
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 
@@ -472,7 +487,8 @@ def create_app(ws: Workspace) -> Starlette:
     app = Starlette(
         routes=routes,
         middleware=[Middleware(Guard)],
-        exception_handlers={HTTPException: http_error, Exception: server_error},
+        exception_handlers={HTTPException: http_error, StoreChanged: store_error, sqlite3.Error: store_error,
+                            Exception: server_error},
     )
     app.state.ws = ws
     return app

@@ -22,7 +22,9 @@ wait instead of failing.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,7 +38,7 @@ import pandas as pd
 from triage.core import labels as L
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
-from triage.online.store_checks import check_sqlite_store
+from triage.online.store_checks import SQLITE_MAGIC, check_sqlite_store
 
 #: The workspace's three buttons and the canonical label each stores.
 DECISIONS: dict[str, str] = {
@@ -129,6 +131,51 @@ def check_path(path: str | Path, *, must_exist: bool = False) -> Path:
     return path
 
 
+class StoreChanged(InputError):
+    """The labels file is no longer the file this store opened (moved, replaced, deleted, made a link)."""
+
+    def __init__(self, path: Path):
+        super().__init__(path, None, "the labels store was moved, replaced or deleted since the workspace opened it "
+                         "(by another process?); put the file back, or restart `triage serve` to open what is there now")
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the regular file at ``path``; None for a link, anything else, or nothing."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def _other_database(path: Path) -> str | None:
+    """Why ``path`` is some other SQLite database than a labels store, or None.
+
+    A labels store holds only its own tables; another database (the online
+    loop's state store, an application's) would otherwise get them added, or,
+    sharing a table name, be called a damaged labels store.
+    """
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(16) != SQLITE_MAGIC:
+                return None
+        db = sqlite3.connect(path, timeout=0.0, isolation_level=None)
+    except (OSError, sqlite3.Error):
+        return None
+    try:
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} - {"sqlite_sequence"}
+        ours = "store_info" in names and db.execute(_FORMAT_QUERY).fetchone() == (FORMAT,)
+    except sqlite3.Error:
+        return None  # damaged or locked: check_sqlite_store and the open report it
+    finally:
+        db.close()
+    if ours or not names - set(TABLES):
+        return None
+    what = " (it looks like a `triage watch --state` store)" if {"meta", "series"} <= names else ""
+    return (f"not a triage labels store: another SQLite database{what}, with tables {', '.join(sorted(names)[:8])}; "
+            "give --labels a new file or a labels store written by `triage serve`")
+
+
 class LabelsStore:
     """The decisions of one labels file. Safe to share between threads.
 
@@ -141,6 +188,9 @@ class LabelsStore:
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._opened: tuple[int, int] | None = None
+        if self.path.exists() and (why := _other_database(self.path)):
+            raise InputError(self.path, None, why)
         check_sqlite_store(self.path, TABLES, recovery=RECOVERY, version_query=(_FORMAT_QUERY, FORMAT))  # damaged: refused
         try:
             con = self._con()
@@ -154,10 +204,16 @@ class LabelsStore:
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
                 raise
             raise InputError(self.path, None, f"not a triage labels store (SQLite says: {exc})") from None
+        # From here on every access checks the path is still this file (see _con).
+        self._opened = _identity(self.path)
 
     # ------------------------------------------------------------------ connections
 
     def _con(self) -> sqlite3.Connection:
+        # SQLite keeps using the file it opened after the path is moved, deleted or
+        # replaced: decisions would go where nobody reads them, or into another store.
+        if self._opened is not None and _identity(self.path) != self._opened:
+            raise StoreChanged(self.path)
         con = getattr(self._local, "con", None)
         if con is None:
             try:
