@@ -5,19 +5,28 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from triage.steady_state.cpssd import CPSSD, elbow, pelt_meanvar
+from triage.steady_state.cpssd import CPSSD, elbow, pelt_meanvar, refine_change_points
 from triage.steady_state.curves import KINDS, make_run
 
 
-def _step_run(seed: int, n: int = 600, onset: int = 150, level: float = 10.0, sd: float = 0.1, jump: float = 0.8):
+def _step_run(
+    seed: int,
+    n: int = 600,
+    onset: int = 150,
+    level: float = 10.0,
+    sd: float = 0.1,
+    jump: float = 0.8,
+):
     rng = np.random.default_rng(seed)
     x = level + rng.standard_normal(n) * sd
     x[:onset] += jump
     return x
 
 
-def _brute_force(x: np.ndarray, penalty: float, min_size: int, floor: float) -> list[int]:
-    """Optimal partitioning without pruning, one segment cost at a time."""
+def _brute_force(
+    x: np.ndarray, penalty: float, min_size: int, floor: float, step: int = 1
+) -> list[int]:
+    """Optimal partitioning without pruning, one segment cost at a time (change points at multiples of step)."""
     n = len(x)
 
     def cost(a: int, b: int) -> float:
@@ -26,7 +35,9 @@ def _brute_force(x: np.ndarray, penalty: float, min_size: int, floor: float) -> 
     best = [-penalty] + [np.inf] * n
     last = [0] * (n + 1)
     for t in range(min_size, n + 1):
-        for s in range(0, t - min_size + 1):
+        if t % step and t != n:
+            continue
+        for s in range(0, t - min_size + 1, step):
             c = best[s] + cost(s, t) + penalty
             if c < best[t]:
                 best[t], last[t] = c, s
@@ -123,7 +134,10 @@ def test_linear_drift_is_steady_from_its_last_change_point():
     det = CPSSD().fit(x)
     assert len(det.change_points_) >= 2
     assert det.start_ == det.change_points_[-1] < 0.9 * n
-    last, before = x[det.change_points_[-1] :].mean(), x[det.change_points_[-2] : det.change_points_[-1]].mean()
+    last, before = (
+        x[det.change_points_[-1] :].mean(),
+        x[det.change_points_[-2] : det.change_points_[-1]].mean(),
+    )
     assert last / before > 1.05
 
 
@@ -179,3 +193,49 @@ def test_non_finite_runs_are_refused():
 def test_short_runs():
     assert CPSSD().fit([1.0, 2.0, 3.0]).start_ == 0
     assert CPSSD().fit([]).start_ is None
+
+
+def test_pelt_meanvar_on_a_lattice_is_exact_over_the_lattice():
+    rng = np.random.default_rng(9)
+    x = np.r_[rng.normal(0, 1, 41), rng.normal(3, 1, 37), rng.normal(3, 4, 33)]
+    pens = np.array([2.0, 5.0, 10.0, 30.0, 300.0])
+    for step in (3, 5):
+        got = pelt_meanvar(x, pens, 2, 1e-8, step)
+        for pen, cps in zip(pens, got, strict=True):
+            assert all(c % step == 0 for c in cps)
+            assert cps == _brute_force(x, float(pen), 2, 1e-8, step), (step, pen)
+
+
+def test_refinement_moves_lattice_change_points_to_the_step():
+    x = _step_run(10, n=1000, onset=153)
+    z = (x - np.median(x)) / 0.1
+    (cps,) = pelt_meanvar(z, np.array([15 * np.log(1000)]), 2, 1e-8, 10)
+    assert cps in ([150], [160])
+    assert refine_change_points(z, cps, 10, 2, 1e-8) == [153]
+    # Neighbours bound the move: the segments keep at least min_size.
+    assert refine_change_points(np.r_[np.zeros(5), np.ones(5)], [4, 6], 3, 2, 1e-8) == [4, 6]
+
+
+def test_runs_up_to_exact_max_are_segmented_exactly():
+    x = _step_run(11, n=900)
+    a, b = CPSSD().fit(x), CPSSD(exact_max=900).fit(x)
+    assert (a.start_, a.change_points_, a.penalty_) == (b.start_, b.change_points_, b.penalty_)
+
+
+def test_long_run_on_the_lattice_finds_the_step_warmup():
+    # 30,000 iterations: change points on a lattice of 6, then refined.
+    x = _step_run(12, n=30_000, onset=7_001, jump=0.8)
+    det = CPSSD().fit(x)
+    assert det.start_ is not None and abs(det.start_ - 7_001) <= 3
+    flat = CPSSD().fit(_step_run(13, n=30_000, onset=0))
+    assert flat.start_ == 0
+
+
+def test_lattice_agrees_with_the_exact_search_on_clear_warmups():
+    rng = np.random.default_rng(14)
+    for _ in range(6):
+        run = make_run("step", rng, n=1500, heavy_share=0.0)
+        exact = CPSSD().fit(run.values)
+        coarse = CPSSD(exact_max=300).fit(run.values)  # lattice of 5
+        assert exact.start_ is not None and coarse.start_ is not None
+        assert abs(coarse.start_ - exact.start_) <= 2, (run.onset, exact.start_, coarse.start_)
