@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 import secrets
 import sqlite3
 import threading
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlencode
 
@@ -142,14 +144,27 @@ def _page(ws: Workspace, template: str, status: int = 200, **context) -> HTMLRes
 
 
 def _date_param(params, name: str) -> pd.Timestamp | None:
+    """A day, YYYY-MM-DD only: pandas would also take 'nat' (the filter silently dropped),
+    '-1' (year -1) or 12/11/2026 (month first), and a time would be widened to its day."""
     text = params.get(name, "").strip()
     if not text:
         return None
     try:
-        ts = pd.Timestamp(text)
-    except (ValueError, TypeError):
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            raise ValueError(text)
+        day = date.fromisoformat(text)
+    except ValueError:
         raise BadRequest(f"{name}: {text[:40]!r} is not a date (use YYYY-MM-DD)") from None
-    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    return pd.Timestamp(day, tz="UTC")
+
+
+def _query(request: Request):
+    """The query parameters, refused (400) when one holds a control character (it would be echoed into the page)."""
+    params = request.query_params
+    for name, value in params.multi_items():
+        if any(ord(c) < 32 or c == "\x7f" for c in name + value):
+            raise BadRequest(f"{name[:40]!r} holds a control character")
+    return params
 
 
 def _choice(params, name: str, allowed) -> str:
@@ -267,7 +282,7 @@ def _sort_key(row: dict) -> tuple:
 
 async def queue(request: Request) -> Response:
     ws: Workspace = request.app.state.ws
-    q = request.query_params
+    q = _query(request)
     series = q.get("series", "").strip()
     status = _choice(q, "status", (*STATUSES, "all"))
     call = _choice(q, "call", tuple(CALLS))
@@ -320,7 +335,9 @@ def _utc(ts: pd.Timestamp) -> pd.Timestamp:
 async def _series_rows(request: Request) -> tuple[Workspace, str, list[dict]]:
     """The workspace, the requested series id (404 when unknown) and its alerts' rows."""
     ws: Workspace = request.app.state.ws
-    sid = request.query_params.get("id", "")
+    sid = _query(request).get("id", "")
+    if not sid:
+        raise BadRequest("give the series: /series?id=<series id> (the queue links to each)")
     if sid not in ws.dataset:
         raise BadRequest(f"no series {sid[:120]!r} in the data", 404)
     current = await run_in_threadpool(ws.store.current)
