@@ -61,14 +61,21 @@ def _noise_sd(values: np.ndarray) -> float:
     if len(values) < 3:
         return float(np.std(values)) if len(values) else 0.0
     mad = diff_noise(values)
+    # Differences that are equal but for float rounding (1.1 - 1.0 vs 5.1 - 5.0) have a MAD
+    # of a few ulps: no noise at all, not a noise that makes every change 1e15 sd.
+    if mad <= 1e-9 * float(np.max(np.abs(values))):
+        mad = 0.0
     return mad if mad > 0 else float(np.std(values))
 
 
 def change_at(history: History, i: int, window: int = REASON_WINDOW) -> tuple[float, float, float, int, bool]:
     """(median before, median after, noise sd, commits the new level lasted, lasted to the end)."""
     v = history.values
+    # Missing values (a failed run) are left out of the medians, not allowed to make them NaN.
     pre = v[max(0, i - window): i]
+    pre = pre[np.isfinite(pre)]
     post = v[i: i + window]
+    post = post[np.isfinite(post)]
     if len(pre) == 0 or len(post) == 0:
         return float("nan"), float("nan"), float("nan"), 0, False
     before, after = float(np.median(pre)), float(np.median(post))
@@ -79,7 +86,11 @@ def change_at(history: History, i: int, window: int = REASON_WINDOW) -> tuple[fl
     n = len(v)
     lasted = n - i
     for j in range(i, n - SETTLE + 1):
-        m = float(np.median(v[j: j + SETTLE]))
+        seen = v[j: j + SETTLE]
+        seen = seen[np.isfinite(seen)]
+        if len(seen) == 0:
+            continue
+        m = float(np.median(seen))
         if (m < mid) if up else (m > mid):
             lasted = j - i
             break
@@ -93,8 +104,10 @@ def reason(history: History, i: int) -> tuple[str, float, str]:
     """
     before, after, sd, lasted, to_end = change_at(history, i)
     if not np.isfinite(before) or not np.isfinite(after):
-        where = "first" if i == 0 else "last"
-        return f"the {where} commit of the history: no values on one side", float("nan"), "none"
+        n = len(history)
+        where = ("the first commit of the history" if i == 0 else "the last commit of the history" if i == n - 1
+                 else "values missing around this commit")
+        return f"{where}: no values on one side", float("nan"), "none"
     pct = (after - before) / abs(before) * 100.0 if before != 0 else float("nan")
     if after == before:
         return "median unchanged", 0.0, "none"
@@ -105,7 +118,7 @@ def reason(history: History, i: int) -> tuple[str, float, str]:
     noise = f" ({abs(after - before) / sd:.1f} noise sd)" if sd > 0 else " (noise-free series)"
     side = "up" if rose else "down"
     if to_end:
-        stay = f"stayed {side} to the end of the history ({lasted} commits)"
+        stay = f"stayed {side} to the end of the history ({lasted} commit{'' if lasted == 1 else 's'})"
     elif lasted <= 1:
         stay = "came straight back (a spike)"
     else:

@@ -44,7 +44,9 @@ def series_png(history: History, points: Sequence[tuple[int, str, float | None, 
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value")
-    top = float(np.nanmax(history.values)) if n else 0.0
+    # Only measured values set the scale: a missing one (NaN) would make the limits NaN.
+    finite = history.values[np.isfinite(history.values)]
+    top = float(finite.max()) if len(finite) else 0.0
     seen: set[str] = set()
     confirmed_drawn = False
     for index in confirmed:
@@ -64,9 +66,11 @@ def series_png(history: History, points: Sequence[tuple[int, str, float | None, 
             ax.annotate(f"{p_true:.2f}", (x[index], top), fontsize=7, ha="center", va="bottom",
                         color="tab:red" if call == "true_positive" else "tab:gray",
                         fontweight="bold" if call == "true_positive" else "normal")
-    if n:  # head-room for the P(true) labels written above the line
-        low = float(np.nanmin(history.values))
+    if len(finite):  # head-room for the P(true) labels written above the line
+        low = float(finite.min())
         ax.set_ylim(top=top + 0.15 * (top - low if top > low else abs(top) or 1.0))
+    else:
+        ax.text(0.5, 0.5, "no measured values", transform=ax.transAxes, ha="center", va="center")
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("commit date" if has_dates else "commit (position in history)")
     ax.set_ylabel("value")

@@ -1,0 +1,86 @@
+"""Odd series in the workspace: missing values, one commit, all missing, values with rounding noise."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from triage.core import labels as L
+from triage.core.history import Dataset, History
+from triage.workspace.alerts import build_alerts, reason
+from triage.workspace.app import Workspace, create_app
+from triage.workspace.store import LabelsStore
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # Starlette suggests httpx2 for its test client
+    from starlette.testclient import TestClient
+
+
+def _history(sid: str, values, candidates=()) -> History:
+    values = np.asarray(values, dtype=float)
+    labels = np.full(len(values), L.NONE, dtype=object)
+    for i in candidates:
+        labels[i] = L.NOT_TRIAGED
+    stamps = pd.date_range("2026-01-01", periods=len(values), freq="h").to_numpy()
+    return History(
+        sid, [f"{sid}-{i}" for i in range(len(values))], values, labels, timestamps=stamps
+    )
+
+
+def _gappy() -> History:
+    """A step from 1 to 2 at commit 50, with a value missing on each side (a failed run)."""
+    values = np.r_[np.ones(50), np.full(50, 2.0)] + np.random.default_rng(0).normal(0, 0.05, 100)
+    values[[40, 60]] = np.nan
+    return _history("gappy", values, [50])
+
+
+@pytest.fixture
+def client(tmp_path) -> TestClient:
+    dataset = Dataset(
+        [_gappy(), _history("missing", [np.nan] * 5, [2]), _history("one", [3.0], [0])],
+        source="<t>",
+    )
+    ws = Workspace(
+        dataset=dataset, alerts=build_alerts(dataset), store=LabelsStore(tmp_path / "l.sqlite")
+    )
+    return TestClient(create_app(ws), raise_server_exceptions=False)
+
+
+def test_a_missing_value_near_the_change_does_not_hide_it():
+    why, pct, direction = reason(_gappy(), 50)
+    assert why.startswith("median rose") and direction == "regression"
+    assert 90 < pct < 110
+
+
+def test_a_series_with_every_value_missing_says_so():
+    why, pct, direction = reason(_history("missing", [np.nan] * 5), 2)
+    assert "no values" in why and direction == "none" and np.isnan(pct)
+
+
+@pytest.mark.parametrize("sid", ["gappy", "missing", "one"])
+def test_plots_and_pages_of_odd_series(client, sid):
+    png = client.get("/plot.png", params={"id": sid})
+    assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+    assert client.get("/series", params={"id": sid}).status_code == 200
+
+
+def test_rounding_in_the_values_is_not_read_as_a_tiny_noise():
+    """The size in noise sd is the same whether the values are stored in tenths or in whole units.
+
+    (1.1 - 1.0 and 5.1 - 5.0 differ in the last bit: their spread is not the series' noise.)
+    """
+    tenths = _history("tenths", [1.0, 1.1, 5.0, 5.1])
+    units = _history("units", [10.0, 11.0, 50.0, 51.0])
+    sd = [re.search(r"\(([\d.e+]+) noise sd\)", reason(h, 2)[0]) for h in (tenths, units)]
+    assert sd[0] and sd[1] and sd[0].group(1) == sd[1].group(1)
+
+
+def test_one_commit_of_change_reads_in_the_singular():
+    values = (
+        np.r_[np.full(30, 1.0), [2.0]] + np.r_[np.random.default_rng(1).normal(0, 0.01, 30), 0.0]
+    )
+    assert reason(_history("last", values), 30)[0].endswith("(1 commit)")
