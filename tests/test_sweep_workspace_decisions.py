@@ -140,3 +140,14 @@ def test_a_malformed_page_state_is_a_clear_400(client, ws, field, value):
         _post(client, "/decide", _form(client, "/decide"), decision="false", who="ann")
     r = _post(client, action, {**_form(client, action), field: value}, decision="true")
     assert r.status_code == 400 and field in r.text
+
+
+def test_the_conflict_page_links_back_to_the_page_the_sheriff_came_from(client, ws):
+    """Reloading an error page that answered a POST would send the stale form again: link back instead."""
+    tab_a, tab_b = _form(client, "/decide"), _form(client, "/decide")
+    _post(client, "/decide", tab_a, decision="true", who="ann")
+    r = _post(client, "/decide", tab_b, decision="false", who="bob", next="/series?id=suite%2Fa")
+    assert r.status_code == 409
+    assert "<h1>409 Conflict</h1>" in r.text
+    assert '<a href="/series?id=suite%2Fa#a-suite%2Fa-c0040">back to the alert</a>' in r.text
+    assert "Reload the page" not in r.text

@@ -32,6 +32,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 from datetime import date
+from http import HTTPStatus
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlencode
 
@@ -118,8 +119,11 @@ class Workspace:
 
 
 class BadRequest(HTTPException):
-    def __init__(self, detail: str, status: int = 400):
+    """A 4xx with one sentence; ``back``: a local link to where the sheriff was (for a refused POST)."""
+
+    def __init__(self, detail: str, status: int = 400, back: str | None = None):
         super().__init__(status_code=status, detail=detail)
+        self.back = back
 
 
 def _env() -> jinja2.Environment:
@@ -139,6 +143,8 @@ ENV = _env()
 
 
 def _page(ws: Workspace, template: str, status: int = 200, **context) -> HTMLResponse:
+    if "status_code" in context:  # an error page: its status in words, not only a number
+        context["phrase"] = HTTPStatus(context["status_code"]).phrase
     html = ENV.get_template(template).render(csrf=ws.csrf, model_name=ws.model_name, **context)
     return HTMLResponse(html, status_code=status)
 
@@ -230,14 +236,30 @@ def _decision_id(form: dict[str, str], name: str) -> int | None:
     return int(text)
 
 
-def _conflict(exc: Conflict) -> BadRequest:
-    """409 for a page that no longer shows the alert's decision: say what it is now."""
+def _conflict(exc: Conflict, form: dict[str, str], alert: Alert) -> BadRequest:
+    """409 for a page that no longer shows the alert's decision: say what it is now, link back to it.
+
+    A link, not "reload": reloading the page that answered a POST sends the stale form again.
+    """
     now = exc.current
     if now is None:
         what = "the decision this page showed was undone meanwhile"
     else:
         what = f"this alert was decided meanwhile ({now.word} by {now.who}, {now.decided_at[:16].replace('T', ' ')} UTC)"
-    return BadRequest(f"not recorded: {what}. Reload the page to see it, then decide again.", 409)
+    return BadRequest(f"not recorded: {what}. Its page shows it now; decide again there if you still disagree.", 409,
+                      back=f"{_local(form)}#{_anchor(alert)}")
+
+
+def _local(form: dict[str, str]) -> str:
+    """The form's ``next`` when it is a path on this server (no open redirect), else the queue."""
+    target = form.get("next", "/")
+    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target.split("#")[0]
+
+
+def _anchor(alert: Alert) -> str:
+    return f"a-{quote(alert.series_id, safe='')}-{quote(alert.commit, safe='')}"
 
 
 def _next(form: dict[str, str], alert: Alert) -> str:
@@ -246,11 +268,9 @@ def _next(form: dict[str, str], alert: Alert) -> str:
     Back on a series page, to the decided row; back in the queue, to its top,
     where the next untriaged alert now is (the decided one moved down).
     """
-    target = form.get("next", "/")
-    if not target.startswith("/") or target.startswith("//") or "\\" in target:
-        target = "/"
+    target = _local(form)
     if target.startswith("/series"):
-        return f"{target}#a-{quote(alert.series_id, safe='')}-{quote(alert.commit, safe='')}"
+        return f"{target}#{_anchor(alert)}"
     return target
 
 
@@ -263,7 +283,7 @@ def _rows(ws: Workspace, alerts: list[Alert], current: dict[tuple[str, str], Dec
             "status": status_of(a, d.label if d else None),
             "decision": d,
             "link": ws.commit_link(a.commit),
-            "anchor": f"a-{quote(a.series_id, safe='')}-{quote(a.commit, safe='')}",
+            "anchor": _anchor(a),
             "call": {L.TRUE_POSITIVE: "true", L.FALSE_POSITIVE: "false"}.get(a.model_call or "", ""),
         })
     return rows
@@ -396,7 +416,7 @@ async def decide(request: Request) -> Response:
                                     model_call=alert.model_call, model=ws.model_name, seen=seen)
         )
     except Conflict as exc:
-        raise _conflict(exc) from None
+        raise _conflict(exc, form, alert) from None
     return RedirectResponse(_next(form, alert), status_code=303)
 
 
@@ -411,7 +431,7 @@ async def undo(request: Request) -> Response:
         done = await run_in_threadpool(lambda: ws.store.undo(alert.series_id, alert.commit, who=who,
                                                              decision_id=shown))
     except Conflict as exc:
-        raise _conflict(exc) from None
+        raise _conflict(exc, form, alert) from None
     except ValueError as exc:
         raise BadRequest(f"decision_id: {exc}") from None
     if done is None:
@@ -430,14 +450,16 @@ async def http_error(request: Request, exc: Exception) -> Response:
     status = getattr(exc, "status_code", 400)
     detail = getattr(exc, "detail", "") or "bad request"
     ws: Workspace = request.app.state.ws
-    return _page(ws, "error.html", status=status, status_code=status, message=str(detail), title="Error")
+    return _page(ws, "error.html", status=status, status_code=status, message=str(detail), title="Error",
+                 back=getattr(exc, "back", None))
 
 
 async def server_error(request: Request, exc: Exception) -> Response:
     log.exception("unexpected error on %s", request.url.path)
     ws: Workspace = request.app.state.ws
     return _page(ws, "error.html", status=500, status_code=500,
-                 message="the workspace could not handle this request (the server log has the details)", title="Error")
+                 message="the workspace could not handle this request (the server log has the details)", title="Error",
+                 back=None)
 
 
 async def store_error(request: Request, exc: Exception) -> Response:
@@ -450,7 +472,7 @@ async def store_error(request: Request, exc: Exception) -> Response:
         problem = f"{ws.store.path}: the labels store cannot be used (SQLite says: {exc})"
     # A POST that failed here changed nothing: say so, the sheriff must decide again.
     message = f"not recorded: {problem}" if request.method == "POST" else problem
-    return _page(ws, "error.html", status=503, status_code=503, message=message, title="Error")
+    return _page(ws, "error.html", status=503, status_code=503, message=message, title="Error", back=None)
 
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
