@@ -62,12 +62,13 @@ import numpy as np
 from triage.core.atomic import directory_target, replace_dir
 from triage.core.errors import InputError
 from triage.training.classifier import TriageClassifier
+
+# MANIFEST and CHECKSUMS live with the cheap check of what a model directory is.
+from triage.training.model_dirs import CHECKSUMS, MANIFEST, enclosing_model_dir
 from triage.training.model_kinds import KINDS, MODELS
 
 FORMAT = "changepoint-triage-model"
 FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
-CHECKSUMS = "checksums.sha256"
 
 #: Types skops may instantiate beyond its built-in trusted set (scikit-learn
 #: estimators, numpy arrays). Nothing else is ever loaded.
@@ -177,6 +178,9 @@ def stage_model(
 def commit_model(staged: Path, path: str | Path) -> None:
     """Swap the directory :func:`stage_model` wrote into ``path`` (atomic; the old model ends in ``staged``)."""
     path = _target(path)
+    if (home := enclosing_model_dir(path)) is not None:
+        raise ModelFileError(path, f"is inside the model directory {home}, whose checksums would no longer "
+                                   "cover its files; write the model elsewhere")
     if path.exists():
         _check_replaceable(path)
     replace_dir(staged, path)
@@ -241,6 +245,9 @@ def process_alive(pid: int) -> bool:
 def check_writable(path: str | Path) -> None:
     """Raise :class:`ModelFileError` now if :func:`save_model` would refuse ``path`` later."""
     path = _target(path)
+    if (home := enclosing_model_dir(path)) is not None:
+        raise ModelFileError(path, f"is inside the model directory {home}, whose checksums would no longer "
+                                   "cover its files; write the model elsewhere")
     if path.exists():
         _check_replaceable(path)
 

@@ -286,9 +286,10 @@ def watch(
     ),
 ) -> None:
     """Decide each new result as it arrives; one JSON line per commit on stdout."""
-    from triage.cli.validation import check_int, check_number
+    from triage.cli.validation import check_int, check_not_in_model_dir, check_number
 
     check_number("--poll", poll, low=0, high=3600)
+    check_not_in_model_dir("--state", state)
     check_int("--cache-series", cache_series, low=1)
     from triage.core.values import out_of_range
     from triage.online.loop import OnlineTriage, RejectedCommit

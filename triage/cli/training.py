@@ -30,6 +30,7 @@ from triage.cli.validation import (
     check_model_params,
     check_n_jobs,
     check_names,
+    check_not_in_model_dir,
     check_number,
     check_output_dir,
     check_output_not_input,
@@ -156,6 +157,7 @@ def train(
     for option, given in (("--data", data), ("--matrix", matrix), ("--features", features)):
         check_input_path(option, given, directory_ok=option == "--data")
     check_output_not_input(out, data, matrix, features)
+    check_not_in_model_dir("--out", out)
     online_rows = ordinary_per_series if isinstance(w, int) and matrix is None else 0
     if candidate_windows and (w != "adaptive" or matrix is not None or labels is not None):
         raise typer.BadParameter("--candidate-windows builds its own windows from --data or --preset: leave --window adaptive, without --matrix or --labels")

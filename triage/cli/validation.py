@@ -147,6 +147,18 @@ def check_output_dir(option: str, path: Path) -> Path:
     """A directory to write into: absent (it will be made) or a directory, never a file."""
     if path.exists() and not path.is_dir():
         raise typer.BadParameter(f"{path} exists and is not a directory", param_hint=option)
+    return check_not_in_model_dir(option, path)
+
+
+def check_not_in_model_dir(option: str, path: Path | None) -> Path | None:
+    """Refuse a path inside a model directory: one more file there and the model fails its checksums."""
+    if path is None or str(path) == "-":
+        return path
+    from triage.training.model_dirs import enclosing_model_dir
+
+    if (home := enclosing_model_dir(path)) is not None:
+        raise typer.BadParameter(f"{path} is inside the model directory {home}, whose checksums would no longer "
+                                 "cover its files; write it elsewhere", param_hint=option)
     return path
 
 
@@ -158,6 +170,7 @@ def output_file(value: str) -> Path:
     """
     if value != "-" and value.endswith(("/", os.sep)):
         raise typer.BadParameter(f"{value!r} ends with a path separator, so it names a directory: give a file name")
+    check_not_in_model_dir("--out", Path(value))
     return Path(value)
 
 
