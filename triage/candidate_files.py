@@ -43,6 +43,7 @@ for CSV (header = line 1), the 1-based change / alert record for JSON.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,11 +147,31 @@ def _index(value: object, path: Path, row: int) -> int | None:
     return int(number)
 
 
+def _check_scores(frame: pd.DataFrame, path: Path) -> None:
+    """A detector's ``score`` cells: empty (no score) or a finite number.
+
+    The scores are ranked among the file's and the rank is a model feature
+    (:func:`triage.scoring.detector_score_rank`): text would silently become
+    "missing" and an infinity the top rank.
+    """
+    for i, text in enumerate(frame["score"].astype(str).str.strip()):
+        if not text:
+            continue
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            raise InputError(path, i + 2, f"score {text!r} is not a finite number")
+
+
 def _candidates_csv(frame: pd.DataFrame, path: Path) -> CandidateTable:
     if "series_id" not in frame.columns:
         raise InputError(path, 1, f"missing column 'series_id' (found: {', '.join(frame.columns)})")
     if "commit" not in frame.columns and "index" not in frame.columns:
         raise InputError(path, 1, "need a 'commit' or an 'index' column to place each candidate")
+    if "score" in frame.columns:
+        _check_scores(frame, path)
     keys, commits, indices, rows = [], [], [], []
     for i, rec in enumerate(frame.to_dict("records")):
         row = i + 2

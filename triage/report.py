@@ -51,6 +51,8 @@ MARKER_TEXT = "A report written by `triage report`; the next `triage report --ou
 
 #: Columns a decisions file must have (plus ``commit`` or ``index``).
 REQUIRED_DECISION_COLUMNS: tuple[str, ...] = ("series_id", "p_true", "classification")
+#: The calls ``label`` and ``score`` write in ``classification``.
+DECISIONS: tuple[str, ...] = (labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 1250px; color: #222; }
@@ -83,6 +85,8 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
     unknown series, a commit not in its series or a bad probability.
     """
     path = Path(path)
+    if path.is_dir():
+        raise InputError(path, None, "is a directory, not a decisions file")
     if not path.is_file():
         raise InputError(path, None, "no such decisions file")
     with open(path, "rb") as fh:
@@ -100,32 +104,54 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         raise InputError(path, 1, f"a decisions file needs {need} (found: {', '.join(frame.columns)})")
     index = np.empty(len(frame), dtype=np.int64)
     p_true = pd.to_numeric(frame["p_true"], errors="coerce").to_numpy(dtype=np.float64)
+    first: dict[tuple[str, int], int] = {}
     for i, rec in enumerate(frame.to_dict("records")):
         row = i + 2
         sid = rec["series_id"]
         if sid not in dataset:
             raise InputError(path, row, f"unknown series {sid!r}")
         h = dataset[sid]
+        # Checked even beside a commit: a garbled index is a garbled file. (It may
+        # differ from the commit's position: an Otava index kept by `score`.)
+        given = _whole_number(rec.get("index", ""), path, row)
         if rec.get("commit", "") != "":
             try:
                 index[i] = h.index_of(rec["commit"])
             except KeyError:
                 raise InputError(path, row, f"commit {rec['commit']!r} is not in series {sid!r}") from None
         else:
-            try:
-                index[i] = int(rec["index"])
-            except ValueError:
-                raise InputError(path, row, f"index {rec['index']!r} is not a whole number") from None
+            if given is None:
+                raise InputError(path, row, "neither commit nor index is given")
+            index[i] = given
             if not 0 <= index[i] < len(h):
                 raise InputError(path, row, f"index {index[i]} is outside series {sid!r}")
         if not 0.0 <= p_true[i] <= 1.0:
             raise InputError(path, row, f"p_true {rec['p_true']!r} is not a probability")
+        if rec["classification"] not in DECISIONS:
+            raise InputError(path, row, f"classification {rec['classification']!r} is not "
+                             f"{' or '.join(DECISIONS)}")
+        # One alert, one decision: a repeated row would be drawn and counted twice.
+        if (key := (sid, int(index[i]))) in first:
+            raise InputError(path, row, f"repeats the decision of row {first[key]} (series {sid!r}, "
+                             f"commit {h.commits[index[i]]!r})")
+        first[key] = row
     frame["index"] = index
     frame["p_true"] = p_true
     if "label" not in frame.columns:
         # Detector scores carry no human label; the data may have one at that commit.
         frame["label"] = [dataset[s].labels[i] for s, i in zip(frame["series_id"], index, strict=True)]
     return frame
+
+
+def _whole_number(text: object, path: Path, row: int) -> int | None:
+    """An ``index`` cell: None when empty, else a whole number or an error naming the row."""
+    text = str(text).strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(path, row, f"index {text!r} is not a whole number") from None
 
 
 def candidate_points(path: str | Path, dataset: Dataset) -> dict[str, np.ndarray]:

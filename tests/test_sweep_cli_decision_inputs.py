@@ -1,0 +1,103 @@
+"""Candidate and decision files with bad cells: refused naming the file, the row and the problem.
+
+``score`` ranks the detector's ``score`` column among the file's candidates
+(a model feature), so text there used to turn silently into "missing" and an
+infinite score into the top rank. ``report`` read any ``classification`` and
+drew a repeated decision twice.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from helpers_cli import flat, invoke
+
+from triage.synthetic import generate, preset_config
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("decisions")
+    history = folder / "h.csv"
+    generate(preset_config("small", n_series=12), seed=4).to_frame().to_csv(history, index=False)
+    cands = folder / "cands.csv"
+    code, output = invoke(
+        ["candidates", "--data", history, "--detector", "perfherder", "--out", cands]
+    )
+    assert code == 0, output
+    scored = folder / "scored.csv"
+    code, output = invoke(["score", "--data", history, "--candidates", cands, "--out", scored])
+    assert code == 0, output
+    return {"history": history, "cands": cands, "scored": scored, "folder": folder}
+
+
+def edited(source: Path, target: Path, row: int, column: str, value: str) -> Path:
+    """``source`` with one cell of data row ``row`` (0-based) replaced, every cell kept as text."""
+    frame = pd.read_csv(source, dtype=str, keep_default_na=False)
+    assert len(frame) > row
+    frame.loc[row, column] = value
+    frame.to_csv(target, index=False)
+    return target
+
+
+@pytest.mark.parametrize("value", ["abc", "inf", "-inf", "nan", "NaN"])
+def test_a_detector_score_that_is_not_a_finite_number_is_refused(work, value, tmp_path):
+    bad = edited(work["cands"], tmp_path / "c.csv", 1, "score", value)
+    out = tmp_path / "s.csv"
+    code, output = invoke(["score", "--data", work["history"], "--candidates", bad, "--out", out])
+    assert code == 2, output
+    assert f"{bad}, row 3: score {value!r} is not a finite number" in flat(output)
+    assert not out.exists()
+
+
+def test_an_empty_detector_score_stays_allowed(work, tmp_path):
+    # A detector with no score of its own (a hand-made list) leaves the cell empty.
+    blank = edited(work["cands"], tmp_path / "c.csv", 1, "score", "")
+    code, output = invoke(
+        ["score", "--data", work["history"], "--candidates", blank, "--out", tmp_path / "s.csv"]
+    )
+    assert code == 0, output
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "problem"),
+    [
+        (
+            "classification",
+            "maybe",
+            "classification 'maybe' is not true_positive or false_positive",
+        ),
+        ("classification", "", "classification '' is not true_positive or false_positive"),
+        ("index", "abc", "index 'abc' is not a whole number"),
+    ],
+)
+def test_a_decision_with_a_bad_cell_is_refused_and_no_report_is_written(
+    work, column, value, problem, tmp_path
+):
+    bad = edited(work["scored"], tmp_path / "d.csv", 0, column, value)
+    out = tmp_path / "report"
+    code, output = invoke(["report", "--data", work["history"], "--decisions", bad, "--out", out])
+    assert code == 2, output
+    assert f"{bad}, row 2: {problem}" in flat(output)
+    assert not out.exists()
+
+
+def test_a_repeated_decision_is_refused(work, tmp_path):
+    frame = pd.read_csv(work["scored"], dtype=str, keep_default_na=False)
+    twice = tmp_path / "d.csv"
+    pd.concat([frame, frame.iloc[[0]]]).to_csv(twice, index=False)
+    out = tmp_path / "report"
+    code, output = invoke(["report", "--data", work["history"], "--decisions", twice, "--out", out])
+    assert code == 2, output
+    assert f"{twice}, row {len(frame) + 2}: repeats the decision of row 2" in flat(output)
+    assert not out.exists()
+
+
+def test_a_directory_given_as_decisions_is_named_as_one(work, tmp_path):
+    code, output = invoke(
+        ["report", "--data", work["history"], "--decisions", tmp_path, "--out", tmp_path / "r"]
+    )
+    assert code == 2, output
+    assert f"{tmp_path}: is a directory, not a decisions file" in flat(output)
