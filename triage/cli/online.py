@@ -94,6 +94,11 @@ def _json_records(stream: io.TextIOBase, source: str, first: int = 1) -> Iterato
         if not line.strip():
             continue
         try:
+            line.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a byte _waiting_lines could not decode, escaped
+            raise _bad(source, number, f"not UTF-8 text (byte 0x{ord(line[exc.start]) - 0xDC00:02x} "
+                       f"at character {exc.start + 1} of the line)") from None
+        try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise _bad(source, number, f"not a JSON object: {exc.msg}") from None
@@ -156,7 +161,9 @@ def _waiting_lines(stream: io.TextIOBase, limit: int = BATCH_LINES) -> Iterator[
             batch = []
             for raw in lines[start : start + limit]:
                 number += 1
-                batch.append((number, raw.decode("utf-8", errors="replace")))
+                # Not "replace": two different ids would both become U+FFFD, the same
+                # commit. Escaped bytes reach _json_records, which names the line.
+                batch.append((number, raw.decode("utf-8", errors="surrogateescape")))
             yield batch
 
 

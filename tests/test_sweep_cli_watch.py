@@ -1,0 +1,59 @@
+"""``triage watch`` on a real pipe: bytes that are not UTF-8 are refused naming the line.
+
+They used to be replaced by U+FFFD, so two different commit ids (``\\xff`` and
+``\\xfe``) became the same one, and the second result was taken for a
+re-delivery of the first and silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TRIAGE = Path(sys.executable).parent / "triage"
+
+pytestmark = pytest.mark.skipif(
+    not TRIAGE.exists(), reason="the triage script is not installed beside this Python"
+)
+
+
+def line(commit: bytes, value: float) -> bytes:
+    return (
+        b'{"series_id": "s1", "commit": "' + commit + b'", "value": ' + str(value).encode() + b"}\n"
+    )
+
+
+def test_a_line_that_is_not_utf8_is_refused_and_the_lines_before_it_are_stored(tmp_path):
+    state = tmp_path / "state.db"
+    stdin = line(b"c1", 100.0) + line(b"c2", 101.0) + line(b"c\xff", 102.0) + line(b"c\xfe", 103.0)
+    done = subprocess.run(
+        [str(TRIAGE), "watch", "--state", str(state), "--confirm-after", "0", "--min-pre", "0"],
+        input=stdin,
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr.decode()
+    err = done.stderr.decode()
+    assert "<stdin>, line 3: not UTF-8 text" in err and "Traceback" not in err
+    decided = [json.loads(x)["commit"] for x in done.stdout.decode().splitlines()]
+    assert decided == ["c1", "c2"]
+    with sqlite3.connect(state) as db:
+        tables = [r[0] for r in db.execute("select name from sqlite_master where type = 'table'")]
+    assert tables  # the store was written, not left half-made
+
+
+def test_valid_utf8_commit_ids_pass_unchanged(tmp_path):
+    stdin = line("é-1".encode(), 100.0) + line("漢".encode(), 101.0)
+    done = subprocess.run(
+        [str(TRIAGE), "watch", "--confirm-after", "0", "--min-pre", "0"],
+        input=stdin,
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert [json.loads(x)["commit"] for x in done.stdout.decode().splitlines()] == ["é-1", "漢"]
