@@ -33,7 +33,9 @@ def test_help_lists_commands():
 
 
 def test_synth_then_summary_and_plot(tmp_path):
-    result = runner.invoke(app, ["synth", "--preset", "small", "--out", str(tmp_path / "d"), "--format", "csv"])
+    result = runner.invoke(
+        app, ["synth", "--preset", "small", "--out", str(tmp_path / "d"), "--format", "csv"]
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "d" / "history.csv").exists() and (tmp_path / "d" / "dataset.json").exists()
     result = runner.invoke(app, ["summary", "--data", str(tmp_path / "d")])
@@ -54,7 +56,15 @@ def test_bad_input_exits_non_zero_with_located_message(tmp_path):
 
 
 def test_unknown_series_for_plot(tmp_path, shared_data):
-    proc = triage("plot", "--data", str(shared_data / "mongodb_demo.csv"), "--series", "nope", "--out", str(tmp_path / "x.png"))
+    proc = triage(
+        "plot",
+        "--data",
+        str(shared_data / "mongodb_demo.csv"),
+        "--series",
+        "nope",
+        "--out",
+        str(tmp_path / "x.png"),
+    )
     assert proc.returncode == 2 and "unknown series 'nope'" in proc.stderr
 
 
@@ -67,7 +77,13 @@ def test_demo_runs_every_job_end_to_end(tmp_path):
     assert (demo / "report" / "index.html").is_file()
     for name in ("labelled.csv", "candidates.csv", "scored.csv"):
         assert len((demo / name).read_text().splitlines()) > 1, name
-    for step in ("batch labelling", "perfherder + triage", "online loop (K = 4)", "report:", "default-scoring"):
+    for step in (
+        "batch labelling",
+        "perfherder + triage",
+        "online loop (K = 4)",
+        "report:",
+        "default-scoring",
+    ):
         assert step in proc.stdout, step
     # Perfherder's fresh candidates are scored as `triage score` scores them: with the scoring model.
     from triage.candidate_files import read_candidates
@@ -75,8 +91,11 @@ def test_demo_runs_every_job_end_to_end(tmp_path):
     from triage.model_lookup import resolve_model
     from triage.scoring import score_candidates
 
-    again = score_candidates(load(demo / "data" / "history.parquet"), read_candidates(demo / "candidates.csv"),
-                             load_classifier(resolve_model(None, "scoring")))
+    again = score_candidates(
+        load(demo / "data" / "history.parquet"),
+        read_candidates(demo / "candidates.csv"),
+        load_classifier(resolve_model(None, "scoring")),
+    )
     scored = pd.read_csv(demo / "scored.csv")
     assert np.allclose(scored["p_true"].to_numpy(), again["p_true"].to_numpy())
     assert (scored["classification"] == again["classification"]).all()
@@ -100,7 +119,9 @@ def test_file_names_with_brackets_are_printed_literally(tmp_path):
     from triage.core.errors import InputError
 
     sink = io.StringIO()
-    Console(file=sink, width=200).print(error_line(InputError("runs[bold].csv", 3, "bad [red]value")))
+    Console(file=sink, width=200).print(
+        error_line(InputError("runs[bold].csv", 3, "bad [red]value"))
+    )
     assert sink.getvalue() == "error: runs[bold].csv, row 3: bad [red]value\n"
     # Through the real entry point: `[/]` used to end in a markup traceback.
     proc = triage("summary", "--data", str(tmp_path / "x[/]y.csv"))
@@ -115,8 +136,19 @@ def test_summary_as_json_from_compressed_stdin(tmp_path):
 
     raw = gzip.compress(b"series_id,commit,value,label\ns,a,1,\ns,b,2,3\ns,a,5,\nt,a,1,\n")
     proc = subprocess.run(
-        [sys.executable, "-c", "from triage.cli.app import main; main()", "summary", "--data", "-", "--format", "json"],
-        input=raw, capture_output=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            "from triage.cli.app import main; main()",
+            "summary",
+            "--data",
+            "-",
+            "--format",
+            "json",
+        ],
+        input=raw,
+        capture_output=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
@@ -128,13 +160,41 @@ def test_convert_perfherder_data_and_alerts_to_training_labels(tmp_path):
     import json
 
     data = tmp_path / "data.json"
-    data.write_text(json.dumps({"sig": [{"revision": f"r{i}", "push_timestamp": 1_700_000_000 + i, "value": v}
-                                        for i, v in enumerate([5.0, 5.1, 7.0, 7.1])]}))
+    data.write_text(
+        json.dumps(
+            {
+                "sig": [
+                    {"revision": f"r{i}", "push_timestamp": 1_700_000_000 + i, "value": v}
+                    for i, v in enumerate([5.0, 5.1, 7.0, 7.1])
+                ]
+            }
+        )
+    )
     alerts = tmp_path / "alerts.json"
-    alerts.write_text(json.dumps({"results": [{"revision": "r2", "alerts": [
-        {"status": 4, "series_signature": {"signature_hash": "sig", "lower_is_better": True}}]}]}))
+    alerts.write_text(
+        json.dumps(
+            {
+                "results": [
+                    {
+                        "revision": "r2",
+                        "alerts": [
+                            {
+                                "status": 4,
+                                "series_signature": {
+                                    "signature_hash": "sig",
+                                    "lower_is_better": True,
+                                },
+                            }
+                        ],
+                    }
+                ]
+            }
+        )
+    )
     out = tmp_path / "labelled.csv"
-    result = runner.invoke(app, ["convert", "--data", str(data), "--alerts", str(alerts), "--out", str(out)])
+    result = runner.invoke(
+        app, ["convert", "--data", str(data), "--alerts", str(alerts), "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     lines = out.read_text().splitlines()
     assert lines[0] == "series_id,commit,timestamp,value,label"
@@ -150,11 +210,15 @@ def test_plain_progress_prints_each_tenth_once(monkeypatch):
 
     monkeypatch.setattr(P, "QUIET_SECONDS", 0.0)
     sink = io.StringIO()
-    with P.JobProgress("detect", 95, "series", console=Console(file=sink, force_terminal=False)) as job:
+    with P.JobProgress(
+        "detect", 95, "series", console=Console(file=sink, force_terminal=False)
+    ) as job:
         for _ in range(95):
             job.advance(1)
     lines = sink.getvalue().splitlines()
-    assert [line.split(":")[1].split("%")[0].strip() for line in lines] == [str(10 * k) for k in range(1, 11)]
+    assert [line.split(":")[1].split("%")[0].strip() for line in lines] == [
+        str(10 * k) for k in range(1, 11)
+    ]
     assert lines[-1].startswith("detect: 100% (95/95 series")
 
 
@@ -174,11 +238,18 @@ def test_commit_order_file_places_retriggers_and_late_measurements(tmp_path):
     import json
 
     sid = "rhai/bench_engine_new/gha-ubuntu-latest"
-    rows = [("c1", "2020-04-19T10:36:33Z", 96095.0), ("c2", "2020-04-20T03:12:58Z", 100016.0),
-            ("c4", "2020-04-21T16:28:08Z", 84804.0), ("c2", "2020-04-20T03:12:58Z", 100020.0),
-            ("c3", "2020-04-21T09:30:00Z", 84810.0), ("c5", "2020-04-23T11:00:00Z", 84790.0)]
+    rows = [
+        ("c1", "2020-04-19T10:36:33Z", 96095.0),
+        ("c2", "2020-04-20T03:12:58Z", 100016.0),
+        ("c4", "2020-04-21T16:28:08Z", 84804.0),
+        ("c2", "2020-04-20T03:12:58Z", 100020.0),
+        ("c3", "2020-04-21T09:30:00Z", 84810.0),
+        ("c5", "2020-04-23T11:00:00Z", 84790.0),
+    ]
     data = tmp_path / "history.csv"
-    data.write_text("series_id,commit,timestamp,value\n" + "".join(f"{sid},{c},{t},{v}\n" for c, t, v in rows))
+    data.write_text(
+        "series_id,commit,timestamp,value\n" + "".join(f"{sid},{c},{t},{v}\n" for c, t, v in rows)
+    )
     order = tmp_path / "order.txt"
     order.write_text("# git rev-list --reverse main\nc1\nc2\n\nc3\nc4\nc5\n")
 
@@ -192,15 +263,31 @@ def test_commit_order_file_places_retriggers_and_late_measurements(tmp_path):
     assert result.exit_code != 0 and "go backwards" in str(result.exception)
     ordered = converted("--commit-order", str(order))
     assert [r[1] for r in ordered] == ["c1", "c2", "c3", "c4", "c5"]
-    assert float(ordered[1][3]) == pytest.approx((100016.0 + 100020.0) / 2)  # the retrigger joined c2
+    assert float(ordered[1][3]) == pytest.approx(
+        (100016.0 + 100020.0) / 2
+    )  # the retrigger joined c2
 
-    result = runner.invoke(app, ["summary", "--data", str(data), "--commit-order", str(order), "--format", "json"])
+    result = runner.invoke(
+        app, ["summary", "--data", str(data), "--commit-order", str(order), "--format", "json"]
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["commits"] == 5
 
     cands = tmp_path / "cands.csv"
-    result = runner.invoke(app, ["candidates", "--data", str(data), "--detector", "perfherder",
-                                 "--commit-order", str(order), "--out", str(cands)])
+    result = runner.invoke(
+        app,
+        [
+            "candidates",
+            "--data",
+            str(data),
+            "--detector",
+            "perfherder",
+            "--commit-order",
+            str(order),
+            "--out",
+            str(cands),
+        ],
+    )
     assert result.exit_code == 0, result.output
 
     # a commit missing from the order, and a bad order file, stop with the file and line
@@ -211,4 +298,6 @@ def test_commit_order_file_places_retriggers_and_late_measurements(tmp_path):
     twice = tmp_path / "twice.txt"
     twice.write_text("c1\nc2\nc1\n")
     result = triage("summary", "--data", str(data), "--commit-order", str(twice))
-    assert result.returncode == 2 and "row 3" in result.stderr and "listed twice" in result.stderr, result.stderr
+    assert (
+        result.returncode == 2 and "row 3" in result.stderr and "listed twice" in result.stderr
+    ), result.stderr

@@ -70,10 +70,26 @@ def test_cli_culprit_says_how_many_noise_scales_the_step_is(shared_data, tmp_pat
     z = y * np.where(np.arange(len(y)) >= 223, factor, 1.0)
     commits = [f"c{i:03d}" for i in range(len(z))]
     hidden = (np.arange(len(z)) > 200) & (np.arange(len(z)) < 240)
-    pd.DataFrame({"commit": commits, "value": np.where(hidden, np.nan, z)}).to_csv(tmp_path / "partial.csv", index=False)
+    pd.DataFrame({"commit": commits, "value": np.where(hidden, np.nan, z)}).to_csv(
+        tmp_path / "partial.csv", index=False
+    )
     pd.DataFrame({"commit": commits, "value": z}).to_csv(tmp_path / "oracle.csv", index=False)
-    res = CliRunner().invoke(app, ["culprit", "--data", str(tmp_path / "partial.csv"), "--before", "c200",
-                                   "--after", "c240", "--oracle", str(tmp_path / "oracle.csv"), "--tolerance", "1"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "culprit",
+            "--data",
+            str(tmp_path / "partial.csv"),
+            "--before",
+            "c200",
+            "--after",
+            "c240",
+            "--oracle",
+            str(tmp_path / "oracle.csv"),
+            "--tolerance",
+            "1",
+        ],
+    )
     assert res.exit_code == 0, res.output
     old, new, sigma = levels_around(z[196:201], z[240:245])
     assert f"step {abs(new - old) / sigma:.1f} noise scales" in res.output

@@ -55,14 +55,21 @@ def _fork(rng, n=300, warm=60, level=1000.0, boost=-300.0):
 def test_read_jmh_one_row_per_benchmark_fork_iteration(tmp_path):
     rng = np.random.default_rng(0)
     payload = [
-        _entry("org.acme.Parse.small", [_fork(rng, 50), _fork(rng, 50)], params={"size": "10", "codec": "a"}),
+        _entry(
+            "org.acme.Parse.small",
+            [_fork(rng, 50), _fork(rng, 50)],
+            params={"size": "10", "codec": "a"},
+        ),
         _entry("org.acme.Parse.large", [_fork(rng, 40)], mode="avgt", unit="us/op"),
     ]
     path = tmp_path / "c1.json"
     path.write_text(json.dumps(payload))
     frame = read_jmh(path)
     assert len(frame) == 50 + 50 + 40
-    assert set(frame["series_id"]) == {"org.acme.Parse.small[codec=a,size=10]", "org.acme.Parse.large"}
+    assert set(frame["series_id"]) == {
+        "org.acme.Parse.small[codec=a,size=10]",
+        "org.acme.Parse.large",
+    }
     small = frame[frame["series_id"].str.contains("small")]
     assert sorted(small["fork"].unique()) == [0, 1]
     assert small["iteration"].max() == 49
@@ -84,7 +91,9 @@ def test_steady_long_trims_each_fork_then_loads_as_a_history(tmp_path):
     files = []
     for c in range(3):
         path = tmp_path / f"commit{c}.json"
-        path.write_text(json.dumps([_entry("org.acme.B.run", [_fork(rng, warm=40 + 20 * f) for f in range(2)])]))
+        path.write_text(
+            json.dumps([_entry("org.acme.B.run", [_fork(rng, warm=40 + 20 * f) for f in range(2)])])
+        )
         files.append(path)
     long, starts = steady_long(files, trim_warmup="kbkssd")
     assert list(starts["commit"].unique()) == ["commit0", "commit1", "commit2"]
@@ -154,7 +163,10 @@ def test_cli_steady_reads_a_json_array_of_runs_and_writes_each_runs_start(tmp_pa
     path = tmp_path / "bench-a.json"
     path.write_text(json.dumps(runs))
     frame = read_jmh(path)
-    assert set(frame["series_id"]) == {"bench-a"} and list(frame.groupby("fork").size()) == [1000, 1000]
+    assert set(frame["series_id"]) == {"bench-a"} and list(frame.groupby("fork").size()) == [
+        1000,
+        1000,
+    ]
     out, starts = tmp_path / "long.csv", tmp_path / "starts.csv"
     res = CliRunner().invoke(app, ["steady", str(path), "--out", str(out), "--starts", str(starts)])
     assert res.exit_code == 0, res.output
@@ -172,17 +184,29 @@ def test_cli_steady_reads_a_json_array_of_runs_and_writes_each_runs_start(tmp_pa
     assert err.value.row == 2 and "run 1" in str(err.value)
 
 
-@pytest.mark.parametrize(("content", "row", "message"), [
-    ([[1.0, 2.0], {"benchmark": "b.B.m"}], 2, "mixes runs"),
-    ([{"benchmark": "b.B.m", "primaryMetric": {"rawData": [[1.0]]}}, [1.0, 2.0]], 2, "mixes runs"),
-    ([[1.0, True, 2.0]], 1, "run 0: iteration 1 is true, not a number"),
-    ([[1.0, 2.0], ["1.5", 2.0]], 2, 'run 1: iteration 0 is "1.5", not a number'),
-    ([[1.0, 1e308]], 1, "run 0: iteration 1: value 1e+308 is outside the usable range"),
-    ([[5.0], []], 2, "run 1 has no iterations"),
-    ([{"benchmark": "b.B.m", "mode": "avgt", "primaryMetric": {"rawData": [[1.0, False]]}}], 1,
-     "b.B.m: fork 0: iteration 1 is false, not a number"),
-])
-def test_runs_hold_json_numbers_in_range_or_the_file_and_row_are_named(tmp_path, content, row, message):
+@pytest.mark.parametrize(
+    ("content", "row", "message"),
+    [
+        ([[1.0, 2.0], {"benchmark": "b.B.m"}], 2, "mixes runs"),
+        (
+            [{"benchmark": "b.B.m", "primaryMetric": {"rawData": [[1.0]]}}, [1.0, 2.0]],
+            2,
+            "mixes runs",
+        ),
+        ([[1.0, True, 2.0]], 1, "run 0: iteration 1 is true, not a number"),
+        ([[1.0, 2.0], ["1.5", 2.0]], 2, 'run 1: iteration 0 is "1.5", not a number'),
+        ([[1.0, 1e308]], 1, "run 0: iteration 1: value 1e+308 is outside the usable range"),
+        ([[5.0], []], 2, "run 1 has no iterations"),
+        (
+            [{"benchmark": "b.B.m", "mode": "avgt", "primaryMetric": {"rawData": [[1.0, False]]}}],
+            1,
+            "b.B.m: fork 0: iteration 1 is false, not a number",
+        ),
+    ],
+)
+def test_runs_hold_json_numbers_in_range_or_the_file_and_row_are_named(
+    tmp_path, content, row, message
+):
     path = tmp_path / "runs.json"
     path.write_text(json.dumps(content))
     with pytest.raises(InputError) as err:

@@ -68,7 +68,11 @@ def test_culprit_found_exactly_without_noise_in_log2_measurements(strategy):
             y = _step(gap + 1, c, 1.0, 0.0, 0)
             s = find_culprit(0, gap, lambda i, y=y: y[i], 0.0, 1.0, 0.01, strategy=strategy)
             assert s.culprit == c, (gap, c, s)
-            assert len(s.measured) <= np.ceil(np.log2(gap)) + (strategy == "bayes"), (gap, c, s.measured)
+            assert len(s.measured) <= np.ceil(np.log2(gap)) + (strategy == "bayes"), (
+                gap,
+                c,
+                s.measured,
+            )
 
 
 def test_bayes_survives_noise_better_than_bisect_within_the_same_budget():
@@ -80,7 +84,9 @@ def test_bayes_survives_noise_better_than_bisect_within_the_same_budget():
         y = _step(gap + 1, c, 3.0, 1.0, seed)
         lim = int(np.log2(gap)) + 1
         for strategy in wins:
-            s = find_culprit(0, gap, lambda i, y=y: y[i], 0.0, 3.0, 1.0, strategy=strategy, max_measurements=lim)
+            s = find_culprit(
+                0, gap, lambda i, y=y: y[i], 0.0, 3.0, 1.0, strategy=strategy, max_measurements=lim
+            )
             wins[strategy] += abs(s.culprit - c) <= 1
     assert wins["bayes"] >= wins["bisect"] and wins["bayes"] >= 45, wins
 
@@ -111,7 +117,9 @@ def _partial_files(tmp_path, gap_culprit=37):
     measured[[16, 17, 18, 19, 40, 41, 42, 43, 44]] = True  # the levels on each side of the alert
     part = pd.DataFrame({"commit": commits, "value": np.where(measured, y, np.nan)})
     (tmp_path / "partial.csv").write_text(part.to_csv(index=False))
-    (tmp_path / "oracle.csv").write_text(pd.DataFrame({"commit": commits, "value": y}).to_csv(index=False))
+    (tmp_path / "oracle.csv").write_text(
+        pd.DataFrame({"commit": commits, "value": y}).to_csv(index=False)
+    )
     return tmp_path / "partial.csv", tmp_path / "oracle.csv"
 
 
@@ -123,10 +131,20 @@ def test_cli_sample_writes_the_band_and_ranks_unmeasured_commits(tmp_path):
 
     partial, _ = _partial_files(tmp_path)
     out = tmp_path / "plan.csv"
-    res = CliRunner().invoke(app, ["sample", "--data", str(partial), "--budget", "3", "--out", str(out)])
+    res = CliRunner().invoke(
+        app, ["sample", "--data", str(partial), "--budget", "3", "--out", str(out)]
+    )
     assert res.exit_code == 0, res.output
     plan = pd.read_csv(out)
-    assert len(plan) == 120 and list(plan.columns) == ["commit", "position", "measured", "estimate", "lower", "upper", "next"]
+    assert len(plan) == 120 and list(plan.columns) == [
+        "commit",
+        "position",
+        "measured",
+        "estimate",
+        "lower",
+        "upper",
+        "next",
+    ]
     nxt = plan.dropna(subset=["next"])
     assert sorted(nxt["next"]) == [1, 2, 3] and nxt["measured"].isna().all()
     assert (plan["lower"] <= plan["estimate"]).all() and (plan["estimate"] <= plan["upper"]).all()
@@ -141,8 +159,21 @@ def test_cli_culprit_with_an_oracle_file_finds_the_step(tmp_path, strategy):
 
     partial, oracle = _partial_files(tmp_path)
     out = tmp_path / "steps.csv"
-    args = ["culprit", "--data", str(partial), "--before", "c020", "--after", "c040",
-            "--oracle", str(oracle), "--strategy", strategy, "--out", str(out)]
+    args = [
+        "culprit",
+        "--data",
+        str(partial),
+        "--before",
+        "c020",
+        "--after",
+        "c040",
+        "--oracle",
+        str(oracle),
+        "--strategy",
+        strategy,
+        "--out",
+        str(out),
+    ]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert "culprit: c037" in res.output
@@ -156,8 +187,21 @@ def test_cli_culprit_interactive_reads_values_from_the_prompt(tmp_path):
 
     partial, _ = _partial_files(tmp_path)
     values = "\n".join(["50", "53", "50", "53", "50", "53", "50"]) + "\n"
-    res = CliRunner().invoke(app, ["culprit", "--data", str(partial), "--before", "c020", "--after", "c040",
-                                   "--strategy", "bisect"], input=values)
+    res = CliRunner().invoke(
+        app,
+        [
+            "culprit",
+            "--data",
+            str(partial),
+            "--before",
+            "c020",
+            "--after",
+            "c040",
+            "--strategy",
+            "bisect",
+        ],
+        input=values,
+    )
     assert res.exit_code == 0, res.output
     assert "value of commit c030" in res.output and "culprit:" in res.output
 
@@ -168,8 +212,20 @@ def test_cli_bad_partial_history_is_a_located_error(tmp_path):
 
     bad = tmp_path / "bad.csv"
     bad.write_text("commit,value\nc1,1.0\nc2,abc\n")
-    res = subprocess.run([sys.executable, "-c", "from triage.cli.app import main; main()",
-                          "sample", "--data", str(bad), "--budget", "1"], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from triage.cli.app import main; main()",
+            "sample",
+            "--data",
+            str(bad),
+            "--budget",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 2 and "bad.csv, row 3" in res.stderr and "'abc'" in res.stderr
 
 
@@ -240,7 +296,9 @@ def test_bayes_with_tolerance_stops_sooner_and_lands_within_it():
         c = int(rng.integers(1, gap + 1))
         y = _step(gap + 1, c, 4.0, 1.0, seed)
         exact = find_culprit(0, gap, lambda i, y=y: y[i], 0.0, 4.0, 1.0, strategy="bayes")
-        loose = find_culprit(0, gap, lambda i, y=y: y[i], 0.0, 4.0, 1.0, strategy="bayes", tolerance=1)
+        loose = find_culprit(
+            0, gap, lambda i, y=y: y[i], 0.0, 4.0, 1.0, strategy="bayes", tolerance=1
+        )
         assert abs(loose.culprit - c) <= 1, (seed, c, loose)
         assert len(loose.measured) <= gap // 2, (seed, loose.measured)  # never a sweep of the gap
         used["exact"] += len(exact.measured)
@@ -257,8 +315,22 @@ def test_cli_culprit_tolerance_says_within(tmp_path):
     from triage.cli.app import app
 
     partial, oracle = _partial_files(tmp_path)
-    res = CliRunner().invoke(app, ["culprit", "--data", str(partial), "--before", "c020", "--after", "c040",
-                                   "--oracle", str(oracle), "--tolerance", "1"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "culprit",
+            "--data",
+            str(partial),
+            "--before",
+            "c020",
+            "--after",
+            "c040",
+            "--oracle",
+            str(oracle),
+            "--tolerance",
+            "1",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "within 1 commits" in res.output
     pos = int(res.output.split("(position ")[1].split(",")[0])

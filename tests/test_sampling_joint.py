@@ -15,7 +15,9 @@ def _integrated_variance(gp: HistoryGP, picks) -> float:
     kern = gp.gp_.kernel
     noise = float(kern.k2.noise_level) + 1e-10
     grid = np.arange(gp.n_)
-    return float(np.trace(gp._grid_cov(_without_noise(kern), noise, grid, [*gp.positions_, *picks])))
+    return float(
+        np.trace(gp._grid_cov(_without_noise(kern), noise, grid, [*gp.positions_, *picks]))
+    )
 
 
 @pytest.fixture

@@ -42,7 +42,9 @@ def _runs(path: Path, n: int = 120, runs: int = 2) -> Path:
     return path
 
 
-def _entry(benchmark: str, forks: list, mode: str = "avgt", params: dict | None = None, hist: bool = False) -> dict:
+def _entry(
+    benchmark: str, forks: list, mode: str = "avgt", params: dict | None = None, hist: bool = False
+) -> dict:
     metric: dict = {"score": 1.0, "scoreUnit": "us/op"}
     metric["rawDataHistogram" if hist else "rawData"] = forks
     entry = {"benchmark": benchmark, "mode": mode, "primaryMetric": metric}
@@ -74,7 +76,9 @@ def test_steady_out_and_starts_both_on_stdout_are_refused(tmp_path):
     assert res.exit_code == 2 and "--starts" in res.output, res.output
 
 
-@pytest.mark.skipif(not TRIAGE.exists(), reason="the triage script is not installed beside this Python")
+@pytest.mark.skipif(
+    not TRIAGE.exists(), reason="the triage script is not installed beside this Python"
+)
 @pytest.mark.parametrize("command", ["steady", "convert"])
 def test_out_dev_stdout_in_a_pipe_holds_only_the_csv(tmp_path, command):
     runs = _runs(tmp_path / "c1.json")
@@ -82,8 +86,13 @@ def test_out_dev_stdout_in_a_pipe_holds_only_the_csv(tmp_path, command):
         args = ["steady", str(runs), "--out", "/dev/stdout"]
     else:
         long = tmp_path / "long.csv"
-        pd.DataFrame({"series_id": "s", "commit": np.repeat(["a", "b"], 60),
-                      "value": np.r_[np.full(10, 2.0), np.ones(50), np.full(10, 2.0), np.ones(50)]}).to_csv(long, index=False)
+        pd.DataFrame(
+            {
+                "series_id": "s",
+                "commit": np.repeat(["a", "b"], 60),
+                "value": np.r_[np.full(10, 2.0), np.ones(50), np.full(10, 2.0), np.ones(50)],
+            }
+        ).to_csv(long, index=False)
         args = ["convert", "--data", str(long), "--out", "/dev/stdout", "--trim-warmup", "kbkssd"]
     done = subprocess.run([str(TRIAGE), *args], capture_output=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr.decode()
@@ -130,12 +139,18 @@ def test_steady_duplicate_commit_names_the_files(tmp_path):
 
 def test_convert_refuses_an_unknown_trim_method_as_an_option_error(tmp_path):
     long = tmp_path / "long.csv"
-    pd.DataFrame({"series_id": "s", "commit": ["a", "a", "b"], "value": [1.0, 2.0, 3.0]}).to_csv(long, index=False)
-    res = _invoke(["convert", "--data", long, "--out", tmp_path / "o.csv", "--trim-warmup", "magic"])
+    pd.DataFrame({"series_id": "s", "commit": ["a", "a", "b"], "value": [1.0, 2.0, 3.0]}).to_csv(
+        long, index=False
+    )
+    res = _invoke(
+        ["convert", "--data", long, "--out", tmp_path / "o.csv", "--trim-warmup", "magic"]
+    )
     assert res.exit_code == 2 and "--trim-warmup" in res.output, (res.output, res.exception)
     res = _invoke(["convert", "--data", long, "--out", tmp_path / "o.csv", "--aggregate", "p50"])
     assert res.exit_code == 2 and "--aggregate" in res.output, (res.output, res.exception)
-    ok = _invoke(["convert", "--data", long, "--out", tmp_path / "o.csv", "--trim-warmup", "KBKSSD"])
+    ok = _invoke(
+        ["convert", "--data", long, "--out", tmp_path / "o.csv", "--trim-warmup", "KBKSSD"]
+    )
     assert ok.exit_code == 0, ok.output  # the names are read as make() reads them
 
 
@@ -159,11 +174,19 @@ def test_steady_reads_a_gzip_file_like_the_plain_one(tmp_path):
 
 def test_a_benchmark_twice_in_one_mode_is_refused_not_merged_into_one_fork(tmp_path):
     path = tmp_path / "c.json"
-    path.write_text(json.dumps([_entry("a.B.m", [[1.0, 2.0]], params={"n": "1"}),
-                                _entry("a.B.m", [[3.0, 4.0]], params={"n": "1"})]))
+    path.write_text(
+        json.dumps(
+            [
+                _entry("a.B.m", [[1.0, 2.0]], params={"n": "1"}),
+                _entry("a.B.m", [[3.0, 4.0]], params={"n": "1"}),
+            ]
+        )
+    )
     with pytest.raises(InputError) as err:
         read_jmh(path)
-    assert err.value.row == 2 and "a.B.m[n=1]" in str(err.value) and "row 1" in str(err.value), str(err.value)
+    assert err.value.row == 2 and "a.B.m[n=1]" in str(err.value) and "row 1" in str(err.value), str(
+        err.value
+    )
 
 
 def test_a_benchmark_in_two_modes_is_two_series_each_trimmed_its_own_way(tmp_path):
@@ -174,9 +197,15 @@ def test_a_benchmark_in_two_modes_is_two_series_each_trimmed_its_own_way(tmp_pat
     time = 1.0 + rng.standard_normal(400) * 0.005
     time[:80] += 0.3  # more time per operation while warming up
     path = tmp_path / "c.json"
-    path.write_text(json.dumps([_entry("a.B.m", [rate.tolist()], mode="thrpt"),
-                                _entry("a.B.m", [time.tolist()], mode="avgt"),
-                                _entry("a.B.other", [[1.0, 2.0]])]))
+    path.write_text(
+        json.dumps(
+            [
+                _entry("a.B.m", [rate.tolist()], mode="thrpt"),
+                _entry("a.B.m", [time.tolist()], mode="avgt"),
+                _entry("a.B.other", [[1.0, 2.0]]),
+            ]
+        )
+    )
     frame = read_jmh(path)
     assert list(frame["series_id"].unique()) == ["a.B.m:thrpt", "a.B.m:avgt", "a.B.other"]
     _, starts = steady_long([path], trim_warmup="kbkssd")
@@ -200,19 +229,22 @@ def test_a_flat_array_of_numbers_is_named_as_such(tmp_path):
     assert err.value.row == 1 and "array of runs" in str(err.value), str(err.value)
 
 
-@pytest.mark.parametrize(("hist", "message"), [
-    ([[[[10.0, 1], [20.0, -1]]]], "count"),           # a negative count
-    ([[[[10.0, 2], [20.0, -1]]]], "count"),           # ... whose total is still positive
-    ([[[[10.0, 0], [20.0, 0]]]], "count"),            # no counts at all
-    ([[[[True, 1]]]], "not a number"),                # true is not a value
-    ([[[10.0, 1, 20.0, 3]]], "pairs"),                # flat numbers, not pairs
-    ([[[10.0, 1]]], "pairs"),                         # a pair where a list of pairs belongs
-    ([[[[[10.0, 1]]]]], "pairs"),                     # nested one level too deep
-    ([[[]]], "pairs"),                                # an iteration without pairs
-    ([[[[float("nan"), 1]]]], "finite"),
-    ([[[[1e99, 1e300], [1.0, 1e300]]]], "count: value 1e+300 is outside the usable range"),
-    ([[[[1.0, 10**400]]]], "count: value"),
-])
+@pytest.mark.parametrize(
+    ("hist", "message"),
+    [
+        ([[[[10.0, 1], [20.0, -1]]]], "count"),  # a negative count
+        ([[[[10.0, 2], [20.0, -1]]]], "count"),  # ... whose total is still positive
+        ([[[[10.0, 0], [20.0, 0]]]], "count"),  # no counts at all
+        ([[[[True, 1]]]], "not a number"),  # true is not a value
+        ([[[10.0, 1, 20.0, 3]]], "pairs"),  # flat numbers, not pairs
+        ([[[10.0, 1]]], "pairs"),  # a pair where a list of pairs belongs
+        ([[[[[10.0, 1]]]]], "pairs"),  # nested one level too deep
+        ([[[]]], "pairs"),  # an iteration without pairs
+        ([[[[float("nan"), 1]]]], "finite"),
+        ([[[[1e99, 1e300], [1.0, 1e300]]]], "count: value 1e+300 is outside the usable range"),
+        ([[[[1.0, 10**400]]]], "count: value"),
+    ],
+)
 def test_bad_histograms_are_located_errors(tmp_path, hist, message):
     path = tmp_path / "h.json"
     path.write_text(json.dumps([_entry("a.B.m", hist, mode="sample", hist=True)]))
@@ -223,8 +255,15 @@ def test_bad_histograms_are_located_errors(tmp_path, hist, message):
 
 def test_a_good_histogram_gives_count_weighted_means_without_warnings(tmp_path):
     path = tmp_path / "h.json"
-    path.write_text(json.dumps([_entry("a.B.m", [[[[1e99, 1e99], [2e99, 3e99]], [[5.0, 2]]]], mode="sample",
-                                       hist=True)]))
+    path.write_text(
+        json.dumps(
+            [
+                _entry(
+                    "a.B.m", [[[[1e99, 1e99], [2e99, 3e99]], [[5.0, 2]]]], mode="sample", hist=True
+                )
+            ]
+        )
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # value x count at the ends of the usable range
         assert read_jmh(path)["value"].tolist() == pytest.approx([1.75e99, 5.0])
@@ -234,7 +273,9 @@ def test_a_good_histogram_gives_count_weighted_means_without_warnings(tmp_path):
 
 
 @pytest.mark.parametrize("cls", [KBKSSD, CPSSD, KernelStepSSD])
-@pytest.mark.parametrize("run", [[], [1.0], [0.5, 0.4], [0.5, 0.4, 0.3], [1.0] * 40, [0.0] * 300, [-2.0] * 7])
+@pytest.mark.parametrize(
+    "run", [[], [1.0], [0.5, 0.4], [0.5, 0.4, 0.3], [1.0] * 40, [0.0] * 300, [-2.0] * 7]
+)
 def test_short_and_constant_runs_give_a_start_or_none(cls, run):
     start = cls().fit(np.array(run)).start_
     assert start is None or 0 <= start < max(len(run), 1)
@@ -290,9 +331,15 @@ def test_arrays_of_runs_make_a_history_of_one_series_with_series(tmp_path):
     res = CliRunner().invoke(app, ["steady", *files, "--out", str(out), "--series", "parse"])
     assert res.exit_code == 0, res.output
     long = pd.read_csv(out)
-    assert set(long["series_id"]) == {"parse"} and list(long["commit"].unique()) == ["c1", "c2", "c3"]
+    assert set(long["series_id"]) == {"parse"} and list(long["commit"].unique()) == [
+        "c1",
+        "c2",
+        "c3",
+    ]
     # without --series each file is its own one-commit series
     res = CliRunner().invoke(app, ["steady", *files, "--out", str(out)])
     assert res.exit_code == 0 and set(pd.read_csv(out)["series_id"]) == {"c1", "c2", "c3"}
-    bad = CliRunner().invoke(app, ["steady", *files, "--out", str(tmp_path / "x.csv"), "--series", " "])
+    bad = CliRunner().invoke(
+        app, ["steady", *files, "--out", str(tmp_path / "x.csv"), "--series", " "]
+    )
     assert bad.exit_code == 2 and "series" in bad.output and not (tmp_path / "x.csv").exists()

@@ -44,7 +44,9 @@ def test_kbkssd_as_published_cuts_a_flat_run_at_its_largest_noise_fall_but_calls
     rng = np.random.default_rng(3)
     det = KBKSSD().fit(5.0 + rng.standard_normal(800) * 0.05)
     assert det.warmup_end_ is not None and det.start_ == det.warmup_end_ + 1
-    assert np.all(det.probabilities_[: det.start_] == 0) and np.all(det.probabilities_[det.start_ :] >= 0.95)
+    assert np.all(det.probabilities_[: det.start_] == 0) and np.all(
+        det.probabilities_[det.start_ :] >= 0.95
+    )
 
 
 @pytest.mark.parametrize("cls", [KBKSSD, KernelStepSSD])
@@ -95,7 +97,9 @@ def test_kelly_window_probabilities():
     assert np.all(p[:500] == p[0]) and p[0] > 0.99 and p[-1] > 0.99  # two windows: 500 and 100
     drift = np.linspace(0.0, 12.0, 500) + rng.standard_normal(500)
     assert kelly_probabilities(drift, 500, 4.0)[0] < 0.95  # far from the intercept by the end
-    tail = kelly_probabilities(flat[:502], 500, 4.0)  # a 2-iteration tail joins the window before it
+    tail = kelly_probabilities(
+        flat[:502], 500, 4.0
+    )  # a 2-iteration tail joins the window before it
     assert tail[-1] == tail[0]
     assert np.all(kelly_probabilities(flat[:2], 500, 4.0) == -1.0)
 
@@ -151,10 +155,17 @@ def test_generated_runs_mostly_right_on_every_kind():
 
 def test_kbkssd_places_generated_falling_step_warmups():
     rng = np.random.default_rng(9)
-    runs = [r for r in (make_run("step", rng, n=600) for _ in range(40))
-            if np.median(r.values[: r.onset]) > np.median(r.values[r.onset :])]
+    runs = [
+        r
+        for r in (make_run("step", rng, n=600) for _ in range(40))
+        if np.median(r.values[: r.onset]) > np.median(r.values[r.onset :])
+    ]
     assert len(runs) >= 10
-    errs = [abs((600 if s is None else s) - r.onset) for r in runs for s in [KBKSSD().fit(r.values).start_]]
+    errs = [
+        abs((600 if s is None else s) - r.onset)
+        for r in runs
+        for s in [KBKSSD().fit(r.values).start_]
+    ]
     assert np.median(errs) <= 3, errs
 
 
@@ -167,7 +178,9 @@ def test_steady_mask_drops_each_runs_warmup_only():
     assert 57 <= np.flatnonzero(~keep[:300]).max() + 1 <= 63
     assert keep[300:].all()
     keep = steady_mask(values, run_id, make("kbkssd"))
-    assert np.flatnonzero(~keep[:300]).max() + 1 == 60  # the flat run b: see the published-KB-KSSD test
+    assert (
+        np.flatnonzero(~keep[:300]).max() + 1 == 60
+    )  # the flat run b: see the published-KB-KSSD test
     assert steady_mask(values, run_id, make("none")).all()
 
 
@@ -220,8 +233,21 @@ def test_convert_trims_each_commits_warmup_before_writing_one_value_per_commit(t
     pd.DataFrame(rows, columns=["series_id", "commit", "value"]).to_csv(path, index=False)
     for method, expected in (("none", 10.53), ("kbkssd", 10.0)):
         out = tmp_path / f"{method}.csv"
-        res = CliRunner().invoke(app, ["convert", "--data", str(path), "--out", str(out), "--trim-warmup", method])
+        res = CliRunner().invoke(
+            app, ["convert", "--data", str(path), "--out", str(out), "--trim-warmup", method]
+        )
         assert res.exit_code == 0, res.output
         assert np.allclose(pd.read_csv(out)["value"], expected, atol=0.03), method
-    bad = CliRunner().invoke(app, ["convert", "--data", str(path), "--out", str(tmp_path / "x.csv"), "--trim-warmup", "magic"])
+    bad = CliRunner().invoke(
+        app,
+        [
+            "convert",
+            "--data",
+            str(path),
+            "--out",
+            str(tmp_path / "x.csv"),
+            "--trim-warmup",
+            "magic",
+        ],
+    )
     assert bad.exit_code != 0 and not (tmp_path / "x.csv").exists()

@@ -27,8 +27,13 @@ ALERTS_HELP = "Perfherder alerts export (JSON) labelling Perfherder performance 
 
 
 def synth(
-    out: Path = typer.Option(..., "--out", help="Directory to write history.<format> and dataset.json into."),
-    preset: str = typer.Option("small", help="Preset: small (tests, demo), default (the benchmark) or realnoise (noise fitted to real histories; bundled models)."),
+    out: Path = typer.Option(
+        ..., "--out", help="Directory to write history.<format> and dataset.json into."
+    ),
+    preset: str = typer.Option(
+        "small",
+        help="Preset: small (tests, demo), default (the benchmark) or realnoise (noise fitted to real histories; bundled models).",
+    ),
     seed: int = typer.Option(0, help="Random seed; the same preset and seed give the same rows."),
     fmt: str = typer.Option("parquet", "--format", help="parquet or csv."),
 ) -> None:
@@ -45,26 +50,47 @@ def synth(
         raise InputError(None, None, f"unknown format {fmt!r} (use parquet or csv)")
     with console.status(f"generating preset {preset!r} (seed {seed})"):
         path = write_synthetic(out, preset, seed, fmt=fmt)
-    console.print(dataset_summary(load(path), title=f"Synthetic preset {preset!r}, seed {seed}: {path}"))
+    console.print(
+        dataset_summary(load(path), title=f"Synthetic preset {preset!r}, seed {seed}: {path}")
+    )
 
 
 def summary(
     data: Path = typer.Option(..., "--data", help=DATA_HELP),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
-    aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
-    sort_timestamps: bool = typer.Option(False, "--sort-timestamps", help="Sort rows by timestamp (with a warning) instead of failing."),
-    trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd, kstep or none (values read as times: a warm-up falls)."),
+    aggregate: str = typer.Option(
+        "mean", help="Statistic for several measurements per commit: mean, median, p90."
+    ),
+    sort_timestamps: bool = typer.Option(
+        False,
+        "--sort-timestamps",
+        help="Sort rows by timestamp (with a warning) instead of failing.",
+    ),
+    trim_warmup: str = typer.Option(
+        "none",
+        "--trim-warmup",
+        help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd, kstep or none (values read as times: a warm-up falls).",
+    ),
     branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
     alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
     commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),
-    fmt: str = typer.Option("table", "--format", help="table (default) or json (one object on stdout)."),
+    fmt: str = typer.Option(
+        "table", "--format", help="table (default) or json (one object on stdout)."
+    ),
 ) -> None:
     """Load a dataset and print series, commits and candidates by label."""
     if fmt not in ("table", "json"):
         raise typer.BadParameter(f"--format must be table or json, got {fmt!r}")
-    dataset = load(data, layout=layout, aggregate=aggregate, sort_timestamps=sort_timestamps,
-                   trim_warmup=trim_warmup, branch=branch, alerts=alerts,
-                   commit_order=read_commit_order(commit_order))
+    dataset = load(
+        data,
+        layout=layout,
+        aggregate=aggregate,
+        sort_timestamps=sort_timestamps,
+        trim_warmup=trim_warmup,
+        branch=branch,
+        alerts=alerts,
+        commit_order=read_commit_order(commit_order),
+    )
     if fmt == "json":
         typer.echo(json.dumps({"source": dataset.source, **dataset_summary_rows(dataset)}))
         return
@@ -73,10 +99,21 @@ def summary(
 
 def convert(
     data: Path = typer.Option(..., "--data", help=DATA_HELP),
-    out: Path = typer.Option(..., "--out", parser=output_file, help="Long-layout file to write: .csv, .parquet or - (CSV on stdout)."),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        parser=output_file,
+        help="Long-layout file to write: .csv, .parquet or - (CSV on stdout).",
+    ),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
-    aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
-    trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd, kstep or none (values read as times: a warm-up falls)."),
+    aggregate: str = typer.Option(
+        "mean", help="Statistic for several measurements per commit: mean, median, p90."
+    ),
+    trim_warmup: str = typer.Option(
+        "none",
+        "--trim-warmup",
+        help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd, kstep or none (values read as times: a warm-up falls).",
+    ),
     branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
     alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
     commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),
@@ -92,11 +129,19 @@ def convert(
     check_output_not_input(out, data, alerts)
     from triage.loaders import write_long
 
-    dataset = load(data, layout=layout, aggregate=aggregate, branch=branch, alerts=alerts, trim_warmup=trim_warmup,
-                   commit_order=read_commit_order(commit_order))
+    dataset = load(
+        data,
+        layout=layout,
+        aggregate=aggregate,
+        branch=branch,
+        alerts=alerts,
+        trim_warmup=trim_warmup,
+        commit_order=read_commit_order(commit_order),
+    )
     written = write_long(dataset, out)
     console_for(out).print(
-        f"{len(dataset):,} series, {dataset.n_commits():,} commits -> {escape(str(written))}", highlight=False
+        f"{len(dataset):,} series, {dataset.n_commits():,} commits -> {escape(str(written))}",
+        highlight=False,
     )
 
 
@@ -119,14 +164,18 @@ def plot(
     elif series in dataset:
         history = dataset[series]
     else:
-        raise InputError(data, None, f"unknown series {series!r} (the file has {len(dataset)} series)")
+        raise InputError(
+            data, None, f"unknown series {series!r} (the file has {len(dataset)} series)"
+        )
     plot_history(history, out)
     console.print(f"wrote {out}")
 
 
 def demo(
     out: Path = typer.Option(Path("demo-out"), "--out", help="Directory for the demo's files."),
-    seed: int = typer.Option(2026, help="Seed of the synthetic data (the bundled models were trained on seed 0)."),
+    seed: int = typer.Option(
+        2026, help="Seed of the synthetic data (the bundled models were trained on seed 0)."
+    ),
 ) -> None:
     """Every job once: synthetic data, bundled models, batch labelling, scoring, online loop, report."""
     from triage.cli.demo import run_demo

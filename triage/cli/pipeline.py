@@ -24,12 +24,28 @@ PARTIAL_HELP = "CSV with commit,value (optional series_id), one row per commit i
 
 
 def steady(
-    files: list[Path] = typer.Argument(..., help="JMH JSON result files (or JSON arrays of runs: arrays of iteration values; gzip/zstd compressed or not), one per commit, in history order."),
-    out: Path = typer.Option(..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write."),
+    files: list[Path] = typer.Argument(
+        ...,
+        help="JMH JSON result files (or JSON arrays of runs: arrays of iteration values; gzip/zstd compressed or not), one per commit, in history order.",
+    ),
+    out: Path = typer.Option(
+        ..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write."
+    ),
     method: str = typer.Option("kbkssd", "--trim-warmup", help="kbkssd, cpssd, kstep or none."),
-    commits: str = typer.Option(None, "--commits", help="Comma-separated commit ids (default: the file names' stems)."),
-    starts_out: Path = typer.Option(None, "--starts", parser=output_file, help="CSV to write: series_id, commit, fork, iterations, steady_start (empty: never steady) per run."),
-    series: str = typer.Option(None, "--series", help="Series id of the files that are arrays of runs (default: each file's stem, i.e. one series per file)."),
+    commits: str = typer.Option(
+        None, "--commits", help="Comma-separated commit ids (default: the file names' stems)."
+    ),
+    starts_out: Path = typer.Option(
+        None,
+        "--starts",
+        parser=output_file,
+        help="CSV to write: series_id, commit, fork, iterations, steady_start (empty: never steady) per run.",
+    ),
+    series: str = typer.Option(
+        None,
+        "--series",
+        help="Series id of the files that are arrays of runs (default: each file's stem, i.e. one series per file).",
+    ),
 ) -> None:
     """Cut each JMH fork (or each run of a JSON array of runs) to its steady state and write the long layout."""
     from triage.cli.tables import writes_stdout
@@ -37,7 +53,9 @@ def steady(
     from triage.steady_state import CHOICES
 
     if method not in CHOICES:
-        raise typer.BadParameter(f"--trim-warmup must be one of {', '.join(CHOICES)}, got {method!r}")
+        raise typer.BadParameter(
+            f"--trim-warmup must be one of {', '.join(CHOICES)}, got {method!r}"
+        )
     check_output_not_input(out, *files)
     check_output_not_input(starts_out, *files, option="--starts")
     if starts_out is not None and (
@@ -49,7 +67,9 @@ def steady(
         raise typer.BadParameter("the series id is empty", param_hint="--series")
     ids = [c.strip() for c in commits.split(",")] if commits else None
     if ids is not None and "" in ids:
-        raise typer.BadParameter(f"commit id {ids.index('') + 1} of {len(ids)} is empty", param_hint="--commits")
+        raise typer.BadParameter(
+            f"commit id {ids.index('') + 1} of {len(ids)} is empty", param_hint="--commits"
+        )
     # Both places checked before any work: a --starts that cannot be written
     # (a directory, under a file) must not leave --out already replaced.
     for target in (out, starts_out):
@@ -73,8 +93,12 @@ def steady(
         s = grp["steady_start"]
         kept = int((grp["iterations"] - s.fillna(0)).sum())
         table.add_row(
-            str(series), str(grp["commit"].nunique()), str(len(grp)), str(int(s.isna().sum())),
-            "-" if s.isna().all() else f"{s.dropna().median():.0f}", f"{kept} / {int(grp['iterations'].sum())}",
+            str(series),
+            str(grp["commit"].nunique()),
+            str(len(grp)),
+            str(int(s.isna().sum())),
+            "-" if s.isna().all() else f"{s.dropna().median():.0f}",
+            f"{kept} / {int(grp['iterations'].sum())}",
         )
     say.print(table)
     say.print(f"{len(long)} steady iterations -> {out}")
@@ -85,7 +109,12 @@ def sample(
     budget: int = typer.Option(..., "--budget", min=1, help="How many commits to measure next."),
     series: str = typer.Option(None, "--series", help="Series id when the file holds several."),
     kernel: str = typer.Option("brownian", "--kernel", help="brownian, rbf, matern or rq."),
-    out: Path = typer.Option(None, "--out", parser=output_file, help="CSV to write: every commit with estimate, 95% band and the next-measurement rank."),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        parser=output_file,
+        help="CSV to write: every commit with estimate, 95% band and the next-measurement rank.",
+    ),
 ) -> None:
     """The next commits to measure (those removing the most uncertainty over the whole history), with the estimated history and its band."""
     from triage.sampling import KERNELS
@@ -102,12 +131,19 @@ def sample(
     if out is not None:
         write_csv_atomic(plan, out)
     chosen = plan[plan["next"].notna()].sort_values("next")
-    table = Table(title=f"{history.series_id}: {len(history.measured)} of {len(plan)} commits measured; measure next")
+    table = Table(
+        title=f"{history.series_id}: {len(history.measured)} of {len(plan)} commits measured; measure next"
+    )
     for col in ("rank", "commit", "position", "estimate", "95% band"):
         table.add_column(col, justify="left" if col == "commit" else "right")
     for _, r in chosen.iterrows():
-        table.add_row(str(r["next"]), str(r["commit"]), str(r["position"]), f"{r['estimate']:.4g}",
-                      f"{r['lower']:.4g} .. {r['upper']:.4g}")
+        table.add_row(
+            str(r["next"]),
+            str(r["commit"]),
+            str(r["position"]),
+            f"{r['estimate']:.4g}",
+            f"{r['lower']:.4g} .. {r['upper']:.4g}",
+        )
     console.print(table)
     if out is not None:
         console.print(f"estimated history of {len(plan)} commits -> {out}")
@@ -117,13 +153,30 @@ def culprit(
     data: Path = typer.Option(..., "--data", help=PARTIAL_HELP),
     before: str = typer.Option(..., "--before", help="Last measured commit at the old level."),
     after: str = typer.Option(..., "--after", help="First measured commit at the new level."),
-    oracle: Path = typer.Option(None, "--oracle", help="CSV commit,value answering each measurement (default: ask interactively)."),
-    strategy: str = typer.Option("bayes", "--strategy", help="bayes (posterior over the culprit) or bisect."),
+    oracle: Path = typer.Option(
+        None,
+        "--oracle",
+        help="CSV commit,value answering each measurement (default: ask interactively).",
+    ),
+    strategy: str = typer.Option(
+        "bayes", "--strategy", help="bayes (posterior over the culprit) or bisect."
+    ),
     series: str = typer.Option(None, "--series", help="Series id when the file holds several."),
-    levels: int = typer.Option(5, "--levels", min=1, help="Measured commits on each side that set the old and new level."),
-    max_measurements: int = typer.Option(None, "--max-measurements", min=1, help="Stop after this many (default: until localised)."),
-    tolerance: int = typer.Option(0, "--tolerance", min=0, help="bayes: stop when the culprit is known within this many commits (0 = exactly)."),
-    out: Path = typer.Option(None, "--out", parser=output_file, help="CSV of the measurements made, in order."),
+    levels: int = typer.Option(
+        5, "--levels", min=1, help="Measured commits on each side that set the old and new level."
+    ),
+    max_measurements: int = typer.Option(
+        None, "--max-measurements", min=1, help="Stop after this many (default: until localised)."
+    ),
+    tolerance: int = typer.Option(
+        0,
+        "--tolerance",
+        min=0,
+        help="bayes: stop when the culprit is known within this many commits (0 = exactly).",
+    ),
+    out: Path = typer.Option(
+        None, "--out", parser=output_file, help="CSV of the measurements made, in order."
+    ),
 ) -> None:
     """The sequence of commits to measure that localises a change between two measured commits."""
     import pandas as pd
@@ -132,16 +185,22 @@ def culprit(
     from triage.sampling.partial import read_partial
 
     if strategy not in STRATEGIES:
-        raise typer.BadParameter(f"--strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        raise typer.BadParameter(
+            f"--strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
+        )
     check_output_not_input(out, data, oracle)
     history = read_partial(data, series)
     a, b = history.position(before, data), history.position(after, data)
     if b <= a:
-        raise InputError(data, None, f"--after {after!r} must come after --before {before!r} in the history")
+        raise InputError(
+            data, None, f"--after {after!r} must come after --before {before!r} in the history"
+        )
     measured = set(history.measured.tolist())
     for name, p in (("--before", a), ("--after", b)):
         if p not in measured:
-            raise InputError(data, None, f"{name} commit {str(history.commits[p])!r} has no measured value")
+            raise InputError(
+                data, None, f"{name} commit {str(history.commits[p])!r} has no measured value"
+            )
     left = [p for p in sorted(measured) if p <= a][-levels:]
     right = [p for p in sorted(measured) if p >= b][:levels]
     old, new, sigma = levels_around(history.values[left], history.values[right])
@@ -155,23 +214,38 @@ def culprit(
         if answers is None:
             return _ask(commit, pos)
         if commit not in answers or not np.isfinite(answers[commit]):
-            raise InputError(oracle, None, f"no measurement of commit {commit!r} (asked by the search)")
+            raise InputError(
+                oracle, None, f"no measurement of commit {commit!r} (asked by the search)"
+            )
         return float(answers[commit])
 
     try:
-        search = find_culprit(a, b, measure, old, new, sigma, strategy=strategy, max_measurements=max_measurements,
-                              tolerance=tolerance)
+        search = find_culprit(
+            a,
+            b,
+            measure,
+            old,
+            new,
+            sigma,
+            strategy=strategy,
+            max_measurements=max_measurements,
+            tolerance=tolerance,
+        )
     except ValueError as exc:
         if isinstance(exc, InputError):
             raise
         raise InputError(data, None, str(exc)) from None
-    table = Table(title=f"{history.series_id}: change between {before} (level {old:.4g}) and {after} (level {new:.4g})")
+    table = Table(
+        title=f"{history.series_id}: change between {before} (level {old:.4g}) and {after} (level {new:.4g})"
+    )
     for col in ("#", "commit", "position", "value", "nearer"):
         table.add_column(col, justify="left" if col == "commit" else "right")
     rows = []
     for i, (pos, v) in enumerate(search.measured, start=1):
         side = "new" if abs(v - new) < abs(v - old) else "old"
-        rows.append({"step": i, "commit": history.commits[pos], "position": pos, "value": v, "nearer": side})
+        rows.append(
+            {"step": i, "commit": history.commits[pos], "position": pos, "value": v, "nearer": side}
+        )
         table.add_row(str(i), str(history.commits[pos]), str(pos), f"{v:.4g}", side)
     console.print(table)
     assert search.culprit is not None
@@ -183,11 +257,19 @@ def culprit(
     # The step in noise scales is what decides whether any search can succeed (BENCHMARKS.md,
     # "Culprit search": success by shift / noise); say so when it is small.
     ratio = abs(new - old) / sigma if sigma > 0 else float("inf")
-    console.print(f"step {ratio:.1f} noise scales (the {len(left) + len(right)} neighbours' spread)"
-                  + ("; below 3 a reading in the gap is often nearer the wrong level: treat the culprit as a "
-                     "lead and re-measure around it" if ratio < 3 else ""))
+    console.print(
+        f"step {ratio:.1f} noise scales (the {len(left) + len(right)} neighbours' spread)"
+        + (
+            "; below 3 a reading in the gap is often nearer the wrong level: treat the culprit as a "
+            "lead and re-measure around it"
+            if ratio < 3
+            else ""
+        )
+    )
     if out is not None:
-        write_csv_atomic(pd.DataFrame(rows, columns=["step", "commit", "position", "value", "nearer"]), out)
+        write_csv_atomic(
+            pd.DataFrame(rows, columns=["step", "commit", "position", "value", "nearer"]), out
+        )
 
 
 def _ask(commit: str, pos: int) -> float:
@@ -197,7 +279,9 @@ def _ask(commit: str, pos: int) -> float:
             value = float(typer.prompt(f"value of commit {commit} (position {pos})", type=float))
         except typer.Abort:
             # stdin closed (or ^D): without this the user sees click's bare "Aborted.".
-            raise InputError("<stdin>", None, f"the input ended before commit {commit!r} was measured") from None
+            raise InputError(
+                "<stdin>", None, f"the input ended before commit {commit!r} was measured"
+            ) from None
         if np.isfinite(value):
             return value
         console.print(f"{value} is not a finite number; type the measured value of commit {commit}")

@@ -68,15 +68,25 @@ def read_jmh(path: str | Path, runs_series: str | None = None) -> pd.DataFrame:
     path = Path(path)
     payload = read_json(path, "JMH JSON results")
     if not isinstance(payload, list) or not payload:
-        raise InputError(path, None, "not JMH JSON results: expected a non-empty list of benchmark objects "
-                         "(or of runs, arrays of numbers)")
+        raise InputError(
+            path,
+            None,
+            "not JMH JSON results: expected a non-empty list of benchmark objects "
+            "(or of runs, arrays of numbers)",
+        )
     if not isinstance(payload[0], (list, dict)):
-        raise InputError(path, 1, f"is {json.dumps(payload[0])[:40]}: expected a benchmark object or a run; "
-                         "an array of runs is an array of arrays ([[0.91, 0.52, ...], ...])")
+        raise InputError(
+            path,
+            1,
+            f"is {json.dumps(payload[0])[:40]}: expected a benchmark object or a run; "
+            "an array of runs is an array of arrays ([[0.91, 0.52, ...], ...])",
+        )
     runs = [isinstance(item, list) for item in payload]
     if any(r != runs[0] for r in runs):
         other = next(i for i, r in enumerate(runs) if r != runs[0])
-        raise InputError(path, other + 1, "mixes runs (arrays of numbers) and JMH benchmark objects")
+        raise InputError(
+            path, other + 1, "mixes runs (arrays of numbers) and JMH benchmark objects"
+        )
     if runs[0]:
         return _plain_runs(payload, path, runs_series or path.stem)
     entries = []
@@ -94,10 +104,14 @@ def read_jmh(path: str | Path, runs_series: str | None = None) -> pd.DataFrame:
     seen: dict[str, int] = {}
     for pos, item, name in entries:
         if len(modes[name]) > 1:
-            name = f"{name}:{item.get('mode', '')}"  # a rate and a time are two series, never one run
+            name = (
+                f"{name}:{item.get('mode', '')}"  # a rate and a time are two series, never one run
+            )
         if name in seen:
             # Its forks would be read as the first entry's (fork 0 twice).
-            raise InputError(path, pos, f"{name}: the same benchmark, parameters and mode as row {seen[name]}")
+            raise InputError(
+                path, pos, f"{name}: the same benchmark, parameters and mode as row {seen[name]}"
+            )
         seen[name] = pos
         metric = item.get("primaryMetric")
         if not isinstance(metric, dict):
@@ -126,7 +140,9 @@ def _scores(values: list, path: Path, pos: int, what: str) -> list[float]:
     out = []
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise InputError(path, pos, f"{what}: iteration {i} is {json.dumps(v)[:40]}, not a number")
+            raise InputError(
+                path, pos, f"{what}: iteration {i} is {json.dumps(v)[:40]}, not a number"
+            )
         problem = value_problem(v)
         if problem is not None:
             raise InputError(path, pos, f"{what}: iteration {i}: {problem}")
@@ -137,10 +153,14 @@ def _scores(values: list, path: Path, pos: int, what: str) -> list[float]:
 def _forks(metric: dict, path: Path, pos: int, name: str) -> list[list[float]]:
     raw = metric.get("rawData")
     if raw is None and metric.get("rawDataHistogram") is not None:
-        raw = [[_histogram_mean(it, path, pos, name) for it in _list(fork, path, pos, name)]
-               for fork in _list(metric["rawDataHistogram"], path, pos, name)]
+        raw = [
+            [_histogram_mean(it, path, pos, name) for it in _list(fork, path, pos, name)]
+            for fork in _list(metric["rawDataHistogram"], path, pos, name)
+        ]
     if raw is None:
-        raise InputError(path, pos, f"{name}: no 'rawData' (nor 'rawDataHistogram') in 'primaryMetric'")
+        raise InputError(
+            path, pos, f"{name}: no 'rawData' (nor 'rawDataHistogram') in 'primaryMetric'"
+        )
     out = []
     for f, fork in enumerate(_list(raw, path, pos, name)):
         out.append(_scores(_list(fork, path, pos, name), path, pos, f"{name}: fork {f}"))
@@ -157,20 +177,31 @@ def _list(x: object, path: Path, pos: int, name: str) -> list:
 
 def _histogram_mean(pairs: object, path: Path, pos: int, name: str) -> float:
     """One iteration's count-weighted mean: ``pairs`` is a non-empty list of ``[value, count]``."""
-    if (not isinstance(pairs, list) or not pairs
-            or not all(isinstance(p, list) and len(p) == 2 for p in pairs)):
-        raise InputError(path, pos, f"{name}: a rawDataHistogram iteration is not a list of [value, count] pairs")
+    if (
+        not isinstance(pairs, list)
+        or not pairs
+        or not all(isinstance(p, list) and len(p) == 2 for p in pairs)
+    ):
+        raise InputError(
+            path, pos, f"{name}: a rawDataHistogram iteration is not a list of [value, count] pairs"
+        )
     for value, count in pairs:
         for what, v in (("value", value), ("count", count)):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise InputError(path, pos, f"{name}: a rawDataHistogram {what} is {json.dumps(v)[:40]}, not a number")
+                raise InputError(
+                    path,
+                    pos,
+                    f"{name}: a rawDataHistogram {what} is {json.dumps(v)[:40]}, not a number",
+                )
             problem = value_problem(v)
             if problem is not None:
                 raise InputError(path, pos, f"{name}: a rawDataHistogram {what}: {problem}")
     values = np.array([p[0] for p in pairs], dtype=float)
     counts = np.array([p[1] for p in pairs], dtype=float)
     if np.any(counts < 0) or not np.any(counts > 0):
-        raise InputError(path, pos, f"{name}: a rawDataHistogram count is negative, or every count is 0")
+        raise InputError(
+            path, pos, f"{name}: a rawDataHistogram count is negative, or every count is 0"
+        )
     return float(np.average(values, weights=counts))
 
 
@@ -202,8 +233,10 @@ def steady_long(
         if not commit:
             raise ValueError(f"the commit id of {path} is empty")
         if commit in first:
-            raise ValueError(f"{first[commit]} and {path} are both commit {commit!r}: "
-                             "each file is one commit, so commit ids must be distinct")
+            raise ValueError(
+                f"{first[commit]} and {path} are both commit {commit!r}: "
+                "each file is one commit, so commit ids must be distinct"
+            )
         first[commit] = path
     # Imported here: it brings the detectors and scipy.stats, which reading a
     # file without --trim-warmup never needs (about 0.9 CPU-s of every CLI start).
@@ -230,7 +263,9 @@ def steady_long(
             starts.append((series, commit, fork, len(values), start))
             long_parts.append(pd.DataFrame({"series_id": series, "commit": commit, "value": kept}))
     long = pd.concat(long_parts, ignore_index=True)
-    table = pd.DataFrame(starts, columns=["series_id", "commit", "fork", "iterations", "steady_start"])
+    table = pd.DataFrame(
+        starts, columns=["series_id", "commit", "fork", "iterations", "steady_start"]
+    )
     return long, table
 
 
@@ -283,4 +318,6 @@ def read_jmh_dataset(
     long, _ = steady_long([path], [commit], trim_warmup=trim_warmup)
     modes = frame.groupby("series_id", sort=False)["mode"].first()
     higher = {str(s): m in RATE_MODES for s, m in modes.items()}
-    return dataset_from_long(long, None, source or str(path), aggregate=aggregate, higher_is_better=higher)
+    return dataset_from_long(
+        long, None, source or str(path), aggregate=aggregate, higher_is_better=higher
+    )

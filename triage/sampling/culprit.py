@@ -107,7 +107,18 @@ def find_culprit(
     limit = (b - a - 1) if max_measurements is None else max_measurements
     if strategy == "bisect":
         return _bisect(a, b, oracle, old, new, limit)
-    return _bayes(a, b, oracle, old, new, max(sigma, 1e-12 * abs(new - old)), confidence, limit, tolerance, dof)
+    return _bayes(
+        a,
+        b,
+        oracle,
+        old,
+        new,
+        max(sigma, 1e-12 * abs(new - old)),
+        confidence,
+        limit,
+        tolerance,
+        dof,
+    )
 
 
 def _bisect(a: int, b: int, oracle, old: float, new: float, limit: int) -> Search:
@@ -125,7 +136,9 @@ def _bisect(a: int, b: int, oracle, old: float, new: float, limit: int) -> Searc
     return s
 
 
-def _reading_loglik(v: float, cands: np.ndarray, m: int, old: float, new: float, sigma: float, dof: float) -> np.ndarray:
+def _reading_loglik(
+    v: float, cands: np.ndarray, m: int, old: float, new: float, sigma: float, dof: float
+) -> np.ndarray:
     """Log-likelihood of reading ``v`` at position ``m`` under each culprit in ``cands``.
 
     Under culprit c, position m is at the new level iff m >= c. Student-t, not
@@ -168,7 +181,16 @@ def best_position(p: np.ndarray, tolerance: int) -> tuple[int, float]:
 
 
 def _bayes(
-    a: int, b: int, oracle, old: float, new: float, sigma: float, conf: float, limit: int, tol: int, dof: float
+    a: int,
+    b: int,
+    oracle,
+    old: float,
+    new: float,
+    sigma: float,
+    conf: float,
+    limit: int,
+    tol: int,
+    dof: float,
 ) -> Search:
     s = Search()
     cands = np.arange(a + 1, b + 1)  # culprit c: positions >= c are at the new level

@@ -41,7 +41,11 @@ def _kernel(name: str):
     if name == "matern":
         return ConstantKernel(1.0, (1e-3, 1e3)) * Matern(0.1, (1e-3, 10.0), nu=1.5) + white
     if name == "rq":
-        return ConstantKernel(1.0, (1e-3, 1e3)) * RationalQuadratic(0.1, 1.0, (1e-3, 10.0), (1e-2, 1e2)) + white
+        return (
+            ConstantKernel(1.0, (1e-3, 1e3))
+            * RationalQuadratic(0.1, 1.0, (1e-3, 10.0), (1e-2, 1e2))
+            + white
+        )
     raise ValueError(f"unknown kernel {name!r} (use one of {', '.join(KERNELS)})")
 
 
@@ -85,7 +89,9 @@ class HistoryGP:
         positions = np.asarray(positions, dtype=int)
         values = np.asarray(values, dtype=float)
         if self.acquisition not in ACQUISITIONS:
-            raise ValueError(f"unknown acquisition {self.acquisition!r} (use one of {', '.join(ACQUISITIONS)})")
+            raise ValueError(
+                f"unknown acquisition {self.acquisition!r} (use one of {', '.join(ACQUISITIONS)})"
+            )
         if self.design not in DESIGNS:
             raise ValueError(f"unknown design {self.design!r} (use one of {', '.join(DESIGNS)})")
         if len(positions) == 0:
@@ -192,7 +198,9 @@ class HistoryGP:
                 j = int(np.argmax(score))
                 here = np.flatnonzero(grid == picks[i])
                 # Only a strict gain moves a pick (ties would cycle); a pick off the grid always may.
-                if int(grid[j]) != picks[i] and (len(here) == 0 or score[j] > score[here[0]] * (1 + 1e-9)):
+                if int(grid[j]) != picks[i] and (
+                    len(here) == 0 or score[j] > score[here[0]] * (1 + 1e-9)
+                ):
                     picks[i], moved = int(grid[j]), True
             if not moved:
                 break

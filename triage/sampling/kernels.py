@@ -19,7 +19,9 @@ from sklearn.gaussian_process.kernels import Hyperparameter, Kernel
 class Brownian(Kernel):
     """``k(x, x') = variance * min(x, x')`` for one-dimensional ``x >= 0``."""
 
-    def __init__(self, variance: float = 1.0, variance_bounds: tuple[float, float] | str = (1e-5, 1e5)):
+    def __init__(
+        self, variance: float = 1.0, variance_bounds: tuple[float, float] | str = (1e-5, 1e5)
+    ):
         self.variance = variance
         self.variance_bounds = variance_bounds
 

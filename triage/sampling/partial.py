@@ -57,14 +57,22 @@ def read_partial(path: str | Path, series: str | None = None) -> PartialHistory:
     frame.columns = [str(c).strip() for c in frame.columns]
     missing = [c for c in ("commit", "value") if c not in frame.columns]
     if missing:
-        raise InputError(path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(frame.columns)})")
+        raise InputError(
+            path,
+            1,
+            f"missing column {', '.join(map(repr, missing))} (found: {', '.join(frame.columns)})",
+        )
     lines = np.arange(2, len(frame) + 2)
     if "series_id" in frame.columns:
         ids = frame["series_id"].str.strip()
         names = list(dict.fromkeys(ids))
         if series is None:
             if len(names) > 1:
-                raise InputError(path, None, f"{len(names)} series in the file: choose one with --series ({', '.join(names[:5])}, ...)")
+                raise InputError(
+                    path,
+                    None,
+                    f"{len(names)} series in the file: choose one with --series ({', '.join(names[:5])}, ...)",
+                )
             series = names[0] if names else path.stem
         keep = (ids == series).to_numpy()
         if not keep.any():
@@ -83,9 +91,19 @@ def read_partial(path: str | Path, series: str | None = None) -> PartialHistory:
     bad = (text != "").to_numpy() & ~np.isfinite(values)
     if bad.any():
         i = int(np.argmax(bad))
-        raise InputError(path, int(lines[i]), f"value {text.iloc[i]!r} is not a finite number (leave the cell empty for an unmeasured commit)")
-    per = pd.DataFrame({"commit": commits, "value": values}).groupby("commit", sort=False)["value"].mean()
-    return PartialHistory(str(series), per.index.to_numpy(dtype=object).astype(str), per.to_numpy(dtype=float))
+        raise InputError(
+            path,
+            int(lines[i]),
+            f"value {text.iloc[i]!r} is not a finite number (leave the cell empty for an unmeasured commit)",
+        )
+    per = (
+        pd.DataFrame({"commit": commits, "value": values})
+        .groupby("commit", sort=False)["value"]
+        .mean()
+    )
+    return PartialHistory(
+        str(series), per.index.to_numpy(dtype=object).astype(str), per.to_numpy(dtype=float)
+    )
 
 
 def sample_plan(history: PartialHistory, budget: int, kernel: str = "brownian") -> pd.DataFrame:

@@ -37,4 +37,14 @@ def make(name: str, *, rates: bool = False) -> SteadyStateDetector | None:
     return detector
 
 
-__all__ = ["CHOICES", "CPSSD", "KBKSSD", "METHODS", "KernelStepSSD", "NONE", "SteadyStateDetector", "make", "steady_mask"]
+__all__ = [
+    "CHOICES",
+    "CPSSD",
+    "KBKSSD",
+    "METHODS",
+    "KernelStepSSD",
+    "NONE",
+    "SteadyStateDetector",
+    "make",
+    "steady_mask",
+]

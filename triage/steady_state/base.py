@@ -36,7 +36,9 @@ def as_run(x: object) -> np.ndarray:
     """
     arr = np.asarray(x, dtype=float)
     if arr.ndim == 0 or sum(d > 1 for d in arr.shape) > 1:
-        raise ValueError(f"a run must be one-dimensional (its iterations in order), got shape {arr.shape}")
+        raise ValueError(
+            f"a run must be one-dimensional (its iterations in order), got shape {arr.shape}"
+        )
     arr = arr.ravel()
     if not np.all(np.isfinite(arr)):
         raise ValueError("a run's iterations must be finite numbers")
@@ -61,7 +63,9 @@ def noise_level(x: np.ndarray) -> float:
     return max(s, floor)
 
 
-def steady_mask(values: np.ndarray, run_id: np.ndarray, detector: SteadyStateDetector | None) -> np.ndarray:
+def steady_mask(
+    values: np.ndarray, run_id: np.ndarray, detector: SteadyStateDetector | None
+) -> np.ndarray:
     """Which measurements to keep when each run is cut to its steady part.
 
     ``values[i]`` belongs to run ``run_id[i]`` (runs are contiguous, in

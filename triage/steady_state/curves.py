@@ -42,7 +42,11 @@ class Run:
 
 
 def make_run(
-    kind: str, rng: np.random.Generator, n: int | None = None, outliers: bool = False, heavy_share: float = 0.3
+    kind: str,
+    rng: np.random.Generator,
+    n: int | None = None,
+    outliers: bool = False,
+    heavy_share: float = 0.3,
 ) -> Run:
     """One run of ``kind`` (see module docstring) with ``n`` iterations (300-1500 if None)."""
     if kind not in KINDS:

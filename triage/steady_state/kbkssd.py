@@ -50,7 +50,9 @@ from triage.steady_state.base import as_run
 DIRECTIONS = ("down", "up")
 
 
-def substitute_outliers(x: np.ndarray, window: int, lower: float, upper: float) -> tuple[np.ndarray, np.ndarray]:
+def substitute_outliers(
+    x: np.ndarray, window: int, lower: float, upper: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(run with outliers replaced by their chunk's median, mask of the replaced iterations).
 
     The first iteration is kept out of the chunks: it often carries class
@@ -102,7 +104,9 @@ def find_warmup_end(x: np.ndarray, short: int, window: int) -> int | None:
         early, late = sorted((short_step, long_step))
         if early == 0:
             return late
-        drop_late = _median(d[max(late - window, 0) : late + 1]) - _median(d[late + 1 : late + window + 1])
+        drop_late = _median(d[max(late - window, 0) : late + 1]) - _median(
+            d[late + 1 : late + window + 1]
+        )
         final = _median(d[late + 1 :])
         # The stretch between the two proposals still above the final level:
         # the later fall is where the warm-up ends.
@@ -199,15 +203,23 @@ class KBKSSD:
 
     def fit(self, x: object) -> KBKSSD:
         if self.direction not in DIRECTIONS:
-            raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {self.direction!r}")
+            raise ValueError(
+                f"direction must be one of {', '.join(DIRECTIONS)}, got {self.direction!r}"
+            )
         if self.median_kernel < 1 or self.median_kernel % 2 == 0:
-            raise ValueError(f"median_kernel must be an odd positive width, got {self.median_kernel}")
+            raise ValueError(
+                f"median_kernel must be an odd positive width, got {self.median_kernel}"
+            )
         run = as_run(x)
         if self.direction == "up":
             run = -run
         n = len(run)
-        clean, self.outliers_ = substitute_outliers(run, self.outlier_window, self.outlier_lower, self.outlier_upper)
-        smooth = signal.medfilt(clean, self.median_kernel) if self.median_kernel > 1 and n else clean
+        clean, self.outliers_ = substitute_outliers(
+            run, self.outlier_window, self.outlier_lower, self.outlier_upper
+        )
+        smooth = (
+            signal.medfilt(clean, self.median_kernel) if self.median_kernel > 1 and n else clean
+        )
         end = find_warmup_end(smooth, self.short_kernel, self.step_window) if n else None
         self.warmup_end_ = end
         p = np.zeros(n)
