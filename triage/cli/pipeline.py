@@ -17,6 +17,7 @@ from rich.table import Table
 from triage.cli.validation import check_output_not_input, output_file
 from triage.core.atomic import destination, write_csv_atomic
 from triage.core.errors import InputError
+from triage.core.values import value_problem
 
 console = Console()
 
@@ -123,6 +124,8 @@ def sample(
     if kernel not in KERNELS:
         raise typer.BadParameter(f"--kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
     check_output_not_input(out, data)
+    if out is not None:
+        destination(out)  # a directory or a path under a file: refused before the fit
     history = read_partial(data, series)
     try:
         plan = sample_plan(history, budget, kernel)
@@ -189,6 +192,9 @@ def culprit(
             f"--strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
         )
     check_output_not_input(out, data, oracle)
+    if out is not None:
+        # Refused now, not after the search: typed-in readings would be lost.
+        destination(out)
     history = read_partial(data, series)
     a, b = history.position(before, data), history.position(after, data)
     if b <= a:
@@ -282,9 +288,10 @@ def _ask(commit: str, pos: int) -> float:
             raise InputError(
                 "<stdin>", None, f"the input ended before commit {commit!r} was measured"
             ) from None
-        if np.isfinite(value):
+        problem = value_problem(value)
+        if problem is None:
             return value
-        console.print(f"{value} is not a finite number; type the measured value of commit {commit}")
+        console.print(f"{problem}; type the measured value of commit {commit}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -43,6 +43,7 @@ side of the alert (the CLI and the benchmark use it alike).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -149,9 +150,21 @@ def _reading_loglik(
     4 or a Gaussian, and as many as dof 0.5 or 2 (BENCHMARKS.md).
     """
     e = (dof + 1.0) / 2.0
-    ll_new = -e * np.log1p(((v - new) / sigma) ** 2 / dof)
-    ll_old = -e * np.log1p(((v - old) / sigma) ** 2 / dof)
+    ll_new = -e * _log1p_square((v - new) / sigma, dof)
+    ll_old = -e * _log1p_square((v - old) / sigma, dof)
     return np.where(m >= cands, ll_new, ll_old)
+
+
+def _log1p_square(z: float, dof: float) -> float:
+    """``log(1 + z**2 / dof)``, also for a ``z`` whose square overflows.
+
+    Values in the usable range (up to 1e100) and a noise scale near 1e-100
+    put a reading 1e200 noise scales from a level; its square is no float.
+    """
+    if abs(z) < 1e150:
+        return float(np.log1p(z**2 / dof))
+    # log(z**2 / dof) + log1p(dof / z**2), the second term below 1e-300 here.
+    return 2.0 * math.log(abs(z)) - math.log(dof)
 
 
 def culprit_posterior(

@@ -4,7 +4,9 @@ File layout (CSV): ``commit,value`` with an optional ``series_id`` column;
 one row per commit in history order, the ``value`` cell empty where the
 commit was not measured. Several rows of one commit (re-runs, wherever they
 appear) are one commit: their values are averaged and the commit keeps its
-first place. Errors name the file, the line (header = line 1) and the problem.
+first place. A value must be usable (:mod:`triage.core.values`: 0 or a
+magnitude in [1e-100, 1e100]). Errors name the file, the line (header =
+line 1) and the problem.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from triage.core.errors import InputError
+from triage.core.values import check_values
 from triage.sampling.gp import HistoryGP
 
 
@@ -96,6 +99,9 @@ def read_partial(path: str | Path, series: str | None = None) -> PartialHistory:
             int(lines[i]),
             f"value {text.iloc[i]!r} is not a finite number (leave the cell empty for an unmeasured commit)",
         )
+    # The project's one range rule: the GP and the culprit search square values.
+    given = np.isfinite(values)
+    check_values(values[given], path, lines[given])
     per = (
         pd.DataFrame({"commit": commits, "value": values})
         .groupby("commit", sort=False)["value"]

@@ -1,0 +1,127 @@
+"""Hostile input to ``triage sample`` and ``triage culprit``: each test pins a defect found by a sweep.
+
+The rules: bad input is one line naming the file, the row and the problem,
+exit 2, no traceback; an output that cannot be written is refused before
+any measurement is asked for, so that no typed-in reading is lost.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from triage.sampling.culprit import culprit_posterior
+
+
+def triage(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from triage.cli.app import main; main()", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=300,
+    )
+
+
+def _partial(path: Path, scale: float = 1.0) -> Path:
+    """60 commits, a step from 1 to 1.5 (times ``scale``) at c31; every fifth and c29, c30, c32, c33 measured."""
+    rng = np.random.default_rng(0)
+    rows = ["commit,value"]
+    for i in range(60):
+        v = (1.0 + 0.5 * (i >= 31) + rng.normal(0, 0.02)) * scale
+        rows.append(f"c{i},{v!r}" if i % 5 == 0 or i in (29, 30, 32, 33) else f"c{i},")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _oracle(path: Path, values: dict[int, float]) -> Path:
+    path.write_text("commit,value\n" + "".join(f"c{i},{v!r}\n" for i, v in values.items()))
+    return path
+
+
+def test_sample_refuses_a_value_whose_square_overflows(tmp_path):
+    # Was: exit 0, "overflow encountered in square" warnings and a plan of NaN estimates.
+    data = tmp_path / "p.csv"
+    data.write_text("commit,value\nc1,1.0\nc2,1e300\nc3,\nc4,2.0\n")
+    out = tmp_path / "plan.csv"
+    res = triage("sample", "--data", str(data), "--budget", "1", "--out", str(out))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "p.csv, row 3" in res.stderr and "outside the usable range" in res.stderr
+    assert "Traceback" not in res.stderr and not out.exists()
+
+
+def test_culprit_refuses_an_oracle_value_out_of_range(tmp_path):
+    # Was: internal error (OverflowError in the posterior), exit 1.
+    data = _partial(tmp_path / "p.csv")
+    oracle = _oracle(tmp_path / "oracle.csv", {i: 1e300 for i in range(60)})
+    res = triage(
+        "culprit", "--data", str(data), "--before", "c25", "--after", "c35", "--oracle", str(oracle)
+    )
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "oracle.csv, row 2" in res.stderr and "outside the usable range" in res.stderr
+    assert "internal error" not in res.stderr
+
+
+def test_culprit_survives_a_reading_far_from_both_levels(tmp_path):
+    # Levels near 1e-90 and a reading of 1e90, both in the usable range: the
+    # reading is 1e180 noise scales away, whose square overflowed (internal error).
+    data = _partial(tmp_path / "p.csv", scale=1e-90)
+    answers = {i: (1.0 + 0.5 * (i >= 31)) * 1e-90 for i in range(60)}
+    answers[30] = 1e90
+    oracle = _oracle(tmp_path / "oracle.csv", answers)
+    res = triage(
+        "culprit", "--data", str(data), "--before", "c25", "--after", "c35", "--oracle", str(oracle)
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    # The wild reading tells nothing, so c30 and c31 stay equally likely.
+    assert "culprit: c3" in res.stdout and "internal error" not in res.stderr
+
+
+def test_a_far_reading_is_uninformative_in_the_posterior():
+    cands, p = culprit_posterior(0, 10, [(5, 1e90)], 1e-90, 2e-90, 1e-92)
+    assert np.all(np.isfinite(p)) and np.allclose(p, 1 / len(cands))
+
+
+def test_culprit_refuses_an_unwritable_out_before_asking_for_measurements(tmp_path):
+    # Was: the search ran (interactively: the user measured commit after
+    # commit), then writing --out failed and the readings were lost.
+    data = _partial(tmp_path / "p.csv")
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_text("")
+    for out in (tmp_path / "adir", tmp_path / "afile" / "steps.csv"):
+        res = triage(
+            "culprit",
+            "--data",
+            str(data),
+            "--before",
+            "c25",
+            "--after",
+            "c35",
+            "--out",
+            str(out),
+            stdin="1.0\n" * 12,
+        )
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert "value of commit" not in res.stdout and str(out) in res.stderr
+
+
+def test_culprit_asks_again_for_a_typed_value_out_of_range(tmp_path):
+    data = _partial(tmp_path / "p.csv")
+    typed = "1e300\n" + "1.5\n" * 12
+    res = triage(
+        "culprit",
+        "--data",
+        str(data),
+        "--before",
+        "c25",
+        "--after",
+        "c35",
+        "--strategy",
+        "bisect",
+        stdin=typed,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "outside the usable range" in res.stdout and "culprit:" in res.stdout
