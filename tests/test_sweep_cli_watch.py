@@ -42,8 +42,11 @@ def test_a_line_that_is_not_utf8_is_refused_and_the_lines_before_it_are_stored(t
     assert "<stdin>, line 3: not UTF-8 text" in err and "Traceback" not in err
     decided = [json.loads(x)["commit"] for x in done.stdout.decode().splitlines()]
     assert decided == ["c1", "c2"]
-    with sqlite3.connect(state) as db:
+    db = sqlite3.connect(state)
+    try:
         tables = [r[0] for r in db.execute("select name from sqlite_master where type = 'table'")]
+    finally:
+        db.close()
     assert tables  # the store was written, not left half-made
 
 
@@ -57,3 +60,59 @@ def test_valid_utf8_commit_ids_pass_unchanged(tmp_path):
     )
     assert done.returncode == 0, done.stderr.decode()
     assert [json.loads(x)["commit"] for x in done.stdout.decode().splitlines()] == ["é-1", "漢"]
+
+
+def results(start: int, stop: int, shift_from: int = 20) -> bytes:
+    return b"".join(
+        line(f"c{i}".encode(), 100.0 + i % 3 + (25.0 if i >= shift_from else 0.0))
+        for i in range(start, stop)
+    )
+
+
+def stored_rows(state: Path) -> list[tuple]:
+    db = sqlite3.connect(state)
+    try:
+        return sorted(db.execute("select * from decisions")) + sorted(
+            db.execute("select * from series")
+        )
+    finally:
+        db.close()  # an open connection would make the next watch see the store in use
+
+
+@pytest.mark.parametrize(
+    "other", [["--confirm-after", "0"], ["--confirm-after", "6"], ["--min-pre", "30"]]
+)
+def test_a_state_built_with_other_loop_settings_is_refused_and_kept(tmp_path, other):
+    # Decided with K = 4, a store holds four commits waiting for their confirmation;
+    # with K = 0 they were never decided, and nothing was printed for the new ones.
+    state = tmp_path / "state.db"
+    first = subprocess.run(
+        [str(TRIAGE), "watch", "--state", str(state)],
+        input=results(0, 40),
+        capture_output=True,
+        timeout=300,
+    )
+    assert first.returncode == 0, first.stderr.decode()
+    before = stored_rows(state)
+    again = subprocess.run(
+        [str(TRIAGE), "watch", "--state", str(state), *other],
+        input=results(40, 50),
+        capture_output=True,
+        timeout=300,
+    )
+    err = again.stderr.decode()
+    assert again.returncode == 2, err
+    assert (
+        f"error: {state}: the state was built with" in err
+        and other[0].lstrip("-").replace("-", "_") in err
+    )
+    assert again.stdout == b""
+    assert stored_rows(state) == before
+    fresh = subprocess.run(
+        [str(TRIAGE), "watch", "--state", str(state), "--reset-state", *other],
+        input=results(0, 50),
+        capture_output=True,
+        timeout=300,
+    )
+    assert fresh.returncode == 0, fresh.stderr.decode()
+    assert fresh.stdout

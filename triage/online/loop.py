@@ -358,6 +358,17 @@ class OnlineTriage:
         self.states: dict[str, SeriesState] = {}
         if store is not None:
             store.bind_model(model_id)
+            store.bind_settings(self.settings())
+
+    def settings(self) -> dict[str, object]:
+        """What, beside the model, shapes a series' state and its decisions (recorded in a store)."""
+        return {
+            "confirm_after": self.confirm_after,
+            "min_pre": self.min_pre,
+            "threshold": self.threshold,
+            "recheck_after": self.recheck_after,
+            "withdraw_below": self.withdraw_below,
+        }
 
     # ------------------------------------------------------------------ construction
 

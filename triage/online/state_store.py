@@ -25,7 +25,7 @@ power loss, at the cost of an fsync per transaction.
 
 Tables::
 
-    meta(key PRIMARY KEY, value)                 format, model_id
+    meta(key PRIMARY KEY, value)                 format, model_id, loop_settings (JSON)
     series(series_id PRIMARY KEY, state)         SeriesState.to_dict() as JSON
     decisions(rowid, series_id, commit_id, decided_commit, idx, probability,
               decision, top_features, withdrawal)
@@ -219,8 +219,34 @@ class StateStore:
         if self.model_id != model_id:
             self._db.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id,))
 
+    def bind_settings(self, settings: dict[str, object]) -> None:
+        """Record the loop's settings on a fresh store; refuse a store built with others.
+
+        A state holds what its settings made of it: with confirmation delay 4
+        the last four commits of a series wait for their decision, which a
+        loop with delay 0 never makes (nor one for the commits that follow);
+        Pre's length and the alarm in progress follow ``min_pre``, the
+        threshold and the re-check. So, like another model's, another
+        setting's store is refused; ``--reset-state`` starts over. A store
+        written before settings were recorded takes the first ones given.
+        """
+        wanted = json.dumps(settings, sort_keys=True)
+        stored = self._meta("loop_settings")
+        if stored is not None and stored != wanted:
+            was, now = json.loads(stored), json.loads(wanted)
+            differ = sorted(k for k in set(was) | set(now) if was.get(k) != now.get(k))
+            shown = ", ".join(f"{k}={was.get(k)}" for k in differ)
+            asked = ", ".join(f"{k}={now.get(k)}" for k in differ)
+            raise StateStoreError(
+                self.path,
+                f"the state was built with {shown}, this run asks for {asked}: use the same settings, "
+                "or start over with --reset-state",
+            )
+        if stored is None:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('loop_settings', ?)", (wanted,))
+
     def reset(self) -> None:
-        """Forget every series state, decision and the model identity (one transaction)."""
+        """Forget every series state, decision, the model identity and the loop's settings (one transaction)."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
             if self.old_format:
@@ -232,7 +258,7 @@ class StateStore:
             else:
                 self._db.execute("DELETE FROM decisions")
             self._db.execute("DELETE FROM series")
-            self._db.execute("DELETE FROM meta WHERE key = 'model_id'")
+            self._db.execute("DELETE FROM meta WHERE key IN ('model_id', 'loop_settings')")
             self._db.execute("COMMIT")
             self.old_format = False
         except sqlite3.OperationalError as exc:
