@@ -155,7 +155,8 @@ def plot(
     from triage.cli.validation import check_choice, check_output_not_input
 
     check_output_not_input(out, data)
-    check_choice("--out", out.suffix.lower(), (".png", ".svg", ".pdf"))
+    # plot_history writes PNG whatever the name: a .svg or .pdf would hold PNG bytes.
+    check_choice("--out", out.suffix.lower(), (".png",))
     from triage.plotting import plot_history
 
     dataset = load(data, layout=layout)

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from triage.cli.validation import check_output_not_input, output_file
+from triage.cli.validation import check_choice, check_output_not_input, output_file
 from triage.core.atomic import destination, write_csv_atomic
 from triage.core.errors import InputError
 from triage.core.values import value_problem
@@ -53,10 +53,8 @@ def steady(
     from triage.readers.jmh import steady_long
     from triage.steady_state import CHOICES
 
-    if method not in CHOICES:
-        raise typer.BadParameter(
-            f"--trim-warmup must be one of {', '.join(CHOICES)}, got {method!r}"
-        )
+    # Any case, as convert and summary take it (steady_state.make lowers it too).
+    method = check_choice("--trim-warmup", method.strip().lower(), CHOICES)
     check_output_not_input(out, *files)
     check_output_not_input(starts_out, *files, option="--starts")
     if starts_out is not None and (
@@ -81,7 +79,12 @@ def steady(
     except ValueError as exc:
         if isinstance(exc, InputError):
             raise
-        raise typer.BadParameter(str(exc), param_hint="--commits") from None
+        if ids:
+            raise typer.BadParameter(str(exc), param_hint="--commits") from None
+        # Without --commits the ids are the file names' stems: the files clash.
+        raise typer.BadParameter(
+            f"{exc} (name each file's commit with --commits)", param_hint="FILES"
+        ) from None
     write_csv_atomic(long, out)
     if starts_out is not None:
         write_csv_atomic(starts.astype({"steady_start": "Int64"}), starts_out)
@@ -121,8 +124,7 @@ def sample(
     from triage.sampling import KERNELS
     from triage.sampling.partial import read_partial, sample_plan
 
-    if kernel not in KERNELS:
-        raise typer.BadParameter(f"--kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    check_choice("--kernel", kernel, KERNELS)
     check_output_not_input(out, data)
     if out is not None:
         destination(out)  # a directory or a path under a file: refused before the fit
@@ -187,10 +189,7 @@ def culprit(
     from triage.sampling import STRATEGIES, find_culprit, levels_around
     from triage.sampling.partial import read_partial
 
-    if strategy not in STRATEGIES:
-        raise typer.BadParameter(
-            f"--strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
-        )
+    check_choice("--strategy", strategy, STRATEGIES)
     check_output_not_input(out, data, oracle)
     if out is not None:
         # Refused now, not after the search: typed-in readings would be lost.
