@@ -125,3 +125,18 @@ def test_culprit_asks_again_for_a_typed_value_out_of_range(tmp_path):
     )
     assert res.returncode == 0, res.stdout + res.stderr
     assert "outside the usable range" in res.stdout and "culprit:" in res.stdout
+
+
+def test_culprit_keeps_the_readings_typed_before_the_input_ended(tmp_path):
+    # Was: two commits measured by hand, then ^D: exit 2 and both readings gone.
+    data = _partial(tmp_path / "p.csv")
+    out = tmp_path / "steps.csv"
+    res = triage(
+        "culprit", "--data", str(data), "--before", "c25", "--after", "c35", "--out", str(out),
+        stdin="1.0\n1.5\n",
+    )  # fmt: skip
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "the input ended" in res.stderr and "2 readings" in res.stderr and str(out) in res.stderr
+    steps = out.read_text().splitlines()
+    assert steps[0] == "step,commit,position,value,nearer" and len(steps) == 3
+    assert steps[1].endswith(",1.0,old") and steps[2].endswith(",1.5,new")

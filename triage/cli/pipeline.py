@@ -214,15 +214,34 @@ def culprit(
         given = read_partial(oracle, series if series else None)
         answers = dict(zip(given.commits, given.values, strict=True))
 
+    # Every reading as it arrives: a search cut short keeps the ones already made.
+    readings: list[tuple[int, float]] = []
+
     def measure(pos: int) -> float:
         commit = str(history.commits[pos])
         if answers is None:
-            return _ask(commit, pos)
-        if commit not in answers or not np.isfinite(answers[commit]):
+            value = _ask(commit, pos)
+        elif commit not in answers or not np.isfinite(answers[commit]):
             raise InputError(
                 oracle, None, f"no measurement of commit {commit!r} (asked by the search)"
             )
-        return float(answers[commit])
+        else:
+            value = float(answers[commit])
+        readings.append((pos, value))
+        return value
+
+    def steps(made: list[tuple[int, float]]) -> pd.DataFrame:
+        rows = [
+            {
+                "step": i,
+                "commit": history.commits[pos],
+                "position": pos,
+                "value": v,
+                "nearer": "new" if abs(v - new) < abs(v - old) else "old",
+            }
+            for i, (pos, v) in enumerate(made, start=1)
+        ]
+        return pd.DataFrame(rows, columns=["step", "commit", "position", "value", "nearer"])
 
     try:
         search = find_culprit(
@@ -236,22 +255,24 @@ def culprit(
             max_measurements=max_measurements,
             tolerance=tolerance,
         )
-    except ValueError as exc:
-        if isinstance(exc, InputError):
+    except InputError as exc:
+        if out is None or not readings:
             raise
+        # Measurements by hand can take hours each: never drop them with the search.
+        write_csv_atomic(steps(readings), out)
+        raise InputError(
+            exc.source, exc.row, f"{exc.problem}; the {len(readings)} readings made are in {out}"
+        ) from None
+    except ValueError as exc:
         raise InputError(data, None, str(exc)) from None
     table = Table(
         title=f"{history.series_id}: change between {before} (level {old:.4g}) and {after} (level {new:.4g})"
     )
     for col in ("#", "commit", "position", "value", "nearer"):
         table.add_column(col, justify="left" if col == "commit" else "right")
-    rows = []
-    for i, (pos, v) in enumerate(search.measured, start=1):
-        side = "new" if abs(v - new) < abs(v - old) else "old"
-        rows.append(
-            {"step": i, "commit": history.commits[pos], "position": pos, "value": v, "nearer": side}
-        )
-        table.add_row(str(i), str(history.commits[pos]), str(pos), f"{v:.4g}", side)
+    made = steps(search.measured)
+    for r in made.itertuples():
+        table.add_row(str(r.step), str(r.commit), str(r.position), f"{r.value:.4g}", r.nearer)
     console.print(table)
     assert search.culprit is not None
     console.print(
@@ -272,9 +293,7 @@ def culprit(
         )
     )
     if out is not None:
-        write_csv_atomic(
-            pd.DataFrame(rows, columns=["step", "commit", "position", "value", "nearer"]), out
-        )
+        write_csv_atomic(made, out)
 
 
 def _ask(commit: str, pos: int) -> float:
