@@ -151,3 +151,12 @@ def test_the_conflict_page_links_back_to_the_page_the_sheriff_came_from(client, 
     assert "<h1>409 Conflict</h1>" in r.text
     assert '<a href="/series?id=suite%2Fa#a-suite%2Fa-c0040">back to the alert</a>' in r.text
     assert "Reload the page" not in r.text
+
+
+def test_a_form_from_before_a_restart_links_back_instead_of_saying_reload(client, ws):
+    form = {**_form(client, "/decide"), "csrf": "token-of-the-previous-server-run"}
+    r = _post(client, "/decide", form, decision="true", next="/?status=untriaged")
+    assert r.status_code == 403 and "form token" in r.text
+    assert '<a href="/?status=untriaged">back to the page</a>' in r.text
+    assert "reload" not in r.text.lower()
+    assert len(ws.store.history()) == 0

@@ -121,9 +121,10 @@ class Workspace:
 class BadRequest(HTTPException):
     """A 4xx with one sentence; ``back``: a local link to where the sheriff was (for a refused POST)."""
 
-    def __init__(self, detail: str, status: int = 400, back: str | None = None):
+    def __init__(self, detail: str, status: int = 400, back: str | None = None, back_words: str = "back to the page"):
         super().__init__(status_code=status, detail=detail)
         self.back = back
+        self.back_words = back_words
 
 
 def _env() -> jinja2.Environment:
@@ -213,7 +214,9 @@ async def _form(request: Request) -> dict[str, str]:
 
 def _check_csrf(ws: Workspace, form: dict[str, str]) -> None:
     if not hmac.compare_digest(form.get("csrf", "").encode(), ws.csrf.encode()):
-        raise BadRequest("missing or stale form token: reload the page and try again", 403)
+        # A link back, not "reload": reloading the answer to a POST sends the stale token again.
+        raise BadRequest("missing or stale form token (the workspace was restarted since the page was loaded?): "
+                         "go back to the page, it has a fresh token, and try again", 403, back=_local(form))
 
 
 def _alert_of(ws: Workspace, form: dict[str, str]) -> Alert:
@@ -247,7 +250,7 @@ def _conflict(exc: Conflict, form: dict[str, str], alert: Alert) -> BadRequest:
     else:
         what = f"this alert was decided meanwhile ({now.word} by {now.who}, {now.decided_at[:16].replace('T', ' ')} UTC)"
     return BadRequest(f"not recorded: {what}. Its page shows it now; decide again there if you still disagree.", 409,
-                      back=f"{_local(form)}#{_anchor(alert)}")
+                      back=f"{_local(form)}#{_anchor(alert)}", back_words="back to the alert")
 
 
 def _local(form: dict[str, str]) -> str:
@@ -451,7 +454,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
     detail = getattr(exc, "detail", "") or "bad request"
     ws: Workspace = request.app.state.ws
     return _page(ws, "error.html", status=status, status_code=status, message=str(detail), title="Error",
-                 back=getattr(exc, "back", None))
+                 back=getattr(exc, "back", None), back_words=getattr(exc, "back_words", ""))
 
 
 async def server_error(request: Request, exc: Exception) -> Response:
