@@ -116,7 +116,14 @@ RECALL_KEPT = 0.95
 RADII: tuple[int, ...] = (0, 5, 10)
 #: How the per-detector thresholds are chosen (``--thresholds``); see :func:`scoring_model`.
 #: Scoring model kinds compared on the development looks (``--model-kind``); see :func:`fit_model`.
-MODEL_KINDS: tuple[str, ...] = ("rf", "xgb")
+MODEL_KINDS: tuple[str, ...] = ("rf", "xgb", "xgb-mono")
+#: Columns held monotonically increasing in ``xgb-mono`` (a larger shift, other columns fixed, is never
+#: less likely a change): a shape the fit projects cannot teach wrongly to the other projects.
+MONOTONE_UP: tuple[str, ...] = (
+    "pair_robust_shift", "pair_welch_d", "pair_overlap", "pair_after_consistency", "ctx_local_shift",
+    "ctx_dominance", "ctx_shift_pct", "ctx_shift_vs_typical", "ctx_shift_diffnoise", "ctx_shift_vs_global",
+    "ctx_far_shift",
+)
 THRESHOLD_CHOICES: tuple[str, ...] = ("pooled", "validation")
 #: The detectors this run uses: every registry detector (``hybrid_cvm`` too, since its
 #: p-values are counted once per pair of window sizes: about as fast as the other tests).
@@ -270,9 +277,12 @@ def feature_names(rows: pd.DataFrame) -> list[str]:
 def fit_model(rows: pd.DataFrame, validation: pd.DataFrame | None, seed: int, n_jobs: int, kind: str = "rf"):
     from triage.training.classifier import TriageClassifier
 
-    if kind == "xgb":
+    cols = feature_names(rows)
+    if kind in ("xgb", "xgb-mono"):
         # The online models' boosting settings (400 trees of depth 6): about 1 MB on disk.
         params: dict[str, object] = {"n_estimators": 400, "max_depth": 6, "learning_rate": 0.05}
+        if kind == "xgb-mono":
+            params["monotone_constraints"] = tuple(int(c in MONOTONE_UP) for c in cols)
     elif kind == "rf":
         # 140 trees whose smallest leaf grows with the rows (1 row in 2,000)
         # keep a forest on all fit rows and six augmented seeds under the 5 MB
@@ -280,8 +290,7 @@ def fit_model(rows: pd.DataFrame, validation: pd.DataFrame | None, seed: int, n_
         params = {"n_estimators": 140, "min_samples_leaf": max(3, round(len(rows) / 2000))}
     else:
         raise ValueError(f"model kind {kind!r} is not one of {MODEL_KINDS}")
-    cols = feature_names(rows)
-    clf = TriageClassifier(model=kind, features=cols, threshold="0.5",
+    clf = TriageClassifier(model=kind.split("-")[0], features=cols, threshold="0.5",
                            calibration="isotonic" if validation is not None else "none",
                            random_state=seed, n_jobs=n_jobs, **params)
     val = None if validation is None else (validation[cols], validation["y"].to_numpy())
