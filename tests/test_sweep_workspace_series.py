@@ -84,3 +84,19 @@ def test_one_commit_of_change_reads_in_the_singular():
         np.r_[np.full(30, 1.0), [2.0]] + np.r_[np.random.default_rng(1).normal(0, 0.01, 30), 0.0]
     )
     assert reason(_history("last", values), 30)[0].endswith("(1 commit)")
+
+
+@pytest.mark.parametrize(
+    "name", ["io.bench.Outer$Inner.run$x^{2", r"price $\undefinedcommand$ per op"]
+)
+def test_a_dollar_in_a_series_name_is_text_not_mathtext(tmp_path, name):
+    """JMH names nested classes Outer$Inner: matplotlib read '$...$' in the title as TeX and failed (500)."""
+    h = _history(name, np.r_[np.ones(20), np.full(20, 2.0)], [20])
+    dataset = Dataset([h], source="<t>")
+    ws = Workspace(
+        dataset=dataset, alerts=build_alerts(dataset), store=LabelsStore(tmp_path / "l.sqlite")
+    )
+    png = TestClient(create_app(ws), raise_server_exceptions=False).get(
+        "/plot.png", params={"id": name}
+    )
+    assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"

@@ -71,7 +71,8 @@ def series_png(history: History, points: Sequence[tuple[int, str, float | None, 
         ax.set_ylim(top=top + 0.15 * (top - low if top > low else abs(top) or 1.0))
     else:
         ax.text(0.5, 0.5, "no measured values", transform=ax.transAxes, ha="center", va="center")
-    ax.set_title(title, fontsize=9)
+    # A series name is text: '$' (JMH's Outer$Inner) must not start TeX, which can fail to parse.
+    ax.set_title(title, fontsize=9, parse_math=False)
     ax.set_xlabel("commit date" if has_dates else "commit (position in history)")
     ax.set_ylabel("value")
     if has_dates:
