@@ -140,3 +140,25 @@ def test_culprit_keeps_the_readings_typed_before_the_input_ended(tmp_path):
     steps = out.read_text().splitlines()
     assert steps[0] == "step,commit,position,value,nearer" and len(steps) == 3
     assert steps[1].endswith(",1.0,old") and steps[2].endswith(",1.5,new")
+
+
+def test_partial_history_from_stdin_and_from_any_compression(tmp_path):
+    # Was: `--data -` was "no such file"; a plain CSV named .gz "cannot
+    # decompress"; a gzip file's series was named "p.csv" (its stem kept .csv).
+    text = "commit,value\nc1,1.0\nc2,\nc3,2.0\n"
+    res = triage("sample", "--data", "-", "--budget", "1", stdin=text)
+    assert res.returncode == 0, res.stderr
+    assert "c2" in res.stdout
+    plain_named_gz = tmp_path / "p.csv.gz"
+    plain_named_gz.write_text(text)
+    res = triage("sample", "--data", str(plain_named_gz), "--budget", "1")
+    assert res.returncode == 0, res.stderr
+    assert "p: 2 of 3 commits measured" in res.stdout
+
+
+def test_partial_history_not_utf8_names_the_row(tmp_path):
+    data = tmp_path / "p.csv"
+    data.write_bytes(b"commit,value\nc1,1.0\nc\xe92,\nc3,2.0\n")
+    res = triage("sample", "--data", str(data), "--budget", "1")
+    assert res.returncode == 2
+    assert "p.csv, row 3: not a UTF-8 text file" in res.stderr

@@ -21,7 +21,10 @@ from triage.core.values import value_problem
 
 console = Console()
 
-PARTIAL_HELP = "CSV with commit,value (optional series_id), one row per commit in history order; empty value = not measured."
+PARTIAL_HELP = (
+    "CSV with commit,value (optional series_id), one row per commit in history order; empty value = "
+    "not measured; gzip/zstd compressed or - for stdin."
+)
 
 
 def steady(

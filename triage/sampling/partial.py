@@ -11,7 +11,6 @@ line 1) and the problem.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pandas as pd
 
 from triage.core.errors import InputError
 from triage.core.values import check_values
+from triage.readers.source import COMPRESSED_SUFFIXES, display_name, plain_file
 from triage.sampling.gp import HistoryGP
 
 
@@ -43,20 +43,13 @@ class PartialHistory:
 
 
 def read_partial(path: str | Path, series: str | None = None) -> PartialHistory:
-    """Read one series of a partly measured history (see module docstring)."""
-    path = Path(path)
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise InputError(path, None, "no such file") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(path, None, f"not a readable CSV file: {exc}") from None
-    except IsADirectoryError:
-        raise InputError(path, None, "is a directory, expected a CSV file") from None
-    except (EOFError, OSError, zlib.error) as exc:
-        # A truncated or damaged .gz / .zst: pandas lets the decompressor's error through,
-        # and click would turn an EOFError into a bare "Aborted.".
-        raise InputError(path, None, f"cannot decompress: {exc or type(exc).__name__}") from None
+    """Read one series of a partly measured history (see module docstring).
+
+    ``path`` may be ``-`` (stdin) and gzip or zstd compressed (told by content).
+    """
+    with plain_file(path, directory_ok=False) as plain:
+        frame = _read_cells(plain, display_name(path))
+    path = Path(display_name(path))
     frame.columns = [str(c).strip() for c in frame.columns]
     missing = [c for c in ("commit", "value") if c not in frame.columns]
     if missing:
@@ -76,13 +69,13 @@ def read_partial(path: str | Path, series: str | None = None) -> PartialHistory:
                     None,
                     f"{len(names)} series in the file: choose one with --series ({', '.join(names[:5])}, ...)",
                 )
-            series = names[0] if names else path.stem
+            series = names[0] if names else _stem(path)
         keep = (ids == series).to_numpy()
         if not keep.any():
             raise InputError(path, None, f"no series {series!r} in the file")
         frame, lines = frame[keep], lines[keep]
     elif series is None:
-        series = path.stem
+        series = _stem(path)
     if frame.empty:
         raise InputError(path, None, "no rows")
     commits = frame["commit"].str.strip().to_numpy(dtype=object)
@@ -110,6 +103,38 @@ def read_partial(path: str | Path, series: str | None = None) -> PartialHistory:
     return PartialHistory(
         str(series), per.index.to_numpy(dtype=object).astype(str), per.to_numpy(dtype=float)
     )
+
+
+def _stem(path: Path) -> str:
+    """The default series id: the file's name without compression and format suffixes."""
+    name = path.name
+    for suffix in COMPRESSED_SUFFIXES:
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    return Path(name).stem
+
+
+def _read_cells(plain: Path, shown: str) -> pd.DataFrame:
+    """Every cell of a plain CSV file as text; errors name ``shown`` (the file the user gave)."""
+    try:
+        # compression=None: plain_file decompressed it already, whatever its suffix says.
+        return pd.read_csv(
+            plain, dtype=str, keep_default_na=False, skipinitialspace=True, compression=None
+        )
+    except pd.errors.EmptyDataError:
+        raise InputError(shown, None, "file is empty") from None
+    except pd.errors.ParserError as exc:
+        raise InputError(shown, None, f"not a readable CSV file: {exc}") from None
+    except UnicodeDecodeError:
+        # pandas's byte offset is within a buffer; find the line in the file itself.
+        raw = plain.read_bytes()
+        try:
+            raw.decode("utf-8")
+            line = None
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(shown, line, "not a UTF-8 text file") from None
 
 
 def sample_plan(history: PartialHistory, budget: int, kernel: str = "brownian") -> pd.DataFrame:
