@@ -67,11 +67,18 @@ def serve(
         raise
     import uvicorn
 
-    shown = "localhost" if host in ("127.0.0.1", "::1") else host
-    url = f"http://{shown}:{sock.getsockname()[1]}/" + (f"?token={token}" if token else "")
+    url = _address(host, sock.getsockname()[1], token)
     console.print(f"{len(ws.alerts):,} alerts from {len(ws.dataset):,} series; decisions go to [bold]{labels}[/]", soft_wrap=True)
     console.print(f"open [bold]{url}[/] (Ctrl-C stops)", soft_wrap=True)
     uvicorn.Server(uvicorn.Config(create_app(ws), log_level="warning")).run(sockets=[sock])
+
+
+def _address(host: str, port: int, token: str | None) -> str:
+    """The URL to open: an IPv6 literal in brackets, the token encoded (a '#' or '&' in it would cut it short)."""
+    from urllib.parse import quote
+
+    shown = "localhost" if host in ("127.0.0.1", "::1") else f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/" + (f"?token={quote(token, safe='')}" if token else "")
 
 
 def _listening_socket(host: str, port: int):

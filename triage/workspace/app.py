@@ -25,6 +25,7 @@ Safety:
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import logging
 import re
 import secrets
@@ -74,9 +75,19 @@ PAGE = 200
 log = logging.getLogger("triage.workspace")
 
 
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (all of 127.0.0.0/8, ::1): nothing off this machine reaches it."""
+    if host in LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: only 'localhost' is known to stay on this machine
+        return False
+
+
 def check_host(host: str, token: str | None) -> None:
     """Refuse to serve off loopback without an access token (``ValueError`` says why)."""
-    if host not in LOOPBACK and not token:
+    if not is_loopback(host) and not token:
         raise ValueError(f"--host {host} is reachable from other machines: give --token (a secret every request must carry)")
     if token is not None and len(token) < 12:
         raise ValueError("--token must be at least 12 characters")
