@@ -79,3 +79,17 @@ def test_control_characters_in_the_query_are_refused(client, url):
 def test_a_series_page_without_an_id_says_so(client, url):
     r = client.get(url)
     assert r.status_code == 400 and "give the series" in r.text
+
+
+@pytest.mark.parametrize(
+    "method, url, status, sentence",
+    [
+        ("get", "/nowhere", 404, "no page at /nowhere"),
+        ("get", "/static/../app.py", 404, "no page at /app.py"),
+        ("get", "/decide", 405, "GET is not allowed on /decide"),
+        ("delete", "/", 405, "DELETE is not allowed on /"),
+    ],
+)
+def test_routing_errors_are_sentences(client, method, url, status, sentence):
+    r = getattr(client, method)(url)
+    assert r.status_code == status and sentence in r.text

@@ -463,6 +463,15 @@ async def favicon(request: Request) -> Response:
 async def http_error(request: Request, exc: Exception) -> Response:
     status = getattr(exc, "status_code", 400)
     detail = getattr(exc, "detail", "") or "bad request"
+    if not isinstance(exc, BadRequest):  # Starlette's routing: its detail is only the status phrase
+        path = request.url.path[:200]
+        if status == 404:
+            detail = (f"no page at {path}: the workspace has the alert queue (/), a page per series "
+                      "(/series?id=...) and the agreement by week (/agreement)")
+        elif status == 405:
+            detail = f"{request.method} is not allowed on {path}"
+            if path in ("/decide", "/undo"):
+                detail += " (decisions are sent by the buttons of the queue and the series pages)"
     ws: Workspace = request.app.state.ws
     return _page(ws, "error.html", status=status, status_code=status, message=str(detail), title="Error",
                  back=getattr(exc, "back", None), back_words=getattr(exc, "back_words", ""))
