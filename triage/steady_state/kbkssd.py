@@ -17,7 +17,8 @@ is a run that starts high and **falls** to its steady level. A rate (JMH's
    and ``-1`` on the other: one as long as the run (its extreme is the split
    with the largest drop of the means, a CUSUM split) and a short one of
    ``short_kernel`` iterations per side (the steepest local drop). Each
-   proposes the last iteration before a fall. When they disagree, the later
+   proposes the last iteration before a fall (none when nothing falls, as in
+   a constant run). When they disagree, the later
    one is taken only if the stretch between them still sits above the final
    level by more than twice the drop at the later one (medians of
    ``step_window`` iterations each side); a step is kept only when the median
@@ -86,7 +87,9 @@ def drop_positions(x: np.ndarray, short: int) -> tuple[int, int]:
     if n >= 2 * short:
         i = np.arange(n - 2 * short + 1)
         local = (prefix[i + 2 * short] - prefix[i + short]) - (prefix[i + short] - prefix[i])
-        short_step = int(np.argmin(local)) + short - 1
+        # No fall anywhere (a constant run): argmin would name the first window.
+        if local.min() < 0:
+            short_step = int(np.argmin(local)) + short - 1
     return long_step, short_step
 
 
