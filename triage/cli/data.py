@@ -126,7 +126,7 @@ def convert(
     # Option errors name the option, not the data file (load() would blame --data).
     check_choice("--aggregate", aggregate, tuple(AGGREGATES))
     check_choice("--trim-warmup", trim_warmup.strip().lower(), CHOICES)
-    check_output_not_input(out, data, alerts)
+    check_output_not_input(out, data, alerts, commit_order)
     from triage.loaders import write_long
 
     dataset = load(
