@@ -239,3 +239,9 @@ def test_lattice_agrees_with_the_exact_search_on_clear_warmups():
         coarse = CPSSD(exact_max=300).fit(run.values)  # lattice of 5
         assert exact.start_ is not None and coarse.start_ is not None
         assert abs(coarse.start_ - exact.start_) <= 2, (run.onset, exact.start_, coarse.start_)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5])
+def test_exact_max_must_be_a_positive_count(bad):
+    with pytest.raises(ValueError, match="exact_max"):
+        CPSSD(exact_max=bad).fit(np.ones(20))

@@ -265,6 +265,14 @@ class CPSSD:
         self.exact_max = exact_max
 
     def fit(self, x: object) -> CPSSD:
+        if (
+            isinstance(self.exact_max, bool)
+            or not isinstance(self.exact_max, (int, np.integer))
+            or self.exact_max < 1
+        ):
+            raise ValueError(
+                f"exact_max must be a positive number of iterations, got {self.exact_max!r}"
+            )
         run = as_run(x)
         n = len(run)
         log_n = float(np.log(max(n, 2)))
