@@ -49,7 +49,13 @@ def serve(
     sheriff: Annotated[str | None, typer.Option("--sheriff", help="Name recorded with decisions when the page gives none (default: your user name).")] = None,
 ) -> None:
     """Serve the triage workspace: the alert queue, series plots, one-click decisions, agreement by week."""
-    from triage.workspace.app import check_commit_url, check_host, create_app
+    from triage.workspace.app import (
+        LOOPBACK_NAMES,
+        check_commit_url,
+        check_host,
+        create_app,
+        is_loopback,
+    )
 
     try:
         check_host(host, token)
@@ -65,6 +71,10 @@ def serve(
     except BaseException:
         sock.close()
         raise
+    if token is None and is_loopback(host):
+        # No token: the Host header is the only thing telling this machine's browser tabs
+        # from a page re-pointed at 127.0.0.1 (DNS rebinding).
+        ws.allowed_hosts = LOOPBACK_NAMES | {host.lower()}
     import uvicorn
 
     url = _address(host, sock.getsockname()[1], token)

@@ -25,6 +25,7 @@ Safety:
 from __future__ import annotations
 
 import hmac
+import html
 import ipaddress
 import logging
 import re
@@ -112,6 +113,10 @@ class Workspace:
     commit_url: str | None = None
     sheriff: str = "sheriff"
     token: str | None = None
+    #: Host names the requests may carry (None: any). ``serve`` on loopback without a token sets
+    #: the loopback names: a page whose name an attacker re-points to 127.0.0.1 (DNS rebinding)
+    #: would otherwise read the pages, their form token included, and decide.
+    allowed_hosts: frozenset[str] | None = None
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     by_key: dict[tuple[str, str], Alert] = field(init=False)
     _plot_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -502,11 +507,31 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self';
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 
 
+def _host_name(host: str) -> str:
+    """The name in a Host header, without its port: 'localhost:8765' -> 'localhost', '[::1]:80' -> '::1'."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+#: The names a loopback-only workspace answers to.
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
 class Guard(BaseHTTPMiddleware):
     """The access token (when set) and the security headers on every response."""
 
     async def dispatch(self, request: Request, call_next) -> Response:
         ws: Workspace = request.app.state.ws
+        if ws.allowed_hosts is not None:
+            name = _host_name(request.headers.get("host", ""))
+            if name not in ws.allowed_hosts:
+                return self._harden(HTMLResponse(
+                    "<!doctype html><title>Wrong address</title><p>This workspace answers only to "
+                    f"{html.escape(', '.join(sorted(ws.allowed_hosts)))}, not to {html.escape(name[:100])!s}: "
+                    "open the address <code>triage serve</code> printed (http://localhost:...).</p>",
+                    status_code=421))
         if ws.token:
             given = request.query_params.get("token")
             if given is not None and hmac.compare_digest(given.encode(), ws.token.encode()):
