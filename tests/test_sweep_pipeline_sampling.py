@@ -162,3 +162,29 @@ def test_partial_history_not_utf8_names_the_row(tmp_path):
     res = triage("sample", "--data", str(data), "--budget", "1")
     assert res.returncode == 2
     assert "p.csv, row 3: not a UTF-8 text file" in res.stderr
+
+
+def test_culprit_does_not_claim_a_noise_scale_it_never_measured(tmp_path):
+    # Was: "step 10.0 noise scales (the 2 neighbours' spread)" with one
+    # neighbour a side, whatever the step: a stand-in sigma reported as measured.
+    data = _partial(tmp_path / "p.csv")
+    oracle = _oracle(tmp_path / "oracle.csv", {i: 1.0 + 0.5 * (i >= 31) for i in range(60)})
+    args = [
+        "culprit",
+        "--data",
+        str(data),
+        "--before",
+        "c25",
+        "--after",
+        "c35",
+        "--oracle",
+        str(oracle),
+    ]
+    res = triage(*args, "--levels", "1")
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
+    assert "noise unknown" in text and "noise scales" not in text
+    res = triage(*args)
+    assert res.returncode == 0 and "noise scales (the 10 neighbours' spread)" in " ".join(
+        res.stdout.split()
+    )

@@ -190,6 +190,7 @@ def culprit(
     import pandas as pd
 
     from triage.sampling import STRATEGIES, find_culprit, levels_around
+    from triage.sampling.culprit import neighbour_spread
     from triage.sampling.partial import read_partial
 
     check_choice("--strategy", strategy, STRATEGIES)
@@ -286,15 +287,23 @@ def culprit(
     # The step in noise scales is what decides whether any search can succeed (BENCHMARKS.md,
     # "Culprit search": success by shift / noise); say so when it is small.
     ratio = abs(new - old) / sigma if sigma > 0 else float("inf")
-    console.print(
-        f"step {ratio:.1f} noise scales (the {len(left) + len(right)} neighbours' spread)"
-        + (
-            "; below 3 a reading in the gap is often nearer the wrong level: treat the culprit as a "
-            "lead and re-measure around it"
-            if ratio < 3
-            else ""
+    if neighbour_spread(history.values[left], history.values[right]) == 0:
+        # levels_around's stand-in (a tenth of the step) would read as "10 noise scales".
+        console.print(
+            f"noise unknown: the {len(left) + len(right)} neighbours have no spread, so the search "
+            "took a tenth of the step for it; measure more commits on each side (--levels) or "
+            "re-measure around the culprit"
         )
-    )
+    else:
+        console.print(
+            f"step {ratio:.1f} noise scales (the {len(left) + len(right)} neighbours' spread)"
+            + (
+                "; below 3 a reading in the gap is often nearer the wrong level: treat the culprit "
+                "as a lead and re-measure around it"
+                if ratio < 3
+                else ""
+            )
+        )
     if out is not None:
         write_csv_atomic(made, out)
 

@@ -66,9 +66,18 @@ def levels_around(left, right) -> tuple[float, float, float]:
     if len(left) == 0 or len(right) == 0:
         raise ValueError("at least one measured commit is needed on each side of the alert")
     old, new = float(np.median(left)), float(np.median(right))
-    resid = np.r_[left - old, right - new]
-    sigma = float(np.median(np.abs(resid)) * 1.4826) or abs(new - old) / 10
+    sigma = neighbour_spread(left, right) or abs(new - old) / 10
     return old, new, sigma
+
+
+def neighbour_spread(left, right) -> float:
+    """The pooled MAD (x 1.4826) of both sides around their own medians; 0 when they have no spread.
+
+    0 also when each side holds one commit: one reading has no spread.
+    """
+    left, right = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
+    resid = np.r_[left - np.median(left), right - np.median(right)]
+    return float(np.median(np.abs(resid)) * 1.4826)
 
 
 @dataclass
