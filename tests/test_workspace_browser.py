@@ -170,3 +170,45 @@ def test_enter_in_the_note_field_records_no_decision(fresh_workspace, tmp_path):
             driver.quit()
     assert [(d.commit, d.label, d.note) for d in ws.store.history()] == [
         (commit, L.FALSE_POSITIVE, "only noise, I think")]
+
+
+@pytest.mark.slow
+def test_long_series_names_keep_the_decision_buttons_on_screen(tmp_path):
+    """Real series ids run to 130 characters without a space (asv: module.Class.method/machine/env)."""
+    pytest.importorskip("selenium", reason="selenium is a dev dependency: pip install -e '.[dev]'")
+    import numpy as np
+    import pandas as pd
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from triage.core.history import Dataset, History
+    from triage.workspace.alerts import build_alerts
+    from triage.workspace.app import Workspace, create_app
+    from triage.workspace.store import LabelsStore
+
+    name = ("suite-asv/data_struct_benchmarks.multi_value_dict.benchmark.MultiValueDictBench."
+            "time_multi_value_dict_with_a_long_parameter_list/ubuntu-latest/conda-py3.10-numpy1.26")
+    n = 60
+    labels = np.full(n, L.NONE, dtype=object)
+    labels[30] = L.NOT_TRIAGED
+    h = History(name, [f"{i:040x}" for i in range(n)], np.r_[np.ones(30), np.full(30, 2.0)], labels,
+                timestamps=pd.date_range("2026-01-01", periods=n).to_numpy())
+    dataset = Dataset([h], source="<test>")
+    ws = Workspace(dataset=dataset, alerts=build_alerts(dataset), store=LabelsStore(tmp_path / "l.sqlite"))
+    with Server(create_app(ws)) as server:
+        driver = browser(tmp_path / "profile")
+        try:
+            driver.get(f"http://127.0.0.1:{server.port}/")
+            wide, shown = driver.execute_script(
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            button = driver.find_element(By.CSS_SELECTOR, "button.b-unsure")
+            right = driver.execute_script("return arguments[0].getBoundingClientRect().right", button)
+            driver.find_element(By.CSS_SELECTOR, "td.series a").click()
+            WebDriverWait(driver, 20).until(EC.presence_of_element_located((By.CSS_SELECTOR, "img.plot")))
+            page_wide = driver.execute_script("return document.documentElement.scrollWidth")
+        finally:
+            driver.quit()
+    assert wide <= shown, "the queue scrolls sideways"
+    assert right <= shown, "the decision buttons are off screen"
+    assert page_wide <= shown, "the series page scrolls sideways"
