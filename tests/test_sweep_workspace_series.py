@@ -35,7 +35,9 @@ def _gappy() -> History:
     """A step from 1 to 2 at commit 50, with a value missing on each side (a failed run)."""
     values = np.r_[np.ones(50), np.full(50, 2.0)] + np.random.default_rng(0).normal(0, 0.05, 100)
     values[[40, 60]] = np.nan
-    return _history("gappy", values, [50])
+    h = _history("gappy", values, [50])
+    h.higher_is_better = False  # a time
+    return h
 
 
 @pytest.fixture
@@ -100,3 +102,30 @@ def test_a_dollar_in_a_series_name_is_text_not_mathtext(tmp_path, name):
         "/plot.png", params={"id": name}
     )
     assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "higher, direction", [(None, "change"), (True, "regression"), (False, "improvement")]
+)
+def test_the_direction_is_only_what_the_data_says(higher, direction):
+    """A long-layout file does not say which way is better: a fall in ops/s is no 'improvement'."""
+    h = _history(
+        "ops",
+        np.r_[np.full(30, 1000.0), np.full(30, 800.0)] + np.random.default_rng(2).normal(0, 5, 60),
+    )
+    h.higher_is_better = higher
+    why, pct, got = reason(h, 30)
+    assert got == direction and why.startswith("median fell") and pct < -15
+
+
+def test_the_queue_filters_changes_of_unknown_direction(tmp_path):
+    ops = _history("ops", np.r_[np.full(30, 1000.0), np.full(30, 800.0)], [30])  # direction unknown
+    ms = _history("ms", np.r_[np.full(30, 10.0), np.full(30, 12.0)], [30])
+    ms.higher_is_better = False
+    dataset = Dataset([ops, ms], source="<t>")
+    ws = Workspace(
+        dataset=dataset, alerts=build_alerts(dataset), store=LabelsStore(tmp_path / "l.sqlite")
+    )
+    r = TestClient(create_app(ws)).get("/", params={"direction": "change"})
+    assert r.status_code == 200 and 'value="change" selected' in r.text
+    assert re.findall(r'data-series="(\w+)"', r.text) == ["ops"]

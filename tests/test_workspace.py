@@ -30,14 +30,15 @@ EVIL = "<script>alert('x')</script>"
 
 def _step(series_id: str, n: int = 120, at: int = 60, rise: float = 0.12, seed: int = 0,
           label: str = L.NOT_TRIAGED) -> History:
-    """A series at 100 (noise sd 1) that steps by ``rise`` at ``at`` and stays, with dates."""
+    """A series of times (lower is better) at 100 (noise sd 1) that steps by ``rise`` at ``at`` and stays, with dates."""
     rng = np.random.default_rng(seed)
     values = 100.0 + rng.normal(0, 1.0, n)
     values[at:] += 100.0 * rise
     labels = np.full(n, L.NONE, dtype=object)
     labels[at] = label
     stamps = pd.date_range("2026-01-05", periods=n, freq="D").to_numpy()
-    return History(series_id, [f"c{seed:02d}{i:04d}" for i in range(n)], values, labels, timestamps=stamps)
+    return History(series_id, [f"c{seed:02d}{i:04d}" for i in range(n)], values, labels, timestamps=stamps,
+                   higher_is_better=False)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +93,7 @@ def _row(html: str, alert: Alert) -> str:
 def test_reason_in_plain_words_with_direction():
     h = _step("s", rise=0.12, seed=4)
     why, pct, direction = reason(h, 60)
-    assert direction == "regression"  # lower is better by default: a rise is a regression
+    assert direction == "regression"  # a time: lower is better, a rise is a regression
     assert 10 < pct < 14
     assert re.fullmatch(r"median rose 1\d(\.\d+)?% \(\d+\.\d noise sd\) and stayed up to the end of the history \(60 commits\)", why), why
     down = _step("s", rise=-0.12, seed=4)
@@ -165,9 +166,9 @@ def test_filters(client, ws):
 
 
 def test_queue_pages(client, ws):
-    html = client.get("/", params={"limit": 3, "direction": "regression"}).text
+    html = client.get("/", params={"limit": 3, "direction": "change"}).text  # (the synthetic series say no direction)
     assert len(re.findall(r'data-commit="', html)) == 3
-    assert 'href="/?direction=regression&amp;limit=10000">show all</a>' in html
+    assert 'href="/?direction=change&amp;limit=10000">show all</a>' in html
 
 
 def test_series_page_and_plot(client, ws):

@@ -3,8 +3,8 @@
 Each :class:`Alert` carries the series name (suite / test / platform where
 the candidate file names them, e.g. a Perfherder export; else the series
 id), the commit, its date, the % change of the median and its direction
-(regression or improvement, from the series' ``higher_is_better`` when the
-History has one, lower is better otherwise), P(true) and the model's call,
+(regression or improvement from the series' ``higher_is_better``; a plain
+change when the data does not say which way is better), P(true) and the model's call,
 the detector that raised it, and a plain reason computed from the values
 around the commit (:func:`reason`), e.g. "median rose 12% (5.0 noise sd) and
 stayed up for 30 commits".
@@ -39,7 +39,7 @@ class Alert:
     index: int
     date: pd.Timestamp | None
     change_pct: float
-    direction: str  # "regression", "improvement" or "none"
+    direction: str  # "regression", "improvement", "change" (which way is better unknown) or "none"
     detector: str
     data_label: str
     reason: str
@@ -49,11 +49,6 @@ class Alert:
     @property
     def key(self) -> tuple[str, str]:
         return (self.series_id, self.commit)
-
-
-def lower_is_better(history: History) -> bool:
-    """The unit's direction: ``higher_is_better`` on the History when present (ops/s), else lower."""
-    return not bool(getattr(history, "higher_is_better", False))
 
 
 def _noise_sd(values: np.ndarray) -> float:
@@ -100,7 +95,10 @@ def change_at(history: History, i: int, window: int = REASON_WINDOW) -> tuple[fl
 def reason(history: History, i: int) -> tuple[str, float, str]:
     """Plain words for the change at ``i``, its % change and direction.
 
-    Returns (reason, % change of the median, "regression" | "improvement" | "none").
+    Returns (reason, % change of the median, "regression" | "improvement" | "change" | "none"):
+    "change" when the data does not say which way is better (``higher_is_better``
+    None, e.g. a long-layout file), rather than guessing and calling a drop
+    in ops/s an improvement.
     """
     before, after, sd, lasted, to_end = change_at(history, i)
     if not np.isfinite(before) or not np.isfinite(after):
@@ -112,7 +110,7 @@ def reason(history: History, i: int) -> tuple[str, float, str]:
     if after == before:
         return "median unchanged", 0.0, "none"
     rose = after > before
-    direction = "regression" if rose == lower_is_better(history) else "improvement"
+    direction = history.change_kind(before, after)
     verb = "rose" if rose else "fell"
     size = f"{abs(pct):.3g}%" if np.isfinite(pct) else f"from {before:.4g} to {after:.4g}"
     noise = f" ({abs(after - before) / sd:.1f} noise sd)" if sd > 0 else " (noise-free series)"

@@ -68,7 +68,7 @@ HERE = Path(__file__).resolve().parent
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 STATUSES = ("untriaged", "true", "false", "unsure")
 CALLS = {"true": L.TRUE_POSITIVE, "false": L.FALSE_POSITIVE}
-DIRECTIONS = ("regression", "improvement")
+DIRECTIONS = ("regression", "improvement", "change")
 #: Largest POST body accepted (a decision is a few hundred bytes).
 MAX_BODY = 16_384
 #: Rows shown per queue page.
