@@ -32,3 +32,21 @@ def test_convert_refuses_to_write_over_its_commit_order_file(tmp_path):
     assert res.returncode == 2, res.stdout + res.stderr
     assert "--out" in res.stderr and "input" in res.stderr
     assert order.read_bytes() == before
+
+
+def test_convert_and_plot_take_the_sort_their_error_advises(tmp_path):
+    # Was: "sort the file or ask for sorting (--sort-timestamps)", an option
+    # only summary had: convert and plot said "No such option".
+    data = tmp_path / "h.csv"
+    data.write_text(
+        "series_id,commit,timestamp,value\n"
+        "s,c1,2024-01-02T00:00:00Z,1\ns,c2,2024-01-03T00:00:00Z,2\ns,c3,2024-01-01T00:00:00Z,3\n"
+    )
+    out = tmp_path / "o.csv"
+    res = triage("convert", "--data", str(data), "--out", str(out))
+    assert res.returncode == 2 and "--sort-timestamps" in res.stderr
+    res = triage("convert", "--data", str(data), "--out", str(out), "--sort-timestamps")
+    assert res.returncode == 0, res.stderr
+    assert [line.split(",")[1] for line in out.read_text().splitlines()[1:]] == ["c3", "c1", "c2"]
+    res = triage("plot", "--data", str(data), "--out", str(tmp_path / "p.png"), "--sort-timestamps")
+    assert res.returncode == 0, res.stderr

@@ -24,6 +24,8 @@ DATA_HELP = (
 )
 BRANCH_HELP = "Otava CSVs with a branch column: only this branch (default: every branch, series <metric>@<branch>)."
 ALERTS_HELP = "Perfherder alerts export (JSON) labelling Perfherder performance data."
+# Every command that loads timestamped rows takes it: the loader's error advises it.
+SORT_HELP = "Sort rows by timestamp (with a warning) instead of failing."
 
 
 def synth(
@@ -61,11 +63,7 @@ def summary(
     aggregate: str = typer.Option(
         "mean", help="Statistic for several measurements per commit: mean, median, p90."
     ),
-    sort_timestamps: bool = typer.Option(
-        False,
-        "--sort-timestamps",
-        help="Sort rows by timestamp (with a warning) instead of failing.",
-    ),
+    sort_timestamps: bool = typer.Option(False, "--sort-timestamps", help=SORT_HELP),
     trim_warmup: str = typer.Option(
         "none",
         "--trim-warmup",
@@ -117,6 +115,7 @@ def convert(
     branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
     alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
     commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),
+    sort_timestamps: bool = typer.Option(False, "--sort-timestamps", help=SORT_HELP),
 ) -> None:
     """Write any readable input in the long layout, one value per commit (e.g. Perfherder data + alerts -> labelled training data)."""
     from triage.cli.validation import check_choice, check_output_not_input
@@ -133,6 +132,7 @@ def convert(
         data,
         layout=layout,
         aggregate=aggregate,
+        sort_timestamps=sort_timestamps,
         branch=branch,
         alerts=alerts,
         trim_warmup=trim_warmup,
@@ -150,6 +150,7 @@ def plot(
     out: Path = typer.Option(..., "--out", parser=output_file, help="PNG file to write."),
     series: str = typer.Option(None, "--series", help="Series id (default: the first series)."),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
+    sort_timestamps: bool = typer.Option(False, "--sort-timestamps", help=SORT_HELP),
 ) -> None:
     """Render one series with its true change points and candidates as a PNG."""
     from triage.cli.validation import check_choice, check_output_not_input
@@ -159,7 +160,7 @@ def plot(
     check_choice("--out", out.suffix.lower(), (".png",))
     from triage.plotting import plot_history
 
-    dataset = load(data, layout=layout)
+    dataset = load(data, layout=layout, sort_timestamps=sort_timestamps)
     if series is None:
         history = next(iter(dataset))
     elif series in dataset:
