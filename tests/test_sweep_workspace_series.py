@@ -129,3 +129,18 @@ def test_the_queue_filters_changes_of_unknown_direction(tmp_path):
     r = TestClient(create_app(ws)).get("/", params={"direction": "change"})
     assert r.status_code == 200 and 'value="change" selected' in r.text
     assert re.findall(r'data-series="(\w+)"', r.text) == ["ops"]
+
+
+def test_p_true_labels_of_close_candidates_do_not_overlap():
+    from triage.workspace.plot import LABEL_GAP, label_rows
+
+    # Two candidates a few commits apart in 132 (as on a demo series), one far away.
+    positions = [70 / 132, 72 / 132, 120 / 132]
+    rows = label_rows(positions)
+    assert rows[0] != rows[1] and rows[2] == 0
+    # However many crowd together, no two labels closer than the gap share a row.
+    crowd = [0.5 + 0.004 * k for k in range(8)]
+    rows = label_rows(crowd)
+    for i in range(len(crowd)):
+        for j in range(i):
+            assert rows[i] != rows[j] or abs(crowd[i] - crowd[j]) >= LABEL_GAP

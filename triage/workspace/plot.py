@@ -22,6 +22,41 @@ STATUS_STYLE: dict[str, tuple[str, str]] = {
 }
 
 
+#: Width of a P(true) label ("0.57" at 7 pt) as a share of the axes' width: closer labels share no row.
+LABEL_GAP = 0.035
+#: Height of a row of labels, in points.
+LABEL_ROW = 8
+
+
+def label_rows(positions: Sequence[float], gap: float = LABEL_GAP) -> list[int]:
+    """The row (0 = lowest) of each label at ``positions`` (shares of the axes' width), so none overlap.
+
+    Candidates a few commits apart would otherwise print their P(true) on top
+    of each other, unreadable ("0.57" over "1.00").
+    """
+    rows = [0] * len(positions)
+    last: list[float] = []  # the right-most position placed in each row
+    for k in sorted(range(len(positions)), key=lambda k: positions[k]):
+        pos = positions[k]
+        row = next((r for r, end in enumerate(last) if pos - end >= gap), len(last))
+        if row == len(last):
+            last.append(pos)
+        else:
+            last[row] = pos
+        rows[k] = row
+    return rows
+
+
+def _shares(x: np.ndarray, indices: Sequence[int]) -> list[float]:
+    """Where ``x[i]`` sits along the x-axis for each index, from 0 (first value) to 1 (last)."""
+    v = x.astype("datetime64[ns]").astype(np.int64).astype(float) if np.issubdtype(x.dtype, np.datetime64) else x.astype(float)
+    ok = np.isfinite(v) & (v != float(np.iinfo(np.int64).min))  # NaT reads as the smallest int64
+    if not ok.any():
+        return [0.5] * len(indices)
+    lo, hi = float(v[ok].min()), float(v[ok].max())
+    return [0.5 if hi == lo or not ok[i] else (float(v[i]) - lo) / (hi - lo) for i in indices]
+
+
 def series_png(history: History, points: Sequence[tuple[int, str, float | None, str | None]], *,
                title: str, confirmed: Sequence[int] = ()) -> bytes:
     """A PNG of ``history``.
@@ -53,6 +88,8 @@ def series_png(history: History, points: Sequence[tuple[int, str, float | None, 
         ax.axvline(x[index], color="tab:red", lw=1.0, ls="--", alpha=0.6,
                    label=None if confirmed_drawn else "confirmed change")
         confirmed_drawn = True
+    labelled = [index for index, _, p_true, _ in points if p_true is not None]
+    row_of = dict(zip(labelled, label_rows(_shares(x, labelled)), strict=True))
     for index, status, p_true, call in points:
         if status == "true":
             ax.axvline(x[index], color="tab:red", lw=1.0, ls="--", alpha=0.6,
@@ -64,11 +101,13 @@ def series_png(history: History, points: Sequence[tuple[int, str, float | None, 
         seen.add(status)
         if p_true is not None:
             ax.annotate(f"{p_true:.2f}", (x[index], top), fontsize=7, ha="center", va="bottom",
+                        xytext=(0, 6 + LABEL_ROW * row_of[index]), textcoords="offset points",
                         color="tab:red" if call == "true_positive" else "tab:gray",
                         fontweight="bold" if call == "true_positive" else "normal")
     if len(finite):  # head-room for the P(true) labels written above the line
         low = float(finite.min())
-        ax.set_ylim(top=top + 0.15 * (top - low if top > low else abs(top) or 1.0))
+        rows = max(row_of.values(), default=0) + 1
+        ax.set_ylim(top=top + (0.08 + 0.07 * rows) * (top - low if top > low else abs(top) or 1.0))
     else:
         ax.text(0.5, 0.5, "no measured values", transform=ax.transAxes, ha="center", va="center")
     # A series name is text: '$' (JMH's Outer$Inner) must not start TeX, which can fail to parse.
