@@ -172,3 +172,11 @@ def test_a_store_damaged_under_the_server_is_a_clear_error_page(tmp_path):
     r = client.get("/")
     assert r.status_code == 503 and "Traceback" not in r.text
     assert "labels.sqlite" in r.text and "malformed" in r.text
+
+
+def test_a_labels_path_under_a_file_says_the_file_is_not_a_folder(tmp_path):
+    data = tmp_path / "data.csv"
+    data.write_text("series_id,commit,value\n")
+    with pytest.raises(InputError, match=r"data\.csv is a file, not a folder"):
+        LabelsStore(data / "labels.sqlite")
+    assert data.read_text() == "series_id,commit,value\n"

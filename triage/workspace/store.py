@@ -176,6 +176,17 @@ def _other_database(path: Path) -> str | None:
             "give --labels a new file or a labels store written by `triage serve`")
 
 
+def _make_folder(path: Path) -> None:
+    """The folder of a new labels store; a file in the way is named (mkdir's own error says 'File exists')."""
+    for parent in reversed(path.parents):
+        if parent.exists() and not parent.is_dir():
+            raise InputError(path, None, f"cannot create the labels store: {parent} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(path, None, f"cannot create the folder {path.parent}: {exc.strerror or exc}") from None
+
+
 class LabelsStore:
     """The decisions of one labels file. Safe to share between threads.
 
@@ -186,7 +197,7 @@ class LabelsStore:
     def __init__(self, path: str | Path, *, create: bool = True):
         self.path = check_path(path, must_exist=not create)
         if create:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _make_folder(self.path)
         self._local = threading.local()
         self._opened: tuple[int, int] | None = None
         if self.path.exists() and (why := _other_database(self.path)):
