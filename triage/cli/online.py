@@ -262,6 +262,15 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
         raise InputError(path, None, "is empty: no header line (series_id, commit, value)")
 
 
+def _check_loop_options(min_pre: int | None, confirm_after: int | None) -> None:
+    """The loop's own checks name its parameters (``min_pre``); the user typed options."""
+    from triage.cli.validation import check_int
+    from triage.online.loop import MAX_CONFIRM
+
+    check_int("--min-pre", min_pre, low=0)
+    check_int("--confirm-after", confirm_after, low=0, high=MAX_CONFIRM)
+
+
 # ---------------------------------------------------------------------- commands
 
 
@@ -297,6 +306,7 @@ def watch(
 
     check_number("--poll", poll, low=0, high=3600)
     check_not_in_model_dir("--state", state)
+    _check_loop_options(min_pre, confirm_after)
     check_int("--cache-series", cache_series, low=1)
     from triage.core.values import out_of_range
     from triage.online.loop import OnlineTriage, RejectedCommit
@@ -444,6 +454,7 @@ def detect(
     _arrow_memory_to_the_system()
     check_int("--batch-series", batch_series, low=1)
     check_int("--commits-per-batch", commits_per_batch, low=1)
+    _check_loop_options(min_pre, confirm_after)
     import pandas as pd
 
     from triage.cli.progress import JobProgress, chunks

@@ -1,0 +1,55 @@
+"""Option values out of range: refused naming the option, before any data is read.
+
+``select-features --seed -5`` failed only after the feature extraction, naming
+the data; ``detect`` / ``watch`` named the library's parameter (``min_pre``)
+instead of the option.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers_cli import flat, invoke
+
+from triage.online.loop import MAX_CONFIRM
+
+
+@pytest.fixture
+def unread(tmp_path: Path) -> Path:
+    """A --data file whose first row is bad: an error about the option shows it was checked before reading."""
+    path = tmp_path / "data.csv"
+    path.write_text("series_id,commit,value\ns,c1,not-a-number\n")
+    return path
+
+
+@pytest.mark.parametrize("seed", ["-5", str(2**32)])
+def test_select_features_refuses_a_seed_out_of_range_before_reading(seed, unread, tmp_path):
+    code, output = invoke(
+        ["select-features", "--data", unread, "--out", tmp_path / "fs.json", "--seed", seed]
+    )
+    assert code == 2, output
+    assert "--seed" in flat(output) and "must be in [0, 4294967295]" in flat(output)
+    assert "not-a-number" not in output
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "problem"),
+    [
+        ("--min-pre", "-1", "must be >= 0"),
+        ("--confirm-after", str(MAX_CONFIRM + 1), f"must be in [0, {MAX_CONFIRM}]"),
+    ],
+)
+@pytest.mark.parametrize("command", ["detect", "watch"])
+def test_online_loop_options_are_named_when_out_of_range(
+    command, option, value, problem, unread, tmp_path
+):
+    args = (
+        ["detect", "--data", unread, "--out", tmp_path / "d.csv"]
+        if command == "detect"
+        else ["watch"]
+    )
+    code, output = invoke([*args, option, value], stdin="")
+    assert code == 2, output
+    assert option in flat(output) and problem in flat(output)
+    assert "not-a-number" not in output
