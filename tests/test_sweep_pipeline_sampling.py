@@ -188,3 +188,25 @@ def test_culprit_does_not_claim_a_noise_scale_it_never_measured(tmp_path):
     assert res.returncode == 0 and "noise scales (the 10 neighbours' spread)" in " ".join(
         res.stdout.split()
     )
+
+
+def test_sample_and_culprit_keep_stdout_for_the_csv_when_out_is_stdout(tmp_path):
+    # Was: the table and the summary lines (and the prompts) went to stdout
+    # with the CSV of --out -, so `triage sample ... --out - > plan.csv` was not a CSV.
+    data = _partial(tmp_path / "p.csv")
+    oracle = _oracle(tmp_path / "oracle.csv", {i: 1.0 + 0.5 * (i >= 31) for i in range(60)})
+    res = triage("sample", "--data", str(data), "--budget", "2", "--out", "-")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == "commit,position,measured,estimate,lower,upper,next" and len(lines) == 61
+    assert "measure next" in res.stderr
+    find = ["culprit", "--data", str(data), "--before", "c25", "--after", "c35", "--out", "-"]
+    for extra, stdin in (
+        (["--oracle", str(oracle)], None),
+        (["--strategy", "bisect"], "1.0\n1.5\n" * 6),
+    ):
+        res = triage(*find, *extra, stdin=stdin)
+        assert res.returncode == 0, res.stderr
+        lines = res.stdout.splitlines()
+        assert lines[0] == "step,commit,position,value,nearer", res.stdout
+        assert all(line[0].isdigit() for line in lines[1:]) and "culprit:" in res.stderr

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from triage.cli.tables import console_for
 from triage.cli.validation import check_choice, check_output_not_input, output_file
 from triage.core.atomic import destination, write_csv_atomic
 from triage.core.errors import InputError
@@ -131,6 +133,8 @@ def sample(
     check_output_not_input(out, data)
     if out is not None:
         destination(out)  # a directory or a path under a file: refused before the fit
+    # The CSV on stdout (--out - or /dev/stdout): the table goes to stderr, out of the data.
+    say = console_for(out)
     history = read_partial(data, series)
     try:
         plan = sample_plan(history, budget, kernel)
@@ -152,9 +156,9 @@ def sample(
             f"{r['estimate']:.4g}",
             f"{r['lower']:.4g} .. {r['upper']:.4g}",
         )
-    console.print(table)
+    say.print(table)
     if out is not None:
-        console.print(f"estimated history of {len(plan)} commits -> {out}")
+        say.print(f"estimated history of {len(plan)} commits -> {out}")
 
 
 def culprit(
@@ -198,6 +202,8 @@ def culprit(
     if out is not None:
         # Refused now, not after the search: typed-in readings would be lost.
         destination(out)
+    # The CSV on stdout (--out - or /dev/stdout): tables, lines and prompts go to stderr.
+    say = console_for(out)
     history = read_partial(data, series)
     a, b = history.position(before, data), history.position(after, data)
     if b <= a:
@@ -224,7 +230,7 @@ def culprit(
     def measure(pos: int) -> float:
         commit = str(history.commits[pos])
         if answers is None:
-            value = _ask(commit, pos)
+            value = _ask(commit, pos, say)
         elif commit not in answers or not np.isfinite(answers[commit]):
             raise InputError(
                 oracle, None, f"no measurement of commit {commit!r} (asked by the search)"
@@ -277,9 +283,9 @@ def culprit(
     made = steps(search.measured)
     for r in made.itertuples():
         table.add_row(str(r.step), str(r.commit), str(r.position), f"{r.value:.4g}", r.nearer)
-    console.print(table)
+    say.print(table)
     assert search.culprit is not None
-    console.print(
+    say.print(
         f"culprit: {history.commits[search.culprit]} (position {search.culprit}"
         f"{f', within {tolerance} commits' if tolerance and strategy == 'bayes' else ''}), "
         f"confidence {search.confidence:.2f}, {len(search.measured)} measurements for {b - a - 1} unmeasured commits"
@@ -289,13 +295,13 @@ def culprit(
     ratio = abs(new - old) / sigma if sigma > 0 else float("inf")
     if neighbour_spread(history.values[left], history.values[right]) == 0:
         # levels_around's stand-in (a tenth of the step) would read as "10 noise scales".
-        console.print(
+        say.print(
             f"noise unknown: the {len(left) + len(right)} neighbours have no spread, so the search "
             "took a tenth of the step for it; measure more commits on each side (--levels) or "
             "re-measure around the culprit"
         )
     else:
-        console.print(
+        say.print(
             f"step {ratio:.1f} noise scales (the {len(left) + len(right)} neighbours' spread)"
             + (
                 "; below 3 a reading in the gap is often nearer the wrong level: treat the culprit "
@@ -308,20 +314,40 @@ def culprit(
         write_csv_atomic(made, out)
 
 
-def _ask(commit: str, pos: int) -> float:
-    """One measurement typed in: a finite number, asked again otherwise; the input ending is an error."""
+def _ask(commit: str, pos: int, say: Console) -> float:
+    """One measurement typed in: a usable number, asked again otherwise; the input ending is an error.
+
+    The prompt goes where ``say`` prints (stderr when the CSV goes to stdout);
+    click's prompt would still put a space on stdout for each question.
+    """
     while True:
+        say.print(
+            f"value of commit {commit} (position {pos}): ", end="", markup=False, highlight=False
+        )
         try:
-            value = float(typer.prompt(f"value of commit {commit} (position {pos})", type=float))
-        except typer.Abort:
-            # stdin closed (or ^D): without this the user sees click's bare "Aborted.".
+            line = sys.stdin.readline()
+        except KeyboardInterrupt:
+            line = ""
+        if not line:
+            # stdin closed, ^D or ^C: the readings so far are kept by the caller.
             raise InputError(
                 "<stdin>", None, f"the input ended before commit {commit!r} was measured"
-            ) from None
+            )
+        try:
+            value = float(line.strip())
+        except ValueError:
+            say.print(
+                f"{line.strip()!r} is not a number; type the measured value of commit {commit}",
+                markup=False,
+                highlight=False,
+            )
+            continue
         problem = value_problem(value)
         if problem is None:
             return value
-        console.print(f"{problem}; type the measured value of commit {commit}", highlight=False)
+        say.print(
+            f"{problem}; type the measured value of commit {commit}", markup=False, highlight=False
+        )
 
 
 def register(app: typer.Typer) -> None:
