@@ -18,7 +18,14 @@ Safety:
 * with an access token (required off loopback, see :func:`check_host`) every
   request must present it: ``?token=`` once (then an HttpOnly, SameSite=Strict
   cookie), or ``Authorization: Bearer``;
-* bad requests get a 4xx page with one clear sentence; an unexpected error
+* served on loopback without a token, only loopback host names are answered
+  (421 otherwise): a page re-pointed at 127.0.0.1 by DNS rebinding cannot
+  read the CSRF token;
+* every form carries the decision its page showed (``seen``, ``decision_id``):
+  a repeated click is recorded once, a decision or undo from a stale page
+  (another tab decided meanwhile) is refused with 409 naming the current one;
+* bad requests get a 4xx page with one clear sentence; a labels store moved,
+  replaced or damaged under the server a 503 naming it; an unexpected error
   a 500 page without a traceback (logged on the server).
 """
 
@@ -162,8 +169,8 @@ ENV = _env()
 def _page(ws: Workspace, template: str, status: int = 200, **context) -> HTMLResponse:
     if "status_code" in context:  # an error page: its status in words, not only a number
         context["phrase"] = HTTPStatus(context["status_code"]).phrase
-    html = ENV.get_template(template).render(csrf=ws.csrf, model_name=ws.model_name, **context)
-    return HTMLResponse(html, status_code=status)
+    text = ENV.get_template(template).render(csrf=ws.csrf, model_name=ws.model_name, **context)
+    return HTMLResponse(text, status_code=status)
 
 
 def _date_param(params, name: str) -> pd.Timestamp | None:
@@ -251,7 +258,7 @@ def _decision_id(form: dict[str, str], name: str) -> int | None:
     if text is None:
         return None  # a client that sends no page state decides regardless (scripts, older pages)
     if not text.isascii() or not text.isdigit() or len(text) > 18:
-        raise BadRequest(f"{name} must be a decision id, a whole number (got {text[:40]!r}): reload the page")
+        raise BadRequest(f"{name} must be a decision id, a whole number (got {text[:40]!r})", back=_local(form))
     return int(text)
 
 
