@@ -12,12 +12,16 @@ One file (``--labels FILE``) holds an append-only table of decisions::
 decided, so the agreement by week is measured against the model that served
 the decision, not whichever model is loaded later.
 
-Why append-only: two sheriffs deciding the same alert at once both keep
-their row (nothing is overwritten); the *current* decision of an alert is its
-latest row not undone. Undo marks that row undone (who and when) rather than
-deleting it. Each decision or undo is one transaction; the journal is WAL so
-readers never block the writer, and ``busy_timeout`` makes a second writer
-wait instead of failing.
+Why append-only: nothing is overwritten; the *current* decision of an alert
+is its latest row not undone. Undo marks that row undone (who and when)
+rather than deleting it. A decision made from a page names the decision that
+page showed (``seen``): when another tab or sheriff decided meanwhile, it is
+refused (:class:`Conflict`) rather than silently replacing one it never
+showed, and a repeated click adds no second row. Each decision or undo is
+one transaction, its check included; the journal is WAL so readers never
+block the writer, and ``busy_timeout`` makes a second writer wait instead of
+failing. The store refuses to be used once its path no longer is the file it
+opened (:class:`StoreChanged`): SQLite would go on writing to the old file.
 """
 
 from __future__ import annotations
