@@ -50,3 +50,29 @@ def test_convert_and_plot_take_the_sort_their_error_advises(tmp_path):
     assert [line.split(",")[1] for line in out.read_text().splitlines()[1:]] == ["c3", "c1", "c2"]
     res = triage("plot", "--data", str(data), "--out", str(tmp_path / "p.png"), "--sort-timestamps")
     assert res.returncode == 0, res.stderr
+
+
+def test_plot_names_the_series_nearest_an_unknown_one(tmp_path):
+    # Was: "unknown series 'x' (the file has 3 series)": with real ids
+    # (long asv names) nothing to go on.
+    rows = "".join(
+        f"{s},c{i},{1.0 + i % 2}\n"
+        for s in ("rhai/bench_eval/gha", "rhai/bench_parse/gha", "otel/x")
+        for i in range(5)
+    )
+    data = tmp_path / "h.csv"
+    data.write_text("series_id,commit,value\n" + rows)
+    res = triage(
+        "plot",
+        "--data",
+        str(data),
+        "--out",
+        str(tmp_path / "p.png"),
+        "--series",
+        "rhai/bench_evel/gha",
+    )
+    assert res.returncode == 2
+    assert (
+        "unknown series 'rhai/bench_evel/gha'" in res.stderr
+        and "'rhai/bench_eval/gha'" in res.stderr
+    )

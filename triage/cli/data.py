@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 
@@ -166,8 +167,11 @@ def plot(
     elif series in dataset:
         history = dataset[series]
     else:
+        # Real series ids are long (benchmark/machine/environment): name the likely ones.
+        near = difflib.get_close_matches(series, [h.series_id for h in dataset], n=3)
+        hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
         raise InputError(
-            data, None, f"unknown series {series!r} (the file has {len(dataset)} series)"
+            data, None, f"unknown series {series!r} (the file has {len(dataset)} series){hint}"
         )
     plot_history(history, out)
     console.print(f"wrote {out}")
