@@ -212,3 +212,43 @@ def test_long_series_names_keep_the_decision_buttons_on_screen(tmp_path):
     assert wide <= shown, "the queue scrolls sideways"
     assert right <= shown, "the decision buttons are off screen"
     assert page_wide <= shown, "the series page scrolls sideways"
+
+
+@pytest.mark.slow
+def test_two_tabs_deciding_one_alert_keep_the_first_decision(fresh_workspace, tmp_path):
+    """The second tab still shows 'untriaged': its decision is refused, with a link back to the alert."""
+    pytest.importorskip("selenium", reason="selenium is a dev dependency: pip install -e '.[dev]'")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from triage.workspace.app import create_app
+
+    ws = fresh_workspace
+    with Server(create_app(ws)) as server:
+        base = f"http://127.0.0.1:{server.port}/"
+        driver = browser(tmp_path / "profile")
+        try:
+            wait = WebDriverWait(driver, 20)
+            driver.get(base)
+            first = driver.current_window_handle
+            commit = driver.find_element(By.CSS_SELECTOR, "table.alerts tbody tr").get_attribute("data-commit")
+            driver.switch_to.new_window("tab")
+            driver.get(base)
+            second = driver.current_window_handle
+            driver.switch_to.window(first)
+            driver.find_element(By.CSS_SELECTOR, f'tr[data-commit="{commit}"] button.b-true').click()
+            wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, f'tr[data-commit="{commit}"] .by')))
+            driver.switch_to.window(second)
+            driver.find_element(By.CSS_SELECTOR, f'tr[data-commit="{commit}"] button.b-false').click()
+            wait.until(EC.title_contains("Error"))
+            heading = driver.find_element(By.TAG_NAME, "h1").text
+            message = driver.find_element(By.CSS_SELECTOR, "p.error").text
+            driver.find_element(By.LINK_TEXT, "back to the alert").click()
+            badge = wait.until(EC.presence_of_element_located(
+                (By.CSS_SELECTOR, f'tr[data-commit="{commit}"] .badge'))).text
+        finally:
+            driver.quit()
+    assert heading == "409 Conflict" and "decided meanwhile" in message
+    assert badge == "true"
+    assert [(d.commit, d.label) for d in ws.store.history()] == [(commit, L.TRUE_POSITIVE)]
