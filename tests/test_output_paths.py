@@ -173,7 +173,7 @@ def report_input(tmp_path_factory):
     ds.to_frame().to_csv(where / "history.csv", index=False)
     dataset = load(where / "history.csv")
     sid = next(iter(dataset)).series_id
-    pd.DataFrame({"series_id": [sid], "index": [5], "p_true": [0.9], "classification": ["true"]}).to_csv(
+    pd.DataFrame({"series_id": [sid], "index": [5], "p_true": [0.9], "classification": ["true_positive"]}).to_csv(
         where / "decisions.csv", index=False
     )
     return where, dataset, read_decisions(where / "decisions.csv", dataset)

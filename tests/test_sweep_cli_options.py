@@ -53,3 +53,24 @@ def test_online_loop_options_are_named_when_out_of_range(
     assert code == 2, output
     assert option in flat(output) and problem in flat(output)
     assert "not-a-number" not in output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["candidates", "--detector", "perfherder"],
+        ["label"],
+        ["detect"],
+        ["select-features"],
+    ],
+)
+@pytest.mark.parametrize("where", ["a directory", "under a file"])
+def test_an_output_that_cannot_be_a_file_is_refused_before_the_work(
+    command, where, unread, tmp_path
+):
+    # It used to be found only when writing, after the whole detection or labelling.
+    out = tmp_path if where == "a directory" else unread / "out.csv"
+    code, output = invoke([*command, "--data", unread, "--out", out])
+    assert code == 2, output
+    assert str(out) in "".join(flat(output).split())
+    assert "not-a-number" not in output

@@ -171,6 +171,11 @@ def output_file(value: str) -> Path:
     if value != "-" and value.endswith(("/", os.sep)):
         raise typer.BadParameter(f"{value!r} ends with a path separator, so it names a directory: give a file name")
     check_not_in_model_dir("--out", Path(value))
+    from triage.core.atomic import destination
+
+    # A directory, or a parent that is a file: refused now, not when the result
+    # of minutes of work is about to be written (InputError is a ValueError: click's message).
+    destination(value)
     return Path(value)
 
 
