@@ -93,3 +93,13 @@ def test_a_series_page_without_an_id_says_so(client, url):
 def test_routing_errors_are_sentences(client, method, url, status, sentence):
     r = getattr(client, method)(url)
     assert r.status_code == status and sentence in r.text
+
+
+def test_times_on_the_page_say_they_are_utc(client):
+    """Sheriffs sit in several time zones: a bare 02:07 reads as their own clock."""
+    html = client.get("/").text
+    form = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', html))
+    client.post("/decide", data={**form, "decision": "true", "who": "ann"})
+    html = client.get("/").text
+    assert "<th>date (UTC)</th>" in html
+    assert re.search(r"true by ann, \d{4}-\d\d-\d\d \d\d:\d\d UTC", html)
