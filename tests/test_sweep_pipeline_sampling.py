@@ -7,13 +7,17 @@ any measurement is asked for, so that no typed-in reading is lost.
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from triage.core.errors import InputError
 from triage.sampling.culprit import culprit_posterior
+from triage.sampling.partial import PartialHistory
 
 
 def triage(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -105,7 +109,9 @@ def test_culprit_refuses_an_unwritable_out_before_asking_for_measurements(tmp_pa
             stdin="1.0\n" * 12,
         )
         assert res.returncode == 2, res.stdout + res.stderr
-        assert "value of commit" not in res.stdout and str(out) in res.stderr
+        # Refused as an option error or by the command: the file named either way.
+        said = "".join(res.stderr.replace("│", " ").split())
+        assert "value of commit" not in res.stdout and out.name in said
 
 
 def test_culprit_asks_again_for_a_typed_value_out_of_range(tmp_path):
@@ -210,3 +216,40 @@ def test_sample_and_culprit_keep_stdout_for_the_csv_when_out_is_stdout(tmp_path)
         lines = res.stdout.splitlines()
         assert lines[0] == "step,commit,position,value,nearer", res.stdout
         assert all(line[0].isdigit() for line in lines[1:]) and "culprit:" in res.stderr
+
+
+def test_culprit_takes_a_short_git_hash(tmp_path):
+    # Was: `--before 48af871` (git's short form of a hash in the file) was
+    # "not in series": engineers copy short hashes from `git log --oneline`.
+    ids = [hashlib.sha1(str(i).encode()).hexdigest() for i in range(60)]
+    rng = np.random.default_rng(0)
+    rows = [
+        f"{c},{1.0 + 0.5 * (i >= 31) + rng.normal(0, 0.02)!r}"
+        if i % 5 == 0 or i in (29, 30, 32, 33)
+        else f"{c},"
+        for i, c in enumerate(ids)
+    ]
+    data = tmp_path / "p.csv"
+    data.write_text("commit,value\n" + "\n".join(rows) + "\n")
+    oracle = _oracle(tmp_path / "oracle.csv", {})
+    oracle.write_text(
+        "commit,value\n" + "".join(f"{c},{1.0 + 0.5 * (i >= 31)}\n" for i, c in enumerate(ids))
+    )
+    args = ["culprit", "--data", str(data), "--oracle", str(oracle), "--after", ids[35][:7]]
+    res = triage(*args, "--before", ids[25][:7])
+    assert res.returncode == 0, res.stderr
+    assert f"culprit: {ids[31]}" in " ".join(res.stdout.split())
+    res = triage(*args, "--before", ids[25][:3])  # shorter than 4: no prefix search
+    assert res.returncode == 2 and "not in series" in res.stderr
+
+
+def test_a_commit_prefix_must_be_unique():
+    history = PartialHistory(
+        "s", np.array(["abcd1234", "abcd5678", "ef012345"]), np.array([1.0, 2.0, 3.0])
+    )
+    assert history.position("abcd5", "f.csv") == 1 and history.position("ef01", "f.csv") == 2
+    assert history.position("abcd1234", "f.csv") == 0
+    with pytest.raises(InputError, match="start of 2 commit ids"):
+        history.position("abcd", "f.csv")
+    with pytest.raises(InputError, match="not in series"):
+        history.position("abc", "f.csv")

@@ -36,7 +36,18 @@ class PartialHistory:
         return np.flatnonzero(np.isfinite(self.values))
 
     def position(self, commit: str, source: str | Path) -> int:
-        hits = np.flatnonzero(self.commits == str(commit))
+        """Where ``commit`` is: its id, or a unique prefix of at least 4 characters (a short git hash)."""
+        commit = str(commit).strip()
+        hits = np.flatnonzero(self.commits == commit)
+        if len(hits) == 0 and len(commit) >= 4:
+            hits = np.flatnonzero(np.char.startswith(self.commits.astype(str), commit))
+            if len(hits) > 1:
+                some = ", ".join(repr(str(c)) for c in self.commits[hits[:5]])
+                raise InputError(
+                    source,
+                    None,
+                    f"commit {commit!r} is the start of {len(hits)} commit ids ({some}): give more of it",
+                )
         if len(hits) == 0:
             raise InputError(source, None, f"commit {commit!r} is not in series {self.series_id!r}")
         return int(hits[0])
