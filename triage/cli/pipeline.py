@@ -163,8 +163,16 @@ def sample(
 
 def culprit(
     data: Path = typer.Option(..., "--data", help=PARTIAL_HELP),
-    before: str = typer.Option(..., "--before", help="Last measured commit at the old level."),
-    after: str = typer.Option(..., "--after", help="First measured commit at the new level."),
+    before: str = typer.Option(
+        ...,
+        "--before",
+        help="Last measured commit at the old level (its id, or a unique prefix of 4+ characters).",
+    ),
+    after: str = typer.Option(
+        ...,
+        "--after",
+        help="First measured commit at the new level (its id, or a unique prefix of 4+ characters).",
+    ),
     oracle: Path = typer.Option(
         None,
         "--oracle",
