@@ -101,3 +101,39 @@ def test_a_directory_given_as_decisions_is_named_as_one(work, tmp_path):
     )
     assert code == 2, output
     assert f"{tmp_path}: is a directory, not a decisions file" in flat(output)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_score_reads_the_json_lines_that_candidates_writes(work, suffix, tmp_path):
+    # `candidates --format json` wrote a file that `score --candidates` called unreadable.
+    lines = tmp_path / f"cands{suffix}"
+    code, output = invoke(
+        [
+            "candidates",
+            "--data",
+            work["history"],
+            "--detector",
+            "perfherder",
+            "--out",
+            lines,
+            "--format",
+            "json",
+        ]
+    )
+    assert code == 0, output
+    out = tmp_path / "s.csv"
+    code, output = invoke(["score", "--data", work["history"], "--candidates", lines, "--out", out])
+    assert code == 0, output
+    from_csv = pd.read_csv(work["scored"])
+    from_json = pd.read_csv(out)
+    pd.testing.assert_frame_equal(from_json[from_csv.columns], from_csv, check_dtype=False)
+
+
+def test_a_bad_json_line_among_candidates_is_named(work, tmp_path):
+    lines = tmp_path / "cands.jsonl"
+    lines.write_text('{"series_id": "x", "commit": "a", "index": 1}\n{"series_id": \n')
+    code, output = invoke(
+        ["score", "--data", work["history"], "--candidates", lines, "--out", tmp_path / "s.csv"]
+    )
+    assert code == 2, output
+    assert f"{lines}, row 2: not a JSON object" in flat(output)

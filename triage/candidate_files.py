@@ -13,6 +13,10 @@ candidates CSV
     What ``triage candidates`` writes: ``series_id, commit, index, detector,
     score`` then detector fields. ``series_id`` is required, with ``commit``
     or ``index`` (0-based position in the series); with both they must agree.
+candidates JSON lines
+    The same fields, one JSON object a line (``triage candidates --format
+    json``); told apart by a first line that is a whole object naming
+    ``series_id``, whatever the file's suffix.
 Otava JSON report
     ``otava analyze --output json``: ``{test: [{"time", "attributes":
     {"commit", ...}, "changes": [{"metric", "index", "forward_change_percent",
@@ -43,6 +47,7 @@ for CSV (header = line 1), the 1-based change / alert record for JSON.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +62,9 @@ from triage.loaders import read_csv_text
 from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout
 
 #: Input layouts :func:`read_candidates` knows.
-LAYOUTS: tuple[str, ...] = ("auto", "candidates", "otava-json", "otava-csv", "perfherder-json", "perfherder-csv")
+LAYOUTS: tuple[str, ...] = (
+    "auto", "candidates", "candidates-json", "otava-json", "otava-csv", "perfherder-json", "perfherder-csv",
+)
 
 
 @dataclass
@@ -107,7 +114,9 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
     if not path.is_file():
         raise InputError(path, None, "no such candidate file")
     if layout == "auto":
-        layout = candidate_layout(path)
+        layout = "candidates-json" if _starts_with_a_candidate_object(path) else candidate_layout(path)
+    if layout == "candidates-json":
+        return _refuse_repeats(_candidates_csv(*_json_lines(path)))
     if layout.endswith("json"):
         payload = read_json(path)
         if layout == "otava-json":
@@ -119,6 +128,38 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
     if layout == "otava-csv":
         return _refuse_repeats(_otava_csv(frame, path))
     return _perfherder_csv(frame, path)
+
+
+def _starts_with_a_candidate_object(path: Path) -> bool:
+    """True when the first non-blank line is a whole JSON object with ``series_id`` (JSON lines)."""
+    with open(path, "rb") as fh:
+        first = next((line for line in fh if line.strip()), b"")
+    try:
+        record = json.loads(first)
+    except ValueError:  # not JSON, or a document spread over lines (Otava, Perfherder)
+        return False
+    return isinstance(record, dict) and "series_id" in record
+
+
+def _json_lines(path: Path) -> tuple[pd.DataFrame, Path, list[int]]:
+    """One JSON object a line as a table of text cells, as a CSV is read (None: an empty cell);
+    the path and each record's line number (blank lines are skipped)."""
+    records, numbers = [], []
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except UnicodeDecodeError:
+                raise InputError(path, number, "not UTF-8 text") from None
+            except ValueError as exc:
+                raise InputError(path, number, f"not a JSON object: {getattr(exc, 'msg', exc)}") from None
+            if not isinstance(record, dict):
+                raise InputError(path, number, "expected a JSON object with series_id and commit or index")
+            records.append({k: "" if v is None else str(v) for k, v in record.items()})
+            numbers.append(number)
+    return pd.DataFrame(records).fillna(""), path, numbers
 
 
 def _text(value: object) -> str | None:
@@ -147,14 +188,14 @@ def _index(value: object, path: Path, row: int) -> int | None:
     return int(number)
 
 
-def _check_scores(frame: pd.DataFrame, path: Path) -> None:
+def _check_scores(frame: pd.DataFrame, path: Path, numbers: list[int]) -> None:
     """A detector's ``score`` cells: empty (no score) or a finite number.
 
     The scores are ranked among the file's and the rank is a model feature
     (:func:`triage.scoring.detector_score_rank`): text would silently become
     "missing" and an infinity the top rank.
     """
-    for i, text in enumerate(frame["score"].astype(str).str.strip()):
+    for row, text in zip(numbers, frame["score"].astype(str).str.strip(), strict=True):
         if not text:
             continue
         try:
@@ -162,19 +203,20 @@ def _check_scores(frame: pd.DataFrame, path: Path) -> None:
         except ValueError:
             number = math.nan
         if not math.isfinite(number):
-            raise InputError(path, i + 2, f"score {text!r} is not a finite number")
+            raise InputError(path, row, f"score {text!r} is not a finite number")
 
 
-def _candidates_csv(frame: pd.DataFrame, path: Path) -> CandidateTable:
+def _candidates_csv(frame: pd.DataFrame, path: Path, numbers: list[int] | None = None) -> CandidateTable:
+    """``numbers``: each row's line in the file (default: a CSV's, the header being line 1)."""
+    numbers = list(range(2, len(frame) + 2)) if numbers is None else numbers
     if "series_id" not in frame.columns:
         raise InputError(path, 1, f"missing column 'series_id' (found: {', '.join(frame.columns)})")
     if "commit" not in frame.columns and "index" not in frame.columns:
         raise InputError(path, 1, "need a 'commit' or an 'index' column to place each candidate")
     if "score" in frame.columns:
-        _check_scores(frame, path)
+        _check_scores(frame, path, numbers)
     keys, commits, indices, rows = [], [], [], []
-    for i, rec in enumerate(frame.to_dict("records")):
-        row = i + 2
+    for row, rec in zip(numbers, frame.to_dict("records"), strict=True):
         sid = _text(rec.get("series_id"))
         if sid is None:
             raise InputError(path, row, "series_id is missing")

@@ -114,13 +114,13 @@ def label(
 
 def score(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
-    candidates: Annotated[Path, typer.Option("--candidates", help="Candidates: `triage candidates` CSV, an Otava JSON/CSV report or a Perfherder alerts export (JSON/CSV); - = stdin.")],
+    candidates: Annotated[Path, typer.Option("--candidates", help="Candidates: `triage candidates` CSV or JSON lines, an Otava JSON/CSV report or a Perfherder alerts export (JSON/CSV); - = stdin.")],
     model: Annotated[str, typer.Option("--model", help=MODEL_HELP.replace("the bundled adaptive-window model", "the bundled scoring model, default-scoring: candidate-bounded windows"), envvar=MODEL_ENV)] = "default",
     out: Annotated[Path | None, typer.Option("--out", parser=output_file, help="File to write (atomically; - = stdout): the detector's fields plus p_false, p_true, classification, explanation.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="csv or json (JSON lines, one scored candidate per line).")] = "csv",
     target_recall: Annotated[float | None, typer.Option("--target-recall", help="Threshold reaching this recall on the triaged candidates of --data.")] = None,
     threshold: Annotated[float | None, typer.Option("--threshold", help="Fixed threshold on P(true) (default: the model's).")] = None,
-    layout: Annotated[str, typer.Option("--layout", help="Candidate layout: auto, candidates, otava-json, otava-csv, perfherder-json, perfherder-csv.")] = "auto",
+    layout: Annotated[str, typer.Option("--layout", help="Candidate layout: auto, candidates, candidates-json, otava-json, otava-csv, perfherder-json, perfherder-csv.")] = "auto",
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first.")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
