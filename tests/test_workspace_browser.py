@@ -252,3 +252,38 @@ def test_two_tabs_deciding_one_alert_keep_the_first_decision(fresh_workspace, tm
     assert heading == "409 Conflict" and "decided meanwhile" in message
     assert badge == "true"
     assert [(d.commit, d.label) for d in ws.store.history()] == [(commit, L.TRUE_POSITIVE)]
+
+
+@pytest.mark.slow
+def test_after_a_decision_the_keyboard_is_at_the_next_alert(fresh_workspace, tmp_path):
+    """A sheriff working from the keyboard: after each decision, focus is on the next untriaged alert's note."""
+    pytest.importorskip("selenium", reason="selenium is a dev dependency: pip install -e '.[dev]'")
+    from dataclasses import replace
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from triage.workspace.app import create_app
+
+    # Every alert untriaged: there is a next one to go to.
+    ws = replace(fresh_workspace, alerts=[replace(a, data_label=L.NOT_TRIAGED) for a in fresh_workspace.alerts])
+    with Server(create_app(ws)) as server:
+        driver = browser(tmp_path / "profile")
+        try:
+            wait = WebDriverWait(driver, 20)
+            driver.get(f"http://127.0.0.1:{server.port}/")
+            rows = driver.find_elements(By.CSS_SELECTOR, "table.alerts tbody tr")
+            first, second = (r.get_attribute("data-commit") for r in rows[:2])
+            focused = driver.switch_to.active_element
+            assert focused.get_attribute("name") == "note"
+            focused.send_keys("seen it", Keys.TAB, Keys.TAB, Keys.SPACE)  # note, then 'false' (true, false, unsure)
+            wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, f'tr[data-commit="{first}"] .by')))
+            focused = driver.switch_to.active_element
+            row = focused.find_element(By.XPATH, "ancestor::tr").get_attribute("data-commit")
+            name = focused.get_attribute("name")
+        finally:
+            driver.quit()
+    assert [(d.commit, d.label, d.note) for d in ws.store.history()] == [(first, L.FALSE_POSITIVE, "seen it")]
+    assert (row, name) == (second, "note")
