@@ -42,3 +42,69 @@ def test_steady_keeps_every_iteration_of_a_constant_fork(tmp_path):
     assert res.returncode == 0, res.stderr
     assert pd.read_csv(starts)["steady_start"].tolist() == [0]
     assert len(pd.read_csv(tmp_path / "o.csv")) == 60
+
+
+def _bench_json(seed: int = 0) -> str:
+    rng = np.random.default_rng(seed)
+    fork = (1.0 + (np.arange(100) < 20) + rng.random(100) * 0.05).tolist()
+    return json.dumps(
+        [{"benchmark": "a.B.x", "mode": "avgt", "primaryMetric": {"rawData": [fork]}}]
+    )
+
+
+def test_steady_from_stdin_needs_a_commit_id(tmp_path):
+    # Was: `triage steady - --out o.csv` wrote every row with commit "-";
+    # `- -` read stdin twice.
+    out = tmp_path / "o.csv"
+    cmd = [
+        sys.executable,
+        "-c",
+        "from triage.cli.app import main; main()",
+        "steady",
+        "-",
+        "--out",
+        str(out),
+    ]
+    res = subprocess.run(cmd, input=_bench_json(), capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "--commits" in res.stderr and not out.exists()
+    res = subprocess.run(
+        [*cmd, "--commits", "abc123"],
+        input=_bench_json(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert set(pd.read_csv(out)["commit"]) == {"abc123"}
+    res = subprocess.run(
+        [*cmd[:-3], "-", "-", "--out", str(tmp_path / "o2.csv"), "--commits", "a,b"],
+        input=_bench_json(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 2 and "once" in res.stderr
+
+
+def test_runs_from_stdin_need_a_series_id(tmp_path):
+    out = tmp_path / "o.csv"
+    cmd = [
+        sys.executable,
+        "-c",
+        "from triage.cli.app import main; main()",
+        "steady",
+        "-",
+        "--out",
+        str(out),
+    ]
+    runs = json.dumps([[1.0, 2.0, 3.0], [1.5, 2.5, 3.5]])
+    res = subprocess.run(
+        [*cmd, "--commits", "c1"], input=runs, capture_output=True, text=True, timeout=300
+    )
+    assert res.returncode == 2 and "--series" in res.stderr and not out.exists()
+    res = subprocess.run(
+        [*cmd, "--commits", "c1", "--series", "parse"],
+        input=runs,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert set(pd.read_csv(out)["series_id"]) == {"parse"}

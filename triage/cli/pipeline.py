@@ -70,6 +70,15 @@ def steady(
     if series is not None and not series.strip():
         raise typer.BadParameter("the series id is empty", param_hint="--series")
     ids = [c.strip() for c in commits.split(",")] if commits else None
+    given_stdin = [f for f in files if str(f) == "-"]
+    if len(given_stdin) > 1:
+        raise typer.BadParameter("- (standard input) can be read only once", param_hint="FILES")
+    if given_stdin and ids is None:
+        # The commit id is the file's stem by default; standard input has none ("-").
+        raise typer.BadParameter(
+            "- (standard input) has no file name to take its commit id from: give it with --commits",
+            param_hint="FILES",
+        )
     if ids is not None and "" in ids:
         raise typer.BadParameter(
             f"commit id {ids.index('') + 1} of {len(ids)} is empty", param_hint="--commits"

@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from triage.core.atomic import is_stdio
 from triage.core.errors import InputError
 from triage.core.history import Dataset, dataset_from_long
 from triage.core.json_input import read_json
@@ -58,10 +59,14 @@ def series_name(benchmark: str, params: dict | None) -> str:
     return f"{benchmark}[{','.join(f'{k}={params[k]}' for k in sorted(params))}]"
 
 
-def read_jmh(path: str | Path, runs_series: str | None = None) -> pd.DataFrame:
+def read_jmh(
+    path: str | Path, runs_series: str | None = None, *, runs_need_series: bool = False
+) -> pd.DataFrame:
     """One row per (benchmark, fork, iteration): ``series_id, mode, unit, fork, iteration, value``.
 
-    ``runs_series`` names the series of a plain array of runs (default: the file stem).
+    ``runs_series`` names the series of a plain array of runs (default: the file
+    stem; with ``runs_need_series``, as for standard input, which has no name,
+    such a file without ``runs_series`` is refused).
 
     Forks and iterations are numbered from 0 in file order.
     """
@@ -88,6 +93,12 @@ def read_jmh(path: str | Path, runs_series: str | None = None) -> pd.DataFrame:
             path, other + 1, "mixes runs (arrays of numbers) and JMH benchmark objects"
         )
     if runs[0]:
+        if runs_series is None and runs_need_series:
+            raise InputError(
+                path,
+                None,
+                "an array of runs has no file name to name its series: give it (--series)",
+            )
         return _plain_runs(payload, path, runs_series or path.stem)
     entries = []
     for pos, item in enumerate(payload, start=1):
@@ -248,7 +259,11 @@ def steady_long(
     for path, commit in zip(files, commits, strict=True):
         with plain_file(path, directory_ok=False) as plain:
             try:
-                frame = read_jmh(plain, runs_series or _stem(path))
+                # Standard input has no stem to name a series of runs after.
+                stdin = is_stdio(path)
+                frame = read_jmh(
+                    plain, runs_series or (None if stdin else _stem(path)), runs_need_series=stdin
+                )
             except InputError as exc:
                 if plain == Path(path):
                     raise
