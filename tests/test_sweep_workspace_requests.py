@@ -103,3 +103,14 @@ def test_times_on_the_page_say_they_are_utc(client):
     html = client.get("/").text
     assert "<th>date (UTC)</th>" in html
     assert re.search(r"true by ann, \d{4}-\d\d-\d\d \d\d:\d\d UTC", html)
+
+
+def test_an_empty_queue_says_there_is_nothing_rather_than_blaming_the_filters(tmp_path):
+    h = History("s", ["a", "b", "c"], np.array([1.0, 1.0, 1.0]), np.full(3, L.NONE, dtype=object))
+    dataset = Dataset([h], source="<t>")
+    ws = Workspace(
+        dataset=dataset, alerts=build_alerts(dataset), store=LabelsStore(tmp_path / "l.sqlite")
+    )
+    html = TestClient(create_app(ws)).get("/").text
+    assert "No alert matches these filters" not in html
+    assert "No alerts to triage" in html and "--candidates" in html
