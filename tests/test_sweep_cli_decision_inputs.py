@@ -100,7 +100,7 @@ def test_a_directory_given_as_decisions_is_named_as_one(work, tmp_path):
         ["report", "--data", work["history"], "--decisions", tmp_path, "--out", tmp_path / "r"]
     )
     assert code == 2, output
-    assert f"{tmp_path}: is a directory, not a decisions file" in flat(output)
+    assert f"error: {tmp_path}: is a directory" in flat(output)
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".json"])
@@ -137,3 +137,37 @@ def test_a_bad_json_line_among_candidates_is_named(work, tmp_path):
     )
     assert code == 2, output
     assert f"{lines}, row 2: not a JSON object" in flat(output)
+
+
+def gzipped(source: Path, target: Path, keep: int | None = None) -> Path:
+    import gzip
+
+    data = gzip.compress(source.read_bytes())
+    target.write_bytes(data if keep is None else data[:keep])
+    return target
+
+
+def test_a_compressed_candidate_file_is_named_in_errors_not_its_decompressed_copy(work, tmp_path):
+    bad = edited(work["cands"], tmp_path / "plain.csv", 0, "series_id", "no-such-series")
+    packed = gzipped(bad, tmp_path / "cands.csv.gz")
+    code, output = invoke(
+        ["score", "--data", work["history"], "--candidates", packed, "--out", tmp_path / "s.csv"]
+    )
+    assert code == 2, output
+    assert f"error: {packed}, row 2: unknown series 'no-such-series'" in flat(output)
+
+
+def test_report_reads_compressed_decisions_by_their_bytes_and_names_a_truncated_one(work, tmp_path):
+    # A truncated gzip ended in click's "Aborted." with exit 1 (an EOFError).
+    cut = gzipped(work["scored"], tmp_path / "d.csv.gz", keep=200)
+    code, output = invoke(
+        ["report", "--data", work["history"], "--decisions", cut, "--out", tmp_path / "r1"]
+    )
+    assert code == 2, output
+    assert f"error: {cut}: cannot decompress (gzip)" in flat(output)
+    whole = gzipped(work["scored"], tmp_path / "decisions.bin")  # no suffix to go by
+    code, output = invoke(
+        ["report", "--data", work["history"], "--decisions", whole, "--out", tmp_path / "r2"]
+    )
+    assert code == 0, output
+    assert (tmp_path / "r2" / "index.html").is_file()

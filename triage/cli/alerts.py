@@ -148,7 +148,7 @@ def score(
     from triage.inference import load_classifier
     from triage.loaders import load
     from triage.model_lookup import resolve_model
-    from triage.readers.source import plain_file
+    from triage.readers.source import display_name, plain_file
     from triage.scoring import default_threshold, score_candidates, threshold_for_recall
 
     check_format(fmt)
@@ -165,6 +165,9 @@ def score(
     dataset = load(data)
     with plain_file(candidates, directory_ok=False) as plain:
         table = read_candidates(plain, layout)
+    # Placing the candidates comes later and names table.source: the user's file,
+    # not the decompressed copy (gone by then).
+    table.source = display_name(candidates)
     cut, how = default_threshold(clf, table)
     if target_recall is not None:
         cut, n = threshold_for_recall(dataset, clf, target_recall)
@@ -204,11 +207,19 @@ def report(
 
     check_int("--max-plots", max_plots, low=0)
     check_not_in_model_dir("--out", out)
+    if sum(str(p) == "-" for p in (data, decisions, candidates)) > 1:
+        raise typer.BadParameter("only one of --data, --decisions and --candidates can be - (one standard input)")
+    from triage.readers.source import plain_file
     from triage.report import build_report, candidate_points, read_decisions
 
     dataset = load(data)
-    frame = read_decisions(decisions, dataset)
-    points = candidate_points(candidates, dataset) if candidates is not None else None
+    # Compressed by their bytes, like every input; errors name the file given.
+    with plain_file(decisions, directory_ok=False) as plain:
+        frame = read_decisions(plain, dataset)
+    points = None
+    if candidates is not None:
+        with plain_file(candidates, directory_ok=False) as plain:
+            points = candidate_points(plain, dataset)
     n_plots = min(max_plots, len(set(frame["series_id"]) | set(points or {})))
     with JobProgress("report", n_plots, "plots") as progress:
         page = build_report(dataset, frame, out, candidates=points, title=title, max_plots=max_plots,
