@@ -143,4 +143,24 @@ def test_p_true_labels_of_close_candidates_do_not_overlap():
     rows = label_rows(crowd)
     for i in range(len(crowd)):
         for j in range(i):
-            assert rows[i] != rows[j] or abs(crowd[i] - crowd[j]) >= LABEL_GAP
+            if rows[i] is not None and rows[j] is not None:  # (None: not drawn)
+                assert rows[i] != rows[j] or abs(crowd[i] - crowd[j]) >= LABEL_GAP
+
+
+def test_a_crowd_of_candidates_keeps_a_few_label_rows_and_still_plots(tmp_path):
+    """A detector firing every 10th commit of 20,000: labels beyond a few rows are left out, not stacked
+    into hundreds of rows that squash the plot into a line."""
+    from triage.workspace.plot import MAX_LABEL_ROWS, label_rows
+
+    rows = label_rows([k / 2000 for k in range(2000)])
+    assert max(r for r in rows if r is not None) < MAX_LABEL_ROWS
+    assert rows.count(None) > 0 and rows[0] == 0
+    n = 20_000
+    values = 100 + np.random.default_rng(0).normal(0, 1, n)
+    h = _history("busy", values, range(0, n, 10))
+    dataset = Dataset([h], source="<t>")
+    ws = Workspace(
+        dataset=dataset, alerts=build_alerts(dataset), store=LabelsStore(tmp_path / "l.sqlite")
+    )
+    png = TestClient(create_app(ws)).get("/plot.png", params={"id": "busy"})
+    assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"

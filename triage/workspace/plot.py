@@ -26,20 +26,26 @@ STATUS_STYLE: dict[str, tuple[str, str]] = {
 LABEL_GAP = 0.035
 #: Height of a row of labels, in points.
 LABEL_ROW = 8
+#: Rows of labels at most: beyond, a label is left out (the table below the plot has every P(true)).
+MAX_LABEL_ROWS = 3
 
 
-def label_rows(positions: Sequence[float], gap: float = LABEL_GAP) -> list[int]:
+def label_rows(positions: Sequence[float], gap: float = LABEL_GAP, max_rows: int = MAX_LABEL_ROWS) -> list[int | None]:
     """The row (0 = lowest) of each label at ``positions`` (shares of the axes' width), so none overlap.
 
     Candidates a few commits apart would otherwise print their P(true) on top
-    of each other, unreadable ("0.57" over "1.00").
+    of each other, unreadable ("0.57" over "1.00"). A label that fits in none
+    of ``max_rows`` rows gets None (not drawn): a crowd of candidates would
+    otherwise stack hundreds of rows and squash the plot.
     """
-    rows = [0] * len(positions)
+    rows: list[int | None] = [None] * len(positions)
     last: list[float] = []  # the right-most position placed in each row
     for k in sorted(range(len(positions)), key=lambda k: positions[k]):
         pos = positions[k]
         row = next((r for r, end in enumerate(last) if pos - end >= gap), len(last))
         if row == len(last):
+            if row == max_rows:
+                continue
             last.append(pos)
         else:
             last[row] = pos
@@ -82,32 +88,30 @@ def series_png(history: History, points: Sequence[tuple[int, str, float | None, 
     # Only measured values set the scale: a missing one (NaN) would make the limits NaN.
     finite = history.values[np.isfinite(history.values)]
     top = float(finite.max()) if len(finite) else 0.0
-    seen: set[str] = set()
-    confirmed_drawn = False
-    for index in confirmed:
-        ax.axvline(x[index], color="tab:red", lw=1.0, ls="--", alpha=0.6,
-                   label=None if confirmed_drawn else "confirmed change")
-        confirmed_drawn = True
-    labelled = [index for index, _, p_true, _ in points if p_true is not None]
-    row_of = dict(zip(labelled, label_rows(_shares(x, labelled)), strict=True))
-    for index, status, p_true, call in points:
-        if status == "true":
-            ax.axvline(x[index], color="tab:red", lw=1.0, ls="--", alpha=0.6,
-                       label=None if confirmed_drawn else "confirmed change")
-            confirmed_drawn = True
-        colour, marker = STATUS_STYLE.get(status, STATUS_STYLE["untriaged"])
-        ax.scatter([x[index]], [history.values[index]], color=colour, marker=marker, s=55, zorder=3,
-                   label=None if status in seen else f"candidate: {status}")
-        seen.add(status)
-        if p_true is not None:
-            ax.annotate(f"{p_true:.2f}", (x[index], top), fontsize=7, ha="center", va="bottom",
-                        xytext=(0, 6 + LABEL_ROW * row_of[index]), textcoords="offset points",
-                        color="tab:red" if call == "true_positive" else "tab:gray",
-                        fontweight="bold" if call == "true_positive" else "normal")
+    # One call per kind of mark, not one per candidate: a detector that fires every few
+    # commits gives thousands of candidates, and per-candidate artists took seconds.
+    lines = [int(i) for i in confirmed] + [index for index, status, _, _ in points if status == "true"]
+    if lines:
+        ax.vlines(x[lines], 0, 1, transform=ax.get_xaxis_transform(), color="tab:red", lw=1.0, ls="--", alpha=0.6,
+                  label="confirmed change")
+    for status, (colour, marker) in STATUS_STYLE.items():
+        mine = [index for index, s, _, _ in points if STATUS_STYLE.get(s, STATUS_STYLE["untriaged"]) == (colour, marker)]
+        if mine:
+            ax.scatter(x[mine], history.values[mine], color=colour, marker=marker, s=55, zorder=3,
+                       label=f"candidate: {status}")
+    labelled = [(index, p_true, call) for index, _, p_true, call in points if p_true is not None]
+    rows = label_rows(_shares(x, [index for index, _, _ in labelled]))
+    for (index, p_true, call), row in zip(labelled, rows, strict=True):
+        if row is None:
+            continue
+        ax.annotate(f"{p_true:.2f}", (x[index], top), fontsize=7, ha="center", va="bottom",
+                    xytext=(0, 6 + LABEL_ROW * row), textcoords="offset points",
+                    color="tab:red" if call == "true_positive" else "tab:gray",
+                    fontweight="bold" if call == "true_positive" else "normal")
     if len(finite):  # head-room for the P(true) labels written above the line
         low = float(finite.min())
-        rows = max(row_of.values(), default=0) + 1
-        ax.set_ylim(top=top + (0.08 + 0.07 * rows) * (top - low if top > low else abs(top) or 1.0))
+        used = max((r for r in rows if r is not None), default=0) + 1
+        ax.set_ylim(top=top + (0.08 + 0.07 * used) * (top - low if top > low else abs(top) or 1.0))
     else:
         ax.text(0.5, 0.5, "no measured values", transform=ax.transAxes, ha="center", va="center")
     # A series name is text: '$' (JMH's Outer$Inner) must not start TeX, which can fail to parse.
