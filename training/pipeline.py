@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from triage.core.errors import InputError
 from triage.core.metrics import classification_report
 from triage.features.matrix import resolve_features, training_data
 from triage.training.classifier import TriageClassifier
@@ -138,6 +139,12 @@ def train(
         check_store(tracking_uri)
         recover_interrupted_runs(tracking_uri)
     columns = resolve_features(features, matrix)
+    if isinstance(features, str | Path) and columns is not None:
+        # The feature set's problem, not the data's (selected on another window or version).
+        missing = [c for c in columns if c not in matrix.columns]
+        if missing:
+            raise InputError(features, None, f"names column(s) the feature matrix lacks: {', '.join(missing[:8])}"
+                             + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""))
     td = training_data(matrix, columns)
     feature_set_file = str(features) if isinstance(features, str | Path) else None
     params = dict(model_params or {})

@@ -158,6 +158,7 @@ def train(
         check_input_path(option, given, directory_ok=option == "--data")
     check_output_not_input(out, data, matrix, features)
     check_not_in_model_dir("--out", out)
+    _check_feature_set(features)
     online_rows = ordinary_per_series if isinstance(w, int) and matrix is None else 0
     if candidate_windows and (w != "adaptive" or matrix is not None or labels is not None):
         raise typer.BadParameter("--candidate-windows builds its own windows from --data or --preset: leave --window adaptive, without --matrix or --labels")
@@ -230,6 +231,14 @@ def train(
         console.print(f"MLflow run {result.run['run_id']}{reg} ({result.run['tracking_uri']})")
 
 
+def _check_feature_set(path: Path | None) -> None:
+    """Read ``--features`` now: a file that is no feature set fails in a second, not after the extraction."""
+    if path is not None:
+        from triage.features.feature_sets import read_feature_set
+
+        read_feature_set(path)
+
+
 @contextmanager
 def _errors_name_the_data(source: Path | str | None) -> Iterator[None]:
     """Errors about the training rows name the data they came from, exit 2.
@@ -289,6 +298,7 @@ def evaluate(
         check_model_params("--param", name, given)
     for option, path in (("--data", data), ("--matrix", matrix), ("--features", features)):
         check_input_path(option, path, directory_ok=option == "--data")
+    _check_feature_set(features)
     if out is not None:
         check_output_dir("--out", out)
         check_output_not_input(out, data, matrix, features)
