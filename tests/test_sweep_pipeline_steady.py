@@ -108,3 +108,15 @@ def test_runs_from_stdin_need_a_series_id(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert set(pd.read_csv(out)["series_id"]) == {"parse"}
+
+
+def test_steady_says_when_series_names_nothing(tmp_path):
+    # Was: --series with JMH files (whose series are their benchmarks) was
+    # silently ignored; the user believed the rows were under that id.
+    data = tmp_path / "c1.json"
+    data.write_text(_bench_json())
+    out = tmp_path / "o.csv"
+    res = triage("steady", str(data), "--series", "parse", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "warning:" in res.stderr and "--series" in res.stderr and "c1.json" in res.stderr
+    assert set(pd.read_csv(out)["series_id"]) == {"a.B.x"}

@@ -36,6 +36,7 @@ position of the benchmark in the list (1-based, as ``row``) and the problem.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -269,6 +270,13 @@ def steady_long(
                     raise
                 # Read from a decompressed copy: the user knows the file by its own name.
                 raise InputError(display_name(path), exc.row, exc.problem) from None
+        if runs_series is not None and not (frame["series_id"] == runs_series).all():
+            # JMH results name their series by benchmark: the id given names nothing here.
+            warnings.warn(
+                f"{display_name(path)} holds JMH benchmarks, named by benchmark: "
+                f"--series {runs_series!r} names only arrays of runs",
+                stacklevel=2,
+            )
         for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
             values = grp["value"].to_numpy()
             # A time's warm-up falls, a rate's rises: KB-KSSD looks one way.
