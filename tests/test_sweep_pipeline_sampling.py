@@ -253,3 +253,13 @@ def test_a_commit_prefix_must_be_unique():
         history.position("abcd", "f.csv")
     with pytest.raises(InputError, match="not in series"):
         history.position("abc", "f.csv")
+
+
+def test_series_asked_for_is_compared_stripped_like_the_file_ids(tmp_path):
+    data = tmp_path / "p.csv"
+    data.write_text(
+        "series_id,commit,value\n a ,c1,1.0\n a ,c2,\n a ,c3,2.0\nb,c1,5\nb,c2,\nb,c3,6\n"
+    )
+    res = triage("sample", "--data", str(data), "--budget", "1", "--series", " a")
+    assert res.returncode == 0, res.stderr
+    assert "a: 2 of 3 commits measured" in res.stdout

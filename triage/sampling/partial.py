@@ -61,6 +61,8 @@ def read_partial(path: str | Path, series: str | None = None) -> PartialHistory:
     with plain_file(path, directory_ok=False) as plain:
         frame = _read_cells(plain, display_name(path))
     path = Path(display_name(path))
+    # The ids in the file are compared stripped; so is the one asked for.
+    series = series.strip() if series is not None else None
     frame.columns = [str(c).strip() for c in frame.columns]
     missing = [c for c in ("commit", "value") if c not in frame.columns]
     if missing:
