@@ -60,3 +60,36 @@ def test_a_feature_set_naming_a_column_the_matrix_lacks_names_the_feature_set(
         output
     )
     assert not out.exists()
+
+
+def edited_matrix(source: Path, target: Path, row: int, column: str, value: str) -> Path:
+    import pandas as pd
+
+    frame = pd.read_parquet(source).astype({column: object})
+    frame.loc[row, column] = value
+    if target.suffix == ".csv":
+        frame.to_csv(target, index=False)
+    else:  # Parquet holds one type a column: all text, as a hand-made table would
+        frame.astype({column: str}).to_parquet(target)
+    return target
+
+
+@pytest.mark.parametrize(("suffix", "row"), [(".csv", "row 5"), (".parquet", "row 4")])
+@pytest.mark.parametrize(
+    ("column", "value", "problem"),
+    [
+        ("label", "maybe", "unknown label 'maybe'"),
+        ("label", "True_Positive", "unknown label 'True_Positive'"),
+        ("pre_mean", "abc", "pre_mean 'abc' is not a number"),
+    ],
+)
+def test_a_matrix_cell_that_is_not_a_label_or_a_number_is_named_with_its_row(
+    matrix_file, suffix, row, column, value, problem, tmp_path
+):
+    # An unknown label made the row silently untriaged; a text feature was named without its row.
+    bad = edited_matrix(matrix_file, tmp_path / f"m{suffix}", 3, column, value)
+    out = tmp_path / "model"
+    code, output = invoke(["train", "--matrix", bad, "--out", out, "--no-track"])
+    assert code == 2, output
+    assert f"error: {bad}, {row}: {problem}" in flat(output)
+    assert not out.exists()

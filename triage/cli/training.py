@@ -64,7 +64,38 @@ def read_matrix(path: Path):
         matrix = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     except Exception as exc:  # pyarrow / parser errors: one readable line
         raise InputError(path, None, f"cannot read the feature matrix: {exc}") from None
+    _check_matrix_cells(matrix, path, first_row=1 if path.suffix == ".parquet" else 2)
     return matrix
+
+
+def _check_matrix_cells(matrix, path: Path, first_row: int) -> None:
+    """Labels the training reads and numeric features, or an error naming the first bad cell's row.
+
+    Training keeps the rows labelled exactly true_positive / false_positive: any
+    other spelling ("True_Positive", "tp") would silently drop the row as untriaged.
+    ``first_row``: the row number of the matrix's first row (CSV: 2, below the header).
+    """
+    import numpy as np
+    import pandas as pd
+
+    from triage.core import labels
+    from triage.features.matrix import feature_columns
+
+    if "label" in matrix.columns:
+        text = matrix["label"].astype(str).str.strip()
+        empty = matrix["label"].isna() | text.str.lower().isin(("", "nan", "none"))
+        bad = np.flatnonzero(~empty.to_numpy() & ~text.isin(labels.CANONICAL).to_numpy())
+        if bad.size:
+            raise InputError(path, int(bad[0]) + first_row, f"unknown label {text.iloc[bad[0]]!r} (a feature matrix "
+                             f"holds {', '.join(c for c in labels.CANONICAL if c)} or nothing)")
+    for column in feature_columns(matrix):
+        values = matrix[column]
+        if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        numbers = pd.to_numeric(values, errors="coerce")
+        bad = np.flatnonzero((numbers.isna() & values.notna()).to_numpy())
+        if bad.size:
+            raise InputError(path, int(bad[0]) + first_row, f"{column} {values.iloc[bad[0]]!r} is not a number")
 
 
 def dataset_of(data: Path | None, preset: str | None, seed: int):
