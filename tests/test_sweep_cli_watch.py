@@ -116,3 +116,20 @@ def test_a_state_built_with_other_loop_settings_is_refused_and_kept(tmp_path, ot
     )
     assert fresh.returncode == 0, fresh.stderr.decode()
     assert fresh.stdout
+
+
+def test_watch_csv_names_a_device_or_pipe_as_such_not_as_missing(tmp_path):
+    import os
+
+    fifo = tmp_path / "results.csv"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/null")):
+        done = subprocess.run(
+            [str(TRIAGE), "watch", "--csv", str(path)],
+            capture_output=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 2, done.stderr.decode()
+        err = done.stderr.decode()
+        assert f"error: {path}: is not a regular file" in err and "no such file" not in err

@@ -221,6 +221,11 @@ def _decoded(path: Path, number: int, line: bytes) -> str:
 def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, dict]]:
     if path.is_dir():
         raise InputError(path, None, "is a directory, expected a CSV file")
+    if path.exists() and not path.is_file():
+        # Its first bytes would be consumed by the compression check, and a
+        # pipe cannot be followed; JSON lines on stdin are the streaming input.
+        raise InputError(path, None, "is not a regular file (a pipe or a device): give a CSV file, "
+                         "or pipe JSON lines into `triage watch`")
     if not path.is_file():
         raise InputError(path, None, "no such file")
     from triage.readers.source import compression
