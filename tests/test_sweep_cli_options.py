@@ -74,3 +74,22 @@ def test_an_output_that_cannot_be_a_file_is_refused_before_the_work(
     assert code == 2, output
     assert str(out) in "".join(flat(output).split())
     assert "not-a-number" not in output
+
+
+def test_an_output_never_replaces_a_sqlite_store(tmp_path, unread):
+    # `--out state.db` (a typo for state.csv) replaced the watch store, a labels store
+    # or the MLflow tracking database with a CSV.
+    import sqlite3
+
+    store = tmp_path / "mlruns.db"
+    db = sqlite3.connect(store)
+    db.execute("create table runs (id)")
+    db.commit()
+    db.close()
+    before = store.read_bytes()
+    code, output = invoke(
+        ["candidates", "--data", unread, "--detector", "perfherder", "--out", store]
+    )
+    assert code == 2, output
+    assert "is a SQLite database" in flat(output)
+    assert store.read_bytes() == before

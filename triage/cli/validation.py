@@ -176,7 +176,27 @@ def output_file(value: str) -> Path:
     # A directory, or a parent that is a file: refused now, not when the result
     # of minutes of work is about to be written (InputError is a ValueError: click's message).
     destination(value)
+    _refuse_a_store(Path(value))
     return Path(value)
+
+
+#: The first bytes of every SQLite database (https://sqlite.org/fileformat.html).
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _refuse_a_store(path: Path) -> None:
+    """A table written over a SQLite file would replace a watch state, a labels store or the
+    MLflow tracking database (``--out state.db`` for ``state.csv``): no command writes one as --out."""
+    if not path.is_file():  # absent, or a device / pipe: written into, never replaced (and never opened here)
+        return
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError:  # unreadable: the write will say why
+        return
+    if head == SQLITE_MAGIC:
+        raise typer.BadParameter(f"{path} is a SQLite database (a state, labels or tracking store?); "
+                                 "refusing to replace it: give another file name")
 
 
 def check_output_not_input(out: Path | str | None, *inputs: Path | str | None, option: str = "--out") -> None:
