@@ -243,8 +243,9 @@ CASES: list[tuple[str, list[str], str | None, int, str]] = [
      "is empty (0 bytes)"),
     ("labels-export-garbage-store", ["labels", "export", "--labels", "{garbage.db}", "--out", "{export.csv}"], None, 2,
      "file is not a database"),
+    # malformed.db is a damaged *watch* store: since 68c452b named as another database, not as a damaged labels store
     ("labels-export-malformed-store", ["labels", "export", "--labels", "{malformed.db}", "--out", "{export.csv}"], None,
-     2, "start again"),
+     2, "not a triage labels store"),
     # model directories
     ("label-model-with-fifo", ["label", "--data", "{data.csv}", "--model", "{fifo-model}"], None, 2,
      "not a regular file"),
