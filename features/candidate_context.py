@@ -93,6 +93,18 @@ CONTEXT_COLUMNS: tuple[str, ...] = (
 )
 #: The series-relative columns (``ctx_shift_pct`` on), the second group above.
 SERIES_COLUMNS: tuple[str, ...] = CONTEXT_COLUMNS[3:]
+#: The columns that measure how large the candidate's shift is, on its own or
+#: against its neighbours and its series (see ``SHIFT_SIZE_COLUMNS`` in
+#: :mod:`triage.features.level_shift`).
+SHIFT_SIZE_COLUMNS: tuple[str, ...] = (
+    "ctx_local_shift",
+    "ctx_dominance",
+    "ctx_shift_pct",
+    "ctx_shift_vs_typical",
+    "ctx_shift_diffnoise",
+    "ctx_shift_vs_global",
+    "ctx_far_shift",
+)
 #: Fewest commits a later / earlier window needs for the persistence ratios.
 _MIN_RATIO_POINTS = 3
 

@@ -75,6 +75,15 @@ PAIR_COLUMNS: tuple[str, ...] = (
     "pair_rel_noise",
     "pair_after_consistency",
 )
+#: The columns that measure how large the shift is: with every other column
+#: fixed, a larger value never makes a change less likely. A model may be held
+#: monotone in them (:func:`triage.training.model_kinds.monotone_increasing`).
+SHIFT_SIZE_COLUMNS: tuple[str, ...] = (
+    "pair_robust_shift",
+    "pair_welch_d",
+    "pair_overlap",
+    "pair_after_consistency",
+)
 PREFIX = "pair_"
 _MAD_SCALE = 1.4826
 #: Longest window the compiled kernel takes (numpy's pairwise sum is one

@@ -494,3 +494,22 @@ def test_train_candidate_windows_gives_a_scoring_model(tmp_path, dataset):
     assert any(c.startswith("ctx_") for c in model.feature_names_)
     bad = runner.invoke(app, ["train", "--preset", "small", "--candidate-windows", "--window", "3", "--out", str(tmp_path / "x"), "--no-track"])
     assert bad.exit_code != 0 and "--candidate-windows" in bad.output
+
+
+def test_bundled_scoring_model_never_lowers_p_true_for_a_larger_shift():
+    """default-scoring is held monotone in the shift-size columns: a larger shift, all else equal, never lowers P(true)."""
+    from triage.model_lookup import bundled_model
+    from triage.training.model_kinds import monotone_increasing
+
+    model = load_classifier(bundled_model("default-scoring"))
+    cols = list(model.feature_names_)
+    up = [c for c, m in zip(cols, monotone_increasing(cols), strict=True) if m]
+    assert {"pair_robust_shift", "ctx_shift_diffnoise"} <= set(up)
+    rng = np.random.default_rng(0)
+    base = pd.DataFrame(rng.normal(size=(12, len(cols))), columns=cols)
+    grid = np.linspace(0.0, 40.0, 41)
+    for col in up:
+        rows = base.loc[base.index.repeat(len(grid))].reset_index(drop=True)
+        rows[col] = np.tile(grid, len(base))
+        p = model.predict_proba(rows)[:, 1].reshape(len(base), len(grid))
+        assert (np.diff(p, axis=1) >= -1e-12).all(), col

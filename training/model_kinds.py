@@ -180,6 +180,23 @@ KINDS: dict[str, ModelKind] = {kind.name: kind for kind in (RandomForest(), Supp
 MODELS: tuple[str, ...] = tuple(KINDS)
 
 
+def monotone_increasing(columns: list[str] | tuple[str, ...]) -> tuple[int, ...]:
+    """XGBoost's ``monotone_constraints`` for ``columns`` (n,): 1 for a shift-size column, else 0.
+
+    The shift-size columns (``SHIFT_SIZE_COLUMNS`` of
+    :mod:`triage.features.level_shift` and :mod:`triage.features.candidate_context`)
+    are those where, other columns fixed, a larger value should never make a
+    change less likely. Holding a model to that keeps it from learning the
+    opposite from the few projects it is trained on (the bundled
+    ``default-scoring``, BENCHMARKS.md "Real data").
+    """
+    from triage.features.candidate_context import SHIFT_SIZE_COLUMNS as CONTEXT_UP
+    from triage.features.level_shift import SHIFT_SIZE_COLUMNS as PAIR_UP
+
+    up = set(PAIR_UP) | set(CONTEXT_UP)
+    return tuple(int(c in up) for c in columns)
+
+
 def kind_of(name: str) -> ModelKind:
     """The :class:`ModelKind` called ``name``; ``ValueError`` for an unknown one."""
     try:
