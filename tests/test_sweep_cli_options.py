@@ -93,3 +93,25 @@ def test_an_output_never_replaces_a_sqlite_store(tmp_path, unread):
     assert code == 2, output
     assert "is a SQLite database" in flat(output)
     assert store.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            "candidates",
+            "--detector",
+            "perfherder",
+            "--param",
+            "t_threshold=5",
+            "--param",
+            "t_threshold=9",
+        ],
+        ["train", "--param", "n_estimators=5", "--param", " n_estimators = 7", "--no-track"],
+    ],
+)
+def test_a_parameter_given_twice_is_refused_not_the_last_one_taken(args, unread, tmp_path):
+    code, output = invoke([*args, "--data", unread, "--out", tmp_path / "out"])
+    assert code == 2, output
+    assert "given twice" in flat(output)
+    assert "not-a-number" not in output

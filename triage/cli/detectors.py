@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order
+from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order, refuse_repeated_keys
 from triage.cli.progress import JobProgress
 from triage.cli.tables import check_format, console_for
 from triage.cli.validation import output_file
@@ -79,6 +79,7 @@ def candidates(
     from triage.cli.validation import check_output_not_input
 
     check_output_not_input(out, data)
+    refuse_repeated_keys("--param", param)
     # scipy.stats and ruptures take seconds to import: only when a detector runs.
     from triage.detectors import make, parse_params
     from triage.distributed import map_frames

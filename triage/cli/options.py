@@ -55,10 +55,23 @@ def parse_windows(text: str) -> list[str | int]:
 
 def parse_model_params(items: list[str] | None) -> dict[str, object]:
     """``--param KEY=VALUE`` items of a model, values inferred (grammar: :mod:`triage.core.params`)."""
+    refuse_repeated_keys("--param", items)
     try:
         return params.parse_params(items)
     except ValueError as exc:
         raise typer.BadParameter(f"--param: {exc}") from None
+
+
+def refuse_repeated_keys(option: str, items: list[str] | None) -> None:
+    """A key given twice (``--param t=5 --param t=9``) is refused: the library keeps the last one
+    silently, and on a long command line the user may well have meant the first."""
+    seen: dict[str, str] = {}
+    for item in items or ():
+        key = item.partition("=")[0].strip()
+        if key in seen:
+            raise typer.BadParameter(f"{key!r} is given twice ({seen[key]!r}, {item!r})", param_hint=option)
+        if key:
+            seen[key] = item
 
 COMMIT_ORDER_HELP = (
     "Text file of commit ids in history order, one a line (long layout): re-measured commits (retriggers) "
