@@ -38,6 +38,17 @@ def test_compressed_csv_loads_whatever_the_suffix(tmp_path, kind):
         assert list(history.commits) == ["a", "b"] and list(history.values) == [12.0, 11.0]
 
 
+@pytest.mark.parametrize("name", ["h.csv.gz", "h.csv.zst"])
+def test_plain_text_named_like_an_archive_loads_and_its_errors_name_it(tmp_path, name):
+    # pandas picks decompression by suffix: this was an internal BadGzipFile error
+    path = tmp_path / name
+    path.write_text(LONG, encoding="utf-8")
+    assert list(load(path)["s"].values) == [12.0, 11.0]
+    path.write_text("series_id,commit,value\ns,a,1\ns,b,oops\n", encoding="utf-8")
+    with pytest.raises(InputError, match=rf"{name.replace('.', r'[.]')}, row 3: value 'oops' is not a number"):
+        load(path)
+
+
 def test_errors_in_a_compressed_file_name_it_and_its_line(tmp_path):
     path = tmp_path / "bad.csv.gz"
     path.write_bytes(gzip.compress(b"series_id,commit,value\ns,a,1\ns,b,oops\n"))
@@ -344,3 +355,16 @@ def test_bad_jmh_file_is_located(tmp_path):
     with pytest.raises(InputError) as err:
         load(path)
     assert err.value.row == 1 and "no 'rawData'" in err.value.problem
+
+
+def test_json_input_takes_a_byte_order_mark_and_names_an_empty_file(tmp_path):
+    from triage.core.json_input import read_json
+
+    bom = tmp_path / "runs.json"
+    bom.write_bytes(b"\xef\xbb\xbf[[1.0, 2.0, 3.0]]")
+    assert read_json(bom) == [[1.0, 2.0, 3.0]]
+    for text in ("", " \n"):
+        empty = tmp_path / "empty.json"
+        empty.write_text(text, encoding="utf-8")
+        with pytest.raises(InputError, match=r"empty\.json: file is empty, expected JMH JSON results$"):
+            read_json(empty, "JMH JSON results")

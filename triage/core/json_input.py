@@ -18,13 +18,16 @@ def read_json(path: str | Path, what: str = "JSON") -> object:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: Windows tools (PowerShell's Out-File, Notepad) start UTF-8 with a BOM
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputError(path, None, "no such file") from None
     except IsADirectoryError:
         raise InputError(path, None, f"is a directory, expected {what}") from None
     except UnicodeDecodeError:
         raise InputError(path, None, f"not a UTF-8 text file ({what} must be UTF-8)") from None
+    if not text.strip():
+        raise InputError(path, None, f"file is empty, expected {what}")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

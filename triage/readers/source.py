@@ -10,6 +10,9 @@ through :func:`plain_file` first:
   decompressed into a temporary file named like the inner file
   (``histories.csv.gz`` -> ``histories.csv``), so layout sniffing by suffix
   keeps working;
+* a plain file named like a compressed one (``history.csv.gz`` holding
+  text) is copied under the inner name too: pandas would otherwise try to
+  decompress it by its suffix and fail with an internal error;
 * anything else is used in place.
 
 Errors raised inside the block name the file the user gave (``<stdin>`` for
@@ -122,7 +125,7 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
                 raise InputError(shown, None, "is a directory; expected a file")
             yield given  # directories (asv results, Otava tests, `triage synth` output) are read in place
             return
-        if stat.S_ISREG(mode) and compression(given) is None:
+        if stat.S_ISREG(mode) and compression(given) is None and _inner_name(given.name) == given.name:
             yield given
             return
     with tempfile.TemporaryDirectory(prefix="triage-input-") as tmpdir:
@@ -144,7 +147,7 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
                 raise InputError(shown, None, f"cannot decompress ({kind}): {exc}") from None
             copy.unlink()
         else:
-            target = copy.rename(Path(tmpdir) / given.name)
+            target = copy.rename(Path(tmpdir) / _inner_name(given.name))
         try:
             yield target
         except InputError as exc:
