@@ -224,7 +224,7 @@ def report(
     with JobProgress("report", n_plots, "plots") as progress:
         page = build_report(dataset, frame, out, candidates=points, title=title, max_plots=max_plots,
                             progress=progress.advance)
-    console.print(f"report written to [bold]{page}[/] ({len(frame):,} decisions)", soft_wrap=True)
+    console.print(f"report written to [bold]{escape(str(page))}[/] ({len(frame):,} decisions)", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

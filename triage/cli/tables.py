@@ -74,7 +74,7 @@ def dataset_summary_rows(dataset: Dataset) -> dict[str, int]:
 def dataset_summary(dataset: Dataset, title: str | None = None) -> Table:
     """Series, commits and candidates by label, as a table."""
     counts = dataset.label_counts()
-    table = Table(title=title or f"Dataset {dataset.source or ''}".strip())
+    table = Table(title=Text(title or f"Dataset {dataset.source or ''}".strip()))
     table.add_column("what")
     table.add_column("count", justify="right")
     table.add_row("series", f"{len(dataset):,}")
@@ -93,7 +93,7 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
 
     ``wide``: room for the first reason (a terminal of 110 columns or more).
     """
-    table = Table(title=title)
+    table = Table(title=Text(title))
     for col in ("series", "commit", *extra, "P(true)", "model"):
         # Identifiers on one line (cut with an ellipsis); the reason takes what is left.
         table.add_column(col, justify="right" if col == "P(true)" else "left", no_wrap=True,
@@ -106,14 +106,16 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
     for rec in top.to_dict("records"):
         is_true = rec["classification"] == "true_positive"
         why = str(rec.get("explanation", "") or "").split("; ")[0]
+        # Text, not str: a JMH series is named like Bench.parse[size=1024], which as
+        # markup would be swallowed as a style, and "[/]" would be an error.
         cells = [
-            str(rec["series_id"]),
-            str(rec["commit"]),
-            *[str(rec.get(c, "")) for c in extra],
+            Text(str(rec["series_id"])),
+            Text(str(rec["commit"])),
+            *[Text(str(rec.get(c, ""))) for c in extra],
             f"{rec['p_true']:.3f}",
-            "[bold red]true[/]" if is_true else "false",
+            Text("true", style="bold red") if is_true else "false",
         ]
-        table.add_row(*cells, *([why] if with_why else []))
+        table.add_row(*cells, *([Text(why)] if with_why else []))
     return table
 
 

@@ -19,7 +19,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from triage.cli.options import parse_model_params, parse_window, parse_windows
 from triage.cli.tables import differences_table, evaluation_table
@@ -208,7 +210,7 @@ def train(
         if matrix is not None:
             raise typer.BadParameter("--labels needs --data or --preset (a feature matrix has no commits to label)")
         dataset, n_decided = overlay(dataset_of(data, preset, seed), LabelsStore(labels, create=False))
-        console.print(f"{n_decided:,} sheriff decisions from {labels} overlaid on the data's labels")
+        console.print(f"{n_decided:,} sheriff decisions from {escape(str(labels))} overlaid on the data's labels")
         with console.status(f"extracting features (window {w}) from {len(dataset):,} series"):
             fm = build_matrix(dataset, w, n_jobs, online_rows)
     elif candidate_windows:
@@ -256,10 +258,10 @@ def train(
     console.print(table)
     for warning in result.warnings:
         err_console.print(f"warning: {warning}", markup=False, highlight=False)
-    console.print(f"model written to [bold]{result.model_dir}[/]")
+    console.print(f"model written to [bold]{escape(str(result.model_dir))}[/]", soft_wrap=True)
     if result.run:
         reg = f", registered {result.run['registered']} v{result.run['version']}" if result.run["registered"] else ""
-        console.print(f"MLflow run {result.run['run_id']}{reg} ({result.run['tracking_uri']})")
+        console.print(f"MLflow run {result.run['run_id']}{escape(reg)} ({escape(str(result.run['tracking_uri']))})")
 
 
 def _check_feature_set(path: Path | None) -> None:
@@ -360,7 +362,7 @@ def evaluate(
     console.print(differences_table(result))
     if out is not None:
         paths = result.save(out)
-        console.print(f"results written to [bold]{paths['markdown'].parent}[/]")
+        console.print(f"results written to [bold]{escape(str(paths['markdown'].parent))}[/]")
     if not no_track:
         from triage.training.tracking import log_evaluation_run
 
@@ -430,7 +432,7 @@ def window_study(
         rich_table.add_row(str(r["window"]), f"{r['n_candidates']:,}", f"{r['auc_mean']:.3f}",
                            f"[{r['auc_ci_low']:.3f}, {r['auc_ci_high']:.3f}]")
     console.print(rich_table)
-    console.print(f"written to [bold]{out}[/] (window_study.csv, .md, .png)")
+    console.print(f"written to [bold]{escape(str(out))}[/] (window_study.csv, .md, .png)")
     if not no_track:
         import mlflow
 
@@ -458,7 +460,7 @@ def models_list(
     from triage.training.tracking import list_models, resolve_tracking_uri
 
     rows = list_models(tracking_uri)
-    table = Table(title=f"Registered models ({resolve_tracking_uri(tracking_uri)})")
+    table = Table(title=Text(f"Registered models ({resolve_tracking_uri(tracking_uri)})"))
     for col in ("name", "version", "aliases", "window", "AUC", "rows", "data", "run"):
         # fold, not ellipsis: a name or alias cut short in an 80-column terminal is a wrong name
         table.add_column(col, justify="right" if col in ("AUC", "rows") else "left", overflow="fold",
@@ -492,7 +494,7 @@ def _sheriff_agreement_table(path: Path, rows: list[dict[str, object]]) -> Table
         agreement = agreement_by_model(store)
     finally:
         store.close()
-    table = Table(title=f"Against the sheriffs' decisions ({path})")
+    table = Table(title=Text(f"Against the sheriffs' decisions ({path})"))
     for col in ("model", "registered", "decisions", "precision", "recall", "agreement", "weeks"):
         table.add_column(col, justify="right" if col in ("decisions", "precision", "recall", "agreement") else "left",
                          overflow="fold")
