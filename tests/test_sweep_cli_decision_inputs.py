@@ -171,3 +171,26 @@ def test_report_reads_compressed_decisions_by_their_bytes_and_names_a_truncated_
     )
     assert code == 0, output
     assert (tmp_path / "r2" / "index.html").is_file()
+
+
+def test_json_lines_decisions_with_a_null_index_are_placed_by_their_commit(work, tmp_path):
+    frame = pd.read_csv(work["scored"])
+    frame["index"] = None
+    lines = tmp_path / "d.jsonl"
+    frame.to_json(lines, orient="records", lines=True)
+    code, output = invoke(
+        ["report", "--data", work["history"], "--decisions", lines, "--out", tmp_path / "r"]
+    )
+    assert code == 0, output
+
+
+def test_a_bad_json_lines_decision_is_named_by_its_line(work, tmp_path):
+    frame = pd.read_csv(work["scored"])
+    frame.loc[0, "classification"] = "maybe"
+    lines = tmp_path / "d.jsonl"
+    frame.to_json(lines, orient="records", lines=True)
+    code, output = invoke(
+        ["report", "--data", work["history"], "--decisions", lines, "--out", tmp_path / "r"]
+    )
+    assert code == 2, output
+    assert f"{lines}, row 1: classification 'maybe'" in flat(output)

@@ -105,8 +105,9 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
     index = np.empty(len(frame), dtype=np.int64)
     p_true = pd.to_numeric(frame["p_true"], errors="coerce").to_numpy(dtype=np.float64)
     first: dict[tuple[str, int], int] = {}
+    first_row = 1 if is_json_lines else 2  # JSON lines have no header line
     for i, rec in enumerate(frame.to_dict("records")):
-        row = i + 2
+        row = i + first_row
         sid = rec["series_id"]
         if sid not in dataset:
             raise InputError(path, row, f"unknown series {sid!r}")
@@ -146,7 +147,7 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
 def _whole_number(text: object, path: Path, row: int) -> int | None:
     """An ``index`` cell: None when empty, else a whole number or an error naming the row."""
     text = str(text).strip()
-    if not text:
+    if text.lower() in ("", "nan", "none"):  # empty, or a JSON null read as text
         return None
     try:
         return int(text)
