@@ -83,3 +83,20 @@ def test_cli_candidates_with_scheduler_local_writes_the_same_file(tmp_path, data
         assert res.returncode == 0, res.stderr
         outs.append(out.read_text())
     assert outs[0] == outs[1] and outs[0].count("\n") > 1
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:1", "no such thing"])
+def test_an_unreachable_scheduler_is_a_usage_error_naming_it(tmp_path, dataset, monkeypatch, address):
+    # dask waited 30 s and the command ended as an internal error (exit 1)
+    from helpers_cli import flat, invoke
+
+    import triage.distributed as distributed
+    from triage.loaders import write_long
+
+    monkeypatch.setattr(distributed, "CONNECT_TIMEOUT", 1.0)
+    data = write_long(dataset, tmp_path / "h.csv")
+    out = tmp_path / "c.csv"
+    code, output = invoke(["candidates", "--data", data, "--detector", "binseg", "--out", out, "--scheduler", address])
+    assert code == 2, output
+    assert f"--scheduler: cannot reach a dask scheduler at '{address}'" in flat(output)
+    assert not out.exists()

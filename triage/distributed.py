@@ -39,9 +39,13 @@ from typing import Any
 
 import pandas as pd
 
+from triage.core.errors import InputError
 from triage.core.history import Dataset
 
 LOCAL = "local"
+#: Seconds to wait for a remote scheduler before saying it cannot be reached
+#: (dask's default, 30 s, looked like a hang and then ended as an internal error).
+CONNECT_TIMEOUT = 10.0
 
 
 def partition_of(series_id: str, n_partitions: int) -> int:
@@ -71,8 +75,18 @@ def client(scheduler: str | None) -> Iterator[Any]:
                           dashboard_address=None) as cluster, Client(cluster) as c:
             yield c
     else:
-        with Client(scheduler) as c:
+        try:
+            remote = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError) as exc:  # refused, timed out, or not an address
+            raise InputError("--scheduler", None, f"cannot reach a dask scheduler at {scheduler!r} "
+                             f"({_first_line(exc)}); start one (`dask scheduler`) or give --scheduler local") from None
+        with remote as c:
             yield c
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def map_series(
