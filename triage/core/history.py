@@ -460,7 +460,8 @@ def dataset_from_long(
                         row,
                         f"timestamps of series {series_order[run_series[a]]!r} go backwards "
                         f"({pd.Timestamp(ts[j])} after {pd.Timestamp(ts[j - 1])}); "
-                        "sort the file or ask for sorting (--sort-timestamps)",
+                        "sort the file by timestamp (`triage convert --sort-timestamps` writes a sorted copy; "
+                        "summary, convert and plot also take --sort-timestamps)",
                     )
                 warnings.warn(
                     f"{path}: series {series_order[run_series[a]]!r} sorted by timestamp "
