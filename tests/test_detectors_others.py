@@ -145,6 +145,11 @@ def test_ensemble_rejects_bad_members():
         Ensemble(members=("pelt", "binseg"), always=("perfherder",)).fit(np.zeros(50))
     with pytest.raises(ValueError, match="distinct"):
         Ensemble(members=("pelt", "pelt")).fit(np.zeros(50))
+    # votes no event could gather: was 0 candidates, indistinguishable from a quiet series
+    with pytest.raises(ValueError, match="min_votes=3 is more than the 2 members"):
+        make("ensemble", members=("pelt", "binseg")).fit(np.zeros(50))
+    with pytest.raises(ValueError, match="at least one member"):
+        Ensemble(members=()).fit(np.zeros(50))
 
 
 def test_mozilla_or_ensemble_is_a_superset_of_both():

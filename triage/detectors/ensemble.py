@@ -87,6 +87,11 @@ class Ensemble(Detector):
         if self.margin < 0 or self.min_votes < 1:
             raise ValueError("need margin >= 0 and min_votes >= 1")
         members = self._member_detectors()
+        if not members:
+            raise ValueError("an ensemble needs at least one member")
+        if self.min_votes > len(members) and not self.always:
+            # no event could ever gather the votes: 0 candidates that look like a quiet series
+            raise ValueError(f"min_votes={self.min_votes} is more than the {len(members)} members can give")
         self.member_change_points_ = {name: det.detect(x) for name, det in members}
         detections = sorted(
             (cp.index, name) for name, cps in self.member_change_points_.items() for cp in cps
