@@ -100,3 +100,32 @@ def test_train_registers_kind_and_window_and_warns_on_small_data(tmp_path):
     rows = list_models(uri)
     assert [(r["name"], r["version"], r["window"]) for r in rows] == [("triage-rf-w4", "1", "4")]
     assert load_model(tmp_path / "m").manifest_["run_id"] == rows[0]["run_id"]
+
+
+def test_train_monotone_shifts_holds_p_true_up_as_the_shift_grows(tmp_path):
+    """--monotone-shifts: XGBoost constrained in the shift-size columns; refused for another kind or without them."""
+    runner = CliRunner()
+    import numpy as np
+    import pandas as pd
+
+    from triage.training.model_kinds import monotone_increasing
+
+    out = tmp_path / "mono"
+    res = runner.invoke(app, ["train", "--preset", "small", "--window", "4", "--model", "xgb", "--monotone-shifts",
+                              "--out", str(out), "--no-track"])
+    assert res.exit_code == 0, res.output
+    model = load_model(out)
+    cols = list(model.feature_names_)
+    assert model.manifest_["params"]["monotone_constraints"] == list(monotone_increasing(cols))
+    base = pd.DataFrame(np.random.default_rng(1).normal(size=(8, len(cols))), columns=cols)
+    grid = np.linspace(0.0, 30.0, 31)
+    rows = base.loc[base.index.repeat(len(grid))].reset_index(drop=True)
+    rows["pair_robust_shift"] = np.tile(grid, len(base))
+    p = model.predict_proba(rows)[:, 1].reshape(len(base), len(grid))
+    assert (np.diff(p, axis=1) >= -1e-12).all()
+    bad = runner.invoke(app, ["train", "--preset", "small", "--monotone-shifts", "--out", str(tmp_path / "rf")])
+    assert bad.exit_code == 2 and "--monotone-shifts needs --model xgb" in " ".join(bad.output.split())
+    none = runner.invoke(app, ["train", "--preset", "small", "--model", "xgb", "--monotone-shifts",
+                               "--out", str(tmp_path / "adaptive"), "--no-track"])
+    assert none.exit_code != 0 and not (tmp_path / "adaptive").exists()
+    assert "no shift-size column" in " ".join(str(none.exception or none.output).split())

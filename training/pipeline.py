@@ -122,12 +122,16 @@ def train(
     tracking_uri: str | None = None,
     register_as: str | None = None,
     extra: Mapping[str, object] | None = None,
+    monotone_shifts: bool = False,
 ) -> TrainResult:
     """Fit, measure on a grouped hold-out, refit on all, save to ``out``, log to MLflow.
 
     ``matrix`` is the feature matrix (contract in ARCHITECTURE.md). Raises
     :class:`~triage.core.errors.InputError` for a matrix without triaged rows or
     lacking the requested feature columns; nothing is written then.
+    ``monotone_shifts`` (XGBoost only) holds P(true) non-decreasing in the
+    shift-size columns (:func:`triage.training.model_kinds.monotone_increasing`),
+    the recipe of the bundled ``default-scoring``.
     """
     if not 0 <= test_size < 1:  # NaN fails this too
         raise ValueError(f"test_size must be in [0, 1), got {test_size!r}")
@@ -148,6 +152,17 @@ def train(
     td = training_data(matrix, columns)
     feature_set_file = str(features) if isinstance(features, str | Path) else None
     params = dict(model_params or {})
+    if monotone_shifts:
+        from triage.training.model_kinds import monotone_increasing
+
+        if model != "xgb":
+            raise ValueError(f"monotone_shifts needs model='xgb', got {model!r}")
+        constraints = monotone_increasing(td.columns)
+        if not any(constraints):
+            raise InputError(None, None, "no shift-size column (pair_*, ctx_* shift measures) among the features "
+                                         "to hold monotone: train with candidate windows or a window K")
+        columns = list(td.columns)  # the constraints follow this order
+        params["monotone_constraints"] = constraints
 
     def make() -> TriageClassifier:
         return TriageClassifier(model=model, features=columns, threshold=threshold,

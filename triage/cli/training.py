@@ -171,6 +171,7 @@ def train(
     labels: Annotated[Path | None, typer.Option("--labels", help="Labels store of `triage serve`: the sheriffs' decisions replace the data's labels where there is one.")] = None,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run feature extraction on a dask cluster, partitioned by series: local or a scheduler address (tcp://host:8786).")] = None,
     candidate_windows: Annotated[bool, typer.Option("--candidate-windows", help=f"A scoring model: Pre/After bounded by the neighbouring candidates ({CANDIDATE_MAX_LEN} commits at most) plus the pair_* and ctx_* features (the candidate among its neighbours), the windows `triage score` gives fresh candidates.")] = False,
+    monotone_shifts: Annotated[bool, typer.Option("--monotone-shifts", help="With --model xgb: P(true) never falls as a shift-size column (pair_*, ctx_* shift measures) grows, all else equal; the bundled default-scoring's recipe.")] = False,
 ) -> None:
     """Train a classifier, measure it on held-out series, save it and log it to MLflow."""
     from triage.training.model_kinds import MODELS
@@ -195,6 +196,8 @@ def train(
     online_rows = ordinary_per_series if isinstance(w, int) and matrix is None else 0
     if candidate_windows and (w != "adaptive" or matrix is not None or labels is not None):
         raise typer.BadParameter("--candidate-windows builds its own windows from --data or --preset: leave --window adaptive, without --matrix or --labels")
+    if monotone_shifts and model != "xgb":
+        raise typer.BadParameter(f"--monotone-shifts needs --model xgb, not {model}")
     if target_recall is not None:
         policy = f"recall:{target_recall}"
     elif threshold is not None:
@@ -236,6 +239,7 @@ def train(
             random_state=seed,
             n_jobs=n_jobs,
             model_params=model_params,
+            monotone_shifts=monotone_shifts,
             track=not no_track,
             tracking_uri=tracking_uri,
             register_as=None if no_track else (register or registered_name(model, w)),
