@@ -31,6 +31,7 @@ from triage.readers.gab import is_gab
 from triage.readers.jmh import is_jmh
 from triage.readers.otava import CSV_SUFFIXES, sniff_delimiter
 from triage.readers.perfherder import is_perfherder_data
+from triage.readers.source import not_utf8
 
 #: The ICPE 2022 data-challenge demo layout's columns (``;``-separated).
 MONGODB_COLUMNS: tuple[str, ...] = ("Value", "MongoDB.Label")
@@ -55,7 +56,8 @@ def read_header(path: Path) -> str:
         with open(path, encoding="utf-8-sig") as fh:
             header = fh.readline()
     except UnicodeDecodeError:
-        raise InputError(path, 1, "not a UTF-8 text file") from None
+        # readline decodes a whole buffer: the bad byte may be lines further on.
+        raise not_utf8(path) from None
     if not header.strip():
         raise InputError(path, None, "file is empty")
     return header

@@ -34,7 +34,7 @@ import pandas as pd
 
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History, Trim, dataset_from_long
-from triage.readers.source import looks_numeric, plain_file, read_csv_text
+from triage.readers.source import looks_numeric, not_utf8, plain_file, read_csv_text
 
 DELIMITERS = (",", ";", "\t", "|")
 BRANCH_COLUMN = "branch"
@@ -53,7 +53,8 @@ def _header(path: Path) -> str:
         with open(path, encoding="utf-8") as fh:
             return fh.readline()
     except UnicodeDecodeError:
-        raise InputError(path, 1, "not a UTF-8 text file") from None
+        # readline decodes a whole buffer: the bad byte may be lines further on.
+        raise not_utf8(path) from None
 
 
 def otava_frame(

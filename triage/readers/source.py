@@ -22,6 +22,7 @@ text.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import os
 import shutil
@@ -42,6 +43,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd")
 ZSTD_CHUNK = 1 << 20  # compressed bytes fed to the decompressor at a time
+UTF8_CHUNK = 1 << 20  # bytes decoded at a time when looking for a non-UTF-8 byte
 
 
 def display_name(path: str | Path) -> str:
@@ -156,6 +158,35 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
             raise
 
 
+def non_utf8_line(path: str | Path) -> int | None:
+    """The 1-based line (``\\n``-separated) of the first byte that is not UTF-8; None when all is UTF-8.
+
+    The offsets in a :class:`UnicodeDecodeError` from a text reader are within
+    whatever buffer it was decoding (pandas' or ``readline``'s 8 KiB), not
+    the file, so the line is found again here, one chunk at a time (memory
+    stays at :data:`UTF8_CHUNK` whatever the file's size).
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines_before = 0  # newlines in the chunks decoded so far
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(UTF8_CHUNK)
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as exc:
+                # exc.object is the bytes the decoder held back from the last chunk (the
+                # start of a character cut by the chunk's end: never a newline), then this chunk.
+                return lines_before + exc.object[: exc.start].count(b"\n") + 1
+            if not chunk:
+                return None
+            lines_before += chunk.count(b"\n")
+
+
+def not_utf8(path: str | Path, shown: str | Path | None = None) -> InputError:
+    """The :class:`InputError` for a file that is not UTF-8, located at its first bad byte's line."""
+    return InputError(path if shown is None else shown, non_utf8_line(path), "not a UTF-8 text file")
+
+
 @contextmanager
 def csv_errors(path: str | Path) -> Iterator[None]:
     """pandas' CSV reading errors inside the block as :class:`InputError` naming ``path``."""
@@ -166,7 +197,7 @@ def csv_errors(path: str | Path) -> Iterator[None]:
     except pd.errors.ParserError as exc:
         raise InputError(path, None, f"not a valid CSV file: {exc}") from None
     except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file") from None
+        raise not_utf8(path) from None
 
 
 def read_csv_text(
