@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from triage.core.atomic import atomic_write, write_csv_atomic
+from triage.core.atomic import atomic_write, is_stdio, write_csv_atomic
 from triage.core.errors import InputError
 from triage.core.history import (
     AGGREGATES,
@@ -81,6 +81,11 @@ LAYOUTS = (
     "auto", "long", "mongodb", "otava", "json", "asv", "gab", "perfherder", "jmh", "otava-dir", "otava-config",
 )
 DATASET_FILES = ("history.parquet", "history.csv")
+JMH_STDIN = (
+    "JMH results are one commit, named by the file's stem (3f2a9c1.json is commit 3f2a9c1), and standard "
+    "input (or a pipe) has no such name: save them as <commit>.json and pass that file, or name the commit with "
+    "`triage steady - --commits <commit> --trim-warmup none --out long.csv` and read long.csv"
+)
 
 
 #: The long-frame builder; kept under its old name for callers such as ``triage.synthetic``.
@@ -178,8 +183,17 @@ def _load_plain(plain: Path, path: Path, layout: str, aggregate: str, sort_times
     if alerts is not None:
         raise InputError(display_name(path), None, "--alerts labels Perfherder performance data only")
     if layout == "jmh":
+        if _nameless(path):
+            # The file is one commit named by its stem; stdin's stand-in name
+            # ("stdin", or "63" for bash's <(...)) would become a commit id nobody gave.
+            raise InputError(display_name(path), None, JMH_STDIN)
         return read_jmh_dataset(plain, trim_warmup=trim_warmup, aggregate=aggregate)
     return read_json_values(plain)
+
+
+def _nameless(path: Path) -> bool:
+    """Standard input or a stream under /dev or /proc (``/dev/stdin``, ``<(...)``'s ``/dev/fd/63``): no stem to name a commit."""
+    return is_stdio(path) or str(path.absolute()).startswith(("/dev/", "/proc/"))
 
 
 def read_long(
