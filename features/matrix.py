@@ -53,6 +53,16 @@ DETECTOR_PREFIX = "det_"
 #: Class names in ``classes_`` order: y = 1 is the positive class (a real change).
 CLASS_NAMES: tuple[str, str] = (labels.FALSE_POSITIVE, labels.TRUE_POSITIVE)
 
+#: Every user of :func:`training_data` splits by series (the grouped hold-out,
+#: grouped cross-validation in selection, the classifier's validation split).
+#: Rows standing in for series would put a series' candidates on both sides of
+#: a split, which overstates every score, so a matrix without the column is refused.
+MISSING_SERIES = (
+    "feature matrix has no 'series_id' column: the grouped hold-out and cross-validation keep each series' "
+    "candidates on one side and need it (without it each row would be its own series, and held-out scores "
+    "would be overstated); add each candidate's series as 'series_id' (a matrix built from --data has it)"
+)
+
 # ``pre_`` and ``after_``, as the catalogue spells its per-window columns.
 _SIDE_PREFIXES: tuple[str, ...] = tuple(
     dict.fromkeys(c.partition("_")[0] + "_" for c in catalogue_columns(CHARACTERISTICS))
@@ -144,8 +154,8 @@ def training_data(
 
     ``features``: the columns (a list, or a feature-set file); default every
     contract feature column. Raises :class:`InputError` when a column is
-    missing or not numeric, no row is triaged, or only one class is present
-    (nothing to learn).
+    missing or not numeric, no row is triaged, only one class is present
+    (nothing to learn), or there is no ``series_id`` (:data:`MISSING_SERIES`).
     """
     columns = resolve_features(features, matrix)
     if not columns:
@@ -160,7 +170,9 @@ def training_data(
     if y.min() == y.max():
         only = labels.TRUE_POSITIVE if y[0] else labels.FALSE_POSITIVE
         raise InputError(source, None, f"only {only} candidates: need both true and false alerts to learn from")
-    groups = (sub["series_id"].astype(str).to_numpy() if "series_id" in sub.columns else np.arange(len(sub)).astype(str))
+    if "series_id" not in sub.columns:
+        raise InputError(source, None, MISSING_SERIES)
+    groups = sub["series_id"].astype(str).to_numpy()
     return TrainingData(X=X, y=y, groups=groups, order=time_key(sub), columns=columns, rows=rows)
 
 
