@@ -71,7 +71,8 @@ def test_unknown_detector_or_parameter_is_a_clear_error(tmp_path):
         (["--detector", "nope"], "unknown detector 'nope'"),
         (["--detector", "pelt", "--param", "alpha=1"], "unknown parameter 'alpha'"),
         (["--detector", "pelt", "--param", "penalty=high"], "penalty"),
-        (["--detector", "hybrid_welch", "--param", "test=anova"], "unknown test 'anova'"),
+        (["--detector", "hybrid_welch", "--param", "test=anova"],
+         "parameter test='anova' of detector 'hybrid_welch' must be one of welch, mwu, ks, cvm, levene"),
     ):
         result = runner.invoke(app, ["candidates", "--data", str(data), "--out", str(out), *extra])
         assert result.exit_code == 2, result.output

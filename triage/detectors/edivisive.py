@@ -158,6 +158,10 @@ def first_pass_pvalue(max_pvalue: float) -> float:
     return max_pvalue
 
 
+#: How the merge step recomputes after deleting a weak point (module docstring).
+MERGE_RECOMPUTE: tuple[str, ...] = ("otava", "neighbours")
+
+
 class EDivisive(Detector):
     """E-Divisive means with Hunter/Otava's t-test, sliding windows and merge.
 
@@ -220,8 +224,8 @@ class EDivisive(Detector):
         return ttest_sides(x[lo : cps[k]], x[cps[k] : hi])
 
     def _merge(self, x: np.ndarray, weak: list[int]) -> list[tuple[int, TTestStats]]:
-        if self.merge_recompute not in ("otava", "neighbours"):
-            raise ValueError("merge_recompute must be 'otava' or 'neighbours'")
+        if self.merge_recompute not in MERGE_RECOMPUTE:
+            raise ValueError(f"merge_recompute must be one of {', '.join(MERGE_RECOMPUTE)}")
         # After deleting position k, the old k+1 sits at k. Its true neighbours
         # are k-1 and k; Otava refreshes k and k+1.
         refresh = (0, 1) if self.merge_recompute == "otava" else (-1, 0)

@@ -48,13 +48,20 @@ def refine_l2(x: np.ndarray, ends: list[int], radius: int, min_size: int) -> lis
     return out
 
 
+#: ruptures' costs that apply to one series of numbers. Left out: ``linear``
+#: (a regression on covariates a series does not have: ruptures fails with
+#: "Not enough dimensions") and ``cosine`` (the angle between vectors, which
+#: for single numbers is only their sign).
+MODELS: tuple[str, ...] = ("l2", "l1", "normal", "rbf", "rank", "mahalanobis", "ar", "clinear")
+
+
 class PenalisedSearch(Detector):
     """Penalised segmentation with one of ruptures' search methods (:attr:`algorithm`).
 
     Parameters
     ----------
     penalty : penalty factor, see module docstring (3)
-    model : ruptures cost name ("l2": shifts in mean)
+    model : ruptures cost name, one of :data:`MODELS` ("l2": shifts in mean)
     min_size : minimum segment length in commits (5)
     jump : candidate grid step (5, ruptures' default), refined to the commit
 
@@ -73,6 +80,8 @@ class PenalisedSearch(Detector):
         self.jump = jump
 
     def _find(self, x: np.ndarray) -> list[ChangePoint]:
+        if self.model not in MODELS:  # ruptures' own words name neither the parameter nor the choices
+            raise ValueError(f"model={self.model!r} must be one of {', '.join(MODELS)}")
         n = len(x)
         if n < 2 * self.min_size:
             return []

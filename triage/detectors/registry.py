@@ -17,10 +17,10 @@ from triage.core import params
 from triage.detectors.base import Detector
 from triage.detectors.bocpd import Bocpd
 from triage.detectors.cusum import Cusum
-from triage.detectors.edivisive import EDivisive
+from triage.detectors.edivisive import MERGE_RECOMPUTE, EDivisive
 from triage.detectors.ensemble import Ensemble
-from triage.detectors.penalised import BinSeg, Pelt
-from triage.detectors.windowed import HybridTest, Perfherder
+from triage.detectors.penalised import MODELS, BinSeg, Pelt
+from triage.detectors.windowed import HYBRID_TESTS, HybridTest, Perfherder
 
 #: name -> (class, parameters that differ from the class defaults)
 REGISTRY: dict[str, tuple[type[Detector], dict[str, Any]]] = {
@@ -65,6 +65,18 @@ RANGES: dict[type[Detector], dict[str, _Range]] = {
 }
 
 
+#: The allowed values of each text parameter, checked by :func:`make` with the
+#: ranges: a detector checks its own only when a series reaches the code that
+#: uses it (EDivisive's merge, when there is a weak point), and ruptures' error
+#: for a bad ``model`` names neither the parameter nor the choices.
+CHOICES: dict[type[Detector], dict[str, tuple[str, ...]]] = {
+    HybridTest: {"test": tuple(HYBRID_TESTS)},
+    EDivisive: {"merge_recompute": MERGE_RECOMPUTE},
+    Pelt: {"model": MODELS},
+    BinSeg: {"model": MODELS},
+}
+
+
 def _describe(rng: _Range) -> str:
     kind, low, high, low_in, high_in = rng
     what = "a whole number" if kind == "int" else "a finite number"
@@ -93,6 +105,11 @@ def check_params(name: str, params: dict[str, Any]) -> None:
             )
         if not ok:
             raise ValueError(f"parameter {key}={value!r} of detector {name!r} must be {_describe(rng)}")
+    for key, choices in CHOICES.get(cls, {}).items():
+        if key in params and params[key] not in choices:
+            raise ValueError(f"parameter {key}={params[key]!r} of detector {name!r} must be one of {', '.join(choices)}")
+    if cls is Ensemble:
+        _check_members(name, params)
     cross = [("min_back_window", "max_back_window"), ("min_window", "window")]
     if cls in (Perfherder, HybridTest, Cusum):
         for small, big in cross:
@@ -100,6 +117,28 @@ def check_params(name: str, params: dict[str, Any]) -> None:
                 raise ValueError(
                     f"parameter {small}={params[small]!r} of detector {name!r} must be <= {big}={params[big]!r}"
                 )
+
+
+def _check_members(name: str, params: dict[str, Any]) -> None:
+    """An ensemble's ``members`` given by name must be detectors, and ``always`` must name members.
+
+    Else the ensemble fails on its first series, with words that name the
+    detector registry or the members but not the parameter.
+    """
+    members = params.get("members", ())
+    given = [m.name if isinstance(m, Detector) else str(m) for m in members]
+    unknown = [m for m in members if not isinstance(m, Detector) and str(m) not in REGISTRY]
+    if unknown:
+        raise ValueError(
+            f"parameter members={tuple(given)!r} of detector {name!r}: {', '.join(map(repr, unknown))} "
+            f"{'is' if len(unknown) == 1 else 'are'} not a detector (use names from {', '.join(REGISTRY)})"
+        )
+    strangers = [a for a in params.get("always", ()) if a not in given]
+    if strangers:
+        raise ValueError(
+            f"parameter always={tuple(params['always'])!r} of detector {name!r} must name members "
+            f"({', '.join(given)}); {', '.join(map(repr, strangers))} {'is' if len(strangers) == 1 else 'are'} not one"
+        )
 
 
 def names() -> list[str]:
