@@ -75,7 +75,11 @@ The records the loop returns and raises (:class:`~triage.online.records.Decision
 
 Persistence (crash-safe, exactly-once, idempotent re-delivery) is
 :mod:`triage.online.state_store`; without a store the loop keeps its state in memory
-and only recognises the re-delivery of a series' *latest* commit.
+and only recognises the re-delivery of a series' *latest* commit. A
+re-delivered commit whose value differs from the one it first came with
+keeps its first decision, with a :class:`~triage.online.records.ConflictingRedelivery`
+warning naming both values; the values are compared only for commits already
+known, so new commits pay nothing for it.
 
 A replay (:meth:`OnlineTriage.replay`, ``triage detect``) returns change
 points only, so by default it first decides each commit from an upper bound
@@ -102,6 +106,7 @@ import itertools
 import math
 import queue
 import typing
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -116,6 +121,7 @@ from triage.features import catalogue, level_shift
 from triage.features.incremental import PrePool, PreState
 from triage.online.records import (
     AlreadyDecided,
+    ConflictingRedelivery,
     Decision,
     ModelMismatch,
     RejectedCommit,
@@ -513,7 +519,7 @@ class OnlineTriage:
             return self._decide(items, None)
         except AlreadyDecided:
             known = [(sid, c) for sid, c, _, _ in items if self.state(sid) is not None]
-            return self._decide(items, self.store.get_decisions(known))
+            return self._decide(items, self.store.get_arrivals(known))
 
     def _decide(self, items, stored: dict | None) -> list[Decision | None]:
         """Decide ``items``; ``stored`` = the batch's stored arrivals when looked up (store only)."""
@@ -523,27 +529,36 @@ class OnlineTriage:
         seen_in_batch: dict[tuple[str, str], int] = {}
         pending_ts: dict[str, int | None] = {}
         duplicates: list[tuple[int, int]] = []
-        for i, (sid, commit, _value, ts) in enumerate(items):
+        for i, (sid, commit, value, ts) in enumerate(items):
             key = (sid, commit)
             if key in seen_in_batch:
-                duplicates.append((i, seen_in_batch[key]))
+                j = seen_in_batch[key]
+                if items[j][2] != value:
+                    _conflict(sid, commit, items[j][2], value)
+                duplicates.append((i, j))
                 continue
             st = self.state(sid)
             last_ts = (
                 pending_ts[sid] if sid in pending_ts else (st.last_ts if st is not None else None)
             )
-            found, old = False, None
+            found, old, first = False, None, None
             if self.store is None:
                 found, old = self._latest(sid, commit, st)
+                first = st.last_value if found and st is not None else None
             elif stored is not None:
-                found, old = key in stored, stored.get(key)
+                found = key in stored
+                old, first = stored.get(key, (None, None))
             elif st is not None and (
                 st.last_commit == commit
                 or (ts is not None and last_ts is not None and ts < last_ts)
             ):
-                got = self.store.get_decisions([key])
-                found, old = key in got, got.get(key)
+                got = self.store.get_arrivals([key])
+                found = key in got
+                old, first = got.get(key, (None, None))
             if found:
+                # Only a known commit gets here: the check costs the fast path nothing.
+                if first is not None and first != value:
+                    _conflict(sid, commit, first, value)
                 if old is not None:
                     old.replayed = True
                 decisions[i] = old
@@ -565,10 +580,10 @@ class OnlineTriage:
 
         touched: dict[str, SeriesState] = {}
         try:
-            arrivals: list[tuple[str, str, Decision | None]] = []
+            arrivals: list[tuple[str, str, Decision | None, float]] = []
             for members in rounds:
                 self._round(items, members, decisions, touched)
-                arrivals.extend((items[i][0], items[i][1], decisions[i]) for i in members)
+                arrivals.extend((items[i][0], items[i][1], decisions[i], items[i][2]) for i in members)
             if self.store is not None and arrivals:
                 self.store.commit(arrivals, {s: self._state_to_dict(st) for s, st in touched.items()})
         except BaseException:
@@ -727,6 +742,7 @@ class OnlineTriage:
             decisions[i] = decision
             st.n += 1
             st.last_commit = commit
+            st.last_value = value
             if ts is not None:
                 st.last_ts = ts
             # Lean: a dropped negative decision leaves None, which _latest
@@ -1174,6 +1190,16 @@ def _timestamps_ns(h) -> list[int | None]:
     ns = np.asarray(h.timestamps).astype("datetime64[ns]")
     ok = ~np.isnat(ns)
     return [int(t) if k else None for t, k in zip(ns.astype(np.int64).tolist(), ok.tolist(), strict=True)]
+
+
+def _conflict(series: str, commit: str, first: float, now: float) -> None:
+    """Warn that a known commit came again with another value (:class:`ConflictingRedelivery`).
+
+    A warning, not an error: exactly-once stays (the stored decision is
+    returned), and the rest of the batch is decided; ``triage watch`` prints
+    it as a line on stderr.
+    """
+    warnings.warn(ConflictingRedelivery(series, commit, first, now), stacklevel=4)
 
 
 def _iso(ns: int) -> str:

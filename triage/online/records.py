@@ -35,6 +35,25 @@ class ModelMismatch(InputError):
         super().__init__(source, None, problem)
 
 
+class ConflictingRedelivery(UserWarning):
+    """A commit re-sent with another value than the one it first came with; the first value stands.
+
+    The loop decides each commit once (re-delivery after a restart must give
+    the same answers), so the new value is not used: a producer that
+    corrected a measurement this way would otherwise never learn it was
+    ignored. ``series``, ``commit``, ``first`` (the value it first came with) and
+    ``now`` (the value re-sent) name it.
+    """
+
+    def __init__(self, series: str, commit: str, first: float, now: float):
+        self.series, self.commit, self.first, self.now = series, commit, first, now
+        super().__init__(
+            f"series {series!r}, commit {commit!r} re-sent with value {now!r}, but it first came with "
+            f"{first!r}: the first value stands (a commit is decided once, on the value it came with); "
+            "send a corrected measurement as a new commit"
+        )
+
+
 class AlreadyDecided(Exception):
     """``StateStore.commit`` found a decision for a commit already stored; nothing was written."""
 

@@ -79,6 +79,8 @@ class SeriesState:
     last_cp : index of the last change point found, -1 when none
     last_commit : id of the latest commit, None before the first
     last_ts : its timestamp in ns since the epoch (UTC), None when not given
+    last_value : its value, None in states saved before it was kept (to tell a
+        re-delivery with another value)
     last_output : what the latest arrival produced (``Decision`` fields as a
         dict, None when it only joined the pending commits), for re-delivery
     n_change_points : change points found so far (withdrawn ones not counted)
@@ -95,6 +97,7 @@ class SeriesState:
     last_cp: int = -1
     last_commit: str | None = None
     last_ts: int | None = None
+    last_value: float | None = None
     last_output: dict[str, Any] | None = None
     n_change_points: int = 0
     pending: list[list[Any]] = field(default_factory=list)
@@ -106,6 +109,7 @@ class SeriesState:
             "last_cp": self.last_cp,
             "last_commit": self.last_commit,
             "last_ts": self.last_ts,
+            "last_value": self.last_value,
             "last_output": self.last_output,
             "n_change_points": self.n_change_points,
             "pre": self.pre.to_dict(),
@@ -122,6 +126,7 @@ class SeriesState:
             last_cp=int(data["last_cp"]),
             last_commit=data["last_commit"],
             last_ts=data["last_ts"],
+            last_value=data.get("last_value"),
             last_output=data.get("last_output"),
             n_change_points=int(data.get("n_change_points", 0)),
             pending=[[str(c), float(v)] for c, v in data.get("pending", [])],

@@ -28,13 +28,15 @@ Tables::
     meta(key PRIMARY KEY, value)                 format, model_id, loop_settings (JSON)
     series(series_id PRIMARY KEY, state)         SeriesState.to_dict() as JSON
     decisions(rowid, series_id, commit_id, decided_commit, idx, probability,
-              decision, top_features, withdrawal)
+              decision, top_features, withdrawal, value)
         one row per *arrival* (commit_id = the commit that arrived),
         UNIQUE (series_id, commit_id); rowid = arrival order. With a
         confirmation delay K the arrival decides the commit K before it
         (decided_commit, idx); decision is NULL while nothing is decided yet
         (the first K commits after a series starts); withdrawal is the JSON of
-        an alarm this arrival's re-check took back, else NULL.
+        an alarm this arrival's re-check took back, else NULL; value is the
+        arriving commit's value (NULL in rows written before it was kept), so
+        a re-delivery with another value can be told.
 
 Format 1 (before the confirmation delay: one row per decided commit) is not
 read; ``--reset-state`` starts such a file over in format 2.
@@ -66,17 +68,23 @@ _SCHEMA = (
         decision INTEGER,
         top_features TEXT,
         withdrawal TEXT,
+        value REAL,
         UNIQUE (series_id, commit_id)
     )""",
+)
+#: The columns an arrival's row is written to (``value`` was added to format 2
+#: later: a file without it gets it on opening, its older rows hold NULL).
+_ARRIVAL_COLUMNS = (
+    "series_id, commit_id, decided_commit, idx, probability, decision, top_features, withdrawal, value"
 )
 
 
 _DECISION_COLUMNS = "d.decided_commit, d.idx, d.probability, d.decision, d.top_features, d.withdrawal"
 
 
-def _row(series_id: str, commit: str, d: Decision | None) -> tuple:
+def _row(series_id: str, commit: str, d: Decision | None, value: float | None) -> tuple:
     if d is None:
-        return (series_id, commit, None, None, None, None, None, None)
+        return (series_id, commit, None, None, None, None, None, None, value)
     w = d.withdrawal
     return (
         series_id,
@@ -89,6 +97,7 @@ def _row(series_id: str, commit: str, d: Decision | None) -> tuple:
         None
         if w is None
         else json.dumps({"commit": w.commit, "index": w.index, "decided_at": w.decided_at, "score": w.score}),
+        value,
     )
 
 
@@ -160,6 +169,10 @@ class StateStore:
                 )
             elif int(self._meta("format_version") or 0) < FORMAT_VERSION:
                 self.old_format = True
+            columns = {r[1] for r in self._db.execute("PRAGMA table_info(decisions)")}
+            if not self.old_format and "value" not in columns:
+                # A format-2 file from before arrival values were kept: its older rows hold NULL.
+                self._db.execute("ALTER TABLE decisions ADD COLUMN value REAL")
             self._db.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             self._close_quietly()
@@ -291,9 +304,19 @@ class StateStore:
         """Stored arrivals of many ``(series_id, commit)`` pairs: ``{pair: Decision or None}`` for those found.
 
         A pair is a key of the answer when that commit had arrived; its value
-        is the decision its arrival made, None when it made none. The pairs go
-        into a temporary table joined on the unique index: one statement for
-        the batch instead of one query per commit.
+        is the decision its arrival made, None when it made none.
+        """
+        return {key: decision for key, (decision, _) in self.get_arrivals(keys).items()}
+
+    def get_arrivals(
+        self, keys: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[Decision | None, float | None]]:
+        """Stored arrivals of many ``(series_id, commit)`` pairs: ``{pair: (Decision or None, value or None)}``.
+
+        As :meth:`get_decisions`, with the value the commit arrived with (None
+        for rows written before values were kept). The pairs go into a
+        temporary table joined on the unique index: one statement for the
+        batch instead of one query per commit.
         """
         keys = list(keys)
         if not keys:
@@ -303,10 +326,10 @@ class StateStore:
         db.execute("DELETE FROM probe")
         db.executemany("INSERT INTO probe VALUES (?, ?)", keys)
         rows = db.execute(
-            f"SELECT d.series_id, d.commit_id, {_DECISION_COLUMNS} "
+            f"SELECT d.series_id, d.commit_id, d.value, {_DECISION_COLUMNS} "
             "FROM probe p JOIN decisions d ON d.series_id = p.series_id AND d.commit_id = p.commit_id"
         ).fetchall()
-        return {(r[0], r[1]): _decision(r[0], r[1], r[2:]) for r in rows}
+        return {(r[0], r[1]): (_decision(r[0], r[1], r[3:]), r[2]) for r in rows}
 
     def decisions(self, series_id: str | None = None) -> list[Decision]:
         """Every stored decision (of one series), in the order they were made (arrivals that decided nothing left out)."""
@@ -334,24 +357,25 @@ class StateStore:
 
     def commit(
         self,
-        arrivals: Iterable[tuple[str, str, Decision | None]],
+        arrivals: Iterable[tuple[str, str, Decision | None] | tuple[str, str, Decision | None, float]],
         states: Mapping[str, dict],
     ) -> None:
         """Write arrivals, their decisions and the resulting series states in one transaction.
 
-        ``arrivals`` are ``(series_id, commit, Decision or None)`` of new
-        commits (None: the arrival decided nothing); ``states`` maps series id
+        ``arrivals`` are ``(series_id, commit, Decision or None[, value])`` of new
+        commits (None: the arrival decided nothing; value: the commit's, kept to
+        tell a re-delivery with another value); ``states`` maps series id
         to ``SeriesState.to_dict()``. A commit already stored rolls the whole
         transaction back and raises
         :class:`~triage.online.records.AlreadyDecided` (the loop then looks its
         batch up and retries).
         """
-        rows = [_row(sid, commit, d) for sid, commit, d in arrivals]
+        rows = [_row(a[0], a[1], a[2], a[3] if len(a) > 3 else None) for a in arrivals]
         state_rows = [(sid, json.dumps(st, separators=(",", ":"))) for sid, st in states.items()]
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany(f"INSERT INTO decisions ({_ARRIVAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
             db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)", state_rows)
             db.execute("COMMIT")
         except sqlite3.IntegrityError:
