@@ -77,3 +77,16 @@ def test_a_character_cut_by_a_chunk_end_is_not_an_error(tmp_path, monkeypatch, c
     assert source.non_utf8_line(path) is None
     path.write_bytes(b"a\nb\n\xe2\x82")  # the file ends inside a character
     assert source.non_utf8_line(path) == 3
+
+
+def test_a_gab_data_js_and_an_otava_config_name_the_line(tmp_path):
+    data_js = tmp_path / "data.js"
+    data_js.write_bytes(b'window.BENCHMARK_DATA = {\n  "entries": {\n    "x\xe9": []\n  }\n}\n')
+    with pytest.raises(InputError) as info:
+        load(data_js)
+    assert info.value.row == 3
+    config = tmp_path / "otava.yaml"
+    config.write_bytes(b"tests:\n  t:\n    type: csv\n    file: caf\xe9.csv\n")
+    with pytest.raises(InputError) as info:
+        load(config)
+    assert info.value.row == 4

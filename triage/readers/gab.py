@@ -34,6 +34,7 @@ import pandas as pd
 
 from triage.core.errors import InputError
 from triage.core.history import Dataset, Trim, dataset_from_long
+from triage.readers.source import not_utf8
 
 PREFIX = re.compile(r"^\s*window\.BENCHMARK_DATA\s*=\s*")
 BIGGER_IS_BETTER_TOOLS = frozenset({"customBiggerIsBetter", "benchmarkjs", "pytest"})
@@ -64,7 +65,7 @@ def read_gab(
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file") from None
+        raise not_utf8(path) from None
     m = PREFIX.match(text)
     # The prefix is replaced by its newlines only, so JSON errors keep the file's line numbers.
     body = ("\n" * text[: m.end()].count("\n") + text[m.end():]) if m else text

@@ -180,7 +180,7 @@ def read_otava_config(
         mark = getattr(exc, "problem_mark", None)
         raise InputError(path, mark.line + 1 if mark else None, f"not valid YAML: {exc}") from None
     except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file") from None
+        raise not_utf8(path) from None
     tests = config.get("tests") if isinstance(config, dict) else None
     if not isinstance(tests, dict) or not tests:
         raise InputError(path, None, "no 'tests:' mapping (expected an Otava config with csv tests)")
