@@ -235,3 +235,12 @@ def test_a_report_of_an_earlier_version_is_replaced_anything_more_is_refused(rep
     with pytest.raises(InputError, match="not a report directory"):
         build_report(dataset, frame, mixed, max_plots=1)
     assert (mixed / "plots" / "notes.txt").read_text() == "mine"
+
+
+def test_a_full_device_is_named_in_the_error():
+    # Was "No space left on device" with no file: the copy into a device raised an OSError without one.
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with pytest.raises(OSError) as info:
+        write_text_atomic("x" * 100_000, "/dev/full")
+    assert info.value.filename == "/dev/full"

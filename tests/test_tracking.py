@@ -91,6 +91,15 @@ def test_registry_versions_and_promotion(store, trained):
     assert aliases == {"1": [], "2": ["champion"]}
     with pytest.raises(tracking.TrackingError, match="no version 7"):
         tracking.promote("triage-test", 7, "champion", uri)
+    # in an 80-column terminal the aliases column was squeezed to nothing: @champion gone
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+
+    res = CliRunner().invoke(app, ["models", "list", "--tracking-uri", uri], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    assert max(len(line) for line in res.output.splitlines()) <= 80
+    assert "@champion" in res.output and "triage-test" in res.output
 
 
 def test_evaluation_run_logs_metrics_with_intervals(store, matrix):

@@ -47,7 +47,7 @@ err_console = Console(stderr=True)
 models_app = typer.Typer(help="The model registry (MLflow): list versions, promote one.", no_args_is_help=True)
 
 DATA_HELP = "Dataset file or directory (any layout triage.loaders reads)."
-PRESET_HELP = "Generate this synthetic preset (small, default) instead of reading --data."
+PRESET_HELP = "Generate this synthetic preset (small, default, realnoise) instead of reading --data."
 MATRIX_HELP = "A precomputed feature matrix (Parquet or CSV) instead of --data/--preset."
 WINDOW_HELP = "Pre/After window: 'adaptive' or a fixed size w (0, 1, 2, ...)."
 TRACKING_HELP = "MLflow tracking URI (default $MLFLOW_TRACKING_URI or sqlite:///mlruns.db)."
@@ -163,7 +163,7 @@ def train(
     threshold: Annotated[str | None, typer.Option("--threshold", help="Threshold policy: a number, recall:R or fbeta:B (--target-recall wins). Default 0.5; fbeta:1 for an online model (--window 0 with ordinary commits), whose training rows hold far more changes than a stream does.")] = None,
     test_size: Annotated[float, typer.Option("--test-size", help="Fraction of series held out to measure the model (0 = none).")] = 0.2,
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
-    register: Annotated[str | None, typer.Option("--register", help="Registered model name (default triage-<model>).")] = None,
+    register: Annotated[str | None, typer.Option("--register", help="Registered model name (default triage-<model>-<window>, e.g. triage-rf-adaptive, triage-xgb-w4).")] = None,
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP, envvar="MLFLOW_TRACKING_URI")] = None,
     no_track: Annotated[bool, typer.Option("--no-track", help="Do not log to MLflow.")] = False,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction and model threads.")] = 1,
@@ -460,19 +460,21 @@ def models_list(
         "the sheriffs' decisions (a registered model matches when `triage serve --model` named it "
         "models:/NAME/VERSION or models:/NAME@ALIAS).")] = None,
 ) -> None:
-    """Registered models: versions, aliases, window, held-out AUC, training rows, data hash (first 7), run."""
+    """Registered models: versions (their aliases below them), window, held-out AUC, training rows, data hash (first 7), run."""
     from triage.training.tracking import list_models, resolve_tracking_uri
 
     rows = list_models(tracking_uri)
     table = Table(title=Text(f"Registered models ({resolve_tracking_uri(tracking_uri)})"))
-    for col in ("name", "version", "aliases", "window", "AUC", "rows", "data", "run"):
+    # A version's aliases sit under it, one per line: as a column of their own, an 80-column
+    # terminal squeezed them to nothing (rich shrinks the one wrappable column first).
+    for col in ("name", "version", "window", "AUC", "rows", "data", "run"):
         # fold, not ellipsis: a name or alias cut short in an 80-column terminal is a wrong name
         table.add_column(col, justify="right" if col in ("AUC", "rows") else "left", overflow="fold",
-                         no_wrap=col != "aliases")
+                         no_wrap=col != "window", min_width=len(col) if col == "window" else None)
     for r in rows:
         auc = r.get("auc")
         table.add_row(
-            r["name"], r["version"], ", ".join(f"@{a}" for a in r["aliases"]), str(r.get("window") or ""),
+            r["name"], "\n".join([r["version"], *(f"@{a}" for a in r["aliases"])]), str(r.get("window") or ""),
             f"{auc:.3f}" if isinstance(auc, float) else "", f"{r['n_train']:,}" if r.get("n_train") else "",
             str(r.get("data_hash") or "")[:7], (r["run_id"] or "")[:7],
         )

@@ -108,7 +108,12 @@ def _copy_into(src: Path, target: Path | None) -> None:
             except OSError as exc:  # a socket cannot be opened (ENXIO); say so, no traceback
                 raise InputError(target, None, f"cannot write into this special file: {exc.strerror}") from None
             with dev:
-                shutil.copyfileobj(fh, dev)
+                try:
+                    shutil.copyfileobj(fh, dev)
+                except OSError as exc:  # ENOSPC from /dev/full, EIO: the error names no file by itself
+                    if exc.filename is None:
+                        exc.filename = str(target)
+                    raise
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None], *, fsync: bool = False) -> Path:
