@@ -1,10 +1,15 @@
-"""Running ``triage`` in-process through the same boundary as ``triage.cli.app.main``.
+"""Running ``triage`` in-process through the same boundary as ``triage.cli.app.main``,
+or in a fresh interpreter (:func:`run_triage`) as a user's shell runs it.
 
 An InputError is a clear error (exit 2), an OS error naming a file is a clear
 error (exit 2), anything else is an internal error (exit 1).
 """
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -32,3 +37,21 @@ def invoke(args: list[object], stdin: str | None = None) -> tuple[int, str]:
 def flat(text: str) -> str:
     """``text`` as one line: rich's boxes and line wrapping removed."""
     return " ".join(text.translate(BOX).split())
+
+
+def run_triage(*args: object, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """``triage ARGS`` in a fresh interpreter through ``main()``: exit code, stdout and stderr apart."""
+    return subprocess.run(
+        [sys.executable, "-c", "from triage.cli.app import main; main()", *map(str, args)],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=300,
+    )
+
+
+def step_history(path: Path) -> Path:
+    """A long CSV of one series ``s1``: 40 commits c0..c39, a step of +0.5 at c20; ``path`` returned."""
+    rows = "".join(f"s1,c{i},{1.0 + 0.5 * (i >= 20) + 0.01 * (i % 3)}\n" for i in range(40))
+    path.write_text("series_id,commit,value\n" + rows)
+    return path

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_cli import run_triage as triage
 from typer.testing import CliRunner
 
 from triage.cli.app import app
@@ -15,14 +16,6 @@ from triage.loaders import load
 
 runner = CliRunner()
 
-
-def triage(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from triage.cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_help_lists_commands():

@@ -2,24 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
-
-def triage(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from triage.cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def _long_csv(path: Path) -> Path:
-    rows = "".join(f"s1,c{i},{1.0 + 0.5 * (i >= 20) + 0.01 * (i % 3)}\n" for i in range(40))
-    path.write_text("series_id,commit,value\n" + rows)
-    return path
+from helpers_cli import run_triage as triage
+from helpers_cli import step_history as _long_csv
 
 
 def test_convert_refuses_to_write_over_its_commit_order_file(tmp_path):

@@ -8,26 +8,15 @@ any measurement is asked for, so that no typed-in reading is lost.
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers_cli import run_triage as triage
 
 from triage.core.errors import InputError
 from triage.sampling.culprit import culprit_posterior
 from triage.sampling.partial import PartialHistory
-
-
-def triage(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from triage.cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
-        timeout=300,
-    )
 
 
 def _partial(path: Path, scale: float = 1.0) -> Path:

@@ -9,17 +9,9 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_cli import run_triage as triage
 
 from triage.steady_state import KBKSSD
-
-
-def triage(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from triage.cli.app import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.mark.parametrize("direction", ["down", "up"])
