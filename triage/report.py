@@ -360,6 +360,23 @@ def check_replaceable(out: Path) -> None:
         )
 
 
+def check_inputs_outside(out: str | Path, inputs: dict[str, str | Path | None]) -> None:
+    """Refuse an input (``{option: path}``) that lies inside the report directory ``out``.
+
+    The report replaces ``out`` whole, so a decisions file, dataset or
+    candidate file kept there would be read and then deleted with the old
+    report. Links are followed on both sides; ``-`` (stdin) is never inside.
+    """
+    target = Path(os.path.realpath(out))
+    for option, given in inputs.items():
+        if given is None or str(given) == "-":
+            continue
+        source = Path(os.path.realpath(given))
+        if source == target or target in source.parents:
+            raise InputError(given, None, f"({option}) is inside the report directory {out}, which --out "
+                             "replaces whole; it would be deleted with the old report: move it out first")
+
+
 def _written_before_the_marker(out: Path) -> bool:
     """Exactly what :func:`build_report` wrote before it left a marker: index.html and plots/*.png.
 

@@ -210,8 +210,9 @@ def report(
     if sum(str(p) == "-" for p in (data, decisions, candidates)) > 1:
         raise typer.BadParameter("only one of --data, --decisions and --candidates can be - (one standard input)")
     from triage.readers.source import plain_file
-    from triage.report import build_report, candidate_points, read_decisions
+    from triage.report import build_report, candidate_points, check_inputs_outside, read_decisions
 
+    check_inputs_outside(out, {"--data": data, "--decisions": decisions, "--candidates": candidates})
     dataset = load(data)
     # Compressed by their bytes, like every input; errors name the file given.
     with plain_file(decisions, directory_ok=False) as plain:

@@ -1,0 +1,52 @@
+"""Defects found in the second sweep of `triage report` (each test failed before its fix)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from typer.testing import CliRunner
+
+from triage.cli.app import app
+
+runner = CliRunner()
+
+
+def _history(path: Path) -> Path:
+    rng = np.random.default_rng(3)
+    rows = []
+    for sid in ("web.latency", "db.query"):
+        for i in range(60):
+            rows.append((sid, f"c{i:03d}", f"2024-02-{1 + i // 3:02d}T00:{i:02d}:00Z",
+                         10.0 + (4.0 if i >= 30 else 0.0) + rng.normal(0, 0.3)))
+    pd.DataFrame(rows, columns=["series_id", "commit", "timestamp", "value"]).to_csv(path, index=False)
+    return path
+
+
+def _decisions(path: Path) -> Path:
+    pd.DataFrame({"series_id": ["web.latency", "db.query"], "commit": ["c030", "c030"],
+                  "p_true": [0.9, 0.2], "classification": ["true_positive", "false_positive"]}).to_csv(path, index=False)
+    return path
+
+
+def test_an_input_inside_the_report_directory_is_refused_not_deleted(tmp_path):
+    data = _history(tmp_path / "history.csv")
+    out = tmp_path / "report"
+    first = runner.invoke(app, ["report", "--data", str(data), "--decisions", str(_decisions(tmp_path / "d.csv")),
+                                "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    # The next day's decisions saved beside the report they will refresh.
+    kept = _decisions(out / "decisions.csv")
+    before = kept.read_bytes()
+    again = runner.invoke(app, ["report", "--data", str(data), "--decisions", str(kept), "--out", str(out)])
+    assert again.exit_code != 0
+    message = again.output + str(again.exception)  # main() prints an InputError as one line
+    assert "decisions.csv" in message and "inside the report directory" in message
+    assert kept.read_bytes() == before
+    # The same for the data and for the candidates.
+    moved = out / "history.csv"
+    moved.write_bytes(data.read_bytes())
+    third = runner.invoke(app, ["report", "--data", str(moved), "--decisions", str(tmp_path / "d.csv"),
+                                "--out", str(out)])
+    assert third.exit_code != 0 and moved.is_file()
