@@ -272,12 +272,34 @@ def _shift_phrase(row: Mapping[str, float] | None) -> str | None:
     return f"after mean {abs(ma - mp):.0%} of the range {side} pre"
 
 
+#: Window lengths: a level or spread of an empty window is a fill value, not a measurement.
+LENGTH_COLUMNS: tuple[str, ...] = ("pre_series_length", "after_series_length")
+
+
+def _empty_window(row: Mapping[str, float] | None) -> str | None:
+    """``"pre"`` or ``"after"`` when the row says that window holds no commit."""
+    if row is None:
+        return None
+    for col in LENGTH_COLUMNS:
+        try:
+            if float(row[col]) == 0:
+                return col.split("_", 1)[0]
+        except (KeyError, TypeError, ValueError):
+            continue
+    return None
+
+
 def describe(name: str, value: float, row: Mapping[str, float] | None = None) -> str:
     """Plain words for one feature column and its value.
 
     ``row`` (the whole feature row) lets the level features read as a shift:
-    ``norm_mean_after`` becomes "after mean 2.3 sd above pre".
+    ``norm_mean_after`` becomes "after mean 2.3 sd above pre". When the row's
+    window lengths say a window is empty (an alert at the first commit), the
+    level and spread columns hold fill values and say so instead.
     """
+    if name in NORM_PHRASE_COLUMNS and (empty := _empty_window(row)) is not None:
+        what = "level" if name.startswith("norm_mean") else "spread"
+        return f"{empty} window is empty: no {what} to compare"
     if name in ("norm_mean_pre", "norm_mean_after"):
         shift = _shift_phrase(row)
         if shift is not None:
@@ -362,7 +384,7 @@ def explain(classifier, X: pd.DataFrame, top: int = 3) -> list[list[str]]:
     # The level/spread columns reword each other ("after mean 2.3 sd above pre"),
     # so they travel with every row, model feature or not.
     norm = {c: pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=np.float64)
-            for c in NORM_PHRASE_COLUMNS if c in frame.columns}
+            for c in (*NORM_PHRASE_COLUMNS, *LENGTH_COLUMNS) if c in frame.columns}
     out: list[list[str]] = []
     for i in range(values.shape[0]):
         row = {c: v[i] for c, v in norm.items()}
