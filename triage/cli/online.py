@@ -109,7 +109,22 @@ def _json_records(stream: io.TextIOBase, source: str, first: int = 1) -> Iterato
         missing = [k for k in ("series_id", "commit", "value") if k not in record]
         if missing:
             raise _bad(source, number, f"missing key(s) {', '.join(missing)}")
+        if "\\ud" in line or "\\uD" in line:  # an escaped surrogate: valid JSON, but maybe no Unicode text
+            _check_unicode(record, source, number)
         yield number, record
+
+
+def _check_unicode(record: dict, source: str, number: int) -> None:
+    """Refuse an id holding a lone surrogate (``"\\ud800"``): the state file could not store it."""
+    for key in ("series_id", "commit"):
+        value = record[key]
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise _bad(source, number, f"{key} {value!r} is not Unicode text: a lone surrogate "
+                           f"\\u{ord(value[exc.start]):04x} at character {exc.start + 1} "
+                           "(escape a character outside the BMP as a surrogate pair, or send it as UTF-8)") from None
 
 
 #: Most commits of a piped stream decided in one transaction. Each series'
@@ -378,7 +393,11 @@ def watch(
     except (InputError, ValueError) as exc:
         _fail(exc)
     except KeyboardInterrupt:
-        pass  # every printed decision is already committed
+        # Every printed decision is already committed; the rest was not read or
+        # rolled back. Not 0: a supervisor must tell this from the input's end.
+        err_console.print("interrupted: every printed decision is stored; run watch again and re-send the "
+                          "rest (re-sent commits are decided once)", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
     finally:
         gc.unfreeze()
         gc.set_threshold(*thresholds)

@@ -1,0 +1,71 @@
+"""``triage watch`` in production: ids a state file cannot hold, and an interrupted watcher's exit status."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TRIAGE = Path(sys.executable).parent / "triage"
+
+pytestmark = pytest.mark.skipif(
+    not TRIAGE.exists(), reason="the triage script is not installed beside this Python"
+)
+
+FAST = ["--confirm-after", "0", "--min-pre", "0"]
+
+
+def stored(state: Path) -> list[tuple[str, str]]:
+    db = sqlite3.connect(state)
+    try:
+        return db.execute("SELECT series_id, commit_id FROM decisions ORDER BY 1, 2").fetchall()
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("field", ["series_id", "commit"])
+def test_a_lone_surrogate_escape_in_an_id_is_refused_naming_the_line(tmp_path, field):
+    # "\ud800" is valid JSON but no Unicode text: SQLite cannot store it. It used to
+    # fail the whole batch with a bare "'utf-8' codec can't encode" (no line), and the
+    # good line before it, in the same batch, was neither printed nor stored.
+    state = tmp_path / "state.db"
+    bad = {"series_id": "s1", "commit": "c2", "value": 2.0}
+    bad[field] = bad[field] + "\ud800"
+    stdin = json.dumps({"series_id": "s1", "commit": "c1", "value": 1.0}) + "\n" + json.dumps(bad) + "\n"
+    done = subprocess.run(
+        [str(TRIAGE), "watch", "--state", str(state), *FAST], input=stdin, capture_output=True, text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "<stdin>, line 2:" in done.stderr and field in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert [json.loads(x)["commit"] for x in done.stdout.splitlines()] == ["c1"]
+    assert stored(state) == [("s1", "c1")]
+
+
+def test_an_interrupted_watcher_exits_non_zero_and_keeps_what_it_printed(tmp_path):
+    # Ctrl-C used to end the command with exit status 0, as if the input had been read to its end.
+    state = tmp_path / "state.db"
+    proc = subprocess.Popen(
+        [str(TRIAGE), "watch", "--state", str(state), *FAST],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({"series_id": "s1", "commit": "c1", "value": 1.0}) + "\n")
+        proc.stdin.flush()
+        first = proc.stdout.readline()  # decided and stored: the watcher now waits for more
+        assert json.loads(first)["commit"] == "c1"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert stored(state) == [("s1", "c1")]
