@@ -56,7 +56,8 @@ def plot_history(history: History, out: str | Path, *, title: str | None = None,
                 ha="center",
                 va="bottom",
             )
-    ax.set_title(title or history.series_id, fontsize=10)
+    # parse_math=False: a "$" in a series id (or --title) is a character, not TeX (which may not even parse).
+    ax.set_title(title or history.series_id, fontsize=10, parse_math=False)
     ax.set_xlabel("commit (position in history)")
     direction = {None: "", True: " (higher is better)", False: " (lower is better)"}[history.higher_is_better]
     ax.set_ylabel("value" + direction)
