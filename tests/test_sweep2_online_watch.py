@@ -69,3 +69,32 @@ def test_an_interrupted_watcher_exits_non_zero_and_keeps_what_it_printed(tmp_pat
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
     assert stored(state) == [("s1", "c1")]
+
+
+def test_an_integer_too_long_for_python_is_refused_naming_the_line(tmp_path):
+    # A value of 5,000 digits: json.loads raises a plain ValueError (Python's
+    # int-string limit), which used to escape the line check: the error named no
+    # line and the good line before it, in the same batch, was neither printed nor stored.
+    state = tmp_path / "state.db"
+    stdin = (
+        json.dumps({"series_id": "s1", "commit": "c1", "value": 1.0}) + "\n"
+        + '{"series_id": "s1", "commit": "c2", "value": 1' + "0" * 5000 + "}\n"
+    )
+    done = subprocess.run(
+        [str(TRIAGE), "watch", "--state", str(state), *FAST], input=stdin, capture_output=True, text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "<stdin>, line 2:" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert [json.loads(x)["commit"] for x in done.stdout.splitlines()] == ["c1"]
+    assert stored(state) == [("s1", "c1")]
+
+
+def test_a_byte_order_mark_before_the_first_json_line_is_skipped(tmp_path):
+    # As --csv skips it (PowerShell's Out-File and some editors write one).
+    stdin = "\ufeff" + json.dumps({"series_id": "s1", "commit": "c1", "value": 1.0}) + "\n"
+    done = subprocess.run(
+        [str(TRIAGE), "watch", *FAST], input=stdin.encode(), capture_output=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert [json.loads(x)["commit"] for x in done.stdout.decode().splitlines()] == ["c1"]

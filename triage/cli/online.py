@@ -98,10 +98,16 @@ def _json_records(stream: io.TextIOBase, source: str, first: int = 1) -> Iterato
         except UnicodeEncodeError as exc:  # a byte _waiting_lines could not decode, escaped
             raise _bad(source, number, f"not UTF-8 text (byte 0x{ord(line[exc.start]) - 0xDC00:02x} "
                        f"at character {exc.start + 1} of the line)") from None
+        if number == 1 and line.startswith("\ufeff"):
+            line = line[1:]  # a UTF-8 byte order mark (PowerShell, some editors), as --csv skips it
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise _bad(source, number, f"not a JSON object: {exc.msg}") from None
+        except ValueError as exc:  # an integer of more digits than Python converts, a too deep nesting
+            raise _bad(source, number, f"not a usable JSON object: {exc}") from None
+        except RecursionError:
+            raise _bad(source, number, "not a usable JSON object: nested too deeply") from None
         if not isinstance(record, dict):
             raise _bad(source, number, "expected a JSON object with series_id, commit, value")
         if "series_id" not in record and "series" in record:  # the name older outputs used
