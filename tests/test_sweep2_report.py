@@ -50,3 +50,28 @@ def test_an_input_inside_the_report_directory_is_refused_not_deleted(tmp_path):
     third = runner.invoke(app, ["report", "--data", str(moved), "--decisions", str(tmp_path / "d.csv"),
                                 "--out", str(out)])
     assert third.exit_code != 0 and moved.is_file()
+
+
+def test_a_nearly_constant_series_names_its_axis_offset_in_the_label(tmp_path, monkeypatch):
+    """Peak-memory series (emg3d-bench) sit at 1.2e8 +- a few bytes: matplotlib then labels
+    the ticks 82..96 with "+1.234567e8" in the corner, where the report's legend covers it."""
+    import matplotlib.pyplot as plt
+
+    from triage.core.history import History
+    from triage.report import plot_series
+
+    seen = {}
+    close = plt.close
+
+    def spy(fig=None):
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        seen.update(offset=ax.yaxis.get_offset_text(), label=ax.get_ylabel())
+        close(fig)
+
+    monkeypatch.setattr(plt, "close", spy)
+    values = 123456789 + np.random.default_rng(0).normal(0, 3, 60)
+    plot_series(History("peakmem", [f"c{i}" for i in range(60)], values, None), tmp_path / "p.png")
+    shown = seen["offset"].get_text() if seen["offset"].get_visible() else ""
+    assert shown == ""  # not in the corner under the legend ...
+    assert "+1.234567e8" in seen["label"]  # ... but in the axis label

@@ -229,9 +229,25 @@ def plot_series(
     ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=7, frameon=False,
               borderaxespad=0.2)
     fig.tight_layout()
+    _offset_into_label(fig, ax)
     fig.savefig(out)
     plt.close(fig)
     return out
+
+
+def _offset_into_label(fig, ax) -> None:
+    """Move the y axis's offset / multiplier (``+1.234567e8``, ``1e8``) into its label.
+
+    Matplotlib draws it above the top-left corner, where the legend sits: a
+    nearly constant series (peak memory) would read 82..96 with the
+    ``+1.234567e8`` hidden.
+    """
+    fig.canvas.draw()  # the formatter sets the offset text while drawing
+    offset = ax.yaxis.get_offset_text().get_text()
+    if offset:
+        ax.yaxis.get_offset_text().set_visible(False)
+        ax.set_ylabel(f"value ({offset})" if offset.startswith(("+", "-", "\u2212")) else f"value (x {offset})")
+        fig.tight_layout()
 
 
 # --------------------------------------------------------------------------- page
