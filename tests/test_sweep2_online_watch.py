@@ -98,3 +98,16 @@ def test_a_byte_order_mark_before_the_first_json_line_is_skipped(tmp_path):
     )
     assert done.returncode == 0, done.stderr.decode()
     assert [json.loads(x)["commit"] for x in done.stdout.decode().splitlines()] == ["c1"]
+
+
+@pytest.mark.parametrize("header", ["series_id,commit,value,value", "series_id,commit,series_id,value"])
+def test_a_csv_header_naming_a_needed_column_twice_is_refused(tmp_path, header):
+    # Which of the two columns was read depended on their order (the last one won), silently.
+    data = tmp_path / "r.csv"
+    data.write_text(header + "\na,c1,1,2\n")
+    done = subprocess.run(
+        [str(TRIAGE), "watch", "--csv", str(data), *FAST], capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "r.csv, line 1:" in done.stderr and "twice" in done.stderr, done.stderr
+    assert done.stdout == ""

@@ -270,6 +270,9 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
             missing = [c for c in ("series_id", "commit", "value") if c not in columns]
             if missing:
                 raise _bad(path, number, f"header lacks column(s) {', '.join(missing)}")
+            twice = [c for c in ("series_id", "commit", "value", "timestamp") if columns.count(c) > 1]
+            if twice:
+                raise _bad(path, number, f"header names column(s) {', '.join(twice)} twice: which one to read?")
             continue
         if not any(f.strip() for f in fields):
             continue
