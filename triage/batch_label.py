@@ -30,9 +30,10 @@ import pandas as pd
 
 from triage.core import labels
 from triage.core.atomic import write_csv_atomic, write_text_atomic
+from triage.core.errors import InputError
 from triage.core.history import Dataset
 from triage.core.metrics import confusion
-from triage.inference import candidate_matrix, decide, model_window
+from triage.inference import candidate_matrix, decide, model_features, model_window
 
 #: Columns of the batch-labelling output, in file order.
 OUTPUT_COLUMNS: tuple[str, ...] = (
@@ -80,11 +81,28 @@ def label_candidates(
     if which not in SELECTIONS:
         raise ValueError(f"which must be one of {', '.join(SELECTIONS)}, got {which!r}")
     matrix = candidate_matrix(dataset, SELECTIONS[which], window=model_window(classifier), n_jobs=n_jobs)
+    _check_features(classifier, matrix)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
     out = pd.concat([matrix[["series_id", "commit", "label"]], decided], axis=1)
     out["index"] = matrix["index"].to_numpy(dtype=np.int64)
     out["truth_label"] = matrix["truth_label"].to_numpy()
     return out.reset_index(drop=True)
+
+
+def _check_features(classifier, matrix: pd.DataFrame) -> None:
+    """Refuse a model needing columns the labelling matrix lacks (a scoring or online model).
+
+    Their pair / context / detector columns come from a detector's candidates
+    (``triage score``) or the online loop (``triage detect``), not from labels.
+    """
+    source = (getattr(classifier, "manifest_", None) or {}).get("_path")
+    missing = [c for c in model_features(classifier, source) if c not in matrix.columns]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise InputError(source, None, f"this model needs features {shown}, which labelling candidates does "
+                         "not compute (a detector-scoring or online model): use `triage score` with detector "
+                         "candidates or `triage detect`, or an alerts model (default, default-w0, a `triage train` "
+                         "directory)")
 
 
 def agreement(decisions: pd.DataFrame, reference: str = "label") -> dict[str, float]:
