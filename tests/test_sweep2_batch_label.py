@@ -39,3 +39,15 @@ def test_a_model_whose_features_label_cannot_build_is_refused_by_name(tmp_path, 
     result = runner.invoke(app, ["label", "--data", str(data), "--model", model])
     assert result.exit_code != 0
     assert isinstance(result.exception, InputError), result.exception  # not a KeyError (internal error)
+
+
+def test_score_refuses_an_online_model_by_name(tmp_path):
+    data = _history(tmp_path / "h.csv")
+    cands = tmp_path / "c.csv"
+    made = runner.invoke(app, ["candidates", "--data", str(data), "--detector", "binseg", "--out", str(cands)])
+    assert made.exit_code == 0, made.output
+    result = runner.invoke(app, ["score", "--data", str(data), "--candidates", str(cands), "--model", "online-w4"])
+    assert result.exit_code != 0
+    message = result.output + str(result.exception)
+    assert not isinstance(result.exception, KeyError), message  # was an internal error
+    assert "online-w4" in message and "pair_robust_shift" in message and "triage detect" in message

@@ -162,6 +162,7 @@ def score(
     if target_recall is not None and not 0.0 < target_recall <= 1.0:
         raise typer.BadParameter("--target-recall must be in (0, 1]")
     clf = load_classifier(resolve_model(model, "scoring"))
+    _check_scoring_features(clf)
     dataset = load(data)
     with plain_file(candidates, directory_ok=False) as plain:
         table = read_candidates(plain, layout)
@@ -191,6 +192,29 @@ def score(
                         scored[col] = numbers
         write_frame(scored, out, fmt)
         console.print(f"scores written to [bold]{escape(str(out))}[/]", soft_wrap=True)
+
+
+def _check_scoring_features(clf) -> None:
+    """Refuse a model whose pair_* / ctx_* columns `score` does not build for it (an online model).
+
+    `score` computes them only for a model trained on candidate-bounded windows
+    (its manifest says so, :func:`triage.inference.candidate_windowing`); the
+    online models get theirs from `triage detect`. Without this check the
+    missing columns surface as an internal KeyError.
+    """
+    from triage.core.errors import InputError
+    from triage.inference import candidate_windowing, model_features
+
+    source = (getattr(clf, "manifest_", None) or {}).get("_path")
+    honest = candidate_windowing(clf) or {}
+    built = {"pair_": bool(honest.get("pair")), "ctx_": bool(honest.get("context"))}
+    missing = [n for n in model_features(clf, source)
+               if any(n.startswith(prefix) and not ok for prefix, ok in built.items())]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise InputError(source, None, f"this model needs features {shown}, which `triage score` builds only for a "
+                         "model trained on candidate-bounded windows: an online model is for `triage detect`; "
+                         "score with default-scoring or an alerts model")
 
 
 def report(
