@@ -75,3 +75,20 @@ def test_a_nearly_constant_series_names_its_axis_offset_in_the_label(tmp_path, m
     shown = seen["offset"].get_text() if seen["offset"].get_visible() else ""
     assert shown == ""  # not in the corner under the legend ...
     assert "+1.234567e8" in seen["label"]  # ... but in the axis label
+
+
+def test_plot_files_differ_by_more_than_case(tmp_path):
+    """'Query.Read' and 'query.read' got query.read.png and Query.Read.png: one file on macOS / Windows."""
+    rng = np.random.default_rng(4)
+    rows = [(sid, f"c{i:03d}", f"2024-02-01T00:{i:02d}:00Z", 10.0 + (i >= 30) + rng.normal(0, 0.2))
+            for sid in ("Query.Read", "query.read") for i in range(60)]
+    data = tmp_path / "h.csv"
+    pd.DataFrame(rows, columns=["series_id", "commit", "timestamp", "value"]).to_csv(data, index=False)
+    decisions = tmp_path / "d.csv"
+    pd.DataFrame({"series_id": ["Query.Read", "query.read"], "commit": ["c030", "c030"], "p_true": [0.9, 0.8],
+                  "classification": ["true_positive", "true_positive"]}).to_csv(decisions, index=False)
+    out = tmp_path / "r"
+    result = runner.invoke(app, ["report", "--data", str(data), "--decisions", str(decisions), "--out", str(out)])
+    assert result.exit_code == 0, (result.output, result.exception)
+    names = [p.name for p in (out / "plots").iterdir()]
+    assert len(names) == 2 and len({n.lower() for n in names}) == 2, names

@@ -254,12 +254,16 @@ def _offset_into_label(fig, ax) -> None:
 
 
 def _slug(series_id: str, used: set[str]) -> str:
+    """A file name and anchor for ``series_id``, unique in ``used`` ignoring case.
+
+    (``Query.Read`` and ``query.read`` would be one PNG on macOS and Windows.)
+    """
     base = re.sub(r"[^A-Za-z0-9._-]+", "_", series_id).strip("._-")[:80] or "series"
     slug, k = base, 1
-    while slug in used:
+    while slug.lower() in used:
         k += 1
         slug = f"{base}-{k}"
-    used.add(slug)
+    used.add(slug.lower())
     return slug
 
 
