@@ -50,6 +50,10 @@ def test_an_input_inside_the_report_directory_is_refused_not_deleted(tmp_path):
     third = runner.invoke(app, ["report", "--data", str(moved), "--decisions", str(tmp_path / "d.csv"),
                                 "--out", str(out)])
     assert third.exit_code != 0 and moved.is_file()
+    # --out naming the decisions file itself says so (not "inside the report directory").
+    same = runner.invoke(app, ["report", "--data", str(data), "--decisions", str(kept), "--out", str(kept)])
+    assert same.exit_code != 0 and "is also --out" in str(same.exception)
+    assert kept.read_bytes() == before
 
 
 def test_a_nearly_constant_series_names_its_axis_offset_in_the_label(tmp_path, monkeypatch):

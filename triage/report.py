@@ -392,7 +392,10 @@ def check_inputs_outside(out: str | Path, inputs: dict[str, str | Path | None]) 
         if given is None or str(given) == "-":
             continue
         source = Path(os.path.realpath(given))
-        if source == target or target in source.parents:
+        if source == target:
+            raise InputError(given, None, f"({option}) is also --out; the report would replace it: give a new "
+                             "directory for --out")
+        if target in source.parents:
             raise InputError(given, None, f"({option}) is inside the report directory {out}, which --out "
                              "replaces whole; it would be deleted with the old report: move it out first")
 
