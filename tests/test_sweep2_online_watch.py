@@ -111,3 +111,31 @@ def test_a_csv_header_naming_a_needed_column_twice_is_refused(tmp_path, header):
     assert done.returncode == 2, done.stderr
     assert "r.csv, line 1:" in done.stderr and "twice" in done.stderr, done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize("rotation", ["truncate", "replace"])
+def test_a_followed_csv_that_is_truncated_or_replaced_stops_the_watcher_with_an_error(tmp_path, rotation):
+    # logrotate's copytruncate, or a new file renamed over the old one: the
+    # watcher used to wait forever at its old position (or on the old file),
+    # deciding nothing more and saying nothing.
+    data = tmp_path / "r.csv"
+    data.write_text("series_id,commit,value\ns1,c1,1.0\n")
+    proc = subprocess.Popen(
+        [str(TRIAGE), "watch", "--csv", str(data), "--follow", "--poll", "0.05", *FAST],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert json.loads(proc.stdout.readline())["commit"] == "c1"
+        if rotation == "truncate":
+            data.write_text("series_id,commit,value\n")
+        else:
+            new = tmp_path / "new.csv"
+            new.write_text("series_id,commit,value\ns1,c2,1.0\n")
+            new.replace(data)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, err
+    assert "r.csv" in err and ("truncated" in err or "replaced" in err), err

@@ -224,12 +224,31 @@ def _csv_lines(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, str
                 yield number, _decoded(path, number, pending)
                 pending = b""
             elif follow:
+                _check_not_rotated(path, fh)
                 time.sleep(poll)
             else:
                 if pending:
                     number += 1
                     yield number, _decoded(path, number, pending)
                 return
+
+
+def _check_not_rotated(path: Path, fh) -> None:
+    """Refuse to wait on a followed file that was truncated or replaced: nothing would ever arrive."""
+    import os
+
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        now = None
+    if now is None or not os.path.samestat(now, os.fstat(fh.fileno())):
+        raise InputError(path, None, "was replaced or removed while being followed (log rotation?): the lines "
+                         "read so far are decided; run watch again on the new file (re-sent commits are "
+                         "decided once)")
+    if now.st_size < fh.tell():
+        raise InputError(path, None, f"was truncated while being followed (now {now.st_size} bytes, "
+                         f"{fh.tell()} were read; copytruncate rotation?): the lines read so far are decided; "
+                         "run watch again (re-sent commits are decided once)")
 
 
 def _decoded(path: Path, number: int, line: bytes) -> str:
