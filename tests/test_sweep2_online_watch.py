@@ -139,3 +139,14 @@ def test_a_followed_csv_that_is_truncated_or_replaced_stops_the_watcher_with_an_
             proc.kill()
     assert proc.returncode == 2, err
     assert "r.csv" in err and ("truncated" in err or "replaced" in err), err
+
+
+def test_an_unknown_explain_mode_names_the_option_and_creates_no_state_file(tmp_path):
+    # It was refused as "explain must be ..." after the state file had been created.
+    from helpers_cli import flat, invoke
+
+    state = tmp_path / "state.db"
+    code, out = invoke(["watch", "--state", state, "--explain", "bogus"], stdin="")
+    assert code == 2, out
+    assert "--explain" in flat(out) and "bogus" in flat(out), out
+    assert not state.exists()

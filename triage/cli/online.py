@@ -350,8 +350,10 @@ def watch(
     ),
 ) -> None:
     """Decide each new result as it arrives; one JSON line per commit on stdout."""
-    from triage.cli.validation import check_int, check_not_in_model_dir, check_number
+    from triage.cli.validation import check_choice, check_int, check_not_in_model_dir, check_number
+    from triage.online.loop import EXPLAIN_MODES
 
+    check_choice("--explain", explain, EXPLAIN_MODES)  # before a state file is created
     check_number("--poll", poll, low=0, high=3600)
     check_not_in_model_dir("--state", state)
     _check_loop_options(min_pre, confirm_after)
