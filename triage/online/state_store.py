@@ -138,6 +138,8 @@ class StateStore:
     def __init__(self, path: str | Path, *, durable: bool = False):
         self.path = str(path)
         self.old_format = False
+        if self.path != ":memory:" and not Path(self.path).parent.is_dir():
+            raise StateStoreError(self.path, f"no such folder {Path(self.path).parent} (create it first)")
         check_state_file(self.path)  # a damaged store is refused, never silently restarted
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=0.0)
