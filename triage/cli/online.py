@@ -28,7 +28,10 @@ lines already waiting on stdin are decided in one transaction. With
 it is printed, so a killed watcher restarted on the same input continues
 exactly where it stopped. A bad line stops the command with exit status 2 and
 ``error: <source>, line N: <problem>`` on stderr; every line before it is
-decided and stored, the bad one changes nothing.
+decided and stored, the bad one changes nothing. Ctrl-C ends it with exit
+status 130 (every printed decision is stored); a followed CSV that is
+truncated or replaced (log rotation) ends it with an error (exit 2) instead
+of a wait for lines that never come.
 """
 
 from __future__ import annotations
