@@ -150,3 +150,15 @@ def test_an_unknown_explain_mode_names_the_option_and_creates_no_state_file(tmp_
     assert code == 2, out
     assert "--explain" in flat(out) and "bogus" in flat(out), out
     assert not state.exists()
+
+
+def test_a_csv_value_with_digit_underscores_is_refused_as_detect_refuses_it(tmp_path):
+    # Python's float() reads "1_000" as 1000.0; detect on the same file refuses it.
+    data = tmp_path / "r.csv"
+    data.write_text("series_id,commit,value\na,c1,1.5\na,c2,1_000\n")
+    done = subprocess.run(
+        [str(TRIAGE), "watch", "--csv", str(data), *FAST], capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "r.csv, line 3: value '1_000' is not a number" in done.stderr, done.stderr
+    assert [json.loads(x)["commit"] for x in done.stdout.splitlines()] == ["c1"]

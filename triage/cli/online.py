@@ -302,6 +302,8 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
             raise _bad(path, number, f"{len(fields)} fields, the header has {len(columns)}")
         row = dict(zip(columns, fields, strict=True))
         try:
+            if "_" in row["value"]:  # float() reads "1_000"; no table reader does (detect refuses it)
+                raise ValueError(row["value"])
             value = float(row["value"])
         except ValueError:
             raise _bad(path, number, f"value {row['value']!r} is not a number") from None
