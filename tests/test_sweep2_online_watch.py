@@ -152,13 +152,14 @@ def test_an_unknown_explain_mode_names_the_option_and_creates_no_state_file(tmp_
     assert not state.exists()
 
 
-def test_a_csv_value_with_digit_underscores_is_refused_as_detect_refuses_it(tmp_path):
-    # Python's float() reads "1_000" as 1000.0; detect on the same file refuses it.
+@pytest.mark.parametrize("cell", ["1_000", "\uff11\uff12"])
+def test_a_csv_value_with_digit_underscores_or_non_ascii_digits_is_refused_as_detect_refuses_it(tmp_path, cell):
+    # Python's float() reads "1_000" as 1000.0 and full-width "１２" as 12.0; detect on the same file refuses them.
     data = tmp_path / "r.csv"
-    data.write_text("series_id,commit,value\na,c1,1.5\na,c2,1_000\n")
+    data.write_text(f"series_id,commit,value\na,c1,1.5\na,c2,{cell}\n", encoding="utf-8")
     done = subprocess.run(
         [str(TRIAGE), "watch", "--csv", str(data), *FAST], capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 2, done.stderr
-    assert "r.csv, line 3: value '1_000' is not a number" in done.stderr, done.stderr
+    assert f"r.csv, line 3: value {cell!r} is not a number" in done.stderr, done.stderr
     assert [json.loads(x)["commit"] for x in done.stdout.splitlines()] == ["c1"]

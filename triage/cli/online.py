@@ -302,7 +302,7 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
             raise _bad(path, number, f"{len(fields)} fields, the header has {len(columns)}")
         row = dict(zip(columns, fields, strict=True))
         try:
-            if "_" in row["value"]:  # float() reads "1_000"; no table reader does (detect refuses it)
+            if "_" in row["value"] or not row["value"].strip().isascii():  # float() reads "1_000", "１２"; detect does not
                 raise ValueError(row["value"])
             value = float(row["value"])
         except ValueError:
