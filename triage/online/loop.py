@@ -229,6 +229,29 @@ def _check(series_id: object, commit: object, value: object) -> tuple[str, str, 
     return series_id, commit, float(value)
 
 
+def _check_storable(series_id: str, commit: str) -> None:
+    """Refuse an id the state store cannot hold: text with a lone surrogate (``"\\udcff"``).
+
+    Bytes that were not UTF-8, decoded with ``errors="surrogateescape"``, become
+    lone surrogates; SQLite stores UTF-8, so binding such an id raised a bare
+    ``UnicodeEncodeError`` naming neither the series nor the record. Checked
+    with the rest of the batch, before anything is decided: the store is left
+    as it was.
+    """
+    for what, text in (("series id", series_id), ("commit id", commit)):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = ord(text[exc.start])
+            byte = f" (the undecodable byte 0x{bad - 0xDC00:02x})" if 0xDC80 <= bad <= 0xDCFF else ""
+            raise RejectedCommit(
+                series_id,
+                commit,
+                f"{what} {text!r} is not Unicode text: a lone surrogate \\u{bad:04x}{byte} at character "
+                f"{exc.start + 1}, which the state store cannot hold (send ids as UTF-8 text)",
+            ) from None
+
+
 # ---------------------------------------------------------------------- the loop
 
 
@@ -625,6 +648,8 @@ class OnlineTriage:
             sid, commit, value = record[0], record[1], record[2]
             ts = record[3] if len(record) == 4 else None
         sid, commit, v = _check(sid, commit, value)
+        if self.store is not None:
+            _check_storable(sid, commit)
         try:
             ns = to_ns(ts)
         except ValueError as exc:
