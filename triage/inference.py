@@ -11,11 +11,15 @@
   training columns.
 * :func:`decide` gives every row P(false), P(true), the classification under
   the model's threshold (or an override) and the top reasons
-  (:mod:`triage.explain`).
+  (:mod:`triage.explain`); an alert at its series' first commit (empty Pre:
+  nothing before it) is not scored but marked :data:`NOT_SCORABLE`, with a
+  warning naming it (:func:`not_scorable`). ``triage label`` and ``triage
+  score`` both decide here.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -39,6 +43,14 @@ ALL_FEATURES: tuple[str, ...] = tuple(catalogue.feature_columns())
 #: Every feature column a model may name: the default ones, the pair measures
 #: and candidate context of candidate-bounded scoring models, and the detector's score rank.
 KNOWN_FEATURES: frozenset[str] = frozenset((*ALL_FEATURES, *PAIR_COLUMNS, *CONTEXT_COLUMNS, DETECTOR_SCORE_RANK))
+#: The classification of an alert no model can judge (:func:`not_scorable`), instead of a true / false call.
+NOT_SCORABLE = "not_scorable"
+#: Its explanation.
+NOT_SCORABLE_REASON = "not scorable: the first commit of its series, no commit before it to compare with"
+
+
+class NotScorable(UserWarning):
+    """Alerts left without P(true) because they cannot be judged (:func:`not_scorable`); the message names them."""
 
 
 # --------------------------------------------------------------------------- model
@@ -186,6 +198,12 @@ def decide(
     Returns a DataFrame with the same index as ``matrix`` and columns
     ``p_false, p_true, classification, explanation`` (explanation ``""`` when
     ``explain_top`` is 0). ``threshold`` overrides the model's own.
+
+    A row :func:`not_scorable` (an alert at its series' first commit: empty
+    Pre) is not given to the model: its P(false) and P(true) are NaN, its
+    classification :data:`NOT_SCORABLE` (``true_positive`` at threshold 0,
+    which calls every alert true) and its explanation says why; a
+    :class:`NotScorable` warning names each such series and commit.
     """
     out = pd.DataFrame(index=matrix.index)
     if matrix.empty:
@@ -193,16 +211,55 @@ def decide(
             out[col] = pd.Series(dtype=float if col.startswith("p_") else object)
         return out
     names = model_features(classifier, (getattr(classifier, "manifest_", None) or {}).get("_path"))
-    proba = classifier.predict_proba(matrix[names])
     cut = float(classifier.threshold_ if threshold is None else threshold)
-    out["p_false"] = proba[:, 0]
-    out["p_true"] = proba[:, 1]
-    out["classification"] = np.where(proba[:, 1] >= cut, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
+    unscorable = not_scorable(matrix)
+    scorable = matrix[~unscorable]
+    out["p_false"] = np.nan
+    out["p_true"] = np.nan
+    # Threshold 0 calls every alert true (triage off, e.g. a scoring model's for some detector):
+    # an alert that cannot be judged is kept as the detector gave it.
+    kept = cut <= 0.0
+    out["classification"] = labels.TRUE_POSITIVE if kept else NOT_SCORABLE
+    out["explanation"] = NOT_SCORABLE_REASON + ("; called true: threshold 0 calls every alert true" if kept else "")
+    if unscorable.any():
+        _warn_not_scorable(matrix[unscorable], kept)
+    if scorable.empty:
+        return out
+    proba = classifier.predict_proba(scorable[names])
+    out.loc[~unscorable, "p_false"] = proba[:, 0]
+    out.loc[~unscorable, "p_true"] = proba[:, 1]
+    out.loc[~unscorable, "classification"] = np.where(proba[:, 1] >= cut, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
     if explain_top > 0:
         from triage.explain import explain  # on use: SHAP and the forest walkers are heavy
 
-        reasons = explain(classifier, matrix, top=explain_top)
-        out["explanation"] = ["; ".join(r) for r in reasons]
+        reasons = explain(classifier, scorable, top=explain_top)
+        out.loc[~unscorable, "explanation"] = ["; ".join(r) for r in reasons]
     else:
-        out["explanation"] = ""
+        out.loc[~unscorable, "explanation"] = ""
     return out
+
+
+def not_scorable(matrix: pd.DataFrame) -> np.ndarray:
+    """Which rows of a feature matrix no model can judge: an alert at its series' first commit.
+
+    Its Pre window is empty (there is no "before" to compare with), so every
+    ``pre_*`` and ``norm_*`` column holds the catalogue's fill value for an
+    empty window, and a model would answer from those fills alone. Boolean
+    array, shape (len(matrix),); all False for a matrix without ``index``.
+    """
+    if "index" not in matrix.columns:
+        return np.zeros(len(matrix), dtype=bool)
+    return pd.to_numeric(matrix["index"], errors="coerce").to_numpy() == 0
+
+
+def _warn_not_scorable(rows: pd.DataFrame, kept: bool) -> None:
+    """One warning naming every alert :func:`not_scorable` left without P(true) (the first 5, then a count)."""
+    named = [f"series {sid!r}, commit {commit!r}" for sid, commit in zip(
+        rows.get("series_id", pd.Series(["?"] * len(rows))).astype(str),
+        rows.get("commit", pd.Series(["?"] * len(rows))).astype(str), strict=True)]
+    shown = "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5 else "")
+    what = "an alert" if len(named) == 1 else f"{len(named)} alerts"
+    warnings.warn(NotScorable(f"{shown}: {what} at the first commit of a series cannot be judged (no commit "
+                              f"before it to compare with): reported without P(true), "
+                              + ("called true at threshold 0" if kept else f"as {NOT_SCORABLE}")),
+                  stacklevel=3)
