@@ -12,7 +12,10 @@ read it. It is a JSON object::
 
 :func:`load_feature_set` reads the whole file strictly; :func:`read_feature_set`
 needs only the column names and also accepts a bare JSON list of them (a
-hand-written subset). Problems raise :class:`~triage.core.errors.InputError`.
+hand-written subset). ``triage select-features`` adds the ``window`` it was
+chosen for; :func:`check_window` refuses the file for another ``--window``
+(``triage train`` / ``triage evaluate``). Problems raise
+:class:`~triage.core.errors.InputError` naming the file.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import pandas as pd
 from triage.core.atomic import write_text_atomic
 from triage.core.errors import InputError
 from triage.core.json_input import read_json
+from triage.features.windows import ADAPTIVE
 
 #: Fitness metrics a selection may use (and a file may name).
 METRICS: tuple[str, ...] = ("accuracy", "auc")
@@ -147,7 +151,64 @@ def read_feature_set(path: str | Path) -> list[str]:
     try:
         return check_names(data.get("names") if isinstance(data, dict) else data)
     except ValueError as exc:
-        raise InputError(path, None, str(exc)) from None
+        raise InputError(path, None, f"not a feature-set file (`triage select-features` writes one): {exc}") from None
+
+
+def recorded_window(path: str | Path) -> str | int | None:
+    """The window a feature-set file was chosen for (its ``window``), None when it records none.
+
+    ``triage select-features`` records its ``--window`` as given (``"adaptive"``,
+    ``"3"``); it is read the way ``--window`` is: ``"adaptive"`` in any case,
+    or an integer >= 0. A bare list of names records no window. Raises
+    :class:`InputError` naming the file for a window that is neither.
+    """
+    path = Path(path)
+    data = _read_json(path)
+    if not isinstance(data, dict) or data.get("window") is None:
+        return None
+    raw = data["window"]
+    text = str(raw).strip().lower()
+    if text == ADAPTIVE:
+        return ADAPTIVE
+    try:
+        if isinstance(raw, bool) or isinstance(raw, float):
+            raise ValueError
+        w = int(text)
+    except ValueError:
+        w = -1
+    if w < 0:
+        raise InputError(path, None, f"feature set records an unknown window {raw!r} "
+                                     f"(expected {ADAPTIVE!r} or an integer >= 0)")
+    return w
+
+
+def check_window(path: str | Path, window: str | int) -> None:
+    """Refuse a feature-set file chosen for another Pre/After window than ``window``.
+
+    A subset selected on window-0 rows (After = one commit, where ``after_sd``
+    and the like are constant) is not a good subset for window 3 or for
+    adaptive windows; training or evaluating with it would silently use the
+    wrong columns. A file that records no window (a hand-written list) is
+    accepted. Raises :class:`InputError` naming the file and both windows.
+    """
+    chosen = recorded_window(path)
+    if chosen is None or chosen == window:
+        return
+    raise InputError(path, None, f"feature set was chosen for window {chosen}, not for --window {window}: "
+                                 f"use --window {chosen}, or select features again with --window {window}")
+
+
+def check_columns(path: str | Path, names: list[str], columns) -> None:
+    """Refuse a feature-set file naming columns a feature matrix lacks, naming the file, not the data.
+
+    ``columns``: the matrix's columns. The set was chosen on another window
+    kind (candidate-bounded ``pair_*`` / ``ctx_*`` columns) or another version.
+    """
+    have = set(columns)
+    missing = [n for n in names if n not in have]
+    if missing:
+        shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+        raise InputError(path, None, f"names column(s) the feature matrix lacks: {shown}")
 
 
 def _read_json(path: Path) -> object:

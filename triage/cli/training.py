@@ -192,7 +192,7 @@ def train(
         check_input_path(option, given, directory_ok=option == "--data")
     check_output_not_input(out, data, matrix, features)
     check_not_in_model_dir("--out", out)
-    _check_feature_set(features)
+    _check_feature_set(features, w)
     online_rows = ordinary_per_series if isinstance(w, int) and matrix is None else 0
     if candidate_windows and (w != "adaptive" or matrix is not None or labels is not None):
         raise typer.BadParameter("--candidate-windows builds its own windows from --data or --preset: leave --window adaptive, without --matrix or --labels")
@@ -268,12 +268,14 @@ def train(
         console.print(f"MLflow run {result.run['run_id']}{escape(reg)} ({escape(str(result.run['tracking_uri']))})")
 
 
-def _check_feature_set(path: Path | None) -> None:
-    """Read ``--features`` now: a file that is no feature set fails in a second, not after the extraction."""
+def _check_feature_set(path: Path | None, window: str | int) -> None:
+    """Read ``--features`` now: a file that is no feature set, or one chosen for another
+    ``--window``, fails in a second, not after the extraction."""
     if path is not None:
-        from triage.features.feature_sets import read_feature_set
+        from triage.features.feature_sets import check_window, read_feature_set
 
         read_feature_set(path)
+        check_window(path, window)
 
 
 @contextmanager
@@ -335,7 +337,7 @@ def evaluate(
         check_model_params("--param", name, given)
     for option, path in (("--data", data), ("--matrix", matrix), ("--features", features)):
         check_input_path(option, path, directory_ok=option == "--data")
-    _check_feature_set(features)
+    _check_feature_set(features, w)
     if out is not None:
         check_output_dir("--out", out)
         check_output_not_input(out, data, matrix, features)
