@@ -260,6 +260,11 @@ def evaluate(
     ``r`` uses seed ``random_state + r`` for the split and the model, so every
     model sees the same splits.
     """
+    if isinstance(features, str | Path) and not isinstance(data, TrainingData):
+        # The feature set's problem, named after it (errors without a file are put on the data).
+        from triage.features.feature_sets import check_columns, read_feature_set
+
+        check_columns(features, read_feature_set(features), data.columns)
     td = data if isinstance(data, TrainingData) else training_data(data, features)
     for m in models:
         if m not in MODELS:
