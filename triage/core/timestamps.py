@@ -11,14 +11,20 @@ A timestamp becomes an instant in UTC with nanosecond resolution:
 * **Numbers** (Python or NumPy int / float, not bool; a numeric file column):
   seconds since the Unix epoch, UTC. Integers are exact, floats rounded to the
   nanosecond. No unit guessing: milliseconds or nanoseconds since the epoch
-  must be divided first (a guess by magnitude would misread the other).
+  must be divided first (a guess by magnitude would misread the other). A
+  number too large for seconds that reads as a time from 1990 to 2100 in
+  milliseconds, microseconds or nanoseconds (13, 16 or 19 digits today) is
+  refused naming that unit, the time it would be and what to divide by.
   NaN and infinities are errors.
 * **Text** is read as a date/time first: ISO 8601 (date; date and time with
   ``T`` or a space; fractions down to the nanosecond; ``Z`` or a ``+hh:mm`` /
   ``+hhmm`` offset; naive = UTC), then the general parser of pandas /
   dateutil for other spellings (``2024-05-01 12:00 UTC``, ``May 1 2024``;
   slashed dates are month first, ``01/05/2024`` is 5 January -- write ISO 8601
-  to avoid the ambiguity). Text that is no date/time but a number is seconds
+  to avoid the ambiguity). Text must name its date: a time of day alone
+  (``23:59``, ``23:59:10``, ``11pm``; pandas reads it as today at that time),
+  a date without a year (``May 1``) and ``now`` / ``today`` (the moment of
+  reading) are errors. Text that is no date/time but a number is seconds
   since the epoch, as a number is (``"1714564800"`` in a CSV means what
   ``1714564800`` means in JSON; ``"20240501"`` is a date, ISO 8601's basic
   form).
@@ -28,16 +34,21 @@ A timestamp becomes an instant in UTC with nanosecond resolution:
 :func:`to_ns` reads one value (the online loop); :func:`parse_column` a
 whole column (the loaders), with the same result for every element (ISO 8601
 text is parsed vectorised, anything else element by element with
-:func:`to_ns`).
+:func:`to_ns`). :func:`problem` says why a value is refused (the message of
+:func:`to_ns`' ``ValueError``), for an error naming a bad element of a column.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
 
 import numpy as np
 import pandas as pd
+
+# pandas' own dependency, and its parser for text that is not ISO 8601
+from dateutil import parser as dateutil_parser
 
 from triage.core.text_cells import text_codes
 
@@ -51,6 +62,19 @@ def _is_missing(value: object) -> bool:
     return isinstance(value, np.datetime64) and bool(np.isnat(value))
 
 
+#: Text pandas reads as the moment of reading, not a time in the data.
+NOT_A_TIME = ("now", "today")
+
+#: Finer units a number too large for seconds may be in: (name, units per second).
+_FINER_UNITS = (("milliseconds", 1_000), ("microseconds", 1_000_000), ("nanoseconds", 1_000_000_000))
+#: Times a mistaken unit is named for: 1990-01-01 .. 2100-01-01, in seconds.
+#: The three units' spans of such numbers do not overlap, so at most one is named.
+_PLAUSIBLE_SECONDS = (631_152_000, 4_102_444_800)
+
+#: Text starting with a year and a month (ISO 8601): it names its date.
+_DATED = re.compile(r"[+-]?\d{4}-?\d{2}")
+
+
 def _seconds_to_ns(value: int | float) -> int:
     if isinstance(value, int):
         ns = value * 1_000_000_000
@@ -58,14 +82,44 @@ def _seconds_to_ns(value: int | float) -> int:
         if not math.isfinite(value):
             raise ValueError(f"timestamp {value!r} is not finite")
         ns = int(round(value * 1e9))
-    return _in_range(ns, value)
-
-
-def _in_range(ns: int, shown: object) -> int:
     lo, hi = pd.Timestamp.min.value, pd.Timestamp.max.value
     if not lo <= ns <= hi:
-        raise ValueError(f"timestamp {shown!r} is outside 1677-09-21 .. 2262-04-11")
+        raise ValueError(f"timestamp {value!r} is outside 1677-09-21 .. 2262-04-11{_unit_hint(value)}")
     return ns
+
+
+def _unit_hint(seconds: int | float) -> str:
+    """For a number out of range as seconds: the finer unit it reads in as a time from 1990 to 2100, else ""."""
+    for unit, per_second in _FINER_UNITS:
+        if _PLAUSIBLE_SECONDS[0] <= seconds / per_second < _PLAUSIBLE_SECONDS[1]:
+            when = pd.Timestamp(int(seconds * (1_000_000_000 // per_second)), unit="ns").strftime("%Y-%m-%dT%H:%M:%SZ")
+            return (
+                f" as seconds since the epoch; it looks like {unit} since the epoch ({when}):"
+                f" numbers are read as seconds, so divide by {per_second}"
+            )
+    return ""
+
+
+def _undated(text: str) -> str | None:
+    """What a date/time text lacks when it names no year (pandas takes today's date, or year 1, for it), else None.
+
+    dateutil (the parser pandas uses for such text) fills what the text does
+    not name from a default date: a result with the default's year has none.
+    """
+    if _DATED.match(text):
+        return None
+    try:
+        first = dateutil_parser.parse(text, default=datetime(1, 1, 1), ignoretz=True)
+        if first.year != 1:
+            return None
+        second = dateutil_parser.parse(text, default=datetime(4, 2, 2), ignoretz=True)
+    except (ValueError, OverflowError):
+        return None  # not dateutil's: pandas read it by its own rules
+    if second.year == 1:
+        return None  # year 1 written out: outside the range, refused as such
+    if (first.month, first.day, second.month, second.day) == (1, 1, 2, 2):
+        return "a time of day without a date"
+    return "a date without a year"
 
 
 def _timestamp_to_ns(ts: pd.Timestamp, shown: object) -> int:
@@ -79,11 +133,16 @@ def _text_to_ns(text: str) -> int | None:
     text = text.strip()
     if not text:
         return None
+    if text in NOT_A_TIME:
+        raise ValueError(f"timestamp {text!r} is the moment of reading, not a time in the data ({EXPECTED})")
     try:
         ts = pd.Timestamp(text)
     except (ValueError, OverflowError):
         ts = None
     if ts is not None and ts is not pd.NaT:
+        lacking = _undated(text)
+        if lacking is not None:
+            raise ValueError(f"timestamp {text!r} is {lacking} ({EXPECTED})")
         return _timestamp_to_ns(ts, text)
     try:
         seconds = float(text)
@@ -116,6 +175,19 @@ def to_ns(value: object) -> int | None:
     if isinstance(value, datetime):  # pandas.Timestamp included
         return _timestamp_to_ns(pd.Timestamp(value), value)
     raise ValueError(f"timestamp {value!r} is not a time")
+
+
+def problem(value: object) -> str | None:
+    """Why :func:`to_ns` refuses ``value`` (its ``ValueError``'s message), or None when it reads it.
+
+    For an error naming a bad element of a :func:`parse_column` column: the
+    column's rule is :func:`to_ns`', element by element.
+    """
+    try:
+        to_ns(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def parse_column(raw: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -161,7 +233,8 @@ def _parse_texts(text: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # else goes through to_ns, element by element.
     iso = pd.to_datetime(text.where(~missing), errors="coerce", utc=True, format="ISO8601")
     utc_min, utc_max = pd.Timestamp.min.tz_localize("UTC"), pd.Timestamp.max.tz_localize("UTC")
-    ok = (iso.notna() & (iso >= utc_min) & (iso <= utc_max)).to_numpy()
+    # "now" and "today" pass pandas' ISO 8601 reading as the moment of reading: to_ns refuses them.
+    ok = (iso.notna() & (iso >= utc_min) & (iso <= utc_max) & ~text.isin(NOT_A_TIME)).to_numpy()
     out[ok] = iso[ok].dt.tz_convert(None).to_numpy(dtype="datetime64[ns]").view(np.int64)
     bad = np.zeros(n, dtype=bool)
     for i in np.flatnonzero(~ok & ~missing):
