@@ -74,7 +74,7 @@ from triage.readers.jmh import read_jmh_dataset
 from triage.readers.otava import read_otava_config, read_otava_dir, sniff_delimiter
 from triage.readers.otava import read_otava_csv as _read_otava_csv
 from triage.readers.perfherder import read_perfherder_data
-from triage.readers.source import csv_errors, display_name, plain_file, read_csv_text
+from triage.readers.source import check_header, csv_errors, display_name, plain_file, read_csv_text
 from triage.sniffing import MONGODB_COLUMNS, data_layout
 
 LAYOUTS = (
@@ -207,8 +207,15 @@ def read_long(
     """Read the long layout from CSV or Parquet (see module docstring)."""
     path = Path(path)
     if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq  # here, as pandas imports it: reading a CSV never needs it
+
         try:
+            # Its columns first: pyarrow refuses a name given twice only in its own words.
+            names = [str(name).strip() for name in pq.read_schema(path).names]
+            check_header(path, names=names, row=None)
             frame = pd.read_parquet(path)
+        except InputError:
+            raise
         except Exception as exc:  # pyarrow raises many types for a broken file
             raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
         if frame.empty:
@@ -335,11 +342,13 @@ def long_csv_parts(path: str | Path, rows_per_part: int | None = None) -> Iterat
 
 
 def _header(path: str | Path) -> list[str]:
-    """The column names as pandas reads them (before stripping)."""
+    """The column names as pandas reads them (before stripping); a name given twice is refused."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         sep = sniff_delimiter(fh.readline())
     with csv_errors(path):
-        return [str(c) for c in pd.read_csv(path, sep=sep, nrows=0, skipinitialspace=True).columns]
+        names = [str(c) for c in pd.read_csv(path, sep=sep, nrows=0, skipinitialspace=True).columns]
+    check_header(path, sep)
+    return names
 
 
 def _floats_as_text_gives(column: pd.Series) -> bool:

@@ -203,15 +203,59 @@ def csv_errors(path: str | Path) -> Iterator[None]:
 def read_csv_text(
     path: Path, sep: str = ",", *, require_rows: bool = True, quotechar: str = '"'
 ) -> pd.DataFrame:
-    """Every cell as text (no NaN guessing), stripped column names; located errors."""
+    """Every cell as text (no NaN guessing), stripped column names; located errors.
+
+    A header naming a column twice is refused (:func:`check_header`).
+    """
     with csv_errors(path):
         frame = pd.read_csv(
             path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True, quotechar=quotechar
         )
+    check_header(path, sep=sep, quotechar=quotechar)
     frame.columns = [str(c).strip() for c in frame.columns]
     if require_rows and frame.empty:
         raise InputError(path, None, "file has a header but no data rows")
     return frame
+
+
+def header_names(path: str | Path, sep: str = ",", *, quotechar: str = '"') -> list[str]:
+    """The header's column names as written, stripped (pandas renames a repeated name: ``value``, ``value.1``)."""
+    with csv_errors(path):
+        first = pd.read_csv(
+            path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False, skipinitialspace=True,
+            quotechar=quotechar,
+        )
+    return [str(c).strip() for c in first.iloc[0]] if len(first) else []
+
+
+def check_header(
+    path: str | Path, sep: str = ",", *, quotechar: str = '"', names: list[str] | None = None, row: int | None = 1
+) -> None:
+    """Refuse a header that names a column more than once: :class:`InputError` at ``row`` (a CSV's line 1).
+
+    pandas would read such a CSV without a word (the second ``value``
+    becomes ``value.1``, or two columns answer to one name after stripping),
+    so which one a reader takes would be an accident. Blank names (a trailing
+    delimiter) are not names. ``names``: the column names as written, when the
+    caller has them (a Parquet schema: ``row=None``); else the CSV header of
+    ``path`` (:func:`header_names`).
+    """
+    if names is None:
+        names = header_names(path, sep, quotechar=quotechar)
+    positions: dict[str, list[int]] = {}
+    for position, name in enumerate(names, start=1):
+        if name:
+            positions.setdefault(name, []).append(position)
+    repeated = [
+        f"{name!r} (columns {', '.join(map(str, where[:-1]))} and {where[-1]})"
+        for name, where in positions.items() if len(where) > 1
+    ]
+    if repeated:
+        raise InputError(
+            path, row,
+            f"column{'s' if len(repeated) > 1 else ''} {' and '.join(repeated)}"
+            f" {'are' if len(repeated) > 1 else 'is'} named more than once: which one to read?",
+        )
 
 
 def looks_numeric(col: pd.Series) -> bool:
