@@ -50,6 +50,10 @@ def test_a_time_only_timestamp_in_a_file_is_refused_at_its_line(tmp_path):
             read()
         assert info.value.source == str(path) and info.value.row == 3
         assert "'23:59'" in info.value.problem
+    # A file load names the reason, as watch does (history.py asks the rule why)
+    with pytest.raises(InputError) as info:
+        load(path)
+    assert "a time of day without a date" in info.value.problem
 
 
 def test_dates_without_a_year_and_the_moment_of_reading_are_refused():
@@ -106,6 +110,7 @@ def test_epoch_milliseconds_in_a_file_are_refused_at_their_row(tmp_path):
     with pytest.raises(InputError) as info:
         load(path)
     assert info.value.row == 2 and str(MS) in info.value.problem
+    assert "looks like milliseconds" in info.value.problem and "divide by 1000" in info.value.problem
     frame = pd.DataFrame({"series_id": ["s", "s"], "commit": ["a", "b"], "timestamp": [MS, MS + 60_000],
                           "value": [1.0, 2.0]})
     frame.to_parquet(tmp_path / "h.parquet", index=False)

@@ -314,7 +314,9 @@ def _parse_timestamps(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarra
         raise InputError(path, int(rows[_first(missing)]), "timestamp is missing")
     if bad.any():
         i = _first(bad)
-        raise InputError(path, int(rows[i]), f"timestamp {str(raw.iloc[i]).strip()!r} is not a date/time")
+        # the reason when the rule knows one (a time without a date, milliseconds, ...)
+        reason = timestamps.problem(raw.iloc[i]) or f"timestamp {str(raw.iloc[i]).strip()!r} is not a date/time"
+        raise InputError(path, int(rows[i]), reason)
     return instants
 
 
