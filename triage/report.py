@@ -13,7 +13,10 @@
 The decisions come from ``triage label`` or ``triage score`` (any CSV with
 ``series_id``, ``commit`` or ``index``, ``p_true`` and ``classification``;
 ``explanation`` is shown when present, ``label`` taken from the data when the
-file has none). Detector candidates
+file has none). A ``not_scorable`` row (an alert at its series' first commit,
+:data:`triage.inference.NOT_SCORABLE`) has an empty ``p_true``: it is listed
+last, shown as "not scorable" (neither a probability nor a call) and drawn
+as a grey square without a P(true). Detector candidates
 (``triage candidates`` output or any file :func:`triage.scoring.read_candidates`
 reads) are drawn as ticks under the series.
 
@@ -44,6 +47,7 @@ from triage.core import labels
 from triage.core.atomic import directory_target, replace_dir
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
+from triage.inference import NOT_SCORABLE
 
 #: The file that marks a directory as a report this module wrote (and may replace).
 REPORT_MARKER = ".triage-report"
@@ -53,6 +57,10 @@ MARKER_TEXT = "A report written by `triage report`; the next `triage report --ou
 REQUIRED_DECISION_COLUMNS: tuple[str, ...] = ("series_id", "p_true", "classification")
 #: The calls ``label`` and ``score`` write in ``classification``.
 DECISIONS: tuple[str, ...] = (labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
+#: Every ``classification`` a decisions file may hold: a call, or an alert no model could judge (empty ``p_true``).
+CLASSIFICATIONS: tuple[str, ...] = (*DECISIONS, NOT_SCORABLE)
+#: How an absent ``p_true`` reads: empty in CSV, ``null`` in JSON lines (read as text).
+NO_PROBABILITY = frozenset({"", "nan", "none", "null"})
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 1250px; color: #222; }
@@ -66,6 +74,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 td.decision { white-space: nowrap; }
 tr.true td.decision { color: #b00020; font-weight: 600; }
 tr.false td.decision { color: #666; }
+tr.unscored td.decision { color: #8a5a00; font-style: italic; }
 td.why { color: #444; font-size: 12px; }
 span.differs { color: #8a5a00; font-weight: 400; font-size: 11px; }
 .bar { display: inline-block; height: 8px; background: #b00020; vertical-align: middle; margin-right: 4px; }
@@ -81,8 +90,10 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
     """Read a decisions CSV and place each row in ``dataset``.
 
     Returns the rows with ``index`` (0-based position, int) filled in and
-    ``p_true`` as float. Raises :class:`InputError` naming the row for an
-    unknown series, a commit not in its series or a bad probability.
+    ``p_true`` as float (NaN for a ``not_scorable`` row, whose ``p_true`` must
+    be empty). Raises :class:`InputError` naming the row for an unknown
+    series, a commit not in its series or a bad probability (an empty one on
+    a row that is not ``not_scorable`` included).
     """
     path = Path(path)
     if path.is_dir():
@@ -103,7 +114,7 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         need = ", ".join(REQUIRED_DECISION_COLUMNS) + " and commit or index"
         raise InputError(path, 1, f"a decisions file needs {need} (found: {', '.join(frame.columns)})")
     index = np.empty(len(frame), dtype=np.int64)
-    p_true = pd.to_numeric(frame["p_true"], errors="coerce").to_numpy(dtype=np.float64)
+    p_true = pd.to_numeric(frame["p_true"], errors="coerce").to_numpy(dtype=np.float64, copy=True)
     first: dict[tuple[str, int], int] = {}
     first_row = 1 if is_json_lines else 2  # JSON lines have no header line
     for i, rec in enumerate(frame.to_dict("records")):
@@ -126,11 +137,17 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
             index[i] = given
             if not 0 <= index[i] < len(h):
                 raise InputError(path, row, f"index {index[i]} is outside series {sid!r}")
-        if not 0.0 <= p_true[i] <= 1.0:
-            raise InputError(path, row, f"p_true {rec['p_true']!r} is not a probability")
-        if rec["classification"] not in DECISIONS:
+        if rec["classification"] not in CLASSIFICATIONS:
             raise InputError(path, row, f"classification {rec['classification']!r} is not "
-                             f"{' or '.join(DECISIONS)}")
+                             f"{', '.join(CLASSIFICATIONS[:-1])} or {CLASSIFICATIONS[-1]}")
+        if rec["classification"] == NOT_SCORABLE:
+            # No model judged it (the first commit of its series): no probability to show.
+            if str(rec["p_true"]).strip().lower() not in NO_PROBABILITY:
+                raise InputError(path, row, f"p_true {rec['p_true']!r} on a {NOT_SCORABLE} row: such a row "
+                                 "has no P(true), its p_true must be empty")
+            p_true[i] = np.nan
+        elif not 0.0 <= p_true[i] <= 1.0:
+            raise InputError(path, row, f"p_true {rec['p_true']!r} is not a probability")
         # One alert, one decision: a repeated row would be drawn and counted twice.
         if (key := (sid, int(index[i]))) in first:
             raise InputError(path, row, f"repeats the decision of row {first[key]} (series {sid!r}, "
@@ -181,7 +198,7 @@ def plot_series(
     detector candidates as ticks along the bottom, and the model's decisions
     (``decisions`` rows with ``index``, ``p_true``, ``classification``):
     filled red dots for "true", hollow grey dots for "false", each with
-    P(true) above it.
+    P(true) above it, and grey squares without a P(true) for ``not_scorable``.
     """
     import matplotlib
 
@@ -211,13 +228,21 @@ def plot_series(
     if decisions is not None and len(decisions):
         idx = decisions["index"].to_numpy(dtype=np.int64)
         p = decisions["p_true"].to_numpy(dtype=np.float64)
-        is_true = decisions["classification"].astype(str).to_numpy() == labels.TRUE_POSITIVE
+        call = decisions["classification"].astype(str).to_numpy()
+        is_true = call == labels.TRUE_POSITIVE
+        unjudged = call == NOT_SCORABLE
+        is_false = ~is_true & ~unjudged
         if is_true.any():
             ax.scatter(idx[is_true], v[idx[is_true]], color="tab:red", s=28, zorder=4, label="model: true")
-        if (~is_true).any():
-            ax.scatter(idx[~is_true], v[idx[~is_true]], facecolors="white", edgecolors="0.3", s=28, zorder=4,
+        if is_false.any():
+            ax.scatter(idx[is_false], v[idx[is_false]], facecolors="white", edgecolors="0.3", s=28, zorder=4,
                        label="model: false")
+        if unjudged.any():
+            ax.scatter(idx[unjudged], v[idx[unjudged]], marker="s", facecolors="0.85", edgecolors="0.3", s=28,
+                       zorder=4, label="model: not scorable")
         for i, pi, t in zip(idx, p, is_true, strict=True):
+            if np.isnan(pi):  # not scorable: no P(true) to write
+                continue
             ax.annotate(f"{pi:.2f}", (i, v[i]), xytext=(0, 7), textcoords="offset points", ha="center",
                         fontsize=7, color="tab:red" if t else "0.3", zorder=5)
     ax.set_ylim(lo - 0.12 * span, hi + 0.12 * span)
@@ -291,11 +316,17 @@ def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str], dataset: Dat
     rows = []
     for rank, rec in enumerate(decisions.to_dict("records"), start=1):
         is_true = rec["classification"] == labels.TRUE_POSITIVE
+        unjudged = rec["classification"] == NOT_SCORABLE
         sid = str(rec["series_id"])
         human = str(rec.get("label", "") or "")
         # A triaged alert the model calls the other way is worth a second look.
-        differs = human in labels.TRIAGED and (human == labels.TRUE_POSITIVE) != is_true
-        call = ("true alert" if is_true else "false alert") + (' <span class="differs">&ne; human</span>' if differs else "")
+        differs = not unjudged and human in labels.TRIAGED and (human == labels.TRUE_POSITIVE) != is_true
+        call = ("not scorable" if unjudged else "true alert" if is_true else "false alert") + (
+            ' <span class="differs">&ne; human</span>' if differs else "")
+        p = float(rec["p_true"])
+        # No P(true) (not scorable): a dash, never a number.
+        prob = ("&mdash;" if np.isnan(p) else
+                f'<span class="bar" style="width:{40 * p:.0f}px"></span>{p:.3f}')
         cells = [
             f'<td class="num">{rank}</td>',
             f'<td><a href="#{anchors[sid]}">{html.escape(sid)}</a></td>',
@@ -303,12 +334,12 @@ def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str], dataset: Dat
             f'<td class="num">{int(rec["index"])}</td>',
             f"<td>{html.escape(step_text(dataset[sid], int(rec['index']))) if dataset is not None else ''}</td>",
             f"<td>{html.escape(str(rec.get('label', '') or '-'))}</td>",
-            f'<td class="num"><span class="bar" style="width:{40 * rec["p_true"]:.0f}px"></span>'
-            f"{rec['p_true']:.3f}</td>",
+            f'<td class="num">{prob}</td>',
             f'<td class="decision">{call}</td>',
             f'<td class="why">{html.escape(str(rec.get("explanation", "") or ""))}</td>',
         ]
-        rows.append(f'<tr class="{"true" if is_true else "false"}">{"".join(cells)}</tr>')
+        kind = "unscored" if unjudged else "true" if is_true else "false"
+        rows.append(f'<tr class="{kind}">{"".join(cells)}</tr>')
     return rows
 
 
@@ -329,9 +360,11 @@ def render_html(
     anchors = {sid: "summary" for sid in decisions["series_id"].astype(str)}
     anchors.update({sid: anchor for sid, anchor, *_ in sections})
     n_true = int((decisions["classification"] == labels.TRUE_POSITIVE).sum())
+    n_unjudged = int((decisions["classification"] == NOT_SCORABLE).sum())
     counts = [
         f"<span><b>{len(decisions)}</b> decisions</span>",
         f"<span><b>{n_true}</b> likely true alerts</span>",
+        *([f"<span><b>{n_unjudged}</b> not scorable (first commit of a series)</span>"] if n_unjudged else []),
         f"<span><b>{decisions['series_id'].nunique()}</b> series</span>",
     ]
     if n_candidates is not None:
