@@ -6,6 +6,7 @@ print them (one-off tables of a single command stay in that command).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -92,7 +93,12 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
     """The ``limit`` most likely true alerts of a decisions frame (``triage label`` / ``score``).
 
     ``wide``: room for the first reason (a terminal of 110 columns or more).
+    A ``not_scorable`` row (an alert at its series' first commit, no P(true))
+    comes last, with "—" for P(true) and "not scorable" for the call; the
+    caption counts them.
     """
+    from triage.inference import NOT_SCORABLE
+
     table = Table(title=Text(title))
     for col in ("series", "commit", *extra, "P(true)", "model"):
         # Identifiers on one line (cut with an ellipsis); the reason takes what is left.
@@ -102,9 +108,13 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
     with_why = wide
     if with_why:
         table.add_column("why", overflow="fold", min_width=30)
-    top = frame.sort_values("p_true", ascending=False, kind="stable").head(limit)
+    top = frame.sort_values("p_true", ascending=False, kind="stable", na_position="last").head(limit)
+    unjudged = int((frame["classification"] == NOT_SCORABLE).sum()) if len(frame) else 0
+    if unjudged:
+        table.caption = Text(f"{unjudged:,} not scorable (first commit of a series): no P(true), no true/false call")
     for rec in top.to_dict("records"):
         is_true = rec["classification"] == "true_positive"
+        p_true = float(rec["p_true"])
         why = str(rec.get("explanation", "") or "").split("; ")[0]
         # Text, not str: a JMH series is named like Bench.parse[size=1024], which as
         # markup would be swallowed as a style, and "[/]" would be an error.
@@ -112,8 +122,10 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
             Text(str(rec["series_id"])),
             Text(str(rec["commit"])),
             *[Text(str(rec.get(c, ""))) for c in extra],
-            f"{rec['p_true']:.3f}",
-            Text("true", style="bold red") if is_true else "false",
+            # No P(true) (not scorable, or kept true at threshold 0 without one): a dash, never "nan".
+            "—" if math.isnan(p_true) else f"{p_true:.3f}",
+            Text("true", style="bold red") if is_true else
+            Text("not scorable", style="italic yellow") if rec["classification"] == NOT_SCORABLE else "false",
         ]
         table.add_row(*cells, *([Text(why)] if with_why else []))
     return table
