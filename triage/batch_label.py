@@ -16,6 +16,10 @@ spelled as a canonical label and the decision's top reasons last::
 ``--format published`` writes the replication package's exact spelling
 (``;``-separated, ``"Commit Hash";"MongoDB Label";"Prob. False";"Prob. True";
 "Classification"`` with ``TRUE``/``FALSE``) for people comparing with it.
+An alert no model can judge (``not_scorable``: the first commit of its
+series) has ``NA`` there, R's and pandas' missing-value marker, for both
+probabilities and the call: it was called neither true nor false.
+:func:`agreement` leaves such alerts out and counts them.
 
 Loading the model, building the feature rows with the model's window and
 deciding them is :mod:`triage.inference`, shared with :mod:`triage.scoring`.
@@ -33,7 +37,7 @@ from triage.core.atomic import write_csv_atomic, write_text_atomic
 from triage.core.errors import InputError
 from triage.core.history import Dataset
 from triage.core.metrics import confusion
-from triage.inference import candidate_matrix, decide, model_features, model_window
+from triage.inference import NOT_SCORABLE, candidate_matrix, decide, model_features, model_window
 
 #: Columns of the batch-labelling output, in file order.
 OUTPUT_COLUMNS: tuple[str, ...] = (
@@ -48,6 +52,8 @@ OUTPUT_COLUMNS: tuple[str, ...] = (
 
 #: The replication package's header, for ``--format published``.
 PUBLISHED_HEADER: tuple[str, ...] = ("Commit Hash", "MongoDB Label", "Prob. False", "Prob. True", "Classification")
+#: ``--format published``'s cell for a missing probability and for the call of a ``not_scorable`` alert.
+PUBLISHED_MISSING = "NA"
 
 #: Which candidates :func:`label_candidates` classifies.
 SELECTIONS: dict[str, frozenset[str]] = {
@@ -108,15 +114,21 @@ def _check_features(classifier, matrix: pd.DataFrame) -> None:
 def agreement(decisions: pd.DataFrame, reference: str = "label") -> dict[str, float]:
     """How often ``classification`` equals a reference label column (``label`` or ``truth_label``).
 
-    Only rows whose reference is ``true_positive`` / ``false_positive`` count.
-    Returns ``n``, ``accuracy``, ``sensitivity`` (true alerts called true) and
-    ``specificity`` (false alerts called false); NaN where undefined.
+    Only rows whose reference is ``true_positive`` / ``false_positive`` count,
+    and of those only the ones the model called: a ``not_scorable`` row (the
+    first commit of its series, no P(true)) is neither a true nor a false call
+    and is left out. Returns ``n`` (rows counted), ``not_scorable`` (rows with
+    a reference left out as not scorable), ``accuracy``, ``sensitivity`` (true
+    alerts called true) and ``specificity`` (false alerts called false); NaN
+    where undefined.
     """
     ref = decisions[reference].astype(str) if reference in decisions else pd.Series(dtype=str)
-    mask = ref.isin(labels.TRIAGED).to_numpy()
+    referenced = ref.isin(labels.TRIAGED).to_numpy()
+    unjudged = referenced & (decisions["classification"].astype(str).to_numpy() == NOT_SCORABLE)
+    mask = referenced & ~unjudged
     y = ref.to_numpy()[mask] == labels.TRUE_POSITIVE
     pred = decisions["classification"].to_numpy()[mask] == labels.TRUE_POSITIVE
-    return {"n": int(mask.sum()), **confusion(y, pred).rates()}
+    return {"n": int(mask.sum()), "not_scorable": int(unjudged.sum()), **confusion(y, pred).rates()}
 
 
 # --------------------------------------------------------------------------- writing
@@ -125,7 +137,9 @@ def agreement(decisions: pd.DataFrame, reference: str = "label") -> dict[str, fl
 def write_decisions(decisions: pd.DataFrame, path: str | Path, *, fmt: str = "csv") -> Path:
     """Write batch-labelling decisions: ``csv`` (:data:`OUTPUT_COLUMNS`) or ``published``.
 
-    Probabilities are rounded to 4 decimals (the published file used 3).
+    Probabilities are rounded to 4 decimals (the published file used 3). In
+    ``published``, a missing probability and the call of a ``not_scorable``
+    alert are :data:`PUBLISHED_MISSING` (``NA``), never ``FALSE``.
     """
     if fmt == "csv":
         frame = decisions[list(OUTPUT_COLUMNS)].copy()
@@ -138,10 +152,13 @@ def write_decisions(decisions: pd.DataFrame, path: str | Path, *, fmt: str = "cs
                 PUBLISHED_HEADER[1]: decisions["label"].astype(str),
                 PUBLISHED_HEADER[2]: decisions["p_false"].round(3),
                 PUBLISHED_HEADER[3]: decisions["p_true"].round(3),
-                PUBLISHED_HEADER[4]: np.where(decisions["classification"] == labels.TRUE_POSITIVE, "TRUE", "FALSE"),
+                PUBLISHED_HEADER[4]: np.select(
+                    [decisions["classification"] == labels.TRUE_POSITIVE, decisions["classification"] == NOT_SCORABLE],
+                    ["TRUE", PUBLISHED_MISSING], "FALSE"),
             }
         )
         # The published file quotes the header only.
         header = ";".join(f'"{h}"' for h in PUBLISHED_HEADER) + "\n"
-        return write_text_atomic(header + frame.to_csv(sep=";", header=False, index=False), path)
+        body = frame.to_csv(sep=";", header=False, index=False, na_rep=PUBLISHED_MISSING)
+        return write_text_atomic(header + body, path)
     raise ValueError(f"unknown output format {fmt!r} (use csv or published)")
