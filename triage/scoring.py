@@ -35,7 +35,9 @@ the threshold chosen at training time (its manifest's ``threshold``), but not
 the validation curve. So :func:`threshold_for_recall` measures the curve on
 the *triaged candidates of the data being scored* (``true_positive`` /
 ``false_positive`` labels): the highest threshold whose recall on them
-reaches the target (:func:`triage.training.thresholds.choose_threshold`). When the
+reaches the target (:func:`triage.training.thresholds.choose_threshold`); a
+candidate at its series' first commit is left out: :func:`~triage.inference.decide` gives it
+no P(true) (:func:`triage.inference.not_scorable`). When the
 model was trained on those same candidates the curve is optimistic (recall
 on unseen alerts will be lower); pass data the model has not seen for an
 honest threshold, or train with ``--target-recall`` instead, which uses a
@@ -59,6 +61,7 @@ from triage.inference import (
     decide,
     model_features,
     model_window,
+    not_scorable,
 )
 from triage.training.thresholds import TargetRecall, choose_threshold, suppress_duplicates
 
@@ -109,7 +112,9 @@ def detector_score_rank(table: CandidateTable) -> np.ndarray:
 def threshold_for_recall(dataset: Dataset, classifier, recall: float) -> tuple[float, int]:
     """The highest threshold reaching ``recall`` on the triaged candidates of ``dataset``.
 
-    Returns (threshold, number of triaged candidates used). Raises
+    Candidates no model can judge (at their series' first commit:
+    :func:`triage.inference.not_scorable`) are left out, as scoring gives
+    them no P(true). Returns (threshold, number of triaged candidates used). Raises
     :class:`InputError` when ``dataset`` has no true and false alerts to
     measure recall on (see the module docstring for why and the caveat).
     """
@@ -117,13 +122,17 @@ def threshold_for_recall(dataset: Dataset, classifier, recall: float) -> tuple[f
     if not 0.0 < policy.recall <= 1.0:
         raise InputError(None, None, f"target recall {recall} is outside (0, 1]")
     matrix = candidate_matrix(dataset, labels.TRIAGED, window=model_window(classifier))
+    unjudged = not_scorable(matrix)
+    matrix = matrix[~unjudged]
     y = matrix["label"].to_numpy() == labels.TRUE_POSITIVE if len(matrix) else np.array([], dtype=bool)
     if len(matrix) == 0 or y.all() or not y.any():
+        left_out = (f" ({int(unjudged.sum()):,} at the first commit of a series left out: not scorable)"
+                    if unjudged.any() else "")
         raise InputError(
             dataset.source,
             None,
             "--target-recall needs triaged candidates (both true_positive and false_positive labels) in --data "
-            "to measure recall on; give --threshold instead",
+            f"to measure recall on{left_out}; give --threshold instead",
         )
     proba = classifier.predict_proba(matrix[model_features(classifier)])[:, 1]
     return choose_threshold(policy, y.astype(np.int64), proba), int(len(y))
