@@ -68,7 +68,15 @@ Protocol
    choice has to beat. ``--model-seed`` also applies to the full run, to
    see how far the test figures move with the forest's draw.
 
-11. **Which changes are found** (``--by-size MODEL``, a diagnostic of a saved
+11. **Training on every development project** (``--train-on dev``, the
+   fourteenth session's candidate recipe): steps 5's model is fitted on the
+   fit *and* validation projects (the extra seeds of both); each
+   development project is scored by a model fitted on the other two, one
+   isotonic map on those out-of-project scores calibrates the refitted
+   model, and thresholds and radius are chosen on the three out-of-project
+   looks (:func:`_dev_trained_model`).
+
+12. **Which changes are found** (``--by-size MODEL``, a diagnostic of a saved
    scoring model with its own thresholds and suppression radius, measured
    after every choice): ``perfherder``, ``ensemble`` and ``pelt`` alone and
    + triage on the test part, and which injected changes the two with
@@ -121,6 +129,8 @@ RADII: tuple[int, ...] = (0, 5, 10)
 #: (:func:`triage.training.model_kinds.monotone_increasing`), the bundled recipe since 2026-11-24.
 MODEL_KINDS: tuple[str, ...] = ("rf", "xgb", "xgb-mono")
 THRESHOLD_CHOICES: tuple[str, ...] = ("pooled", "validation")
+#: What the scoring model is fitted on (``--train-on``); see :func:`scoring_model`.
+TRAIN_ON: tuple[str, ...] = ("fit", "dev")
 #: The detectors this run uses: every registry detector (``hybrid_cvm`` too, since its
 #: p-values are counted once per pair of window sizes: about as fast as the other tests).
 SELECTED: list[str] = list(names())
@@ -340,8 +350,13 @@ def auc(y: np.ndarray, p: np.ndarray) -> float:
 
 def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed: int, n_jobs: int, log=print,
                   choice: str = "pooled", extra_fit: Sequence[pd.DataFrame] = (), kind: str = "rf",
-                  max_len: int = CANDIDATE_MAX_LEN):
+                  max_len: int = CANDIDATE_MAX_LEN, train_on: str = "fit", extra_val: Sequence[pd.DataFrame] = ()):
     """Fit on the fit part, calibrate on validation, choose per-detector thresholds and the radius.
+
+    ``train_on="dev"`` (``--train-on dev``, :func:`_dev_trained_model`): fit
+    on every development project instead (fit and validation parts, with
+    ``extra_fit`` and ``extra_val``), calibrate on out-of-project scores, and
+    choose thresholds and radius on the three out-of-project looks.
 
     ``extra_fit``: more training rows of the fit part (the same base histories
     with other injection seeds, ``--train-seeds``); they only ever add to a
@@ -370,8 +385,13 @@ def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed:
     """
     if choice not in THRESHOLD_CHOICES:
         raise ValueError(f"threshold choice {choice!r} is not one of {THRESHOLD_CHOICES}")
+    if train_on not in TRAIN_ON:
+        raise ValueError(f"train_on {train_on!r} is not one of {TRAIN_ON}")
     fit_rows = all_rows(parts["fit"], found["fit"], max_len)
     val_rows = all_rows(parts["validation"], found["validation"], max_len)
+    if train_on == "dev":
+        return _dev_trained_model(parts, fit_rows, val_rows, seed, n_jobs, log, choice,
+                                  [*extra_fit, *extra_val], kind)
     train_rows = pd.concat([fit_rows, *extra_fit], ignore_index=True)
     log(f"  fit rows {len(fit_rows)} ({int(fit_rows['y'].sum())} true), training rows with extra seeds "
         f"{len(train_rows)}, validation rows {len(val_rows)}")
@@ -409,6 +429,83 @@ def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed:
     else:
         clf.threshold_policy_ = (f"tcpd-f1 gain and recall >= {RECALL_KEPT:g} x detector's on each of the "
                                  "out-of-fold fit projects and validation (per detector; else 0)")
+    dev = {"radius_scores": scores, "mean": scores[radius], "looks": {
+        name: {d: _look_row(evaluate, by_choice["pooled"][d]) for d, evaluate in look.items()}
+        for name, look in looks_by[radius].items()
+    }}
+    return clf, thresholds, by_choice, val_rows, fit_rows, dev
+
+
+def _project_of(series_id: object) -> str:
+    # extra seeds' rows carry "#s<seed>" after the base history's id
+    return real_data.source_of(str(series_id).split("#", 1)[0])
+
+
+def _dev_trained_model(parts: dict[str, Dataset], fit_rows: pd.DataFrame, val_rows: pd.DataFrame, seed: int,
+                       n_jobs: int, log, choice: str, extra: Sequence[pd.DataFrame], kind: str):
+    """:func:`scoring_model` with ``train_on="dev"``: every development project trains the model.
+
+    Each development project P (the two fit projects and the validation
+    project) is scored by a model fitted on the other two projects' rows
+    (seed 0 and the extra seeds): its *out-of-project* look. One isotonic map,
+    fitted on the pooled out-of-project scores, is the calibration; the
+    model that ships is then refitted on all development rows and carries
+    that map (scikit-learn's ``CalibratedClassifierCV(ensemble=False)`` does
+    the same with cross-validated predictions). Thresholds (``pooled``: a gain
+    and >= 95 % recall on each look; ``validation``: the validation
+    project's look alone) and the suppression radius are chosen on the
+    three looks, calibrated by the map. Same return value as
+    :func:`scoring_model`.
+    """
+    from sklearn.isotonic import IsotonicRegression
+
+    dev_rows = pd.concat([fit_rows, val_rows], ignore_index=True)
+    train_rows = pd.concat([dev_rows, *extra], ignore_index=True)
+    dev_src = dev_rows["series_id"].map(_project_of).to_numpy()
+    train_src = train_rows["series_id"].map(_project_of).to_numpy()
+    log(f"  development rows {len(dev_rows)} ({int(dev_rows['y'].sum())} true), training rows with extra seeds "
+        f"{len(train_rows)}; projects {', '.join(sorted(set(dev_src)))}")
+    dev_data = [h for p in ("fit", "validation") for h in parts[p]]
+    raw: dict[str, tuple[Dataset, pd.DataFrame, np.ndarray]] = {}
+    for project in sorted(set(dev_src)):
+        held = dev_rows[dev_src == project].reset_index(drop=True)
+        other = fit_model(train_rows[train_src != project].reset_index(drop=True), None, seed, n_jobs, kind)
+        data = Dataset([h for h in dev_data if real_data.source_of(h.series_id) == project])
+        raw[project] = (data, held, proba_of(other, held))
+        log(f"  {project}: out-of-project AUC {auc(held['y'].to_numpy(), raw[project][2]):.4f}")
+    calibrator = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(
+        np.concatenate([r[2] for r in raw.values()]), np.concatenate([r[1]["y"].to_numpy() for r in raw.values()]))
+    val_project = real_data.source_of(parts["validation"][0].series_id)
+    best: tuple[float, int] | None = None
+    by_radius: dict[int, dict[str, dict[str, float]]] = {}
+    looks_by: dict[int, dict[str, dict[str, object]]] = {}
+    scores: dict[int, float] = {}
+    for radius in RADII:
+        looks = {project: _evaluators(data, held, calibrator.predict(r), radius)
+                 for project, (data, held, r) in raw.items()}
+        pooled = choose_detector_thresholds_grouped(looks, recall_kept=RECALL_KEPT)
+        by_radius[radius] = {
+            "validation": choose_detector_thresholds(looks[val_project], recall_kept=RECALL_KEPT),
+            "pooled": pooled,
+        }
+        score = float(np.mean([look[d](pooled[d])[0] for look in looks.values() for d in look]))  # type: ignore[operator]
+        looks_by[radius], scores[radius] = looks, score
+        log(f"  radius {radius}: mean F1 over detectors and looks {score:.4f}")
+        if best is None or score > best[0] + 1e-12:
+            best = (score, radius)
+    assert best is not None
+    radius = best[1]
+    by_choice = by_radius[radius]
+    thresholds = by_choice[choice]
+    clf = fit_model(train_rows, None, seed, n_jobs, kind)
+    clf.calibrator_ = calibrator
+    clf.calibration = "isotonic"
+    active = [t for t in thresholds.values() if t > 0]
+    clf.threshold_ = float(min(active)) if active else 0.0
+    clf.suppress_radius_ = radius
+    clf.threshold_policy_ = (f"tcpd-f1 gain and recall >= {RECALL_KEPT:g} x detector's on each development "
+                             "project scored out of project (per detector; else 0)") if choice == "pooled" else (
+        f"tcpd-f1, recall >= {RECALL_KEPT:g} x detector's (validation project scored out of project, per detector)")
     dev = {"radius_scores": scores, "mean": scores[radius], "looks": {
         name: {d: _look_row(evaluate, by_choice["pooled"][d]) for d, evaluate in look.items()}
         for name, look in looks_by[radius].items()
@@ -478,7 +575,8 @@ def extra_seed_rows(real: Dataset, mode: str, seeds: Sequence[int], every: int, 
 
 
 def development(mode: str, seed: int, every: int, n_jobs: int, log=print, train_seeds: Sequence[int] = (),
-                kind: str = "rf", max_len: int = CANDIDATE_MAX_LEN, model_seed: int | None = None) -> dict:
+                kind: str = "rf", max_len: int = CANDIDATE_MAX_LEN, model_seed: int | None = None,
+                train_on: str = "fit") -> dict:
     """Steps 1-5 only (``--dev-only``): the development looks of a training choice; the test part is never read.
 
     ``max_len``: the honest windows' length cap; ``model_seed``: the models' random
@@ -491,9 +589,10 @@ def development(mode: str, seed: int, every: int, n_jobs: int, log=print, train_
              if p != "test"}
     found = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
     extra_fit = extra_seed_rows(real, mode, train_seeds, every, "fit", n_jobs, log, max_len)
-    *_, dev = scoring_model(parts, found, model_seed, n_jobs, log, "pooled", extra_fit, kind, max_len)
+    extra_val = extra_seed_rows(real, mode, train_seeds, every, "validation", n_jobs, log, max_len) if train_on == "dev" else []
+    *_, dev = scoring_model(parts, found, model_seed, n_jobs, log, "pooled", extra_fit, kind, max_len, train_on, extra_val)
     return {"config": {"mode": mode, "seed": seed, "every": every, "train_seeds": list(train_seeds), "kind": kind,
-                       "max_len": max_len, "model_seed": model_seed},
+                       "max_len": max_len, "model_seed": model_seed, "train_on": train_on},
             "dev": dev, "seconds": time.perf_counter() - started}
 
 
@@ -502,8 +601,10 @@ def development_markdown(result: dict) -> str:
     looks = list(dev["looks"])
     lines = [f"Development looks (`{c['mode']}`, seed {c['seed']}, 1 in {c['every']} base histories; model `{c['kind']}`; "
              f"extra training seeds {c['train_seeds'] or 'none'}; windows of at most {c.get('max_len', CANDIDATE_MAX_LEN)} commits; "
-             f"model seed {c.get('model_seed', c['seed'])}; the test part not read): F1 alone -> + triage "
-             f"(recall kept) at the `pooled` thresholds; mean F1 over detectors and looks by suppression radius: "
+             f"model seed {c.get('model_seed', c['seed'])}"
+             + ("; trained on every development project, looks out of project" if c.get("train_on") == "dev" else "")
+             + "; the test part not read): F1 alone -> + triage "
+             "(recall kept) at the `pooled` thresholds; mean F1 over detectors and looks by suppression radius: "
              + ", ".join(f"{r}: {v:.4f}" for r, v in dev["radius_scores"].items()) + ".", "",
              "| detector | " + " | ".join(looks) + " |", "| --- |" + " ---: |" * len(looks)]
     for d in dev["looks"][looks[0]]:
@@ -517,7 +618,8 @@ def development_markdown(result: dict) -> str:
 
 
 def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: Path | None, log=print,
-        choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf", model_seed: int | None = None) -> dict:
+        choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf", model_seed: int | None = None,
+        train_on: str = "fit") -> dict:
     """Steps 1-8 (the published table); ``model_seed``: the scoring model's random state (default ``seed``)."""
     started = time.perf_counter()
     model_seed = seed if model_seed is None else model_seed
@@ -528,7 +630,9 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
         log(f"{p}: {len(d)} base histories, {sum(len(h) for h in d)} commits, {sum(int(h.true_change.sum()) for h in d)} injected changes")
     found = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
     extra_fit = extra_seed_rows(real, mode, train_seeds, every, "fit", n_jobs, log)
-    clf, thresholds, by_choice, _, _, dev = scoring_model(parts, found, model_seed, n_jobs, log, choice, extra_fit, kind)
+    extra_val = extra_seed_rows(real, mode, train_seeds, every, "validation", n_jobs, log) if train_on == "dev" else []
+    clf, thresholds, by_choice, _, _, dev = scoring_model(parts, found, model_seed, n_jobs, log, choice, extra_fit, kind,
+                                                          train_on=train_on, extra_val=extra_val)
     radius = int(clf.suppress_radius_)
 
     test = parts["test"]
@@ -566,12 +670,12 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
         })
     if save_model is not None:
         save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows, choice, train_seeds, kind,
-                           None if model_seed == seed else model_seed)
+                           None if model_seed == seed else model_seed, train_on)
         log(f"model saved to {save_model}")
     return {
         "config": {"mode": mode, "seed": seed, "model_seed": model_seed, "max_len": CANDIDATE_MAX_LEN, "every": every,
                    "thresholds": choice, "radius": radius,
-                   "train_seeds": list(train_seeds), "kind": kind},
+                   "train_seeds": list(train_seeds), "kind": kind, "train_on": train_on},
         "dev": dev,
         "compare": compare,
         "parts": {p: (len(d), sum(len(h) for h in d), sum(int(h.true_change.sum()) for h in d)) for p, d in parts.items()},
@@ -716,7 +820,7 @@ def by_size(model: Path, mode: str, seed: int, every: int, n_jobs: int, log=prin
 
 def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows,
                        choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf",
-                       model_seed: int | None = None) -> None:
+                       model_seed: int | None = None, train_on: str = "fit") -> None:
     from triage.training.model_files import save_model
 
     test = {r["method"]: r for r in rows}
@@ -735,10 +839,13 @@ def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str,
             "suppress_radius": int(getattr(clf, "suppress_radius_", 0)),
             "detector_thresholds": thresholds,
             "threshold_choice": choice,
+            "trained_on": "fit and validation projects; isotonic map on out-of-project scores"
+                          if train_on == "dev" else "fit projects; isotonic map on the validation project",
             "trained_by": f"benchmarks/bench_real.py --mode {mode} --seed {seed} --every {every} --thresholds {choice}"
                           + (f" --train-seeds {','.join(str(t) for t in train_seeds)}" if train_seeds else "")
                           + (f" --model-kind {kind}" if kind != "rf" else "")
-                          + (f" --model-seed {model_seed}" if model_seed is not None else ""),
+                          + (f" --model-seed {model_seed}" if model_seed is not None else "")
+                          + (f" --train-on {train_on}" if train_on != "fit" else ""),
         },
     )
 
@@ -752,7 +859,8 @@ def markdown(result: dict) -> str:
         f"Real histories, `{c['mode']}` injection, seed {c['seed']}, 1 in {c['every']} base histories; "
         f"TCPDBench margin 5, means over base histories; thresholds `{c.get('thresholds', 'validation')}`; "
         f"suppression radius {c.get('radius', 0)} (chosen on fit + validation); extra training seeds "
-        f"{c.get('train_seeds') or 'none'}; model seed {c.get('model_seed', c['seed'])}.",
+        f"{c.get('train_seeds') or 'none'}; model seed {c.get('model_seed', c['seed'])}"
+        + ("; trained on every development project (`--train-on dev`)" if c.get("train_on") == "dev" else "") + ".",
         "",
         "| part | base histories | commits | injected changes |",
         "| --- | ---: | ---: | ---: |",
@@ -823,6 +931,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help=f"with --dev-only: most commits of each honest window (default {CANDIDATE_MAX_LEN})")
     ap.add_argument("--model-seed", type=int, default=None,
                     help="the scoring models' random state (default --seed)")
+    ap.add_argument("--train-on", choices=TRAIN_ON, default="fit",
+                    help="'fit': the model learns from the fit projects, calibrated and thresholded on validation "
+                         "(default); 'dev': from every development project, calibrated and thresholded on "
+                         "out-of-project looks (--train-seeds then augment the validation project too)")
     ap.add_argument("--by-size", type=Path, default=None, metavar="MODEL",
                     help="only a diagnostic of a saved scoring model on the test part: F1 of perfherder, ensemble and "
                          "pelt alone and + triage, and the changes found by shift size")
@@ -847,14 +959,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.max_len != CANDIDATE_MAX_LEN and not args.dev_only:
         ap.error("--max-len is a development choice: it goes with --dev-only")
     aug += (f"_l{args.max_len}" if args.max_len != CANDIDATE_MAX_LEN else "") + (
-        f"_m{args.model_seed}" if args.model_seed is not None else "")
+        f"_m{args.model_seed}" if args.model_seed is not None else "") + ("_dev" if args.train_on == "dev" else "")
     if args.dev_only:
         dev = development(args.mode, args.seed, args.every, args.n_jobs, train_seeds=train_seeds, kind=args.model_kind,
-                          max_len=args.max_len, model_seed=args.model_seed)
+                          max_len=args.max_len, model_seed=args.model_seed, train_on=args.train_on)
         _publish(development_markdown(dev), f"bench_real_dev_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
         return
     result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds,
-                 train_seeds=train_seeds, kind=args.model_kind, model_seed=args.model_seed)
+                 train_seeds=train_seeds, kind=args.model_kind, model_seed=args.model_seed, train_on=args.train_on)
     _publish(markdown(result), f"bench_real_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
 
 

@@ -214,3 +214,39 @@ def test_bench_real_table_renders_every_block(bench):
     assert "| perfherder | 0.900 | 0.300 | 0.900 | 100 % | 0.400 | 0.900 | 100 % |" in text
     assert "| perfherder | 0.28 | 0.25 |" in text
     assert "model seed 1" in text and "| perfherder | 0.600 -> 0.650 (100 %) |" in text
+
+
+def test_bench_real_trains_on_every_development_project(bench):
+    """``--train-on dev``: out-of-project looks for all three projects, one calibration map, a model of all rows."""
+    from triage.core.history import Dataset, History
+
+    rng = np.random.default_rng(3)
+    n = 160
+    parts: dict[str, list] = {"fit": [], "validation": []}
+    found: dict[str, dict] = {"fit": {}, "validation": {}}
+    for project, part in (("django-asv", "fit"), ("emg3d-bench", "fit"), ("rhai", "validation")):
+        for k in range(6):
+            sid = f"{project}/bench{k}@0-{n}"
+            values = 100 + rng.normal(0, 1, n)
+            truth = np.zeros(n, dtype=bool)
+            if k % 2 == 0:
+                values[80:] += 6
+                truth[80] = True
+            parts[part].append(History(sid, np.array([f"c{i}" for i in range(n)]), values,
+                                       np.array([""] * n, dtype=object), true_change=truth))
+            # a true candidate where there is a change, false ones in the noise
+            idx = np.array(sorted({40, 80, 120})) if k % 2 == 0 else np.array([40, 120])
+            found[part][sid] = (idx, np.linspace(1.0, 2.0, len(idx)))
+    data = {p: Dataset(h) for p, h in parts.items()}
+    cands = {p: {d: found[p] for d in bench.SELECTED} for p in found}
+    clf, thresholds, by_choice, val_rows, fit_rows, dev = bench.scoring_model(
+        data, cands, seed=0, n_jobs=1, log=lambda *_: None, kind="xgb-mono", train_on="dev")
+    assert set(dev["looks"]) == {"django-asv", "emg3d-bench", "rhai"}
+    # the shipped model learned from the validation project too, and carries the out-of-project map
+    assert clf.n_train_["fit"] == len(fit_rows) + len(val_rows)
+    assert clf.calibrator_ is not None and clf.suppress_radius_ in bench.RADII
+    assert set(thresholds) == set(bench.SELECTED) and set(by_choice) == {"pooled", "validation"}
+    p = bench.proba_of(clf, val_rows)
+    assert p[val_rows["y"].to_numpy() == 1].min() > p[val_rows["y"].to_numpy() == 0].max()
+    with pytest.raises(ValueError, match="train_on"):
+        bench.scoring_model(data, cands, seed=0, n_jobs=1, log=lambda *_: None, train_on="all")
