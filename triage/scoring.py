@@ -35,8 +35,10 @@ the threshold chosen at training time (its manifest's ``threshold``), but not
 the validation curve. So :func:`threshold_for_recall` measures the curve on
 the *triaged candidates of the data being scored* (``true_positive`` /
 ``false_positive`` labels): the highest threshold whose recall on them
-reaches the target (:func:`triage.training.thresholds.choose_threshold`); a
-candidate at its series' first commit is left out: :func:`~triage.inference.decide` gives it
+reaches the target (:func:`triage.training.thresholds.choose_threshold`),
+with the rows ``triage score`` would give those candidates (:func:`model_rows`:
+for a candidate-bounded model, the triaged candidates as one detector run,
+without a detector score); a candidate at its series' first commit is left out: :func:`~triage.inference.decide` gives it
 no P(true) (:func:`triage.inference.not_scorable`). When the
 model was trained on those same candidates the curve is optimistic (recall
 on unseen alerts will be lower); pass data the model has not seen for an
@@ -56,7 +58,6 @@ from triage.core.history import Dataset
 from triage.features.extract import extract_features
 from triage.inference import (
     DETECTOR_SCORE_RANK,
-    candidate_matrix,
     candidate_windowing,
     decide,
     model_features,
@@ -109,7 +110,51 @@ def detector_score_rank(table: CandidateTable) -> np.ndarray:
     return score.rank(pct=True).to_numpy(dtype=float)
 
 
-def threshold_for_recall(dataset: Dataset, classifier, recall: float) -> tuple[float, int]:
+def model_rows(
+    dataset: Dataset,
+    classifier,
+    series: list[str] | np.ndarray,
+    index: np.ndarray,
+    *,
+    table: CandidateTable | None = None,
+    n_jobs: int = 1,
+) -> pd.DataFrame:
+    """The feature rows ``classifier`` is applied to, one per candidate (``series[k]``, ``index[k]``), in that order.
+
+    What ``triage score`` gives a model (:func:`score_candidates`) and what
+    :func:`threshold_for_recall` measures its curve on; the one place the
+    rows are built. A model trained on candidate-bounded windows
+    (:func:`triage.inference.candidate_windowing`) gets those windows, the
+    given candidates being one detector run (Pre and After stop at the
+    neighbouring ones in the same series and at confirmed change points, at
+    most ``max_len`` commits) and, as its manifest says, the ``pair_*`` /
+    ``ctx_*`` columns; any other model its training window. A model naming
+    ``det_score_rank`` gets the rank of ``table``'s ``score`` column (NaN
+    without ``table`` or without a numeric ``score``). Repeated candidates
+    are described once and repeated in the rows. ``n_jobs``: processes for
+    feature extraction.
+    """
+    wanted: dict[str, list[int]] = {}
+    for sid, i in zip(series, np.asarray(index, dtype=np.int64).tolist(), strict=True):
+        wanted.setdefault(str(sid), []).append(i)
+    # One extraction for all (unique) points, then rows back in input order.
+    honest = candidate_windowing(classifier)
+    if honest is not None:
+        matrix = extract_features(
+            dataset, candidates=wanted, candidate_windows=True, max_len=int(honest["max_len"]),  # type: ignore[call-overload]
+            pair=bool(honest["pair"]), context=bool(honest["context"]), n_jobs=n_jobs,
+        )
+    else:
+        matrix = extract_features(dataset, candidates=wanted, window=model_window(classifier), n_jobs=n_jobs)
+    where = pd.MultiIndex.from_arrays([matrix["series_id"].astype(str), matrix["index"].astype(np.int64)])
+    asked = pd.MultiIndex.from_arrays([np.asarray(series, dtype=str), np.asarray(index, dtype=np.int64)])
+    matrix = matrix.iloc[where.get_indexer(asked)].reset_index(drop=True)
+    if DETECTOR_SCORE_RANK in model_features(classifier):
+        matrix[DETECTOR_SCORE_RANK] = detector_score_rank(table) if table is not None else np.nan
+    return matrix
+
+
+def threshold_for_recall(dataset: Dataset, classifier, recall: float, *, n_jobs: int = 1) -> tuple[float, int]:
     """The highest threshold reaching ``recall`` on the triaged candidates of ``dataset``.
 
     Candidates no model can judge (at their series' first commit:
@@ -121,7 +166,9 @@ def threshold_for_recall(dataset: Dataset, classifier, recall: float) -> tuple[f
     policy = TargetRecall(float(recall))
     if not 0.0 < policy.recall <= 1.0:
         raise InputError(None, None, f"target recall {recall} is outside (0, 1]")
-    matrix = candidate_matrix(dataset, labels.TRIAGED, window=model_window(classifier))
+    triaged = [(h.series_id, int(i)) for h in dataset for i in h.indices_with(labels.TRIAGED)]
+    matrix = model_rows(dataset, classifier, [sid for sid, _ in triaged],
+                        np.array([i for _, i in triaged], dtype=np.int64), n_jobs=n_jobs)
     unjudged = not_scorable(matrix)
     matrix = matrix[~unjudged]
     y = matrix["label"].to_numpy() == labels.TRUE_POSITIVE if len(matrix) else np.array([], dtype=bool)
@@ -162,22 +209,7 @@ def score_candidates(
     in input order. ``n_jobs``: processes for feature extraction.
     """
     series, index = resolve(dataset, table)
-    wanted: dict[str, list[int]] = {}
-    for sid, i in zip(series, index.tolist(), strict=True):
-        wanted.setdefault(sid, []).append(i)
-    # One extraction for all (unique) points, then rows back in input order.
-    honest = candidate_windowing(classifier)
-    if honest is not None:
-        matrix = extract_features(
-            dataset, candidates=wanted, candidate_windows=True, max_len=int(honest["max_len"]),  # type: ignore[call-overload]
-            pair=bool(honest["pair"]), context=bool(honest["context"]), n_jobs=n_jobs,
-        )
-    else:
-        matrix = extract_features(dataset, candidates=wanted, window=model_window(classifier), n_jobs=n_jobs)
-    where = pd.MultiIndex.from_arrays([matrix["series_id"].astype(str), matrix["index"].astype(np.int64)])
-    matrix = matrix.iloc[where.get_indexer(pd.MultiIndex.from_arrays([series, index]))].reset_index(drop=True)
-    if DETECTOR_SCORE_RANK in model_features(classifier):
-        matrix[DETECTOR_SCORE_RANK] = detector_score_rank(table)
+    matrix = model_rows(dataset, classifier, series, index, table=table, n_jobs=n_jobs)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
     cut = float(classifier.threshold_ if threshold is None else threshold)
     radius = suppress_radius(classifier)
