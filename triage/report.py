@@ -16,7 +16,12 @@ The decisions come from ``triage label`` or ``triage score`` (any CSV with
 file has none). A ``not_scorable`` row (an alert at its series' first commit,
 :data:`triage.inference.NOT_SCORABLE`) has an empty ``p_true``: it is listed
 last, shown as "not scorable" (neither a probability nor a call) and drawn
-as a grey square without a P(true). Detector candidates
+as a grey square without a P(true). At threshold 0 (triage off) ``label`` and
+``score`` call every alert true, such an alert too, still with an empty
+``p_true``: a ``true_positive`` row at its series' first commit may have an
+empty ``p_true`` when every row of the file is called true (what threshold 0
+writes); it is shown as a true alert with a dash for P(true), listed last and
+counted. An empty ``p_true`` anywhere else is refused. Detector candidates
 (``triage candidates`` output or any file :func:`triage.scoring.read_candidates`
 reads) are drawn as ticks under the series.
 
@@ -91,9 +96,11 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
 
     Returns the rows with ``index`` (0-based position, int) filled in and
     ``p_true`` as float (NaN for a ``not_scorable`` row, whose ``p_true`` must
-    be empty). Raises :class:`InputError` naming the row for an unknown
-    series, a commit not in its series or a bad probability (an empty one on
-    a row that is not ``not_scorable`` included).
+    be empty, and for a ``true_positive`` row at its series' first commit with
+    an empty ``p_true`` in a file whose every row is called true: an alert
+    not scorable, called true at threshold 0). Raises :class:`InputError`
+    naming the row for an unknown series, a commit not in its series or a bad
+    probability (an empty one on any other row included).
     """
     path = Path(path)
     if path.is_dir():
@@ -115,6 +122,9 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         raise InputError(path, 1, f"a decisions file needs {need} (found: {', '.join(frame.columns)})")
     index = np.empty(len(frame), dtype=np.int64)
     p_true = pd.to_numeric(frame["p_true"], errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    # Threshold 0 (triage off) calls every alert true, one at its series' first commit too, which keeps
+    # its empty p_true: such a row is only consistent in a file where every row is called true.
+    every_call_true = bool((frame["classification"] == labels.TRUE_POSITIVE).all())
     first: dict[tuple[str, int], int] = {}
     first_row = 1 if is_json_lines else 2  # JSON lines have no header line
     for i, rec in enumerate(frame.to_dict("records")):
@@ -147,7 +157,14 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
                                  "has no P(true), its p_true must be empty")
             p_true[i] = np.nan
         elif not 0.0 <= p_true[i] <= 1.0:
-            raise InputError(path, row, f"p_true {rec['p_true']!r} is not a probability")
+            first_commit_call = (str(rec["p_true"]).strip().lower() in NO_PROBABILITY and index[i] == 0
+                                 and rec["classification"] == labels.TRUE_POSITIVE)
+            if first_commit_call and every_call_true:
+                p_true[i] = np.nan  # not scorable, called true at threshold 0
+            else:
+                raise InputError(path, row, f"p_true {rec['p_true']!r} is not a probability" + (
+                    f" (a {labels.TRUE_POSITIVE} row at its series' first commit may leave it empty only in a "
+                    "file written at threshold 0, where every row is called true)" if first_commit_call else ""))
         # One alert, one decision: a repeated row would be drawn and counted twice.
         if (key := (sid, int(index[i]))) in first:
             raise InputError(path, row, f"repeats the decision of row {first[key]} (series {sid!r}, "
@@ -361,10 +378,15 @@ def render_html(
     anchors.update({sid: anchor for sid, anchor, *_ in sections})
     n_true = int((decisions["classification"] == labels.TRUE_POSITIVE).sum())
     n_unjudged = int((decisions["classification"] == NOT_SCORABLE).sum())
+    # Called true without a P(true): not scorable, called true at threshold 0 (read_decisions).
+    n_kept = int(((decisions["classification"] == labels.TRUE_POSITIVE)
+                  & pd.to_numeric(decisions["p_true"], errors="coerce").isna()).sum())
     counts = [
         f"<span><b>{len(decisions)}</b> decisions</span>",
         f"<span><b>{n_true}</b> likely true alerts</span>",
         *([f"<span><b>{n_unjudged}</b> not scorable (first commit of a series)</span>"] if n_unjudged else []),
+        *([f"<span><b>{n_kept}</b> of them without P(true): first commit of a series, called true at "
+           "threshold 0</span>"] if n_kept else []),
         f"<span><b>{decisions['series_id'].nunique()}</b> series</span>",
     ]
     if n_candidates is not None:
