@@ -95,11 +95,15 @@ def label(
     cut = clf.threshold_ if threshold is None else threshold
     n_true = int((decisions["classification"] == "true_positive").sum())
     console.print(decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",), wide=console.width >= 110))
-    console.print(f"{n_true:,} of {len(decisions):,} called true at threshold {cut:.3f}", soft_wrap=True)
+    console.print(f"{n_true:,} of {len(decisions):,} called true at threshold {cut:.3f}"
+                  f"{_not_scorable_note(decisions['p_true'], cut)}", soft_wrap=True)
     for ref, name in (("label", "human labels"), ("truth_label", "ground truth")):
         stats = agreement(decisions, ref)
         if stats["n"]:
-            console.print(f"agreement with {name} on {stats['n']:,} candidates: accuracy {stats['accuracy']:.3f}, "
+            left_out = (f" ({stats['not_scorable']:,} not scorable left out: first commit of a series)"
+                        if stats["not_scorable"] else "")
+            console.print(f"agreement with {name} on {stats['n']:,} candidates{left_out}: "
+                          f"accuracy {stats['accuracy']:.3f}, "
                           f"sensitivity {stats['sensitivity']:.3f}, specificity {stats['specificity']:.3f}",
                           soft_wrap=True)
     if out is not None:
@@ -180,7 +184,8 @@ def score(
     n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
     view = scored.rename(columns={f"triage_{c}": c for c in ("p_true", "classification", "explanation")})
     console.print(decision_table(view, f"{len(scored):,} candidates ({table.layout})", show, extra=("index",), wide=console.width >= 110))
-    console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})", soft_wrap=True)
+    console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})"
+                  f"{_not_scorable_note(scored['triage_p_true' if 'triage_p_true' in scored else 'p_true'], cut)}", soft_wrap=True)
     if out is not None:
         # Candidate files are read as text; JSON should carry their numbers as numbers.
         if fmt == "json":
@@ -192,6 +197,21 @@ def score(
                         scored[col] = numbers
         write_frame(scored, out, fmt)
         console.print(f"scores written to [bold]{escape(str(out))}[/]", soft_wrap=True)
+
+
+def _not_scorable_note(p_true, cut: float) -> str:
+    """`` (2 not scorable: first commit of a series)`` for the decisions without a P(true), ``""`` when none.
+
+    Such an alert (:func:`triage.inference.not_scorable`) is called neither
+    true nor false, except at threshold 0, which calls every alert true.
+    """
+    import pandas as pd
+
+    n = int(pd.to_numeric(p_true, errors="coerce").isna().sum())
+    if not n:
+        return ""
+    return f" ({n:,} not scorable: first commit of a series" + (
+        ", called true without P(true))" if cut <= 0.0 else ")")
 
 
 def _check_scoring_features(clf) -> None:
