@@ -237,3 +237,160 @@ def test_target_recall_with_only_first_commit_false_alerts_is_refused(tmp_path):
     clf = load_classifier(resolve_model("default-adaptive", "alerts"))
     with pytest.raises(InputError, match=r"to measure recall on \(2 at the first commit of a series left out"):
         threshold_for_recall(Dataset.from_frame(frame), clf, 0.9)
+
+
+# ---------------------------------------------------------------------- 5. --target-recall with the scoring model
+
+
+@pytest.mark.shared
+def test_target_recall_with_the_default_scoring_model_on_the_mongodb_demo(shared_data, tmp_path):
+    # Was an internal KeyError: the recall curve's rows lacked the pair_* / ctx_* columns (and the
+    # candidate-bounded windows) default-scoring is applied with; they are now built as `score` builds them.
+    from triage.loaders import load
+    from triage.training.thresholds import TargetRecall, choose_threshold
+
+    data = shared_data / "mongodb_demo.csv"
+    cands = tmp_path / "perfherder.csv"
+    code, output = invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", cands])
+    assert code == 0, output
+    code, output = invoke(["score", "--data", data, "--candidates", cands, "--target-recall", "0.9"])
+    assert code == 0, output
+    assert "(recall 0.9 on 4 triaged candidates of --data)" in flat(output), output
+    # The curve is measured on the rows `score` gives the triaged candidates (as one detector run):
+    # score them at threshold 0 and pick the threshold from their P(true) -- the same one.
+    dataset = load(data)
+    h = next(iter(dataset))
+    triaged = h.indices_with({"true_positive", "false_positive"})
+    (tmp_path / "triaged.csv").write_text("series_id,commit\n" + "".join(f"{h.series_id},{h.commits[i]}\n"
+                                                                          for i in triaged))
+    scored_file = tmp_path / "scored.csv"
+    code, scored_output = invoke(["score", "--data", data, "--candidates", tmp_path / "triaged.csv",
+                                  "--threshold", "0", "--out", scored_file])
+    assert code == 0, scored_output
+    scored = pd.read_csv(scored_file)
+    y = (h.labels[scored["index"].to_numpy()] == "true_positive").astype(np.int64)
+    assert 0 < y.sum() < len(y)
+    expected = choose_threshold(TargetRecall(0.9), y, scored["p_true"].to_numpy(dtype=float))
+    assert f"at threshold {expected:.3f} (recall 0.9" in flat(output), output
+    cut, n = threshold_for_recall(dataset, load_classifier(resolve_model("default", "scoring")), 0.9)
+    assert n == 4 and cut == pytest.approx(expected, abs=1e-9)
+
+
+def test_target_recall_with_the_default_scoring_model_leaves_out_first_commits(tmp_path):
+    data = tmp_path / "triaged.csv"
+    _frame({0: "false_positive", 20: "false_positive", 40: "true_positive", 60: "false_positive"},
+           n_series=3).to_csv(data, index=False)
+    cands = tmp_path / "cands.csv"
+    cands.write_text("series_id,commit\ns1,s1c40\ns2,s2c40\n")
+    code, output = invoke(["score", "--data", data, "--candidates", cands, "--target-recall", "0.9"])
+    assert code == 0, output
+    assert "(recall 0.9 on 9 triaged candidates of --data)" in flat(output), output
+
+
+# ---------------------------------------------------------------------- 6. report after --threshold 0
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_report_reads_label_at_threshold_0_with_its_first_commit_alerts(first_commit_data, tmp_path, fmt):
+    # Threshold 0 calls every alert true, the two at commit 0 too, which have no P(true).
+    decisions = tmp_path / f"x.{fmt}"
+    _label(first_commit_data, decisions, "--threshold", "0", "--format", fmt)
+    out = tmp_path / "report"
+    code, output = invoke(["report", "--data", first_commit_data, "--decisions", decisions, "--out", out])
+    assert code == 0, output
+    page = (out / "index.html").read_text()
+    rows = _Rows(page)
+    for commit in ("s1c00", "s2c00"):
+        kind, cells = rows.of(commit)
+        assert kind == "true" and cells[6] == "\u2014" and cells[7] == "true alert", cells
+        assert "threshold 0 calls every alert true" in cells[8]
+    kind, cells = rows.of("s1c40")
+    assert kind == "true" and 0.5 < float(cells[6]) <= 1.0
+    order = [r[1][2] for r in rows.rows if len(r[1]) > 2]
+    assert order[-2:] == ["s1c00", "s2c00"]
+    assert "<b>4</b> likely true alerts" in page and "<b>2</b> of them without P(true)" in page
+    assert "not scorable (first commit of a series)</span>" not in page  # none left uncalled
+
+
+def test_report_reads_score_at_threshold_0(first_commit_data, tmp_path):
+    cands = tmp_path / "cands.csv"
+    cands.write_text("series_id,commit\ns1,s1c00\ns1,s1c40\n")
+    scored = tmp_path / "scored.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotScorable)
+        code, output = invoke(["score", "--data", first_commit_data, "--candidates", cands, "--threshold", "0",
+                               "--out", scored])
+    assert code == 0, output
+    code, output = invoke(["report", "--data", first_commit_data, "--decisions", scored, "--out", tmp_path / "r"])
+    assert code == 0, output
+    kind, cells = _Rows((tmp_path / "r" / "index.html").read_text()).of("s1c00")
+    assert kind == "true" and cells[6] == "\u2014" and cells[7] == "true alert"
+
+
+def test_report_refuses_an_empty_p_true_on_a_true_row_outside_a_threshold_0_file(first_commit_data, tmp_path):
+    decisions = tmp_path / "x.csv"
+    _label(first_commit_data, decisions, "--threshold", "0")
+    frame = pd.read_csv(decisions, dtype=str, keep_default_na=False)
+    assert (frame.loc[frame["commit"] == "s1c00", "p_true"] == "").all()
+    # A row called false: the file was not written at threshold 0, so a first-commit alert would be not_scorable.
+    mixed = frame.copy()
+    mixed.loc[mixed["commit"] == "s2c40", "classification"] = "false_positive"
+    mixed.to_csv(tmp_path / "mixed.csv", index=False)
+    code, output = invoke(["report", "--data", first_commit_data, "--decisions", tmp_path / "mixed.csv",
+                           "--out", tmp_path / "r1"])
+    assert code == 2 and "row 2: p_true '' is not a probability (a true_positive row at its series' first " \
+                          "commit may leave it empty only in a file written at threshold 0" in flat(output), output
+    # Away from a first commit an empty p_true is a broken file even at threshold 0.
+    broken = frame.copy()
+    broken.loc[broken["commit"] == "s1c40", "p_true"] = ""
+    broken.to_csv(tmp_path / "broken.csv", index=False)
+    row = int(np.flatnonzero(broken["commit"] == "s1c40")[0]) + 2
+    code, output = invoke(["report", "--data", first_commit_data, "--decisions", tmp_path / "broken.csv",
+                           "--out", tmp_path / "r2"])
+    assert code == 2 and f"row {row}: p_true '' is not a probability" in flat(output), output
+    assert "threshold 0" not in flat(output)
+
+
+# ---------------------------------------------------------------------- 7. label / score: the not scorable count
+
+
+def test_label_and_score_say_how_many_alerts_were_not_scorable(first_commit_data, tmp_path):
+    import re
+
+    output = _label(first_commit_data, tmp_path / "d.csv")
+    assert re.search(r"2 of 4 called true at threshold [0-9.]+ \(2 not scorable: first commit of a series\)",
+                     flat(output)), output
+    output = _label(first_commit_data, tmp_path / "d.csv", "--threshold", "0")
+    assert ("4 of 4 called true at threshold 0.000 (2 not scorable: first commit of a series, called true "
+            "without P(true))") in flat(output), output
+    cands = tmp_path / "cands.csv"
+    cands.write_text("series_id,commit\ns1,s1c00\ns1,s1c40\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotScorable)
+        code, output = invoke(["score", "--data", first_commit_data, "--candidates", cands])
+    assert code == 0, output
+    assert re.search(r"1 of 2 called true at threshold [0-9.]+ \(.*\) \(1 not scorable: first commit of a series\)",
+                     flat(output)), output
+    # None at a first commit: nothing said.
+    cands.write_text("series_id,commit\ns1,s1c40\ns2,s2c40\n")
+    code, output = invoke(["score", "--data", first_commit_data, "--candidates", cands])
+    assert code == 0, output
+    assert "not scorable" not in flat(output), output
+
+
+def test_agreement_line_says_how_many_were_left_out(tmp_path):
+    import re
+
+    data = tmp_path / "triaged.csv"
+    _frame({0: "false_positive", 20: "false_positive", 40: "true_positive"}, n_series=3).to_csv(data, index=False)
+    output = _label(data, tmp_path / "d.csv", "--which", "triaged", "--explain", "0")
+    assert ("agreement with human labels on 6 candidates (3 not scorable left out: first commit of a series): "
+            "accuracy") in flat(output), output
+    assert re.search(r"of 9 called true at threshold [0-9.]+ \(3 not scorable: first commit of a series\)",
+                     flat(output)), output
+    # Nothing left out: the line as before.
+    clean = tmp_path / "clean.csv"
+    _frame({20: "false_positive", 40: "true_positive"}).to_csv(clean, index=False)
+    output = _label(clean, tmp_path / "d2.csv", "--which", "triaged", "--explain", "0")
+    assert "agreement with human labels on 4 candidates: accuracy" in flat(output), output
+    assert "not scorable" not in flat(output), output
