@@ -67,9 +67,9 @@ def test_an_empty_detector_score_stays_allowed(work, tmp_path):
         (
             "classification",
             "maybe",
-            "classification 'maybe' is not true_positive or false_positive",
+            "classification 'maybe' is not true_positive, false_positive or not_scorable",
         ),
-        ("classification", "", "classification '' is not true_positive or false_positive"),
+        ("classification", "", "classification '' is not true_positive, false_positive or not_scorable"),
         ("index", "abc", "index 'abc' is not a whole number"),
     ],
 )
