@@ -20,16 +20,23 @@ XGBoost
     XGBoost's own SHAP values (``pred_contribs=True``, Lundberg et al. 2018's
     TreeSHAP): contributions and bias in log-odds, summing to the margin.
 SVM
-    No path to follow, so a simple occlusion: the contribution of feature
-    ``j`` is P(true | x) minus P(true | x with ``x_j`` set to its training
-    mean, the scaler's ``mean_``); the bias is P(true) at the training mean.
-    They do not sum to the prediction (interactions are not split), but the
-    ranking says which features a change would matter most for. Costs one
-    decision-function call per (row, feature).
+    No path to follow, so a simple occlusion on the SVM's own score, its
+    margin (``decision_function``, before calibration): the contribution of
+    feature ``j`` is margin(x) minus margin(x with ``x_j`` set to its
+    training mean, the scaler's ``mean_``); the bias is the margin at the
+    training mean. The margin, unlike the calibrated P(true), does not
+    saturate: near P(true) = 0 or 1 an occlusion still moves it, where it
+    would barely move P(true) and leave every contribution near 0. The
+    contributions do not sum to the prediction (interactions are not split),
+    but the ranking says which features a change would matter most for.
+    Costs one decision-function row per (row, feature).
 
 When the classifier carries a calibrator (always for the SVM, optionally for
-the trees), the tree contributions explain the uncalibrated score; the
-calibration is monotone, so the ranking stands.
+the trees), the contributions explain the uncalibrated score (the trees'
+P(true) or log-odds, the SVM's margin); the calibration is monotone, so the
+ranking stands. (Should the fitted calibration run the other way, a larger
+margin meaning a lower P(true), the SVM's margin is negated so that a positive
+contribution still points toward true.)
 """
 
 from __future__ import annotations
@@ -79,13 +86,15 @@ NORM_PHRASE_COLUMNS: tuple[str, ...] = catalogue.NORM_COLUMNS
 class Contributions:
     """Per-feature contributions of a batch.
 
-    bias : shape (n,), the model's score before any feature is known
-    values : shape (n, p), contribution of each feature column to each row
+    bias : shape (n,), the model's score before any feature is known, in ``unit``
+    values : shape (n, p), contribution of each feature column to each row, in ``unit``
     names : the p feature columns
-    score : shape (n,), the score explained (RF: P(true); XGB: log-odds
-        margin; SVM: calibrated P(true))
+    score : shape (n,), the model's score of each row (RF: P(true); XGB:
+        log-odds margin; SVM: calibrated P(true), which is not in ``unit``:
+        its contributions are measured on the margin)
     X : shape (n, p), the feature values explained (NaN where undefined)
-    unit : ``"probability"`` or ``"log-odds"``
+    unit : of ``bias`` and ``values``: ``"probability"`` (RF), ``"log-odds"``
+        (XGB) or ``"margin"`` (SVM: its decision function, before calibration)
     exact : True when ``bias + values.sum(1) == score`` (RF, XGB)
     """
 
@@ -202,10 +211,24 @@ def xgb_contributions(model, Xa: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     return contribs[:, -1].astype(np.float64), contribs[:, :-1].astype(np.float64), margin.astype(np.float64)
 
 
-def svm_contributions(classifier, Xa: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Occlusion contributions against the training mean (see module docstring).
+def _margin_sign(classifier) -> float:
+    """+1.0, or -1.0 when the fitted calibrator maps a larger SVM margin to a lower P(true)."""
+    calibrator = getattr(classifier, "calibrator_", None)
+    coef = getattr(calibrator, "coef_", None)  # Platt: a logistic regression on the margin
+    if coef is not None and float(np.ravel(coef)[0]) < 0:
+        return -1.0
+    if not bool(getattr(calibrator, "increasing_", True)):  # isotonic fitted decreasing
+        return -1.0
+    return 1.0
 
-    Returns (bias (n,), contributions (n, p), P(true) (n,)).
+
+def svm_contributions(classifier, Xa: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Occlusion contributions on the SVM's margin, against the training mean (see module docstring).
+
+    Returns (bias (n,), contributions (n, p), P(true) (n,)): the bias and the
+    contributions in margin units (the pipeline's ``decision_function``,
+    before calibration, oriented so that positive is toward true); P(true)
+    is the calibrated probability the classifier reports.
     """
     pipe = classifier.estimator_
     baseline = np.asarray(pipe.named_steps["scale"].mean_, dtype=np.float64)
@@ -214,11 +237,13 @@ def svm_contributions(classifier, Xa: np.ndarray) -> tuple[np.ndarray, np.ndarra
     filled = np.where(np.isnan(Xa), pipe.named_steps["impute"].statistics_, Xa)
     occluded = np.repeat(filled[:, None, :], p, axis=1)  # (n, p, p)
     occluded[:, np.arange(p), np.arange(p)] = baseline
-    proba = classifier.predict_proba
-    score = proba(filled)[:, 1]
-    without = proba(occluded.reshape(n * p, p))[:, 1].reshape(n, p)
-    bias = np.full(n, proba(baseline[None, :])[0, 1])
-    return bias, score[:, None] - without, score
+    # One decision-function call: the rows, each row with each feature occluded, the baseline.
+    margin = _margin_sign(classifier) * pipe.decision_function(
+        np.concatenate([filled, occluded.reshape(n * p, p), baseline[None, :]])
+    )
+    own, without = margin[:n], margin[n:-1].reshape(n, p)
+    bias = np.full(n, margin[-1])
+    return bias, own[:, None] - without, classifier.predict_proba(filled)[:, 1]
 
 
 def contributions(classifier, X: pd.DataFrame | np.ndarray) -> Contributions:
@@ -239,7 +264,7 @@ def contributions(classifier, X: pd.DataFrame | np.ndarray) -> Contributions:
         return Contributions(bias, values, names, margin, "log-odds", True, Xa)
     if kind == "svm":
         bias, values, score = svm_contributions(classifier, Xa)
-        return Contributions(bias, values, names, score, "probability", False, Xa)
+        return Contributions(bias, values, names, score, "margin", False, Xa)
     raise ValueError(f"no explanation method for model kind {kind!r}")
 
 
@@ -370,7 +395,8 @@ def explain(classifier, X: pd.DataFrame, top: int = 3) -> list[list[str]]:
     -------
     list (length n) of lists of ``top`` strings, strongest first, e.g.
     ``"after mean 2.3 sd above pre (+0.21 toward true)"``. Contributions are
-    in P(true) for forests and SVMs, in log-odds for XGBoost.
+    in P(true) for forests, in log-odds for XGBoost and in the SVM's margin
+    (its decision function, before calibration) for SVMs.
     """
     if len(X) == 0 or top <= 0:
         return [[] for _ in range(len(X))]
