@@ -398,26 +398,9 @@ def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed:
     clf = fit_model(train_rows, val_rows, seed, n_jobs, kind)
     val_p = proba_of(clf, val_rows)
     oof = _out_of_fold_predictions(parts, fit_rows, train_rows, val_rows, seed, n_jobs, kind)
-    best: tuple[float, int] | None = None
-    by_radius: dict[int, dict[str, dict[str, float]]] = {}
-    looks_by: dict[int, dict[str, dict[str, object]]] = {}
-    scores: dict[int, float] = {}
-    for radius in RADII:
-        looks = {s: _evaluators(data, held, p, radius) for s, (data, held, p) in oof.items()}
-        looks["validation"] = _evaluators(parts["validation"], val_rows, val_p, radius)
-        pooled = choose_detector_thresholds_grouped(looks, recall_kept=RECALL_KEPT)
-        by_radius[radius] = {
-            "validation": choose_detector_thresholds(looks["validation"], recall_kept=RECALL_KEPT),
-            "pooled": pooled,
-        }
-        score = float(np.mean([look[d](pooled[d])[0] for look in looks.values() for d in look]))  # type: ignore[operator]
-        looks_by[radius], scores[radius] = looks, score
-        log(f"  radius {radius}: mean F1 over detectors and looks {score:.4f}")
-        if best is None or score > best[0] + 1e-12:
-            best = (score, radius)
-    assert best is not None
-    radius = best[1]
-    by_choice = by_radius[radius]
+    looks = {s: (data, held, p) for s, (data, held, p) in oof.items()}
+    looks["validation"] = (parts["validation"], val_rows, val_p)
+    radius, by_choice, dev = _choose_thresholds_and_radius(looks, "validation", log)
     thresholds = by_choice[choice]
     # A detector the model does not know: the most recall-keeping threshold at which triage
     # helps some detector (0 = triage off is skipped, or a mixed file would not be triaged at all).
@@ -429,11 +412,43 @@ def scoring_model(parts: dict[str, Dataset], found: dict[str, Candidates], seed:
     else:
         clf.threshold_policy_ = (f"tcpd-f1 gain and recall >= {RECALL_KEPT:g} x detector's on each of the "
                                  "out-of-fold fit projects and validation (per detector; else 0)")
+    return clf, thresholds, by_choice, val_rows, fit_rows, dev
+
+
+def _choose_thresholds_and_radius(looks: dict[str, tuple[Dataset, pd.DataFrame, np.ndarray]], validation: str,
+                                  log) -> tuple[int, dict[str, dict[str, float]], dict]:
+    """Per-detector thresholds and the suppression radius from development looks (name -> data, rows, P(true)).
+
+    For each radius of :data:`RADII`: ``pooled`` thresholds (a gain and >= 95 %
+    of the recall on each look) and ``validation`` ones (the ``validation``
+    look alone); the radius whose ``pooled`` thresholds give the highest
+    mean F1 over detectors and looks wins (ties: the smaller). Returns
+    ``(radius, {choice: thresholds}, dev)``, ``dev`` as :func:`scoring_model` describes.
+    """
+    best: tuple[float, int] | None = None
+    by_radius: dict[int, dict[str, dict[str, float]]] = {}
+    looks_by: dict[int, dict[str, dict[str, object]]] = {}
+    scores: dict[int, float] = {}
+    for radius in RADII:
+        evaluators = {name: _evaluators(data, rows, p, radius) for name, (data, rows, p) in looks.items()}
+        pooled = choose_detector_thresholds_grouped(evaluators, recall_kept=RECALL_KEPT)
+        by_radius[radius] = {
+            "validation": choose_detector_thresholds(evaluators[validation], recall_kept=RECALL_KEPT),
+            "pooled": pooled,
+        }
+        score = float(np.mean([look[d](pooled[d])[0] for look in evaluators.values() for d in look]))  # type: ignore[operator]
+        looks_by[radius], scores[radius] = evaluators, score
+        log(f"  radius {radius}: mean F1 over detectors and looks {score:.4f}")
+        if best is None or score > best[0] + 1e-12:
+            best = (score, radius)
+    assert best is not None
+    radius = best[1]
+    by_choice = by_radius[radius]
     dev = {"radius_scores": scores, "mean": scores[radius], "looks": {
         name: {d: _look_row(evaluate, by_choice["pooled"][d]) for d, evaluate in look.items()}
         for name, look in looks_by[radius].items()
     }}
-    return clf, thresholds, by_choice, val_rows, fit_rows, dev
+    return radius, by_choice, dev
 
 
 def _project_of(series_id: object) -> str:
@@ -476,26 +491,8 @@ def _dev_trained_model(parts: dict[str, Dataset], fit_rows: pd.DataFrame, val_ro
     calibrator = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(
         np.concatenate([r[2] for r in raw.values()]), np.concatenate([r[1]["y"].to_numpy() for r in raw.values()]))
     val_project = real_data.source_of(parts["validation"][0].series_id)
-    best: tuple[float, int] | None = None
-    by_radius: dict[int, dict[str, dict[str, float]]] = {}
-    looks_by: dict[int, dict[str, dict[str, object]]] = {}
-    scores: dict[int, float] = {}
-    for radius in RADII:
-        looks = {project: _evaluators(data, held, calibrator.predict(r), radius)
-                 for project, (data, held, r) in raw.items()}
-        pooled = choose_detector_thresholds_grouped(looks, recall_kept=RECALL_KEPT)
-        by_radius[radius] = {
-            "validation": choose_detector_thresholds(looks[val_project], recall_kept=RECALL_KEPT),
-            "pooled": pooled,
-        }
-        score = float(np.mean([look[d](pooled[d])[0] for look in looks.values() for d in look]))  # type: ignore[operator]
-        looks_by[radius], scores[radius] = looks, score
-        log(f"  radius {radius}: mean F1 over detectors and looks {score:.4f}")
-        if best is None or score > best[0] + 1e-12:
-            best = (score, radius)
-    assert best is not None
-    radius = best[1]
-    by_choice = by_radius[radius]
+    looks = {project: (data, held, calibrator.predict(r)) for project, (data, held, r) in raw.items()}
+    radius, by_choice, dev = _choose_thresholds_and_radius(looks, val_project, log)
     thresholds = by_choice[choice]
     clf = fit_model(train_rows, None, seed, n_jobs, kind)
     clf.calibrator_ = calibrator
@@ -506,10 +503,6 @@ def _dev_trained_model(parts: dict[str, Dataset], fit_rows: pd.DataFrame, val_ro
     clf.threshold_policy_ = (f"tcpd-f1 gain and recall >= {RECALL_KEPT:g} x detector's on each development "
                              "project scored out of project (per detector; else 0)") if choice == "pooled" else (
         f"tcpd-f1, recall >= {RECALL_KEPT:g} x detector's (validation project scored out of project, per detector)")
-    dev = {"radius_scores": scores, "mean": scores[radius], "looks": {
-        name: {d: _look_row(evaluate, by_choice["pooled"][d]) for d, evaluate in look.items()}
-        for name, look in looks_by[radius].items()
-    }}
     return clf, thresholds, by_choice, val_rows, fit_rows, dev
 
 
