@@ -19,13 +19,13 @@ from triage.sampling.culprit import culprit_posterior
 from triage.sampling.partial import PartialHistory
 
 
-def _partial(path: Path, scale: float = 1.0) -> Path:
-    """60 commits, a step from 1 to 1.5 (times ``scale``) at c31; every fifth and c29, c30, c32, c33 measured."""
+def _partial(path: Path, scale: float = 1.0, extra: tuple[int, ...] = (29, 32, 33), every: int = 5) -> Path:
+    """60 commits, a step from 1 to 1.5 (times ``scale``) at c31; every ``every``-th and ``extra`` measured."""
     rng = np.random.default_rng(0)
     rows = ["commit,value"]
     for i in range(60):
         v = (1.0 + 0.5 * (i >= 31) + rng.normal(0, 0.02)) * scale
-        rows.append(f"c{i},{v!r}" if i % 5 == 0 or i in (29, 30, 32, 33) else f"c{i},")
+        rows.append(f"c{i},{v!r}" if i % every == 0 or i in extra else f"c{i},")
     path.write_text("\n".join(rows) + "\n")
     return path
 
@@ -124,10 +124,12 @@ def test_culprit_asks_again_for_a_typed_value_out_of_range(tmp_path):
 
 def test_culprit_keeps_the_readings_typed_before_the_input_ended(tmp_path):
     # Was: two commits measured by hand, then ^D: exit 2 and both readings gone.
-    data = _partial(tmp_path / "p.csv")
+    # A gap of 9 unmeasured commits: two readings cannot settle it (the search never asks
+    # again for a commit the data measures, so a gap holding some needs fewer).
+    data = _partial(tmp_path / "p.csv", extra=(), every=10)
     out = tmp_path / "steps.csv"
     res = triage(
-        "culprit", "--data", str(data), "--before", "c25", "--after", "c35", "--out", str(out),
+        "culprit", "--data", str(data), "--before", "c30", "--after", "c40", "--out", str(out),
         stdin="1.0\n1.5\n",
     )  # fmt: skip
     assert res.returncode == 2, res.stdout + res.stderr

@@ -14,6 +14,7 @@ import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from triage.cli.tables import console_for
 from triage.cli.validation import check_choice, check_output_not_input, output_file
@@ -106,12 +107,16 @@ def steady(
     say = Console(stderr=True) if writes_stdout(out) or writes_stdout(starts_out) else console
     table = Table(title=f"Steady-state starts ({method})")
     for col in ("series", "commits", "forks", "never steady", "median start", "iterations kept"):
-        table.add_column(col, justify="left" if col == "series" else "right")
+        # The whole series id, folded if need be: an ellipsis made org.acme.Bench.parse[size=1]:avgt
+        # and :thrpt one name.
+        table.add_column(col, justify="left" if col == "series" else "right",
+                         overflow="fold" if col == "series" else "ellipsis")
     for series, grp in starts.groupby("series_id", sort=False):
         s = grp["steady_start"]
         kept = int((grp["iterations"] - s.fillna(0)).sum())
         table.add_row(
-            str(series),
+            # Text, not markup: JMH names its series Bench.parse[size=1024].
+            Text(str(series)),
             str(grp["commit"].nunique()),
             str(len(grp)),
             str(int(s.isna().sum())),
@@ -119,7 +124,7 @@ def steady(
             f"{kept} / {int(grp['iterations'].sum())}",
         )
     say.print(table)
-    say.print(f"{len(long)} steady iterations -> {out}")
+    say.print(f"{len(long)} steady iterations -> {out}", markup=False, highlight=False)
 
 
 def sample(
@@ -153,21 +158,25 @@ def sample(
         write_csv_atomic(plan, out)
     chosen = plan[plan["next"].notna()].sort_values("next")
     table = Table(
-        title=f"{history.series_id}: {len(history.measured)} of {len(plan)} commits measured; measure next"
+        title=Text(
+            f"{history.series_id}: {len(history.measured)} of {len(plan)} commits measured; measure next"
+        )
     )
     for col in ("rank", "commit", "position", "estimate", "95% band"):
-        table.add_column(col, justify="left" if col == "commit" else "right")
+        # The whole commit id (folded if need be): it is what the user goes and measures.
+        table.add_column(col, justify="left" if col == "commit" else "right",
+                         overflow="fold" if col == "commit" else "ellipsis")
     for _, r in chosen.iterrows():
         table.add_row(
             str(r["next"]),
-            str(r["commit"]),
+            Text(str(r["commit"])),
             str(r["position"]),
             f"{r['estimate']:.4g}",
             f"{r['lower']:.4g} .. {r['upper']:.4g}",
         )
     say.print(table)
     if out is not None:
-        say.print(f"estimated history of {len(plan)} commits -> {out}")
+        say.print(f"estimated history of {len(plan)} commits -> {out}", markup=False, highlight=False)
 
 
 def culprit(
@@ -235,6 +244,8 @@ def culprit(
             )
     left = [p for p in sorted(measured) if p <= a][-levels:]
     right = [p for p in sorted(measured) if p >= b][:levels]
+    # Commits of the gap measured already: evidence from the start, never asked for again.
+    inside = {p: float(history.values[p]) for p in sorted(measured) if a < p < b}
     old, new, sigma = levels_around(history.values[left], history.values[right])
     answers = None
     if oracle is not None:
@@ -281,6 +292,7 @@ def culprit(
             strategy=strategy,
             max_measurements=max_measurements,
             tolerance=tolerance,
+            known=inside,
         )
     except InputError as exc:
         if out is None or not readings:
@@ -293,19 +305,26 @@ def culprit(
     except ValueError as exc:
         raise InputError(data, None, str(exc)) from None
     table = Table(
-        title=f"{history.series_id}: change between {before} (level {old:.4g}) and {after} (level {new:.4g})"
+        title=Text(
+            f"{history.series_id}: change between {before} (level {old:.4g}) and {after} (level {new:.4g})"
+        )
     )
     for col in ("#", "commit", "position", "value", "nearer"):
-        table.add_column(col, justify="left" if col == "commit" else "right")
+        table.add_column(col, justify="left" if col == "commit" else "right",
+                         overflow="fold" if col == "commit" else "ellipsis")
     made = steps(search.measured)
     for r in made.itertuples():
-        table.add_row(str(r.step), str(r.commit), str(r.position), f"{r.value:.4g}", r.nearer)
+        table.add_row(str(r.step), Text(str(r.commit)), str(r.position), f"{r.value:.4g}", r.nearer)
     say.print(table)
     assert search.culprit is not None
     say.print(
         f"culprit: {history.commits[search.culprit]} (position {search.culprit}"
         f"{f', within {tolerance} commits' if tolerance and strategy == 'bayes' else ''}), "
-        f"confidence {search.confidence:.2f}, {len(search.measured)} measurements for {b - a - 1} unmeasured commits"
+        f"confidence {search.confidence:.2f}, {len(search.measured)} measurements for "
+        f"{b - a - 1 - len(inside)} unmeasured commits"
+        + (f" ({len(inside)} more of the gap measured already: used, not measured again)" if inside else ""),
+        markup=False,
+        highlight=False,
     )
     # The step in noise scales is what decides whether any search can succeed (BENCHMARKS.md,
     # "Culprit search": success by shift / noise); say so when it is small.

@@ -19,7 +19,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from triage.cli.validation import output_file
 
@@ -78,8 +80,8 @@ def serve(
     import uvicorn
 
     url = _address(host, sock.getsockname()[1], token)
-    console.print(f"{len(ws.alerts):,} alerts from {len(ws.dataset):,} series; decisions go to [bold]{labels}[/]", soft_wrap=True)
-    console.print(f"open [bold]{url}[/] (Ctrl-C stops)", soft_wrap=True)
+    console.print(f"{len(ws.alerts):,} alerts from {len(ws.dataset):,} series; decisions go to [bold]{escape(str(labels))}[/]", soft_wrap=True)
+    console.print(f"open [bold]{escape(url)}[/] (Ctrl-C stops)", soft_wrap=True)
     uvicorn.Server(uvicorn.Config(create_app(ws), log_level="warning")).run(sockets=[sock])
 
 
@@ -122,8 +124,15 @@ def build_workspace(data: Path, labels: Path, candidates: Path | None, model: st
     # The store is created only once the data and the model have loaded: a
     # typo in --data leaves no empty store behind.
     check_path(labels)
+    clf = None
+    if model is not None:
+        from triage.cli.alerts import _check_scoring_features
+
+        # The alerts are a detector's candidates, scored as `triage score` scores them:
+        # `default` is its model (default-scoring), and an online model is refused by name.
+        clf = load_classifier(resolve_model(model, "scoring"))
+        _check_scoring_features(clf)
     dataset = load(data)
-    clf = load_classifier(resolve_model(model, "alerts")) if model is not None else None
     with console.status(f"building the alerts of {len(dataset):,} series"):
         alerts = build_alerts(dataset, candidates, clf)
     store = LabelsStore(labels)
@@ -151,7 +160,7 @@ def labels_export(
 
         merged, n = overlay(load(data), store)
         write_long(merged, out)
-        console.print(f"{len(merged):,} series with {n:,} decisions as labels written to [bold]{out}[/]", soft_wrap=True)
+        console.print(f"{len(merged):,} series with {n:,} decisions as labels written to [bold]{escape(str(out))}[/]", soft_wrap=True)
         return
     frame = export_long(store)
     if out.suffix == ".parquet":
@@ -160,7 +169,7 @@ def labels_export(
         atomic_write(out, lambda tmp: frame.to_parquet(tmp, index=False))
     else:
         write_csv_atomic(frame, out)
-    console.print(f"{len(frame):,} decisions written to [bold]{out}[/]", soft_wrap=True)
+    console.print(f"{len(frame):,} decisions written to [bold]{escape(str(out))}[/]", soft_wrap=True)
 
 
 @labels_app.command("agreement")
@@ -173,9 +182,10 @@ def labels_agreement(
     store = LabelsStore(labels, create=False)
     frame = agreement_by_week(store)
     if frame.empty:
-        console.print(f"no true/false decision with a model call in {labels} ({len(store):,} decisions recorded)")
+        console.print(f"no true/false decision with a model call in {labels} ({len(store):,} decisions recorded)",
+                      markup=False, highlight=False)
         return
-    table = Table(title=f"the model against the sheriffs, by week ({labels})")
+    table = Table(title=Text(f"the model against the sheriffs, by week ({labels})"))
     for col in ("week", "model", "decisions", "both true", "model only", "sheriff only", "both false",
                 "precision", "recall", "agreement"):
         table.add_column(col, justify="left" if col in ("week", "model") else "right")

@@ -36,7 +36,9 @@ which commit to measure next:
 (the benchmark's reference that measures the whole gap uses it).
 
 Both take an *oracle*: a function from a position to a measured value (a
-file of measurements, a prompt, a benchmark run). :func:`levels_around` gives
+file of measurements, a prompt, a benchmark run). Commits inside the gap that
+are measured already (``known``) are evidence from the start: the search
+never asks the oracle for them again. :func:`levels_around` gives
 the old and new levels and the noise scale from the measured commits on each
 side of the alert (the CLI and the benchmark use it alike).
 """
@@ -44,7 +46,7 @@ side of the alert (the CLI and the benchmark use it alike).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,8 +104,14 @@ def find_culprit(
     max_measurements: int | None = None,
     tolerance: int = 0,
     dof: float = 1.0,
+    known: Mapping[int, float] | None = None,
 ) -> Search:
-    """Localise the change between positions ``a`` (old level) and ``b`` (new level)."""
+    """Localise the change between positions ``a`` (old level) and ``b`` (new level).
+
+    ``known``: values of commits strictly between ``a`` and ``b`` measured
+    before the search (position -> value); they are used as readings and never
+    measured again (``Search.measured`` holds only the new measurements).
+    """
     if b - a < 1:
         raise ValueError(f"'after' must come after 'before' (positions {a} and {b})")
     if strategy not in STRATEGIES:
@@ -114,9 +122,10 @@ def find_culprit(
         raise ValueError(f"tolerance must be >= 0 and dof > 0 (got {tolerance} and {dof})")
     if b - a == 1:
         return Search([], b, 1.0)
-    limit = (b - a - 1) if max_measurements is None else max_measurements
+    given = {int(p): float(v) for p, v in (known or {}).items() if a < int(p) < b}
+    limit = (b - a - 1 - len(given)) if max_measurements is None else max_measurements
     if strategy == "bisect":
-        return _bisect(a, b, oracle, old, new, limit)
+        return _bisect(a, b, oracle, old, new, limit, given)
     return _bayes(
         a,
         b,
@@ -128,16 +137,24 @@ def find_culprit(
         limit,
         tolerance,
         dof,
+        given,
     )
 
 
-def _bisect(a: int, b: int, oracle, old: float, new: float, limit: int) -> Search:
+def _bisect(
+    a: int, b: int, oracle, old: float, new: float, limit: int, known: dict[int, float]
+) -> Search:
     s = Search()
     lo, hi = a, b
-    while hi - lo > 1 and len(s.measured) < limit:
+    while hi - lo > 1:
         mid = (lo + hi) // 2
-        v = float(oracle(mid))
-        s.measured.append((mid, v))
+        if mid in known:
+            v = known[mid]  # measured before the search: no new measurement
+        elif len(s.measured) < limit:
+            v = float(oracle(mid))
+            s.measured.append((mid, v))
+        else:
+            break
         if abs(v - new) < abs(v - old):
             hi = mid
         else:
@@ -213,11 +230,14 @@ def _bayes(
     limit: int,
     tol: int,
     dof: float,
+    known: dict[int, float],
 ) -> Search:
     s = Search()
     cands = np.arange(a + 1, b + 1)  # culprit c: positions >= c are at the new level
     logp = np.zeros(len(cands))
-    seen = {a, b}
+    seen = {a, b, *known}
+    for m, v in known.items():
+        logp += _reading_loglik(v, cands, m, old, new, sigma, dof)
 
     def posterior() -> np.ndarray:
         p = np.exp(logp - logp.max())

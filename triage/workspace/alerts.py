@@ -165,7 +165,8 @@ def build_alerts(
     ``candidates``: a detector's file (any layout :func:`read_candidates`
     reads); without it, the candidates labelled in the data (any non-empty
     label). ``classifier``: when given, P(true) and the model's call per
-    alert (:func:`triage.scoring.score_candidates`).
+    alert (:func:`triage.scoring.score_candidates`, at the threshold ``triage
+    score`` uses: :func:`triage.scoring.default_threshold`).
     """
     if candidates is not None:
         table = read_candidates(candidates)
@@ -183,9 +184,11 @@ def build_alerts(
     p_true: list[float | None] = [None] * len(table)
     calls: list[str | None] = [None] * len(table)
     if classifier is not None:
-        from triage.scoring import score_candidates
+        from triage.scoring import default_threshold, score_candidates
 
-        scored = score_candidates(dataset, table, classifier, explain_top=0)
+        # The call `triage score` makes: a scoring model's threshold for the file's detector.
+        cut, _ = default_threshold(classifier, table)
+        scored = score_candidates(dataset, table, classifier, threshold=cut, explain_top=0)
         pcol = "triage_p_true" if "triage_p_true" in scored.columns else "p_true"
         ccol = "triage_classification" if "triage_classification" in scored.columns else "classification"
         p_true = [float(p) for p in scored[pcol]]
