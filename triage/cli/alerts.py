@@ -94,7 +94,8 @@ def label(
     decisions = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     cut = clf.threshold_ if threshold is None else threshold
     n_true = int((decisions["classification"] == "true_positive").sum())
-    console.print(decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",), wide=console.width >= 110))
+    console.print(decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",), wide=console.width >= 110,
+                                 width=console.width))
     console.print(f"{n_true:,} of {len(decisions):,} called true at threshold {cut:.3f}"
                   f"{_not_scorable_note(decisions['p_true'], cut)}", soft_wrap=True)
     for ref, name in (("label", "human labels"), ("truth_label", "ground truth")):
@@ -183,7 +184,8 @@ def score(
         scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top, n_jobs=jobs)
     n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
     view = scored.rename(columns={f"triage_{c}": c for c in ("p_true", "classification", "explanation")})
-    console.print(decision_table(view, f"{len(scored):,} candidates ({table.layout})", show, extra=("index",), wide=console.width >= 110))
+    console.print(decision_table(view, f"{len(scored):,} candidates ({table.layout})", show, extra=("index",), wide=console.width >= 110,
+                                 width=console.width))
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})"
                   f"{_not_scorable_note(scored['triage_p_true' if 'triage_p_true' in scored else 'p_true'], cut)}", soft_wrap=True)
     if out is not None:

@@ -89,27 +89,53 @@ def dataset_summary(dataset: Dataset, title: str | None = None) -> Table:
     return table
 
 
-def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *, wide: bool = True) -> Table:
+#: Widest a decision table's series column gets, and the least the other columns leave it.
+SERIES_WIDTH, SERIES_MIN_WIDTH = 28, 8
+#: Widest an identifier cell (commit, label, index) gets; the least room the reasons need.
+CELL_WIDTH, WHY_MIN_WIDTH = 14, 30
+
+
+def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *, wide: bool = True,
+                   width: int | None = None) -> Table:
     """The ``limit`` most likely true alerts of a decisions frame (``triage label`` / ``score``).
 
     ``wide``: room for the first reason (a terminal of 110 columns or more).
+    ``width``: the console's columns; the series column (the only one cut
+    short by design) gives up what the other columns need, so that the call,
+    P(true) and the human label are never cut ("fal…") and the table never
+    runs past the terminal's edge. The reasons are left out when even that
+    does not make room for them.
     A ``not_scorable`` row (an alert at its series' first commit, no P(true))
     comes last, with "—" for P(true) and "not scorable" for the call; the
     caption counts them.
     """
     from triage.inference import NOT_SCORABLE
 
+    top = frame.sort_values("p_true", ascending=False, kind="stable", na_position="last").head(limit)
+    unjudged = int((frame["classification"] == NOT_SCORABLE).sum()) if len(frame) else 0
+    # The columns' widths as the shown rows need them (a header is never narrower than its name).
+    needs = {col: min(CELL_WIDTH, max([len(col), *(len(str(v)) for v in top[col])] if col in top else [len(col)]))
+             for col in ("commit", *extra)}
+    needs["P(true)"] = len("P(true)")
+    needs["model"] = len("not scorable") if (top["classification"] == NOT_SCORABLE).any() else len("false")
+    series_width = SERIES_WIDTH
+    with_why = wide  # the reasons need room; on a narrow terminal they stay in the CSV only
+    if width is not None:
+        def room(why: bool) -> int:  # what is left for the series: 3 columns of rules and padding per column
+            n_cols = 2 + len(extra) + 2 + why
+            return width - (3 * n_cols + 1) - sum(needs.values()) - (WHY_MIN_WIDTH if why else 0)
+
+        if with_why and room(True) < SERIES_MIN_WIDTH:
+            with_why = False
+        series_width = max(SERIES_MIN_WIDTH, min(SERIES_WIDTH, room(with_why)))
     table = Table(title=Text(title))
     for col in ("series", "commit", *extra, "P(true)", "model"):
         # Identifiers on one line (cut with an ellipsis); the reason takes what is left.
         table.add_column(col, justify="right" if col == "P(true)" else "left", no_wrap=True,
-                         overflow="ellipsis", max_width=28 if col == "series" else 14)
-    # The reasons need room; on a narrow terminal they stay in the CSV only.
-    with_why = wide
+                         overflow="ellipsis", max_width=series_width if col == "series" else CELL_WIDTH,
+                         min_width=None if col == "series" else needs[col])
     if with_why:
-        table.add_column("why", overflow="fold", min_width=30)
-    top = frame.sort_values("p_true", ascending=False, kind="stable", na_position="last").head(limit)
-    unjudged = int((frame["classification"] == NOT_SCORABLE).sum()) if len(frame) else 0
+        table.add_column("why", overflow="fold", min_width=WHY_MIN_WIDTH)
     if unjudged:
         table.caption = Text(f"{unjudged:,} not scorable (first commit of a series): no P(true), no true/false call")
     for rec in top.to_dict("records"):
