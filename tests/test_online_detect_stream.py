@@ -67,7 +67,7 @@ def test_streamed_detect_finds_what_the_loop_finds(rf_dir, history_csv, tmp_path
     expected = OnlineTriage.from_model_dir(rf_dir, explain="none").replay(subset)
     assert expected
     assert _rows(out) == [(d.series, d.commit, d.index, d.probability) for d in expected]
-    assert f"in {len(subset)} series ({subset.n_commits()} commits" in result.stderr
+    assert f"in {len(subset):,} series ({subset.n_commits():,} commits" in result.stderr
 
 
 def test_rows_not_grouped_by_series_fall_back_to_the_whole_file(rf_dir, history_csv, tmp_path, monkeypatch):

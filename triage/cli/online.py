@@ -277,12 +277,18 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
     if kind is not None:  # a growing plain-text file is what --csv follows
         raise InputError(path, None, f"is {kind}-compressed; --csv reads plain text (decompress it first, "
                          "or pipe it as JSON lines)")
+    from triage.readers.otava import sniff_delimiter
+
     columns: list[str] | None = None
+    delimiter = ","
     for number, line in _csv_lines(path, follow, poll):
         if number == 1 and line.startswith("\ufeff"):
             line = line[1:]  # a UTF-8 byte order mark (spreadsheet exports) is no part of the first column's name
+        if columns is None:
+            # As every long-layout reader: `,` `;` tab or `|`, told by the header.
+            delimiter = sniff_delimiter(line)
         try:
-            fields = next(csv.reader([line]))
+            fields = next(csv.reader([line], delimiter=delimiter))
         except (csv.Error, StopIteration) as exc:
             if columns is None:
                 raise _bad(path, number, "empty or unreadable header") from None
@@ -333,7 +339,7 @@ def watch(
         None, "--state", help="SQLite state file (created if absent); default: in memory."
     ),
     csv_file: Path = typer.Option(
-        None, "--csv", help="Read results from this CSV instead of JSON lines on stdin."
+        None, "--csv", help="Read results from this CSV (series_id, commit, value[, timestamp]; `,` `;` tab or `|`, as its header shows) instead of JSON lines on stdin."
     ),
     follow: bool = typer.Option(
         False, "--follow", help="With --csv: keep reading as lines are appended."
@@ -538,7 +544,7 @@ def detect(
             found, n_series, n, seconds = streamed
             _write_found(found, out, fmt)
             err_console.print(
-                f"{len(found)} change points in {n_series} series ({n} commits, "
+                f"{len(found):,} change points in {n_series:,} series ({n:,} commits, "
                 f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {out}",
                 markup=False,
                 highlight=False,
@@ -577,7 +583,7 @@ def detect(
         _fail(exc)
     n = dataset.n_commits()
     err_console.print(
-        f"{len(found)} change points in {len(dataset)} series ({n} commits, "
+        f"{len(found):,} change points in {len(dataset):,} series ({n:,} commits, "
         f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {out}",
         markup=False,
         highlight=False,
