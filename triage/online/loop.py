@@ -75,7 +75,8 @@ The records the loop returns and raises (:class:`~triage.online.records.Decision
 
 Persistence (crash-safe, exactly-once, idempotent re-delivery) is
 :mod:`triage.online.state_store`; without a store the loop keeps its state in memory
-and only recognises the re-delivery of a series' *latest* commit. A
+and only recognises the re-delivery of a series' *latest* commit and of
+its undecided ones (the K waiting for their decision). A
 re-delivered commit whose value differs from the one it first came with
 keeps its first decision, with a :class:`~triage.online.records.ConflictingRedelivery`
 warning naming both values; the values are compared only for commits already
@@ -566,8 +567,7 @@ class OnlineTriage:
             )
             found, old, first = False, None, None
             if self.store is None:
-                found, old = self._latest(sid, commit, st)
-                first = st.last_value if found and st is not None else None
+                found, old, first = self._latest(sid, commit, st)
             elif stored is not None:
                 found = key in stored
                 old, first = stored.get(key, (None, None))
@@ -657,11 +657,23 @@ class OnlineTriage:
         return sid, commit, v, ns
 
     @staticmethod
-    def _latest(sid: str, commit: str, st: SeriesState | None) -> tuple[bool, Decision | None]:
-        """Without a store only the latest commit of a series is remembered."""
-        if st is not None and st.last_commit == commit:
-            return True, decision_from_dict(sid, st.last_output, replayed=True)
-        return False, None
+    def _latest(sid: str, commit: str, st: SeriesState | None) -> tuple[bool, Decision | None, float | None]:
+        """Without a store: whether ``commit`` is known, what its arrival decided and its first value.
+
+        Only the latest commit of a series and its undecided ones (the K
+        waiting in ``pending``) are remembered. A re-run of a waiting commit
+        (real histories re-measure commits a few arrivals later) decides
+        nothing, as with a store; taken as a new commit it was decided twice
+        and its second value entered Pre and After.
+        """
+        if st is None:
+            return False, None, None
+        if st.last_commit == commit:
+            return True, decision_from_dict(sid, st.last_output, replayed=True), st.last_value
+        for waiting, value in st.pending:
+            if waiting == commit:
+                return True, None, float(value)
+        return False, None, None
 
     def _round(self, items, members: list[int], decisions, touched) -> None:
         """Features of every member due a decision (one commit per series), one predictor call, then the updates.
