@@ -194,3 +194,36 @@ def test_detect_summary_counts_with_thousands_separators(tmp_path, grouped):
     code, out = invoke(["detect", "--data", data, "--out", tmp_path / "d.csv"])
     assert code == 0, out
     assert "1,400 commits" in out, out
+
+
+# ---------------------------------------------------------------- 5. watch --csv ids
+
+
+def test_watch_csv_takes_ids_as_the_readers_do(tmp_path):
+    """``s1, c00, 100.1`` is commit ``c00`` for every reader; ``watch --csv`` kept ``' c00'``.
+
+    With a state store the same commit sent later as ``c00`` (JSON lines, or
+    a file without the spaces) was then a new commit, decided twice.
+    """
+    rows = _stream_rows()
+    plain, spaced = tmp_path / "plain.csv", tmp_path / "spaced.csv"
+    plain.write_text("series_id,commit,value\n" + "".join(f"{s},{c},{v}\n" for s, c, _, v in rows))
+    spaced.write_text("series_id, commit, value\n" + "".join(f"{s} , {c} , {v}\n" for s, c, _, v in rows))
+    code, expected = invoke(["watch", "--csv", plain])
+    assert code == 0, expected
+    code, got = invoke(["watch", "--csv", spaced])
+    assert code == 0, got
+    assert got == expected
+    code, converted = invoke(["convert", "--data", spaced, "--out", "-"])
+    assert code == 0, converted
+    assert {line.split(",")[1] for line in converted.splitlines()[1:] if line.startswith("s1,")} == {
+        json.loads(line)["commit"] for line in got.splitlines() if line.startswith("{")} | {c for _, c, _, _ in rows[-4:]}
+    # Sent again as JSON to the same store: every commit is known (replayed), none decided twice.
+    db = tmp_path / "state.db"
+    code, first = invoke(["watch", "--state", db, "--csv", spaced])
+    assert code == 0, first
+    lines = "".join(json.dumps({"series_id": s, "commit": c, "value": v}) + "\n" for s, c, _, v in rows)
+    code, again = invoke(["watch", "--state", db], stdin=lines)
+    assert code == 0, again
+    records = [json.loads(line) for line in again.splitlines() if line.startswith("{")]
+    assert records and all(r.get("replayed") for r in records)

@@ -313,7 +313,8 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
             value = float(row["value"])
         except ValueError:
             raise _bad(path, number, f"value {row['value']!r} is not a number") from None
-        record = {"series_id": row["series_id"], "commit": row["commit"], "value": value}
+        # Ids as every long-layout reader takes them (`s1, c00` is commit `c00`, not ` c00`).
+        record = {"series_id": row["series_id"].strip(), "commit": row["commit"].strip(), "value": value}
         if row.get("timestamp", "").strip():
             record["timestamp"] = row["timestamp"]
         yield number, record
