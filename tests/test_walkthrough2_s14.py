@@ -194,3 +194,28 @@ def test_labels_commands_print_bracketed_paths_as_they_are(history: Path, tmp_pa
     code, text = invoke(["labels", "agreement", "--labels", labels])
     assert code == 0, text
     assert "lab[bold].sqlite" in "".join(text.split())
+
+
+# ---------------------------------------------------------------- the series plot's P(true) labels
+
+
+def test_series_plot_legend_leaves_the_p_true_labels_visible() -> None:
+    """Alerts in the first third of a series: their P(true) labels sat under the legend (upper left)."""
+    from matplotlib.text import Annotation
+
+    from triage.core.history import Dataset
+    from triage.workspace.plot import series_figure
+
+    values = np.r_[np.full(5, 10.0), np.full(55, 14.0)] + 0.01 * np.arange(60) % 0.03
+    frame = pd.DataFrame({"series_id": "s", "commit": [f"c{i}" for i in range(60)], "value": values})
+    history = Dataset.from_frame(frame)["s"]
+    points = [(2, "untriaged", 0.42, "false_positive"), (5, "true", 0.97, "true_positive"),
+              (9, "false", 0.13, "false_positive"), (14, "unsure", 0.55, "true_positive")]
+    fig = series_figure(history, points, title="s")
+    renderer = fig.canvas.get_renderer()
+    (ax,) = fig.axes
+    legend = ax.get_legend().get_window_extent(renderer)
+    labels = [a for a in ax.texts if isinstance(a, Annotation)]
+    assert len(labels) == 4
+    for a in labels:
+        assert not legend.overlaps(a.get_window_extent(renderer)), a.get_text()

@@ -65,7 +65,16 @@ def _shares(x: np.ndarray, indices: Sequence[int]) -> list[float]:
 
 def series_png(history: History, points: Sequence[tuple[int, str, float | None, str | None]], *,
                title: str, confirmed: Sequence[int] = ()) -> bytes:
-    """A PNG of ``history``.
+    """A PNG of ``history`` (the figure of :func:`series_figure`)."""
+    fig = series_figure(history, points, title=title, confirmed=confirmed)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def series_figure(history: History, points: Sequence[tuple[int, str, float | None, str | None]], *,
+                  title: str, confirmed: Sequence[int] = ()):
+    """The matplotlib ``Figure`` of ``history``.
 
     ``points``: per alert ``(index, status word, P(true) or None, model call or None)``.
     The x-axis is the commit date when the series has timestamps, else the
@@ -120,9 +129,9 @@ def series_png(history: History, points: Sequence[tuple[int, str, float | None, 
     ax.set_ylabel("value")
     if has_dates:
         fig.autofmt_xdate()
-    ax.legend(fontsize=7, loc="upper left", ncols=3)
+    # Beside the axes, not in them: inside, it covered the P(true) labels written along the top
+    # (both of a series whose alerts sit in its first third).
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0.0)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
+    return fig
