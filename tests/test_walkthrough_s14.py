@@ -70,6 +70,17 @@ def test_label_table_keeps_the_call_and_fits(width, wide):
     assert lines[-1].endswith("┘")  # the right edge is there: nothing ran past the terminal
 
 
+@pytest.mark.parametrize("width", [80, 60])
+def test_not_scorable_call_fits_at_80_and_a_narrow_table_still_ends_at_the_edge(width):
+    frame = _decisions()
+    frame.loc[3, ["p_true", "classification"]] = [np.nan, "not_scorable"]
+    lines = _render(decision_table(frame, "4 all candidates", 20, extra=("label",), wide=False, width=width), width)
+    assert max(len(line) for line in lines) <= width
+    assert any(line.endswith("┘") for line in lines)
+    if width == 80:
+        assert "│ not scorable │" in "\n".join(lines)
+
+
 def test_label_cli_table_at_80_columns(tmp_path, monkeypatch):
     rng = np.random.default_rng(3)
     rows = []

@@ -104,7 +104,8 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
     short by design) gives up what the other columns need, so that the call,
     P(true) and the human label are never cut ("fal…") and the table never
     runs past the terminal's edge. The reasons are left out when even that
-    does not make room for them.
+    does not make room for them; on a terminal too narrow for the rest too,
+    every column is cut as rich shares the width out.
     A ``not_scorable`` row (an alert at its series' first commit, no P(true))
     comes last, with "—" for P(true) and "not scorable" for the call; the
     caption counts them.
@@ -119,6 +120,7 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
     needs["P(true)"] = len("P(true)")
     needs["model"] = len("not scorable") if (top["classification"] == NOT_SCORABLE).any() else len("false")
     series_width = SERIES_WIDTH
+    min_widths: dict[str, int | None] = dict.fromkeys(needs)
     with_why = wide  # the reasons need room; on a narrow terminal they stay in the CSV only
     if width is not None:
         def room(why: bool) -> int:  # what is left for the series: 3 columns of rules and padding per column
@@ -127,13 +129,16 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
 
         if with_why and room(True) < SERIES_MIN_WIDTH:
             with_why = False
-        series_width = max(SERIES_MIN_WIDTH, min(SERIES_WIDTH, room(with_why)))
+        if room(with_why) >= SERIES_MIN_WIDTH:
+            series_width, min_widths = min(SERIES_WIDTH, room(with_why)), dict(needs)
+        else:  # too narrow even so: every column gives up its share (rich's cut)
+            series_width = SERIES_MIN_WIDTH
     table = Table(title=Text(title))
     for col in ("series", "commit", *extra, "P(true)", "model"):
         # Identifiers on one line (cut with an ellipsis); the reason takes what is left.
         table.add_column(col, justify="right" if col == "P(true)" else "left", no_wrap=True,
                          overflow="ellipsis", max_width=series_width if col == "series" else CELL_WIDTH,
-                         min_width=None if col == "series" else needs[col])
+                         min_width=None if col == "series" else min_widths[col])
     if with_why:
         table.add_column("why", overflow="fold", min_width=WHY_MIN_WIDTH)
     if unjudged:
