@@ -238,3 +238,24 @@ def test_watch_csv_takes_ids_as_the_readers_do(tmp_path):
     assert code == 0, again
     records = [json.loads(line) for line in again.splitlines() if line.startswith("{")]
     assert records and all(r.get("replayed") for r in records)
+
+
+# ---------------------------------------------------------------- 6. the report's counts
+
+
+def test_report_counts_group_thousands(tmp_path):
+    """The report's header read ``8023 decisions 1970 likely true alerts`` where the terminal said 8,023."""
+    n = 1200
+    rng = np.random.default_rng(13)
+    data = tmp_path / "h.csv"
+    pd.DataFrame({"series_id": "s", "commit": [f"c{i}" for i in range(n)],
+                  "value": np.round(rng.normal(100, 1, n), 3)}).to_csv(data, index=False)
+    decisions = tmp_path / "d.csv"
+    pd.DataFrame({"series_id": "s", "commit": [f"c{i}" for i in range(1, n)], "p_true": 0.9,
+                  "classification": "true_positive"}).to_csv(decisions, index=False)
+    code, out = invoke(["report", "--data", data, "--decisions", decisions, "--candidates", decisions,
+                        "--out", tmp_path / "rep", "--max-plots", 0])
+    assert code == 0, out
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "<b>1,199</b> decisions" in page and "<b>1,199</b> likely true alerts" in page
+    assert "<b>1,199</b> detector candidates" in page

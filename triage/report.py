@@ -382,15 +382,15 @@ def render_html(
     n_kept = int(((decisions["classification"] == labels.TRUE_POSITIVE)
                   & pd.to_numeric(decisions["p_true"], errors="coerce").isna()).sum())
     counts = [
-        f"<span><b>{len(decisions)}</b> decisions</span>",
-        f"<span><b>{n_true}</b> likely true alerts</span>",
-        *([f"<span><b>{n_unjudged}</b> not scorable (first commit of a series)</span>"] if n_unjudged else []),
-        *([f"<span><b>{n_kept}</b> of them without P(true): first commit of a series, called true at "
+        f"<span><b>{len(decisions):,}</b> decisions</span>",
+        f"<span><b>{n_true:,}</b> likely true alerts</span>",
+        *([f"<span><b>{n_unjudged:,}</b> not scorable (first commit of a series)</span>"] if n_unjudged else []),
+        *([f"<span><b>{n_kept:,}</b> of them without P(true): first commit of a series, called true at "
            "threshold 0</span>"] if n_kept else []),
-        f"<span><b>{decisions['series_id'].nunique()}</b> series</span>",
+        f"<span><b>{decisions['series_id'].nunique():,}</b> series</span>",
     ]
     if n_candidates is not None:
-        counts.append(f"<span><b>{n_candidates}</b> detector candidates</span>")
+        counts.append(f"<span><b>{n_candidates:,}</b> detector candidates</span>")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
