@@ -219,3 +219,24 @@ def test_series_plot_legend_leaves_the_p_true_labels_visible() -> None:
     assert len(labels) == 4
     for a in labels:
         assert not legend.overlaps(a.get_window_extent(renderer)), a.get_text()
+
+
+# ---------------------------------------------------------------- sample / culprit: say why
+
+
+def test_sample_says_why_it_lists_fewer_commits_than_the_budget(tmp_path: Path) -> None:
+    some = tmp_path / "some.csv"
+    some.write_text("commit,value\na,1\nb,\nc,2\n")
+    code, text = invoke(["sample", "--data", some, "--budget", "5"])
+    assert code == 0 and "only 1 commit of the history is not measured (--budget 5)" in flat(text), text
+    every = tmp_path / "every.csv"
+    every.write_text("commit,value\na,1\nb,1.5\nc,2\n")
+    code, text = invoke(["sample", "--data", every, "--budget", "2"])
+    assert code == 0 and "every commit is measured: nothing left to measure" in flat(text), text
+
+
+def test_culprit_says_a_prefix_needs_four_characters(tmp_path: Path) -> None:
+    data, _ = _gap_history(tmp_path)
+    code, text = invoke(["culprit", "--data", data, "--before", "c9", "--after", "c3x"])
+    assert code == 2
+    assert "commit 'c3x' is not in series 'partial' (a prefix needs at least 4 characters)" in flat(text), text

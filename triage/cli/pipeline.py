@@ -175,6 +175,15 @@ def sample(
             f"{r['lower']:.4g} .. {r['upper']:.4g}",
         )
     say.print(table)
+    unmeasured = len(plan) - len(history.measured)
+    if unmeasured < budget:
+        # Fewer than asked, or an empty table: say why rather than leave it to be guessed.
+        say.print(
+            "every commit is measured: nothing left to measure"
+            if unmeasured == 0
+            else f"only {unmeasured} commit{'' if unmeasured == 1 else 's'} of the history "
+            f"{'is' if unmeasured == 1 else 'are'} not measured (--budget {budget})"
+        )
     if out is not None:
         say.print(f"estimated history of {len(plan)} commits -> {out}", markup=False, highlight=False)
 

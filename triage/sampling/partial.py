@@ -49,7 +49,8 @@ class PartialHistory:
                     f"commit {commit!r} is the start of {len(hits)} commit ids ({some}): give more of it",
                 )
         if len(hits) == 0:
-            raise InputError(source, None, f"commit {commit!r} is not in series {self.series_id!r}")
+            short = " (a prefix needs at least 4 characters)" if 0 < len(commit) < 4 else ""
+            raise InputError(source, None, f"commit {commit!r} is not in series {self.series_id!r}{short}")
         return int(hits[0])
 
 
