@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -101,6 +102,29 @@ def test_json_lines_format(tmp_path):
 
     path = write_frame(pd.DataFrame({"series_id": ["s"], "p": [0.5]}), tmp_path / "x.jsonl", "json")
     assert path.read_text() == '{"series_id":"s","p":0.5}\n'
+
+
+def test_json_lines_keep_every_digit_slashes_and_missing_cells(tmp_path):
+    """As the CSV: a probability reads back exactly; ids with '/' unescaped; NaN, None and NaT as null."""
+    import json
+
+    from triage.core.atomic import write_frame
+
+    p = 0.12345678901234568
+    frame = pd.DataFrame({
+        "series_id": ["django-asv/query", "r"], "p_true": [p, float("nan")], "index": np.array([3, 4], dtype=np.int64),
+        "timestamp": pd.to_datetime(["2024-05-01T12:00:00", None]), "note": ["x", None], "flag": [True, False],
+    })
+    text = write_frame(frame, tmp_path / "x.jsonl", "json").read_text()
+    assert "django-asv/query" in text and "\\/" not in text
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert rows[0] == {"series_id": "django-asv/query", "p_true": p, "index": 3, "timestamp": "2024-05-01T12:00:00.000",
+                       "note": "x", "flag": True}
+    assert rows[1]["p_true"] is None and rows[1]["timestamp"] is None and rows[1]["note"] is None
+    gz = write_frame(frame, tmp_path / "x.jsonl.gz", "json")
+    import gzip
+
+    assert gzip.decompress(gz.read_bytes()).decode() == text
 
 
 @pytest.mark.parametrize("suffix", [".csv.gz", ".csv.zst", ".csv"])

@@ -597,25 +597,6 @@ def _write_found(found, out: Path, fmt: str) -> None:
     from triage.core.atomic import write_frame
 
     frame = pd.DataFrame(found, columns=["series_id", "commit", "index", "probability"])
-    if fmt == "json":
-        # Not pandas' to_json: it keeps 10 significant digits of a float. json.dumps
-        # writes repr(), every digit, as the CSV and `triage watch` do.
-        from pandas.io.common import get_handle
-
-        from triage.core.atomic import _compression, atomic_write
-
-        keys = list(frame.columns)
-        text = "".join(
-            json.dumps(dict(zip(keys, (str(s), str(c), int(i), float(p)), strict=True))) + "\n"
-            for s, c, i, p in frame.itertuples(index=False)
-        )
-
-        def write(tmp: Path) -> None:
-            with get_handle(tmp, "w", encoding="utf-8", compression=_compression(out)) as handle:
-                handle.handle.write(text)
-
-        atomic_write(out, write)
-        return
     if fmt == "csv":  # repr() keeps every digit of a probability (the CSV round-trips exactly)
         frame = frame.assign(probability=frame["probability"].map(repr))
     write_frame(frame, out, fmt)

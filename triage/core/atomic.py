@@ -173,12 +173,47 @@ def write_csv_atomic(frame: pd.DataFrame, path: str | Path, **to_csv: object) ->
     return atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, compression=_compression(path), **to_csv))
 
 
-def write_jsonl_atomic(frame: pd.DataFrame, path: str | Path) -> Path:
-    """``frame`` as JSON lines (one object per row, ISO dates), atomically; compressed by suffix."""
-    return atomic_write(
-        path, lambda tmp: frame.to_json(tmp, orient="records", lines=True, date_format="iso",
-                                        compression=_compression(path))
+def _json_cell(value: object) -> object:
+    """One cell as JSON: missing -> null, NumPy scalars as Python's, timestamps ISO 8601 (pandas' form)."""
+    if isinstance(value, pd.Timestamp):
+        if value is pd.NaT:
+            return None
+        utc = value.tz_convert("UTC") if value.tzinfo is not None else value
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + ("Z" if value.tzinfo is not None else "")
+    if value is None or (not isinstance(value, (str, bytes)) and pd.api.types.is_scalar(value) and pd.isna(value)):
+        return None
+    return value.item() if hasattr(value, "item") and not isinstance(value, (str, bytes)) else value
+
+
+def jsonl_text(frame: pd.DataFrame) -> str:
+    """``frame`` as JSON lines, one object per row.
+
+    Not pandas' ``to_json``: it rounds a float (0.12345678901234568 was
+    written 0.123456789) and writes ``/`` as ``\\/``. ``json.dumps`` writes
+    every digit (``repr``), as the CSV does, so a probability reads back the
+    same from either; missing cells are ``null``, timestamps ISO 8601 in UTC
+    to the millisecond as pandas wrote them.
+    """
+    import json
+
+    keys = [str(c) for c in frame.columns]
+    return "".join(
+        json.dumps(dict(zip(keys, map(_json_cell, row), strict=True)), separators=(",", ":")) + "\n"
+        for row in frame.itertuples(index=False, name=None)
     )
+
+
+def write_jsonl_atomic(frame: pd.DataFrame, path: str | Path) -> Path:
+    """``frame`` as JSON lines (:func:`jsonl_text`), atomically; compressed by suffix."""
+    from pandas.io.common import get_handle
+
+    text = jsonl_text(frame)
+
+    def write(tmp: Path) -> None:
+        with get_handle(tmp, "w", encoding="utf-8", compression=_compression(path)) as handle:  # type: ignore[arg-type]
+            handle.handle.write(text)
+
+    return atomic_write(path, write)
 
 
 def write_frame(frame: pd.DataFrame, path: str | Path, fmt: str = "csv", **to_csv: object) -> Path:
