@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers_cli import flat
 from helpers_cli import run_triage as triage
 
 from triage.core.errors import InputError
@@ -254,3 +255,18 @@ def test_series_asked_for_is_compared_stripped_like_the_file_ids(tmp_path):
     res = triage("sample", "--data", str(data), "--budget", "1", "--series", " a")
     assert res.returncode == 0, res.stderr
     assert "a: 2 of 3 commits measured" in res.stdout
+
+
+def test_culprit_says_when_its_answer_is_not_settled(tmp_path):
+    """A bayes search stopped short of its confidence target says so; a settled one does not."""
+    data = _partial(tmp_path / "p.csv", extra=())
+    oracle = _oracle(tmp_path / "oracle.csv", {i: 1.0 + 0.5 * (i >= 31) for i in range(60)})
+    args = ("culprit", "--data", str(data), "--before", "c20", "--after", "c40", "--oracle", str(oracle),
+            "--strategy", "bayes")
+    short = triage(*args, "--max-measurements", "1")
+    assert short.returncode == 0, short.stdout + short.stderr
+    assert "not settled: the search stopped at confidence" in flat(short.stdout)
+    assert "short of its 0.95 target (--max-measurements reached)" in flat(short.stdout)
+    settled = triage(*args)
+    assert settled.returncode == 0, settled.stdout + settled.stderr
+    assert "culprit: c31" in settled.stdout and "not settled" not in settled.stdout

@@ -229,7 +229,7 @@ def culprit(
     import pandas as pd
 
     from triage.sampling import STRATEGIES, find_culprit, levels_around
-    from triage.sampling.culprit import neighbour_spread
+    from triage.sampling.culprit import CONFIDENCE, neighbour_spread
     from triage.sampling.partial import read_partial
 
     check_choice("--strategy", strategy, STRATEGIES)
@@ -335,6 +335,15 @@ def culprit(
         markup=False,
         highlight=False,
     )
+    if strategy == "bayes" and search.confidence < CONFIDENCE:
+        # The answer is then only the likeliest place: say so rather than let it read as settled.
+        say.print(
+            f"not settled: the search stopped at confidence {search.confidence:.2f}, short of its "
+            f"{CONFIDENCE:.2f} target ({'--max-measurements reached' if max_measurements is not None and len(search.measured) >= max_measurements else 'no commit left that would settle it'}); "
+            "measure the commits beside the culprit, or measure again where readings disagree",
+            markup=False,
+            highlight=False,
+        )
     # The step in noise scales is what decides whether any search can succeed (BENCHMARKS.md,
     # "Culprit search": success by shift / noise); say so when it is small.
     ratio = abs(new - old) / sigma if sigma > 0 else float("inf")

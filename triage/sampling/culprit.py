@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 STRATEGIES = ("bisect", "bayes")
+#: The posterior mass near one position at which the ``bayes`` search stops (its default ``confidence``).
+CONFIDENCE = 0.95
 
 
 def levels_around(left, right) -> tuple[float, float, float]:
@@ -100,7 +102,7 @@ def find_culprit(
     sigma: float,
     *,
     strategy: str = "bisect",
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
     max_measurements: int | None = None,
     tolerance: int = 0,
     dof: float = 1.0,
