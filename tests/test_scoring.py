@@ -62,6 +62,8 @@ def test_detector_candidates_scored_through_the_cli(dataset, data_file, model_di
     result = runner.invoke(app, ["score", "--data", str(data_file), "--candidates", str(cand_file),
                                  "--model", str(model_dir), "--out", str(out)])
     assert result.exit_code == 0, result.output
+    # our own candidates file is not named as a layout ("(candidates)" read as a stutter)
+    assert f"{len(cands)} candidates" in result.output and "(candidates" not in result.output
     scored = pd.read_csv(out, keep_default_na=False)
     assert len(scored) == len(cands)
     # The detector's own fields are kept, in front, unchanged.
@@ -166,7 +168,7 @@ def test_otava_json_report(otava_data, model_dir, tmp_path):
     result = runner.invoke(app, ["score", "--data", str(path), "--candidates", str(report),
                                  "--model", str(model_dir), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "otava-json" in result.output
+    assert "4 candidates (otava-json file)" in result.output
     scored = pd.read_csv(out, keep_default_na=False)
     assert scored["series_id"].unique().tolist() == ["throughput"]
     assert scored["index"].tolist() == indices

@@ -180,11 +180,13 @@ def score(
         how = f"recall {target_recall:g} on {n:,} triaged candidates of --data"
     elif threshold is not None:
         cut, how = threshold, "fixed"
-    with console.status(f"scoring {len(table):,} candidates ({table.layout})"), joblib_on(scheduler, n_jobs) as jobs:
+    # the file's layout is news only when it is another tool's ("56 candidates (candidates)" read as a stutter)
+    source = "" if table.layout == "candidates" else f" ({table.layout} file)"
+    with console.status(f"scoring {len(table):,} candidates{source}"), joblib_on(scheduler, n_jobs) as jobs:
         scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top, n_jobs=jobs)
     n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
     view = scored.rename(columns={f"triage_{c}": c for c in ("p_true", "classification", "explanation")})
-    console.print(decision_table(view, f"{len(scored):,} candidates ({table.layout})", show, extra=("index",), wide=console.width >= 110,
+    console.print(decision_table(view, f"{len(scored):,} candidates{source}", show, extra=("index",), wide=console.width >= 110,
                                  width=console.width))
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})"
                   f"{_not_scorable_note(scored['triage_p_true' if 'triage_p_true' in scored else 'p_true'], cut)}", soft_wrap=True)
