@@ -30,6 +30,14 @@ def test_train_writes_a_loadable_model(matrix_file, tmp_path):
     assert clf.manifest_["window"] == 4
     assert clf.threshold_policy_ == "recall:0.9"
     assert clf.estimator_.n_estimators == 20
+    assert "(recall:0.9)" in res.output
+
+
+def test_train_calls_a_fixed_threshold_fixed(matrix_file, tmp_path):
+    res = CliRunner().invoke(app, ["train", "--matrix", str(matrix_file), "--out", str(tmp_path / "m"), "--window", "4",
+                                   "--threshold", "0.5", "--param", "n_estimators=20", "--no-track"])
+    assert res.exit_code == 0, res.output
+    assert "0.500 (fixed)" in res.output and "(0.5)" not in res.output
 
 
 @pytest.mark.parametrize("kind", ["xgb", "svm"])

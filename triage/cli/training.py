@@ -257,7 +257,7 @@ def train(
         if m in result.metrics:
             lo, hi = result.metrics.get(f"{m}_ci_low"), result.metrics.get(f"{m}_ci_high")
             table.add_row(m, f"{result.metrics[m]:.3f}", f"[{lo:.3f}, {hi:.3f}]" if lo is not None else "")
-    table.add_row("threshold", f"{clf.threshold_:.3f} ({clf.threshold_policy_})", "")
+    table.add_row("threshold", f"{clf.threshold_:.3f} ({_policy_words(clf.threshold_policy_)})", "")
     table.add_row("final fit", f"{clf.fit_seconds_:.1f} s", "")
     console.print(table)
     for warning in result.warnings:
@@ -266,6 +266,15 @@ def train(
     if result.run:
         reg = f", registered {result.run['registered']} v{result.run['version']}" if result.run["registered"] else ""
         console.print(f"MLflow run {result.run['run_id']}{escape(reg)} ({escape(str(result.run['tracking_uri']))})")
+
+
+def _policy_words(policy: str) -> str:
+    """How the threshold was set: a fixed number says "fixed" (was "0.500 (0.5)"), a learned policy its spec."""
+    try:
+        float(policy)
+    except (TypeError, ValueError):
+        return str(policy)
+    return "fixed"
 
 
 def _check_feature_set(path: Path | None, window: str | int) -> None:
