@@ -59,7 +59,8 @@ def _cpd_scores(dataset: Dataset, found: dict[str, list[int]]) -> tuple[float, f
     from triage.core.metrics import f_measure
 
     scores = [f_measure({1: h.true_change_points().tolist()}, found.get(h.series_id, []), margin=5) for h in dataset]
-    return tuple(float(np.mean([getattr(s, k) for s in scores])) for k in ("f", "precision", "recall"))
+    f1, precision, recall = (float(np.mean([getattr(s, k) for s in scores])) for k in ("f", "precision", "recall"))
+    return f1, precision, recall
 
 
 def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR, console: Console | None = None) -> Path:
@@ -101,8 +102,8 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
         table.add_column(col, no_wrap=col != "threshold")
     online_dir = bundled_model_dir(ONLINE_MODEL, models_dir)
     scoring_dir = bundled_model_dir(SCORING_MODEL, models_dir)
-    for d in (adaptive_dir, scoring_dir, online_dir):
-        clf = load_classifier(d)
+    for model_dir in (adaptive_dir, scoring_dir, online_dir):
+        clf = load_classifier(model_dir)
         m = clf.manifest_
         metrics = m.get("metrics", {})
         own = detector_threshold(clf, "perfherder")
@@ -110,7 +111,7 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
         cut = (f"per detector, perfherder {own:.2f}" if own is not None
                else f"{m['threshold']['value']:.2f} {m['threshold']['policy']}")
         table.add_row(
-            d.name,
+            model_dir.name,
             "candidates" if candidate_windowing(clf) else str(m.get("window")),
             f"{m['n_train']['fit']:,}",
             _figure(metrics.get("auc")),

@@ -20,7 +20,14 @@ import time
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 STEPS = 10  # plain-line progress: one line per tenth
 QUIET_SECONDS = 2.0  # plain lines start only once a job has run this long: short jobs stay silent
@@ -38,7 +45,7 @@ class JobProgress:
         self._printed = 0  # tenths already printed (plain mode)
         self._started = time.perf_counter()
         self._bar: Progress | None = None
-        self._task = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> JobProgress:
         self._started = time.perf_counter()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -21,7 +22,7 @@ from triage.core.history import Dataset
 TABLE_FORMATS = ("csv", "json")
 
 
-def writes_stdout(path: object) -> bool:
+def writes_stdout(path: str | Path | None) -> bool:
     """True when writing ``path`` puts the bytes on this process's standard output.
 
     ``-``, and ``/dev/stdout`` or any other name of the file, pipe or terminal
@@ -38,7 +39,7 @@ def writes_stdout(path: object) -> bool:
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
-def console_for(out: object) -> Console:
+def console_for(out: str | Path | None) -> Console:
     """Where a command's human-readable lines go: stderr when its data goes to stdout (``--out -``, ``/dev/stdout``)."""
     return Console(stderr=True) if writes_stdout(out) else Console()
 

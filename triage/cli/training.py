@@ -39,6 +39,7 @@ from triage.cli.validation import (
     check_threshold_policy,
 )
 from triage.core.errors import InputError
+from triage.core.history import Dataset
 from triage.distributed import joblib_on
 from triage.features.windows import CANDIDATE_MAX_LEN
 
@@ -100,7 +101,7 @@ def _check_matrix_cells(matrix, path: Path, first_row: int) -> None:
             raise InputError(path, int(bad[0]) + first_row, f"{column} {values.iloc[bad[0]]!r} is not a number")
 
 
-def dataset_of(data: Path | None, preset: str | None, seed: int):
+def dataset_of(data: Path | None, preset: str | None, seed: int) -> Dataset:
     """The dataset from --data or --preset (exactly one)."""
     if (data is None) == (preset is None):
         raise typer.BadParameter("give exactly one of --data, --preset or --matrix")
@@ -113,6 +114,7 @@ def dataset_of(data: Path | None, preset: str | None, seed: int):
             raise typer.BadParameter(str(exc)) from None
     from triage.loaders import load
 
+    assert data is not None  # exactly one of data and preset, checked above
     return load(data)
 
 
@@ -483,11 +485,12 @@ def models_list(
         table.add_column(col, justify="right" if col in ("AUC", "rows") else "left", overflow="fold",
                          no_wrap=col != "window", min_width=len(col) if col == "window" else None)
     for r in rows:
-        auc = r.get("auc")
+        auc, aliases = r.get("auc"), r["aliases"]
+        tags = [f"@{a}" for a in aliases] if isinstance(aliases, list) else []
         table.add_row(
-            r["name"], "\n".join([r["version"], *(f"@{a}" for a in r["aliases"])]), str(r.get("window") or ""),
+            str(r["name"]), "\n".join([str(r["version"]), *tags]), str(r.get("window") or ""),
             f"{auc:.3f}" if isinstance(auc, float) else "", f"{r['n_train']:,}" if r.get("n_train") else "",
-            str(r.get("data_hash") or "")[:7], (r["run_id"] or "")[:7],
+            str(r.get("data_hash") or "")[:7], str(r["run_id"] or "")[:7],
         )
     console.print(table if rows else "no registered models")
     if labels is not None:

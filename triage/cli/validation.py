@@ -147,7 +147,8 @@ def check_output_dir(option: str, path: Path) -> Path:
     """A directory to write into: absent (it will be made) or a directory, never a file."""
     if path.exists() and not path.is_dir():
         raise typer.BadParameter(f"{path} exists and is not a directory", param_hint=option)
-    return check_not_in_model_dir(option, path)
+    check_not_in_model_dir(option, path)
+    return path
 
 
 def check_not_in_model_dir(option: str, path: Path | None) -> Path | None:
