@@ -210,7 +210,7 @@ def write_jsonl_atomic(frame: pd.DataFrame, path: str | Path) -> Path:
     text = jsonl_text(frame)
 
     def write(tmp: Path) -> None:
-        with get_handle(tmp, "w", encoding="utf-8", compression=_compression(path)) as handle:  # type: ignore[arg-type]
+        with get_handle(tmp, "w", encoding="utf-8", compression=_compression(path)) as handle:
             handle.handle.write(text)
 
     return atomic_write(path, write)
@@ -227,7 +227,10 @@ def write_frame(frame: pd.DataFrame, path: str | Path, fmt: str = "csv", **to_cs
 
 def write_text_atomic(text: str, path: str | Path, *, fsync: bool = False) -> Path:
     """Write ``text`` (UTF-8) to ``path``, atomically."""
-    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), fsync=fsync)
+    def write(tmp: Path) -> None:
+        tmp.write_text(text, encoding="utf-8")
+
+    return atomic_write(path, write, fsync=fsync)
 
 
 # Linux renameat2(RENAME_EXCHANGE): swaps two paths in one step.
@@ -235,15 +238,19 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
+#: libc's renameat2, looked up on first use: ``[]`` not yet, ``[None]`` unsupported, ``[fn]``.
+_RENAMEAT2: list[Callable[..., int] | None] = []
+
+
 def _exchange(a: Path, b: Path) -> bool:
     """Atomically swap two existing paths (Linux renameat2); False if unsupported."""
-    if not hasattr(_exchange, "fn"):
-        fn = None
+    if not _RENAMEAT2:
+        found = None
         if platform.system() == "Linux":
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            fn = getattr(libc, "renameat2", None)
-        _exchange.fn = fn
-    fn = _exchange.fn
+            found = getattr(libc, "renameat2", None)
+        _RENAMEAT2.append(found)
+    fn = _RENAMEAT2[0]
     if fn is None:
         return False
     rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
