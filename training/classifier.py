@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -96,7 +97,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         model: str = "rf",
         features: str | Path | Sequence[str] | None = None,
         threshold: object = "0.5",
-        class_weight: str | None = "balanced",
+        class_weight: str | dict[Any, float] | None = "balanced",
         calibration: str = "auto",
         validation_size: float = 0.1,
         search: int | None = None,
@@ -184,17 +185,21 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
 
         params = self._resolved_params()
         if self.search:
-            params = self._search(params, X_fit, y_fit, g_fit)
+            params = self._search(params, X_fit, y_fit, g_fit, int(self.search))
         self.params_ = params
         self.estimator_ = self._build(params)
         self.estimator_.fit(X_fit, y_fit, **self._kind.fit_params(self.class_weight, y_fit))
 
         self.calibrator_ = None
         if calibration != "none":
+            # Validation data is held out above whenever calibration is on.
+            assert X_val is not None and y_val is not None
             self.calibrator_ = _fit_calibrator(calibration, self._raw_score(X_val), y_val)
         if isinstance(policy, Fixed):
             self.threshold_ = policy.value
         else:
+            # A learned policy needs validation data (``needs_validation``), held out above.
+            assert X_val is not None and y_val is not None
             self.threshold_ = choose_threshold(policy, y_val, self._positive_proba(X_val))
         self.threshold_policy_ = policy.spec()
         self.n_train_ = {
@@ -229,7 +234,9 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             return "sigmoid"
         return "none" if method == "auto" else method
 
-    def _training_arrays(self, X, y, groups):
+    def _training_arrays(
+        self, X, y, groups
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, list[str] | None]:
         """(X float64 (n, p), y in {0,1} (n,), groups or None, classes_, feature names or None)."""
         if isinstance(X, pd.DataFrame) and y is None:
             td = matrix.training_data(X, self.features)
@@ -293,7 +300,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             params, class_weight=self.class_weight, random_state=self.random_state, n_jobs=self.n_jobs
         )
 
-    def _search(self, params, X, y, groups) -> dict[str, object]:
+    def _search(self, params, X, y, groups, n_iter: int) -> dict[str, object]:
         from sklearn.model_selection import (
             RandomizedSearchCV,
             StratifiedGroupKFold,
@@ -311,7 +318,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         search = RandomizedSearchCV(
             est,
             {prefix + k: v for k, v in kind.search_space.items()},
-            n_iter=int(self.search),
+            n_iter=n_iter,
             scoring="roc_auc",
             cv=cv,
             random_state=self.random_state,
@@ -327,8 +334,9 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ prediction
 
     def _predict_array(self, X) -> np.ndarray:
-        if isinstance(X, pd.DataFrame) and getattr(self, "feature_names_", None) is not None:
-            return matrix.feature_array(X, self.feature_names_)
+        names: list[str] | None = getattr(self, "feature_names_", None)
+        if isinstance(X, pd.DataFrame) and names is not None:
+            return matrix.feature_array(X, names)
         Xa = _as_2d_float(X.to_numpy() if isinstance(X, pd.DataFrame) else X)
         if Xa.shape[1] != self.n_features_in_:
             raise ValueError(

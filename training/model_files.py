@@ -56,6 +56,7 @@ import zipfile
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any, NotRequired, TypedDict, cast
 
 import numpy as np
 
@@ -86,6 +87,47 @@ ESTIMATOR_TYPES: dict[str, tuple[str, ...]] = {
     "svm": ("Pipeline",),
     "xgb": ("XGBClassifier",),
 }
+
+
+class ManifestThreshold(TypedDict):
+    policy: str
+    value: float
+
+
+class ManifestFiles(TypedDict):
+    estimator: str
+    calibrator: NotRequired[str | None]
+
+
+class Manifest(TypedDict):
+    """A manifest as :func:`verify_model_dir` returns it, its values checked.
+
+    The keys :func:`check_compatible` requires are always there; the others
+    are read with ``.get``. ``params`` are the underlying model's own
+    parameters, any values its estimator takes.
+    """
+
+    format: str
+    format_version: int
+    model: str
+    files: ManifestFiles
+    classes: list[object]
+    n_features: int
+    threshold: ManifestThreshold
+    params: dict[str, Any]
+    libraries: dict[str, str | None]
+    features: NotRequired[list[str] | None]
+    window: NotRequired[str | int | None]
+    class_weight: NotRequired[str | dict[str, float] | None]
+    random_state: NotRequired[int | None]
+    created: NotRequired[str]
+    calibration: NotRequired[str | None]
+    feature_set_file: NotRequired[str | None]
+    data_hash: str
+    n_train: dict[str, int]
+    metrics: NotRequired[dict[str, object]]
+    extra: NotRequired[dict[str, object]]
+    run_id: NotRequired[str]
 
 
 class ModelFileError(InputError):
@@ -357,13 +399,13 @@ def load_model(path: str | Path) -> TriageClassifier:
         raise ModelFileError(
             path, f"{files['estimator']} holds a {type(estimator).__name__}, not a {kind.name} model: the manifest does not match"
         )
-    calibrator = _load_skops(path, files["calibrator"]) if files.get("calibrator") else None
+    calibrator = _load_skops(path, name) if (name := files.get("calibrator")) else None
 
     threshold = manifest["threshold"]
     try:
         clf = TriageClassifier(
             model=manifest["model"],
-            features=manifest["features"],
+            features=manifest.get("features"),
             threshold=threshold["policy"],
             class_weight=manifest.get("class_weight"),
             random_state=manifest.get("random_state"),
@@ -374,20 +416,20 @@ def load_model(path: str | Path) -> TriageClassifier:
     clf.estimator_ = estimator
     clf.calibrator_ = calibrator
     clf.classes_ = np.array(manifest["classes"], dtype=object if isinstance(manifest["classes"][0], str) else None)
-    clf.feature_names_ = manifest["features"]
+    clf.feature_names_ = manifest.get("features")
     if clf.feature_names_ is not None:
         clf.feature_names_in_ = np.asarray(clf.feature_names_, dtype=object)
     clf.n_features_in_ = int(manifest["n_features"])
     clf.threshold_ = float(threshold["value"])
     clf.threshold_policy_ = str(threshold["policy"])
     clf.params_ = dict(manifest["params"])
-    clf.data_hash_ = manifest.get("data_hash")
-    clf.n_train_ = manifest.get("n_train")
+    clf.data_hash_ = manifest["data_hash"]
+    clf.n_train_ = manifest["n_train"]
     clf.manifest_ = manifest
     return clf
 
 
-def verify_model_dir(path: str | Path) -> dict[str, object]:
+def verify_model_dir(path: str | Path) -> Manifest:
     """Check checksums and compatibility of a model directory; return its manifest."""
     path = Path(path)
     if not path.is_dir():
@@ -399,7 +441,7 @@ def verify_model_dir(path: str | Path) -> dict[str, object]:
         raise ModelFileError(path, f"unreadable manifest.json: {exc}") from None
     check_compatible(manifest, path)
     _check_manifest_files(manifest, path)
-    return manifest
+    return cast(Manifest, manifest)  # its keys and values checked just above
 
 
 def _check_entry(path: Path, name: str) -> os.stat_result:
@@ -471,6 +513,24 @@ def _check_manifest_files(manifest: dict, path: Path) -> None:
     window = manifest.get("window")
     if window is not None and window != "adaptive" and (isinstance(window, bool) or not isinstance(window, int) or window < 0):
         raise ModelFileError(path, f"manifest window {window!r} is not 'adaptive' or an integer >= 0")
+    # What load_model hands the classifier's constructor or sets as its fitted state.
+    class_weight = manifest.get("class_weight")
+    if not (class_weight in ("balanced", None) or (
+        isinstance(class_weight, dict) and all(_is_number(w) for w in class_weight.values())
+    )):
+        raise ModelFileError(path, f"manifest class_weight {class_weight!r} is not 'balanced', an object or null")
+    random_state = manifest.get("random_state")
+    if random_state is not None and (isinstance(random_state, bool) or not isinstance(random_state, int)):
+        raise ModelFileError(path, f"manifest random_state {random_state!r} is not an integer or null")
+    if not isinstance(manifest["data_hash"], str):
+        raise ModelFileError(path, "manifest data_hash must be text")
+    n_train = manifest["n_train"]
+    if not isinstance(n_train, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in n_train.values()):
+        raise ModelFileError(path, "manifest n_train must be an object of counts")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _verify_checksums(path: Path) -> None:
@@ -507,7 +567,7 @@ def check_compatible(manifest: object, path: str | Path = "<manifest>") -> None:
     version = manifest.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise ModelFileError(path, f"model format version {version!r}; this version reads up to {FORMAT_VERSION}")
-    for key in ("model", "files", "classes", "n_features", "threshold", "params", "libraries"):
+    for key in ("model", "files", "classes", "n_features", "threshold", "params", "libraries", "data_hash", "n_train"):
         if key not in manifest:
             raise ModelFileError(path, f"manifest lacks {key!r}")
     if manifest["model"] not in MODELS:

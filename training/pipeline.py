@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,9 @@ from triage.training.model_files import (
     stage_model,
 )
 
+if TYPE_CHECKING:
+    from triage.training.tracking import TrainingRun
+
 #: Fewer held-out candidates of a class than this and the metrics are anecdotes.
 MIN_HELDOUT_PER_CLASS = 30
 #: An AUC interval wider than this does not tell a useful model from chance.
@@ -62,8 +66,17 @@ class TrainResult:
     model_dir: Path
     metrics: dict[str, float]
     test: tuple[np.ndarray, np.ndarray] | None
-    run: dict[str, object] | None
+    run: TrainingRun | None
     warnings: list[str]
+
+
+class ManifestArgs(TypedDict):
+    """What :func:`train` puts into the manifest beside the classifier (:func:`save_model`'s keywords)."""
+
+    window: str | int | None
+    metrics: dict[str, object]
+    feature_set_file: str | None
+    extra: dict[str, object]
 
 
 def data_warnings(metrics: Mapping[str, float], test: tuple[np.ndarray, np.ndarray] | None) -> list[str]:
@@ -151,7 +164,8 @@ def train(
                              + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""))
     td = training_data(matrix, columns)
     feature_set_file = str(features) if isinstance(features, str | Path) else None
-    params = dict(model_params or {})
+    # The underlying model's own parameters: any values its estimator takes.
+    params: dict[str, Any] = dict(model_params or {})
     if monotone_shifts:
         from triage.training.model_kinds import monotone_increasing
 
@@ -184,15 +198,15 @@ def train(
 
     clf = make().fit(matrix)
     metrics["fit_seconds"] = float(clf.fit_seconds_)
-    manifest_args = {
-        "window": window,
-        "metrics": {**metrics, "heldout": f"grouped, {test_size:.0%} of series" if test_size > 0 else "none"},
-        "feature_set_file": feature_set_file,
-        "extra": dict(extra or {}),
-    }
+    manifest_args = ManifestArgs(
+        window=window,
+        metrics={**metrics, "heldout": f"grouped, {test_size:.0%} of series" if test_size > 0 else "none"},
+        feature_set_file=feature_set_file,
+        extra=dict(extra or {}),
+    )
     warnings = data_warnings(metrics, test)
     if not track:
-        model_dir = save_model(clf, out, **manifest_args)  # type: ignore[arg-type]
+        model_dir = save_model(clf, out, **manifest_args)
         return TrainResult(classifier=clf, model_dir=model_dir, metrics=metrics, test=test, run=None,
                            warnings=warnings)
 
@@ -201,7 +215,7 @@ def train(
     from triage.training.tracking import log_training_run, training_run
 
     with training_run(out, tracking_uri) as run_id:
-        staged = stage_model(clf, out, run_id=run_id, **manifest_args)  # type: ignore[arg-type]
+        staged = stage_model(clf, out, run_id=run_id, **manifest_args)
         try:
             run = log_training_run(
                 clf,

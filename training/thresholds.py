@@ -17,6 +17,7 @@ Spellings accepted by :func:`parse_policy` (and so by ``threshold=``):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +51,10 @@ class MaxFBeta:
 
 
 Policy = Fixed | TargetRecall | MaxFBeta
+
+#: A detector + triage on validation series: threshold -> (F1, recall), carrying
+#: the validation probabilities as its ``candidates`` attribute.
+Evaluator = Callable[[float], tuple[float, float]]
 
 
 def parse_policy(spec: object) -> Policy:
@@ -131,7 +136,7 @@ def choose_threshold(policy: Policy, y_true: np.ndarray, proba: np.ndarray) -> f
 
 
 def choose_detector_thresholds(
-    evaluators: dict[str, object], recall_kept: float = 0.95, grid: int = 60
+    evaluators: Mapping[str, Evaluator], recall_kept: float = 0.95, grid: int = 60
 ) -> dict[str, float]:
     """Per detector, the validation threshold that never lowers the detector's F1.
 
@@ -148,14 +153,14 @@ def choose_detector_thresholds(
     """
     out: dict[str, float] = {}
     for name, evaluate in evaluators.items():
-        base_f, base_r = evaluate(0.0)  # type: ignore[operator]
+        base_f, base_r = evaluate(0.0)
         probs = np.asarray(getattr(evaluate, "candidates", np.empty(0)), dtype=float)
         probs = np.unique(probs[probs > 0])
         if probs.size > grid:
             probs = np.unique(np.quantile(probs, np.linspace(0.0, 1.0, grid)))
         best_f, best_t = base_f, 0.0
         for t in probs:
-            f, r = evaluate(float(t))  # type: ignore[operator]
+            f, r = evaluate(float(t))
             if r >= recall_kept * base_r - 1e-12 and f > best_f + 1e-12:
                 best_f, best_t = f, float(t)
         out[name] = best_t
@@ -163,7 +168,7 @@ def choose_detector_thresholds(
 
 
 def choose_detector_thresholds_grouped(
-    groups: dict[str, dict[str, object]], recall_kept: float = 0.95, grid: int = 60
+    groups: Mapping[str, Mapping[str, Evaluator]], recall_kept: float = 0.95, grid: int = 60
 ) -> dict[str, float]:
     """Per detector, a threshold that raises F1 on *every* group, else 0.
 
@@ -197,7 +202,7 @@ def choose_detector_thresholds_grouped(
             if probs.size == 0:
                 continue  # nothing to keep or drop: this group says nothing
             pooled.append(probs)
-            looks.append((evaluate, *evaluate(0.0)))  # type: ignore[operator]
+            looks.append((evaluate, *evaluate(0.0)))
         if not looks:
             out[name] = 0.0
             continue
@@ -210,7 +215,7 @@ def choose_detector_thresholds_grouped(
         for t in probs:
             gains = []
             for evaluate, base_f, base_r in looks:
-                f, r = evaluate(float(t))  # type: ignore[operator]
+                f, r = evaluate(float(t))
                 if r < recall_kept * base_r - 1e-12 or f <= base_f + 1e-12:
                     break
                 gains.append(f - base_f)

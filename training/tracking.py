@@ -44,6 +44,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TypedDict, cast
 
 import numpy as np
 import pandas as pd
@@ -206,6 +207,16 @@ def _flat_params(params: Mapping[str, object], prefix: str = "") -> dict[str, st
     return out
 
 
+class TrainingRun(TypedDict):
+    """What :func:`log_training_run` logged: the run, the pyfunc model and its registered version."""
+
+    run_id: str
+    model_uri: str
+    registered: str | None
+    version: str | None
+    tracking_uri: str
+
+
 def log_training_run(
     clf,
     model_dir: str | Path,
@@ -219,7 +230,7 @@ def log_training_run(
     experiment: str = TRAIN_EXPERIMENT,
     run_name: str | None = None,
     run_id: str | None = None,
-) -> dict[str, object]:
+) -> TrainingRun:
     """Log a trained model and its held-out results; optionally register it.
 
     ``model_dir`` is the saved model (:func:`training.model_files.save_model`),
@@ -518,7 +529,7 @@ def resolve_registry_uri(uri: str, tracking_uri: str | None = None, cache: str |
         try:
             mv = client.get_model_version_by_alias(name, alias) if at else client.get_model_version(name, version)
         except MlflowException:
-            known = [f"{r['version']}" + (f" (@{', @'.join(r['aliases'])})" if r["aliases"] else "")
+            known = [f"{r['version']}" + (f" (@{', @'.join(cast(list[str], r['aliases']))})" if r["aliases"] else "")
                      for r in list_models(tracking_uri) if r["name"] == name]
             what = f"its versions: {', '.join(known)}" if known else "no such registered model"
             raise TrackingError(f"{uri}: not found ({what})", store) from None
@@ -556,7 +567,7 @@ def promote(name: str, version: str | int, alias: str = "champion", tracking_uri
         with store_errors(uri):
             client.get_model_version(name, str(version))
     except (MlflowException, TrackingError):
-        known = [r["version"] for r in list_models(tracking_uri) if r["name"] == name]
+        known = [str(r["version"]) for r in list_models(tracking_uri) if r["name"] == name]
         what = f"versions {', '.join(known)}" if known else "no such registered model"
         raise TrackingError(f"model {name!r} has no version {version} ({what})", uri) from None
     with store_errors(uri):
