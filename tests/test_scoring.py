@@ -375,6 +375,20 @@ def test_points_given_in_code_repeats_and_an_empty_table(dataset, clf):
     assert len(empty) == 0 and {"p_true", "classification"} <= set(empty.columns)
 
 
+def test_a_hand_built_candidate_without_commit_or_index_is_an_input_error(dataset):
+    """Was a TypeError (None compared with 0) from resolve, i.e. an internal error."""
+    import pandas as pd
+
+    from triage.candidate_files import CandidateTable
+
+    h = list(dataset)[0]
+    table = CandidateTable(pd.DataFrame({"series_id": [h.series_id]}), [(h.series_id,)], [None], [None], [2],
+                           "candidates", "hand.csv")
+    with pytest.raises(InputError) as info:
+        resolve(dataset, table)
+    assert info.value.row == 2 and "neither a commit nor an index" in info.value.problem
+
+
 def test_nan_in_the_data_is_an_input_error_naming_the_row(tmp_path):
     data = _write(tmp_path, "series_id,commit,value\ns,a,1\ns,b,NaN\ns,c,2\n", "nan.csv")
     with pytest.raises(InputError) as info:

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,10 +82,10 @@ class CandidateTable:
     """
 
     fields: pd.DataFrame
-    keys: list[tuple[str, ...]]
-    commits: list[str | None]
-    indices: list[int | None]
-    rows: list[int]
+    keys: Sequence[tuple[str, ...]]
+    commits: Sequence[str | None]
+    indices: Sequence[int | None]
+    rows: Sequence[int]
     layout: str
     source: str
 
@@ -392,6 +393,8 @@ def resolve(dataset: Dataset, table: CandidateTable) -> tuple[list[str], np.ndar
                     table.source, row, f"index {idx} disagrees with commit {commit!r}, which is at index {pos} of {sid!r}"
                 )
         else:
+            if idx is None:  # every reader gives a commit or an index; a hand-built table may not
+                raise InputError(table.source, row, f"a candidate of {sid!r} with neither a commit nor an index")
             if not 0 <= idx < len(h):
                 raise InputError(table.source, row, f"index {idx} is outside series {sid!r} (0..{len(h) - 1})")
             pos = idx
