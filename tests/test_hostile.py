@@ -175,7 +175,7 @@ CASES: list[tuple[str, list[str], str | None, int, str]] = [
     # data commands and readers
     ("synth-seed-negative", ["synth", "--out", "{synth}", "--seed", "-1"], None, 2, "--seed"),
     ("synth-out-is-a-file", ["synth", "--out", "{afile.txt}"], None, 2, "not a directory"),
-    ("synth-unknown-preset", ["synth", "--out", "{synth}", "--preset", "nope"], None, 2, "unknown preset"),
+    ("synth-unknown-preset", ["synth", "--out", "{synth}", "--preset", "nope"], None, 2, "Invalid value for --preset"),
     ("summary-subnormal-values", ["summary", "--data", "{subnormal.csv}"], None, 2, "row 6: value 1e-308 is outside"),
     ("summary-huge-values", ["summary", "--data", "{huge.csv}"], None, 2, "row 6: value 1e+308 is outside"),
     ("summary-huge-negative", ["summary", "--data", "{huge_neg.csv}"], None, 2, "outside the usable range"),

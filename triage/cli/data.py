@@ -41,16 +41,14 @@ def synth(
     fmt: str = typer.Option("parquet", "--format", help="parquet or csv."),
 ) -> None:
     """Generate a synthetic dataset with ground truth in the long layout."""
-    from triage.cli.validation import check_int, check_output_dir
-
-    check_int("--seed", seed, low=0, high=2**32 - 1)
-    check_output_dir("--out", out)
+    from triage.cli.validation import check_choice, check_int, check_output_dir
     from triage.synthetic import PRESETS, write_synthetic
 
-    if preset not in PRESETS:
-        raise InputError(None, None, f"unknown preset {preset!r} (known: {', '.join(PRESETS)})")
-    if fmt not in ("parquet", "csv"):
-        raise InputError(None, None, f"unknown format {fmt!r} (use parquet or csv)")
+    check_int("--seed", seed, low=0, high=2**32 - 1)
+    # bad options are usage errors naming the option, like every other command's
+    check_choice("--preset", preset, tuple(PRESETS))
+    check_choice("--format", fmt, ("parquet", "csv"))
+    check_output_dir("--out", out)
     with console.status(f"generating preset {preset!r} (seed {seed})"):
         path = write_synthetic(out, preset, seed, fmt=fmt)
     console.print(

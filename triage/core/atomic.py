@@ -164,13 +164,30 @@ COMPRESSION_BY_SUFFIX: dict[str, object] = {".gz": {"method": "gzip", "mtime": 0
 
 def _compression(path: str | Path) -> object:
     """pandas' ``compression`` for ``path``: the content is written to a temporary
-    name first, so pandas cannot infer it from the suffix itself."""
-    return COMPRESSION_BY_SUFFIX.get(Path(str(path)).suffix.lower()) if str(path) != "-" else None
+    name first, so pandas cannot infer it from the suffix itself.
+
+    A gzip member's header names ``path`` (``r.csv`` for ``r.csv.gz``), as the
+    ``gzip`` tool writes it, not the temporary file: that random name made two
+    runs' files differ (``mtime`` 0 is there to make them equal) and
+    ``gunzip -N`` restore a hidden ``.r.csv.gz.<random>.tmp``. pandas passes
+    ``filename`` on to :class:`gzip.GzipFile`, so open the temporary file
+    yourself and hand pandas the binary handle.
+    """
+    if str(path) == "-":
+        return None
+    compression = COMPRESSION_BY_SUFFIX.get(Path(str(path)).suffix.lower())
+    if isinstance(compression, dict) and compression.get("method") == "gzip":
+        compression = {**compression, "filename": Path(str(path)).name}
+    return compression
 
 
 def write_csv_atomic(frame: pd.DataFrame, path: str | Path, **to_csv: object) -> Path:
     """``frame.to_csv(path, index=False, **to_csv)``, atomically; ``.gz`` / ``.zst`` compressed by suffix."""
-    return atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, compression=_compression(path), **to_csv))
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as handle:
+            frame.to_csv(handle, index=False, compression=_compression(path), mode="wb", **to_csv)
+
+    return atomic_write(path, write)
 
 
 def _json_cell(value: object) -> object:
@@ -210,7 +227,9 @@ def write_jsonl_atomic(frame: pd.DataFrame, path: str | Path) -> Path:
     text = jsonl_text(frame)
 
     def write(tmp: Path) -> None:
-        with get_handle(tmp, "w", encoding="utf-8", compression=_compression(path)) as handle:
+        with open(tmp, "wb") as binary, get_handle(
+            binary, "w", encoding="utf-8", compression=_compression(path)
+        ) as handle:
             handle.handle.write(text)
 
     return atomic_write(path, write)
