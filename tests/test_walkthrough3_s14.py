@@ -100,3 +100,27 @@ def test_convert_gz_out_twice_same_bytes(tmp_path: Path) -> None:
     code, text = invoke(["convert", "--data", data, "--out", plain])
     assert code == 0, text
     assert gzip.decompress(first) == plain.read_bytes()
+
+
+# ---------------------------------------------------------------- models list: an empty file is no store
+
+
+@pytest.mark.parametrize("kind", ["empty file", "empty database"])
+def test_models_list_leaves_an_empty_file_alone(tmp_path: Path, kind: str) -> None:
+    """README: the commands that only read (`models list`, `models promote`) never create a store."""
+    import sqlite3
+
+    db = tmp_path / "mlruns.db"
+    if kind == "empty file":
+        db.touch()
+    else:
+        con = sqlite3.connect(db)
+        con.execute("PRAGMA user_version = 1")  # a SQLite header, no tables
+        con.commit()
+        con.close()
+    before = db.read_bytes()
+    for args in (["models", "list"], ["models", "promote", "triage-rf-adaptive", "1"]):
+        code, text = invoke([*args, "--tracking-uri", f"sqlite:///{db}"])
+        assert code == 2, text
+        assert "no tracking store yet" in flat(text)
+        assert db.read_bytes() == before  # MLflow's schema was not written into it

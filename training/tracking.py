@@ -127,6 +127,9 @@ def _check_uri(uri: str, existing: bool = False) -> None:
     if head and head != SQLITE_MAGIC:
         raise TrackingError(f"{db} is not a SQLite database", uri)
     tables = _sqlite_tables(db) if head else set()
+    if existing and tables is not None and not tables:
+        # an empty file or database: MLflow would write its whole schema into it, for a command that only reads
+        raise TrackingError(f"{db} holds no tracking store yet (no tables; `triage train` creates one)", uri)
     if tables and not MLFLOW_TABLES <= tables:
         raise TrackingError(f"{db} is a SQLite database but not an MLflow tracking store (its tables: "
                             f"{', '.join(sorted(tables)[:5])}); give another file", uri)
@@ -136,7 +139,8 @@ def _check_uri(uri: str, existing: bool = False) -> None:
 MLFLOW_TABLES = frozenset({"experiments", "runs"})
 
 
-def _sqlite_tables(db: Path) -> set[str]:
+def _sqlite_tables(db: Path) -> set[str] | None:
+    """The names of ``db``'s tables; None when it cannot be read."""
     import sqlite3
 
     try:
@@ -146,7 +150,7 @@ def _sqlite_tables(db: Path) -> set[str]:
         finally:
             con.close()
     except sqlite3.Error:
-        return set()  # unreadable: MLflow's own error says why
+        return None  # unreadable: MLflow's own error says why
 
 
 def _client(uri: str | None, existing: bool = False):
