@@ -124,3 +124,33 @@ def test_models_list_leaves_an_empty_file_alone(tmp_path: Path, kind: str) -> No
         assert code == 2, text
         assert "no tracking store yet" in flat(text)
         assert db.read_bytes() == before  # MLflow's schema was not written into it
+
+
+# ---------------------------------------------------------------- convert: an --out the readers take for another layout
+
+
+@pytest.mark.parametrize("name", ["long.parquet.gz", "long.PARQUET.zst", "long.json", "long.json.gz", "long.js", "long.yaml"])
+def test_convert_refuses_an_out_read_back_as_another_layout(tmp_path: Path, name: str) -> None:
+    """It wrote a (gzipped) CSV under these names, which `triage summary` then refused to read."""
+    data = step_history(tmp_path / "h.csv")
+    code, text = invoke(["convert", "--data", data, "--out", tmp_path / name])
+    assert code == 2, text
+    assert "Invalid value for --out" in flat(text) and "convert writes a long CSV" in flat(text)
+    assert not (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize("name", ["long.csv", "long.csv.gz", "long.csv.zst", "long.parquet", "long.tsv"])
+def test_convert_out_reads_back(tmp_path: Path, name: str) -> None:
+    data = step_history(tmp_path / "h.csv")
+    out = tmp_path / name
+    code, text = invoke(["convert", "--data", data, "--out", out])
+    assert code == 0, text
+    code, text = invoke(["summary", "--data", out, "--format", "json"])
+    assert code == 0, text
+    assert '"series": 1' in text.replace('"series":1', '"series": 1')
+
+
+def test_gzip_header_name_drops_an_upper_case_suffix(tmp_path: Path) -> None:
+    target = tmp_path / "R.CSV.GZ"
+    write_csv_atomic(pd.DataFrame({"value": [1.0]}), target)
+    assert _gzip_header_name(target) == "R.CSV"

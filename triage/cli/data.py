@@ -94,13 +94,32 @@ def summary(
     console.print(dataset_summary(dataset))
 
 
+def _check_long_suffix(out: Path) -> None:
+    """Refuse an ``--out`` whose name the readers take for another layout.
+
+    ``write_long`` writes Parquet for ``.parquet`` and CSV for anything else
+    (compressed by ``.gz`` / ``.zst``): ``x.parquet.gz`` became a gzipped CSV
+    and ``x.json`` a CSV, files that ``triage`` itself then refused to read.
+    """
+    if str(out) == "-":
+        return
+    suffixes = [s.lower() for s in out.suffixes]
+    compressed = bool(suffixes) and suffixes[-1] in (".gz", ".zst")
+    kind = (suffixes[-2] if len(suffixes) >= 2 else "") if compressed else (suffixes[-1] if suffixes else "")
+    if (compressed and kind == ".parquet") or kind in (".json", ".js", ".yaml", ".yml"):
+        raise typer.BadParameter(
+            f"{out.name}: convert writes a long CSV (.csv, .csv.gz, .csv.zst) or an uncompressed .parquet",
+            param_hint="--out",
+        )
+
+
 def convert(
     data: Path = typer.Option(..., "--data", help=DATA_HELP),
     out: Path = typer.Option(
         ...,
         "--out",
         parser=output_file,
-        help="Long-layout file to write: .csv, .parquet or - (CSV on stdout).",
+        help="Long-layout file to write: .csv (.csv.gz, .csv.zst compressed), .parquet or - (CSV on stdout).",
     ),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
     aggregate: str = typer.Option(
@@ -125,6 +144,7 @@ def convert(
     check_choice("--aggregate", aggregate, tuple(AGGREGATES))
     check_choice("--trim-warmup", trim_warmup.strip().lower(), CHOICES)
     check_output_not_input(out, data, alerts, commit_order)
+    _check_long_suffix(out)
     from triage.loaders import write_long
 
     dataset = load(

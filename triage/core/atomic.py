@@ -177,7 +177,7 @@ def _compression(path: str | Path) -> object:
         return None
     compression = COMPRESSION_BY_SUFFIX.get(Path(str(path)).suffix.lower())
     if isinstance(compression, dict) and compression.get("method") == "gzip":
-        compression = {**compression, "filename": Path(str(path)).name}
+        compression = {**compression, "filename": Path(str(path)).name[: -len(".gz")]}  # the suffix in any case
     return compression
 
 
