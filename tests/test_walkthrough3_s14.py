@@ -154,3 +154,28 @@ def test_gzip_header_name_drops_an_upper_case_suffix(tmp_path: Path) -> None:
     target = tmp_path / "R.CSV.GZ"
     write_csv_atomic(pd.DataFrame({"value": [1.0]}), target)
     assert _gzip_header_name(target) == "R.CSV"
+
+
+# ---------------------------------------------------------------- models list at 80 columns
+
+
+def test_models_list_keeps_the_window_whole_at_80_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`triage-svm-adaptive` with an alias folded the window as 'adaptiv' / 'e' in an 80-column terminal."""
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+    from triage.training import tracking
+
+    rows = [
+        {"name": f"triage-{kind}-adaptive", "version": "1", "aliases": ["champion"], "window": "adaptive",
+         "auc": 0.629, "n_train": 62, "data_hash": "a34d18f6", "run_id": "034bcdb2653d"}
+        for kind in ("rf", "svm", "xgb")
+    ]
+    monkeypatch.setattr(tracking, "list_models", lambda uri=None: rows)
+    res = CliRunner().invoke(app, ["models", "list", "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"],
+                             env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert sum("triage-svm-adaptive" in line and " adaptive " in line for line in lines) == 1, res.output
+    assert "adaptiv " not in res.output.replace("adaptive", "")

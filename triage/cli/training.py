@@ -477,7 +477,9 @@ def models_list(
     from triage.training.tracking import list_models, resolve_tracking_uri
 
     rows = list_models(tracking_uri)
-    table = Table(title=Text(f"Registered models ({resolve_tracking_uri(tracking_uri)})"))
+    # pad_edge=False: the two edge spaces let a bundled kind's name (triage-svm-adaptive) and an
+    # @champion fit 80 columns without the window folded mid-word ("adaptiv" / "e").
+    table = Table(title=Text(f"Registered models ({resolve_tracking_uri(tracking_uri)})"), pad_edge=False)
     # A version's aliases sit under it, one per line: as a column of their own, an 80-column
     # terminal squeezed them to nothing (rich shrinks the one wrappable column first).
     for col in ("name", "version", "window", "AUC", "rows", "data", "run"):
