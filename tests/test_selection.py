@@ -278,7 +278,8 @@ def test_cli_bad_window_and_bad_data(tmp_path):
     out = tmp_path / "fs.json"
     result = CliRunner().invoke(app, ["select-features", "--data", str(tmp_path), "--out", str(out), "--window", "wide"])
     # The one window grammar (triage.cli.options.parse_window) words it so.
-    assert result.exit_code == 2 and "an integer >= 0, got 'wide'" in result.output
+    flat = " ".join(result.output.translate(str.maketrans({c: " " for c in "│╭╮╰╯─"})).split())  # rich wraps
+    assert result.exit_code == 2 and "Invalid value for --window: window must be 'adaptive' or an integer >= 0, got 'wide'" in flat
     result = CliRunner().invoke(app, ["select-features", "--data", str(tmp_path / "none.csv"), "--out", str(out)])
     assert isinstance(result.exception, InputError) and "no such file" in str(result.exception)
     assert not out.exists()

@@ -179,3 +179,25 @@ def test_models_list_keeps_the_window_whole_at_80_columns(tmp_path: Path, monkey
     assert max(len(line) for line in lines) <= 80
     assert sum("triage-svm-adaptive" in line and " adaptive " in line for line in lines) == 1, res.output
     assert "adaptiv " not in res.output.replace("adaptive", "")
+
+
+# ---------------------------------------------------------------- select-features / evaluate / train: bad options named
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["select-features", "--metric", "f1"], "Invalid value for --metric: must be one of accuracy, auc, got 'f1'"),
+        (["select-features", "--unit", "x"], "Invalid value for --unit: must be one of column, characteristic"),
+        (["select-features", "--window", "-3"], "Invalid value for --window: window must be >= 0, got -3"),
+        (["evaluate", "--window", "x"], "Invalid value for --window: window must be 'adaptive' or an integer"),
+        (["train", "--window", "-1"], "Invalid value for --window: window must be >= 0, got -1"),
+    ],
+)
+def test_model_building_bad_option_is_named(tmp_path: Path, args: list[str], message: str) -> None:
+    data = step_history(tmp_path / "h.csv")
+    out = tmp_path / ("fs.json" if args[0] == "select-features" else "out")
+    code, text = invoke([*args, "--data", data, "--out", out, *(["--no-track"] if args[0] != "select-features" else [])])
+    assert code == 2, text
+    assert message in flat(text), text
+    assert not out.exists()

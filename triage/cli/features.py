@@ -32,15 +32,18 @@ def select_features_command(
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Parallel fitness evaluations (-1 = all cores).")] = 1,
 ) -> None:
     """Choose the feature subset with a genetic algorithm (Bauer et al., ICPE 2022)."""
-    from triage.cli.validation import check_int, check_n_jobs, check_output_not_input
+    from triage.cli.validation import check_choice, check_int, check_n_jobs, check_output_not_input
 
     check_output_not_input(out, data)
     check_n_jobs(n_jobs)
     check_int("--seed", seed, low=0, high=2**32 - 1)  # numpy's range, checked before the extraction
     # Imported here so that `triage --help` stays fast.
     from triage.features.extract import extract_features
-    from triage.features.feature_sets import save_feature_set
-    from triage.features.selection import GeneticSelector, select_features
+    from triage.features.feature_sets import METRICS, save_feature_set
+    from triage.features.selection import UNITS, GeneticSelector, select_features
+
+    check_choice("--metric", metric, tuple(METRICS))  # the options named, as every bad option is
+    check_choice("--unit", unit, tuple(UNITS))
 
     selector = GeneticSelector(
         population=population,

@@ -14,17 +14,18 @@ from triage.core import params
 from triage.features.windows import ADAPTIVE
 
 
-def parse_window(text: str) -> str | int:
-    """``"adaptive"`` (any case) or a fixed window of ``w >= 0`` commits."""
+def parse_window(text: str, option: str = "--window") -> str | int:
+    """``"adaptive"`` (any case) or a fixed window of ``w >= 0`` commits; an error names ``option``."""
     text = str(text).strip().lower()
     if text == ADAPTIVE:
         return ADAPTIVE
     try:
         w = int(text)
     except ValueError:
-        raise typer.BadParameter(f"window must be 'adaptive' or an integer >= 0, got {text!r}") from None
+        raise typer.BadParameter(f"window must be 'adaptive' or an integer >= 0, got {text!r}",
+                                 param_hint=option) from None
     if w < 0:
-        raise typer.BadParameter(f"window must be >= 0, got {w}")
+        raise typer.BadParameter(f"window must be >= 0, got {w}", param_hint=option)
     return w
 
 
@@ -46,7 +47,7 @@ def parse_windows(text: str) -> list[str | int]:
                                          f"at most {MAX_STUDY_WINDOWS}", param_hint="--windows")
             out.extend(range(lo, hi + 1))
         elif part:
-            out.append(parse_window(part))
+            out.append(parse_window(part, "--windows"))
     if len(out) > MAX_STUDY_WINDOWS:
         raise typer.BadParameter(f"{len(out):,} windows; one study compares at most {MAX_STUDY_WINDOWS}",
                                  param_hint="--windows")
