@@ -201,3 +201,30 @@ def test_model_building_bad_option_is_named(tmp_path: Path, args: list[str], mes
     assert code == 2, text
     assert message in flat(text), text
     assert not out.exists()
+
+
+# ---------------------------------------------------------------- synth: a folder of the user's own data
+
+
+def test_synth_refuses_a_folder_with_data_it_did_not_write(tmp_path: Path) -> None:
+    """synth --format parquet deleted the folder's history.csv (and replaced its dataset.json) without a word."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    history = step_history(folder / "history.csv")
+    mine = history.read_bytes()
+    (folder / "dataset.json").write_text('{"source": "my CI"}\n')
+    code, text = invoke(["synth", "--out", folder])
+    assert code == 2, text
+    assert "not written by `triage synth`" in flat(text) and "--out" in flat(text)
+    assert history.read_bytes() == mine
+    assert (folder / "dataset.json").read_text() == '{"source": "my CI"}\n'
+    assert sorted(p.name for p in folder.iterdir()) == ["dataset.json", "history.csv"]
+
+
+def test_synth_rewrites_its_own_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "syn"
+    code, text = invoke(["synth", "--out", folder, "--format", "csv"])
+    assert code == 0, text
+    code, text = invoke(["synth", "--out", folder, "--seed", "1"])  # its own output: replaced
+    assert code == 0, text
+    assert sorted(p.name for p in folder.iterdir()) == ["dataset.json", "history.parquet"]

@@ -29,6 +29,29 @@ ALERTS_HELP = "Perfherder alerts export (JSON) labelling Perfherder performance 
 SORT_HELP = "Sort rows by timestamp (with a warning) instead of failing."
 
 
+def _check_synth_folder(out: Path) -> None:
+    """Refuse a folder holding a ``history.*`` or ``dataset.json`` that ``synth`` did not write.
+
+    ``synth`` replaces ``dataset.json`` and ``history.<format>`` and deletes
+    the other format's history (it would shadow the new one): in a folder of
+    the user's own data that lost their files without a word.
+    """
+    names = ("history.parquet", "history.csv", "dataset.json")
+    if not out.is_dir() or not any((out / name).exists() for name in names):
+        return
+    try:
+        meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = None
+    if not (isinstance(meta, dict) and meta.get("generator") == "triage.synthetic"):
+        found = ", ".join(name for name in names if (out / name).exists())
+        raise typer.BadParameter(
+            f"{out} holds {found} not written by `triage synth` (no synth dataset.json); "
+            "give a new or empty folder, or one synth wrote",
+            param_hint="--out",
+        )
+
+
 def synth(
     out: Path = typer.Option(
         ..., "--out", help="Directory to write history.<format> and dataset.json into."
@@ -49,6 +72,7 @@ def synth(
     check_choice("--preset", preset, tuple(PRESETS))
     check_choice("--format", fmt, ("parquet", "csv"))
     check_output_dir("--out", out)
+    _check_synth_folder(out)
     with console.status(f"generating preset {preset!r} (seed {seed})"):
         path = write_synthetic(out, preset, seed, fmt=fmt)
     console.print(
