@@ -228,3 +228,24 @@ def test_synth_rewrites_its_own_folder(tmp_path: Path) -> None:
     code, text = invoke(["synth", "--out", folder, "--seed", "1"])  # its own output: replaced
     assert code == 0, text
     assert sorted(p.name for p in folder.iterdir()) == ["dataset.json", "history.parquet"]
+
+
+# ---------------------------------------------------------------- one split, one generation: singular
+
+
+@pytest.fixture(scope="module")
+def small_synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from triage.synthetic import write_synthetic
+
+    return write_synthetic(tmp_path_factory.mktemp("syn"), "small", 0)
+
+
+def test_one_split_and_one_generation_read_singular(tmp_path: Path, small_synth: Path) -> None:
+    code, text = invoke(["evaluate", "--data", small_synth, "--splits", "1", "--models", "rf",
+                         "--split-kinds", "random", "--param", "rf.n_estimators=5", "--no-track"])
+    assert code == 0, text
+    assert "1 split, " in flat(text) and "1 splits" not in text
+    code, text = invoke(["select-features", "--data", small_synth, "--out", tmp_path / "fs.json",
+                         "--population", "2", "--generations", "1", "--trees", "5", "--folds", "2"])
+    assert code == 0, text
+    assert "after 1 generation (" in flat(text) and "1 generations" not in text

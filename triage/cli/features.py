@@ -94,7 +94,8 @@ def select_features_command(
     save_feature_set(feature_set, out)
     console.print(
         f"{len(feature_set.names)} of {feature_set.extra['n_candidates']} columns, "
-        f"{feature_set.metric} {feature_set.fitness:.4f} after {feature_set.generations} generations "
+        f"{feature_set.metric} {feature_set.fitness:.4f} after {feature_set.generations} "
+        f"generation{'' if feature_set.generations == 1 else 's'} "
         f"({feature_set.n_evaluated} subsets evaluated) -> {out}",
         markup=False,  # the path as it is: brackets in a file name are not markup
         soft_wrap=True,

@@ -167,7 +167,7 @@ def evaluation_table(result) -> Table:
     """Table 1 of the paper from a :class:`~triage.training.evaluation` result: mean [95 % interval]."""
     t1 = result.table1()
     s = result.settings
-    table = Table(title=(f"{s['n_splits']} splits, {s['n_candidates']:,} candidates "
+    table = Table(title=(f"{s['n_splits']} split{'' if s['n_splits'] == 1 else 's'}, {s['n_candidates']:,} candidates "
                          f"({s['n_positive']:,} true) in {s['n_series']:,} series: mean [95 % interval]"))
     for col in t1.columns:
         table.add_column(str(col), justify="left" if col in ("split", "model") else "right")
