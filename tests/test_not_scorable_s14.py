@@ -122,6 +122,12 @@ def test_report_shows_a_not_scorable_row_as_not_scorable(first_commit_data, tmp_
     assert all(c[6] == "\u2014" or 0.0 <= float(c[6]) <= 1.0 for _, c in rows.rows if len(c) > 6)
     assert (out / "plots" / "s1.png").stat().st_size > 0
 
+def _report_of(frame: pd.DataFrame, data, decisions, out) -> tuple[int, str]:
+    """``triage report`` on ``frame`` written to ``decisions`` (a hand-edited decisions file)."""
+    frame.to_csv(decisions, index=False)
+    return invoke(["report", "--data", data, "--decisions", decisions, "--out", out])
+
+
 
 def test_report_still_refuses_an_empty_p_true_on_a_called_row(first_commit_data, tmp_path):
     decisions = tmp_path / "decisions.csv"
@@ -130,24 +136,18 @@ def test_report_still_refuses_an_empty_p_true_on_a_called_row(first_commit_data,
     # A call without its probability is a broken file, not an unscorable alert.
     broken = frame.copy()
     broken.loc[broken["commit"] == "s1c40", "p_true"] = ""
-    broken.to_csv(tmp_path / "broken.csv", index=False)
     row = int(np.flatnonzero(broken["commit"] == "s1c40")[0]) + 2
-    code, output = invoke(["report", "--data", first_commit_data, "--decisions", tmp_path / "broken.csv",
-                           "--out", tmp_path / "r1"])
+    code, output = _report_of(broken, first_commit_data, tmp_path / "broken.csv", tmp_path / "r1")
     assert code == 2 and f"row {row}: p_true '' is not a probability" in flat(output), output
     # A not_scorable row carrying a probability is just as inconsistent.
     odd = frame.copy()
     odd.loc[odd["commit"] == "s1c00", "p_true"] = "0.7"
-    odd.to_csv(tmp_path / "odd.csv", index=False)
-    code, output = invoke(["report", "--data", first_commit_data, "--decisions", tmp_path / "odd.csv",
-                           "--out", tmp_path / "r2"])
+    code, output = _report_of(odd, first_commit_data, tmp_path / "odd.csv", tmp_path / "r2")
     assert code == 2 and "row 2: p_true '0.7' on a not_scorable row" in flat(output), output
     # An unknown classification names the three accepted ones.
     bad = frame.copy()
     bad.loc[bad["commit"] == "s1c00", "classification"] = "maybe"
-    bad.to_csv(tmp_path / "bad.csv", index=False)
-    code, output = invoke(["report", "--data", first_commit_data, "--decisions", tmp_path / "bad.csv",
-                           "--out", tmp_path / "r3"])
+    code, output = _report_of(bad, first_commit_data, tmp_path / "bad.csv", tmp_path / "r3")
     assert code == 2 and "classification 'maybe' is not true_positive, false_positive or not_scorable" in flat(
         output), output
 
@@ -165,13 +165,18 @@ def test_label_table_shows_not_scorable_instead_of_nan_and_false(first_commit_da
     assert "true" in lines["s1c40"]
     assert "2 not scorable (first commit of a series)" in flat(output)
 
-
-def test_score_table_shows_not_scorable(first_commit_data, tmp_path):
+def _score_first_and_later(data, tmp_path) -> tuple[int, str]:
+    """``triage score`` of s1's first commit and a later one (the warning naming the first silenced)."""
     cands = tmp_path / "cands.csv"
     cands.write_text("series_id,commit\ns1,s1c00\ns1,s1c40\n")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NotScorable)
-        code, output = invoke(["score", "--data", first_commit_data, "--candidates", cands])
+        return invoke(["score", "--data", data, "--candidates", cands])
+
+
+
+def test_score_table_shows_not_scorable(first_commit_data, tmp_path):
+    code, output = _score_first_and_later(first_commit_data, tmp_path)
     assert code == 0, output
     row = next(line for line in output.splitlines() if "s1c00" in line)
     assert "not scorable" in row and "\u2014" in row and "nan" not in row and "false" not in row, row
@@ -335,18 +340,14 @@ def test_report_refuses_an_empty_p_true_on_a_true_row_outside_a_threshold_0_file
     # A row called false: the file was not written at threshold 0, so a first-commit alert would be not_scorable.
     mixed = frame.copy()
     mixed.loc[mixed["commit"] == "s2c40", "classification"] = "false_positive"
-    mixed.to_csv(tmp_path / "mixed.csv", index=False)
-    code, output = invoke(["report", "--data", first_commit_data, "--decisions", tmp_path / "mixed.csv",
-                           "--out", tmp_path / "r1"])
+    code, output = _report_of(mixed, first_commit_data, tmp_path / "mixed.csv", tmp_path / "r1")
     assert code == 2 and "row 2: p_true '' is not a probability (a true_positive row at its series' first " \
                           "commit may leave it empty only in a file written at threshold 0" in flat(output), output
     # Away from a first commit an empty p_true is a broken file even at threshold 0.
     broken = frame.copy()
     broken.loc[broken["commit"] == "s1c40", "p_true"] = ""
-    broken.to_csv(tmp_path / "broken.csv", index=False)
     row = int(np.flatnonzero(broken["commit"] == "s1c40")[0]) + 2
-    code, output = invoke(["report", "--data", first_commit_data, "--decisions", tmp_path / "broken.csv",
-                           "--out", tmp_path / "r2"])
+    code, output = _report_of(broken, first_commit_data, tmp_path / "broken.csv", tmp_path / "r2")
     assert code == 2 and f"row {row}: p_true '' is not a probability" in flat(output), output
     assert "threshold 0" not in flat(output)
 
@@ -363,15 +364,12 @@ def test_label_and_score_say_how_many_alerts_were_not_scorable(first_commit_data
     output = _label(first_commit_data, tmp_path / "d.csv", "--threshold", "0")
     assert ("4 of 4 called true at threshold 0.000 (2 not scorable: first commit of a series, called true "
             "without P(true))") in flat(output), output
-    cands = tmp_path / "cands.csv"
-    cands.write_text("series_id,commit\ns1,s1c00\ns1,s1c40\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NotScorable)
-        code, output = invoke(["score", "--data", first_commit_data, "--candidates", cands])
+    code, output = _score_first_and_later(first_commit_data, tmp_path)
     assert code == 0, output
     assert re.search(r"1 of 2 called true at threshold [0-9.]+ \(.*\) \(1 not scorable: first commit of a series\)",
                      flat(output)), output
     # None at a first commit: nothing said.
+    cands = tmp_path / "cands.csv"
     cands.write_text("series_id,commit\ns1,s1c40\ns2,s2c40\n")
     code, output = invoke(["score", "--data", first_commit_data, "--candidates", cands])
     assert code == 0, output
