@@ -26,7 +26,7 @@ def select_features_command(
     generations: Annotated[int, typer.Option(min=0, help="Most generations evolved.")] = 71,
     patience: Annotated[int, typer.Option(min=1, help="Stop after this many generations without a better score.")] = 10,
     unit: Annotated[str, typer.Option(help="Gene = one feature 'column' or one 'characteristic' (pre and after together).")] = "column",
-    folds: Annotated[int, typer.Option(min=2, help="Cross-validation folds, grouped by series.")] = 5,
+    folds: Annotated[int, typer.Option(min=2, help="Cross-validation folds, grouped by series (at most one per series: fewer series, fewer folds).")] = 5,
     trees: Annotated[int, typer.Option(min=1, help="Trees per random forest.")] = 100,
     seed: Annotated[int, typer.Option(help="Random seed (the run is reproducible).")] = 0,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Parallel fitness evaluations (-1 = all cores).")] = 1,
