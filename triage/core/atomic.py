@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
 import os
 import platform
 import shutil
@@ -192,9 +193,7 @@ def write_csv_atomic(frame: pd.DataFrame, path: str | Path, **to_csv: object) ->
 
 def _json_cell(value: object) -> object:
     """One cell as JSON: missing -> null, NumPy scalars as Python's, timestamps ISO 8601 (pandas' form)."""
-    if isinstance(value, pd.Timestamp):
-        if value is pd.NaT:
-            return None
+    if isinstance(value, pd.Timestamp):  # NaT is no Timestamp: it is missing, below
         utc = value.tz_convert("UTC") if value.tzinfo is not None else value
         return utc.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + ("Z" if value.tzinfo is not None else "")
     if value is None or (not isinstance(value, (str, bytes)) and pd.api.types.is_scalar(value) and pd.isna(value)):
@@ -211,8 +210,6 @@ def jsonl_text(frame: pd.DataFrame) -> str:
     same from either; missing cells are ``null``, timestamps ISO 8601 in UTC
     to the millisecond as pandas wrote them.
     """
-    import json
-
     keys = [str(c) for c in frame.columns]
     return "".join(
         json.dumps(dict(zip(keys, map(_json_cell, row), strict=True)), separators=(",", ":")) + "\n"
