@@ -59,6 +59,7 @@ from starlette.staticfiles import StaticFiles
 
 from triage.core import labels as L
 from triage.core.history import Dataset
+from triage.inference import NOT_SCORABLE
 from triage.workspace.alerts import Alert, status_of
 from triage.workspace.plot import series_png
 from triage.workspace.store import (
@@ -310,7 +311,8 @@ def _rows(ws: Workspace, alerts: list[Alert], current: dict[tuple[str, str], Dec
             "decision": d,
             "link": ws.commit_link(a.commit),
             "anchor": _anchor(a),
-            "call": {L.TRUE_POSITIVE: "true", L.FALSE_POSITIVE: "false"}.get(a.model_call or "", ""),
+            "call": {L.TRUE_POSITIVE: "true", L.FALSE_POSITIVE: "false", NOT_SCORABLE: "not scorable"}.get(
+                a.model_call or "", ""),
         })
     return rows
 
