@@ -74,3 +74,27 @@ def test_workspace_shows_a_first_commit_alert_as_not_scorable_and_last(real_fram
     assert scored[2] == commits[57][:12] and re.fullmatch(r"\d\.\d\d", scored[6])
     assert unscored[2] == commits[0][:12]
     assert unscored[6] == "" and unscored[7] == "not scorable"
+
+
+# ---------------------------------------------------------------- workspace: compressed candidates
+
+
+def test_workspace_reads_compressed_candidates_as_score_does(real_frame, tmp_path: Path) -> None:
+    import gzip
+
+    from triage.cli.workspace import build_workspace
+    from triage.core.errors import InputError
+
+    data = _extract(real_frame, tmp_path, OTEL)
+    commits = list(dict.fromkeys(real_frame.loc[real_frame["series_id"] == OTEL, "commit"]))
+    text = f"series_id,commit,detector,score\n{OTEL},{commits[57]},edivisive,52.7\n{OTEL},{commits[129]},edivisive,6.0\n"
+    cands = tmp_path / "cands.csv.gz"
+    cands.write_bytes(gzip.compress(text.encode()))
+    ws = build_workspace(data, tmp_path / "labels.sqlite", cands, None, commit_url=None, sheriff="me", token=None)
+    assert [a.commit for a in ws.alerts] == [commits[57], commits[129]]
+    # A bad row of the compressed file is named by the file given, not the decompressed copy.
+    bad = tmp_path / "bad.csv.gz"
+    bad.write_bytes(gzip.compress(text.replace(commits[129], "deadbeef").encode()))
+    with pytest.raises(InputError) as err:
+        build_workspace(data, tmp_path / "labels2.sqlite", bad, None, commit_url=None, sheriff="me", token=None)
+    assert str(err.value).startswith(f"{bad}, row 3: commit 'deadbeef' is not in series")

@@ -22,6 +22,7 @@ from triage.candidate_files import CandidateTable, read_candidates, resolve
 from triage.core import labels as L
 from triage.core.history import Dataset, History
 from triage.core.noise import diff_noise
+from triage.readers.source import display_name, plain_file
 
 #: Commits on each side of a candidate used for the medians of the reason.
 REASON_WINDOW = 30
@@ -169,7 +170,11 @@ def build_alerts(
     score`` uses: :func:`triage.scoring.default_threshold`).
     """
     if candidates is not None:
-        table = read_candidates(candidates)
+        # Compressed (told by its bytes) or `-`, as `triage score` reads the same file; errors
+        # and the later placing name the file given, not the decompressed copy.
+        with plain_file(candidates, directory_ok=False) as plain:
+            table = read_candidates(plain)
+        table.source = display_name(candidates)
         names = _display_names(table)
         detectors = _detectors(table)
     else:
