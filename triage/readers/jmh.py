@@ -15,8 +15,10 @@ combination). What this reader uses of each object:
 
 JMH writes one entry per mode: a benchmark run in several modes (``-bm
 thrpt,avgt``) gives one series per mode, named ``<benchmark>[<params>]:<mode>``
-(a benchmark in one mode keeps the plain name). The same benchmark, parameters
-and mode twice in one file is refused.
+(a benchmark in one mode keeps the plain name; across the files of one history,
+:func:`steady_long`, a benchmark held in several modes by any of them carries
+its mode in all of them). The same benchmark, parameters and mode twice in one
+file is refused.
 
 A file may also be a plain JSON array of runs, each an array of iteration
 values (``[[0.91, 0.52, ...], [0.88, ...]]``, as raw iteration dumps of
@@ -256,7 +258,7 @@ def steady_long(
 
     detector = steady_state.make(trim_warmup)
     rate_detector = steady_state.make(trim_warmup, rates=True)
-    long_parts, starts = [], []
+    frames = []
     for path, commit in zip(files, commits, strict=True):
         with plain_file(path, directory_ok=False) as plain:
             try:
@@ -277,6 +279,10 @@ def steady_long(
                 f"--series {runs_series!r} names only arrays of runs",
                 stacklevel=2,
             )
+        frames.append((commit, frame))
+    _same_name_in_every_file(frames)
+    long_parts, starts = [], []
+    for commit, frame in frames:
         for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
             values = grp["value"].to_numpy()
             # A time's warm-up falls, a rate's rises: KB-KSSD looks one way.
@@ -290,6 +296,35 @@ def steady_long(
         starts, columns=["series_id", "commit", "fork", "iterations", "steady_start"]
     )
     return long, table
+
+
+def _same_name_in_every_file(frames: list[tuple[str, pd.DataFrame]]) -> None:
+    """Name a benchmark ``<name>:<mode>`` in every file once the files hold it in several modes.
+
+    :func:`read_jmh` names a series within one file: the plain name when the
+    file has the benchmark in one mode. A build that adds a mode (``-bm
+    thrpt,avgt`` from some commit on) would otherwise split the history of the
+    mode it kept into two series at that commit, and one whose mode changed
+    would mix rates and times in one series. A name ending in ``:<its mode>``
+    is one :func:`read_jmh` suffixed: a JMH benchmark name holds no ``:``
+    (parameters sit inside brackets).
+    """
+
+    def base(name: str, mode: str) -> str:
+        return name[: -len(mode) - 1] if mode and name.endswith(":" + mode) else name
+
+    pairs = [set(zip(frame["series_id"], frame["mode"], strict=True)) for _, frame in frames]
+    modes: dict[str, set[str]] = {}
+    for name, mode in set().union(*pairs):
+        modes.setdefault(base(name, mode), set()).add(mode)
+    for (_, frame), named in zip(frames, pairs, strict=True):
+        rename = {
+            name: f"{base(name, mode)}:{mode}"
+            for name, mode in named
+            if mode and len(modes[base(name, mode)]) > 1 and base(name, mode) == name
+        }
+        if rename:
+            frame["series_id"] = frame["series_id"].replace(rename)
 
 
 def _stem(path: str | Path) -> str:
