@@ -98,3 +98,33 @@ def test_workspace_reads_compressed_candidates_as_score_does(real_frame, tmp_pat
     with pytest.raises(InputError) as err:
         build_workspace(data, tmp_path / "labels2.sqlite", bad, None, commit_url=None, sheriff="me", token=None)
     assert str(err.value).startswith(f"{bad}, row 3: commit 'deadbeef' is not in series")
+
+
+# ---------------------------------------------------------------- labels agreement: readable at 80 columns
+
+
+def test_labels_agreement_table_is_whole_on_an_80_column_terminal(real_frame, tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from helpers_cli import invoke
+
+    from triage.core import labels as L
+    from triage.workspace.store import LabelsStore
+
+    commits = list(dict.fromkeys(real_frame.loc[real_frame["series_id"] == OTEL, "commit"]))
+    store = LabelsStore(tmp_path / "labels.sqlite")
+    said = ["true", "false", "true", "false", "unsure", "true"]
+    called = [L.TRUE_POSITIVE, L.TRUE_POSITIVE, L.FALSE_POSITIVE, L.FALSE_POSITIVE, L.TRUE_POSITIVE, L.TRUE_POSITIVE]
+    model = "models:/triage-xgb-candidates@champion"
+    for commit, decision, call in zip(commits[50:56], said, called, strict=True):
+        store.record(OTEL, commit, decision, who="ann", p_true=0.5, model_call=call, model=model)
+    store.close()
+    code, text = invoke(["labels", "agreement", "--labels", tmp_path / "labels.sqlite"])  # CliRunner: 80 columns
+    assert code == 0, text
+    assert "…" not in text
+    year, week, _ = datetime.now(UTC).isocalendar()
+    row = next(line for line in text.splitlines() if f"{year}-W{week:02d}" in line)
+    # 5 true/false decisions: both true 2, model only 1, sheriff only 1, both false 1
+    assert row.replace("│", " ").split() == [f"{year}-W{week:02d}", "5", "2", "1", "1", "1", "0.667", "0.667", "0.600"]
+    assert model in " ".join(text.split())
+    assert max(len(line) for line in text.splitlines()) <= 80

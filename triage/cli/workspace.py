@@ -185,15 +185,19 @@ def labels_agreement(
         console.print(f"no true/false decision with a model call in {labels} ({len(store):,} decisions recorded)",
                       markup=False, highlight=False)
         return
-    table = Table(title=Text(f"the model against the sheriffs, by week ({labels})"))
-    for col in ("week", "model", "decisions", "both true", "model only", "sheriff only", "both false",
-                "precision", "recall", "agreement"):
-        table.add_column(col, justify="left" if col in ("week", "model") else "right")
     fmt = lambda v: "n/a" if v != v else f"{v:.3f}"  # noqa: E731  (NaN: nothing to divide by)
-    for r in frame.to_dict("records"):
-        table.add_row(r["week"], r["model"] or "-", str(r["decisions"]), str(r["tp"]), str(r["fp"]), str(r["fn"]),
-                      str(r["tn"]), fmt(r["precision"]), fmt(r["recall"]), fmt(r["agreement"]))
-    console.print(table)
+    # One table per model, named in its title, with two-line headers and no outer edge: ten
+    # columns of one-line headers needed 101 columns, and on an 80-column terminal rich cut the
+    # week, the model and the figures themselves ("2026…", "0.0…").
+    for model, rows in frame.groupby("model", sort=True):
+        table = Table(title=Text(f"{model or '-'} against the sheriffs, by week ({labels})"), show_edge=False)
+        for col in ("week", "deci-\nsions", "both\ntrue", "model\nonly", "sheriff\nonly", "both\nfalse",
+                    "preci-\nsion", "recall", "agree-\nment"):
+            table.add_column(col, justify="left" if col == "week" else "right", no_wrap=True)
+        for r in rows.to_dict("records"):
+            table.add_row(r["week"], str(r["decisions"]), str(r["tp"]), str(r["fp"]), str(r["fn"]), str(r["tn"]),
+                          fmt(r["precision"]), fmt(r["recall"]), fmt(r["agreement"]))
+        console.print(table)
 
 
 def register(app: typer.Typer) -> None:
