@@ -76,6 +76,8 @@ def test_demo_runs_every_job_end_to_end(tmp_path):
         "online loop (K = 4)",
         "report:",
         "default-scoring",
+        "0.50 (fixed)",  # the policy in words, not its spelling "0.50 0.5"
+        "real-data figures",  # the manifests' figures are on each model's own data
     ):
         assert step in proc.stdout, step
     # Perfherder's fresh candidates are scored as `triage score` scores them: with the scoring model.
