@@ -195,6 +195,16 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             # Validation data is held out above whenever calibration is on.
             assert X_val is not None and y_val is not None
             self.calibrator_ = _fit_calibrator(calibration, self._raw_score(X_val), y_val)
+            if not _keeps_order(self.calibrator_):
+                # The validation part is a few series; on real histories their margins
+                # can rank the other way round, and a negative Platt slope would then
+                # reverse every P(true) (held-out AUC 0.32 for a margin ranking at 0.68).
+                # The fit rows' scores, pooled with them, say which way the score points.
+                self.calibrator_ = _fit_calibrator(
+                    calibration,
+                    np.r_[self._raw_score(X_fit), self._raw_score(X_val)],
+                    np.r_[y_fit, y_val],
+                )
         if isinstance(policy, Fixed):
             self.threshold_ = policy.value
         else:
@@ -455,6 +465,12 @@ def _fit_calibrator(method: str, score: np.ndarray, y: np.ndarray):
 
     # A large C: Platt scaling is a plain two-parameter fit, not a regularised one.
     return LogisticRegression(C=1e6).fit(score.reshape(-1, 1), y)
+
+
+def _keeps_order(calibrator) -> bool:
+    """Whether a fitted calibrator maps a higher score to a higher P(true) (isotonic always does)."""
+    coef = getattr(calibrator, "coef_", None)
+    return coef is None or float(np.ravel(coef)[0]) > 0.0
 
 
 def _apply_calibrator(calibrator, score: np.ndarray) -> np.ndarray:
