@@ -128,3 +128,30 @@ def test_labels_agreement_table_is_whole_on_an_80_column_terminal(real_frame, tm
     assert row.replace("│", " ").split() == [f"{year}-W{week:02d}", "5", "2", "1", "1", "1", "0.667", "0.667", "0.600"]
     assert model in " ".join(text.split())
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+# ---------------------------------------------------------------- score: the threshold of a detector the model does not know
+
+
+@pytest.mark.parametrize(("detectors", "why"), [
+    (["mine", "mine"], "none for detector 'mine'"),
+    (["perfherder", "edivisive"], "none for a file of several detectors (perfherder, edivisive)"),
+    (None, "the file names no detector"),
+])
+def test_score_says_the_model_has_no_threshold_for_the_files_detector(real_frame, tmp_path: Path, detectors,
+                                                                         why: str) -> None:
+    from helpers_cli import flat, invoke
+
+    data = _extract(real_frame, tmp_path, OTEL)
+    commits = list(dict.fromkeys(real_frame.loc[real_frame["series_id"] == OTEL, "commit"]))
+    cands = pd.DataFrame({"series_id": [OTEL, OTEL], "commit": [commits[57], commits[129]]})
+    if detectors is not None:
+        cands["detector"] = detectors
+    cands.to_csv(tmp_path / "cands.csv", index=False)
+    code, text = invoke(["score", "--data", data, "--candidates", tmp_path / "cands.csv", "--show", "0"])
+    assert code == 0, text
+    line = flat(text)
+    # Not the per-detector policy text ("... (per detector; else 0)"), which read as this file's cut.
+    assert "else 0" not in line
+    assert re.search(rf"called true at threshold 0\.056 \(the model's general threshold; of its per-detector ones, "
+                     rf"{re.escape(why)}\)", line), line

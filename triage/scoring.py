@@ -95,10 +95,19 @@ def default_threshold(classifier, table: CandidateTable) -> tuple[float, str]:
     """
     from triage.inference import detector_threshold
 
+    named: list[str] = []
     if "detector" in table.fields.columns:
-        named = table.fields["detector"].dropna().astype(str).str.strip().unique()
+        named = [d for d in table.fields["detector"].dropna().astype(str).str.strip().unique() if d]
         if len(named) == 1 and (cut := detector_threshold(classifier, str(named[0]))) is not None:
             return cut, f"the model's for {named[0]} (chosen on fit and validation data; 0 = triage off)"
+    extra = (getattr(classifier, "manifest_", None) or {}).get("extra") or {}
+    if extra.get("detector_thresholds"):
+        # The policy text of such a model describes its per-detector thresholds ("per detector;
+        # else 0"): printed for a file it has none for, it read as if this cut were that file's.
+        why = (f"none for detector {named[0]!r}" if len(named) == 1
+               else f"none for a file of several detectors ({', '.join(named[:4])}{', ...' if len(named) > 4 else ''})"
+               if named else "the file names no detector")
+        return float(classifier.threshold_), f"the model's general threshold; of its per-detector ones, {why}"
     return float(classifier.threshold_), f"the model's ({classifier.threshold_policy_})"
 
 
