@@ -452,7 +452,24 @@ def _validation_split(y: np.ndarray, groups, size: float, seed) -> tuple[np.ndar
         fit_idx, val_idx = next(folds.split(idx, y, groups))
         if len(np.unique(y[val_idx])) == 2 and len(np.unique(y[fit_idx])) == 2:
             return fit_idx, val_idx
-    return train_test_split(idx, test_size=size, stratify=y, random_state=seed)
+    for cls in (0, 1):
+        if np.sum(y == cls) < 2:
+            raise InputError(None, None, f"only {int(np.sum(y == cls))} {'true' if cls else 'false'} alert: "
+                                         "too few to hold out validation rows of each class (for calibration "
+                                         "or a learned threshold); label more candidates")
+    fit_idx, val_idx = train_test_split(idx, test_size=size, stratify=y, random_state=seed)
+    # Stratifying rounds a class of a few rows (3 false alerts in 300) down to none
+    # in validation: Platt scaling then fails on one class and a learned threshold
+    # is chosen without a single false alert. One row of such a class moves over.
+    rng = np.random.default_rng(seed)
+    parts = [fit_idx, val_idx]
+    for cls in (0, 1):
+        for src, dst in ((0, 1), (1, 0)):
+            if not np.any(y[parts[dst]] == cls):
+                moved = rng.choice(parts[src][y[parts[src]] == cls])
+                parts[src] = parts[src][parts[src] != moved]
+                parts[dst] = np.r_[parts[dst], moved]
+    return parts[0], parts[1]
 
 
 def _fit_calibrator(method: str, score: np.ndarray, y: np.ndarray):
