@@ -155,3 +155,26 @@ def test_score_says_the_model_has_no_threshold_for_the_files_detector(real_frame
     assert "else 0" not in line
     assert re.search(rf"called true at threshold 0\.056 \(the model's general threshold; of its per-detector ones, "
                      rf"{re.escape(why)}\)", line), line
+
+
+# ---------------------------------------------------------------- score: the default model's reasons in words
+
+
+def test_default_scoring_reasons_are_words_not_column_names(real_frame, tmp_path: Path) -> None:
+    from helpers_cli import invoke
+
+    rhai = [s for s in real_frame["series_id"].unique() if s.startswith("rhai/")][:2]
+    data = _extract(real_frame, tmp_path, OTEL, *rhai)
+    cands = tmp_path / "cands.csv"
+    code, text = invoke(["candidates", "--data", data, "--detector", "edivisive", "--out", cands])
+    assert code == 0, text
+    out = tmp_path / "scored.csv"
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", out, "--explain", "5"])
+    assert code == 0, text
+    why = pd.read_csv(out)["explanation"].dropna()
+    assert len(why) > 20
+    # Every reason of the bundled default-scoring model (pair_*, ctx_* and det_score_rank columns)
+    # was "pair_overlap = 1 (+2.05 toward true)": a column name a sheriff cannot read.
+    raw = why[why.str.contains(r"\b(?:pair|ctx|det)_[a-z_]+ =", regex=True)]
+    assert raw.empty, raw.iloc[0]
+    assert why.str.contains("toward").all()

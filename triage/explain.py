@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from triage.features import candidate_context as context
 from triage.features import catalogue
 from triage.features.matrix import feature_array
 
@@ -77,6 +78,40 @@ PHRASES: dict[str, str] = {
     "series_length": "{w} window has {v} commits",
 }
 
+#: Plain words of the scoring model's columns (``pair_*``, ``ctx_*``, ``det_score_rank``;
+#: definitions in :mod:`triage.features.level_shift`, :mod:`triage.features.candidate_context`
+#: and :mod:`triage.scoring`): a template (``{v}`` the value, ``{pct}`` it as a percentage,
+#: ``{s}`` a plural s) and the words for an undefined (NaN) value.
+SCORING_PHRASES: dict[str, tuple[str, str]] = {
+    "pair_robust_shift": ("after median {v} noise sd from pre median", "no robust shift (a window under 2 commits)"),
+    "pair_rel_change": ("after median {pct} off pre median", "no relative change (pre median is 0)"),
+    "pair_welch_d": ("mean shift effect size {v} (Welch t per sqrt commit)", "no effect size (a window under 2 commits)"),
+    "pair_noise_ratio": ("after noise {v}x pre noise", "no noise ratio (a window under 2 commits)"),
+    "pair_overlap": ("after values separated from pre {v} (0 = interleaved, 1 = no overlap)",
+                     "no overlap measure (a window under 2 commits)"),
+    "pair_rel_noise": ("pre noise {pct} of its level", "no relative noise (pre median is 0)"),
+    "pair_after_consistency": ("{pct} of after values nearer the new level than the old",
+                               "no after consistency (a window under 2 commits)"),
+    "ctx_local_shift": (f"shift on {context.RADIUS} commits each side {{v}} noise sd",
+                        f"no shift on {context.RADIUS} commits each side"),
+    "ctx_dominance": (f"shift {{v}} of the strongest candidate's within {context.RADIUS} commits (1 = strongest)",
+                      "no dominance measure"),
+    "ctx_neighbours": (f"{{v}} other candidate{{s}} within {context.RADIUS} commits", "neighbours unknown"),
+    "ctx_shift_pct": ("shift at or above that at {pct} of the series' commits", "no shift percentile"),
+    "ctx_shift_vs_typical": ("shift {v}x the series' typical shift", "no typical shift to compare with"),
+    "ctx_shift_diffnoise": ("shift {v} commit-to-commit noise sd", "no commit-to-commit noise to compare with"),
+    "ctx_shift_vs_global": ("shift {v} sd of the whole series", "no series sd to compare with"),
+    "ctx_far_shift": (f"shift on {context.FAR} commits each side {{v}} noise sd",
+                      f"no shift on {context.FAR} commits each side"),
+    "ctx_persist_after": (f"new level held over the next {context.RADIUS} commits {{v}} (1 = held, 0 = went back)",
+                          "too few commits after it to see the new level hold"),
+    "ctx_pre_drift": ("drift before it {v} of the shift (0 = flat)", "too few commits before it to see a drift"),
+    "ctx_after_seen_before": ("new level {v} shifts from any earlier level (0 = seen before)",
+                              "no earlier stretch to compare the new level with"),
+    "ctx_pre_returns": ("old level {v} shifts from any later level (0 = it comes back)",
+                        "no later stretch to see the old level come back"),
+    "det_score_rank": ("detector score at or above {pct} of the file's", "no detector score in the file"),
+}
 
 #: Columns the level and spread phrases read from the whole row.
 NORM_PHRASE_COLUMNS: tuple[str, ...] = catalogue.NORM_COLUMNS
@@ -346,6 +381,11 @@ def describe(name: str, value: float, row: Mapping[str, float] | None = None) ->
         if characteristic == "series_length" and value == 1:
             return f"{window} window has 1 commit"
         return PHRASES[characteristic].format(w=window, v=_num(value))
+    if name in SCORING_PHRASES:
+        template, undefined = SCORING_PHRASES[name]
+        if not np.isfinite(value):
+            return undefined
+        return template.format(v=_num(value), pct=f"{100 * value:.3g}%", s="" if value == 1 else "s")
     return f"{name} = {_num(value)}"
 
 
