@@ -178,3 +178,42 @@ def test_default_scoring_reasons_are_words_not_column_names(real_frame, tmp_path
     raw = why[why.str.contains(r"\b(?:pair|ctx|det)_[a-z_]+ =", regex=True)]
     assert raw.empty, raw.iloc[0]
     assert why.str.contains("toward").all()
+
+
+# ---------------------------------------------------------------- label --format published: rows of one commit in several series
+
+
+def _rhai_with_shared_alerts(real_frame: pd.DataFrame, folder: Path) -> tuple[Path, list[str], str]:
+    """Two rhai benchmarks (one project: the same commits) with an untriaged alert on one commit of both."""
+    rhai = [s for s in real_frame["series_id"].unique() if s.startswith("rhai/")][:2]
+    frame = real_frame[real_frame["series_id"].isin(rhai)].copy()
+    commits = list(dict.fromkeys(frame.loc[frame["series_id"] == rhai[0], "commit"]))
+    shared = commits[400]
+    frame["label"] = ""
+    frame.loc[frame["commit"] == shared, "label"] = "not_triaged"
+    frame.loc[(frame["series_id"] == rhai[0]) & (frame["commit"] == commits[800]), "label"] = "not_triaged"
+    path = folder / "rhai.csv"
+    frame.to_csv(path, index=False)
+    return path, rhai, shared
+
+
+def test_label_published_refuses_a_commit_alerted_in_several_series(real_frame, tmp_path: Path) -> None:
+    from helpers_cli import flat, invoke
+
+    data, rhai, shared = _rhai_with_shared_alerts(real_frame, tmp_path)
+    out = tmp_path / "classified_points.csv"
+    out.write_text("earlier results\n")
+    code, text = invoke(["label", "--data", data, "--format", "published", "--out", out])
+    assert code == 2, text
+    line = flat(text)
+    assert (f"Invalid value for --format: the published layout has no series column, and commit {shared!r} is an "
+            "alert in 2 series here: their rows could not be told apart") in line, line
+    assert out.read_text() == "earlier results\n"
+    # One series: nothing to tell apart, the published layout is written.
+    one = tmp_path / "one.csv"
+    frame = pd.read_csv(data, dtype=str, keep_default_na=False)
+    frame[frame["series_id"] == rhai[0]].to_csv(one, index=False)
+    code, text = invoke(["label", "--data", one, "--format", "published", "--out", out])
+    assert code == 0, text
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith('"Commit Hash";') and len(lines) == 3

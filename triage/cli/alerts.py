@@ -43,7 +43,7 @@ def label(
     out: Annotated[Path | None, typer.Option("--out", parser=output_file, help="File to write (atomically; - = stdout); default: print only.")] = None,
     which: Annotated[str, typer.Option("--which", help="untriaged (default), triaged (check the model reproduces them) or all.")] = "untriaged",
     threshold: Annotated[float | None, typer.Option("--threshold", help="Override the model's decision threshold on P(true).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="csv (series_id, commit, label, p_false, p_true, classification, explanation), json (the same as JSON lines) or published (the ICPE 2022 replication package's ;-separated layout).")] = "csv",
+    fmt: Annotated[str, typer.Option("--format", help="csv (series_id, commit, label, p_false, p_true, classification, explanation), json (the same as JSON lines) or published (the ICPE 2022 replication package's ;-separated layout; it has no series column, so a commit alerted in several series is refused).")] = "csv",
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first.")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
@@ -92,6 +92,17 @@ def label(
                                           explain_top=explain_top, n_jobs=n_jobs))
             progress.advance(part.stop - part.start)
     decisions = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    if fmt == "published" and out is not None:
+        # The published layout has no series column: benchmarks of one project share their
+        # commits, and rows of one commit in several series could not be told apart.
+        shared = decisions.groupby("commit", sort=False)["series_id"].nunique()
+        if (shared > 1).any():
+            commit, more = str(shared.index[shared > 1][0]), int((shared > 1).sum()) - 1
+            raise typer.BadParameter(
+                f"the published layout has no series column, and commit {commit!r} is an alert in "
+                f"{int(shared[commit])} series here" + (f" ({more:,} more commits are too)" if more else "") +
+                ": their rows could not be told apart; use --format csv (series_id first) or label one series "
+                "at a time", param_hint="--format")
     cut = clf.threshold_ if threshold is None else threshold
     n_true = int((decisions["classification"] == "true_positive").sum())
     console.print(decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",), wide=console.width >= 110,
