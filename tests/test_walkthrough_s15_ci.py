@@ -5,6 +5,11 @@
    some commit split the ``thrpt`` history into two series there
    (``B.parse[size=10]`` before, ``B.parse[size=10]:thrpt`` after), and a
    benchmark whose mode changed mixed rates and times in one series.
+2. ``triage watch --state`` took any SQLite database for a state store: one
+   with none of the store's tables (a mistyped ``--state mlruns.db``) got
+   them added and was switched to WAL; a labels store (it has a
+   ``decisions`` table) was called a damaged state store, and the advised
+   ``--reset-state`` moved the sheriffs' labels file aside.
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -12,10 +17,12 @@ Inputs are generated here in the formats people have; nothing of the real data i
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import numpy as np
 import pandas as pd
-from helpers_cli import invoke
+import pytest
+from helpers_cli import flat, invoke
 
 # ---------------------------------------------------------------- 1. one name per mode across the files
 
@@ -81,3 +88,65 @@ def test_steady_keeps_the_plain_name_of_a_benchmark_in_one_mode_throughout(tmp_p
     code, output = invoke(["steady", *files, "--out", str(out), "--trim-warmup", "none"])
     assert code == 0, output
     assert set(pd.read_csv(out)["series_id"]) == {"org.acme.ParserBench.parse[size=10]"}
+
+
+# ---------------------------------------------------------------- 2. --state naming another application's database
+
+
+def _records(n: int = 6) -> str:
+    return "".join(
+        json.dumps({"series_id": "bench/parse", "commit": f"c{k:03d}", "value": 100.0 + k % 3}) + "\n"
+        for k in range(n)
+    )
+
+
+def _tables(path) -> set[str]:
+    db = sqlite3.connect(path)
+    try:
+        return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("reset", [False, True])
+def test_watch_refuses_a_labels_store_as_state_and_never_moves_it(tmp_path, reset):
+    from triage.workspace.store import LabelsStore
+
+    labels = tmp_path / "labels.sqlite"
+    store = LabelsStore(labels)
+    store.record("bench/parse", "c003", "true", who="ana")
+    store.close()
+    before = _tables(labels)
+    code, output = invoke(["watch", "--state", labels, *(["--reset-state"] if reset else [])], stdin=_records())
+    assert code == 2, output
+    assert "not a `triage watch` state store" in flat(output) and "labels store" in flat(output)
+    assert "--reset-state" not in flat(output)  # its recovery would move the sheriffs' file aside
+    assert sorted(p.name for p in tmp_path.iterdir() if ".damaged-" in p.name) == []
+    assert _tables(labels) == before
+    assert LabelsStore(labels).current()[("bench/parse", "c003")].label == "true_positive"
+
+
+def test_watch_never_adds_its_tables_to_another_sqlite_database(tmp_path):
+    other = tmp_path / "app.db"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE runs (id TEXT, name TEXT)")
+    db.execute("INSERT INTO runs VALUES ('r1', 'nightly')")
+    db.commit()
+    db.close()
+    code, output = invoke(["watch", "--state", other], stdin=_records())
+    assert code == 2, output
+    assert "another SQLite database" in flat(output) and "runs" in flat(output)
+    assert _tables(other) == {"runs"}
+
+
+def test_watch_still_opens_its_own_state_and_an_empty_sqlite_file(tmp_path):
+    empty = tmp_path / "fresh.db"
+    db = sqlite3.connect(empty)
+    db.execute("PRAGMA user_version = 1")  # a SQLite database without tables: a new store
+    db.commit()
+    db.close()
+    for _ in range(2):  # created, then reopened
+        code, output = invoke(["watch", "--state", empty, "--confirm-after", "0", "--min-pre", "0"],
+                              stdin=_records())
+        assert code == 0, output
+    assert {"meta", "series", "decisions"} <= _tables(empty)

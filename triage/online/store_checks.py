@@ -65,7 +65,14 @@ class DamagedStoreError(InputError):
 
 
 def check_state_file(path: str | Path) -> None:
-    """Refuse a damaged online state store (see the module docstring); an absent file passes."""
+    """Refuse a damaged online state store (see the module docstring); an absent file passes.
+
+    Another application's SQLite database (a labels store, an MLflow
+    tracking store) is refused too, with an InputError that is no
+    :class:`DamagedStoreError`, so ``--reset-state`` never moves it aside.
+    """
+    if (why := _other_database(path)) is not None:
+        raise InputError(path, None, why)
     consistency = {
         "a series with decisions has no state (the series table lost rows)":
             "SELECT COUNT(*) FROM (SELECT DISTINCT series_id FROM decisions "
@@ -82,6 +89,41 @@ def check_state_file(path: str | Path) -> None:
     }
     check_sqlite_store(path, STATE_TABLES, consistency, version_query=(
         "SELECT value FROM meta WHERE key = 'format_version'", str(STATE_FORMAT_VERSION)))
+
+
+def _other_database(path: str | Path) -> str | None:
+    """Why ``path`` is some other SQLite database than a state store, or None.
+
+    A state store holds only its own tables. Without this, a database with
+    none of them counted as a new store and got them added (a mistyped
+    ``--state mlruns.db``), and one sharing a table name (a labels store's
+    ``decisions``) as a damaged store, whose recovery moves the file aside.
+    """
+    if str(path) == ":memory:" or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(16) != SQLITE_MAGIC:
+                return None
+        db = sqlite3.connect(path, timeout=0.0, isolation_level=None)
+    except (OSError, sqlite3.Error):
+        return None
+    try:
+        # As check_sqlite_store: exclusive mode before the first read leaves no -shm file beside a WAL file.
+        db.execute("PRAGMA locking_mode=EXCLUSIVE")
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        return None  # damaged or locked: check_sqlite_store and the store's open report it
+    finally:
+        db.close()
+    other = sorted(names - set(STATE_TABLES) - {"sqlite_sequence"})
+    if not other:
+        return None
+    what = (" (it looks like a triage labels store)" if "store_info" in names
+            else " (it looks like an MLflow tracking store)" if "experiments" in names and "runs" in names
+            else "")
+    return (f"not a `triage watch` state store: another SQLite database{what}, with tables "
+            f"{', '.join(other[:8])}; give --state a new file or a state written by `triage watch`")
 
 
 def check_sqlite_store(path: str | Path, tables: Mapping[str, frozenset[str]],
