@@ -18,10 +18,17 @@ before, in units of the commit-to-commit noise), then ``triage train``,
    validation rows holding no false alert at all. With a single false alert
    the split itself raised (an internal error); it is now an error naming
    the data.
+3. ``--model models:/NAME/VERSION`` (or ``@ALIAS``) downloads the version
+   into a cache keyed by name and version alone. Version numbers start at 1
+   in every store: with a second tracking store (another project, or the
+   store made anew) the first store's cached model was returned, silently,
+   for the other store's version. A version whose artifacts MLflow cannot
+   fetch (an ``s3://`` source without boto3) was an internal error.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +180,45 @@ def test_one_false_alert_with_a_learned_threshold_is_a_clear_error(labelled, tmp
     assert code == 2, text
     assert "one_false.csv" in text and "only 1 false alert" in text
     assert not (tmp_path / "m").exists()
+
+
+# ---------------------------------------------------------------- 3. the registry cache knows which store a version is of
+
+
+def _train_tracked(data: Path, model: str, store: str, out: Path) -> str:
+    code, text = invoke(["train", "--data", data, "--model", model, "--tracking-uri", store, "--out", out])
+    assert code == 0, text
+    return json.loads((out / "manifest.json").read_text())["run_id"]
+
+
+def test_the_same_version_of_two_stores_resolves_to_each_stores_model(labelled, tmp_path, monkeypatch):
+    from triage.model_lookup import resolve_model
+
+    monkeypatch.setenv("TRIAGE_CACHE", str(tmp_path / "cache"))
+    store_a, store_b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    run_a = _train_tracked(labelled, "rf", store_a, tmp_path / "ma")
+    run_b = _train_tracked(labelled, "rf", store_b, tmp_path / "mb")  # also triage-rf-adaptive v1
+    for store, run in ((store_a, run_a), (store_b, run_b)):
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+        for uri in ("models:/triage-rf-adaptive/1", "models:/triage-rf-adaptive/1"):  # downloaded, then cached
+            manifest = json.loads((resolve_model(uri) / "manifest.json").read_text())
+            assert manifest["run_id"] == run, (store, uri)
+
+
+def test_a_version_whose_artifacts_cannot_be_fetched_is_a_clear_error(tmp_path, monkeypatch):
+    import mlflow
+
+    store = f"sqlite:///{tmp_path / 'other.db'}"
+    client = mlflow.MlflowClient(store, store)
+    client.create_registered_model("their-model")
+    client.create_model_version("their-model", "s3://their-bucket/model", None)
+    client.set_registered_model_alias("their-model", "champion", "1")
+    monkeypatch.setenv("TRIAGE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    code, text = invoke(["models", "list"])
+    assert code == 0 and "their-model" in text, text
+    code, text = invoke(["label", "--data", SHARED_DATA / "mongodb_demo.csv", "--model", "models:/their-model@champion",
+                         "--out", tmp_path / "decisions.csv"])
+    assert code == 2, text
+    assert "internal error" not in text
+    assert "models:/their-model@champion" in text and "s3://their-bucket/model" in text

@@ -37,6 +37,7 @@ Store problems (a garbage database, an unknown URI scheme) become
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import socket
@@ -538,10 +539,17 @@ def resolve_registry_uri(uri: str, tracking_uri: str | None = None, cache: str |
             what = f"its versions: {', '.join(known)}" if known else "no such registered model"
             raise TrackingError(f"{uri}: not found ({what})", store) from None
         root = Path(cache or os.environ.get("TRIAGE_CACHE") or Path.home() / ".cache" / "changepoint-triage")
-        dst = root / "models" / name / str(mv.version)
+        # Version numbers start at 1 in every store (and again in a store made anew):
+        # keyed by name and version alone, the cache handed one store's model out for
+        # another's version. The store, the run and the source name the version.
+        key = hashlib.sha256(f"{store}\n{mv.run_id}\n{mv.source}".encode()).hexdigest()[:16]
+        dst = root / "models" / name / str(mv.version) / key
         if not (dst / "MLmodel").is_file():
             dst.mkdir(parents=True, exist_ok=True)
-            mlflow.artifacts.download_artifacts(artifact_uri=f"models:/{name}/{mv.version}", dst_path=str(dst))
+            try:
+                mlflow.artifacts.download_artifacts(artifact_uri=f"models:/{name}/{mv.version}", dst_path=str(dst))
+            except ImportError as exc:  # a remote source (s3://, gs://) whose client library is absent
+                raise TrackingError(f"{uri}: cannot fetch its artifacts from {mv.source} ({exc})", store) from None
     model_dir = _pyfunc_model_dir(dst)
     verify_model_dir(model_dir)
     return model_dir
