@@ -24,6 +24,10 @@ before, in units of the commit-to-commit noise), then ``triage train``,
    store made anew) the first store's cached model was returned, silently,
    for the other store's version. A version whose artifacts MLflow cannot
    fetch (an ``s3://`` source without boto3) was an internal error.
+4. ``triage train --help`` said ordinary commits (``--ordinary-per-series``)
+   and the ``fbeta:1`` default come with ``--window 0``; every fixed window
+   builds an online model's rows (``--window 3``: an online model deciding
+   3 commits later), as the README's ``--window 3`` example does.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import SHARED_DATA
-from helpers_cli import invoke
+from helpers_cli import flat, invoke
 from sklearn.metrics import roc_auc_score
 
 from triage.features.extract import extract_features
@@ -222,3 +226,19 @@ def test_a_version_whose_artifacts_cannot_be_fetched_is_a_clear_error(tmp_path, 
     assert code == 2, text
     assert "internal error" not in text
     assert "models:/their-model@champion" in text and "s3://their-bucket/model" in text
+
+
+# ---------------------------------------------------------------- 4. train --help: online rows with any fixed window
+
+
+def test_train_help_tells_that_any_fixed_window_adds_ordinary_commits(labelled, tmp_path):
+    out = tmp_path / "w2"
+    code, text = invoke(["train", "--data", labelled, "--window", "2", "--ordinary-per-series", "3",
+                         "--no-track", "--out", out])
+    assert code == 0, text
+    assert "ordinary commits" in flat(text) and "(fbeta:1)" in text
+    assert json.loads((out / "manifest.json").read_text())["extra"]["online"] == {"confirm_after": 2}
+    code, text = invoke(["train", "--help"])
+    shown = flat(text)
+    assert "With --window 0:" not in shown and "(--window 0 with ordinary commits)" not in shown
+    assert "With a fixed --window K" in shown and "(a fixed --window with ordinary commits)" in shown

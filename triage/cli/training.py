@@ -121,7 +121,7 @@ def dataset_of(data: Path | None, preset: str | None, seed: int) -> Dataset:
 def build_matrix(dataset, window: str | int, n_jobs: int, ordinary_per_series: int = 0):
     """The feature matrix of every candidate of ``dataset`` for ``window``.
 
-    With window 0 and ``ordinary_per_series`` > 0, the rows of an online model
+    With a fixed window K and ``ordinary_per_series`` > 0, the rows of an online model
     instead (:mod:`training.online_matrix`): it will be asked about every commit.
     """
     try:
@@ -162,14 +162,14 @@ def train(
     features: Annotated[Path | None, typer.Option("--features", help="Feature-set JSON (triage select-features); default all columns.")] = None,
     window: Annotated[str, typer.Option("--window", help=WINDOW_HELP)] = "adaptive",
     target_recall: Annotated[float | None, typer.Option("--target-recall", help="Choose the threshold on validation data to reach this recall of true alerts.")] = None,
-    threshold: Annotated[str | None, typer.Option("--threshold", help="Threshold policy: a number, recall:R or fbeta:B (--target-recall wins). Default 0.5; fbeta:1 for an online model (--window 0 with ordinary commits), whose training rows hold far more changes than a stream does.")] = None,
+    threshold: Annotated[str | None, typer.Option("--threshold", help="Threshold policy: a number, recall:R or fbeta:B (--target-recall wins). Default 0.5; fbeta:1 for an online model (a fixed --window with ordinary commits), whose training rows hold far more changes than a stream does.")] = None,
     test_size: Annotated[float, typer.Option("--test-size", help="Fraction of series held out to measure the model (0 = none).")] = 0.2,
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
     register: Annotated[str | None, typer.Option("--register", help="Registered model name (default triage-<model>-<window>, e.g. triage-rf-adaptive, triage-xgb-w4).")] = None,
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP, envvar="MLFLOW_TRACKING_URI")] = None,
     no_track: Annotated[bool, typer.Option("--no-track", help="Do not log to MLflow.")] = False,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction and model threads.")] = 1,
-    ordinary_per_series: Annotated[int, typer.Option("--ordinary-per-series", min=0, help="With --window 0: unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper).")] = 10,
+    ordinary_per_series: Annotated[int, typer.Option("--ordinary-per-series", min=0, help="With a fixed --window K (0, 1, ...; an online model deciding K commits later): unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper).")] = 10,
     labels: Annotated[Path | None, typer.Option("--labels", help="Labels store of `triage serve`: the sheriffs' decisions replace the data's labels where there is one.")] = None,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run feature extraction on a dask cluster, partitioned by series: local or a scheduler address (tcp://host:8786).")] = None,
     candidate_windows: Annotated[bool, typer.Option("--candidate-windows", help=f"A scoring model: Pre/After bounded by the neighbouring candidates ({CANDIDATE_MAX_LEN} commits at most) plus the pair_* and ctx_* features (the candidate among its neighbours), the windows `triage score` gives fresh candidates.")] = False,
