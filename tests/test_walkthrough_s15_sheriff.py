@@ -217,3 +217,22 @@ def test_label_published_refuses_a_commit_alerted_in_several_series(real_frame, 
     assert code == 0, text
     lines = out.read_text().splitlines()
     assert lines[0].startswith('"Commit Hash";') and len(lines) == 3
+
+
+# ---------------------------------------------------------------- mozilla_or_ensemble: the union with Mozilla's alerts
+
+
+def test_mozilla_or_ensemble_keeps_every_perfherder_alert(real_frame, tmp_path: Path) -> None:
+    from helpers_cli import invoke
+
+    # perfherder flags commits 208 and 211 of this empymod series: one voting event of the ensemble
+    sid = "empymod-bench/transform.Fourier.time_dlf_splined('Small')/dtr-latitude/conda-py3.6-numpy1.17"
+    data = _extract(real_frame, tmp_path, sid)
+    found = {}
+    for detector in ("perfherder", "mozilla_or_ensemble"):
+        out = tmp_path / f"{detector}.csv"
+        code, text = invoke(["candidates", "--data", data, "--detector", detector, "--out", out])
+        assert code == 0, text
+        found[detector] = set(pd.read_csv(out)["index"])
+    assert {208, 211} <= found["perfherder"]
+    assert found["perfherder"] <= found["mozilla_or_ensemble"], found["perfherder"] - found["mozilla_or_ensemble"]

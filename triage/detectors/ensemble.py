@@ -10,9 +10,10 @@ votes are the number of distinct members in it; it is flagged when at least
 (a member with several detections in one event contributes their mean).
 
 "Mozilla or Ensemble": members named in ``always`` vote yes on their own --
-an event holding one of their detections is flagged whatever the votes, and
-is placed at that member's index, so the result is the union of Mozilla's
-alerts and the ensemble's.
+an event holding one of their detections is flagged whatever the votes, at
+each of their detections in it (two of Mozilla's alerts a few commits apart
+are both kept), so the result is the union of Mozilla's alerts and the
+ensemble's.
 """
 
 from __future__ import annotations
@@ -119,10 +120,13 @@ def vote(
         forced = [name for name in by_member if name in always]
         if votes < min_votes and not forced:
             continue
+        fields = {"votes": votes, "methods": "+".join(sorted(by_member))}
         if forced:
-            index = by_member[forced[0]][0]
-        else:
-            centre = float(np.mean([np.mean(v) for v in by_member.values()]))
-            index = int(np.floor(centre + 0.5))
-        out.append(ChangePoint(index, float(votes), {"votes": votes, "methods": "+".join(sorted(by_member))}))
+            # Every alert of an `always` member stays (the union): two of Mozilla's alerts a few
+            # commits apart fall into one event, and keeping only the first lost the other.
+            for index in sorted({i for name in forced for i in by_member[name]}):
+                out.append(ChangePoint(index, float(votes), dict(fields)))
+            continue
+        centre = float(np.mean([np.mean(v) for v in by_member.values()]))
+        out.append(ChangePoint(int(np.floor(centre + 0.5)), float(votes), fields))
     return out
