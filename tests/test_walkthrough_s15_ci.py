@@ -10,6 +10,9 @@
    them added and was switched to WAL; a labels store (it has a
    ``decisions`` table) was called a damaged state store, and the advised
    ``--reset-state`` moved the sheriffs' labels file aside.
+3. ``triage steady``'s table on 80 columns (a pipe, a CI log) folded the
+   series id every 13 characters (``org.acme.Pars`` / ``erBench.parse``):
+   the one-line headers of the numeric columns held them at their width.
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -150,3 +153,18 @@ def test_watch_still_opens_its_own_state_and_an_empty_sqlite_file(tmp_path):
                               stdin=_records())
         assert code == 0, output
     assert {"meta", "series", "decisions"} <= _tables(empty)
+
+
+# ---------------------------------------------------------------- 3. the steady table in a CI log (80 columns)
+
+
+def test_steady_table_keeps_the_series_id_readable_on_80_columns(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")  # a pipe or a CI log: rich's default width
+    files = _builds(tmp_path, [["thrpt", "avgt"], ["thrpt", "avgt"]])
+    code, output = invoke(["steady", *files, "--out", tmp_path / "steady.csv", "--trim-warmup", "none"])
+    assert code == 0, output
+    lines = output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    # The benchmark's class and method on one line, not folded every 13 characters.
+    rows = [line for line in lines if "org.acme" in line]
+    assert len(rows) == 2 and all("org.acme.ParserBench.parse" in line for line in rows), output

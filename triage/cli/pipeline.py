@@ -106,7 +106,9 @@ def steady(
     # The CSV on stdout (--out - or /dev/stdout): the table goes to stderr, out of the data.
     say = Console(stderr=True) if writes_stdout(out) or writes_stdout(starts_out) else console
     table = Table(title=f"Steady-state starts ({method})")
-    for col in ("series", "commits", "forks", "never steady", "median start", "iterations kept"):
+    # Two-line headers: on one line they held the numeric columns at their width, and on 80
+    # columns (a CI log) the series id was folded every 13 characters.
+    for col in ("series", "commits", "forks", "never\nsteady", "median\nstart", "iterations\nkept"):
         # The whole series id, folded if need be: an ellipsis made org.acme.Bench.parse[size=1]:avgt
         # and :thrpt one name.
         table.add_column(col, justify="left" if col == "series" else "right",
