@@ -28,6 +28,10 @@ before, in units of the commit-to-commit noise), then ``triage train``,
    and the ``fbeta:1`` default come with ``--window 0``; every fixed window
    builds an online model's rows (``--window 3``: an online model deciding
    3 commits later), as the README's ``--window 3`` example does.
+5. ``triage train --register a/b`` trained the model and failed only when
+   MLflow refused the name ("the tracking store cannot be used"), and
+   ``--register x@y`` registered a name that ``--model models:/x@y/1`` or
+   ``models:/x@y@champion`` cannot name (read as model ``x``, alias ``y``).
 """
 
 from __future__ import annotations
@@ -242,3 +246,18 @@ def test_train_help_tells_that_any_fixed_window_adds_ordinary_commits(labelled, 
     shown = flat(text)
     assert "With --window 0:" not in shown and "(--window 0 with ordinary commits)" not in shown
     assert "With a fixed --window K" in shown and "(a fixed --window with ordinary commits)" in shown
+
+
+# ---------------------------------------------------------------- 5. --register: a name models:/ URIs can address
+
+
+@pytest.mark.parametrize("name", ["team/rf", "x@y", "rf:2"])
+def test_register_refuses_a_name_no_models_uri_can_address_before_training(feature_matrix, tmp_path, name):
+    matrix = tmp_path / "fm.parquet"
+    feature_matrix.to_parquet(matrix)
+    store = tmp_path / "mlruns.db"
+    code, text = invoke(["train", "--matrix", matrix, "--register", name, "--tracking-uri", f"sqlite:///{store}",
+                         "--out", tmp_path / "m"])
+    assert code == 2, text
+    assert "--register" in text and "Invalid value" in text
+    assert not (tmp_path / "m").exists() and not store.exists()  # refused before any work

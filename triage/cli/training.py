@@ -195,6 +195,11 @@ def train(
     check_output_not_input(out, data, matrix, features)
     check_not_in_model_dir("--out", out)
     _check_feature_set(features, w)
+    if register is not None and any(c in register for c in "/:@"):
+        # MLflow refuses '/' and ':' only once the model is trained and logged; a name
+        # with '@' it registers, but no --model models:/NAME@ALIAS or /VERSION can name it.
+        raise typer.BadParameter(f"a registered name cannot hold '/', ':' or '@' (models:/NAME@ALIAS and "
+                                 f"models:/NAME/VERSION name it), got {register!r}", param_hint="--register")
     online_rows = ordinary_per_series if isinstance(w, int) and matrix is None else 0
     if candidate_windows and (w != "adaptive" or matrix is not None or labels is not None):
         raise typer.BadParameter("--candidate-windows builds its own windows from --data or --preset: leave --window adaptive, without --matrix or --labels")
