@@ -13,6 +13,9 @@
 3. ``triage steady``'s table on 80 columns (a pipe, a CI log) folded the
    series id every 13 characters (``org.acme.Pars`` / ``erBench.parse``):
    the one-line headers of the numeric columns held them at their width.
+4. ``detect``, ``steady`` and ``sample`` wrapped their closing ``... -> OUT``
+   line at 80 columns, cutting a long output path in two (``label``,
+   ``score`` and ``report`` keep theirs on one line).
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -163,8 +166,50 @@ def test_steady_table_keeps_the_series_id_readable_on_80_columns(tmp_path, monke
     files = _builds(tmp_path, [["thrpt", "avgt"], ["thrpt", "avgt"]])
     code, output = invoke(["steady", *files, "--out", tmp_path / "steady.csv", "--trim-warmup", "none"])
     assert code == 0, output
-    lines = output.splitlines()
+    lines = [line for line in output.splitlines() if line[:1] in "┏┃┡│└"]  # the table's
     assert max(len(line) for line in lines) <= 80
     # The benchmark's class and method on one line, not folded every 13 characters.
     rows = [line for line in lines if "org.acme" in line]
     assert len(rows) == 2 and all("org.acme.ParserBench.parse" in line for line in rows), output
+
+
+# ---------------------------------------------------------------- 4. the "-> OUT" line of a long --out path
+
+
+def _long_out(tmp_path, name: str):
+    folder = tmp_path.joinpath("ci-workspace", "reports", "performance", "nightly-benchmarks")
+    folder.mkdir(parents=True)
+    return folder / name
+
+
+def _one_line(output: str, out) -> bool:
+    return any(line.endswith(f"-> {out}") for line in output.splitlines())
+
+
+def test_detect_names_a_long_out_path_on_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    data = tmp_path / "history.csv"
+    rng = np.random.default_rng(5)
+    values = np.r_[100 + rng.standard_normal(40), 130 + rng.standard_normal(40)]
+    pd.DataFrame({"series_id": "bench/parse", "commit": [f"c{k:03d}" for k in range(80)], "value": values}).to_csv(
+        data, index=False)
+    out = _long_out(tmp_path, "detected-change-points-of-the-nightly-run.csv")
+    assert len(str(out)) > 80
+    code, output = invoke(["detect", "--data", data, "--out", out])
+    assert code == 0, output
+    assert _one_line(output, out), output
+
+
+def test_steady_and_sample_name_a_long_out_path_on_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    files = _builds(tmp_path, [["avgt"], ["avgt"]])
+    out = _long_out(tmp_path, "steady-iterations-of-the-nightly-run.csv")
+    code, output = invoke(["steady", *files, "--out", out, "--trim-warmup", "none"])
+    assert code == 0, output
+    assert _one_line(output, out), output
+    partial = tmp_path / "partial.csv"
+    partial.write_text("commit,value\nc1,1.0\nc2,\nc3,\nc4,1.2\n")
+    estimate = out.with_name("estimated-history-of-the-nightly-run.csv")
+    code, output = invoke(["sample", "--data", partial, "--budget", "1", "--out", estimate])
+    assert code == 0, output
+    assert _one_line(output, estimate), output

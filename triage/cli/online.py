@@ -549,6 +549,7 @@ def detect(
                 f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {out}",
                 markup=False,
                 highlight=False,
+                soft_wrap=True,  # a long --out path stays one line (a CI log is 80 columns)
             )
             return
         dataset = load(data, layout=layout)
@@ -588,6 +589,7 @@ def detect(
         f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {out}",
         markup=False,
         highlight=False,
+        soft_wrap=True,  # a long --out path stays one line (a CI log is 80 columns)
     )
 
 

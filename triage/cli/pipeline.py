@@ -126,7 +126,8 @@ def steady(
             f"{kept} / {int(grp['iterations'].sum())}",
         )
     say.print(table)
-    say.print(f"{len(long)} steady iterations -> {out}", markup=False, highlight=False)
+    # soft_wrap: a long --out path stays one line (a CI log is 80 columns).
+    say.print(f"{len(long)} steady iterations -> {out}", markup=False, highlight=False, soft_wrap=True)
 
 
 def sample(
@@ -187,7 +188,8 @@ def sample(
             f"{'is' if unmeasured == 1 else 'are'} not measured (--budget {budget})"
         )
     if out is not None:
-        say.print(f"estimated history of {len(plan)} commits -> {out}", markup=False, highlight=False)
+        say.print(f"estimated history of {len(plan)} commits -> {out}", markup=False, highlight=False,
+                  soft_wrap=True)
 
 
 def culprit(
