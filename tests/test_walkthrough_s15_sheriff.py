@@ -236,3 +236,35 @@ def test_mozilla_or_ensemble_keeps_every_perfherder_alert(real_frame, tmp_path: 
         found[detector] = set(pd.read_csv(out)["index"])
     assert {208, 211} <= found["perfherder"]
     assert found["perfherder"] <= found["mozilla_or_ensemble"], found["perfherder"] - found["mozilla_or_ensemble"]
+
+
+# ---------------------------------------------------------------- labels export: an --out named for another format
+
+
+@pytest.mark.parametrize("name", ["decisions.json", "decisions.parquet.gz", "decisions.yaml"])
+@pytest.mark.parametrize("with_data", [False, True])
+def test_labels_export_refuses_an_out_named_for_a_format_it_does_not_write(real_frame, tmp_path: Path, name: str,
+                                                                           with_data: bool) -> None:
+    from helpers_cli import flat, invoke
+
+    from triage.workspace.store import LabelsStore
+
+    data = _extract(real_frame, tmp_path, OTEL)
+    commits = list(dict.fromkeys(real_frame.loc[real_frame["series_id"] == OTEL, "commit"]))
+    store = LabelsStore(tmp_path / "labels.sqlite")
+    store.record(OTEL, commits[57], "true", who="ann", p_true=1.0, model_call="true_positive", model="default")
+    store.close()
+    out = tmp_path / name
+    out.write_text("kept\n")
+    code, text = invoke(["labels", "export", "--labels", tmp_path / "labels.sqlite", "--out", out,
+                         *(["--data", data] if with_data else [])])
+    # Was exit 0 with CSV text in a .json / a gzipped CSV as .parquet.gz, which triage then refused to read.
+    assert code == 2, text
+    assert f"Invalid value for --out: {name}: labels export writes CSV" in flat(text)
+    assert out.read_text() == "kept\n"
+    # A .parquet is Parquet, and reads back.
+    code, text = invoke(["labels", "export", "--labels", tmp_path / "labels.sqlite", "--out", tmp_path / "d.parquet",
+                         *(["--data", data] if with_data else [])])
+    assert code == 0, text
+    back = pd.read_parquet(tmp_path / "d.parquet")
+    assert (back.loc[back["commit"] == commits[57], "label"] == "true_positive").all()

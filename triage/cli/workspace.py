@@ -144,7 +144,7 @@ def build_workspace(data: Path, labels: Path, candidates: Path | None, model: st
 @labels_app.command("export")
 def labels_export(
     labels: Annotated[Path, typer.Option("--labels", help="SQLite labels store written by `triage serve`.")],
-    out: Annotated[Path, typer.Option("--out", parser=output_file, help="CSV or Parquet to write (atomically).")],
+    out: Annotated[Path, typer.Option("--out", parser=output_file, help="CSV (.csv, .csv.gz, .csv.zst; - = stdout) or .parquet to write (atomically).")],
     data: Annotated[Path | None, typer.Option("--data", help="With the data: the whole dataset in the long layout with the decisions as its labels (what `triage train --data` reads). Without: one row per decided alert.")] = None,
 ) -> None:
     """Export the sheriffs' current decisions in the long layout."""
@@ -153,6 +153,7 @@ def labels_export(
     from triage.workspace.store import LabelsStore, export_long
 
     check_output_not_input(out, labels, data)
+    _check_export_suffix(out)
     store = LabelsStore(labels, create=False)
     if data is not None:
         from triage.loaders import load, write_long
@@ -170,6 +171,23 @@ def labels_export(
     else:
         write_csv_atomic(frame, out)
     console.print(f"{len(frame):,} decisions written to [bold]{escape(str(out))}[/]", soft_wrap=True)
+
+
+def _check_export_suffix(out: Path) -> None:
+    """Refuse an ``--out`` named for a format the export does not write (as ``triage convert`` does).
+
+    The export writes Parquet for ``.parquet`` and CSV for anything else (compressed by
+    ``.gz`` / ``.zst``): ``x.json`` got CSV text and ``x.parquet.gz`` a gzipped CSV, files
+    that ``triage`` itself then refused to read ("not valid JSON", "not a readable Parquet file").
+    """
+    if str(out) == "-":
+        return
+    suffixes = [s.lower() for s in out.suffixes]
+    compressed = bool(suffixes) and suffixes[-1] in (".gz", ".zst")
+    kind = (suffixes[-2] if len(suffixes) >= 2 else "") if compressed else (suffixes[-1] if suffixes else "")
+    if (compressed and kind == ".parquet") or kind in (".json", ".js", ".yaml", ".yml"):
+        raise typer.BadParameter(f"{out.name}: labels export writes CSV (.csv, .csv.gz, .csv.zst) or an "
+                                 "uncompressed .parquet", param_hint="--out")
 
 
 @labels_app.command("agreement")
