@@ -32,6 +32,9 @@ before, in units of the commit-to-commit noise), then ``triage train``,
    MLflow refused the name ("the tracking store cannot be used"), and
    ``--register x@y`` registered a name that ``--model models:/x@y/1`` or
    ``models:/x@y@champion`` cannot name (read as model ``x``, alias ``y``).
+6. ``triage models promote NAME 1 --alias v3`` (or ``latest``, or one with a
+   space) said "the tracking store cannot be used" for an alias MLflow
+   reserves or refuses; the store was fine.
 """
 
 from __future__ import annotations
@@ -261,3 +264,20 @@ def test_register_refuses_a_name_no_models_uri_can_address_before_training(featu
     assert code == 2, text
     assert "--register" in text and "Invalid value" in text
     assert not (tmp_path / "m").exists() and not store.exists()  # refused before any work
+
+
+# ---------------------------------------------------------------- 6. promote: a bad alias is the alias's problem
+
+
+@pytest.mark.parametrize(("alias", "why"), [("v3", "reserved"), ("latest", "reserved"), ("on call", "Invalid alias")])
+def test_promote_names_the_alias_not_the_store(feature_matrix, tmp_path, monkeypatch, alias, why):
+    matrix = tmp_path / "fm.parquet"
+    feature_matrix.to_parquet(matrix)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
+    code, text = invoke(["train", "--matrix", matrix, "--out", tmp_path / "m"])
+    assert code == 0, text
+    code, text = invoke(["models", "promote", "triage-rf-adaptive", "1", "--alias", alias])
+    shown = flat(text)
+    assert code == 2, text
+    assert f"alias {alias!r} cannot be set" in shown and why in shown
+    assert "tracking store cannot be used" not in shown

@@ -583,4 +583,10 @@ def promote(name: str, version: str | int, alias: str = "champion", tracking_uri
         what = f"versions {', '.join(known)}" if known else "no such registered model"
         raise TrackingError(f"model {name!r} has no version {version} ({what})", uri) from None
     with store_errors(uri):
-        client.set_registered_model_alias(name, alias, str(version))
+        try:
+            client.set_registered_model_alias(name, alias, str(version))
+        except MlflowException as exc:
+            # A reserved or malformed alias is the alias's problem, not the store's.
+            if exc.error_code != "INVALID_PARAMETER_VALUE":
+                raise
+            raise TrackingError(f"alias {alias!r} cannot be set: {exc.message}", uri) from None
