@@ -268,3 +268,25 @@ def test_labels_export_refuses_an_out_named_for_a_format_it_does_not_write(real_
     assert code == 0, text
     back = pd.read_parquet(tmp_path / "d.parquet")
     assert (back.loc[back["commit"] == commits[57], "label"] == "true_positive").all()
+
+
+# ---------------------------------------------------------------- no candidates, as JSON lines
+
+
+def test_json_lines_of_no_candidate_go_through_score_and_report(real_frame, tmp_path: Path) -> None:
+    from helpers_cli import invoke
+
+    # perfherder finds nothing in this real otel-java series (a quiet day for the sheriff)
+    quiet = OTEL.replace("LARGE", "MEDIUM")
+    data = _extract(real_frame, tmp_path, quiet)
+    cands, scored = tmp_path / "cands.jsonl", tmp_path / "scored.jsonl"
+    code, text = invoke(["candidates", "--data", data, "--detector", "perfherder", "--format", "json", "--out", cands])
+    assert code == 0 and "0 candidates" in text, text
+    assert cands.read_bytes() == b""  # JSON lines of no record
+    # Was "error: cands.jsonl: file is empty" (exit 2): README's pipe candidates | score broke on a quiet day.
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--format", "json", "--out", scored])
+    assert code == 0, text
+    assert "0 of 0 called true" in text
+    code, text = invoke(["report", "--data", data, "--decisions", scored, "--candidates", cands, "--out", tmp_path / "r"])
+    assert code == 0, text
+    assert "(0 decisions)" in text and (tmp_path / "r" / "index.html").is_file()

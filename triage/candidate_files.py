@@ -114,6 +114,11 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
         raise InputError(path, None, f"unknown candidate layout {layout!r} (use one of {', '.join(LAYOUTS)})")
     if not path.is_file():
         raise InputError(path, None, "no such candidate file")
+    if layout in ("auto", "candidates", "candidates-json") and is_blank(path):
+        # JSON lines of no candidate: what `triage candidates --format json` writes when the
+        # detector finds nothing (a CSV says so with its header alone).
+        return CandidateTable(pd.DataFrame(columns=["series_id", "commit", "index"]), [], [], [], [], "candidates",
+                              str(path))
     if layout == "auto":
         layout = "candidates-json" if _starts_with_a_candidate_object(path) else candidate_layout(path)
     if layout == "candidates-json":
@@ -129,6 +134,15 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
     if layout == "otava-csv":
         return _refuse_repeats(_otava_csv(frame, path))
     return _perfherder_csv(frame, path)
+
+
+def is_blank(path: Path) -> bool:
+    """True when the file holds nothing but whitespace (read in chunks: a large file stops at its first byte)."""
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 16):
+            if chunk.strip():
+                return False
+    return True
 
 
 def _starts_with_a_candidate_object(path: Path) -> bool:

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from triage.candidate_files import read_candidates, resolve
+from triage.candidate_files import is_blank, read_candidates, resolve
 from triage.core import labels
 from triage.core.atomic import directory_target, replace_dir
 from triage.core.errors import InputError
@@ -107,6 +107,12 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         raise InputError(path, None, "is a directory, not a decisions file")
     if not path.is_file():
         raise InputError(path, None, "no such decisions file")
+    if is_blank(path):
+        # JSON lines of no decision: what `score` / `label --format json` write for no candidates
+        # (a CSV says so with its header alone).
+        dtypes = {"p_true": np.float64, "index": np.int64}
+        return pd.DataFrame({c: pd.Series(dtype=dtypes.get(c, object))
+                             for c in (*REQUIRED_DECISION_COLUMNS, "commit", "index", "label")})
     with open(path, "rb") as fh:
         is_json_lines = fh.read(1) == b"{"
     try:
