@@ -35,6 +35,10 @@ before, in units of the commit-to-commit noise), then ``triage train``,
 6. ``triage models promote NAME 1 --alias v3`` (or ``latest``, or one with a
    space) said "the tracking store cannot be used" for an alias MLflow
    reserves or refuses; the store was fine.
+7. A tracking store that already holds runs in MLflow's file layout
+   (``--tracking-uri file:///.../mlruns``, MLflow's default for years) is
+   refused by MLflow 3 in one long line whose way out comes last; the error
+   cut it at 300 characters, ending "See htt", without the opt-out.
 """
 
 from __future__ import annotations
@@ -281,3 +285,19 @@ def test_promote_names_the_alias_not_the_store(feature_matrix, tmp_path, monkeyp
     assert code == 2, text
     assert f"alias {alias!r} cannot be set" in shown and why in shown
     assert "tracking store cannot be used" not in shown
+
+
+# ---------------------------------------------------------------- 7. a file store: MLflow's way out is shown
+
+
+def test_a_file_store_error_keeps_mlflows_way_out(tmp_path, monkeypatch):
+    import mlflow
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # how such a store was made
+    store = f"file://{tmp_path / 'mlruns'}"
+    mlflow.MlflowClient(store).create_experiment("their-runs")
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
+    code, text = invoke(["models", "list", "--tracking-uri", store])
+    shown = flat(text)
+    assert code == 2, text
+    assert "MLFLOW_ALLOW_FILE_STORE=true" in shown and "migrate" in shown

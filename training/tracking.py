@@ -99,7 +99,10 @@ def store_errors(uri: str) -> Iterator[None]:
         if module not in ("mlflow", "sqlalchemy", "sqlite3", "alembic") and not isinstance(exc, OSError):
             raise
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise TrackingError(f"the tracking store cannot be used: {line[:300]}", uri) from None
+        # Only the first line (SQLAlchemy puts the SQL below it), but all of it: MLflow 3
+        # refuses a ./mlruns file store in one 560-character line whose way out
+        # (MLFLOW_ALLOW_FILE_STORE=true, or migrating) comes last; cut at 300, it ended "See htt".
+        raise TrackingError(f"the tracking store cannot be used: {line[:2000]}", uri) from None
 
 
 def _check_uri(uri: str, existing: bool = False) -> None:
