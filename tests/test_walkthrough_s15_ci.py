@@ -16,6 +16,11 @@
 4. ``detect``, ``steady`` and ``sample`` wrapped their closing ``... -> OUT``
    line at 80 columns, cutting a long output path in two (``label``,
    ``score`` and ``report`` keep theirs on one line).
+5. ``triage watch`` stopped (exit 2) at a late commit, a new commit whose
+   timestamp is older than its series' latest (builds finishing out of
+   order): every other series stopped being triaged, and a supervisor's
+   restart on the same feed stopped at the same line again. It is now
+   skipped with a line on stderr, as a quarantined series' values are.
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -213,3 +218,46 @@ def test_steady_and_sample_name_a_long_out_path_on_one_line(tmp_path, monkeypatc
     code, output = invoke(["sample", "--data", partial, "--budget", "1", "--out", estimate])
     assert code == 0, output
     assert _one_line(output, estimate), output
+
+
+# ---------------------------------------------------------------- 5. a late commit in the feed
+
+
+def _feed() -> tuple[str, int]:
+    """Two series, one result a day; build c004 of series A finishes after c005 (the late line's number too)."""
+    lines = []
+    for day in range(12):
+        for series in ("A", "B"):
+            lines.append({"series_id": series, "commit": f"c{day:03d}", "value": 100.0 + day % 3,
+                          "timestamp": f"2024-05-{day + 1:02d}T10:00:00Z"})
+    late = next(i for i, r in enumerate(lines) if r["series_id"] == "A" and r["commit"] == "c004")
+    record = lines.pop(late)
+    after = next(i for i, r in enumerate(lines) if r["series_id"] == "A" and r["commit"] == "c005")
+    lines.insert(after + 1, record)
+    return "".join(json.dumps(r) + "\n" for r in lines), after + 2
+
+
+def _arrived(state) -> set[tuple[str, str]]:
+    db = sqlite3.connect(state)
+    try:
+        return set(db.execute("SELECT series_id, commit_id FROM decisions"))
+    finally:
+        db.close()
+
+
+def test_watch_skips_a_late_commit_and_goes_on_with_every_series(tmp_path):
+    feed, late_line = _feed()
+    state = tmp_path / "state.db"
+    args = ["watch", "--state", state, "--confirm-after", "0", "--min-pre", "0", "--explain", "none"]
+    code, output = invoke(args, stdin=feed)
+    assert code == 0, output
+    assert f"skipped a late commit (<stdin>, line {late_line})" in flat(output)
+    assert "'A', commit 'c004'" in flat(output)
+    decided = _arrived(state)
+    assert ("A", "c004") not in decided
+    assert {("A", "c011"), ("B", "c011"), ("B", "c004")} <= decided
+    # A restart on the same feed (a supervisor's) goes past it again, deciding nothing twice.
+    code, again = invoke(args, stdin=feed)
+    assert code == 0, again
+    assert _arrived(state) == decided
+    assert f"skipped a late commit (<stdin>, line {late_line})" in flat(again)

@@ -28,7 +28,10 @@ lines already waiting on stdin are decided in one transaction. With
 it is printed, so a killed watcher restarted on the same input continues
 exactly where it stopped. A bad line stops the command with exit status 2 and
 ``error: <source>, line N: <problem>`` on stderr; every line before it is
-decided and stored, the bad one changes nothing. Ctrl-C ends it with exit
+decided and stored, the bad one changes nothing. Two kinds of line are
+skipped instead, with a line on stderr, and the stream goes on: a value no
+series can compute with quarantines its series, and a late commit (a new
+commit whose timestamp is older than its series' latest) is not decided. Ctrl-C ends it with exit
 status 130 (every printed decision is stored); a followed CSV that is
 truncated or replaced (log rotation) ends it with an error (exit 2) instead
 of a wait for lines that never come.
@@ -372,6 +375,7 @@ def watch(
     check_int("--cache-series", cache_series, low=1)
     from triage.core.values import out_of_range
     from triage.online.loop import OnlineTriage, RejectedCommit
+    from triage.online.records import LateCommit
     from triage.online.state_store import StateStore
     from triage.online.store_checks import set_aside_if_damaged
 
@@ -427,6 +431,13 @@ def watch(
                             quarantined.add(exc.series)
                             err_console.print(f"quarantined series {exc.series!r} ({source}, line {number}): "
                                               f"{exc.problem}; its later commits are skipped",
+                                              markup=False, highlight=False, soft_wrap=True)
+                            continue
+                        if isinstance(exc, LateCommit):
+                            # One build finished after a later one: stopping here stopped every
+                            # series, and a restart on the same feed stopped at this line again.
+                            err_console.print(f"skipped a late commit ({source}, line {number}): {exc}; "
+                                              "it is not decided (its series has moved past it)",
                                               markup=False, highlight=False, soft_wrap=True)
                             continue
                         _write(out, decisions)

@@ -124,6 +124,7 @@ from triage.online.records import (
     AlreadyDecided,
     ConflictingRedelivery,
     Decision,
+    LateCommit,
     ModelMismatch,
     RejectedCommit,
     Withdrawal,
@@ -587,7 +588,7 @@ class OnlineTriage:
                 decisions[i] = old
                 continue
             if ts is not None and last_ts is not None and ts < last_ts:
-                raise RejectedCommit(
+                raise LateCommit(
                     sid,
                     commit,
                     f"out of order: timestamp {_iso(ts)} is older than the series' latest ({_iso(last_ts)})",

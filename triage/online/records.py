@@ -28,6 +28,14 @@ class RejectedCommit(ValueError):
         super().__init__(f"series {series!r}, commit {commit!r}: {problem}")
 
 
+class LateCommit(RejectedCommit):
+    """A new commit whose timestamp is older than its series' latest: its place in the series is passed.
+
+    Not a garbled stream but one late result (builds finishing out of order),
+    so ``triage watch`` skips it with a warning rather than stopping every series.
+    """
+
+
 class ModelMismatch(InputError):
     """The model cannot drive the online loop, or is not the one a state store was built with."""
 
