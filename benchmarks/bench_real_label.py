@@ -1,0 +1,168 @@
+"""Batch labelling on real histories: the bundled models on half-triaged real alerts.
+
+One command regenerates BENCHMARKS.md, "Batch labelling on real data"::
+
+    nice .venv/bin/python benchmarks/bench_real_label.py
+
+Protocol
+--------
+1. **Data**: the real-data benchmark's parts (:mod:`real_data`, ``stable``
+   injection, seed 0; the same parts, split by project, as ``bench_real.py``).
+   The figures are on the **test** part (empymod-bench, otel-java), which no
+   bundled model was trained, calibrated or tuned on (``--part`` names another
+   part, for a look only: ``default-scoring`` learned from fit and validation).
+2. **Alerts**: a detector's candidates (``bench_real.py``'s cached detections,
+   registry defaults); an alert is a true one when the TCPDBench matching
+   (margin 5) pairs it with an injected change (``bench_real.matched``).
+3. **A half-triaged history**, as a team has one: in every series, each alert
+   is triaged with probability ``--triaged`` (seeded): its truth is its label
+   (``true_positive`` / ``false_positive``); the others are ``not_triaged``.
+4. **`triage label`'s path**: :func:`triage.batch_label.label_candidates` with
+   the bundled ``default-adaptive`` (synthetic ``default`` preset; adaptive
+   windows bounded by the *triaged* true alerts, the paper's setting) decides
+   the untriaged alerts at its threshold.
+5. **`triage score`'s path**, for comparison on the very same untriaged
+   alerts: the bundled ``default-scoring`` (real fit projects; honest windows
+   bounded by the run's other candidates, no label read) at its threshold for
+   that detector (no duplicate suppression: each alert is judged alone).
+6. **Figures**: AUC, accuracy, sensitivity (true alerts called true),
+   specificity (false alerts called false) against the truth, over the
+   untriaged alerts; "all true" is the accuracy of calling every alert true.
+   An alert at a series' first commit is not scorable for the adaptive model
+   and is left out of both rows (counted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_real  # noqa: E402
+import real_data  # noqa: E402
+
+from triage.batch_label import label_candidates  # noqa: E402
+from triage.core import labels  # noqa: E402
+from triage.core.history import Dataset  # noqa: E402
+from triage.core.metrics import classification_report  # noqa: E402
+from triage.inference import load_classifier  # noqa: E402
+from triage.model_lookup import bundled_model  # noqa: E402
+
+DETECTORS: tuple[str, ...] = ("perfherder", "edivisive", "binseg", "ensemble")
+
+
+def half_triaged(data: Dataset, found: dict, share: float, seed: int) -> Dataset:
+    """``data`` with its alerts labelled: triaged ones by their truth, the rest ``not_triaged``.
+
+    ``truth_label`` carries every alert's truth, for scoring the decisions.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for h in data:
+        idx = np.asarray(found[h.series_id][0], dtype=np.int64)
+        lab = np.full(len(h), labels.NONE, dtype=object)
+        truth = np.full(len(h), labels.NONE, dtype=object)
+        if len(idx):
+            true = bench_real.matched(h.true_change_points(), idx)
+            said = np.where(true, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
+            truth[idx] = said
+            lab[idx] = np.where(rng.random(len(idx)) < share, said, labels.NOT_TRIAGED)
+        out.append(dataclasses.replace(h, labels=lab, truth_label=truth, _index=None))
+    return Dataset(out, source=data.source)
+
+
+def rates(y: np.ndarray, p: np.ndarray, threshold: float) -> dict[str, float]:
+    return classification_report(y, p, threshold=threshold)
+
+
+def compare(data: Dataset, found: dict, detector: str, adaptive, scoring, share: float, seed: int) -> dict:
+    """Both bundled models on one detector's untriaged alerts (see the module docstring)."""
+    labelled = half_triaged(data, found[detector], share, seed)
+    decisions = label_candidates(labelled, adaptive, which="untriaged", explain_top=0, n_jobs=2)
+    scorable = decisions["p_true"].notna().to_numpy()
+    decisions = decisions[scorable].reset_index(drop=True)
+    y = (decisions["truth_label"] == labels.TRUE_POSITIVE).to_numpy()
+    p_adaptive = decisions["p_true"].to_numpy(dtype=float)
+
+    rows = bench_real.candidate_rows(data, found[detector], detector)
+    p_all = bench_real.proba_of(scoring, rows)
+    key = pd.MultiIndex.from_arrays([rows["series_id"].astype(str), rows["index"].astype(np.int64)])
+    where = key.get_indexer(pd.MultiIndex.from_arrays([decisions["series_id"].astype(str),
+                                                       decisions["index"].astype(np.int64)]))
+    if (where < 0).any():
+        raise RuntimeError(f"{detector}: {int((where < 0).sum())} untriaged alerts have no scoring row")
+    p_scoring = p_all[where]
+    cut = float((scoring.manifest_.get("extra") or {})["detector_thresholds"][detector])
+    return {
+        "detector": detector,
+        "untriaged": len(decisions),
+        "true": int(y.sum()),
+        "not_scorable": int((~scorable).sum()),
+        "triaged_true": int(sum((h.labels == labels.TRUE_POSITIVE).sum() for h in labelled)),
+        "adaptive": rates(y, p_adaptive, float(adaptive.threshold_)),
+        "scoring": rates(y, p_scoring, cut),
+        "scoring_cut": cut,
+    }
+
+
+def markdown(results: list[dict], part: str, n_histories: int, share: float, seed: int) -> str:
+    lines = [
+        f"Real histories, `stable` injection, seed 0, {part} part ({n_histories} base histories); each alert "
+        f"triaged with probability {share:g} (seed {seed}), the rest decided.",
+        "",
+        "| detector | untriaged alerts (true) | model (`triage` command) | AUC | accuracy | sensitivity | specificity "
+        "| all true |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        base = r["true"] / r["untriaged"] if r["untriaged"] else float("nan")
+        for name, what in (("default-adaptive (`label`)", "adaptive"), ("default-scoring (`score`)", "scoring")):
+            m = r[what]
+            lines.append(
+                f"| {r['detector']} | {r['untriaged']} ({r['true']}) | {name} | {m['auc']:.3f} | {m['accuracy']:.3f} "
+                f"| {m['sensitivity']:.3f} | {m['specificity']:.3f} | {base:.3f} |"
+            )
+    skipped = {r["detector"]: r["not_scorable"] for r in results if r["not_scorable"]}
+    if skipped:
+        lines += ["", "Left out as not scorable (an alert at a series' first commit): "
+                  + ", ".join(f"{d} {n}" for d, n in skipped.items()) + "."]
+    lines += ["", "Thresholds: default-adaptive its manifest's; default-scoring its per-detector cut ("
+              + ", ".join(f"{r['detector']} {r['scoring_cut']:.3f}" for r in results) + ")."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--part", default="test", choices=real_data.PARTS)
+    ap.add_argument("--triaged", type=float, default=0.5, help="probability that an alert is already triaged")
+    ap.add_argument("--seed", type=int, default=0, help="seed of which alerts are triaged")
+    ap.add_argument("--detectors", default=",".join(DETECTORS))
+    ap.add_argument("--every", type=int, default=1, help="1 in k base histories (the detection cache is per k)")
+    ap.add_argument("--n-jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    if not 0.0 < args.triaged < 1.0:
+        ap.error("--triaged must be between 0 and 1 (exclusive)")
+    started = time.perf_counter()
+    data = real_data.subsample(real_data.benchmark_parts(mode="stable", seed=0)[args.part], args.every)
+    found = bench_real.cached_detections(data, f"stable_s0_e{args.every}_{args.part}", args.n_jobs, print)
+    adaptive = load_classifier(bundled_model("default-adaptive"))
+    scoring = load_classifier(bundled_model("default-scoring"))
+    results = [compare(data, found, d, adaptive, scoring, args.triaged, args.seed) for d in args.detectors.split(",")]
+    text = markdown(results, args.part, len(data), args.triaged, args.seed)
+    out = bench_real.OUT / f"bench_real_label_{args.part}_t{args.triaged:g}_s{args.seed}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(text)
+    print(f"({time.perf_counter() - started:.0f} s; written to {out})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
