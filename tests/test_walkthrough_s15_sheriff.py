@@ -290,3 +290,44 @@ def test_json_lines_of_no_candidate_go_through_score_and_report(real_frame, tmp_
     code, text = invoke(["report", "--data", data, "--decisions", scored, "--candidates", cands, "--out", tmp_path / "r"])
     assert code == 0, text
     assert "(0 decisions)" in text and (tmp_path / "r" / "index.html").is_file()
+
+
+# ---------------------------------------------------------------- --out named for the other format
+
+
+@pytest.mark.parametrize(("command", "out", "fmt"), [
+    ("candidates", "cands.json", None),
+    ("candidates", "cands.jsonl.gz", "csv"),
+    ("candidates", "cands.csv", "json"),
+    ("score", "scored.json", None),
+    ("score", "scored.csv.zst", "json"),
+    ("label", "decisions.jsonl", "published"),
+])
+def test_out_named_for_the_other_format_is_refused(real_frame, tmp_path: Path, command: str, out: str,
+                                                   fmt: str | None) -> None:
+    from helpers_cli import flat, invoke
+
+    data = _extract(real_frame, tmp_path, OTEL)
+    commits = list(dict.fromkeys(real_frame.loc[real_frame["series_id"] == OTEL, "commit"]))
+    cands = tmp_path / "given.csv"
+    pd.DataFrame({"series_id": [OTEL], "commit": [commits[57]], "detector": ["edivisive"]}).to_csv(cands, index=False)
+    args = {"candidates": ["--detector", "perfherder"], "score": ["--candidates", cands], "label": []}[command]
+    target = tmp_path / out
+    code, text = invoke([command, "--data", data, *args, "--out", target, *(["--format", fmt] if fmt else [])])
+    # Was written: CSV text in cands.json, which `triage score --candidates cands.json` then refused
+    # ("not valid JSON"), or JSON lines in a .csv.
+    assert code == 2, text
+    assert f"Invalid value for --out: {Path(out).name}: --format" in flat(text)
+    assert not target.exists()
+
+
+def test_candidates_written_as_json_lines_are_scored(real_frame, tmp_path: Path) -> None:
+    from helpers_cli import invoke
+
+    data = _extract(real_frame, tmp_path, OTEL)
+    cands = tmp_path / "cands.json"
+    code, text = invoke(["candidates", "--data", data, "--detector", "perfherder", "--format", "json", "--out", cands])
+    assert code == 0, text
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--show", "0"])
+    assert code == 0, text
+    assert "1 of 1 called true" in text

@@ -74,6 +74,7 @@ def label(
     if which not in SELECTIONS:
         raise typer.BadParameter(f"--which must be one of {', '.join(SELECTIONS)}")
     check_format(fmt, ("csv", "json", "published"))
+    check_out_suffix(out, fmt)
     console = console_for(out)
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise typer.BadParameter("--threshold must be in [0, 1]")
@@ -168,6 +169,7 @@ def score(
     from triage.scoring import default_threshold, score_candidates, threshold_for_recall
 
     check_format(fmt)
+    check_out_suffix(out, fmt)
     console = console_for(out)
     if is_stdio(data) and is_stdio(candidates):
         raise typer.BadParameter("--data and --candidates cannot both be - (one standard input)")
@@ -212,6 +214,26 @@ def score(
                         scored[col] = numbers
         write_frame(scored, out, fmt)
         console.print(f"scores written to [bold]{escape(str(out))}[/]", soft_wrap=True)
+
+
+def check_out_suffix(out: Path | None, fmt: str) -> None:
+    """Refuse an ``--out`` whose name says the other of CSV and JSON lines than ``--format`` writes.
+
+    ``--out cands.json`` without ``--format json`` got CSV text, which ``triage score``
+    then read as JSON (by its name) and refused: "not valid JSON".
+    """
+    if out is None or str(out) == "-":
+        return
+    suffixes = [s.lower() for s in out.suffixes]
+    if suffixes and suffixes[-1] in (".gz", ".zst"):
+        suffixes = suffixes[:-1]
+    kind = suffixes[-1] if suffixes else ""
+    if fmt == "json" and kind in (".csv", ".tsv"):
+        raise typer.BadParameter(f"{out.name}: --format json writes JSON lines; name the file .jsonl, or give "
+                                 "--format csv", param_hint="--out")
+    if fmt != "json" and kind in (".json", ".jsonl", ".ndjson"):
+        raise typer.BadParameter(f"{out.name}: --format {fmt} does not write JSON; give --format json for JSON "
+                                 "lines, or name the file .csv", param_hint="--out")
 
 
 def _not_scorable_note(p_true, cut: float) -> str:

@@ -76,6 +76,7 @@ def candidates(
     scheduler: str = typer.Option(None, "--scheduler", help="Run on a dask cluster, partitioned by series: local (a LocalCluster on this machine) or a scheduler address (tcp://host:8786)."),
 ) -> None:
     """Run a change-point detector on every series and write the candidates as CSV or JSON lines."""
+    from triage.cli.alerts import check_out_suffix
     from triage.cli.validation import check_output_not_input
 
     check_output_not_input(out, data)
@@ -90,6 +91,7 @@ def candidates(
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     check_format(fmt)
+    check_out_suffix(out, fmt)
     say = console_for(out)
     dataset = load(data, layout=layout, aggregate=aggregate, trim_warmup=trim_warmup, branch=branch,
                    commit_order=read_commit_order(commit_order))
