@@ -39,6 +39,9 @@ before, in units of the commit-to-commit noise), then ``triage train``,
    (``--tracking-uri file:///.../mlruns``, MLflow's default for years) is
    refused by MLflow 3 in one long line whose way out comes last; the error
    cut it at 300 characters, ending "See htt", without the opt-out.
+8. ``triage train --model xgb --param max_depth=-1`` (or ``subsample=2``)
+   and ``triage window-study --model xgb`` with such a value ended in an
+   internal error: XGBoost checks its values only when it fits.
 """
 
 from __future__ import annotations
@@ -301,3 +304,24 @@ def test_a_file_store_error_keeps_mlflows_way_out(tmp_path, monkeypatch):
     shown = flat(text)
     assert code == 2, text
     assert "MLFLOW_ALLOW_FILE_STORE=true" in shown and "migrate" in shown
+
+
+# ---------------------------------------------------------------- 8. a value XGBoost refuses is a usage error
+
+
+@pytest.mark.parametrize("param", ["max_depth=-1", "subsample=2"])
+def test_train_with_a_bad_xgboost_value_is_a_usage_error(feature_matrix, tmp_path, param):
+    matrix = tmp_path / "fm.parquet"
+    feature_matrix.to_parquet(matrix)
+    code, text = invoke(["train", "--matrix", matrix, "--model", "xgb", "--param", param, "--no-track",
+                         "--out", tmp_path / "m"])
+    assert code == 2, text
+    assert "--param" in text and param.split("=")[0] in text and "internal error" not in text
+    assert not (tmp_path / "m").exists()
+
+
+def test_window_study_with_a_bad_xgboost_value_is_a_usage_error(labelled, tmp_path):
+    code, text = invoke(["window-study", "--data", labelled, "--model", "xgb", "--param", "max_depth=-1",
+                         "--windows", "0", "--splits", "1", "--no-track", "--out", tmp_path / "ws"])
+    assert code == 2, text
+    assert "--param" in text and "max_depth" in text and "internal error" not in text

@@ -234,7 +234,7 @@ def train(
             fm = matrix_of(data, preset, matrix, w, seed, jobs, online_rows)
     source = {"data": str(data) if data else None, "preset": preset, "matrix": str(matrix) if matrix else None,
               "labels": str(labels) if labels else None, "seed": seed, "ordinary_per_series": online_rows or None}
-    with console.status(f"training {model}"), _errors_name_the_data(data or matrix or preset):
+    with console.status(f"training {model}"), _errors_name_the_data(data or matrix or preset), _param_values_checked():
         result = run_train(
             fm,
             out,
@@ -309,6 +309,23 @@ def _errors_name_the_data(source: Path | str | None) -> Iterator[None]:
         raise InputError(source, None, str(exc)) from None
     except InputError as exc:
         raise exc.located(source) from None
+
+
+@contextmanager
+def _param_values_checked() -> Iterator[None]:
+    """A ``--param`` value XGBoost refuses is a usage error naming the option, exit 2.
+
+    ``check_model_params`` catches scikit-learn's bad values before any work, but
+    XGBoost checks its values only when it fits (``max_depth=-1``, ``subsample=2``):
+    that error escaped as an internal one.
+    """
+    try:
+        yield
+    except ValueError as exc:
+        if not type(exc).__module__.startswith("xgboost"):
+            raise
+        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise typer.BadParameter(f"xgb: {line}", param_hint="--param") from None
 
 
 def evaluate(
@@ -432,7 +449,7 @@ def window_study(
 
         check_store(tracking_uri)
     dataset = dataset_of(data, preset, seed)
-    with _errors_name_the_data(data or preset):
+    with _errors_name_the_data(data or preset), _param_values_checked():
         table = run_study(
             lambda w: build_matrix(dataset, w, n_jobs),
             window_list,
