@@ -331,3 +331,30 @@ def test_candidates_written_as_json_lines_are_scored(real_frame, tmp_path: Path)
     code, text = invoke(["score", "--data", data, "--candidates", cands, "--show", "0"])
     assert code == 0, text
     assert "1 of 1 called true" in text
+
+
+# ---------------------------------------------------------------- a detector parameter that contradicts its name
+
+
+@pytest.mark.parametrize(("detector", "param", "message"), [
+    ("hybrid_ks", "test=welch", "parameter test='welch' of detector 'hybrid_ks' contradicts its name, which fixes "
+                                "test='ks': use hybrid_welch"),
+    ("mozilla_or_ensemble", "always=", "parameter always=() of detector 'mozilla_or_ensemble' contradicts its name, "
+                                       "which fixes always=('perfherder',): use ensemble"),
+])
+def test_a_parameter_that_contradicts_the_detectors_name_is_refused(real_frame, tmp_path: Path, detector: str,
+                                                                    param: str, message: str) -> None:
+    from helpers_cli import flat, invoke
+
+    data = _extract(real_frame, tmp_path, OTEL)
+    out = tmp_path / "cands.csv"
+    code, text = invoke(["candidates", "--data", data, "--detector", detector, "--param", param, "--out", out])
+    # Was written: Welch-test candidates labelled hybrid_ks in the detector column, which `score`
+    # then judged at hybrid_ks's threshold.
+    assert code == 2, text
+    assert message in flat(text)
+    assert not out.exists()
+    # The value the name fixes may still be given.
+    same = "test=ks" if detector == "hybrid_ks" else "always=perfherder"
+    code, text = invoke(["candidates", "--data", data, "--detector", detector, "--param", same, "--out", out])
+    assert code == 0, text

@@ -174,6 +174,20 @@ def make(name: str, **params: Any) -> Detector:
             f"unknown parameter(s) {', '.join(sorted(unknown))} for detector {name!r} "
             f"(known: {', '.join(full)})"
         )
+    for key, value in _entry(name)[1].items():
+        # The name labels the output (the candidate file's `detector` column, which picks the scoring
+        # model's threshold): hybrid_ks run with test=welch would be Welch candidates called KS ones.
+        if key not in params or _same(params[key], value):
+            continue
+        fits = [n for n, (c, _) in REGISTRY.items() if c is cls and _same(defaults(n)[key], params[key])]
+        if fits:
+            instead = f"use {fits[0]}"
+        elif cls is Ensemble:
+            instead = f"use ensemble with {key}"
+        else:
+            continue  # not one of the choices: check_params names them
+        raise ValueError(f"parameter {key}={params[key]!r} of detector {name!r} contradicts its name, which "
+                         f"fixes {key}={value!r}: {instead}")
     full.update(params)
     check_params(name, full)
     det = cls(**full)
@@ -181,6 +195,13 @@ def make(name: str, **params: Any) -> Detector:
     if isinstance(det, Ensemble):
         det.factory = make  # members given by name are built here, with their defaults
     return det
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal parameter values; a list and a tuple of the same names are the same (``always``)."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return tuple(a) == tuple(b)
+    return bool(a == b)
 
 
 def parse_params(name: str, items: Iterable[str]) -> dict[str, Any]:
