@@ -42,6 +42,10 @@ before, in units of the commit-to-commit noise), then ``triage train``,
 8. ``triage train --model xgb --param max_depth=-1`` (or ``subsample=2``)
    and ``triage window-study --model xgb`` with such a value ended in an
    internal error: XGBoost checks its values only when it fits.
+9. ``triage evaluate --out MODEL_DIR``, ``triage window-study --out
+   MODEL_DIR`` and ``triage synth --out MODEL_DIR`` wrote their files into
+   the model directory (only folders *inside* one were refused): the model
+   no longer loaded ("file(s) not covered by the checksums").
 """
 
 from __future__ import annotations
@@ -325,3 +329,33 @@ def test_window_study_with_a_bad_xgboost_value_is_a_usage_error(labelled, tmp_pa
                          "--windows", "0", "--splits", "1", "--no-track", "--out", tmp_path / "ws"])
     assert code == 2, text
     assert "--param" in text and "max_depth" in text and "internal error" not in text
+
+
+# ---------------------------------------------------------------- 9. an --out folder that is a model directory
+
+
+@pytest.fixture
+def model_dir(feature_matrix, tmp_path) -> Path:
+    matrix = tmp_path / "fm.parquet"
+    feature_matrix.to_parquet(matrix)
+    out = tmp_path / "my-model"
+    code, text = invoke(["train", "--matrix", matrix, "--no-track", "--out", out])
+    assert code == 0, text
+    return out
+
+
+@pytest.mark.parametrize("command", [
+    ["evaluate", "--matrix", "{matrix}", "--models", "rf", "--splits", "1", "--no-track"],
+    ["window-study", "--data", "{data}", "--windows", "0", "--splits", "1", "--no-track"],
+    ["synth"],
+])
+def test_an_out_folder_that_is_a_model_directory_is_refused(model_dir, labelled, command):
+    from triage.training.model_files import load_model
+
+    before = sorted(p.name for p in model_dir.iterdir())
+    args = [str(a).format(matrix=model_dir.parent / "fm.parquet", data=labelled) for a in command]
+    code, text = invoke([*args, "--out", model_dir])
+    assert code == 2, text
+    assert "is a model directory" in flat(text)
+    assert sorted(p.name for p in model_dir.iterdir()) == before
+    load_model(model_dir)

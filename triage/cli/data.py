@@ -72,6 +72,11 @@ def synth(
     check_choice("--preset", preset, tuple(PRESETS))
     check_choice("--format", fmt, ("parquet", "csv"))
     check_output_dir("--out", out)
+    from triage.training.model_dirs import is_model_dir
+
+    if is_model_dir(out):  # check_output_dir looks only above it; the files would fail its checksums
+        raise typer.BadParameter(f"{out} is a model directory: its files would fail its checksums "
+                                 "and the model would no longer load; give another folder", param_hint="--out")
     _check_synth_folder(out)
     with console.status(f"generating preset {preset!r} (seed {seed})"):
         path = write_synthetic(out, preset, seed, fmt=fmt)

@@ -294,6 +294,19 @@ def _check_feature_set(path: Path | None, window: str | int) -> None:
         check_window(path, window)
 
 
+def _check_not_a_model_dir(out: Path) -> None:
+    """Refuse an ``--out`` folder that is a model directory (its files would fail its checksums).
+
+    ``check_output_dir`` looks only above the folder, since ``train --out`` may
+    replace a model; ``evaluate`` and ``window-study`` write their tables into it.
+    """
+    from triage.training.model_dirs import is_model_dir
+
+    if is_model_dir(out):
+        raise typer.BadParameter(f"{out} is a model directory: files written into it would fail its checksums "
+                                 "and the model would no longer load; give another folder", param_hint="--out")
+
+
 @contextmanager
 def _errors_name_the_data(source: Path | str | None) -> Iterator[None]:
     """Errors about the training rows name the data they came from, exit 2.
@@ -373,6 +386,7 @@ def evaluate(
     _check_feature_set(features, w)
     if out is not None:
         check_output_dir("--out", out)
+        _check_not_a_model_dir(out)
         check_output_not_input(out, data, matrix, features)
     if not no_track:  # a garbage store must fail now, not after the whole protocol has run
         from triage.training.tracking import check_store
@@ -443,6 +457,7 @@ def window_study(
         raise typer.BadParameter("give at least one window", param_hint="--windows")
     check_input_path("--data", data)
     check_output_dir("--out", out)
+    _check_not_a_model_dir(out)
     check_output_not_input(out, data)
     if not no_track:
         from triage.training.tracking import check_store
