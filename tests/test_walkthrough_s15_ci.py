@@ -21,6 +21,10 @@
    order): every other series stopped being triaged, and a supervisor's
    restart on the same feed stopped at the same line again. It is now
    skipped with a line on stderr, as a quarantined series' values are.
+6. ``triage steady`` wrote each build's values in its own unit: a build that
+   changed a benchmark's ``@OutputTimeUnit`` (``ops/s`` to ``ops/ms``, as
+   otel-java's series use both) made a thousandfold step, a change point
+   that ``candidates`` then reported. A series is now in its first unit.
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -261,3 +265,41 @@ def test_watch_skips_a_late_commit_and_goes_on_with_every_series(tmp_path):
     assert code == 0, again
     assert _arrived(state) == decided
     assert f"skipped a late commit (<stdin>, line {late_line})" in flat(again)
+
+
+# ---------------------------------------------------------------- 6. a build that changes @OutputTimeUnit
+
+
+def _unit_builds(tmp_path, mode: str, units_levels: list[tuple[str, float]]) -> list[str]:
+    rng = np.random.default_rng(7)
+    files = []
+    for k, (unit, level) in enumerate(units_levels):
+        entry = _jmh_entry(mode, level, rng)
+        entry["primaryMetric"]["scoreUnit"] = unit
+        path = tmp_path / f"c{k + 1}.json"
+        path.write_text(json.dumps([entry]))
+        files.append(str(path))
+    return files
+
+
+def test_steady_writes_a_series_in_one_unit_when_a_build_changes_the_time_unit(tmp_path):
+    # 2 M ops/s throughout: the last two builds report it as 2,000 ops/ms.
+    files = _unit_builds(tmp_path, "thrpt", [("ops/s", 2.0e6), ("ops/s", 2.0e6), ("ops/ms", 2.0e3), ("ops/ms", 2.0e3)])
+    out = tmp_path / "steady.csv"
+    code, output = invoke(["steady", *files, "--out", out, "--trim-warmup", "none"])
+    assert code == 0, output
+    means = pd.read_csv(out).groupby("commit")["value"].mean()
+    assert means.to_numpy() == pytest.approx([2.0e6] * 4, rel=0.02)
+
+
+def test_steady_converts_a_time_per_operation_and_warns_about_a_unit_it_cannot_convert(tmp_path):
+    files = _unit_builds(tmp_path, "avgt", [("us/op", 250.0), ("ns/op", 250_000.0)])
+    out = tmp_path / "steady.csv"
+    code, output = invoke(["steady", *files, "--out", out, "--trim-warmup", "none"])
+    assert code == 0, output
+    assert pd.read_csv(out).groupby("commit")["value"].mean().to_numpy() == pytest.approx([250.0, 250.0], rel=0.02)
+    (tmp_path / "odd").mkdir()
+    odd = _unit_builds(tmp_path / "odd", "thrpt", [("ops/s", 10.0), ("msgs/s", 10.0)])
+    with pytest.warns(UserWarning, match=r"c2.json: .* is in msgs/s, .*c1.json has it in ops/s: .*not comparable"):
+        code, output = invoke(["steady", *odd, "--out", tmp_path / "odd.csv", "--trim-warmup", "none"])
+    assert code == 0, output

@@ -233,7 +233,9 @@ def steady_long(
     ``iterations``, ``steady_start`` (None: never steady, every iteration
     kept). ``commits`` defaults to the file stems (``c1`` for ``c1.json.gz``).
     For rates (``thrpt``) KB-KSSD looks for a rising warm-up, for times a
-    falling one. Files may be gzip or zstd compressed. A file that is a
+    falling one. A series' values are in the unit of its first file (a
+    build with another ``@OutputTimeUnit`` is converted). Files may be gzip or
+    zstd compressed. A file that is a
     plain array of runs is the series ``runs_series`` (default: its stem; name
     one series to make the files a history of it).
     """
@@ -281,6 +283,7 @@ def steady_long(
             )
         frames.append((commit, frame))
     _same_name_in_every_file(frames)
+    _one_unit_per_series(frames, [display_name(f) for f in files])
     long_parts, starts = [], []
     for commit, frame in frames:
         for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
@@ -325,6 +328,49 @@ def _same_name_in_every_file(frames: list[tuple[str, pd.DataFrame]]) -> None:
         }
         if rename:
             frame["series_id"] = frame["series_id"].replace(rename)
+
+
+#: Nanoseconds in each time unit JMH writes in a score unit (``ops/ms``, ``us/op``).
+_NANOS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9, "hr": 3600 * 10**9,
+          "day": 86400 * 10**9}
+
+
+def _time_unit(unit: str) -> tuple[str, int] | None:
+    """("rate", ns) for ``ops/<time unit>``, ("time", ns) for ``<time unit>/op``; None for another unit."""
+    if unit.startswith("ops/") and unit[4:] in _NANOS:
+        return "rate", _NANOS[unit[4:]]
+    if unit.endswith("/op") and unit[:-3] in _NANOS:
+        return "time", _NANOS[unit[:-3]]
+    return None
+
+
+def _one_unit_per_series(frames: list[tuple[str, pd.DataFrame]], shown: list[str]) -> None:
+    """Each series' values in the unit of its first file.
+
+    A build that changes a benchmark's ``@OutputTimeUnit`` writes ``ops/ms``
+    where the earlier ones wrote ``ops/s``: written as they are, the values
+    jumped a thousandfold at that commit, a change point made by the unit.
+    JMH's time units convert exactly; other units that differ are warned about.
+    """
+    first: dict[str, tuple[str, str]] = {}
+    for (_, frame), name in zip(frames, shown, strict=True):
+        for series, unit in frame.groupby("series_id", sort=False)["unit"].first().items():
+            was, where = first.setdefault(series, (unit, name))
+            if unit == was:
+                continue
+            old, new = _time_unit(was), _time_unit(unit)
+            if old is None or new is None or old[0] != new[0]:
+                warnings.warn(
+                    f"{name}: {series} is in {unit}, {where} has it in {was}: "
+                    "its values are not comparable across these commits",
+                    stacklevel=3,
+                )
+                continue
+            # x ops per new-unit = x * old/new ops per old-unit; x new-units per op = x * new/old old-units.
+            factor = old[1] / new[1] if old[0] == "rate" else new[1] / old[1]
+            rows = frame["series_id"] == series
+            frame.loc[rows, "value"] = frame.loc[rows, "value"] * factor
+            frame.loc[rows, "unit"] = was
 
 
 def _stem(path: str | Path) -> str:
