@@ -44,8 +44,9 @@ before, in units of the commit-to-commit noise), then ``triage train``,
    internal error: XGBoost checks its values only when it fits.
 9. ``triage evaluate --out MODEL_DIR``, ``triage window-study --out
    MODEL_DIR`` and ``triage synth --out MODEL_DIR`` wrote their files into
-   the model directory (only folders *inside* one were refused): the model
-   no longer loaded ("file(s) not covered by the checksums").
+   the model directory (only folders *inside* one were refused), and
+   ``triage demo --out`` into one or a folder inside one: the model no
+   longer loaded ("file(s) not covered by the checksums").
 """
 
 from __future__ import annotations
@@ -348,6 +349,7 @@ def model_dir(feature_matrix, tmp_path) -> Path:
     ["evaluate", "--matrix", "{matrix}", "--models", "rf", "--splits", "1", "--no-track"],
     ["window-study", "--data", "{data}", "--windows", "0", "--splits", "1", "--no-track"],
     ["synth"],
+    ["demo"],
 ])
 def test_an_out_folder_that_is_a_model_directory_is_refused(model_dir, labelled, command):
     from triage.training.model_files import load_model
@@ -359,3 +361,10 @@ def test_an_out_folder_that_is_a_model_directory_is_refused(model_dir, labelled,
     assert "is a model directory" in flat(text)
     assert sorted(p.name for p in model_dir.iterdir()) == before
     load_model(model_dir)
+
+
+def test_demo_refuses_a_folder_inside_a_model_directory(model_dir):
+    code, text = invoke(["demo", "--out", model_dir / "demo"])
+    assert code == 2, text
+    assert "inside the model directory" in flat(text)
+    assert not (model_dir / "demo").exists()

@@ -52,6 +52,21 @@ def _check_synth_folder(out: Path) -> None:
         )
 
 
+def _check_not_a_model_dir(out: Path) -> None:
+    """Refuse an ``--out`` folder that is, or lies inside, a model directory.
+
+    ``check_output_dir`` looks only above the folder (``train --out`` may replace a
+    model); files written into one fail its checksums and the model no longer loads.
+    """
+    from triage.cli.validation import check_not_in_model_dir
+    from triage.training.model_dirs import is_model_dir
+
+    check_not_in_model_dir("--out", out)
+    if is_model_dir(out):
+        raise typer.BadParameter(f"{out} is a model directory: its files would fail its checksums "
+                                 "and the model would no longer load; give another folder", param_hint="--out")
+
+
 def synth(
     out: Path = typer.Option(
         ..., "--out", help="Directory to write history.<format> and dataset.json into."
@@ -72,11 +87,7 @@ def synth(
     check_choice("--preset", preset, tuple(PRESETS))
     check_choice("--format", fmt, ("parquet", "csv"))
     check_output_dir("--out", out)
-    from triage.training.model_dirs import is_model_dir
-
-    if is_model_dir(out):  # check_output_dir looks only above it; the files would fail its checksums
-        raise typer.BadParameter(f"{out} is a model directory: its files would fail its checksums "
-                                 "and the model would no longer load; give another folder", param_hint="--out")
+    _check_not_a_model_dir(out)
     _check_synth_folder(out)
     with console.status(f"generating preset {preset!r} (seed {seed})"):
         path = write_synthetic(out, preset, seed, fmt=fmt)
@@ -233,6 +244,7 @@ def demo(
     """Every job once: synthetic data, bundled models, batch labelling, scoring, online loop, report."""
     from triage.cli.demo import run_demo
 
+    _check_not_a_model_dir(out)
     run_demo(out, seed=seed, console=console)
 
 
