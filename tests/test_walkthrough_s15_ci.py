@@ -25,6 +25,9 @@
    changed a benchmark's ``@OutputTimeUnit`` (``ops/s`` to ``ops/ms``, as
    otel-java's series use both) made a thousandfold step, a change point
    that ``candidates`` then reported. A series is now in its first unit.
+7. ``triage culprit``'s heading (series, the two commits and their levels)
+   was wrapped to its table's width: with one or no measurement to show,
+   about 40 columns, so the ids and levels ran over nine centred lines.
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -303,3 +306,25 @@ def test_steady_converts_a_time_per_operation_and_warns_about_a_unit_it_cannot_c
     with pytest.warns(UserWarning, match=r"c2.json: .* is in msgs/s, .*c1.json has it in ops/s: .*not comparable"):
         code, output = invoke(["steady", *odd, "--out", tmp_path / "odd.csv", "--trim-warmup", "none"])
     assert code == 0, output
+
+
+# ------------------------------------------------ 7. culprit's heading over a narrow table (gap measured)
+
+
+def test_culprit_heading_is_not_squeezed_to_a_narrow_table(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    shas = [f"{k:02d}" + "9f3c1ab2" * 4 + "d7e405" for k in range(12)]
+    values = ["21.1", "", "20.9", "21.0", "21.2", "21.1", "39.0", "", "38.8", "39.1", "38.9", "39.2"]
+    partial = tmp_path / "partial.csv"
+    partial.write_text("series_id,commit,value\n" + "".join(
+        f"otel-java/io.opentelemetry.sdk.MetricRecordBenchmark.threads1/otel-bench-runner,{c},{v}\n"
+        for c, v in zip(shas, values, strict=True)))
+    oracle = tmp_path / "oracle.csv"
+    oracle.write_text("commit,value\n" + "".join(f"{c},{v or '30'}\n" for c, v in zip(shas, values, strict=True)))
+    code, output = invoke(["culprit", "--data", partial, "--before", shas[4], "--after", shas[6],
+                           "--oracle", oracle])
+    assert code == 0, output
+    lines = output.splitlines()
+    heading = lines[: next(i for i, line in enumerate(lines) if line.startswith("┏"))]
+    assert any(f"change between {shas[4]}" in line for line in heading), output
+    assert len(heading) <= 4, output

@@ -160,11 +160,8 @@ def sample(
     if out is not None:
         write_csv_atomic(plan, out)
     chosen = plan[plan["next"].notna()].sort_values("next")
-    table = Table(
-        title=Text(
-            f"{history.series_id}: {len(history.measured)} of {len(plan)} commits measured; measure next"
-        )
-    )
+    title = f"{history.series_id}: {len(history.measured)} of {len(plan)} commits measured; measure next"
+    table = Table(title=Text(title), min_width=min(len(title), say.width))
     for col in ("rank", "commit", "position", "estimate", "95% band"):
         # The whole commit id (folded if need be): it is what the user goes and measures.
         table.add_column(col, justify="left" if col == "commit" else "right",
@@ -317,11 +314,10 @@ def culprit(
         ) from None
     except ValueError as exc:
         raise InputError(data, None, str(exc)) from None
-    table = Table(
-        title=Text(
-            f"{history.series_id}: change between {before} (level {old:.4g}) and {after} (level {new:.4g})"
-        )
-    )
+    title = f"{history.series_id}: change between {before} (level {old:.4g}) and {after} (level {new:.4g})"
+    # As wide as the title needs (up to the terminal): a title is wrapped to its table's width, and a
+    # table of short ids, or of no rows, cut the levels and commit ids over a dozen centred lines.
+    table = Table(title=Text(title), min_width=min(len(title), say.width))
     for col in ("#", "commit", "position", "value", "nearer"):
         table.add_column(col, justify="left" if col == "commit" else "right",
                          overflow="fold" if col == "commit" else "ellipsis")
