@@ -47,6 +47,9 @@ before, in units of the commit-to-commit noise), then ``triage train``,
    the model directory (only folders *inside* one were refused), and
    ``triage demo --out`` into one or a folder inside one: the model no
    longer loaded ("file(s) not covered by the checksums").
+10. ``triage train --test-size 0.95`` on 20 series left one series to fit
+    on, which scikit-learn could not split into fit and validation parts:
+    an internal error instead of the split error that says what to change.
 """
 
 from __future__ import annotations
@@ -368,3 +371,17 @@ def test_demo_refuses_a_folder_inside_a_model_directory(model_dir):
     assert code == 2, text
     assert "inside the model directory" in flat(text)
     assert not (model_dir / "demo").exists()
+
+
+# ---------------------------------------------------------------- 10. a hold-out that leaves too little to split
+
+
+@pytest.mark.parametrize("test_size", ["0.95", "0.999"])
+def test_a_test_size_leaving_too_little_to_fit_is_a_split_error(feature_matrix, tmp_path, test_size):
+    matrix = tmp_path / "fm.parquet"
+    feature_matrix.to_parquet(matrix)
+    code, text = invoke(["train", "--matrix", matrix, "--test-size", test_size, "--no-track", "--out", tmp_path / "m"])
+    shown = flat(text)
+    assert code == 2, text
+    assert "fm.parquet" in shown and "grouped split" in shown and "lower --test-size" in shown
+    assert not (tmp_path / "m").exists()

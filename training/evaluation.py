@@ -97,15 +97,22 @@ def split_indices(
                          "so at least 3 of each")
     for attempt in range(20):
         s = seed + 100_003 * attempt
-        if kind == "random":
-            rest, test = train_test_split(idx, test_size=test_size, stratify=y, random_state=s)
-            train, val = train_test_split(rest, test_size=val_size, stratify=y[rest], random_state=s)
-        elif kind == "grouped":
-            rest, test = next(GroupShuffleSplit(1, test_size=test_size, random_state=s).split(idx, y, groups))
-            tr, va = next(GroupShuffleSplit(1, test_size=val_size, random_state=s).split(rest, y[rest], groups[rest]))
-            train, val = rest[tr], rest[va]
-        else:
+        if kind not in ("random", "grouped"):
             raise ValueError(f"unknown split {kind!r} (use one of {', '.join(SPLITS)})")
+        try:
+            if kind == "random":
+                rest, test = train_test_split(idx, test_size=test_size, stratify=y, random_state=s)
+                train, val = train_test_split(rest, test_size=val_size, stratify=y[rest], random_state=s)
+            else:
+                rest, test = next(GroupShuffleSplit(1, test_size=test_size, random_state=s).split(idx, y, groups))
+                tr, va = next(GroupShuffleSplit(1, test_size=val_size, random_state=s).split(
+                    rest, y[rest], groups[rest]))
+                train, val = rest[tr], rest[va]
+        except ValueError:
+            # What the test part leaves is too small to split again (train --test-size 0.95:
+            # one series): scikit-learn's refusal escaped as an internal error. A failed
+            # attempt, as one without both classes, ends in the SplitError below.
+            continue
         if all(len(np.unique(y[part])) == 2 for part in (train, val, test)):
             return np.sort(train), np.sort(val), np.sort(test)
     groups_of = {c: len(np.unique(groups[y == c])) for c in (0, 1)}
