@@ -358,3 +358,24 @@ def test_a_parameter_that_contradicts_the_detectors_name_is_refused(real_frame, 
     same = "test=ks" if detector == "hybrid_ks" else "always=perfherder"
     code, text = invoke(["candidates", "--data", data, "--detector", detector, "--param", same, "--out", out])
     assert code == 0, text
+
+
+# ---------------------------------------------------------------- serve: one standard input for two inputs
+
+
+def test_serve_refuses_data_and_candidates_both_from_standard_input(real_frame, tmp_path: Path) -> None:
+    import socket
+
+    from helpers_cli import flat, invoke
+
+    data = _extract(real_frame, tmp_path, OTEL)
+    with socket.socket() as busy:  # a port in use: the refusal must come before the port is taken
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, text = invoke(["serve", "--data", "-", "--candidates", "-", "--labels", tmp_path / "labels.sqlite",
+                             "--port", port], stdin=data.read_text())
+    # Was served: the data read standard input to its end, the candidates were an empty file, 0 alerts.
+    assert code == 2, text
+    assert "--data and --candidates cannot both be - (one standard input)" in flat(text)
+    assert not (tmp_path / "labels.sqlite").exists()

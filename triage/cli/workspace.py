@@ -51,6 +51,7 @@ def serve(
     sheriff: Annotated[str | None, typer.Option("--sheriff", help="Name recorded with decisions when the page gives none (default: your user name).")] = None,
 ) -> None:
     """Serve the triage workspace: the alert queue, series plots, one-click decisions, agreement by week."""
+    from triage.core.atomic import is_stdio
     from triage.workspace.app import (
         LOOPBACK_NAMES,
         check_commit_url,
@@ -64,6 +65,9 @@ def serve(
         check_commit_url(commit_url)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+    if candidates is not None and is_stdio(data) and is_stdio(candidates):
+        # The data reads standard input to its end: the candidates would be an empty file, no alert.
+        raise typer.BadParameter("--data and --candidates cannot both be - (one standard input)")
     # The port is taken before anything is built: a port in use fails at once, and
     # leaves no new labels store behind; --port 0 then knows the port it got.
     sock = _listening_socket(host, port)
