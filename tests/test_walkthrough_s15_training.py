@@ -50,6 +50,9 @@ before, in units of the commit-to-commit noise), then ``triage train``,
 10. ``triage train --test-size 0.95`` on 20 series left one series to fit
     on, which scikit-learn could not split into fit and validation parts:
     an internal error instead of the split error that says what to change.
+11. ``triage select-features --out -`` wrote the feature set to standard
+    output between the progress line and the summary lines, so
+    ``> fs.json`` held no JSON that ``train --features`` could read.
 """
 
 from __future__ import annotations
@@ -385,3 +388,21 @@ def test_a_test_size_leaving_too_little_to_fit_is_a_split_error(feature_matrix, 
     assert code == 2, text
     assert "fm.parquet" in shown and "grouped split" in shown and "lower --test-size" in shown
     assert not (tmp_path / "m").exists()
+
+
+# ---------------------------------------------------------------- 11. select-features --out -: only the JSON on stdout
+
+
+def test_select_features_to_stdout_writes_only_the_feature_set_there(labelled, tmp_path):
+    from helpers_cli import run_triage
+
+    res = run_triage("select-features", "--data", labelled, "--out", "-", "--population", "2", "--generations", "1",
+                     "--trees", "2", "--folds", "2")
+    assert res.returncode == 0, res.stderr
+    feature_set = json.loads(res.stdout)
+    assert feature_set["window"] == "adaptive" and feature_set["names"]
+    assert "columns" in res.stderr  # the summary line, for the human
+    path = tmp_path / "fs.json"
+    path.write_text(res.stdout)
+    code, text = invoke(["train", "--data", labelled, "--features", path, "--no-track", "--out", tmp_path / "m"])
+    assert code == 0, text

@@ -6,15 +6,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from triage.cli.options import parse_window
+from triage.cli.tables import console_for
 from triage.cli.validation import output_file
 from triage.core.errors import InputError
 from triage.loaders import load
-
-console = Console()
 
 
 def select_features_command(
@@ -34,6 +32,9 @@ def select_features_command(
     """Choose the feature subset with a genetic algorithm (Bauer et al., ICPE 2022)."""
     from triage.cli.validation import check_choice, check_int, check_n_jobs, check_output_not_input
 
+    # With --out - (or /dev/stdout) the JSON goes to stdout: the progress and the
+    # summary lines go to stderr, or `> fs.json` would hold them too.
+    console = console_for(out)
     check_output_not_input(out, data)
     check_n_jobs(n_jobs)
     check_int("--seed", seed, low=0, high=2**32 - 1)  # numpy's range, checked before the extraction
