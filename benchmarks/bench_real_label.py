@@ -112,7 +112,8 @@ def compare(data: Dataset, found: dict, detector: str, adaptive, scoring, share:
     }
 
 
-def markdown(results: list[dict], part: str, n_histories: int, share: float, seed: int) -> str:
+def markdown(results: list[dict], part: str, n_histories: int, share: float, seed: int,
+             label_name: str = "default-adaptive") -> str:
     lines = [
         f"Real histories, `stable` injection, seed 0, {part} part ({n_histories} base histories); each alert "
         f"triaged with probability {share:g} (seed {seed}), the rest decided.",
@@ -123,7 +124,7 @@ def markdown(results: list[dict], part: str, n_histories: int, share: float, see
     ]
     for r in results:
         base = r["true"] / r["untriaged"] if r["untriaged"] else float("nan")
-        for name, what in (("default-adaptive (`label`)", "adaptive"), ("default-scoring (`score`)", "scoring")):
+        for name, what in ((f"{label_name} (`label`)", "adaptive"), ("default-scoring (`score`)", "scoring")):
             m = r[what]
             lines.append(
                 f"| {r['detector']} | {r['untriaged']} ({r['true']}) | {name} | {m['auc']:.3f} | {m['accuracy']:.3f} "
@@ -133,7 +134,7 @@ def markdown(results: list[dict], part: str, n_histories: int, share: float, see
     if skipped:
         lines += ["", "Left out as not scorable (an alert at a series' first commit): "
                   + ", ".join(f"{d} {n}" for d, n in skipped.items()) + "."]
-    lines += ["", "Thresholds: default-adaptive its manifest's; default-scoring its per-detector cut ("
+    lines += ["", f"Thresholds: {label_name} its manifest's; default-scoring its per-detector cut ("
               + ", ".join(f"{r['detector']} {r['scoring_cut']:.3f}" for r in results) + ")."]
     return "\n".join(lines) + "\n"
 
@@ -146,17 +147,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--detectors", default=",".join(DETECTORS))
     ap.add_argument("--every", type=int, default=1, help="1 in k base histories (the detection cache is per k)")
     ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--label-model", type=Path, default=None,
+                    help="the labelling model to measure (default: the bundled default-adaptive)")
     args = ap.parse_args(argv)
     if not 0.0 < args.triaged < 1.0:
         ap.error("--triaged must be between 0 and 1 (exclusive)")
     started = time.perf_counter()
     data = real_data.subsample(real_data.benchmark_parts(mode="stable", seed=0)[args.part], args.every)
     found = bench_real.cached_detections(data, f"stable_s0_e{args.every}_{args.part}", args.n_jobs, print)
-    adaptive = load_classifier(bundled_model("default-adaptive"))
+    adaptive = load_classifier(args.label_model or bundled_model("default-adaptive"))
     scoring = load_classifier(bundled_model("default-scoring"))
     results = [compare(data, found, d, adaptive, scoring, args.triaged, args.seed) for d in args.detectors.split(",")]
-    text = markdown(results, args.part, len(data), args.triaged, args.seed)
-    out = bench_real.OUT / f"bench_real_label_{args.part}_t{args.triaged:g}_s{args.seed}.md"
+    text = markdown(results, args.part, len(data), args.triaged, args.seed,
+                    args.label_model.name if args.label_model else "default-adaptive")
+    tag = f"_{args.label_model.name}" if args.label_model else ""
+    out = bench_real.OUT / f"bench_real_label_{args.part}_t{args.triaged:g}_s{args.seed}{tag}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(text)

@@ -21,6 +21,14 @@ def test_bundled_model_loads_verified_and_is_small(name):
     assert str(clf.manifest_["window"]) == ("adaptive" if name == ADAPTIVE_MODEL else "4")
 
 
+def test_adaptive_model_learned_real_noise():
+    # Its synthetic-`default` predecessor did not carry over to real histories
+    # (BENCHMARKS.md, "Batch labelling on real data"); models/README.md says which preset.
+    manifest = load_classifier(MODELS_DIR / ADAPTIVE_MODEL).manifest_
+    assert manifest["extra"]["source"] == {"preset": "realnoise", "seed": 0}
+    assert manifest["n_features"] == 44 and manifest["threshold"]["policy"] == "0.5"
+
+
 def test_adaptive_model_reproduces_mongodbs_triage(shared_data):
     dataset = load(shared_data / "mongodb_demo.csv")
     decisions = label_candidates(dataset, load_classifier(MODELS_DIR / ADAPTIVE_MODEL), which="triaged")
