@@ -14,6 +14,7 @@ import re
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -379,3 +380,65 @@ def test_serve_refuses_data_and_candidates_both_from_standard_input(real_frame, 
     assert code == 2, text
     assert "--data and --candidates cannot both be - (one standard input)" in flat(text)
     assert not (tmp_path / "labels.sqlite").exists()
+
+
+# ---------------------------------------------------------------- plots: a few far outliers squashed the rest
+
+
+RHAI_SPIKED = "rhai/bench_engine_new_raw/gha-ubuntu-latest"  # first runs at ~57,000 ns/iter, then 20-400
+
+
+def _spiked(real_frame: pd.DataFrame, folder: Path):
+    from triage.loaders import load
+
+    return load(_extract(real_frame, folder, RHAI_SPIKED))[RHAI_SPIKED]
+
+
+def _svg_text(draw, path: Path) -> str:
+    """What ``draw(path)`` writes as an SVG with its text kept as text (tick labels, legend)."""
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        draw(path)
+    return path.read_text()
+
+
+def test_workspace_plot_scale_leaves_out_a_few_far_outliers(real_frame, tmp_path: Path) -> None:
+    from triage.workspace.plot import series_figure
+
+    h = _spiked(real_frame, tmp_path)
+    assert h.values.max() > 50_000 and (h.values > 1_000).sum() <= 4
+    fig = series_figure(h, [(500, "untriaged", 0.4, "false_positive"), (2, "untriaged", 0.1, "false_positive")],
+                        title=RHAI_SPIKED)
+    ax = fig.axes[0]
+    low, high = ax.get_ylim()
+    # Was 0 to 60,000 and more: the 1,650 commits after the first runs a flat line along the bottom.
+    assert high < 1_000 and low > -100
+    labels = ax.get_legend_handles_labels()[1]
+    assert "4 values off the scale, up to 5.767e+04" in labels, labels
+
+
+def test_report_plot_scale_leaves_out_a_few_far_outliers(real_frame, tmp_path: Path) -> None:
+    from triage.report import plot_series
+
+    h = _spiked(real_frame, tmp_path)
+    svg = _svg_text(lambda p: plot_series(h, p, candidates=np.array([2, 500])), tmp_path / "plot.svg")
+    ticks = [float(t.replace("\u2212", "-")) for t in re.findall(r">(\u2212?[\d.]+)</text>", svg)]
+    assert "4 values off the scale, up to 5.767e+04" in svg
+    # The y ticks stop near the values' bulk (were up to 60000; the x ticks go to 1600).
+    assert max(ticks) < 2_000, ticks
+
+
+def test_plot_command_scale_leaves_out_a_few_far_outliers(real_frame, tmp_path: Path) -> None:
+    from matplotlib.image import imread
+
+    from triage.plotting import plot_history
+
+    h = _spiked(real_frame, tmp_path)
+    png = plot_history(h, tmp_path / "plot.png")
+    rgb = imread(png)[..., :3]
+    blue = np.all(np.abs(rgb - np.array([31, 119, 180]) / 255) < 0.08, axis=-1)  # the value line, tab:blue
+    width = blue.shape[1]
+    rows = np.flatnonzero(blue[:, int(0.3 * width): int(0.85 * width)].any(axis=1))
+    # The line after the first runs spans much of the plot's height (was a few pixel rows at the bottom).
+    assert len(rows) > 60, len(rows)

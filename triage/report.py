@@ -53,6 +53,7 @@ from triage.core.atomic import directory_target, replace_dir
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
 from triage.inference import NOT_SCORABLE
+from triage.plotting import clip_to_scale, mark_off_scale, value_scale
 
 #: The file that marks a directory as a report this module wrote (and may replace).
 REPORT_MARKER = ".triage-report"
@@ -230,11 +231,15 @@ def plot_series(
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    v = history.values
     x = np.arange(len(history))
     fig, ax = plt.subplots(figsize=(11, 3.2), dpi=100)
-    ax.plot(x, v, lw=0.9, color="tab:blue", label="value", zorder=2)
-    lo, hi = float(np.min(v)), float(np.max(v))
+    ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value", zorder=2)
+    # A few far outliers would squash the rest into a flat line: they are drawn at the scale's edge,
+    # and so are the marks on them (v: the values as drawn).
+    scale = value_scale(history.values)
+    lo, hi = scale if scale is not None else (0.0, 0.0)
+    v, _ = clip_to_scale(history.values, scale)
+    mark_off_scale(ax, x, history.values, scale)
     span = hi - lo if hi > lo else max(abs(hi), 1.0)
     for k, cp in enumerate(history.confirmed()):
         ax.axvline(cp, color="tab:red", lw=1.1, alpha=0.7, label="confirmed change" if k == 0 else None, zorder=1)

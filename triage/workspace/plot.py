@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from triage.core.history import History
+from triage.plotting import clip_to_scale, mark_off_scale, value_scale
 
 # Status word -> (colour, marker): sheriff-true reads red, false grey, open orange.
 STATUS_STYLE: dict[str, tuple[str, str]] = {
@@ -94,9 +95,12 @@ def series_figure(history: History, points: Sequence[tuple[int, str, float | Non
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value")
-    # Only measured values set the scale: a missing one (NaN) would make the limits NaN.
-    finite = history.values[np.isfinite(history.values)]
-    top = float(finite.max()) if len(finite) else 0.0
+    # Only measured values set the scale (a missing one, NaN, would make the limits NaN), and
+    # not a few far outliers either: they are drawn at its edge.
+    scale = value_scale(history.values)
+    shown, _ = clip_to_scale(history.values, scale)
+    mark_off_scale(ax, x, history.values, scale)
+    top = scale[1] if scale is not None else 0.0
     # One call per kind of mark, not one per candidate: a detector that fires every few
     # commits gives thousands of candidates, and per-candidate artists took seconds.
     lines = [int(i) for i in confirmed] + [index for index, status, _, _ in points if status == "true"]
@@ -106,7 +110,7 @@ def series_figure(history: History, points: Sequence[tuple[int, str, float | Non
     for status, (colour, marker) in STATUS_STYLE.items():
         mine = [index for index, s, _, _ in points if STATUS_STYLE.get(s, STATUS_STYLE["untriaged"]) == (colour, marker)]
         if mine:
-            ax.scatter(x[mine], history.values[mine], color=colour, marker=marker, s=55, zorder=3,
+            ax.scatter(x[mine], shown[mine], color=colour, marker=marker, s=55, zorder=3, clip_on=False,
                        label=f"candidate: {status}")
     labelled = [(index, p_true, call) for index, _, p_true, call in points if p_true is not None]
     rows = label_rows(_shares(x, [index for index, _, _ in labelled]))
@@ -117,10 +121,11 @@ def series_figure(history: History, points: Sequence[tuple[int, str, float | Non
                     xytext=(0, 6 + LABEL_ROW * row), textcoords="offset points",
                     color="tab:red" if call == "true_positive" else "tab:gray",
                     fontweight="bold" if call == "true_positive" else "normal")
-    if len(finite):  # head-room for the P(true) labels written above the line
-        low = float(finite.min())
+    if scale is not None:  # head-room for the P(true) labels written above the line
+        low = scale[0]
         used = max((r for r in rows if r is not None), default=0) + 1
-        ax.set_ylim(top=top + (0.08 + 0.07 * used) * (top - low if top > low else abs(top) or 1.0))
+        room = top - low if top > low else abs(top) or 1.0
+        ax.set_ylim(low - 0.05 * room, top + (0.08 + 0.07 * used) * room)
     else:
         ax.text(0.5, 0.5, "no measured values", transform=ax.transAxes, ha="center", va="center")
     # A series name is text: '$' (JMH's Outer$Inner) must not start TeX, which can fail to parse.
