@@ -53,6 +53,9 @@ before, in units of the commit-to-commit noise), then ``triage train``,
 11. ``triage select-features --out -`` wrote the feature set to standard
     output between the progress line and the summary lines, so
     ``> fs.json`` held no JSON that ``train --features`` could read.
+12. ``triage models list --labels FILE`` on a store whose decisions were
+    made without a model (imported, or ``serve`` without ``--model``)
+    printed the agreement table's headers over no row.
 """
 
 from __future__ import annotations
@@ -406,3 +409,27 @@ def test_select_features_to_stdout_writes_only_the_feature_set_there(labelled, t
     path.write_text(res.stdout)
     code, text = invoke(["train", "--data", labelled, "--features", path, "--no-track", "--out", tmp_path / "m"])
     assert code == 0, text
+
+
+# ---------------------------------------------------------------- 12. models list --labels without a model's call
+
+
+def test_models_list_says_why_there_is_no_agreement(labelled, feature_matrix, tmp_path, monkeypatch):
+    from triage.workspace.store import LabelsStore
+
+    history = pd.read_csv(labelled, keep_default_na=False)
+    decided = history.loc[history["label"] != "", ["series_id", "commit", "label"]].drop_duplicates(
+        ["series_id", "commit"]).head(20)
+    store = LabelsStore(tmp_path / "labels.sqlite")
+    for sid, commit, label in decided.itertuples(index=False):
+        store.record(sid, commit, label, who="ann")  # decided without a model on the page
+    store.close()
+    matrix = tmp_path / "fm.parquet"
+    feature_matrix.to_parquet(matrix)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
+    code, text = invoke(["train", "--matrix", matrix, "--out", tmp_path / "m"])
+    assert code == 0, text
+    code, text = invoke(["models", "list", "--labels", tmp_path / "labels.sqlite"])
+    assert code == 0, text
+    assert "triage-rf-adaptive" in text
+    assert "records a model's call" in flat(text) and "precision" not in text

@@ -536,7 +536,7 @@ def models_list(
         console.print(_sheriff_agreement_table(labels, rows))
 
 
-def _sheriff_agreement_table(path: Path, rows: list[dict[str, object]]) -> Table:
+def _sheriff_agreement_table(path: Path, rows: list[dict[str, object]]) -> Table | Text:
     """The models that served decisions in a labels store, against the sheriffs, with the registry version each is."""
     from triage.workspace.store import LabelsStore, agreement_by_model
 
@@ -553,6 +553,10 @@ def _sheriff_agreement_table(path: Path, rows: list[dict[str, object]]) -> Table
         agreement = agreement_by_model(store)
     finally:
         store.close()
+    if agreement.empty:
+        # Headers over no row read as "the models agree with nobody"; say why there is nothing.
+        return Text(f"no decision in {path} records a model's call (true / false decisions made in "
+                    "`triage serve --model ...`): no agreement to show")
     table = Table(title=Text(f"Against the sheriffs' decisions ({path})"))
     for col in ("model", "registered", "decisions", "precision", "recall", "agreement", "weeks"):
         table.add_column(col, justify="right" if col in ("decisions", "precision", "recall", "agreement") else "left",
