@@ -442,3 +442,17 @@ def test_plot_command_scale_leaves_out_a_few_far_outliers(real_frame, tmp_path: 
     rows = np.flatnonzero(blue[:, int(0.3 * width): int(0.85 * width)].any(axis=1))
     # The line after the first runs spans much of the plot's height (was a few pixel rows at the bottom).
     assert len(rows) > 60, len(rows)
+
+
+def test_a_fresh_step_at_the_last_commit_stays_on_the_plot_scale(real_frame, tmp_path: Path) -> None:
+    from triage.loaders import load
+    from triage.workspace.plot import series_figure
+
+    # empymod's last commit dropped from ~0.80 to 0.58 s: 11 spans of the quantiles below them
+    sid = "empymod-bench/kernel.Kernel.time_fields('Big')/dtr-latitude/conda-py3.6"
+    h = load(_extract(real_frame, tmp_path, sid))[sid]
+    assert h.values[-1] < 0.6 < 0.75 < h.values[-2]
+    ax = series_figure(h, [(len(h) - 1, "untriaged", 0.9, "true_positive")], title=sid).axes[0]
+    low, _ = ax.get_ylim()
+    assert low < h.values[-1]
+    assert not any("off the scale" in label for label in ax.get_legend_handles_labels()[1])
