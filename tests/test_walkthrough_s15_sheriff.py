@@ -456,3 +456,29 @@ def test_a_fresh_step_at_the_last_commit_stays_on_the_plot_scale(real_frame, tmp
     low, _ = ax.get_ylim()
     assert low < h.values[-1]
     assert not any("off the scale" in label for label in ax.get_legend_handles_labels()[1])
+
+
+# ---------------------------------------------------------------- score: one Perfherder alert in two summaries
+
+
+def test_an_alert_listed_in_two_summaries_gets_one_call(real_frame, tmp_path: Path) -> None:
+    import json
+
+    from helpers_cli import invoke
+
+    data = _extract(real_frame, tmp_path, OTEL)
+    commits = list(dict.fromkeys(real_frame.loc[real_frame["series_id"] == OTEL, "commit"]))
+    alert = {"id": 1, "status": 0, "amount_pct": 32.0, "is_regression": False,
+             "series_signature": {"signature_hash": OTEL, "suite": "otel", "test": "span", "machine_platform": "linux"}}
+    # Reassigned: the same alert in its first summary and in the one it was moved to.
+    summaries = [{"id": 10, "revision": commits[57], "status": 3, "alerts": [alert]},
+                 {"id": 11, "revision": commits[57], "status": 0, "alerts": [{**alert, "id": 2}]}]
+    cands = tmp_path / "alerts.json"
+    cands.write_text(json.dumps({"results": summaries}))
+    out = tmp_path / "scored.csv"
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", out, "--explain", "0"])
+    assert code == 0, text
+    scored = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert len(scored) == 2 and scored["p_true"].nunique() == 1
+    # Was one row true and the other false, "duplicate: a stronger candidate is within 5 commits" (itself).
+    assert scored["classification"].tolist() == ["true_positive", "true_positive"], scored["explanation"].tolist()

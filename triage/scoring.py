@@ -225,6 +225,10 @@ def score_candidates(
     if radius > 0 and cut > 0 and len(decided):
         true = decided["classification"].to_numpy() == labels.TRUE_POSITIVE
         keep = suppress_duplicates(np.asarray(series), np.asarray(index), decided["p_true"].to_numpy(), true, radius)
+        # One alert listed twice (a Perfherder alert in two summaries) is one candidate, not its own
+        # duplicate: every copy keeps the call of the one kept (else one row true, the other false).
+        kept = {(str(s), int(i)) for s, i, k in zip(series, index.tolist(), keep, strict=True) if k}
+        keep = keep | np.array([(str(s), int(i)) in kept for s, i in zip(series, index.tolist(), strict=True)])
         dropped = np.flatnonzero(true & ~keep)
         if dropped.size:
             decided = decided.copy()
