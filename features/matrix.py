@@ -42,7 +42,7 @@ import pandas as pd
 from triage.core import labels
 from triage.core.errors import InputError
 from triage.features.candidate_context import PREFIX as CONTEXT_PREFIX
-from triage.features.catalogue import CHARACTERISTICS, NORM_COLUMNS
+from triage.features.catalogue import CHARACTERISTICS, METADATA_COLUMNS, NORM_COLUMNS
 from triage.features.catalogue import feature_columns as catalogue_columns
 from triage.features.feature_sets import read_feature_set
 from triage.features.level_shift import PREFIX as PAIR_PREFIX
@@ -86,7 +86,14 @@ def resolve_features(features: str | Path | Sequence[str] | None, matrix: pd.Dat
     if features is None:
         return feature_columns(matrix) if matrix is not None else None
     if isinstance(features, (str, Path)):
-        return read_feature_set(features)
+        names = read_feature_set(features)
+        # The matrix's metadata are no features: "index" (the candidate's position) or
+        # "truth_label" would be learned from silently, "label" blamed on the data.
+        other = [n for n in names if n in METADATA_COLUMNS]
+        if other:
+            raise InputError(features, None, f"names metadata column(s) that are no features: {', '.join(other)} "
+                             "(features are pre_*, after_*, norm_*, pair_*, ctx_* and det_* columns)")
+        return names
     names = [str(f) for f in features]
     if not names:
         raise InputError(None, None, "the feature list is empty")

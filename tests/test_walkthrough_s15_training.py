@@ -56,6 +56,10 @@ before, in units of the commit-to-commit noise), then ``triage train``,
 12. ``triage models list --labels FILE`` on a store whose decisions were
     made without a model (imported, or ``serve`` without ``--model``)
     printed the agreement table's headers over no row.
+13. A feature-set file (a hand-edited list) naming the metadata column
+    ``index`` (the candidate's position in its series) trained a model on
+    it without a word; naming ``label`` was blamed on the data ("fm.parquet:
+    feature columns must be numeric").
 """
 
 from __future__ import annotations
@@ -433,3 +437,22 @@ def test_models_list_says_why_there_is_no_agreement(labelled, feature_matrix, tm
     assert code == 0, text
     assert "triage-rf-adaptive" in text
     assert "records a model's call" in flat(text) and "precision" not in text
+
+
+# ---------------------------------------------------------------- 13. a feature set names features only
+
+
+@pytest.mark.parametrize("names", [["index", "pre_entropy"], ["label", "pre_entropy"], ["truth_label"]])
+@pytest.mark.parametrize("command", ["train", "evaluate"])
+def test_a_feature_set_naming_a_metadata_column_is_refused_naming_the_file(feature_matrix, tmp_path, names, command):
+    matrix = tmp_path / "fm.parquet"
+    feature_matrix.to_parquet(matrix)
+    fs = tmp_path / "fs.json"
+    fs.write_text(json.dumps(names))
+    extra = ["--out", tmp_path / "m"] if command == "train" else ["--splits", "1", "--models", "rf"]
+    code, text = invoke([command, "--matrix", matrix, "--features", fs, "--no-track", *extra])
+    shown = flat(text)
+    assert code == 2, text
+    assert "fs.json" in shown and "no features" in shown and names[0] in shown
+    assert "fm.parquet" not in shown
+    assert not (tmp_path / "m").exists()

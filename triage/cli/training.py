@@ -288,9 +288,10 @@ def _check_feature_set(path: Path | None, window: str | int) -> None:
     """Read ``--features`` now: a file that is no feature set, or one chosen for another
     ``--window``, fails in a second, not after the extraction."""
     if path is not None:
-        from triage.features.feature_sets import check_window, read_feature_set
+        from triage.features.feature_sets import check_window
+        from triage.features.matrix import resolve_features
 
-        read_feature_set(path)
+        resolve_features(path, None)
         check_window(path, window)
 
 
