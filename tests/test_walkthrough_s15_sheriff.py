@@ -482,3 +482,12 @@ def test_an_alert_listed_in_two_summaries_gets_one_call(real_frame, tmp_path: Pa
     assert len(scored) == 2 and scored["p_true"].nunique() == 1
     # Was one row true and the other false, "duplicate: a stronger candidate is within 5 commits" (itself).
     assert scored["classification"].tolist() == ["true_positive", "true_positive"], scored["explanation"].tolist()
+    # The report reads score's output: one alert (was "row 3: repeats the decision of row 2").
+    code, text = invoke(["report", "--data", data, "--decisions", out, "--candidates", cands, "--out", tmp_path / "r"])
+    assert code == 0, text
+    assert "(1 decisions)" in text or "(1 decision)" in text
+    # A row copied whole is still a garbled file.
+    twice = tmp_path / "twice.csv"
+    pd.concat([scored, scored.iloc[[0]]]).to_csv(twice, index=False)
+    code, text = invoke(["report", "--data", data, "--decisions", twice, "--out", tmp_path / "r2"])
+    assert code == 2 and "row 4: repeats the decision of row 2" in text, text

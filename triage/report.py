@@ -133,6 +133,7 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
     # its empty p_true: such a row is only consistent in a file where every row is called true.
     every_call_true = bool((frame["classification"] == labels.TRUE_POSITIVE).all())
     first: dict[tuple[str, int], int] = {}
+    repeated: list[int] = []
     first_row = 1 if is_json_lines else 2  # JSON lines have no header line
     for i, rec in enumerate(frame.to_dict("records")):
         row = i + first_row
@@ -172,16 +173,27 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
                 raise InputError(path, row, f"p_true {rec['p_true']!r} is not a probability" + (
                     f" (a {labels.TRUE_POSITIVE} row at its series' first commit may leave it empty only in a "
                     "file written at threshold 0, where every row is called true)" if first_commit_call else ""))
-        # One alert, one decision: a repeated row would be drawn and counted twice.
+        # One alert, one decision: a repeated row would be drawn and counted twice. The same
+        # decision on a row of other detector fields is one alert listed twice (`score` of a
+        # Perfherder export where an alert was reassigned to a second summary): kept once.
         if (key := (sid, int(index[i]))) in first:
-            raise InputError(path, row, f"repeats the decision of row {first[key]} (series {sid!r}, "
-                             f"commit {h.commits[index[i]]!r})")
+            j = first[key] - first_row
+            earlier = frame.iloc[j]
+            listed_twice = (rec["classification"] == earlier["classification"]
+                            and str(rec["p_true"]) == str(earlier["p_true"])
+                            and any(str(rec[c]) != str(earlier[c]) for c in frame.columns))
+            if not listed_twice:
+                raise InputError(path, row, f"repeats the decision of row {first[key]} (series {sid!r}, "
+                                 f"commit {h.commits[index[i]]!r})")
+            repeated.append(i)
+            continue
         first[key] = row
     frame["index"] = index
     frame["p_true"] = p_true
+    frame = frame.drop(index=frame.index[repeated]).reset_index(drop=True)
     if "label" not in frame.columns:
         # Detector scores carry no human label; the data may have one at that commit.
-        frame["label"] = [dataset[s].labels[i] for s, i in zip(frame["series_id"], index, strict=True)]
+        frame["label"] = [dataset[s].labels[i] for s, i in zip(frame["series_id"], frame["index"], strict=True)]
     return frame
 
 
