@@ -28,6 +28,9 @@
 7. ``triage culprit``'s heading (series, the two commits and their levels)
    was wrapped to its table's width: with one or no measurement to show,
    about 40 columns, so the ids and levels ran over nine centred lines.
+8. ``TRIAGE_DASK_WORKERS=0`` (or below) made ``--scheduler local`` wait for
+   its first worker for ever; a word there ended with ``invalid literal for
+   int()``, naming nothing.
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -35,7 +38,10 @@ Inputs are generated here in the formats people have; nothing of the real data i
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -328,3 +334,25 @@ def test_culprit_heading_is_not_squeezed_to_a_narrow_table(tmp_path, monkeypatch
     heading = lines[: next(i for i, line in enumerate(lines) if line.startswith("┏"))]
     assert any(f"change between {shas[4]}" in line for line in heading), output
     assert len(heading) <= 4, output
+
+
+# ---------------------------------------------------------------- 8. TRIAGE_DASK_WORKERS
+
+
+@pytest.mark.parametrize("workers", ["0", "-2", "two"])
+def test_a_local_cluster_of_no_workers_is_refused_naming_the_variable(tmp_path, workers):
+    data = tmp_path / "history.csv"
+    data.write_text("series_id,commit,value\n" + "".join(f"s,c{k:02d},{1 + k % 2}\n" for k in range(12)))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", "from triage.cli.app import main; main()", "detect", "--data", str(data),
+             "--out", str(tmp_path / "found.csv"), "--scheduler", "local"],
+            capture_output=True, text=True, timeout=90, env={**os.environ, "TRIAGE_DASK_WORKERS": workers},
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"TRIAGE_DASK_WORKERS={workers}: the local cluster waited for a worker for ever")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"error: TRIAGE_DASK_WORKERS: must be a whole number of workers >= 1 (for --scheduler local), "
+        f"got {workers!r}"
+    ]

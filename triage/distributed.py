@@ -70,7 +70,7 @@ def client(scheduler: str | None) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     if scheduler == LOCAL:
-        workers = int(os.environ.get("TRIAGE_DASK_WORKERS", os.cpu_count() or 1))
+        workers = _local_workers()
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as c:
             yield c
@@ -82,6 +82,25 @@ def client(scheduler: str | None) -> Iterator[Any]:
                              f"({_first_line(exc)}); start one (`dask scheduler`) or give --scheduler local") from None
         with remote as c:
             yield c
+
+
+def _local_workers() -> int:
+    """The local cluster's worker count: ``TRIAGE_DASK_WORKERS``, else the machine's cores.
+
+    Checked here: ``int()``'s own message did not name the variable, and a
+    cluster of 0 (or fewer) workers waited for its first worker for ever.
+    """
+    text = os.environ.get("TRIAGE_DASK_WORKERS", "").strip()
+    if not text:
+        return os.cpu_count() or 1
+    try:
+        workers = int(text)
+    except ValueError:
+        workers = 0
+    if workers < 1:
+        raise InputError("TRIAGE_DASK_WORKERS", None, f"must be a whole number of workers >= 1 "
+                         f"(for --scheduler local), got {text!r}")
+    return workers
 
 
 def _first_line(exc: BaseException) -> str:
