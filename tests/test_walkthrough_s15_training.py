@@ -60,6 +60,11 @@ before, in units of the commit-to-commit noise), then ``triage train``,
     ``index`` (the candidate's position in its series) trained a model on
     it without a word; naming ``label`` was blamed on the data ("fm.parquet:
     feature columns must be numeric").
+14. ``triage evaluate`` with the time split on a history whose false alerts
+    were all labelled early: the later parts held true alerts only, and the
+    SVM's Platt scaling failed on one class, shown as a usage error with no
+    option ("Invalid value: This solver needs samples of at least 2
+    classes"); the time split never checked its parts as the others do.
 """
 
 from __future__ import annotations
@@ -456,3 +461,22 @@ def test_a_feature_set_naming_a_metadata_column_is_refused_naming_the_file(featu
     assert "fs.json" in shown and "no features" in shown and names[0] in shown
     assert "fm.parquet" not in shown
     assert not (tmp_path / "m").exists()
+
+
+# ---------------------------------------------------------------- 14. the time split checks its parts
+
+
+def test_time_split_with_false_alerts_only_early_is_a_split_error(labelled, tmp_path):
+    history = pd.read_csv(labelled, keep_default_na=False)
+    false = history[history["label"] == "false_positive"].drop_duplicates(["series_id", "commit"])
+    false = false.assign(ts=pd.to_datetime(false["timestamp"])).sort_values("ts")
+    dropped = set(map(tuple, false[["series_id", "commit"]].iloc[20:].to_numpy()))
+    keys = zip(history["series_id"], history["commit"], strict=True)
+    history.loc[[key in dropped for key in keys], "label"] = ""
+    data = tmp_path / "early_false.csv"
+    history.to_csv(data, index=False)
+    code, text = invoke(["evaluate", "--data", data, "--splits", "1", "--split-kinds", "time", "--no-track"])
+    shown = flat(text)
+    assert code == 2, text
+    assert "early_false.csv" in shown and "time split" in shown and "only true alerts" in shown
+    assert "solver" not in shown

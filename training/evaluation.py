@@ -88,7 +88,17 @@ def split_indices(
         n_test = max(1, int(round(test_size * len(y))))
         rest, test = ranked[:-n_test], ranked[-n_test:]
         n_val = max(1, int(round(val_size * len(rest))))
-        return np.sort(rest[:-n_val]), np.sort(rest[-n_val:]), np.sort(test)
+        parts = np.sort(rest[:-n_val]), np.sort(rest[-n_val:]), np.sort(test)
+        # The time split has no other draw to try: a part of one class (false alerts
+        # labelled only early in the history) failed deep in the fit (Platt scaling
+        # on one class) or gave an AUC of nothing.
+        for name, part in zip(("train", "validation", "test"), parts, strict=True):
+            if len(np.unique(y[part])) < 2:
+                only = "true" if y[part].all() else "false"
+                raise SplitError(f"time split: its {name} part ({len(part)} candidates in time order) holds "
+                                 f"only {only} alerts; each part needs both: label candidates across the whole "
+                                 "history, or leave the time split out (--split-kinds random,grouped)")
+        return parts
     counts = {c: int((y == c).sum()) for c in (0, 1)}
     if kind == "random" and min(counts.values()) < 3:
         # A stratified split puts each class in three parts; scikit-learn's own refusal
