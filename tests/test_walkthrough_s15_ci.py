@@ -31,6 +31,10 @@
 8. ``TRIAGE_DASK_WORKERS=0`` (or below) made ``--scheduler local`` wait for
    its first worker for ever; a word there ended with ``invalid literal for
    int()``, naming nothing.
+9. ``triage sample`` and ``triage culprit`` read only commas: a partly
+   measured history (or an oracle) separated by ``;`` (a spreadsheet's
+   export), tab or ``|``, which every other CSV reader takes, was refused
+   with "missing column 'commit', 'value' (found: commit;value)".
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -356,3 +360,25 @@ def test_a_local_cluster_of_no_workers_is_refused_naming_the_variable(tmp_path, 
         f"error: TRIAGE_DASK_WORKERS: must be a whole number of workers >= 1 (for --scheduler local), "
         f"got {workers!r}"
     ]
+
+
+# ---------------------------------------------------------------- 9. a partly measured history from a spreadsheet
+
+
+@pytest.mark.parametrize("sep", [";", "\t", "|"])
+def test_sample_and_culprit_read_the_delimiters_every_other_csv_reader_reads(tmp_path, sep):
+    values = ["1.00", "", "", "1.02", "", "0.99", "", "", "1.31", "1.30", "", "1.29"]
+    partial = tmp_path / "partial.csv"
+    partial.write_text(f"commit{sep}value\n" + "".join(f"c{k:02d}{sep}{v}\n" for k, v in enumerate(values)))
+    comma = tmp_path / "comma.csv"
+    comma.write_text(partial.read_text().replace(sep, ","))
+    out, expected = tmp_path / "estimate.csv", tmp_path / "expected.csv"
+    assert invoke(["sample", "--data", comma, "--budget", "2", "--out", expected])[0] == 0
+    code, output = invoke(["sample", "--data", partial, "--budget", "2", "--out", out])
+    assert code == 0, output
+    assert out.read_text() == expected.read_text()
+    oracle = tmp_path / "oracle.csv"
+    oracle.write_text(f"commit{sep}value\nc06{sep}1.01\nc07{sep}1.30\n")
+    code, output = invoke(["culprit", "--data", partial, "--before", "c05", "--after", "c08", "--oracle", oracle])
+    assert code == 0, output
+    assert "culprit: c07 (position 7)" in flat(output)

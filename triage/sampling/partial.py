@@ -1,6 +1,7 @@
 """A partly measured history: every commit in order, a value only where it was measured.
 
-File layout (CSV): ``commit,value`` with an optional ``series_id`` column;
+File layout (CSV, separated by ``,`` ``;`` tab or ``|`` as its header shows):
+``commit,value`` with an optional ``series_id`` column;
 one row per commit in history order, the ``value`` cell empty where the
 commit was not measured. Several rows of one commit (re-runs, wherever they
 appear) are one commit: their values are averaged and the commit keeps its
@@ -131,10 +132,21 @@ def _stem(path: Path) -> str:
 
 def _read_cells(plain: Path, shown: str) -> pd.DataFrame:
     """Every cell of a plain CSV file as text; errors name ``shown`` (the file the user gave)."""
+    from triage.readers.otava import sniff_delimiter
+
+    with open(plain, "rb") as fh:
+        header = fh.readline().decode("utf-8", errors="replace")
     try:
         # compression=None: plain_file decompressed it already, whatever its suffix says.
+        # The delimiter as every other CSV reader of the project takes it (`,` `;` tab or `|`, told
+        # by the header): a spreadsheet's `commit;value` was "missing column 'commit', 'value'".
         return pd.read_csv(
-            plain, dtype=str, keep_default_na=False, skipinitialspace=True, compression=None
+            plain,
+            sep=sniff_delimiter(header),
+            dtype=str,
+            keep_default_na=False,
+            skipinitialspace=True,
+            compression=None,
         )
     except pd.errors.EmptyDataError:
         raise InputError(shown, None, "file is empty") from None
