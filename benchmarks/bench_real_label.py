@@ -30,6 +30,14 @@ Protocol
    untriaged alerts; "all true" is the accuracy of calling every alert true.
    An alert at a series' first commit is not scorable for the adaptive model
    and is left out of both rows (counted).
+
+``--train-real DIR`` (a training choice, BENCHMARKS.md): an adaptive-window
+labelling model fitted on the *fit* part's alerts of every registry detector
+(injection seeds ``--train-seeds``), each alert once as an untriaged alert of
+a half-triaged history (two complementary triage draws), with the windows
+`triage label` gives it; XGBoost with ``default-adaptive``'s parameters,
+fixed threshold 0.5; ``--with-preset realnoise`` adds that synthetic preset's
+triaged candidates. Then measure it with ``--label-model DIR``.
 """
 
 from __future__ import annotations
@@ -76,6 +84,79 @@ def half_triaged(data: Dataset, found: dict, share: float, seed: int) -> Dataset
             lab[idx] = np.where(rng.random(len(idx)) < share, said, labels.NOT_TRIAGED)
         out.append(dataclasses.replace(h, labels=lab, truth_label=truth, _index=None))
     return Dataset(out, source=data.source)
+
+
+def labelling_rows(data: Dataset, found: dict, seed: int) -> pd.DataFrame:
+    """Every alert of every detector once as an untriaged alert: the rows `triage label` builds for it.
+
+    Two complementary triage draws (probability 0.5, seeded): the alerts
+    untriaged in one are triaged in the other, so each alert is a row once,
+    its adaptive windows bounded by the true alerts triaged in its draw.
+    """
+    from triage.features.extract import extract_features
+
+    rows = []
+    for k, detector in enumerate(sorted(found)):
+        rng = np.random.default_rng([seed, k])
+        draw = {h.series_id: rng.random(len(found[detector][h.series_id][0])) < 0.5 for h in data}
+        for side in (True, False):
+            labelled = []
+            for h in data:
+                idx = np.asarray(found[detector][h.series_id][0], dtype=np.int64)
+                lab = np.full(len(h), labels.NONE, dtype=object)
+                truth = np.full(len(h), labels.NONE, dtype=object)
+                if len(idx):
+                    said = np.where(bench_real.matched(h.true_change_points(), idx),
+                                    labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
+                    truth[idx] = said
+                    lab[idx] = np.where(draw[h.series_id] == side, said, labels.NOT_TRIAGED)
+                labelled.append(dataclasses.replace(h, labels=lab, truth_label=truth, _index=None))
+            ds = Dataset(labelled, source=data.source)
+            wanted = {h.series_id: idx for h in ds if len(idx := h.indices_with(labels.UNTRIAGED))}
+            if wanted:
+                m = extract_features(ds, candidates=wanted, window="adaptive", n_jobs=2)
+                m["detector"] = detector
+                rows.append(m)
+    return pd.concat(rows, ignore_index=True)
+
+
+def train_real(out: Path, seeds: list[int], n_jobs: int, preset: str | None = None) -> None:
+    """``--train-real``: see the module docstring."""
+    from triage.training.classifier import TriageClassifier
+    from triage.training.model_files import save_model
+
+    started = time.perf_counter()
+    reference = load_classifier(bundled_model("default-adaptive"))
+    cols = list(reference.feature_names_)
+    frames = []
+    for seed in seeds:
+        fit = real_data.benchmark_parts(mode="stable", seed=seed)["fit"]
+        found = bench_real.cached_detections(fit, f"stable_s{seed}_e1_fit", n_jobs, print)
+        frames.append(labelling_rows(fit, found, seed))
+        print(f"  seed {seed}: {len(frames[-1])} rows ({time.perf_counter() - started:.0f} s)")
+    rows = pd.concat(frames, ignore_index=True)
+    y = (rows["truth_label"] == labels.TRUE_POSITIVE).to_numpy()
+    if preset is not None:
+        # The synthetic preset's triaged candidates, as `triage train --preset` builds them.
+        from triage.inference import candidate_matrix
+        from triage.synthetic import generate
+
+        synthetic = candidate_matrix(generate(preset, seed=0), labels.TRIAGED, window="adaptive", n_jobs=n_jobs)
+        synthetic["series_id"] = preset + ":" + synthetic["series_id"].astype(str)
+        print(f"  preset {preset}: {len(synthetic)} rows ({time.perf_counter() - started:.0f} s)")
+        y = np.concatenate([y, (synthetic["label"] == labels.TRUE_POSITIVE).to_numpy()])
+        rows = pd.concat([rows[["series_id", *cols]], synthetic[["series_id", *cols]]], ignore_index=True)
+    clf = TriageClassifier(model="xgb", features=cols, threshold="0.5", calibration="none", random_state=0,
+                           n_jobs=n_jobs)
+    clf.fit(rows[cols], y, groups=rows["series_id"].to_numpy())
+    save_model(clf, out, window="adaptive", extra={
+        "source": {"real": "fit part (django-asv, emg3d-bench), stable injection", "preset": preset,
+                   "injection_seeds": seeds, "detectors": "all registry detectors",
+                   "triage_draws": "two complementary draws of probability 0.5"},
+        "trained_by": "benchmarks/bench_real_label.py --train-real DIR --train-seeds "
+                      + ",".join(str(s) for s in seeds) + (f" --with-preset {preset}" if preset else ""),
+    })
+    print(f"{len(rows)} rows ({int(y.sum())} true) -> {out} ({time.perf_counter() - started:.0f} s)")
 
 
 def rates(y: np.ndarray, p: np.ndarray, threshold: float) -> dict[str, float]:
@@ -149,7 +230,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--label-model", type=Path, default=None,
                     help="the labelling model to measure (default: the bundled default-adaptive)")
+    ap.add_argument("--train-real", type=Path, default=None, metavar="DIR",
+                    help="fit a labelling model on the real fit part and write it to DIR (see the docstring)")
+    ap.add_argument("--train-seeds", default="0,1,2,3,4,5,6", help="injection seeds of --train-real")
+    ap.add_argument("--with-preset", default=None, help="--train-real: add this synthetic preset's triaged candidates")
     args = ap.parse_args(argv)
+    if args.train_real is not None:
+        train_real(args.train_real, [int(s) for s in args.train_seeds.split(",")], args.n_jobs, args.with_preset)
+        return 0
     if not 0.0 < args.triaged < 1.0:
         ap.error("--triaged must be between 0 and 1 (exclusive)")
     started = time.perf_counter()
