@@ -20,6 +20,7 @@ import pandas as pd
 
 from triage.core.errors import InputError
 from triage.core.values import check_values
+from triage.readers.otava import sniff_delimiter
 from triage.readers.source import COMPRESSED_SUFFIXES, display_name, plain_file
 from triage.sampling.gp import HistoryGP
 
@@ -132,8 +133,6 @@ def _stem(path: Path) -> str:
 
 def _read_cells(plain: Path, shown: str) -> pd.DataFrame:
     """Every cell of a plain CSV file as text; errors name ``shown`` (the file the user gave)."""
-    from triage.readers.otava import sniff_delimiter
-
     with open(plain, "rb") as fh:
         header = fh.readline().decode("utf-8", errors="replace")
     try:
