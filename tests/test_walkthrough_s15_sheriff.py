@@ -491,3 +491,30 @@ def test_an_alert_listed_in_two_summaries_gets_one_call(real_frame, tmp_path: Pa
     pd.concat([scored, scored.iloc[[0]]]).to_csv(twice, index=False)
     code, text = invoke(["report", "--data", data, "--decisions", twice, "--out", tmp_path / "r2"])
     assert code == 2 and "row 4: repeats the decision of row 2" in text, text
+
+
+# ---------------------------------------------------------------- a detector file with its own p_true
+
+
+def _own_probability_candidates(real_frame: pd.DataFrame, folder: Path) -> tuple[Path, Path, list[str]]:
+    """A sheriff's own (ML) detector: its file carries its own p_true, 0.5 on every row."""
+    data = _extract(real_frame, folder, OTEL)
+    commits = list(dict.fromkeys(real_frame.loc[real_frame["series_id"] == OTEL, "commit"]))
+    cands = folder / "mine.csv"
+    pd.DataFrame({"series_id": OTEL, "commit": [commits[57], commits[150]], "detector": "mine",
+                  "p_true": [0.5, 0.5]}).to_csv(cands, index=False)
+    return data, cands, commits
+
+
+def test_score_a_detector_file_with_its_own_p_true(real_frame, tmp_path: Path) -> None:
+    from helpers_cli import invoke
+
+    data, cands, commits = _own_probability_candidates(real_frame, tmp_path)
+    out = tmp_path / "scored.csv"
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", out])
+    # Was an internal error: "The column label 'p_true' is not unique" (the table met two p_true).
+    assert code == 0, text
+    scored = pd.read_csv(out)
+    assert scored["p_true"].tolist() == [0.5, 0.5]  # the detector's own, kept
+    assert scored.loc[0, "triage_p_true"] > 0.9 and scored.loc[0, "classification"] == "true_positive"
+    assert "1.000" in text and "0.500" not in text  # the table shows ours

@@ -198,7 +198,10 @@ def score(
     with console.status(f"scoring {len(table):,} candidates{source}"), joblib_on(scheduler, n_jobs) as jobs:
         scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top, n_jobs=jobs)
     n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
-    view = scored.rename(columns={f"triage_{c}": c for c in ("p_true", "classification", "explanation")})
+    # Ours for the table, where the detector's file had a column of the same name (its own p_true):
+    # renamed beside it, the table's sort met two columns called p_true (an internal error).
+    ours = {f"triage_{c}": c for c in ("p_true", "classification", "explanation") if f"triage_{c}" in scored}
+    view = scored.drop(columns=list(ours.values())).rename(columns=ours)
     console.print(decision_table(view, f"{len(scored):,} candidates{source}", show, extra=("index",), wide=console.width >= 110,
                                  width=console.width))
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})"
