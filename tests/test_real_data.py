@@ -250,3 +250,64 @@ def test_bench_real_trains_on_every_development_project(bench):
     assert p[val_rows["y"].to_numpy() == 1].min() > p[val_rows["y"].to_numpy() == 0].max()
     with pytest.raises(ValueError, match="train_on"):
         bench.scoring_model(data, cands, seed=0, n_jobs=1, log=lambda *_: None, train_on="all")
+
+
+@pytest.fixture(scope="module")
+def label_bench(bench):
+    """benchmarks/bench_real_label.py, which imports bench_real and real_data (loaded above) by name."""
+    spec = importlib.util.spec_from_file_location("bench_real_label", MODULE.parent / "bench_real_label.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _two_series():
+    from triage.core.history import Dataset, History
+
+    rng = np.random.default_rng(1)
+    histories = []
+    for name in ("a", "b"):
+        n = 240
+        values = 100 + rng.normal(0, 1, n)
+        truth = np.zeros(n, dtype=bool)
+        for c in (60, 150):
+            values[c:] += 6
+            truth[c] = True
+        histories.append(History(name, np.array([f"c{i}" for i in range(n)]), values,
+                                 np.array([""] * n, dtype=object), true_change=truth))
+    # per detector, series -> (alert indices, scores): two true alerts and three false ones each
+    alerts = np.array([30, 61, 100, 149, 200])
+    found = {det: {name: (alerts, np.ones(len(alerts))) for name in ("a", "b")} for det in ("perfherder", "binseg")}
+    return Dataset(histories), found
+
+
+def test_half_triaged_history_labels_by_the_truth_and_hides_the_rest(label_bench):
+    from triage.core import labels
+
+    data, found = _two_series()
+    labelled = label_bench.half_triaged(data, found["perfherder"], 0.5, seed=3)
+    for h in labelled:
+        at = np.array([30, 61, 100, 149, 200])
+        truth = h.truth_label[at].tolist()
+        assert truth == [labels.FALSE_POSITIVE, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE,
+                         labels.TRUE_POSITIVE, labels.FALSE_POSITIVE]
+        # a triaged alert carries its truth; the others wait as not_triaged; no other commit is an alert
+        assert all(lab in (t, labels.NOT_TRIAGED) for lab, t in zip(h.labels[at], truth, strict=True))
+        assert (h.labels != labels.NONE).sum() == len(at)
+    hidden = sum((h.labels == labels.NOT_TRIAGED).sum() for h in labelled)
+    assert 0 < hidden < 10
+    again = label_bench.half_triaged(data, found["perfherder"], 0.5, seed=3)
+    assert all((x.labels == y.labels).all() for x, y in zip(labelled, again, strict=True))
+
+
+def test_labelling_rows_hold_every_alert_once_with_label_time_windows(label_bench):
+    from triage.core import labels
+
+    data, found = _two_series()
+    rows = label_bench.labelling_rows(data, found, seed=0)
+    # 2 detectors x 2 series x 5 alerts, each untriaged in exactly one of the two draws
+    assert len(rows) == 20
+    assert sorted(rows.groupby(["detector", "series_id", "index"]).size().unique()) == [1]
+    assert (rows["truth_label"] == labels.TRUE_POSITIVE).sum() == 8
+    assert {"pre_series_length", "after_series_length"} <= set(rows.columns)
