@@ -65,6 +65,9 @@ before, in units of the commit-to-commit noise), then ``triage train``,
     SVM's Platt scaling failed on one class, shown as a usage error with no
     option ("Invalid value: This solver needs samples of at least 2
     classes"); the time split never checked its parts as the others do.
+15. ``triage train --out MODEL_DIR`` re-training into a model directory
+    that also held the user's own files (notes, an ``eval/`` folder of
+    ``evaluate`` results) replaced the whole folder: they were deleted.
 """
 
 from __future__ import annotations
@@ -480,3 +483,27 @@ def test_time_split_with_false_alerts_only_early_is_a_split_error(labelled, tmp_
     assert code == 2, text
     assert "early_false.csv" in shown and "time split" in shown and "only true alerts" in shown
     assert "solver" not in shown
+
+
+# ---------------------------------------------------------------- 15. re-training keeps what is not the model's
+
+
+def test_retraining_refuses_to_delete_files_kept_beside_the_model(model_dir):
+    (model_dir / "NOTES.md").write_text("trained on the 20-series extract; promote after review\n")
+    (model_dir / "eval").mkdir()
+    (model_dir / "eval" / "records.csv").write_text("model,auc\nrf,0.77\n")
+    manifest_before = (model_dir / "manifest.json").read_bytes()
+    code, text = invoke(["train", "--matrix", model_dir.parent / "fm.parquet", "--model", "xgb", "--no-track",
+                         "--out", model_dir])
+    shown = flat(text)
+    assert code == 2, text
+    assert "NOTES.md" in shown and "eval" in shown and "delete" in shown
+    assert (model_dir / "NOTES.md").is_file() and (model_dir / "eval" / "records.csv").is_file()
+    assert (model_dir / "manifest.json").read_bytes() == manifest_before
+
+
+def test_retraining_a_plain_model_directory_still_replaces_it(model_dir):
+    code, text = invoke(["train", "--matrix", model_dir.parent / "fm.parquet", "--model", "xgb", "--no-track",
+                         "--out", model_dir])
+    assert code == 0, text
+    assert json.loads((model_dir / "manifest.json").read_text())["model"] == "xgb"

@@ -303,6 +303,17 @@ def _check_replaceable(path: Path) -> None:
         raise ModelFileError(path, "exists and is not a directory; refusing to replace it")
     if any(path.iterdir()) and not (path / MANIFEST).is_file():
         raise ModelFileError(path, "exists and is not a model directory (no manifest.json); refusing to replace it")
+    # Replacing a model replaces the whole folder: notes or results kept beside the
+    # model (NOTES.md, an eval/ folder) were deleted without a word.
+    try:
+        sums = (path / CHECKSUMS).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return  # an incomplete or damaged model: nothing tells its own files from others
+    own = {line.partition("  ")[2] for line in sums.splitlines()} | {CHECKSUMS}
+    if others := sorted(p.name for p in path.iterdir() if p.name not in own):
+        raise ModelFileError(path, f"holds {', '.join(others[:5])}{' and more' if len(others) > 5 else ''}, "
+                                   "which the model's checksums do not cover; replacing the model would delete "
+                                   "them: move them out first, or write the model elsewhere")
 
 
 def _write_model(clf: TriageClassifier, where: Path) -> dict[str, str]:
