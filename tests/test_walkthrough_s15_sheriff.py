@@ -518,3 +518,19 @@ def test_score_a_detector_file_with_its_own_p_true(real_frame, tmp_path: Path) -
     assert scored["p_true"].tolist() == [0.5, 0.5]  # the detector's own, kept
     assert scored.loc[0, "triage_p_true"] > 0.9 and scored.loc[0, "classification"] == "true_positive"
     assert "1.000" in text and "0.500" not in text  # the table shows ours
+
+
+def test_report_shows_the_models_p_true_not_the_detectors(real_frame, tmp_path: Path) -> None:
+    from helpers_cli import invoke
+
+    data, cands, _ = _own_probability_candidates(real_frame, tmp_path)
+    scored = tmp_path / "scored.csv"
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", scored])
+    assert code == 0, text
+    ours = pd.read_csv(scored)["triage_p_true"]
+    code, text = invoke(["report", "--data", data, "--decisions", scored, "--out", tmp_path / "r"])
+    assert code == 0, text
+    page = (tmp_path / "r" / "index.html").read_text()
+    shown = [float(p) for p in re.findall(r'<span class="bar"[^>]*></span>([\d.]+)<', page)]
+    # Was 0.500 twice: the detector's own p_true beside the model's call.
+    assert sorted(shown) == sorted(round(p, 3) for p in ours), shown

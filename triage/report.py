@@ -123,6 +123,11 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, ValueError) as exc:
         raise InputError(path, None, f"not a decisions CSV or JSON-lines file: {exc}") from None
+    # `score` writes its own as triage_<name> beside a detector's column of that name (the detector's
+    # own p_true): the report shows the model's, not the detector's beside the model's call.
+    for c in ("p_true", "classification", "explanation"):
+        if f"triage_{c}" in frame.columns:
+            frame[c] = frame[f"triage_{c}"]
     missing = [c for c in REQUIRED_DECISION_COLUMNS if c not in frame.columns]
     if missing or ("commit" not in frame.columns and "index" not in frame.columns):
         need = ", ".join(REQUIRED_DECISION_COLUMNS) + " and commit or index"
