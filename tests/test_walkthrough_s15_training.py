@@ -68,6 +68,9 @@ before, in units of the commit-to-commit noise), then ``triage train``,
 15. ``triage train --out MODEL_DIR`` re-training into a model directory
     that also held the user's own files (notes, an ``eval/`` folder of
     ``evaluate`` results) replaced the whole folder: they were deleted.
+16. ``triage train --preset SMALL`` (and ``evaluate`` / ``window-study``)
+    said "Invalid value: unknown preset 'SMALL'" without naming the option,
+    as ``synth --preset`` and every other bad option do.
 """
 
 from __future__ import annotations
@@ -507,3 +510,16 @@ def test_retraining_a_plain_model_directory_still_replaces_it(model_dir):
                          "--out", model_dir])
     assert code == 0, text
     assert json.loads((model_dir / "manifest.json").read_text())["model"] == "xgb"
+
+
+# ---------------------------------------------------------------- 16. --preset named in its error
+
+
+@pytest.mark.parametrize("command", [["train", "--out", "{tmp}/m", "--no-track"],
+                                     ["evaluate", "--splits", "1", "--no-track"],
+                                     ["window-study", "--out", "{tmp}/ws", "--no-track"]])
+def test_an_unknown_preset_names_the_option(tmp_path, command):
+    args = [a.format(tmp=tmp_path) for a in command]
+    code, text = invoke([*args, "--preset", "SMALL"])
+    assert code == 2, text
+    assert "Invalid value for --preset" in flat(text) and "unknown preset 'SMALL'" in flat(text)

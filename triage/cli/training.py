@@ -110,8 +110,8 @@ def dataset_of(data: Path | None, preset: str | None, seed: int) -> Dataset:
 
         try:
             return generate(preset, seed=seed)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
+        except ValueError as exc:  # as every bad option: the box names it
+            raise typer.BadParameter(str(exc), param_hint="--preset") from None
     from triage.loaders import load
 
     assert data is not None  # exactly one of data and preset, checked above
