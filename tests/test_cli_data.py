@@ -192,8 +192,9 @@ def test_convert_perfherder_data_and_alerts_to_training_labels(tmp_path):
     )
     assert result.exit_code == 0, result.output
     lines = out.read_text().splitlines()
-    assert lines[0] == "series_id,commit,timestamp,value,label"
-    assert lines[3].startswith("sig,r2,") and lines[3].endswith(",true_positive")
+    # The alert's lower_is_better travels with the series into the long layout.
+    assert lines[0] == "series_id,commit,timestamp,value,label,higher_is_better"
+    assert lines[3].startswith("sig,r2,") and lines[3].endswith(",true_positive,false")
 
 
 def test_plain_progress_prints_each_tenth_once(monkeypatch):

@@ -87,6 +87,12 @@ def dataset_summary(dataset: Dataset, title: str | None = None) -> Table:
     truth = sum(len(h.true_change_points()) for h in dataset)
     if any(h.true_change is not None for h in dataset):
         table.add_row("true change points (ground truth)", f"{truth:,}")
+    directions = [h.higher_is_better for h in dataset]
+    if any(d is not None for d in directions):
+        # What `report` will call a regression depends on it: show what the data said.
+        table.add_row("series, higher is better", f"{sum(d is True for d in directions):,}")
+        table.add_row("series, lower is better", f"{sum(d is False for d in directions):,}")
+        table.add_row("series, direction unknown", f"{sum(d is None for d in directions):,}")
     return table
 
 

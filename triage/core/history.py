@@ -53,7 +53,11 @@ LONG_COLUMNS: tuple[str, ...] = (
     "label",
     "true_change",
     "truth_label",
+    "higher_is_better",
 )
+#: The other spelling of the direction column (Perfherder's signatures, the
+#: real histories' ``series_meta.csv``); read, never written.
+LOWER_IS_BETTER = "lower_is_better"
 REQUIRED_COLUMNS: tuple[str, ...] = ("series_id", "commit", "value")
 
 
@@ -162,6 +166,10 @@ class History:
             data["true_change"] = self.true_change.astype(np.int8)
         if self.truth_label is not None:
             data["truth_label"] = self.truth_label
+        if self.higher_is_better is not None:
+            # Written so that convert / steady keep what a reader knew: a
+            # report of the re-read file still tells regressions from improvements.
+            data["higher_is_better"] = "true" if self.higher_is_better else "false"
         return pd.DataFrame(data)
 
     def change_kind(self, before: float, after: float) -> str:
@@ -254,7 +262,10 @@ class Dataset:
         frames = [h.to_frame() for h in self]
         if not frames:
             return pd.DataFrame(columns=list(LONG_COLUMNS[:5]))
-        return pd.concat(frames, ignore_index=True)
+        frame = pd.concat(frames, ignore_index=True)
+        if "higher_is_better" in frame.columns:
+            frame["higher_is_better"] = frame["higher_is_better"].fillna("")  # a series whose direction is unknown
+        return frame
 
     def subset(self, series_ids: Iterable[str]) -> Dataset:
         return Dataset((self[s] for s in series_ids), source=self.source)
@@ -390,6 +401,7 @@ def dataset_from_long(
         if "truth_label" in frame.columns
         else None
     )
+    directions = _parse_directions(frame, rows, path, series_codes, len(series_order))
 
     # A run = every row of one (series, commit): the measurements of one commit,
     # wherever they appear (a retrigger re-measures a commit later, even after
@@ -489,10 +501,73 @@ def dataset_from_long(
                 true_change=take(run_change),
                 truth_label=take(run_truth),
                 n_measurements=take(n_meas),
-                higher_is_better=(higher_is_better or {}).get(str(series_order[run_series[a]])),
+                higher_is_better=(
+                    directions[run_series[a]]
+                    if directions is not None and directions[run_series[a]] is not None
+                    else (higher_is_better or {}).get(str(series_order[run_series[a]]))
+                ),
             )
         )
     return Dataset(histories, source=str(path))
+
+
+_TRUE_TEXT = ("true", "1", "1.0", "yes")
+_FALSE_TEXT = ("false", "0", "0.0", "no")
+
+
+def _direction_cells(raw: pd.Series, rows: np.ndarray, path: Path, column: str) -> np.ndarray:
+    """Per row: 1 (the column says yes), 0 (no) or -1 (blank)."""
+    codes, stripped = text_codes(raw, strip=True)
+    text = pd.Series(stripped, dtype=object).astype(str).str.lower().to_numpy()
+    cells = np.full(len(text), -1, dtype=np.int8)
+    cells[np.isin(text, _TRUE_TEXT)] = 1
+    cells[np.isin(text, _FALSE_TEXT)] = 0
+    bad = (cells < 0) & ~np.isin(text, ["", "nan", "none", "<na>"])
+    if bad.any():
+        i = _first(bad[codes])
+        raise InputError(path, int(rows[i]), f"{column} {stripped[codes[i]]!r} is not true/false (or 1/0, yes/no, blank)")
+    return cells[codes]
+
+
+def _parse_directions(
+    frame: pd.DataFrame, rows: np.ndarray, path: Path, series_codes: np.ndarray, n_series: int
+) -> list[bool | None] | None:
+    """Each series' ``higher_is_better`` from the ``higher_is_better`` / ``lower_is_better`` columns.
+
+    None when neither column is there. Blank cells say nothing; the others of
+    one series must agree, as a unit's direction is the series', not the row's.
+    """
+    present = [c for c in ("higher_is_better", LOWER_IS_BETTER) if c in frame.columns]
+    if not present:
+        return None
+    higher = np.full(len(frame), -1, dtype=np.int8)
+    for column in present:
+        cells = _direction_cells(frame[column], rows, path, column)
+        said = cells if column == "higher_is_better" else np.where(cells < 0, -1, 1 - cells).astype(np.int8)
+        clash = (higher >= 0) & (said >= 0) & (higher != said)
+        if clash.any():
+            i = _first(clash)
+            raise InputError(path, int(rows[i]), "higher_is_better and lower_is_better say the same")
+        higher = np.where(said >= 0, said, higher).astype(np.int8)
+    known = np.flatnonzero(higher >= 0)
+    codes, said = series_codes[known].astype(np.int64), higher[known]
+    # The first known cell of a series (file order) sets its direction.
+    first = np.full(n_series, -1, dtype=np.int8)
+    seen, at = np.unique(codes, return_index=True)
+    first[seen] = said[at]
+    clash = said != first[codes]
+    if clash.any():
+        i = int(known[_first(clash)])
+        code = int(series_codes[i])
+        raise InputError(
+            path,
+            int(rows[i]),
+            f"the direction of series {str(frame['series_id'].iloc[i]).strip()!r} changes "
+            f"(higher_is_better {str(bool(higher[i])).lower()} here, "
+            f"{str(bool(first[code])).lower()} on an earlier row)",
+        )
+    out: list[bool | None] = [None if f < 0 else bool(f) for f in first]
+    return out
 
 
 def _run_labels(

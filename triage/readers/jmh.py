@@ -227,9 +227,11 @@ def steady_long(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The steady iterations of JMH result files, one file per commit, in history order.
 
-    Returns ``(long, starts)``: ``long`` has ``series_id, commit, value`` (one
-    row per kept iteration, the long layout :func:`triage.loaders.load` reads
-    and aggregates); ``starts`` has one row per (series, commit, fork) with
+    Returns ``(long, starts)``: ``long`` has ``series_id, commit, value,
+    higher_is_better`` (one row per kept iteration, the long layout
+    :func:`triage.loaders.load` reads and aggregates; the direction from the
+    JMH mode, blank for arrays of runs, and the column left out when every
+    file is one); ``starts`` has one row per (series, commit, fork) with
     ``iterations``, ``steady_start`` (None: never steady, every iteration
     kept). ``commits`` defaults to the file stems (``c1`` for ``c1.json.gz``).
     For rates (``thrpt``) KB-KSSD looks for a rising warm-up, for times a
@@ -293,8 +295,14 @@ def steady_long(
             start = 0 if fitter is None else fitter.fit(values).start_
             kept = values if start is None else values[start:]
             starts.append((series, commit, fork, len(values), start))
-            long_parts.append(pd.DataFrame({"series_id": series, "commit": commit, "value": kept}))
+            # The direction travels in the long layout, so `steady --out` keeps it for what reads the file.
+            direction = {True: "true", False: "false", None: ""}[higher_is_better(grp["mode"].iloc[0])]
+            long_parts.append(pd.DataFrame(
+                {"series_id": series, "commit": commit, "value": kept, "higher_is_better": direction}
+            ))
     long = pd.concat(long_parts, ignore_index=True)
+    if (long["higher_is_better"] == "").all():
+        long = long.drop(columns="higher_is_better")  # arrays of runs only: nothing to say
     table = pd.DataFrame(
         starts, columns=["series_id", "commit", "fork", "iterations", "steady_start"]
     )
@@ -383,8 +391,15 @@ def _stem(path: str | Path) -> str:
     return Path(name).stem
 
 
-#: JMH modes whose scores are rates (higher is better); the others are times per operation.
+#: JMH modes whose scores are rates (higher is better).
 RATE_MODES = ("thrpt",)
+#: JMH's modes that measure a time per operation (lower is better).
+TIME_MODES = ("avgt", "sample", "ss")
+
+
+def higher_is_better(mode: str) -> bool | None:
+    """A JMH mode's direction; None for a plain array of runs (no mode) or a mode JMH does not have."""
+    return True if mode in RATE_MODES else False if mode in TIME_MODES else None
 
 
 def is_jmh(payload: object) -> bool:
@@ -421,7 +436,7 @@ def read_jmh_dataset(
     frame = read_jmh(path)
     long, _ = steady_long([path], [commit], trim_warmup=trim_warmup)
     modes = frame.groupby("series_id", sort=False)["mode"].first()
-    higher = {str(s): m in RATE_MODES for s, m in modes.items()}
+    higher = {str(s): higher_is_better(m) for s, m in modes.items()}
     return dataset_from_long(
         long, None, source or str(path), aggregate=aggregate, higher_is_better=higher
     )
