@@ -534,3 +534,32 @@ def test_report_shows_the_models_p_true_not_the_detectors(real_frame, tmp_path: 
     shown = [float(p) for p in re.findall(r'<span class="bar"[^>]*></span>([\d.]+)<', page)]
     # Was 0.500 twice: the detector's own p_true beside the model's call.
     assert sorted(shown) == sorted(round(p, 3) for p in ours), shown
+
+
+# ---------------------------------------------------------------- Otava: a report on a file with a branch column
+
+
+@pytest.mark.parametrize("report", ["json", "csv"])
+def test_otava_report_of_a_branch_file_is_placed(real_frame, tmp_path: Path, report: str) -> None:
+    import json
+
+    from helpers_cli import invoke
+
+    one = real_frame[real_frame["series_id"] == OTEL].drop_duplicates("commit")
+    stamps = pd.to_datetime(one["timestamp"]).dt.strftime("%Y-%m-%d %H:%M:%S +0000")
+    data = tmp_path / "svc.csv"  # an Otava test file: series throughput@main
+    pd.DataFrame({"time": stamps, "commit": one["commit"], "branch": "main", "throughput": one["value"]}).to_csv(
+        data, index=False)
+    commit = one["commit"].iloc[57]
+    change = {"metric": "throughput", "index": 57, "forward_change_percent": 31.8, "pvalue": 1e-9}
+    if report == "json":
+        cands = tmp_path / "report.json"
+        cands.write_text(json.dumps({"svc": [{"time": stamps.iloc[57], "attributes": {"commit": commit, "branch": "main"},
+                                              "changes": [change]}]}))
+    else:
+        cands = tmp_path / "report.csv"
+        pd.DataFrame([{"time": stamps.iloc[57], "commit": commit, "branch": "main", **change}]).to_csv(cands, index=False)
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--show", "1"])
+    # Was "unknown series 'throughput' / 'svc.throughput' / 'svc/throughput'": the data names it throughput@main.
+    assert code == 0, text
+    assert "throughput@main" in text and "1 of 1 called true" in text

@@ -23,7 +23,8 @@ Otava JSON report
     "magnitude", "mean_before", "stddev_before", "mean_after",
     "stddev_after", "pvalue"}, ...]}, ...]}``. One candidate per change; the
     series is the metric (how :func:`triage.loaders.read_otava_csv` names a
-    metric column), else ``test.metric``; the commit is
+    metric column; ``metric@branch`` when the change's attributes name its
+    branch), else ``test.metric``; the commit is
     ``attributes.commit``, else the change's ``index``. Otava (and Hunter
     before it) prints no CSV report: its report types are ``log``, ``json``
     and ``regressions_only``; the flat CSV with the same fields, one row per
@@ -266,7 +267,7 @@ def _otava_json(payload: object, path: Path) -> CandidateTable:
                 rec = {"test": test, "time": group.get("time"), **{f"attr_{k}": v for k, v in attributes.items()}}
                 rec.update(change)
                 records.append(rec)
-                keys.append((metric, f"{test}.{metric}", f"{test}/{metric}"))
+                keys.append(_with_branch((metric, f"{test}.{metric}", f"{test}/{metric}"), attributes.get("branch")))
                 commits.append(_text(attributes.get("commit")))
                 indices.append(_index(change.get("index"), path, n))
                 rows.append(n)
@@ -285,13 +286,21 @@ def _otava_csv(frame: pd.DataFrame, path: Path) -> CandidateTable:
         if metric is None:
             raise InputError(path, row, "metric is missing")
         test = _text(rec.get("test"))
-        keys.append((metric, f"{test}.{metric}", f"{test}/{metric}") if test else (metric,))
+        keys.append(_with_branch((metric, f"{test}.{metric}", f"{test}/{metric}") if test else (metric,),
+                                 rec.get("branch")))
         commits.append(_text(rec.get("commit")))
         indices.append(_index(rec.get("index"), path, row) if "index" in frame.columns else None)
         rows.append(row)
         if commits[-1] is None and indices[-1] is None:
             raise InputError(path, row, "neither commit nor index is given")
     return CandidateTable(frame, keys, commits, indices, rows, "otava-csv", str(path))
+
+
+def _with_branch(keys: tuple[str, ...], branch: object) -> tuple[str, ...]:
+    """``keys`` and, for a change on a branch, each as ``<key>@<branch>``: how the Otava CSV reader
+    names a metric of a file with a branch column (:func:`triage.loaders.read_otava_csv`)."""
+    name = _text(branch)
+    return keys + tuple(f"{k}@{name}" for k in keys) if name else keys
 
 
 def _signature_keys(sig: dict) -> tuple[str, ...]:
