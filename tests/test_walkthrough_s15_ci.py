@@ -35,6 +35,9 @@
    measured history (or an oracle) separated by ``;`` (a spreadsheet's
    export), tab or ``|``, which every other CSV reader takes, was refused
    with "missing column 'commit', 'value' (found: commit;value)".
+10. ``triage watch`` took a numeric commit id (a build number) but refused a
+    numeric series id (a Perfherder signature id) with "series '4471':
+    series id must be a non-empty string".
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -382,3 +385,22 @@ def test_sample_and_culprit_read_the_delimiters_every_other_csv_reader_reads(tmp
     code, output = invoke(["culprit", "--data", partial, "--before", "c05", "--after", "c08", "--oracle", oracle])
     assert code == 0, output
     assert "culprit: c07 (position 7)" in flat(output)
+
+
+# ---------------------------------------------------------------- 10. numeric series ids (Perfherder signatures)
+
+
+def test_watch_takes_a_numeric_series_id_as_it_takes_a_numeric_commit(tmp_path):
+    feed = "".join(json.dumps({"series_id": 4471, "commit": 1000 + k, "value": 100.0 + k % 2}) + "\n" for k in range(3))
+    feed += json.dumps({"series_id": 4471, "commit": 1003, "value": 1e300}) + "\n"  # a unit gone wrong
+    feed += json.dumps({"series_id": 4471, "commit": 1004, "value": 100.0}) + "\n"
+    feed += json.dumps({"series_id": 4472, "commit": 1000, "value": 5.0}) + "\n"
+    code, output = invoke(["watch", "--state", tmp_path / "state.db", "--confirm-after", "0", "--min-pre", "0",
+                           "--explain", "none"], stdin=feed)
+    assert code == 0, output
+    decided = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    assert [(d["series_id"], d["commit"]) for d in decided] == [
+        ("4471", "1000"), ("4471", "1001"), ("4471", "1002"), ("4472", "1000")
+    ]
+    # The quarantine holds the series by the id the loop gives it: its later commit is skipped too.
+    assert "quarantined series '4471' (<stdin>, line 4)" in flat(output)

@@ -458,8 +458,9 @@ def watch(
             store.close()
 
 
-def _series_of(record) -> object:
-    return record.get("series_id", record.get("series")) if isinstance(record, dict) else record[0]
+def _series_of(record) -> str:
+    """The series a record names, as the loop names it (a numeric id as its text, as RejectedCommit has it)."""
+    return str(record.get("series_id", record.get("series")) if isinstance(record, dict) else record[0])
 
 
 def _value_of(record) -> object:

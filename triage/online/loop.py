@@ -219,6 +219,10 @@ def to_ns(timestamp: object) -> int | None:
 
 
 def _check(series_id: object, commit: object, value: object) -> tuple[str, str, float]:
+    if isinstance(series_id, int) and not isinstance(series_id, bool):
+        # A numeric id (a Perfherder signature's) names its series as a build number names a
+        # commit; it was refused as "series '4471': series id must be a non-empty string".
+        series_id = str(series_id)
     if not isinstance(series_id, str) or not series_id:
         raise RejectedCommit(str(series_id), str(commit), "series id must be a non-empty string")
     if isinstance(commit, bool) or not isinstance(commit, str | int) or commit == "":
