@@ -194,6 +194,9 @@ def train(
         check_input_path(option, given, directory_ok=option == "--data")
     check_output_not_input(out, data, matrix, features)
     check_not_in_model_dir("--out", out)
+    from triage.training.model_files import check_writable
+
+    check_writable(out)  # a file or a folder of the user's: refused now, not after minutes of extraction
     _check_feature_set(features, w)
     if register is not None and any(c in register for c in "/:@"):
         # MLflow refuses '/' and ':' only once the model is trained and logged; a name
