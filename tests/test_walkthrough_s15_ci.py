@@ -38,6 +38,10 @@
 10. ``triage watch`` took a numeric commit id (a build number) but refused a
     numeric series id (a Perfherder signature id) with "series '4471':
     series id must be a non-empty string".
+11. ``triage steady`` over a history stopped at a build whose every
+    benchmark failed (JMH writes ``[]``), calling it "not JMH JSON results";
+    such a build is now left out with a warning, as a failed benchmark is
+    absent from its build's file.
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -404,3 +408,26 @@ def test_watch_takes_a_numeric_series_id_as_it_takes_a_numeric_commit(tmp_path):
     ]
     # The quarantine holds the series by the id the loop gives it: its later commit is skipped too.
     assert "quarantined series '4471' (<stdin>, line 4)" in flat(output)
+
+
+# ---------------------------------------------------------------- 11. a build whose every benchmark failed
+
+
+def test_steady_leaves_out_a_build_whose_benchmarks_all_failed(tmp_path):
+    files = _builds(tmp_path, [["thrpt"], ["thrpt"], ["thrpt"]])
+    failed = tmp_path / "c9.json"
+    failed.write_text("[\n]\n")  # what JMH writes when every benchmark of the run failed
+    out = tmp_path / "steady.csv"
+    with pytest.warns(UserWarning, match=r"c9.json: holds no results .*every benchmark of that run failed.*left out"):
+        code, output = invoke(["steady", files[0], failed, *files[1:], "--out", out, "--trim-warmup", "none"])
+    assert code == 0, output
+    assert list(pd.read_csv(out)["commit"].unique()) == ["c1", "c2", "c3"]
+
+
+def test_steady_of_nothing_but_failed_builds_names_the_file(tmp_path):
+    failed = tmp_path / "c9.json"
+    failed.write_text("[]")
+    code, output = invoke(["steady", failed, "--out", tmp_path / "steady.csv"])
+    assert code == 2, output
+    assert "c9.json: holds no results (an empty list: every benchmark of that run failed?)" in flat(output)
+    assert not (tmp_path / "steady.csv").exists()

@@ -55,6 +55,13 @@ from triage.readers.source import COMPRESSED_SUFFIXES, display_name, plain_file
 COLUMNS = ["series_id", "mode", "unit", "fork", "iteration", "value"]
 
 
+EMPTY_RUN = "holds no results (an empty list: every benchmark of that run failed?)"
+
+
+class NoResults(InputError):
+    """A result file that is an empty list: JMH writes ``[]`` when every benchmark of the run failed."""
+
+
 def series_name(benchmark: str, params: dict | None) -> str:
     """``benchmark`` or ``benchmark[k1=v1,k2=v2]`` (keys sorted, so the name is stable)."""
     if not params:
@@ -75,6 +82,12 @@ def read_jmh(
     """
     path = Path(path)
     payload = read_json(path, "JMH JSON results")
+    if payload == []:
+        raise NoResults(
+            path,
+            None,
+            f"{EMPTY_RUN}; expected a non-empty list of benchmark objects (or of runs, arrays of numbers)",
+        )
     if not isinstance(payload, list) or not payload:
         raise InputError(
             path,
@@ -262,7 +275,8 @@ def steady_long(
 
     detector = steady_state.make(trim_warmup)
     rate_detector = steady_state.make(trim_warmup, rates=True)
-    frames = []
+    frames, shown = [], []
+    empty: list[NoResults] = []
     for path, commit in zip(files, commits, strict=True):
         with plain_file(path, directory_ok=False) as plain:
             try:
@@ -271,6 +285,11 @@ def steady_long(
                 frame = read_jmh(
                     plain, runs_series or (None if stdin else _stem(path)), runs_need_series=stdin
                 )
+            except NoResults as exc:
+                # A build whose every benchmark failed is a commit without measurements, as a
+                # failed benchmark is absent from its build's file; it stopped the whole history.
+                empty.append(NoResults(display_name(path), None, exc.problem))
+                continue
             except InputError as exc:
                 if plain == Path(path):
                     raise
@@ -284,8 +303,13 @@ def steady_long(
                 stacklevel=2,
             )
         frames.append((commit, frame))
+        shown.append(display_name(path))
+    if not frames:
+        raise empty[0]
+    for skipped in empty:
+        warnings.warn(f"{skipped.source}: {EMPTY_RUN}: left out, no commit of it is written", stacklevel=2)
     _same_name_in_every_file(frames)
-    _one_unit_per_series(frames, [display_name(f) for f in files])
+    _one_unit_per_series(frames, shown)
     long_parts, starts = [], []
     for commit, frame in frames:
         for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
