@@ -74,7 +74,9 @@ before, in units of the commit-to-commit noise), then ``triage train``,
 17. ``triage train --out`` naming a file or a folder of the user's was
     refused only after the data was read, overlaid with ``--labels`` and
     its features extracted (25 s for ``--preset default``; the README's
-    realnoise run takes minutes), not with the other option checks.
+    realnoise run takes minutes), not with the other option checks; so was
+    a ``--tracking-uri`` that is no MLflow store (a labels store: 20 s for
+    ``--preset default``), which ``evaluate`` checks first.
 """
 
 from __future__ import annotations
@@ -549,4 +551,17 @@ def test_an_out_that_cannot_be_replaced_is_refused_before_reading_the_data(label
                          "--out", out])
     assert code == 2, text
     assert "refusing to replace it" in flat(text)
+    assert "overlaid" not in text  # nothing was read
+
+
+def test_a_tracking_uri_that_is_no_store_is_refused_before_reading_the_data(labelled, tmp_path):
+    from triage.workspace.store import LabelsStore
+
+    store = LabelsStore(tmp_path / "labels.sqlite")
+    store.record(SERIES[0], pd.read_csv(labelled, nrows=30)["commit"].iloc[20], "true", who="ann")
+    store.close()
+    code, text = invoke(["train", "--data", labelled, "--labels", tmp_path / "labels.sqlite",
+                         "--tracking-uri", f"sqlite:///{tmp_path / 'labels.sqlite'}", "--out", tmp_path / "m"])
+    assert code == 2, text
+    assert "not an MLflow tracking store" in flat(text)
     assert "overlaid" not in text  # nothing was read

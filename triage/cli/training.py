@@ -197,6 +197,10 @@ def train(
     from triage.training.model_files import check_writable
 
     check_writable(out)  # a file or a folder of the user's: refused now, not after minutes of extraction
+    if not no_track:  # likewise a garbage store (a labels store, a file of something else), as evaluate does
+        from triage.training.tracking import check_store
+
+        check_store(tracking_uri)
     _check_feature_set(features, w)
     if register is not None and any(c in register for c in "/:@"):
         # MLflow refuses '/' and ':' only once the model is trained and logged; a name
