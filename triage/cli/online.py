@@ -63,7 +63,9 @@ MODEL_HELP = (
 )
 CONFIRM_HELP = (
     "Confirmation delay K: decide commit p when the K-th commit after it arrives "
-    "(After = p and those K). Default: the model's window; 0 = the paper's loop."
+    "(After = p and those K). Default: the model's window, the After its rows were built with "
+    "(another K gives it windows it never saw: online-w4 with K = 0 finds nothing); "
+    "0 = the paper's loop, with a window-0 model (default-w0)."
 )
 MIN_PRE_HELP = (
     "Commits Pre must hold before a change point can be declared (0 = the paper's loop as is; "
