@@ -563,3 +563,23 @@ def test_otava_report_of_a_branch_file_is_placed(real_frame, tmp_path: Path, rep
     # Was "unknown series 'throughput' / 'svc.throughput' / 'svc/throughput'": the data names it throughput@main.
     assert code == 0, text
     assert "throughput@main" in text and "1 of 1 called true" in text
+
+
+# ---------------------------------------------------------------- pelt / binseg: a step between two grid points
+
+
+@pytest.mark.parametrize("detector", ["pelt", "binseg"])
+def test_penalised_search_puts_a_step_between_grid_points_on_its_commit(real_frame, tmp_path: Path,
+                                                                          detector: str) -> None:
+    from helpers_cli import invoke
+
+    # peak memory, nearly deterministic: 208 MB to 176 MB at commit 28, 176 to 157 MB at 33
+    sid = "emg3d-bench/memory.ResidualMemory.peakmem_residual('big')/meerkat/conda-py3.8"
+    data = _extract(real_frame, tmp_path, sid)
+    out = tmp_path / "cands.csv"
+    code, text = invoke(["candidates", "--data", data, "--detector", detector, "--out", out])
+    assert code == 0, text
+    found = set(pd.read_csv(out)["index"])
+    # Were 25 and 30 (and 30, 35): the jump=5 grid's points on either side, neither the commit that changed.
+    assert {28, 33} <= found, sorted(found)[:12]
+    assert not {25, 35} & found, sorted(found)[:12]

@@ -14,7 +14,9 @@ Speed: ruptures' PELT is pure Python and takes about a second on 500 points
 when every commit is a candidate (``jump=1``). The default here is ruptures'
 own ``jump=5`` (candidates every 5 commits, ~20x faster) followed by an exact
 local refinement (our addition): each breakpoint moves to the best L2 split
-within ``jump - 1`` commits of it, between its neighbouring breakpoints.
+within ``jump - 1`` commits of it, between its neighbouring breakpoints, and
+two breakpoints the grid put on either side of one step become one at the
+step where that lowers the penalised cost (:func:`merge_straddling_l2`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,38 @@ def refine_l2(x: np.ndarray, ends: list[int], radius: int, min_size: int) -> lis
         if len(cand) == 0:
             continue
         out[k] = cost.best_split(lo_seg, hi_seg, cand)
+    return out
+
+
+def merge_straddling_l2(x: np.ndarray, ends: list[int], radius: int, min_size: int, pen: float) -> list[int]:
+    """Replace two neighbouring breakpoints by one where that lowers the penalised L2 cost.
+
+    On the ``jump`` grid a step between two grid points (a step at 28, grid 25
+    and 30) gets a breakpoint on each side, and :func:`refine_l2` cannot move
+    either onto it: each is held ``min_size`` away from the other. Any two
+    breakpoints at most ``2 * radius + 1`` apart are tried as one, at the best
+    split between their neighbours; kept when the cost plus ``pen`` per
+    breakpoint (the search's own objective) is no higher than with both.
+    """
+    cost = CostL2().fit(x)
+    out = list(ends)
+    n = len(x)
+    k = 0
+    while k + 1 < len(out):
+        a, b = out[k], out[k + 1]
+        lo = out[k - 1] if k > 0 else 0
+        hi = out[k + 2] if k + 2 < len(out) else n
+        cand = np.arange(max(lo + min_size, a - radius), min(hi - min_size, b + radius) + 1)
+        if b - a > 2 * radius + 1 or len(cand) == 0:
+            k += 1
+            continue
+        s = cost.best_split(lo, hi, cand)
+        one = float(cost.error(lo, s) + cost.error(s, hi)) + pen
+        two = float(cost.error(lo, a) + cost.error(a, b) + cost.error(b, hi)) + 2 * pen
+        if one <= two:
+            out[k: k + 2] = [s]  # the merged one may pair with the next: look again from here
+        else:
+            k += 1
     return out
 
 
@@ -94,6 +128,7 @@ class PenalisedSearch(Detector):
         ends = [b for b in bkps if b < n]  # ruptures appends n
         if self.jump > 1 and self.model == "l2":
             ends = refine_l2(x, ends, self.jump - 1, self.min_size)
+            ends = merge_straddling_l2(x, ends, self.jump - 1, self.min_size, pen)
         bounds = [0, *ends, n]
         out = []
         for k, idx in enumerate(ends, start=1):
