@@ -46,6 +46,7 @@
     the bundled online-w4 at K = 0 finds nothing, even a 30-sigma step (on
     the real rhai histories, 0 change points where K = 4 finds 15). It now
     says the paper's loop needs a window-0 model (default-w0).
+13. ``triage detect`` summed up one change point as "1 change points".
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -464,3 +465,9 @@ def test_confirm_after_help_says_which_model_the_papers_loop_needs(tmp_path, mon
         assert code == 0, output
         found[name] = pd.read_csv(out)["commit"].tolist()
     assert found == {"w4": ["c040"], "w4-k0": [], "w0": ["c040"]}
+
+
+def test_detect_summary_counts_one_change_point_in_the_singular(tmp_path):
+    code, output = invoke(["detect", "--data", _step_history(tmp_path), "--out", tmp_path / "found.csv"])
+    assert code == 0, output
+    assert "1 change point in 1 series (80 commits," in flat(output), output

@@ -559,7 +559,7 @@ def detect(
             found, n_series, n, seconds = streamed
             _write_found(found, out, fmt)
             err_console.print(
-                f"{len(found):,} change points in {n_series:,} series ({n:,} commits, "
+                f"{_count(len(found), 'change point')} in {n_series:,} series ({_count(n, 'commit')}, "
                 f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {out}",
                 markup=False,
                 highlight=False,
@@ -599,12 +599,17 @@ def detect(
         _fail(exc)
     n = dataset.n_commits()
     err_console.print(
-        f"{len(found):,} change points in {len(dataset):,} series ({n:,} commits, "
+        f"{_count(len(found), 'change point')} in {len(dataset):,} series ({_count(n, 'commit')}, "
         f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {out}",
         markup=False,
         highlight=False,
         soft_wrap=True,  # a long --out path stays one line (a CI log is 80 columns)
     )
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 change point``, ``2 change points``: the summary line read "1 change points"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _write_found(found, out: Path, fmt: str) -> None:
