@@ -77,6 +77,11 @@ before, in units of the commit-to-commit noise), then ``triage train``,
     realnoise run takes minutes), not with the other option checks; so was
     a ``--tracking-uri`` that is no MLflow store (a labels store: 20 s for
     ``--preset default``), which ``evaluate`` checks first.
+18. ``triage train --candidate-windows`` (a scoring model, with pair_* and
+    ctx_* features) registered as ``triage-<kind>-adaptive``, the name of
+    the adaptive-window alerts models, and ``models list`` showed its window
+    as "adaptive": promoting its version made ``models:/...@champion`` a
+    model that ``triage label`` refuses.
 """
 
 from __future__ import annotations
@@ -565,3 +570,23 @@ def test_a_tracking_uri_that_is_no_store_is_refused_before_reading_the_data(labe
     assert code == 2, text
     assert "not an MLflow tracking store" in flat(text)
     assert "overlaid" not in text  # nothing was read
+
+
+# ---------------------------------------------------------------- 18. a scoring model is registered under its own name
+
+
+def test_a_scoring_model_is_not_a_version_of_the_adaptive_alerts_model(labelled, feature_matrix, tmp_path, monkeypatch):
+    matrix = tmp_path / "fm.parquet"
+    feature_matrix.to_parquet(matrix)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
+    code, text = invoke(["train", "--matrix", matrix, "--model", "xgb", "--out", tmp_path / "alerts"])
+    assert code == 0, text
+    assert "registered triage-xgb-adaptive v1" in flat(text)
+    code, text = invoke(["train", "--data", labelled, "--candidate-windows", "--model", "xgb", "--monotone-shifts",
+                         "--out", tmp_path / "scoring"])
+    assert code == 0, text
+    assert "registered triage-xgb-scoring v1" in flat(text)
+    code, text = invoke(["models", "list"])
+    rows = [line.split("│") for line in text.splitlines() if line.startswith("│triage-xgb")]
+    assert [(r[1].strip(), r[3].strip()) for r in rows] == [("triage-xgb-adaptive", "adaptive"),
+                                                            ("triage-xgb-scoring", "candidates")]

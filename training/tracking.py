@@ -81,9 +81,16 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def registered_name(model: str, window: str | int | None) -> str:
-    """The default registered name of a ``model`` kind trained with ``window``: ``triage-rf-w0``."""
+    """The default registered name of a ``model`` kind trained with ``window``: ``triage-rf-w0``.
+
+    ``window`` ``"candidates"``: a scoring model (``train --candidate-windows``), whose
+    pair_* and ctx_* features an adaptive-window model lacks: ``triage-xgb-scoring``
+    (short enough for ``models list`` in 80 columns).
+    """
     if window is None or window == "adaptive":
         return f"triage-{model}-adaptive"
+    if window == "candidates":
+        return f"triage-{model}-scoring"
     return f"triage-{model}-w{window}"
 
 
@@ -264,7 +271,9 @@ def log_training_run(
             "threshold": clf.threshold_,
             "class_weight": clf.class_weight,
             "random_state": clf.random_state,
-            "window": manifest.get("window"),
+            # A scoring model's manifest says "adaptive" (no fixed K); its windows are the candidates'.
+            "window": "candidates" if (manifest.get("extra") or {}).get("windows") == "candidates"
+            else manifest.get("window"),
             "n_features": clf.n_features_in_,
             "feature_set_file": manifest.get("feature_set_file"),
             "model_params": clf.params_,
