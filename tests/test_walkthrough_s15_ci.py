@@ -46,7 +46,8 @@
     the bundled online-w4 at K = 0 finds nothing, even a 30-sigma step (on
     the real rhai histories, 0 change points where K = 4 finds 15). It now
     says the paper's loop needs a window-0 model (default-w0).
-13. ``triage detect`` summed up one change point as "1 change points".
+13. ``triage detect`` summed up one change point as "1 change points", and
+    ``triage culprit`` one reading as "1 measurements for 1 unmeasured commits".
 
 Inputs are generated here in the formats people have; nothing of the real data is used.
 """
@@ -471,3 +472,14 @@ def test_detect_summary_counts_one_change_point_in_the_singular(tmp_path):
     code, output = invoke(["detect", "--data", _step_history(tmp_path), "--out", tmp_path / "found.csv"])
     assert code == 0, output
     assert "1 change point in 1 series (80 commits," in flat(output), output
+
+
+def test_culprit_counts_one_measurement_and_one_commit_in_the_singular(tmp_path):
+    partial = tmp_path / "partial.csv"
+    partial.write_text("commit,value\nc0,5.1\nc1,5.0\nc2,\nc3,\nc4,7.0\nc5,7.1\n")
+    oracle = tmp_path / "oracle.csv"
+    oracle.write_text("commit,value\nc2,5.05\nc3,7.05\n")
+    code, output = invoke(["culprit", "--data", partial, "--before", "c1", "--after", "c4", "--oracle", oracle,
+                           "--max-measurements", "1"])
+    assert code == 0, output
+    assert ", 1 measurement for 2 unmeasured commits" in flat(output), output

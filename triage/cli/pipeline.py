@@ -326,11 +326,11 @@ def culprit(
         table.add_row(str(r.step), Text(str(r.commit)), str(r.position), f"{r.value:.4g}", r.nearer)
     say.print(table)
     assert search.culprit is not None
+    within = f", within {tolerance} commits" if tolerance and strategy == "bayes" else ""
+    made_for = f"{_count(len(search.measured), 'measurement')} for {_count(b - a - 1 - len(inside), 'unmeasured commit')}"
     say.print(
-        f"culprit: {history.commits[search.culprit]} (position {search.culprit}"
-        f"{f', within {tolerance} commits' if tolerance and strategy == 'bayes' else ''}), "
-        f"confidence {search.confidence:.2f}, {len(search.measured)} measurements for "
-        f"{b - a - 1 - len(inside)} unmeasured commits"
+        f"culprit: {history.commits[search.culprit]} (position {search.culprit}{within}), "
+        f"confidence {search.confidence:.2f}, {made_for}"
         + (f" ({len(inside)} more of the gap measured already: used, not measured again)" if inside else ""),
         markup=False,
         highlight=False,
@@ -366,6 +366,11 @@ def culprit(
         )
     if out is not None:
         write_csv_atomic(made, out)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 measurement``, ``2 measurements``: the culprit line read "1 measurements for 1 unmeasured commits"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _ask(commit: str, pos: int, say: Console) -> float:
