@@ -197,10 +197,6 @@ def train(
     from triage.training.model_files import check_writable
 
     check_writable(out)  # a file or a folder of the user's: refused now, not after minutes of extraction
-    if not no_track:  # likewise a garbage store (a labels store, a file of something else), as evaluate does
-        from triage.training.tracking import check_store
-
-        check_store(tracking_uri)
     _check_feature_set(features, w)
     if register is not None and any(c in register for c in "/:@"):
         # MLflow refuses '/' and ':' only once the model is trained and logged; a name
@@ -212,6 +208,10 @@ def train(
         raise typer.BadParameter("--candidate-windows builds its own windows from --data or --preset: leave --window adaptive, without --matrix or --labels")
     if monotone_shifts and model != "xgb":
         raise typer.BadParameter(f"--monotone-shifts needs --model xgb, not {model}")
+    if not no_track:  # after the other checks (it creates a missing store): a garbage one, as evaluate does
+        from triage.training.tracking import check_store
+
+        check_store(tracking_uri)
     if target_recall is not None:
         policy = f"recall:{target_recall}"
     elif threshold is not None:
