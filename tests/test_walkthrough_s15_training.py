@@ -82,6 +82,10 @@ before, in units of the commit-to-commit noise), then ``triage train``,
     the adaptive-window alerts models, and ``models list`` showed its window
     as "adaptive": promoting its version made ``models:/...@champion`` a
     model that ``triage label`` refuses.
+19. ``triage train --labels ... --scheduler ADDRESS`` (and with
+    ``--candidate-windows``) ignored ``--scheduler``: the extraction ran on
+    this machine, and an address with no scheduler went unnoticed, where
+    the same command without ``--labels`` is refused naming the option.
 """
 
 from __future__ import annotations
@@ -590,3 +594,26 @@ def test_a_scoring_model_is_not_a_version_of_the_adaptive_alerts_model(labelled,
     rows = [line.split("│") for line in text.splitlines() if line.startswith("│triage-xgb")]
     assert [(r[1].strip(), r[3].strip()) for r in rows] == [("triage-xgb-adaptive", "adaptive"),
                                                             ("triage-xgb-scoring", "candidates")]
+
+
+# ---------------------------------------------------------------- 19. --scheduler is used with --labels too
+
+
+@pytest.mark.parametrize("extra", [["--labels", "{labels}"], ["--candidate-windows"]])
+def test_scheduler_is_not_ignored_with_labels_or_candidate_windows(labelled, tmp_path, extra):
+    import socket
+
+    from triage.workspace.store import LabelsStore
+
+    store = LabelsStore(tmp_path / "labels.sqlite")
+    store.record(SERIES[0], pd.read_csv(labelled, nrows=30)["commit"].iloc[20], "true", who="ann")
+    store.close()
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = [a.format(labels=tmp_path / "labels.sqlite") for a in extra]
+    code, text = invoke(["train", "--data", labelled, *args, "--scheduler", f"tcp://127.0.0.1:{port}", "--no-track",
+                         "--out", tmp_path / "m"])
+    assert code == 2, text
+    assert "cannot reach a dask scheduler" in flat(text)
+    assert not (tmp_path / "m").exists()

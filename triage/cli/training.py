@@ -228,14 +228,18 @@ def train(
             raise typer.BadParameter("--labels needs --data or --preset (a feature matrix has no commits to label)")
         dataset, n_decided = overlay(dataset_of(data, preset, seed), LabelsStore(labels, create=False))
         console.print(f"{n_decided:,} sheriff decisions from {escape(str(labels))} overlaid on the data's labels")
-        with console.status(f"extracting features (window {w}) from {len(dataset):,} series"):
-            fm = build_matrix(dataset, w, n_jobs, online_rows)
+        # --scheduler holds here too: it was silently left unused (a scheduler that
+        # cannot be reached went unnoticed, the extraction ran on this machine).
+        with joblib_on(scheduler, n_jobs) as jobs, \
+                console.status(f"extracting features (window {w}) from {len(dataset):,} series"):
+            fm = build_matrix(dataset, w, jobs, online_rows)
     elif candidate_windows:
         from triage.features.extract import extract_features
 
         dataset = dataset_of(data, preset, seed)
-        with console.status(f"extracting features (candidate-bounded windows) from {len(dataset):,} series"):
-            fm = extract_features(dataset, candidate_windows=True, pair=True, context=True, n_jobs=n_jobs)
+        with joblib_on(scheduler, n_jobs) as jobs, \
+                console.status(f"extracting features (candidate-bounded windows) from {len(dataset):,} series"):
+            fm = extract_features(dataset, candidate_windows=True, pair=True, context=True, n_jobs=jobs)
     else:
         with joblib_on(scheduler, n_jobs) as jobs:
             fm = matrix_of(data, preset, matrix, w, seed, jobs, online_rows)
