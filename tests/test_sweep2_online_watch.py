@@ -51,9 +51,13 @@ def test_a_lone_surrogate_escape_in_an_id_is_refused_naming_the_line(tmp_path, f
 def test_an_interrupted_watcher_exits_non_zero_and_keeps_what_it_printed(tmp_path):
     # Ctrl-C used to end the command with exit status 0, as if the input had been read to its end.
     state = tmp_path / "state.db"
+    # Ctrl-C's default action for the child, whatever the test worker's: a process
+    # started with SIGINT ignored keeps it ignored (Python then installs no handler),
+    # which made this test exit 0 whenever the xdist worker ignored SIGINT.
     proc = subprocess.Popen(
         [str(TRIAGE), "watch", "--state", str(state), *FAST],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None
