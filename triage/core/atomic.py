@@ -31,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import json
+import math
 import os
 import platform
 import shutil
@@ -198,7 +199,12 @@ def _json_cell(value: object) -> object:
         return utc.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + ("Z" if value.tzinfo is not None else "")
     if value is None or (not isinstance(value, (str, bytes)) and pd.api.types.is_scalar(value) and pd.isna(value)):
         return None
-    return value.item() if hasattr(value, "item") and not isinstance(value, (str, bytes)) else value
+    value = value.item() if hasattr(value, "item") and not isinstance(value, (str, bytes)) else value
+    if isinstance(value, float) and not math.isfinite(value):
+        # JSON has no infinity: json.dumps would write -Infinity, which JSON.parse, jq and
+        # strict readers refuse (edivisive's t of a noise-free step is -inf).
+        return None
+    return value
 
 
 def jsonl_text(frame: pd.DataFrame) -> str:
@@ -207,8 +213,9 @@ def jsonl_text(frame: pd.DataFrame) -> str:
     Not pandas' ``to_json``: it rounds a float (0.12345678901234568 was
     written 0.123456789) and writes ``/`` as ``\\/``. ``json.dumps`` writes
     every digit (``repr``), as the CSV does, so a probability reads back the
-    same from either; missing cells are ``null``, timestamps ISO 8601 in UTC
-    to the millisecond as pandas wrote them.
+    same from either; missing cells are ``null``, and so are infinite
+    numbers (JSON has none); timestamps ISO 8601 in UTC to the millisecond
+    as pandas wrote them.
     """
     keys = [str(c) for c in frame.columns]
     return "".join(

@@ -1,0 +1,33 @@
+"""Fifteenth session's fixes in shared modules (found by the walkthroughs)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+from helpers_cli import invoke
+
+
+def _strict(line: str) -> dict:
+    def refuse(name: str) -> object:
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_json_lines_are_strict_json_where_a_field_is_infinite(tmp_path):
+    # edivisive's t of a noise-free step is -inf: it was written -Infinity, which
+    # JSON.parse and jq refuse.
+    data = tmp_path / "step.csv"
+    values = np.r_[np.full(30, 100.0), np.full(30, 120.0)]
+    pd.DataFrame({"series_id": "s", "commit": [f"c{i}" for i in range(60)], "value": values}).to_csv(data, index=False)
+    out = tmp_path / "cands.jsonl"
+    code, text = invoke(["candidates", "--data", data, "--detector", "edivisive", "--format", "json", "--out", out])
+    assert code == 0, text
+    rows = [_strict(line) for line in out.read_text().splitlines()]
+    assert [r["index"] for r in rows] == [30]
+    assert "t" in rows[0] and rows[0]["t"] is None
+    # and the file is still a candidate file score reads
+    code, text = invoke(["score", "--data", data, "--candidates", out, "--out", tmp_path / "scored.csv"])
+    assert code == 0, text
