@@ -31,3 +31,19 @@ def test_json_lines_are_strict_json_where_a_field_is_infinite(tmp_path):
     # and the file is still a candidate file score reads
     code, text = invoke(["score", "--data", data, "--candidates", out, "--out", tmp_path / "scored.csv"])
     assert code == 0, text
+
+
+def test_candidates_names_a_long_out_path_on_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    data = tmp_path / "history.csv"
+    rng = np.random.default_rng(5)
+    values = np.r_[100 + rng.standard_normal(40), 130 + rng.standard_normal(40)]
+    pd.DataFrame({"series_id": "bench/parse", "commit": [f"c{k:03d}" for k in range(80)], "value": values}).to_csv(
+        data, index=False)
+    folder = tmp_path.joinpath("ci-workspace", "reports", "performance", "nightly-benchmarks")
+    folder.mkdir(parents=True)
+    out = folder / "candidates-of-the-nightly-run.csv"
+    assert len(str(out)) > 80
+    code, output = invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", out])
+    assert code == 0, output
+    assert any(line.endswith(f"-> {out}") for line in output.splitlines()), output

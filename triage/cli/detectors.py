@@ -102,7 +102,9 @@ def candidates(
     except ValueError as exc:  # a parameter value the detector rejects when it runs
         raise typer.BadParameter(str(exc)) from None
     write_frame(frame, out, fmt)
-    say.print(f"{len(frame)} candidates from {detector} on {len(dataset)} series -> {escape(str(out))}", highlight=False)
+    # soft_wrap: rich would break a long --out path at 80 columns, and a log reader could not copy it.
+    say.print(f"{len(frame)} candidates from {detector} on {len(dataset)} series -> {escape(str(out))}",
+              highlight=False, soft_wrap=True)
 
 
 def list_detectors() -> None:
