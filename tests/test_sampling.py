@@ -332,6 +332,6 @@ def test_cli_culprit_tolerance_says_within(tmp_path):
         ],
     )
     assert res.exit_code == 0, res.output
-    assert "within 1 commits" in res.output
+    assert "within 1 commit" in res.output and "within 1 commits" not in res.output
     pos = int(res.output.split("(position ")[1].split(",")[0])
     assert abs(pos - 37) <= 1

@@ -326,7 +326,7 @@ def culprit(
         table.add_row(str(r.step), Text(str(r.commit)), str(r.position), f"{r.value:.4g}", r.nearer)
     say.print(table)
     assert search.culprit is not None
-    within = f", within {tolerance} commits" if tolerance and strategy == "bayes" else ""
+    within = f", within {_count(tolerance, 'commit')}" if tolerance and strategy == "bayes" else ""
     made_for = f"{_count(len(search.measured), 'measurement')} for {_count(b - a - 1 - len(inside), 'unmeasured commit')}"
     say.print(
         f"culprit: {history.commits[search.culprit]} (position {search.culprit}{within}), "
