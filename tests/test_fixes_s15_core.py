@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
-from helpers_cli import invoke
+from helpers_cli import flat, invoke
 
 
 def _strict(line: str) -> dict:
@@ -47,3 +47,19 @@ def test_candidates_names_a_long_out_path_on_one_line(tmp_path, monkeypatch):
     code, output = invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", out])
     assert code == 0, output
     assert any(line.endswith(f"-> {out}") for line in output.splitlines()), output
+
+
+def test_a_folder_output_is_never_standard_output(tmp_path, monkeypatch, small_dataset):
+    # `-` is standard output for a file; for a folder it made a directory named "-".
+    from triage.loaders import write_long
+
+    monkeypatch.chdir(tmp_path)
+    data = write_long(small_dataset, tmp_path / "small.csv")
+    decisions = tmp_path / "decisions.csv"
+    decisions.write_text("series_id,commit,p_true,classification\n")
+    for args in (["synth", "--preset", "small", "--out", "-"],
+                 ["report", "--data", data, "--decisions", decisions, "--out", "-"]):
+        code, text = invoke(args)
+        assert code == 2, text
+        assert "a folder cannot be standard output" in flat(text)
+    assert not (tmp_path / "-").exists()

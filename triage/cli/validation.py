@@ -145,6 +145,9 @@ def check_input_path(option: str, path: Path | None, *, directory_ok: bool = Tru
 
 def check_output_dir(option: str, path: Path) -> Path:
     """A directory to write into: absent (it will be made) or a directory, never a file."""
+    if str(path) == "-":
+        # Elsewhere `-` is standard output; here it made a folder named "-" ("results written to -").
+        raise typer.BadParameter("a folder cannot be standard output ('-'): name a folder", param_hint=option)
     if path.exists() and not path.is_dir():
         raise typer.BadParameter(f"{path} exists and is not a directory", param_hint=option)
     check_not_in_model_dir(option, path)
