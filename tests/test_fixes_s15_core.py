@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
-from helpers_cli import flat, invoke
+from helpers_cli import flat, invoke, run_triage
 
 
 def _strict(line: str) -> dict:
@@ -63,3 +63,19 @@ def test_a_folder_output_is_never_standard_output(tmp_path, monkeypatch, small_d
         assert code == 2, text
         assert "a folder cannot be standard output" in flat(text)
     assert not (tmp_path / "-").exists()
+
+
+def test_a_column_spelled_like_a_layout_column_is_named_not_ignored(tmp_path):
+    import pytest
+
+    from triage.core.history import Dataset, UnreadColumnWarning
+
+    frame = pd.DataFrame({"series_id": "s", "commit": ["c1", "c2"], "value": [1.0, 2.0],
+                          "Label": ["", "true_positive"]})
+    with pytest.warns(UnreadColumnWarning, match="column 'Label' is not read: the long layout's column is 'label'"):
+        data = Dataset.from_frame(frame)
+    assert data.label_counts()["true_positive"] == 0  # still not read: the warning says so
+    path = tmp_path / "x.csv"
+    frame.to_csv(path, index=False)
+    done = run_triage("summary", "--data", path)
+    assert done.returncode == 0 and "column 'Label' is not read" in flat(done.stderr), done.stderr

@@ -43,6 +43,10 @@ Trim = Callable[[np.ndarray, np.ndarray], np.ndarray] | None
 class UnsortedTimestampsWarning(UserWarning):
     """Timestamps went backwards and the rows were sorted because the caller asked."""
 
+
+class UnreadColumnWarning(UserWarning):
+    """A column is spelled like one of the long layout's but is not it (names are case-sensitive)."""
+
 #: Columns of the long layout, in file order. The first four are required
 #: except ``timestamp``; the rest are optional.
 LONG_COLUMNS: tuple[str, ...] = (
@@ -382,6 +386,7 @@ def dataset_from_long(
         raise InputError(path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(map(str, frame.columns))})")
     if frame.empty:
         raise InputError(path, None, "no rows")
+    _warn_misspelled_columns(frame.columns, path)
     frame = frame.reset_index(drop=True)
     rows = np.arange(1, len(frame) + 1) if rows is None else np.asarray(rows)
     # Ids as codes of their distinct texts: a long file repeats them in every row.
@@ -509,6 +514,25 @@ def dataset_from_long(
             )
         )
     return Dataset(histories, source=str(path))
+
+
+def _warn_misspelled_columns(columns: Iterable[object], path: Path) -> None:
+    """Warn about a column read as nothing that differs from a layout column only in case or spaces.
+
+    ``Label`` was ignored without a word: no candidate, and `train` then said
+    the data had no triaged candidates.
+    """
+    names = {str(c) for c in columns}
+    known = {*LONG_COLUMNS, LOWER_IS_BETTER}
+    for name in sorted(names - known):
+        meant = name.strip().lower().replace(" ", "_")
+        if meant in known and meant not in names:
+            warnings.warn(
+                f"{path}: column {name!r} is not read: the long layout's column is {meant!r} (names are "
+                "case-sensitive); rename it to use it",
+                UnreadColumnWarning,
+                stacklevel=3,
+            )
 
 
 _TRUE_TEXT = ("true", "1", "1.0", "yes")
