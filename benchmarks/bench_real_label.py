@@ -72,18 +72,22 @@ def half_triaged(data: Dataset, found: dict, share: float, seed: int) -> Dataset
     ``truth_label`` carries every alert's truth, for scoring the decisions.
     """
     rng = np.random.default_rng(seed)
-    out = []
-    for h in data:
-        idx = np.asarray(found[h.series_id][0], dtype=np.int64)
-        lab = np.full(len(h), labels.NONE, dtype=object)
-        truth = np.full(len(h), labels.NONE, dtype=object)
-        if len(idx):
-            true = bench_real.matched(h.true_change_points(), idx)
-            said = np.where(true, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
-            truth[idx] = said
-            lab[idx] = np.where(rng.random(len(idx)) < share, said, labels.NOT_TRIAGED)
-        out.append(dataclasses.replace(h, labels=lab, truth_label=truth, _index=None))
-    return Dataset(out, source=data.source)
+    return Dataset(
+        [labelled(h, found[h.series_id][0], rng.random(len(found[h.series_id][0])) < share) for h in data],
+        source=data.source,
+    )
+
+
+def labelled(h, alerts: np.ndarray, triaged: np.ndarray):
+    """``h`` with its ``alerts`` labelled: the ``triaged`` ones by their truth, the others ``not_triaged``."""
+    idx = np.asarray(alerts, dtype=np.int64)
+    lab = np.full(len(h), labels.NONE, dtype=object)
+    truth = np.full(len(h), labels.NONE, dtype=object)
+    if len(idx):
+        said = np.where(bench_real.matched(h.true_change_points(), idx), labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
+        truth[idx] = said
+        lab[idx] = np.where(triaged, said, labels.NOT_TRIAGED)
+    return dataclasses.replace(h, labels=lab, truth_label=truth, _index=None)
 
 
 def labelling_rows(data: Dataset, found: dict, seed: int) -> pd.DataFrame:
@@ -100,18 +104,8 @@ def labelling_rows(data: Dataset, found: dict, seed: int) -> pd.DataFrame:
         rng = np.random.default_rng([seed, k])
         draw = {h.series_id: rng.random(len(found[detector][h.series_id][0])) < 0.5 for h in data}
         for side in (True, False):
-            labelled = []
-            for h in data:
-                idx = np.asarray(found[detector][h.series_id][0], dtype=np.int64)
-                lab = np.full(len(h), labels.NONE, dtype=object)
-                truth = np.full(len(h), labels.NONE, dtype=object)
-                if len(idx):
-                    said = np.where(bench_real.matched(h.true_change_points(), idx),
-                                    labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
-                    truth[idx] = said
-                    lab[idx] = np.where(draw[h.series_id] == side, said, labels.NOT_TRIAGED)
-                labelled.append(dataclasses.replace(h, labels=lab, truth_label=truth, _index=None))
-            ds = Dataset(labelled, source=data.source)
+            ds = Dataset([labelled(h, found[detector][h.series_id][0], draw[h.series_id] == side) for h in data],
+                         source=data.source)
             wanted = {h.series_id: idx for h in ds if len(idx := h.indices_with(labels.UNTRIAGED))}
             if wanted:
                 m = extract_features(ds, candidates=wanted, window="adaptive", n_jobs=2)
