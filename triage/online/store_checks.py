@@ -91,6 +91,21 @@ def check_state_file(path: str | Path) -> None:
         "SELECT value FROM meta WHERE key = 'format_version'", str(STATE_FORMAT_VERSION)))
 
 
+def connect_if_sqlite(path: str | Path) -> sqlite3.Connection | None:
+    """A connection to ``path`` if it is an SQLite file that opens at once; None if not SQLite or not openable.
+
+    For telling another application's database from a store before using it
+    (the state store here, the labels store in :mod:`triage.workspace.store`).
+    """
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(16) != SQLITE_MAGIC:
+                return None
+        return sqlite3.connect(path, timeout=0.0, isolation_level=None)
+    except (OSError, sqlite3.Error):
+        return None
+
+
 def _other_database(path: str | Path) -> str | None:
     """Why ``path`` is some other SQLite database than a state store, or None.
 
@@ -101,12 +116,8 @@ def _other_database(path: str | Path) -> str | None:
     """
     if str(path) == ":memory:" or not os.path.isfile(path):
         return None
-    try:
-        with open(path, "rb") as fh:
-            if fh.read(16) != SQLITE_MAGIC:
-                return None
-        db = sqlite3.connect(path, timeout=0.0, isolation_level=None)
-    except (OSError, sqlite3.Error):
+    db = connect_if_sqlite(path)
+    if db is None:
         return None
     try:
         # As check_sqlite_store: exclusive mode before the first read leaves no -shm file beside a WAL file.

@@ -42,7 +42,7 @@ import pandas as pd
 from triage.core import labels as L
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
-from triage.online.store_checks import SQLITE_MAGIC, check_sqlite_store
+from triage.online.store_checks import check_sqlite_store, connect_if_sqlite
 
 #: The workspace's three buttons and the canonical label each stores.
 DECISIONS: dict[str, str] = {
@@ -159,12 +159,8 @@ def _other_database(path: Path) -> str | None:
     loop's state store, an application's) would otherwise get them added, or,
     sharing a table name, be called a damaged labels store.
     """
-    try:
-        with open(path, "rb") as fh:
-            if fh.read(16) != SQLITE_MAGIC:
-                return None
-        db = sqlite3.connect(path, timeout=0.0, isolation_level=None)
-    except (OSError, sqlite3.Error):
+    db = connect_if_sqlite(path)
+    if db is None:
         return None
     try:
         names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} - {"sqlite_sequence"}
