@@ -163,7 +163,7 @@ def test_label_table_shows_not_scorable_instead_of_nan_and_false(first_commit_da
         assert "\u2014" in lines[commit] and "not scorable" in lines[commit], lines[commit]
         assert "nan" not in lines[commit] and "false" not in lines[commit], lines[commit]
     assert "true" in lines["s1c40"]
-    assert "2 not scorable (first commit of a series)" in flat(output)
+    assert "2 not scorable (no commit before the alert in its window: first commit of a series" in flat(output)
 
 def _score_first_and_later(data, tmp_path) -> tuple[int, str]:
     """``triage score`` of s1's first commit and a later one (the warning naming the first silenced)."""

@@ -113,7 +113,7 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
     runs past the terminal's edge. The reasons are left out when even that
     does not make room for them; on a terminal too narrow for the rest too,
     every column is cut as rich shares the width out.
-    A ``not_scorable`` row (an alert at its series' first commit, no P(true))
+    A ``not_scorable`` row (no commit before the alert in its window, no P(true))
     comes last, with "—" for P(true) and "not scorable" for the call; the
     caption counts them.
     """
@@ -149,7 +149,8 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
     if with_why:
         table.add_column("why", overflow="fold", min_width=WHY_MIN_WIDTH)
     if unjudged:
-        table.caption = Text(f"{unjudged:,} not scorable (first commit of a series): no P(true), no true/false call")
+        table.caption = Text(f"{unjudged:,} not scorable (no commit before the alert in its window: first commit "
+                             "of a series or right after a confirmed change): no P(true), no true/false call")
     for rec in top.to_dict("records"):
         is_true = rec["classification"] == "true_positive"
         p_true = float(rec["p_true"])
