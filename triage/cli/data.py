@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order
 from triage.cli.tables import console_for, dataset_summary, dataset_summary_rows
-from triage.cli.validation import output_file
+from triage.cli.validation import check_table_suffix, output_file
 from triage.core.errors import InputError
 from triage.loaders import LAYOUTS, load
 
@@ -134,25 +134,6 @@ def summary(
     console.print(dataset_summary(dataset))
 
 
-def _check_long_suffix(out: Path) -> None:
-    """Refuse an ``--out`` whose name the readers take for another layout.
-
-    ``write_long`` writes Parquet for ``.parquet`` and CSV for anything else
-    (compressed by ``.gz`` / ``.zst``): ``x.parquet.gz`` became a gzipped CSV
-    and ``x.json`` a CSV, files that ``triage`` itself then refused to read.
-    """
-    if str(out) == "-":
-        return
-    suffixes = [s.lower() for s in out.suffixes]
-    compressed = bool(suffixes) and suffixes[-1] in (".gz", ".zst")
-    kind = (suffixes[-2] if len(suffixes) >= 2 else "") if compressed else (suffixes[-1] if suffixes else "")
-    if (compressed and kind == ".parquet") or kind in (".json", ".js", ".yaml", ".yml"):
-        raise typer.BadParameter(
-            f"{out.name}: convert writes a long CSV (.csv, .csv.gz, .csv.zst) or an uncompressed .parquet",
-            param_hint="--out",
-        )
-
-
 def convert(
     data: Path = typer.Option(..., "--data", help=DATA_HELP),
     out: Path = typer.Option(
@@ -184,7 +165,7 @@ def convert(
     check_choice("--aggregate", aggregate, tuple(AGGREGATES))
     check_choice("--trim-warmup", trim_warmup.strip().lower(), CHOICES)
     check_output_not_input(out, data, alerts, commit_order)
-    _check_long_suffix(out)
+    check_table_suffix(out, "convert writes a long CSV")
     from triage.loaders import write_long
 
     dataset = load(

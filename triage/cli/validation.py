@@ -143,6 +143,25 @@ def check_input_path(option: str, path: Path | None, *, directory_ok: bool = Tru
     return path
 
 
+def check_table_suffix(out: Path, writer: str) -> None:
+    """Refuse an ``--out`` whose name the readers take for another layout (``convert``, ``labels export``).
+
+    The writers write Parquet for ``.parquet`` and CSV for anything else
+    (compressed by ``.gz`` / ``.zst``): ``x.parquet.gz`` became a gzipped CSV
+    and ``x.json`` a CSV, files that ``triage`` itself then refused to read
+    ("not valid JSON", "not a readable Parquet file"). ``writer`` names what
+    writes, e.g. ``"convert writes a long CSV"``.
+    """
+    if str(out) == "-":
+        return
+    suffixes = [s.lower() for s in out.suffixes]
+    compressed = bool(suffixes) and suffixes[-1] in (".gz", ".zst")
+    kind = (suffixes[-2] if len(suffixes) >= 2 else "") if compressed else (suffixes[-1] if suffixes else "")
+    if (compressed and kind == ".parquet") or kind in (".json", ".js", ".yaml", ".yml"):
+        raise typer.BadParameter(f"{out.name}: {writer} (.csv, .csv.gz, .csv.zst) or an uncompressed .parquet",
+                                 param_hint="--out")
+
+
 def check_output_dir(option: str, path: Path) -> Path:
     """A directory to write into: absent (it will be made) or a directory, never a file."""
     if str(path) == "-":

@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from triage.cli.validation import output_file
+from triage.cli.validation import check_table_suffix, output_file
 
 console = Console()
 labels_app = typer.Typer(help="The workspace's labels store: export decisions, agreement by week.", no_args_is_help=True)
@@ -157,7 +157,7 @@ def labels_export(
     from triage.workspace.store import LabelsStore, export_long
 
     check_output_not_input(out, labels, data)
-    _check_export_suffix(out)
+    check_table_suffix(out, "labels export writes CSV")
     store = LabelsStore(labels, create=False)
     if data is not None:
         from triage.loaders import load, write_long
@@ -175,23 +175,6 @@ def labels_export(
     else:
         write_csv_atomic(frame, out)
     console.print(f"{len(frame):,} decisions written to [bold]{escape(str(out))}[/]", soft_wrap=True)
-
-
-def _check_export_suffix(out: Path) -> None:
-    """Refuse an ``--out`` named for a format the export does not write (as ``triage convert`` does).
-
-    The export writes Parquet for ``.parquet`` and CSV for anything else (compressed by
-    ``.gz`` / ``.zst``): ``x.json`` got CSV text and ``x.parquet.gz`` a gzipped CSV, files
-    that ``triage`` itself then refused to read ("not valid JSON", "not a readable Parquet file").
-    """
-    if str(out) == "-":
-        return
-    suffixes = [s.lower() for s in out.suffixes]
-    compressed = bool(suffixes) and suffixes[-1] in (".gz", ".zst")
-    kind = (suffixes[-2] if len(suffixes) >= 2 else "") if compressed else (suffixes[-1] if suffixes else "")
-    if (compressed and kind == ".parquet") or kind in (".json", ".js", ".yaml", ".yml"):
-        raise typer.BadParameter(f"{out.name}: labels export writes CSV (.csv, .csv.gz, .csv.zst) or an "
-                                 "uncompressed .parquet", param_hint="--out")
 
 
 @labels_app.command("agreement")
