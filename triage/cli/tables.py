@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from rich.console import Console
@@ -102,6 +103,51 @@ SERIES_WIDTH, SERIES_MIN_WIDTH = 28, 8
 CELL_WIDTH, WHY_MIN_WIDTH = 14, 30
 
 
+def shorten_ids(ids: Iterable[object], width: int) -> dict[str, str]:
+    """Each of ``ids`` as a table shows it in ``width`` columns: a longer one cut in the middle.
+
+    Series ids of one project share their head and often their end
+    (``otel-java/io.opentelemetry.sdk.…/otel-bench-runner``) and differ just
+    before it: cut at the end, every row read ``otel-java/io.opentelemetry.…``.
+    So a long id keeps its head, ``…`` and a tail that reaches back past the
+    end the ids have in common to the whole word (letters and digits) where
+    it differs from the others (``o…01Thread/otel-bench-runner``), as far as
+    the width allows with one character of head; the head goes too when that
+    alone tells the id apart (``…2Threads/otel-bench-runner``). Without such a
+    need, or when no tail that fits reaches the difference, head and tail
+    share the width. One cut for the whole column, so the rows line up. The
+    one place a table shortens a series id. Ids that fit are left as they are; on a width too narrow to
+    reach the difference, rows may still read alike (the CSV has the ids).
+    """
+    distinct = sorted({str(s) for s in ids})
+    if width < 3:  # no room for a head, "…" and a tail
+        return {s: s[:width] for s in distinct}
+    most = width - 2  # the longest tail that keeps one character of the head
+    tail = (width - 1) // 2
+    for s in (s for s in distinct if len(s) > width):
+        shared = max((_common_suffix(s, o) for o in distinct if o != s), default=-1)
+        if shared < 0:
+            continue
+        unique = shared + 1  # the shortest tail no other id ends with
+        start = len(s) - unique
+        while start > 0 and s[start - 1].isalnum():  # back to the start of the differing word
+            start -= 1
+        word = len(s) - start
+        if word <= most:
+            tail = max(tail, word)
+        elif unique <= width - 1:  # as much of the word as fits; the head only when it must go
+            tail = max(tail, most if unique <= most else width - 1)
+        # else: they differ beyond any tail's reach: the even cut, whose head may show it
+    return {s: f"{s[:width - 1 - tail]}…{s[len(s) - tail:]}" if len(s) > width else s for s in distinct}
+
+
+def _common_suffix(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
+
+
 def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *, wide: bool = True,
                    width: int | None = None) -> Table:
     """The ``limit`` most likely true alerts of a decisions frame (``triage label`` / ``score``).
@@ -140,9 +186,11 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
             series_width, min_widths = min(SERIES_WIDTH, room(with_why)), dict(needs)
         else:  # too narrow even so: every column gives up its share (rich's cut)
             series_width = SERIES_MIN_WIDTH
+    shown = shorten_ids(top["series_id"], series_width)
     table = Table(title=Text(title))
     for col in ("series", "commit", *extra, "P(true)", "model"):
-        # Identifiers on one line (cut with an ellipsis); the reason takes what is left.
+        # Identifiers on one line (cut with an ellipsis: a series id in its middle, by
+        # shorten_ids, the others at their end); the reason takes what is left.
         table.add_column(col, justify="right" if col == "P(true)" else "left", no_wrap=True,
                          overflow="ellipsis", max_width=series_width if col == "series" else CELL_WIDTH,
                          min_width=None if col == "series" else min_widths[col])
@@ -158,7 +206,7 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
         # Text, not str: a JMH series is named like Bench.parse[size=1024], which as
         # markup would be swallowed as a style, and "[/]" would be an error.
         cells = [
-            Text(str(rec["series_id"])),
+            Text(shown[str(rec["series_id"])]),
             Text(str(rec["commit"])),
             *[Text(str(rec.get(c, ""))) for c in extra],
             # No P(true) (not scorable, or kept true at threshold 0 without one): a dash, never "nan".
