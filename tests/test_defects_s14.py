@@ -105,8 +105,8 @@ def test_triage_label_prints_the_warning_line_and_writes_the_row(tmp_path):
     out = tmp_path / "decisions.csv"
     res = run_triage("label", "--data", data, "--out", out)
     assert res.returncode == 0, res.stderr
-    assert "warning: series 's1', commit 's1c00'; series 's2', commit 's2c00': 2 alerts at the first commit" in flat(
-        res.stderr)
+    assert ("warning: series 's1', commit 's1c00'; series 's2', commit 's2c00': 2 alerts with no commit before them "
+            "in their window (at the first commit of their series") in flat(res.stderr)
     rows = pd.read_csv(out, keep_default_na=False)
     first = rows[rows["commit"] == "s1c00"].iloc[0]
     assert first["classification"] == NOT_SCORABLE and first["p_true"] == ""

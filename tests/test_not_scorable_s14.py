@@ -240,7 +240,7 @@ def test_target_recall_leaves_out_triaged_candidates_at_a_first_commit(tmp_path)
 def test_target_recall_with_only_first_commit_false_alerts_is_refused(tmp_path):
     frame = _frame({0: "false_positive", 40: "true_positive"})
     clf = load_classifier(resolve_model("default-adaptive", "alerts"))
-    with pytest.raises(InputError, match=r"to measure recall on \(2 at the first commit of a series left out"):
+    with pytest.raises(InputError, match=r"to measure recall on \(2 not scorable left out: no commit before the alert in its window\)"):
         threshold_for_recall(Dataset.from_frame(frame), clf, 0.9)
 
 
@@ -314,7 +314,7 @@ def test_report_reads_label_at_threshold_0_with_its_first_commit_alerts(first_co
     order = [r[1][2] for r in rows.rows if len(r[1]) > 2]
     assert order[-2:] == ["s1c00", "s2c00"]
     assert "<b>4</b> likely true alerts" in page and "<b>2</b> of them without P(true)" in page
-    assert "not scorable (first commit of a series)</span>" not in page  # none left uncalled
+    assert "not scorable (no commit before the alert in its window)</span>" not in page  # none left uncalled
 
 
 def test_report_reads_score_at_threshold_0(first_commit_data, tmp_path):
@@ -341,8 +341,8 @@ def test_report_refuses_an_empty_p_true_on_a_true_row_outside_a_threshold_0_file
     mixed = frame.copy()
     mixed.loc[mixed["commit"] == "s2c40", "classification"] = "false_positive"
     code, output = _report_of(mixed, first_commit_data, tmp_path / "mixed.csv", tmp_path / "r1")
-    assert code == 2 and "row 2: p_true '' is not a probability (a true_positive row at its series' first " \
-                          "commit may leave it empty only in a file written at threshold 0" in flat(output), output
+    assert code == 2 and "row 2: p_true '' is not a probability (a true_positive row with no commit before it in " \
+                          "its window may leave it empty only in a file written at threshold 0" in flat(output), output
     # Away from a first commit an empty p_true is a broken file even at threshold 0.
     broken = frame.copy()
     broken.loc[broken["commit"] == "s1c40", "p_true"] = ""
@@ -359,14 +359,14 @@ def test_label_and_score_say_how_many_alerts_were_not_scorable(first_commit_data
     import re
 
     output = _label(first_commit_data, tmp_path / "d.csv")
-    assert re.search(r"2 of 4 called true at threshold [0-9.]+ \(2 not scorable: first commit of a series\)",
+    assert re.search(r"2 of 4 called true at threshold [0-9.]+ \(2 not scorable: no commit before the alert in its window\)",
                      flat(output)), output
     output = _label(first_commit_data, tmp_path / "d.csv", "--threshold", "0")
-    assert ("4 of 4 called true at threshold 0.000 (2 not scorable: first commit of a series, called true "
+    assert ("4 of 4 called true at threshold 0.000 (2 not scorable: no commit before the alert in its window, called true "
             "without P(true))") in flat(output), output
     code, output = _score_first_and_later(first_commit_data, tmp_path)
     assert code == 0, output
-    assert re.search(r"1 of 2 called true at threshold [0-9.]+ \(.*\) \(1 not scorable: first commit of a series\)",
+    assert re.search(r"1 of 2 called true at threshold [0-9.]+ \(.*\) \(1 not scorable: no commit before the alert in its window\)",
                      flat(output)), output
     # None at a first commit: nothing said.
     cands = tmp_path / "cands.csv"
@@ -382,9 +382,9 @@ def test_agreement_line_says_how_many_were_left_out(tmp_path):
     data = tmp_path / "triaged.csv"
     _frame({0: "false_positive", 20: "false_positive", 40: "true_positive"}, n_series=3).to_csv(data, index=False)
     output = _label(data, tmp_path / "d.csv", "--which", "triaged", "--explain", "0")
-    assert ("agreement with human labels on 6 candidates (3 not scorable left out: first commit of a series): "
+    assert ("agreement with human labels on 6 candidates (3 not scorable left out: no commit before the alert in its window): "
             "accuracy") in flat(output), output
-    assert re.search(r"of 9 called true at threshold [0-9.]+ \(3 not scorable: first commit of a series\)",
+    assert re.search(r"of 9 called true at threshold [0-9.]+ \(3 not scorable: no commit before the alert in its window\)",
                      flat(output)), output
     # Nothing left out: the line as before.
     clean = tmp_path / "clean.csv"

@@ -18,7 +18,7 @@ from triage.cli.app import app
 from triage.cli.detectors import candidates_frame
 from triage.core import labels
 from triage.core.errors import InputError
-from triage.inference import load_classifier
+from triage.inference import NOT_SCORABLE, load_classifier
 from triage.loaders import load, write_long
 from triage.scoring import score_candidates, threshold_for_recall
 from triage.synthetic import generate, preset_config
@@ -70,8 +70,15 @@ def test_detector_candidates_scored_through_the_cli(dataset, data_file, model_di
     assert list(scored.columns[: len(cands.columns)]) == list(cands.columns)
     np.testing.assert_allclose(scored["p_value"].astype(float), cands["p_value"].astype(float))
     assert list(scored.columns[len(cands.columns):]) == ["p_false", "p_true", "classification", "explanation"]
-    assert set(scored["classification"]) <= {labels.TRUE_POSITIVE, labels.FALSE_POSITIVE}
-    np.testing.assert_allclose(scored["p_false"] + scored["p_true"], 1.0)
+    # A candidate with an empty Pre (index 0, or right after a confirmed change point) is not scorable.
+    empty_pre = [i == 0 or dataset[s].labels[i - 1] == labels.TRUE_POSITIVE
+                 for s, i in zip(scored["series_id"], scored["index"].astype(int), strict=True)]
+    unjudged = scored["classification"] == NOT_SCORABLE
+    assert unjudged.tolist() == empty_pre
+    assert (scored.loc[unjudged, "p_true"] == "").all()
+    judged = scored[~unjudged]
+    assert set(judged["classification"]) <= {labels.TRUE_POSITIVE, labels.FALSE_POSITIVE}
+    np.testing.assert_allclose(judged["p_false"].astype(float) + judged["p_true"].astype(float), 1.0)
 
 
 def test_rescoring_our_own_output_replaces_its_scores(dataset, data_file, model_dir, tmp_path):
@@ -453,7 +460,7 @@ def test_scoring_model_with_context_suppresses_duplicates(dataset, tmp_path):
                                                        "context": True, "suppress_radius": radius})
         scored[radius] = score_candidates(dataset, table, load_classifier(out), threshold=0.05, explain_top=0)
     loose, strict = scored[0], scored[10]
-    assert np.allclose(loose["p_true"].to_numpy(float), strict["p_true"].to_numpy(float))
+    assert np.allclose(loose["p_true"].to_numpy(float), strict["p_true"].to_numpy(float), equal_nan=True)
     was_true = loose["classification"] == labels.TRUE_POSITIVE
     now_true = strict["classification"] == labels.TRUE_POSITIVE
     dropped = was_true & ~now_true

@@ -11,10 +11,11 @@
   training columns.
 * :func:`decide` gives every row P(false), P(true), the classification under
   the model's threshold (or an override) and the top reasons
-  (:mod:`triage.explain`); an alert at its series' first commit (empty Pre:
-  nothing before it) is not scored but marked :data:`NOT_SCORABLE`, with a
-  warning naming it (:func:`not_scorable`). ``triage label`` and ``triage
-  score`` both decide here.
+  (:mod:`triage.explain`); an alert with no commit before it in its window
+  (empty Pre: at its series' first commit or right after a confirmed change
+  point) is not scored but marked :data:`NOT_SCORABLE`, with a warning naming
+  it (:func:`not_scorable`). ``triage label`` and ``triage score`` both decide
+  here.
 """
 
 from __future__ import annotations
@@ -40,13 +41,18 @@ from triage.features.windows import ADAPTIVE, CANDIDATE_MAX_LEN
 DETECTOR_SCORE_RANK = "det_score_rank"
 #: The feature columns of the default feature matrix (the paper's), in contract order.
 ALL_FEATURES: tuple[str, ...] = tuple(catalogue.feature_columns())
+#: The feature column holding the Pre window's length (commits before the alert in its window).
+PRE_LENGTH = "pre_series_length"
 #: Every feature column a model may name: the default ones, the pair measures
 #: and candidate context of candidate-bounded scoring models, and the detector's score rank.
 KNOWN_FEATURES: frozenset[str] = frozenset((*ALL_FEATURES, *PAIR_COLUMNS, *CONTEXT_COLUMNS, DETECTOR_SCORE_RANK))
 #: The classification of an alert no model can judge (:func:`not_scorable`), instead of a true / false call.
 NOT_SCORABLE = "not_scorable"
 #: Its explanation.
-NOT_SCORABLE_REASON = "not scorable: the first commit of its series, no commit before it to compare with"
+NOT_SCORABLE_REASON = ("not scorable: no commit before it in its window (the first commit of its series or right "
+                       "after a confirmed change), nothing to compare with")
+#: How a count of such alerts is explained ("3 not scorable: ..."), in every command's summary.
+NOT_SCORABLE_WHY = "no commit before the alert in its window"
 
 
 class NotScorable(UserWarning):
@@ -199,9 +205,9 @@ def decide(
     ``p_false, p_true, classification, explanation`` (explanation ``""`` when
     ``explain_top`` is 0). ``threshold`` overrides the model's own.
 
-    A row :func:`not_scorable` (an alert at its series' first commit: empty
-    Pre) is not given to the model: its P(false) and P(true) are NaN, its
-    classification :data:`NOT_SCORABLE` (``true_positive`` at threshold 0,
+    A row :func:`not_scorable` (an alert with an empty Pre: at its series'
+    first commit or right after a confirmed change point) is not given to the
+    model: its P(false) and P(true) are NaN, its classification :data:`NOT_SCORABLE` (``true_positive`` at threshold 0,
     which calls every alert true) and its explanation says why; a
     :class:`NotScorable` warning names each such series and commit.
     """
@@ -240,16 +246,25 @@ def decide(
 
 
 def not_scorable(matrix: pd.DataFrame) -> np.ndarray:
-    """Which rows of a feature matrix no model can judge: an alert at its series' first commit.
+    """Which rows of a feature matrix no model can judge: an alert with an empty Pre window.
 
-    Its Pre window is empty (there is no "before" to compare with), so every
+    Pre is empty for an alert at its series' first commit and, as Pre starts
+    after the previous confirmed change point (adaptive windows, and the
+    candidate-bounded windows of ``triage score``), for an alert right after
+    a confirmed change point: there is no "before" to compare with, so every
     ``pre_*`` and ``norm_*`` column holds the catalogue's fill value for an
-    empty window, and a model would answer from those fills alone. Boolean
-    array, shape (len(matrix),); all False for a matrix without ``index``.
+    empty window, and a model would answer from those fills alone. Read from
+    the row's ``pre_series_length`` (0: empty); a row at ``index`` 0 is
+    never scorable, and a matrix without the length column is judged on
+    ``index`` alone. Boolean array, shape (len(matrix),); all False for a
+    matrix without either column.
     """
-    if "index" not in matrix.columns:
-        return np.zeros(len(matrix), dtype=bool)
-    return pd.to_numeric(matrix["index"], errors="coerce").to_numpy() == 0
+    empty = np.zeros(len(matrix), dtype=bool)
+    if PRE_LENGTH in matrix.columns:
+        empty |= pd.to_numeric(matrix[PRE_LENGTH], errors="coerce").to_numpy() == 0
+    if "index" in matrix.columns:
+        empty |= pd.to_numeric(matrix["index"], errors="coerce").to_numpy() == 0
+    return empty
 
 
 def _warn_not_scorable(rows: pd.DataFrame, kept: bool) -> None:
@@ -258,8 +273,11 @@ def _warn_not_scorable(rows: pd.DataFrame, kept: bool) -> None:
         rows.get("series_id", pd.Series(["?"] * len(rows))).astype(str),
         rows.get("commit", pd.Series(["?"] * len(rows))).astype(str), strict=True)]
     shown = "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5 else "")
-    what = "an alert" if len(named) == 1 else f"{len(named)} alerts"
-    warnings.warn(NotScorable(f"{shown}: {what} at the first commit of a series cannot be judged (no commit "
-                              f"before it to compare with): reported without P(true), "
+    if len(named) == 1:
+        what = "an alert with no commit before it in its window (at the first commit of its series"
+    else:
+        what = f"{len(named)} alerts with no commit before them in their window (at the first commit of their series"
+    warnings.warn(NotScorable(f"{shown}: {what} or right after a confirmed change) cannot be judged (nothing to "
+                              "compare with): reported without P(true), "
                               + ("called true at threshold 0" if kept else f"as {NOT_SCORABLE}")),
                   stacklevel=3)

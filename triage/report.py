@@ -13,14 +13,16 @@
 The decisions come from ``triage label`` or ``triage score`` (any CSV with
 ``series_id``, ``commit`` or ``index``, ``p_true`` and ``classification``;
 ``explanation`` is shown when present, ``label`` taken from the data when the
-file has none). A ``not_scorable`` row (an alert at its series' first commit,
-:data:`triage.inference.NOT_SCORABLE`) has an empty ``p_true``: it is listed
-last, shown as "not scorable" (neither a probability nor a call) and drawn
+file has none). A ``not_scorable`` row (an alert with no commit before it in
+its window: at its series' first commit or right after a confirmed change
+point, :data:`triage.inference.NOT_SCORABLE`) has an empty ``p_true``: it is
+listed last, shown as "not scorable" (neither a probability nor a call) and drawn
 as a grey square without a P(true). At threshold 0 (triage off) ``label`` and
 ``score`` call every alert true, such an alert too, still with an empty
-``p_true``: a ``true_positive`` row at its series' first commit may have an
-empty ``p_true`` when every row of the file is called true (what threshold 0
-writes); it is shown as a true alert with a dash for P(true), listed last and
+``p_true``: a ``true_positive`` row with no commit before it in its window
+(index 0, or the commit before it a confirmed change point in the data) may
+have an empty ``p_true`` when every row of the file is called true (what
+threshold 0 writes); it is shown as a true alert with a dash for P(true), listed last and
 counted. An empty ``p_true`` anywhere else is refused. Detector candidates
 (``triage candidates`` output or any file :func:`triage.scoring.read_candidates`
 reads) are drawn as ticks under the series.
@@ -52,7 +54,7 @@ from triage.core import labels
 from triage.core.atomic import directory_target, replace_dir
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
-from triage.inference import NOT_SCORABLE
+from triage.inference import NOT_SCORABLE, NOT_SCORABLE_WHY
 from triage.plotting import clip_to_scale, mark_off_scale, value_scale
 
 #: The file that marks a directory as a report this module wrote (and may replace).
@@ -97,8 +99,9 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
 
     Returns the rows with ``index`` (0-based position, int) filled in and
     ``p_true`` as float (NaN for a ``not_scorable`` row, whose ``p_true`` must
-    be empty, and for a ``true_positive`` row at its series' first commit with
-    an empty ``p_true`` in a file whose every row is called true: an alert
+    be empty, and for a ``true_positive`` row with no commit before it in its
+    window (index 0, or right after a confirmed change point of ``dataset``)
+    with an empty ``p_true`` in a file whose every row is called true: an alert
     not scorable, called true at threshold 0). Raises :class:`InputError`
     naming the row for an unknown series, a commit not in its series or a bad
     probability (an empty one on any other row included).
@@ -134,8 +137,9 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         raise InputError(path, 1, f"a decisions file needs {need} (found: {', '.join(frame.columns)})")
     index = np.empty(len(frame), dtype=np.int64)
     p_true = pd.to_numeric(frame["p_true"], errors="coerce").to_numpy(dtype=np.float64, copy=True)
-    # Threshold 0 (triage off) calls every alert true, one at its series' first commit too, which keeps
-    # its empty p_true: such a row is only consistent in a file where every row is called true.
+    # Threshold 0 (triage off) calls every alert true, one with no commit before it in its window too
+    # (inference.not_scorable), which keeps its empty p_true: such a row is only consistent in a file
+    # where every row is called true.
     every_call_true = bool((frame["classification"] == labels.TRUE_POSITIVE).all())
     first: dict[tuple[str, int], int] = {}
     repeated: list[int] = []
@@ -164,20 +168,22 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
             raise InputError(path, row, f"classification {rec['classification']!r} is not "
                              f"{', '.join(CLASSIFICATIONS[:-1])} or {CLASSIFICATIONS[-1]}")
         if rec["classification"] == NOT_SCORABLE:
-            # No model judged it (the first commit of its series): no probability to show.
+            # No model judged it (no commit before it in its window): no probability to show.
             if str(rec["p_true"]).strip().lower() not in NO_PROBABILITY:
                 raise InputError(path, row, f"p_true {rec['p_true']!r} on a {NOT_SCORABLE} row: such a row "
                                  "has no P(true), its p_true must be empty")
             p_true[i] = np.nan
         elif not 0.0 <= p_true[i] <= 1.0:
-            first_commit_call = (str(rec["p_true"]).strip().lower() in NO_PROBABILITY and index[i] == 0
-                                 and rec["classification"] == labels.TRUE_POSITIVE)
-            if first_commit_call and every_call_true:
+            # Pre is empty at index 0 and right after a confirmed change point (windows start after one).
+            empty_pre = index[i] == 0 or h.labels[index[i] - 1] == labels.TRUE_POSITIVE
+            unjudged_call = (str(rec["p_true"]).strip().lower() in NO_PROBABILITY and empty_pre
+                             and rec["classification"] == labels.TRUE_POSITIVE)
+            if unjudged_call and every_call_true:
                 p_true[i] = np.nan  # not scorable, called true at threshold 0
             else:
                 raise InputError(path, row, f"p_true {rec['p_true']!r} is not a probability" + (
-                    f" (a {labels.TRUE_POSITIVE} row at its series' first commit may leave it empty only in a "
-                    "file written at threshold 0, where every row is called true)" if first_commit_call else ""))
+                    f" (a {labels.TRUE_POSITIVE} row with no commit before it in its window may leave it empty "
+                    "only in a file written at threshold 0, where every row is called true)" if unjudged_call else ""))
         # One alert, one decision: a repeated row would be drawn and counted twice. The same
         # decision on a row of other detector fields is one alert listed twice (`score` of a
         # Perfherder export where an alert was reassigned to a second summary): kept once.
@@ -412,8 +418,8 @@ def render_html(
     counts = [
         f"<span><b>{len(decisions):,}</b> decisions</span>",
         f"<span><b>{n_true:,}</b> likely true alerts</span>",
-        *([f"<span><b>{n_unjudged:,}</b> not scorable (first commit of a series)</span>"] if n_unjudged else []),
-        *([f"<span><b>{n_kept:,}</b> of them without P(true): first commit of a series, called true at "
+        *([f"<span><b>{n_unjudged:,}</b> not scorable ({NOT_SCORABLE_WHY})</span>"] if n_unjudged else []),
+        *([f"<span><b>{n_kept:,}</b> of them without P(true): {NOT_SCORABLE_WHY}, called true at "
            "threshold 0</span>"] if n_kept else []),
         f"<span><b>{decisions['series_id'].nunique():,}</b> series</span>",
     ]

@@ -38,8 +38,10 @@ the *triaged candidates of the data being scored* (``true_positive`` /
 reaches the target (:func:`triage.training.thresholds.choose_threshold`),
 with the rows ``triage score`` would give those candidates (:func:`model_rows`:
 for a candidate-bounded model, the triaged candidates as one detector run,
-without a detector score); a candidate at its series' first commit is left out: :func:`~triage.inference.decide` gives it
-no P(true) (:func:`triage.inference.not_scorable`). When the
+without a detector score); a candidate with no commit before it in its window
+(at its series' first commit or right after a confirmed change point) is left
+out: :func:`~triage.inference.decide` gives it no P(true)
+(:func:`triage.inference.not_scorable`). When the
 model was trained on those same candidates the curve is optimistic (recall
 on unseen alerts will be lower); pass data the model has not seen for an
 honest threshold, or train with ``--target-recall`` instead, which uses a
@@ -58,6 +60,7 @@ from triage.core.history import Dataset
 from triage.features.extract import extract_features
 from triage.inference import (
     DETECTOR_SCORE_RANK,
+    NOT_SCORABLE_WHY,
     candidate_windowing,
     decide,
     model_features,
@@ -166,7 +169,7 @@ def model_rows(
 def threshold_for_recall(dataset: Dataset, classifier, recall: float, *, n_jobs: int = 1) -> tuple[float, int]:
     """The highest threshold reaching ``recall`` on the triaged candidates of ``dataset``.
 
-    Candidates no model can judge (at their series' first commit:
+    Candidates no model can judge (no commit before them in their window:
     :func:`triage.inference.not_scorable`) are left out, as scoring gives
     them no P(true). Returns (threshold, number of triaged candidates used). Raises
     :class:`InputError` when ``dataset`` has no true and false alerts to
@@ -182,7 +185,7 @@ def threshold_for_recall(dataset: Dataset, classifier, recall: float, *, n_jobs:
     matrix = matrix[~unjudged]
     y = matrix["label"].to_numpy() == labels.TRUE_POSITIVE if len(matrix) else np.array([], dtype=bool)
     if len(matrix) == 0 or y.all() or not y.any():
-        left_out = (f" ({int(unjudged.sum()):,} at the first commit of a series left out: not scorable)"
+        left_out = (f" ({int(unjudged.sum()):,} not scorable left out: {NOT_SCORABLE_WHY})"
                     if unjudged.any() else "")
         raise InputError(
             dataset.source,

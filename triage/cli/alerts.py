@@ -67,7 +67,7 @@ def label(
         write_decisions,
     )
     from triage.core.atomic import write_frame
-    from triage.inference import load_classifier
+    from triage.inference import NOT_SCORABLE_WHY, load_classifier
     from triage.loaders import load
     from triage.model_lookup import resolve_model
 
@@ -113,7 +113,7 @@ def label(
     for ref, name in (("label", "human labels"), ("truth_label", "ground truth")):
         stats = agreement(decisions, ref)
         if stats["n"]:
-            left_out = (f" ({stats['not_scorable']:,} not scorable left out: first commit of a series)"
+            left_out = (f" ({stats['not_scorable']:,} not scorable left out: {NOT_SCORABLE_WHY})"
                         if stats["not_scorable"] else "")
             console.print(f"agreement with {name} on {stats['n']:,} candidates{left_out}: "
                           f"accuracy {stats['accuracy']:.3f}, "
@@ -240,17 +240,20 @@ def check_out_suffix(out: Path | None, fmt: str) -> None:
 
 
 def _not_scorable_note(p_true, cut: float) -> str:
-    """`` (2 not scorable: first commit of a series)`` for the decisions without a P(true), ``""`` when none.
+    """`` (2 not scorable: no commit before the alert in its window)`` for the decisions without a P(true), or ``""``.
 
-    Such an alert (:func:`triage.inference.not_scorable`) is called neither
+    Such an alert (:func:`triage.inference.not_scorable`: at its series'
+    first commit or right after a confirmed change point) is called neither
     true nor false, except at threshold 0, which calls every alert true.
     """
     import pandas as pd
 
+    from triage.inference import NOT_SCORABLE_WHY
+
     n = int(pd.to_numeric(p_true, errors="coerce").isna().sum())
     if not n:
         return ""
-    return f" ({n:,} not scorable: first commit of a series" + (
+    return f" ({n:,} not scorable: {NOT_SCORABLE_WHY}" + (
         ", called true without P(true))" if cut <= 0.0 else ")")
 
 
