@@ -16,9 +16,10 @@ spelled as a canonical label and the decision's top reasons last::
 ``--format published`` writes the replication package's exact spelling
 (``;``-separated, ``"Commit Hash";"MongoDB Label";"Prob. False";"Prob. True";
 "Classification"`` with ``TRUE``/``FALSE``) for people comparing with it.
-An alert no model can judge (``not_scorable``: the first commit of its
-series) has ``NA`` there, R's and pandas' missing-value marker, for both
-probabilities and the call: it was called neither true nor false.
+An alert no model can judge (``not_scorable``: no commit before it in its
+window, at its series' first commit or right after a confirmed change) has
+``NA`` there, R's and pandas' missing-value marker, for both probabilities
+and the call: it was called neither true nor false.
 :func:`agreement` leaves such alerts out and counts them.
 
 Loading the model, building the feature rows with the model's window and
@@ -115,9 +116,9 @@ def agreement(decisions: pd.DataFrame, reference: str = "label") -> dict[str, fl
     """How often ``classification`` equals a reference label column (``label`` or ``truth_label``).
 
     Only rows whose reference is ``true_positive`` / ``false_positive`` count,
-    and of those only the ones the model called: a ``not_scorable`` row (the
-    first commit of its series, no P(true)) is neither a true nor a false call
-    and is left out. Returns ``n`` (rows counted), ``not_scorable`` (rows with
+    and of those only the ones the model called: a ``not_scorable`` row (no
+    commit before it in its window, no P(true)) is neither a true nor a false
+    call and is left out. Returns ``n`` (rows counted), ``not_scorable`` (rows with
     a reference left out as not scorable), ``accuracy``, ``sensitivity`` (true
     alerts called true) and ``specificity`` (false alerts called false); NaN
     where undefined.

@@ -196,7 +196,7 @@ def build_alerts(
         scored = score_candidates(dataset, table, classifier, threshold=cut, explain_top=0)
         pcol = "triage_p_true" if "triage_p_true" in scored.columns else "p_true"
         ccol = "triage_classification" if "triage_classification" in scored.columns else "classification"
-        # An alert at its series' first commit has no P(true) (not_scorable): None, as without
+        # An alert with no commit before it in its window has no P(true) (not_scorable): None, as without
         # a model, so the queue shows no "nan" and sorts it after the scored ones.
         p_true = [None if pd.isna(p) else float(p) for p in scored[pcol]]
         calls = [str(c) for c in scored[ccol]]
