@@ -4,6 +4,10 @@
    series all read ``otel-java/io.opentelemetry.…`` and rows could not be told
    apart. A long id is now cut in the middle: its head, ``…`` and the tail
    where the ids differ.
+2. A candidate CSV separated by ``;``, tab or ``|`` was refused ("cannot tell
+   the candidate layout") although data CSVs accept those delimiters. Its
+   header is now split, and the file read, at the sniffed delimiter; errors
+   still name the file, the row and the problem.
 
 Each test reads three series of ``../shared/data/real/histories.csv.gz``.
 """
@@ -14,7 +18,9 @@ import pandas as pd
 import pytest
 from helpers_cli import invoke
 
+from triage.candidate_files import read_candidates
 from triage.cli.tables import SERIES_WIDTH, shorten_ids
+from triage.sniffing import candidate_layout
 
 SPAN = "otel-java/io.opentelemetry.sdk.trace.SpanBenchmark.simpleSpanStartAddEventEnd_{}/otel-bench-runner"
 #: Three real series whose ids differ only 27 characters from their end.
@@ -90,3 +96,33 @@ def test_shorten_ids_keeps_head_and_distinguishing_tail_of_real_ids():
     # Alone, a long id keeps as much head as tail.
     (alone,) = shorten_ids([SPAN_IDS[0]], SERIES_WIDTH).values()
     assert alone == "otel-java/io.o…-bench-runner"
+
+
+# ---------------------------------------------------------------- 2. candidate CSV delimiters
+
+
+@pytest.mark.parametrize("sep", [";", "\t", "|"])
+def test_candidate_csv_with_other_delimiters_scores_as_the_comma_one(real, tmp_path, sep):
+    data, cands = real
+    other = tmp_path / "cands.csv"
+    pd.read_csv(cands).to_csv(other, sep=sep, index=False)
+    assert candidate_layout(other) == "candidates"
+    assert len(read_candidates(other, "candidates")) == len(pd.read_csv(cands))
+    outs = []
+    for path in (cands, other):
+        scored = tmp_path / f"scored_{path.stem}.csv"
+        code, out = invoke(["score", "--data", data, "--candidates", path, "--out", scored])
+        assert code == 0, out
+        outs.append(pd.read_csv(scored))
+    pd.testing.assert_frame_equal(outs[0], outs[1])
+
+
+def test_semicolon_candidate_csv_errors_name_file_row_and_problem(real, tmp_path):
+    data, cands = real
+    frame = pd.read_csv(cands).astype({"index": object})
+    frame.loc[2, "index"] = "abc"  # line 4 of the file (header = line 1)
+    bad = tmp_path / "bad.csv"
+    frame.to_csv(bad, sep=";", index=False)
+    code, out = invoke(["score", "--data", data, "--candidates", bad])
+    assert code == 2
+    assert "bad.csv" in out and "row 4" in out and "index 'abc' is not a number" in out

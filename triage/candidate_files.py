@@ -61,7 +61,7 @@ from triage.core.errors import InputError
 from triage.core.history import Dataset
 from triage.core.json_input import read_json
 from triage.loaders import read_csv_text
-from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout
+from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout, csv_delimiter
 
 #: Input layouts :func:`read_candidates` knows.
 LAYOUTS: tuple[str, ...] = (
@@ -129,7 +129,8 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
         if layout == "otava-json":
             return _refuse_repeats(_otava_json(payload, path))
         return _perfherder_json(payload, path)
-    frame = read_csv_text(path, require_rows=False)
+    # Separated by , ; tab or | as a data CSV may be (the header tells which).
+    frame = read_csv_text(path, sep=csv_delimiter(path), require_rows=False)
     if layout == "candidates":
         return _refuse_repeats(_candidates_csv(frame, path))
     if layout == "otava-csv":

@@ -15,6 +15,8 @@ quotes dropped) and on the errors that come from it
 * :func:`candidate_layout` -- detector output for
   :func:`triage.candidate_files.read_candidates`: ``candidates``,
   ``otava-json``, ``otava-csv``, ``perfherder-json`` or ``perfherder-csv``.
+  A CSV's header is split at its sniffed delimiter (``,``, ``;``, tab or
+  ``|``; :func:`csv_delimiter`), as a data file's is.
 
 The column vocabularies the sniffers look for are defined here and used by the
 readers too.
@@ -66,6 +68,14 @@ def read_header(path: Path) -> str:
 def header_columns(header: str, sep: str = ",") -> list[str]:
     """Column names of a header line split at ``sep``, stripped of blanks and quotes."""
     return [c.strip().strip('"') for c in header.strip().split(sep)]
+
+
+def csv_delimiter(path: Path) -> str:
+    """The delimiter of a CSV file (``,``, ``;``, tab or ``|``), sniffed from its header as the data readers do.
+
+    :class:`InputError` as :func:`read_header` raises it.
+    """
+    return sniff_delimiter(read_header(path))
 
 
 def _starts_like_json(path: Path) -> bool:
@@ -167,7 +177,7 @@ def candidate_layout(path: Path) -> str:
             return "perfherder-json"
         return "otava-json"
     header = read_header(path)
-    columns = set(header_columns(header))
+    columns = set(header_columns(header, sniff_delimiter(header)))
     if columns & set(SIGNATURE_COLUMNS) and "revision" in columns:
         return "perfherder-csv"
     if "metric" in columns and columns & set(OTAVA_FIELDS):
