@@ -289,11 +289,12 @@ def report(
     max_plots: Annotated[int, typer.Option("--max-plots", help="Plot at most this many series (most likely true alerts first).")] = 100,
 ) -> None:
     """Write a static HTML report: a summary table (most likely true first) and a plot per series."""
-    from triage.cli.validation import check_int, check_output_dir
+    from triage.cli.validation import check_folder_not_stdout, check_int, check_not_in_model_dir
     from triage.loaders import load
 
     check_int("--max-plots", max_plots, low=0)
-    check_output_dir("--out", out)
+    check_folder_not_stdout("--out", out)  # a file in the way is named below, with what it is
+    check_not_in_model_dir("--out", out)
     if sum(str(p) == "-" for p in (data, decisions, candidates)) > 1:
         raise typer.BadParameter("only one of --data, --decisions and --candidates can be - (one standard input)")
     from triage.readers.source import plain_file

@@ -162,11 +162,15 @@ def check_table_suffix(out: Path, writer: str) -> None:
                                  param_hint="--out")
 
 
+def check_folder_not_stdout(option: str, path: Path) -> None:
+    """Refuse ``-`` for a folder: elsewhere it is standard output; here it made a folder named "-"."""
+    if str(path) == "-":
+        raise typer.BadParameter("a folder cannot be standard output ('-'): name a folder", param_hint=option)
+
+
 def check_output_dir(option: str, path: Path) -> Path:
     """A directory to write into: absent (it will be made) or a directory, never a file."""
-    if str(path) == "-":
-        # Elsewhere `-` is standard output; here it made a folder named "-" ("results written to -").
-        raise typer.BadParameter("a folder cannot be standard output ('-'): name a folder", param_hint=option)
+    check_folder_not_stdout(option, path)
     if path.exists() and not path.is_dir():
         raise typer.BadParameter(f"{path} exists and is not a directory", param_hint=option)
     check_not_in_model_dir(option, path)
