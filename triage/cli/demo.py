@@ -138,8 +138,10 @@ def run_demo(out: Path, *, seed: int = DEMO_SEED, models_dir: Path = MODELS_DIR,
     console.rule("4. scoring Perfherder's candidates")
     cands = candidates_frame(dataset, "perfherder")
     cand_file = write_csv_atomic(cands, out / "candidates.csv")
-    # Fresh candidates have no confirmed neighbours: the scoring model, as `triage score` would use.
-    scored = score_candidates(dataset, read_candidates(cand_file), load_classifier(scoring_dir))
+    # Fresh candidates have no confirmed neighbours: the scoring model, as `triage score` uses it on a
+    # history without triage labels (with them, an alert a commit after a labelled change has an empty
+    # Pre window and is not scorable: it is that change again).
+    scored = score_candidates(unlabelled(dataset), read_candidates(cand_file), load_classifier(scoring_dir))
     scored_file = write_csv_atomic(scored, out / "scored.csv")
     console.print(
         f"{len(cands)} candidates from perfherder, {int((scored['classification'] == labels.TRUE_POSITIVE).sum())} "
@@ -194,3 +196,10 @@ def _policy_words(spec: str) -> str:
         return f"recall >= {policy.recall:g} on validation"
     assert isinstance(policy, MaxFBeta)
     return f"best F{policy.beta:g} on validation"
+
+
+def unlabelled(dataset: Dataset) -> Dataset:
+    """``dataset`` without its triage labels: fresh candidates are scored on a history nobody triaged yet."""
+    from dataclasses import replace
+
+    return Dataset((replace(h, labels=None) for h in dataset), source=dataset.source)
