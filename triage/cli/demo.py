@@ -202,4 +202,5 @@ def unlabelled(dataset: Dataset) -> Dataset:
     """``dataset`` without its triage labels: fresh candidates are scored on a history nobody triaged yet."""
     from dataclasses import replace
 
-    return Dataset((replace(h, labels=None) for h in dataset), source=dataset.source)
+    return Dataset((replace(h, labels=np.full(len(h), labels.NONE, dtype=object)) for h in dataset),
+                   source=dataset.source)
