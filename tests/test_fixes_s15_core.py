@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -79,3 +81,41 @@ def test_a_column_spelled_like_a_layout_column_is_named_not_ignored(tmp_path):
     frame.to_csv(path, index=False)
     done = run_triage("summary", "--data", path)
     assert done.returncode == 0 and "column 'Label' is not read" in flat(done.stderr), done.stderr
+
+
+def test_detect_replays_the_json_lines_that_watch_reads(tmp_path):
+    # `triage detect --data feed.jsonl` said "not a list of numbers: not valid JSON: Extra data".
+    rng = np.random.default_rng(3)
+    values = np.r_[100 + rng.standard_normal(40), 130 + rng.standard_normal(40)]
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text("".join(json.dumps({"series_id": "bench/parse", "commit": f"c{k:03d}", "value": float(v)}) + "\n"
+                            for k, v in enumerate(values)))
+    long = tmp_path / "feed.csv"
+    pd.DataFrame({"series_id": "bench/parse", "commit": [f"c{k:03d}" for k in range(80)], "value": values}).to_csv(
+        long, index=False)
+    outs = []
+    for data in (feed, long):
+        out = tmp_path / f"{data.suffix[1:]}-detected.csv"
+        code, text = invoke(["detect", "--data", data, "--out", out])
+        assert code == 0, text
+        outs.append(pd.read_csv(out))
+    assert outs[0].equals(outs[1]) and len(outs[0]) == 1
+    piped = subprocess.run(
+        [sys.executable, "-c", "from triage.cli.app import main; main()", "watch"], input=feed.read_text(),
+        capture_output=True, text=True, timeout=300,
+    )
+    watched = [json.loads(x) for x in piped.stdout.splitlines()]
+    assert [d["commit"] for d in watched if d["decision"]] == outs[0]["commit"].tolist()
+
+
+def test_a_bad_json_lines_record_is_named_by_its_line(tmp_path):
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text('{"series_id": "s", "commit": "c1", "value": 1.0}\n\n{"series_id": "s", "commit": "c2"}\n')
+    code, text = invoke(["summary", "--data", feed])
+    assert code == 2 and "feed.jsonl, row 3: missing key(s) value" in flat(text), text
+    one = tmp_path / "one.jsonl"
+    one.write_text('{"series": 7, "commit": 12, "value": "2.5"}\n')
+    from triage.loaders import load
+
+    history = load(one)["7"]
+    assert history.commits.tolist() == ["12"] and history.values.tolist() == [2.5]

@@ -49,6 +49,7 @@ and what is wrong.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterator
 from functools import partial
@@ -78,7 +79,8 @@ from triage.readers.source import check_header, csv_errors, display_name, plain_
 from triage.sniffing import MONGODB_COLUMNS, data_layout
 
 LAYOUTS = (
-    "auto", "long", "mongodb", "otava", "json", "asv", "gab", "perfherder", "jmh", "otava-dir", "otava-config",
+    "auto", "long", "mongodb", "otava", "json", "jsonl", "asv", "gab", "perfherder", "jmh", "otava-dir",
+    "otava-config",
 )
 DATASET_FILES = ("history.parquet", "history.csv")
 JMH_STDIN = (
@@ -168,6 +170,8 @@ def _load_plain(plain: Path, path: Path, layout: str, aggregate: str, sort_times
         return read_long(plain, trim=trim, commit_order=commit_order, **options)
     if layout == "mongodb":
         return read_mongodb_demo(plain)
+    if layout == "jsonl":
+        return read_json_records(plain, commit_order=commit_order, trim=trim, **options)
     if layout == "otava":
         return _read_otava_csv(plain, branch=branch, trim=trim, **options)
     if layout == "otava-dir":
@@ -259,6 +263,50 @@ def read_mongodb_demo(path: str | Path) -> Dataset:
 def read_otava_csv(path: str | Path, **options) -> Dataset:
     """Apache Otava's CSV (kept here for callers; the reader is :mod:`triage.readers.otava`)."""
     return _read_otava_csv(path, **options)
+
+
+#: The keys of a JSON-lines record read as long-layout columns; others are left out.
+RECORD_KEYS = ("series_id", "commit", "timestamp", "value", "label")
+
+
+def read_json_records(path: str | Path, **options: Any) -> Dataset:
+    """JSON lines of records, one result each, as ``triage watch`` reads them (a feed replayed by ``detect``).
+
+    Each non-blank line is an object with ``series_id`` (or ``series``),
+    ``commit`` and ``value``, and optionally ``timestamp`` and ``label``; the
+    row of an error is the line. ``options`` go to the long-frame validator
+    (aggregate, sort_timestamps, trim, commit_order).
+    """
+    path = Path(path)
+    records: list[dict[str, object]] = []
+    rows: list[int] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line.lstrip("\ufeff") if number == 1 else line)
+                except (ValueError, RecursionError) as exc:
+                    raise InputError(path, number, f"not a JSON object: {getattr(exc, 'msg', exc)}") from None
+                if not isinstance(record, dict):
+                    raise InputError(path, number, "expected a JSON object with series_id, commit, value")
+                if "series_id" not in record and "series" in record:  # the name older outputs used
+                    record["series_id"] = record.pop("series")
+                missing = [k for k in ("series_id", "commit", "value") if k not in record]
+                if missing:
+                    raise InputError(path, number, f"missing key(s) {', '.join(missing)}")
+                records.append({k: record[k] for k in RECORD_KEYS if k in record})
+                rows.append(number)
+    except UnicodeDecodeError as exc:
+        raise InputError(path, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not records:
+        raise InputError(path, None, "file has no records")
+    frame = pd.DataFrame.from_records(records)
+    for key in ("series_id", "commit", "label"):
+        if key in frame.columns:  # JSON numbers as ids (a Perfherder signature id) are text here
+            frame[key] = frame[key].map(lambda v: "" if v is None else str(v))
+    return _build_dataset(frame, np.asarray(rows), path, **options)
 
 
 def read_json_values(path: str | Path) -> Dataset:

@@ -6,7 +6,8 @@ quotes dropped) and on the errors that come from it
 (:class:`~triage.core.errors.InputError`, header = line 1).
 
 * :func:`data_layout` -- a performance history for :func:`triage.loaders.load`:
-  ``long``, ``mongodb``, ``otava``, ``json`` (a list of numbers), ``asv``
+  ``long``, ``mongodb``, ``otava``, ``json`` (a list of numbers), ``jsonl``
+  (JSON lines of records, what ``triage watch`` reads), ``asv``
   (a results directory), ``gab`` (github-action-benchmark ``data.js``),
   ``perfherder`` (performance-data JSON), ``jmh`` (JMH's ``-rf json``
   results), ``otava-dir`` (a directory of
@@ -88,6 +89,22 @@ def _starts_like_json(path: Path) -> bool:
     return head[:1] in (b"{", b"[")
 
 
+def is_record(payload: object) -> bool:
+    """One result as `triage watch` reads it: an object with a series (``series_id`` or ``series``) and a commit."""
+    return isinstance(payload, dict) and ("series_id" in payload or "series" in payload) and "commit" in payload
+
+
+def _first_line_is_record(path: Path) -> bool:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    return is_record(json.loads(line.lstrip("\ufeff")))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return False
+
+
 def data_layout(path: Path) -> str:
     """The layout of a data file or directory, from its kind, suffix and first line or content."""
     if path.is_dir():
@@ -109,7 +126,10 @@ def data_layout(path: Path) -> str:
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            return "json"  # the reader reports the exact problem
+            # JSON lines of records (what `triage watch` reads) are no one JSON document.
+            return "jsonl" if _first_line_is_record(path) else "json"  # the reader reports the exact problem
+        if is_record(payload):
+            return "jsonl"  # a single record
         if isinstance(payload, dict) and "entries" in payload:
             return "gab"
         if is_perfherder_data(payload):
