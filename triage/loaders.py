@@ -49,7 +49,6 @@ and what is wrong.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterator
 from functools import partial
@@ -68,7 +67,7 @@ from triage.core.history import (
     UnsortedTimestampsWarning,
     dataset_from_long,
 )
-from triage.core.json_input import read_json
+from triage.core.json_input import json_record, read_json
 from triage.readers.asv import read_asv
 from triage.readers.gab import read_gab
 from triage.readers.jmh import read_jmh_dataset
@@ -286,16 +285,9 @@ def read_json_records(path: str | Path, **options: Any) -> Dataset:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line.lstrip("\ufeff") if number == 1 else line)
-                except (ValueError, RecursionError) as exc:
-                    raise InputError(path, number, f"not a JSON object: {getattr(exc, 'msg', exc)}") from None
-                if not isinstance(record, dict):
-                    raise InputError(path, number, "expected a JSON object with series_id, commit, value")
-                if "series_id" not in record and "series" in record:  # the name older outputs used
-                    record["series_id"] = record.pop("series")
-                missing = [k for k in ("series_id", "commit", "value") if k not in record]
-                if missing:
-                    raise InputError(path, number, f"missing key(s) {', '.join(missing)}")
+                    record = json_record(line.lstrip("\ufeff") if number == 1 else line)
+                except ValueError as exc:
+                    raise InputError(path, number, str(exc)) from None
                 records.append({k: record[k] for k in RECORD_KEYS if k in record})
                 rows.append(number)
     except UnicodeDecodeError as exc:

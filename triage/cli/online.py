@@ -53,6 +53,7 @@ from rich.console import Console
 
 from triage.cli.validation import output_file
 from triage.core.errors import InputError
+from triage.core.json_input import json_record
 from triage.model_lookup import resolve_model
 
 err_console = Console(stderr=True)
@@ -109,20 +110,9 @@ def _json_records(stream: io.TextIOBase, source: str, first: int = 1) -> Iterato
         if number == 1 and line.startswith("\ufeff"):
             line = line[1:]  # a UTF-8 byte order mark (PowerShell, some editors), as --csv skips it
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _bad(source, number, f"not a JSON object: {exc.msg}") from None
-        except ValueError as exc:  # an integer of more digits than Python converts, a too deep nesting
-            raise _bad(source, number, f"not a usable JSON object: {exc}") from None
-        except RecursionError:
-            raise _bad(source, number, "not a usable JSON object: nested too deeply") from None
-        if not isinstance(record, dict):
-            raise _bad(source, number, "expected a JSON object with series_id, commit, value")
-        if "series_id" not in record and "series" in record:  # the name older outputs used
-            record["series_id"] = record.pop("series")
-        missing = [k for k in ("series_id", "commit", "value") if k not in record]
-        if missing:
-            raise _bad(source, number, f"missing key(s) {', '.join(missing)}")
+            record = json_record(line)
+        except ValueError as exc:
+            raise _bad(source, number, str(exc)) from None
         if "\\ud" in line or "\\uD" in line:  # an escaped surrogate: valid JSON, but maybe no Unicode text
             _check_unicode(record, source, number)
         yield number, record

@@ -35,3 +35,28 @@ def read_json(path: str | Path, what: str = "JSON") -> object:
         raise InputError(path, exc.lineno, f"{prefix}: {exc.msg}") from None
     except RecursionError:
         raise InputError(path, None, f"JSON nested too deeply to be {what}") from None
+
+
+def json_record(line: str) -> dict:
+    """One result of a JSON-lines feed (``triage watch``'s input, a file ``load`` reads): the parsed object.
+
+    ``series`` (the name older outputs used) becomes ``series_id``. Raises
+    ``ValueError`` whose message is the problem, for the caller to put the
+    file and the line to: not JSON, not an object, a key missing.
+    """
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not a JSON object: {exc.msg}") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise ValueError(f"not a usable JSON object: {exc}") from None
+    except RecursionError:
+        raise ValueError("not a usable JSON object: nested too deeply") from None
+    if not isinstance(record, dict):
+        raise ValueError("expected a JSON object with series_id, commit, value")
+    if "series_id" not in record and "series" in record:
+        record["series_id"] = record.pop("series")
+    missing = [k for k in ("series_id", "commit", "value") if k not in record]
+    if missing:
+        raise ValueError(f"missing key(s) {', '.join(missing)}")
+    return record
