@@ -15,23 +15,25 @@ from triage.core.metrics import f_measure
 MODULE = Path(__file__).resolve().parents[1] / "benchmarks" / "real_data.py"
 
 
-@pytest.fixture(scope="module")
-def R():
-    spec = importlib.util.spec_from_file_location("real_data", MODULE)
+def _benchmark_module(name: str):
+    """``benchmarks/<name>.py`` loaded as the module ``name`` (registered first: dataclasses and the
+    benchmarks' own imports of each other look it up by that name)."""
+    spec = importlib.util.spec_from_file_location(name, MODULE.parent / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
 
 @pytest.fixture(scope="module")
+def R():
+    return _benchmark_module("real_data")
+
+
+@pytest.fixture(scope="module")
 def bench(R):
     """benchmarks/bench_real.py, which imports real_data (loaded by ``R``) by name."""
-    spec = importlib.util.spec_from_file_location("bench_real", MODULE.parent / "bench_real.py")
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
-    return bench
+    return _benchmark_module("bench_real")
 
 
 @pytest.fixture(scope="module")
@@ -255,11 +257,7 @@ def test_bench_real_trains_on_every_development_project(bench):
 @pytest.fixture(scope="module")
 def label_bench(bench):
     """benchmarks/bench_real_label.py, which imports bench_real and real_data (loaded above) by name."""
-    spec = importlib.util.spec_from_file_location("bench_real_label", MODULE.parent / "bench_real_label.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return _benchmark_module("bench_real_label")
 
 
 def _two_series():
