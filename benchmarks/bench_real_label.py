@@ -28,7 +28,7 @@ Protocol
 6. **Figures**: AUC, accuracy, sensitivity (true alerts called true),
    specificity (false alerts called false) against the truth, over the
    untriaged alerts; "all true" is the accuracy of calling every alert true.
-   An alert at a series' first commit is not scorable for the adaptive model
+   An alert with no commit before it in its window is not scorable for the adaptive model
    and is left out of both rows (counted).
 
 ``--train-real DIR`` (a training choice, BENCHMARKS.md): an adaptive-window
@@ -207,7 +207,7 @@ def markdown(results: list[dict], part: str, n_histories: int, share: float, see
             )
     skipped = {r["detector"]: r["not_scorable"] for r in results if r["not_scorable"]}
     if skipped:
-        lines += ["", "Left out as not scorable (an alert at a series' first commit): "
+        lines += ["", "Left out as not scorable (no commit before the alert in its window): "
                   + ", ".join(f"{d} {n}" for d, n in skipped.items()) + "."]
     lines += ["", f"Thresholds: {label_name} its manifest's; default-scoring its per-detector cut ("
               + ", ".join(f"{r['detector']} {r['scoring_cut']:.3f}" for r in results) + ")."]
