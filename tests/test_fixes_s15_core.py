@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pandas as pd
-from helpers_cli import flat, invoke, run_triage
+from helpers_cli import flat, invoke, run_triage, step_history
 
 
 def _strict(line: str) -> dict:
@@ -37,11 +37,7 @@ def test_json_lines_are_strict_json_where_a_field_is_infinite(tmp_path):
 
 def test_candidates_names_a_long_out_path_on_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    data = tmp_path / "history.csv"
-    rng = np.random.default_rng(5)
-    values = np.r_[100 + rng.standard_normal(40), 130 + rng.standard_normal(40)]
-    pd.DataFrame({"series_id": "bench/parse", "commit": [f"c{k:03d}" for k in range(80)], "value": values}).to_csv(
-        data, index=False)
+    data = step_history(tmp_path / "history.csv")
     folder = tmp_path.joinpath("ci-workspace", "reports", "performance", "nightly-benchmarks")
     folder.mkdir(parents=True)
     out = folder / "candidates-of-the-nightly-run.csv"
