@@ -54,6 +54,7 @@ from triage.core import labels
 from triage.core.atomic import directory_target, replace_dir
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
+from triage.features.windows import adaptive_bounds
 from triage.inference import NOT_SCORABLE, NOT_SCORABLE_WHY
 from triage.plotting import clip_to_scale, mark_off_scale, value_scale
 
@@ -174,8 +175,9 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
                                  "has no P(true), its p_true must be empty")
             p_true[i] = np.nan
         elif not 0.0 <= p_true[i] <= 1.0:
-            # Pre is empty at index 0 and right after a confirmed change point (windows start after one).
-            empty_pre = index[i] == 0 or h.labels[index[i] - 1] == labels.TRUE_POSITIVE
+            # The windows' own rule for an empty Pre (index 0, or right after a confirmed change point).
+            (pre_start, pre_stop), _ = adaptive_bounds(int(index[i]), len(h), h.confirmed())
+            empty_pre = pre_start == pre_stop
             unjudged_call = (str(rec["p_true"]).strip().lower() in NO_PROBABILITY and empty_pre
                              and rec["classification"] == labels.TRUE_POSITIVE)
             if unjudged_call and every_call_true:
