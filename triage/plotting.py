@@ -65,11 +65,17 @@ def clip_to_scale(values: np.ndarray, scale: tuple[float, float] | None) -> tupl
     return np.clip(values, *scale), off
 
 
-def mark_off_scale(ax, x: np.ndarray, values: np.ndarray, scale: tuple[float, float] | None) -> None:
-    """Draw the values beyond ``scale`` at its edge, with a legend entry naming how far they go."""
+def scale_values(ax, x: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, tuple[float, float] | None]:
+    """The plot's scale for ``values`` (:func:`value_scale`) and the values held inside it.
+
+    Values beyond it are drawn at its edge, with a legend entry naming how far
+    they go; the caller draws its marks at the returned values and sets its
+    limits from the scale.
+    """
+    scale = value_scale(values)
     shown, off = clip_to_scale(values, scale)
     if not off.any():
-        return
+        return shown, scale
     assert scale is not None  # values off a scale need one
     beyond = values[off]
     reach = ", ".join([*([f"up to {float(beyond.max()):.4g}"] if (beyond > scale[1]).any() else []),
@@ -77,6 +83,7 @@ def mark_off_scale(ax, x: np.ndarray, values: np.ndarray, scale: tuple[float, fl
     n = int(off.sum())
     ax.scatter(x[off], shown[off], marker="D", s=14, color="tab:blue", zorder=3, clip_on=False,
                label=f"{n} value{'' if n == 1 else 's'} off the scale, {reach}")
+    return shown, scale
 
 
 def plot_history(history: History, out: str | Path, *, title: str | None = None, decisions=None) -> Path:
@@ -100,9 +107,7 @@ def plot_history(history: History, out: str | Path, *, title: str | None = None,
     fig, ax = plt.subplots(figsize=(11, 3.6), dpi=110)
     ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value")
     # A few far outliers would squash the rest into a flat line: drawn at the scale's edge.
-    scale = value_scale(history.values)
-    shown, _ = clip_to_scale(history.values, scale)
-    mark_off_scale(ax, x, history.values, scale)
+    shown, scale = scale_values(ax, x, history.values)
     if scale is not None and scale[1] > scale[0]:
         pad = 0.05 * (scale[1] - scale[0])
         ax.set_ylim(scale[0] - pad, scale[1] + pad)

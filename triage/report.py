@@ -56,7 +56,7 @@ from triage.core.errors import InputError
 from triage.core.history import Dataset, History
 from triage.features.windows import adaptive_bounds
 from triage.inference import NOT_SCORABLE, NOT_SCORABLE_WHY
-from triage.plotting import clip_to_scale, mark_off_scale, value_scale
+from triage.plotting import scale_values
 
 #: The file that marks a directory as a report this module wrote (and may replace).
 REPORT_MARKER = ".triage-report"
@@ -261,10 +261,8 @@ def plot_series(
     ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value", zorder=2)
     # A few far outliers would squash the rest into a flat line: they are drawn at the scale's edge,
     # and so are the marks on them (v: the values as drawn).
-    scale = value_scale(history.values)
+    v, scale = scale_values(ax, x, history.values)
     lo, hi = scale if scale is not None else (0.0, 0.0)
-    v, _ = clip_to_scale(history.values, scale)
-    mark_off_scale(ax, x, history.values, scale)
     span = hi - lo if hi > lo else max(abs(hi), 1.0)
     for k, cp in enumerate(history.confirmed()):
         ax.axvline(cp, color="tab:red", lw=1.1, alpha=0.7, label="confirmed change" if k == 0 else None, zorder=1)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from triage.core.history import History
-from triage.plotting import clip_to_scale, mark_off_scale, value_scale
+from triage.plotting import scale_values
 
 # Status word -> (colour, marker): sheriff-true reads red, false grey, open orange.
 STATUS_STYLE: dict[str, tuple[str, str]] = {
@@ -97,9 +97,7 @@ def series_figure(history: History, points: Sequence[tuple[int, str, float | Non
     ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value")
     # Only measured values set the scale (a missing one, NaN, would make the limits NaN), and
     # not a few far outliers either: they are drawn at its edge.
-    scale = value_scale(history.values)
-    shown, _ = clip_to_scale(history.values, scale)
-    mark_off_scale(ax, x, history.values, scale)
+    shown, scale = scale_values(ax, x, history.values)
     top = scale[1] if scale is not None else 0.0
     # One call per kind of mark, not one per candidate: a detector that fires every few
     # commits gives thousands of candidates, and per-candidate artists took seconds.
