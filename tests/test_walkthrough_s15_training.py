@@ -364,6 +364,20 @@ def test_train_with_a_bad_xgboost_value_is_a_usage_error(feature_matrix, tmp_pat
     assert not (tmp_path / "m").exists()
 
 
+@pytest.mark.parametrize("param", ["monotone_constraints=1", "interaction_constraints=0"])
+def test_train_with_a_per_column_xgboost_value_is_a_usage_error(feature_matrix, tmp_path, param):
+    """Found later (sixteenth session): a scalar for a per-column parameter failed deep inside XGBoost."""
+    matrix = tmp_path / "fm.parquet"
+    feature_matrix.to_parquet(matrix)
+    code, text = invoke(["train", "--matrix", matrix, "--model", "xgb", "--param", param, "--no-track",
+                         "--out", tmp_path / "m"])
+    shown = flat(text)
+    assert code == 2, text
+    assert param.split("=")[0] in shown and "one value per feature column" in shown and "--monotone-shifts" in shown
+    assert "internal error" not in shown
+    assert not (tmp_path / "m").exists()
+
+
 def test_window_study_with_a_bad_xgboost_value_is_a_usage_error(labelled, tmp_path):
     code, text = invoke(["window-study", "--data", labelled, "--model", "xgb", "--param", "max_depth=-1",
                          "--windows", "0", "--splits", "1", "--no-track", "--out", tmp_path / "ws"])

@@ -111,6 +111,10 @@ def check_threshold_policy(option: str, spec: str) -> str:
     return spec
 
 
+#: Model parameters holding one value per feature column (XGBoost's constraints).
+PER_COLUMN_PARAMS = frozenset({"monotone_constraints", "interaction_constraints", "feature_weights"})
+
+
 def check_model_params(option: str, model: str, params: dict[str, object]) -> dict[str, object]:
     """``--param`` items the model kind accepts, with values its estimator takes.
 
@@ -119,6 +123,15 @@ def check_model_params(option: str, model: str, params: dict[str, object]) -> di
     """
     from triage.training.model_kinds import kind_of
 
+    per_column = sorted(PER_COLUMN_PARAMS & set(params))
+    if per_column:
+        # one value per feature column, in the matrix's column order, which the
+        # command line cannot spell; XGBoost failed on a scalar deep in fit
+        raise typer.BadParameter(
+            f"{model}: {', '.join(per_column)} takes one value per feature column, not a --param value; "
+            "train with --monotone-shifts to hold the shift-size columns monotone",
+            param_hint=option,
+        )
     kind = kind_of(model)
     try:
         estimator = kind.build({**kind.defaults, **params}, class_weight=None, random_state=0, n_jobs=1)
