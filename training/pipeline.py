@@ -174,7 +174,7 @@ def train(
         constraints = monotone_increasing(td.columns)
         if not any(constraints):
             raise InputError(None, None, "no shift-size column (pair_*, ctx_* shift measures) among the features "
-                                         "to hold monotone: train with candidate windows or a window K")
+                                         "to hold monotone: train with candidate windows, a window K or the shift measures (--shift-measures)")
         columns = list(td.columns)  # the constraints follow this order
         params["monotone_constraints"] = constraints
 

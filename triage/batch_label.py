@@ -38,7 +38,14 @@ from triage.core.atomic import write_csv_atomic, write_text_atomic
 from triage.core.errors import InputError
 from triage.core.history import Dataset
 from triage.core.metrics import confusion
-from triage.inference import NOT_SCORABLE, candidate_matrix, decide, model_features, model_window
+from triage.inference import (
+    NOT_SCORABLE,
+    candidate_matrix,
+    decide,
+    model_features,
+    model_window,
+    shift_measures,
+)
 
 #: Columns of the batch-labelling output, in file order.
 OUTPUT_COLUMNS: tuple[str, ...] = (
@@ -87,7 +94,8 @@ def label_candidates(
     """
     if which not in SELECTIONS:
         raise ValueError(f"which must be one of {', '.join(SELECTIONS)}, got {which!r}")
-    matrix = candidate_matrix(dataset, SELECTIONS[which], window=model_window(classifier), n_jobs=n_jobs)
+    matrix = candidate_matrix(dataset, SELECTIONS[which], window=model_window(classifier),
+                              pair=shift_measures(classifier), n_jobs=n_jobs)
     _check_features(classifier, matrix)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
     out = pd.concat([matrix[["series_id", "commit", "label"]], decided], axis=1)

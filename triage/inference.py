@@ -92,6 +92,16 @@ def candidate_windowing(classifier) -> dict[str, object] | None:
     }
 
 
+def shift_measures(classifier) -> bool:
+    """Whether a model on its own training windows (not candidate-bounded) reads ``pair_*`` columns.
+
+    A labelling model trained with ``triage train --shift-measures`` adds the
+    scale-free level-shift measures of its adaptive (or fixed) windows to the
+    paper's characteristics; every matrix built for it must hold them too.
+    """
+    return any(name in PAIR_COLUMNS for name in getattr(classifier, "feature_names_", None) or ())
+
+
 def detector_threshold(classifier, detector: str | None) -> float | None:
     """The model's validation threshold for candidates of ``detector``, None when it has none."""
     extra = (getattr(classifier, "manifest_", None) or {}).get("extra") or {}
@@ -176,17 +186,20 @@ def candidate_matrix(
     wanted: Iterable[str] = labels.UNTRIAGED | labels.TRIAGED,
     *,
     window: str | int = ADAPTIVE,
+    pair: bool = False,
     n_jobs: int = 1,
 ) -> pd.DataFrame:
     """Feature-matrix rows of every candidate whose label is in ``wanted``.
 
     Rows in dataset order, ascending index within a series; columns of
     :func:`features.extract.extract_features` (``truth_label`` holds the
-    ground truth of synthetic data, ``""`` when unknown).
+    ground truth of synthetic data, ``""`` when unknown), with the ``pair_*``
+    shift measures of the same windows when ``pair`` (a model for which
+    :func:`shift_measures` holds).
     """
     wanted = frozenset(wanted)
     chosen = {h.series_id: idx for h in dataset if len(idx := h.indices_with(wanted))}
-    return extract_features(dataset, candidates=chosen, window=window, n_jobs=n_jobs)
+    return extract_features(dataset, candidates=chosen, window=window, pair=pair, n_jobs=n_jobs)
 
 
 # --------------------------------------------------------------------------- decisions

@@ -66,6 +66,7 @@ from triage.inference import (
     model_features,
     model_window,
     not_scorable,
+    shift_measures,
 )
 from triage.training.thresholds import TargetRecall, choose_threshold, suppress_duplicates
 
@@ -157,7 +158,8 @@ def model_rows(
             pair=bool(honest["pair"]), context=bool(honest["context"]), n_jobs=n_jobs,
         )
     else:
-        matrix = extract_features(dataset, candidates=wanted, window=model_window(classifier), n_jobs=n_jobs)
+        matrix = extract_features(dataset, candidates=wanted, window=model_window(classifier),
+                                  pair=shift_measures(classifier), n_jobs=n_jobs)
     where = pd.MultiIndex.from_arrays([matrix["series_id"].astype(str), matrix["index"].astype(np.int64)])
     asked = pd.MultiIndex.from_arrays([np.asarray(series, dtype=str), np.asarray(index, dtype=np.int64)])
     matrix = matrix.iloc[where.get_indexer(asked)].reset_index(drop=True)

@@ -118,11 +118,12 @@ def dataset_of(data: Path | None, preset: str | None, seed: int) -> Dataset:
     return load(data)
 
 
-def build_matrix(dataset, window: str | int, n_jobs: int, ordinary_per_series: int = 0):
+def build_matrix(dataset, window: str | int, n_jobs: int, ordinary_per_series: int = 0, pair: bool = False):
     """The feature matrix of every candidate of ``dataset`` for ``window``.
 
     With a fixed window K and ``ordinary_per_series`` > 0, the rows of an online model
     instead (:mod:`training.online_matrix`): it will be asked about every commit.
+    ``pair``: with the ``pair_*`` shift measures of the same windows (``--shift-measures``).
     """
     try:
         from triage.features.extract import extract_features
@@ -133,12 +134,12 @@ def build_matrix(dataset, window: str | int, n_jobs: int, ordinary_per_series: i
             from triage.training.online_matrix import online_matrix
 
             return online_matrix(dataset, ordinary_per_series=ordinary_per_series, window=window, n_jobs=n_jobs)
-        return extract_features(dataset, window=window, n_jobs=n_jobs)
+        return extract_features(dataset, window=window, pair=pair, n_jobs=n_jobs)
     except (ValueError, KeyError) as exc:  # a NaN inside a window, a bad candidate: name it, no traceback
         raise InputError(dataset.source, None, f"feature extraction failed: {exc}") from None
 
 
-def matrix_of(data, preset, matrix, window, seed, n_jobs, ordinary_per_series: int = 0):
+def matrix_of(data, preset, matrix, window, seed, n_jobs, ordinary_per_series: int = 0, pair: bool = False):
     if matrix is not None:
         if data is not None or preset is not None:
             raise typer.BadParameter("give exactly one of --data, --preset or --matrix")
@@ -146,7 +147,7 @@ def matrix_of(data, preset, matrix, window, seed, n_jobs, ordinary_per_series: i
             return read_matrix(matrix)
     dataset = dataset_of(data, preset, seed)
     with console.status(f"extracting features (window {window}) from {len(dataset):,} series"):
-        return build_matrix(dataset, window, n_jobs, ordinary_per_series)
+        return build_matrix(dataset, window, n_jobs, ordinary_per_series, pair)
 
 
 # ---------------------------------------------------------------------- commands
@@ -173,6 +174,7 @@ def train(
     labels: Annotated[Path | None, typer.Option("--labels", help="Labels store of `triage serve`: the sheriffs' decisions replace the data's labels where there is one.")] = None,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run feature extraction on a dask cluster, partitioned by series: local or a scheduler address (tcp://host:8786).")] = None,
     candidate_windows: Annotated[bool, typer.Option("--candidate-windows", help=f"A scoring model: Pre/After bounded by the neighbouring candidates ({CANDIDATE_MAX_LEN} commits at most) plus the pair_* and ctx_* features (the candidate among its neighbours), the windows `triage score` gives fresh candidates.")] = False,
+    shift_measures: Annotated[bool, typer.Option("--shift-measures", help="A labelling model (--window adaptive): add the scale-free level-shift measures (pair_*: the shift in units of Pre's noise, relative change, Welch t) of the same windows to the paper's characteristics; `triage label` then computes them too.")] = False,
     monotone_shifts: Annotated[bool, typer.Option("--monotone-shifts", help="With --model xgb: P(true) never falls as a shift-size column (pair_*, ctx_* shift measures) grows, all else equal; the bundled default-scoring's recipe.")] = False,
 ) -> None:
     """Train a classifier, measure it on held-out series, save it and log it to MLflow."""
@@ -206,6 +208,9 @@ def train(
     online_rows = ordinary_per_series if isinstance(w, int) and matrix is None else 0
     if candidate_windows and (w != "adaptive" or matrix is not None or labels is not None):
         raise typer.BadParameter("--candidate-windows builds its own windows from --data or --preset: leave --window adaptive, without --matrix or --labels")
+    if shift_measures and (w != "adaptive" or matrix is not None or candidate_windows):
+        raise typer.BadParameter("--shift-measures adds columns to the adaptive windows built from --data or --preset: "
+                                 "leave --window adaptive, without --matrix (--candidate-windows has them already)")
     if monotone_shifts and model != "xgb":
         raise typer.BadParameter(f"--monotone-shifts needs --model xgb, not {model}")
     if not no_track:  # after the other checks (it creates a missing store): a garbage one, as evaluate does
@@ -232,7 +237,7 @@ def train(
         # cannot be reached went unnoticed, the extraction ran on this machine).
         with joblib_on(scheduler, n_jobs) as jobs, \
                 console.status(f"extracting features (window {w}) from {len(dataset):,} series"):
-            fm = build_matrix(dataset, w, jobs, online_rows)
+            fm = build_matrix(dataset, w, jobs, online_rows, pair=shift_measures)
     elif candidate_windows:
         from triage.features.extract import extract_features
 
@@ -242,7 +247,7 @@ def train(
             fm = extract_features(dataset, candidate_windows=True, pair=True, context=True, n_jobs=jobs)
     else:
         with joblib_on(scheduler, n_jobs) as jobs:
-            fm = matrix_of(data, preset, matrix, w, seed, jobs, online_rows)
+            fm = matrix_of(data, preset, matrix, w, seed, jobs, online_rows, pair=shift_measures)
     source = {"data": str(data) if data else None, "preset": preset, "matrix": str(matrix) if matrix else None,
               "labels": str(labels) if labels else None, "seed": seed, "ordinary_per_series": online_rows or None}
     with console.status(f"training {model}"), _errors_name_the_data(data or matrix or preset), _param_values_checked():
