@@ -93,12 +93,16 @@ def candidate_windowing(classifier) -> dict[str, object] | None:
 
 
 def shift_measures(classifier) -> bool:
-    """Whether a model on its own training windows (not candidate-bounded) reads ``pair_*`` columns.
+    """Whether an adaptive-window model (not candidate-bounded) reads ``pair_*`` columns.
 
     A labelling model trained with ``triage train --shift-measures`` adds the
-    scale-free level-shift measures of its adaptive (or fixed) windows to the
-    paper's characteristics; every matrix built for it must hold them too.
+    scale-free level-shift measures of its adaptive windows to the paper's
+    characteristics; every matrix built for it must hold them too. An online
+    model (a fixed window) has them from the online loop's own rows, which
+    only ``triage detect`` / ``watch`` build.
     """
+    if model_window(classifier) != ADAPTIVE or candidate_windowing(classifier) is not None:
+        return False
     return any(name in PAIR_COLUMNS for name in getattr(classifier, "feature_names_", None) or ())
 
 

@@ -261,16 +261,17 @@ def _check_scoring_features(clf) -> None:
     """Refuse a model whose pair_* / ctx_* columns `score` does not build for it (an online model).
 
     `score` computes them only for a model trained on candidate-bounded windows
-    (its manifest says so, :func:`triage.inference.candidate_windowing`); the
+    (its manifest says so, :func:`triage.inference.candidate_windowing`) and
+    pair_* for an adaptive-window model trained with ``--shift-measures``; the
     online models get theirs from `triage detect`. Without this check the
     missing columns surface as an internal KeyError.
     """
     from triage.core.errors import InputError
-    from triage.inference import candidate_windowing, model_features
+    from triage.inference import candidate_windowing, model_features, shift_measures
 
     source = (getattr(clf, "manifest_", None) or {}).get("_path")
     honest = candidate_windowing(clf) or {}
-    built = {"pair_": bool(honest.get("pair")), "ctx_": bool(honest.get("context"))}
+    built = {"pair_": bool(honest.get("pair")) or shift_measures(clf), "ctx_": bool(honest.get("context"))}
     missing = [n for n in model_features(clf, source)
                if any(n.startswith(prefix) and not ok for prefix, ok in built.items())]
     if missing:
