@@ -59,6 +59,24 @@ def test_evaluate_prints_and_writes_the_table(matrix_file, tmp_path):
     assert (tmp_path / "ev" / "summary.md").read_text().startswith("| split | model | auc |")
 
 
+def test_evaluate_table_fits_80_columns_with_its_intervals(matrix_file, tmp_path):
+    """At 80 columns each mean stood over a 3-line folded interval and the headers were cut ("sensiti…")."""
+    res = CliRunner().invoke(app, ["evaluate", "--matrix", str(matrix_file), "--splits", "2", "--models", "rf,xgb",
+                                   "--param", "rf.n_estimators=15", "--no-track"], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    header = next(line for line in lines if line.startswith("split"))
+    assert header.split() == ["split", "model", "auc", "accuracy", "sensitivity", "specificity", "fit", "s", "cpu", "s"]
+    rows = [line.split() for line in lines if line.split()[:1] in (["random"], ["grouped"], ["time"])]
+    assert len(rows) == 6 and {r[1] for r in rows} == {"rf", "xgb"}
+    # the interval of each mean on the line below it, the mean inside it
+    i = lines.index(next(line for line in lines if line.startswith("random")))
+    mean = float(lines[i].split()[2])
+    low, high = (float(v) for v in lines[i + 1].split()[0].split("–"))
+    assert low <= mean <= high
+
+
 def test_bad_input_exits_2_with_one_line(matrix_file, tmp_path):
     import pandas as pd
 
