@@ -31,6 +31,11 @@ Protocol
    An alert with no commit before it in its window is not scorable for the adaptive model
    and is left out of both rows (counted).
 
+``--thresholds`` adds a sweep of the labelling model's threshold (0.05-0.95):
+the mean over the detectors of the balanced accuracy and of the accuracy,
+and the threshold with the highest mean balanced accuracy (how
+``default-adaptive``'s threshold is chosen, on the validation part).
+
 ``--train-real DIR`` (a training choice, BENCHMARKS.md): an adaptive-window
 labelling model fitted on the *fit* part's alerts of every registry detector
 (injection seeds ``--train-seeds``), each alert once as an untriaged alert of
@@ -184,7 +189,35 @@ def compare(data: Dataset, found: dict, detector: str, adaptive, scoring, share:
         "adaptive": rates(y, p_adaptive, float(adaptive.threshold_)),
         "scoring": rates(y, p_scoring, cut),
         "scoring_cut": cut,
+        "y": y,
+        "p_adaptive": p_adaptive,
     }
+
+
+#: The thresholds ``--thresholds`` compares (BENCHMARKS.md, the rule for ``default-adaptive``'s threshold).
+THRESHOLD_GRID: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(1, 20))
+
+
+def threshold_sweep(results: list[dict]) -> tuple[pd.DataFrame, float]:
+    """Mean balanced accuracy and mean accuracy of the labelling model over the detectors, per threshold.
+
+    Returns the table (one row per threshold of :data:`THRESHOLD_GRID`) and
+    the threshold with the highest mean balanced accuracy (the lower one on a
+    tie). A detector whose untriaged alerts are all of one class gives no
+    balanced accuracy and is left out of that mean.
+    """
+    rows = []
+    for t in THRESHOLD_GRID:
+        balanced, accuracy = [], []
+        for r in results:
+            m = rates(r["y"], r["p_adaptive"], t)
+            accuracy.append(m["accuracy"])
+            if 0 < r["y"].sum() < len(r["y"]):
+                balanced.append((m["sensitivity"] + m["specificity"]) / 2)
+        rows.append({"threshold": t, "balanced_accuracy": float(np.mean(balanced)), "accuracy": float(np.mean(accuracy))})
+    table = pd.DataFrame(rows)
+    best = float(table.loc[table["balanced_accuracy"].idxmax(), "threshold"])  # idxmax: the first (lowest) on a tie
+    return table, best
 
 
 def markdown(results: list[dict], part: str, n_histories: int, share: float, seed: int,
@@ -228,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="fit a labelling model on the real fit part and write it to DIR (see the docstring)")
     ap.add_argument("--train-seeds", default="0,1,2,3,4,5,6", help="injection seeds of --train-real")
     ap.add_argument("--with-preset", default=None, help="--train-real: add this synthetic preset's triaged candidates")
+    ap.add_argument("--thresholds", action="store_true",
+                    help="also sweep the labelling model's threshold (mean balanced accuracy over the detectors)")
     args = ap.parse_args(argv)
     if args.train_real is not None:
         train_real(args.train_real, [int(s) for s in args.train_seeds.split(",")], args.n_jobs, args.with_preset)
@@ -242,6 +277,14 @@ def main(argv: list[str] | None = None) -> int:
     results = [compare(data, found, d, adaptive, scoring, args.triaged, args.seed) for d in args.detectors.split(",")]
     text = markdown(results, args.part, len(data), args.triaged, args.seed,
                     args.label_model.name if args.label_model else "default-adaptive")
+    if args.thresholds:
+        sweep, best = threshold_sweep(results)
+        text += ("\nThreshold sweep of the labelling model (means over the detectors; balanced accuracy = "
+                 "(sensitivity + specificity) / 2):\n\n| threshold | mean balanced accuracy | mean accuracy |\n"
+                 "| ---: | ---: | ---: |\n"
+                 + "".join(f"| {r.threshold:.2f} | {r.balanced_accuracy:.3f} | {r.accuracy:.3f} |\n"
+                           for r in sweep.itertuples())
+                 + f"\nHighest mean balanced accuracy at {best:.2f}.\n")
     tag = f"_{args.label_model.name}" if args.label_model else ""
     out = bench_real.OUT / f"bench_real_label_{args.part}_t{args.triaged:g}_s{args.seed}{tag}.md"
     out.parent.mkdir(parents=True, exist_ok=True)

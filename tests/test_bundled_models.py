@@ -26,7 +26,9 @@ def test_adaptive_model_learned_real_noise():
     # (BENCHMARKS.md, "Batch labelling on real data"); models/README.md says which preset.
     manifest = load_classifier(MODELS_DIR / ADAPTIVE_MODEL).manifest_
     assert manifest["extra"]["source"] == {"preset": "realnoise", "seed": 0}
-    assert manifest["n_features"] == 44 and manifest["threshold"]["policy"] == "0.5"
+    # its threshold was chosen on the real validation part (BENCHMARKS.md, the rule for
+    # default-adaptive's threshold): the mean balanced accuracy over four detectors peaked there
+    assert manifest["n_features"] == 44 and manifest["threshold"]["policy"] == "0.75"
 
 
 def test_adaptive_model_reproduces_mongodbs_triage(shared_data):
