@@ -99,9 +99,9 @@ def read_asv(path: str | Path, *, aggregate: str = "mean", trim: Trim = None) ->
             payload = read_json(file)
             if not isinstance(payload, dict) or "results" not in payload or "commit_hash" not in payload:
                 raise InputError(file, None, "not an asv result file (no commit_hash / results)")
+            commit, date, version = _checked_fields(payload, file)
             env = str(payload.get("env_name") or file.stem.split("-", 1)[-1])
-            date = payload.get("date")
-            columns = payload.get("result_columns") if payload.get("version", 1) >= 2 else None
+            columns = payload.get("result_columns") if version >= 2 else None
             for name, entry in payload["results"].items():
                 try:
                     values, params = _values_and_params(entry, columns)
@@ -117,8 +117,8 @@ def read_asv(path: str | Path, *, aggregate: str = "mean", trim: Trim = None) ->
                     if not isinstance(value, int | float) or isinstance(value, bool):
                         raise InputError(file, None, f"benchmark {name!r}{label}: value {value!r} is not a number")
                     sid = f"{machine}/{env}/{name}{label}"
-                    records.append({"series_id": sid, "commit": payload["commit_hash"], "date": date,
-                                    "value": float(value), "_file": str(file)})
+                    records.append({"series_id": sid, "commit": commit, "date": date,
+                                    "value": float(value), "_file": str(file), "_where": f"benchmark {name!r}{label}"})
                     kind = meta.get("type")
                     higher[sid] = False if kind in LOWER_IS_BETTER_TYPES else None
     if not records:
@@ -129,5 +129,44 @@ def read_asv(path: str | Path, *, aggregate: str = "mean", trim: Trim = None) ->
         raise InputError(frame.loc[bad, "_file"].iloc[0], None, "result file has no 'date'")
     frame = frame.sort_values("date", kind="stable").reset_index(drop=True)
     frame["timestamp"] = pd.to_datetime(frame.pop("date"), unit="ms", utc=True).dt.tz_localize(None)
-    frame.pop("_file")
-    return dataset_from_long(frame, None, path, aggregate=aggregate, higher_is_better=higher, trim=trim)
+    files, where = frame.pop("_file"), frame.pop("_where")
+    try:
+        return dataset_from_long(frame, None, path, aggregate=aggregate, higher_is_better=higher, trim=trim)
+    except InputError as exc:
+        # Its row is a record of the table built above, which nobody has seen: name the
+        # result file and the benchmark instead.
+        if exc.row is None or not 1 <= exc.row <= len(frame):
+            raise
+        raise InputError(files.iloc[exc.row - 1], None, f"{where.iloc[exc.row - 1]}: {exc.problem}") from None
+
+
+#: The dates pandas can hold, in ms since the epoch (asv's unit).
+DATE_RANGE_MS = (pd.Timestamp.min.value // 10**6 + 1, pd.Timestamp.max.value // 10**6)
+
+
+def _checked_fields(payload: dict, file: Path) -> tuple[str, float | None, int]:
+    """A result file's ``commit_hash``, ``date`` (ms since the epoch; None when absent) and format ``version``.
+
+    Each is refused naming the file when it is not what asv writes (a text
+    date, a date pandas cannot hold, a missing commit), and so are
+    ``results`` that are not an object: any of these would otherwise fail
+    deep in pandas as an internal error or name a row of no file.
+    """
+    commit = payload["commit_hash"]
+    if isinstance(commit, bool) or not isinstance(commit, str | int) or not str(commit).strip():
+        raise InputError(file, None, f"'commit_hash' {commit!r} is not a commit id")
+    if not isinstance(payload["results"], dict):
+        raise InputError(file, None, f"'results' is {type(payload['results']).__name__}, not an object "
+                         "of benchmark name -> result")
+    version = payload.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InputError(file, None, f"'version' {version!r} is not an asv result format number (1 or 2)")
+    date = payload.get("date")
+    if date is not None:
+        if isinstance(date, bool) or not isinstance(date, int | float) or not math.isfinite(date):
+            raise InputError(file, None, f"'date' {date!r} is not a number (asv writes the commit's date "
+                             "in milliseconds since the epoch)")
+        if not DATE_RANGE_MS[0] <= date <= DATE_RANGE_MS[1]:
+            raise InputError(file, None, f"'date' {date!r} is not a date: as milliseconds since the epoch "
+                             "it lies outside 1677-09-21 .. 2262-04-11")
+    return str(commit), date, version

@@ -1,0 +1,126 @@
+"""Defects found by bringing real histories in, in the formats a team has, and looking at them.
+
+Each test writes a few series of ``../shared/data/real/histories.csv.gz``
+(skipped without it) in one of the formats README's "Input formats" names
+(asv results, github-action-benchmark ``data.js``, Otava CSV, Perfherder
+data, candidate files) and runs ``triage`` on them as a user would:
+
+1. asv results: a result file whose value is not finite (or out of range) or
+   whose ``commit_hash`` is null was reported as ``<results dir>, row 408: ...``,
+   a row of a table the reader builds internally and nobody has seen, instead
+   of naming the result file and the benchmark.
+2. asv results: a ``date`` written as text or too large for a timestamp, a
+   ``version`` written as text, or ``results`` that are a list ended in an
+   internal error (TypeError, OutOfBoundsDatetime, AttributeError) instead of
+   an error naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from helpers_cli import flat, invoke
+
+#: The emg3d peak-memory series of the real histories: one asv benchmark with a parameter.
+EMG = "emg3d-bench/memory.ResidualMemory.peakmem_residual('{}')/meerkat/conda-py3.8"
+
+
+@pytest.fixture(scope="module")
+def real_frame() -> pd.DataFrame:
+    from conftest import SHARED_DATA
+
+    path = SHARED_DATA / "real" / "histories.csv.gz"
+    if not path.is_file():
+        pytest.skip(f"real histories {path} are absent (../shared beside the checkout)")
+    return pd.read_csv(path, dtype={"value": str})
+
+
+def _series(frame: pd.DataFrame, sid: str) -> pd.DataFrame:
+    part = frame[frame["series_id"] == sid]
+    assert len(part), sid
+    return part
+
+
+# ---------------------------------------------------------------- asv results
+
+
+def _asv_results(frame: pd.DataFrame, root: Path) -> Path:
+    """The real emg3d peak-memory histories as the asv results directory they came from."""
+    big, small = _series(frame, EMG.format("big")), _series(frame, EMG.format("small"))
+    small_values = dict(zip(small["commit"], small["value"], strict=True))
+    results = root / "results"
+    machine = results / "meerkat"
+    machine.mkdir(parents=True)
+    (machine / "machine.json").write_text(json.dumps({"machine": "meerkat", "version": 1}))
+    (results / "benchmarks.json").write_text(json.dumps({
+        "memory.ResidualMemory.peakmem_residual": {"type": "peakmem", "unit": "bytes",
+                                                   "params": [["'big'", "'small'"]], "param_names": ["size"]},
+        "version": 2}))
+    for commit, value, stamp in zip(big["commit"], big["value"], big["timestamp"], strict=True):
+        other = small_values.get(commit)
+        payload = {
+            "commit_hash": commit, "env_name": "conda-py3.8", "version": 2,
+            "date": int(pd.Timestamp(stamp).value // 10**6),
+            "result_columns": ["result", "params", "version"],
+            "results": {"memory.ResidualMemory.peakmem_residual": [
+                [float(value), None if other is None else float(other)], [["'big'", "'small'"]], "1"]},
+        }
+        (machine / f"{commit[:8]}-conda-py3.8.json").write_text(json.dumps(payload))
+    return results
+
+
+def _edit_one_result(results: Path, edit) -> Path:
+    """Apply ``edit`` to the payload of the fifth result file (sorted by name); that file returned."""
+    file = sorted(p for p in (results / "meerkat").glob("*.json") if p.name != "machine.json")[4]
+    payload = json.loads(file.read_text())
+    edit(payload)
+    file.write_text(json.dumps(payload))
+    return file
+
+
+def test_asv_results_round_trip_the_real_values_in_commit_date_order(real_frame, tmp_path: Path) -> None:
+    results = _asv_results(real_frame, tmp_path)
+    out = tmp_path / "long.csv"
+    code, text = invoke(["convert", "--data", results, "--out", out])
+    assert code == 0, text
+    long = pd.read_csv(out, dtype={"value": str, "higher_is_better": str})
+    for size in ("big", "small"):
+        original = _series(real_frame, EMG.format(size))
+        mine = long[long["series_id"] == f"meerkat/conda-py3.8/memory.ResidualMemory.peakmem_residual('{size}')"]
+        assert list(mine["commit"]) == list(original["commit"])
+        assert [float(v) for v in mine["value"]] == [float(v) for v in original["value"]]
+        assert set(mine["higher_is_better"]) == {"false"}  # peakmem: lower is better
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda p: p["results"]["memory.ResidualMemory.peakmem_residual"][0].__setitem__(0, float("inf")),
+     "benchmark 'memory.ResidualMemory.peakmem_residual'('big'): value 'inf' is not finite"),
+    (lambda p: p["results"]["memory.ResidualMemory.peakmem_residual"][0].__setitem__(1, 1e200),
+     "benchmark 'memory.ResidualMemory.peakmem_residual'('small'): value 1e+200 is outside the usable range"),
+    (lambda p: p.__setitem__("commit_hash", None), "'commit_hash' None is not a commit id"),
+])
+def test_asv_bad_value_names_the_result_file_and_benchmark(real_frame, tmp_path: Path, edit, problem) -> None:
+    results = _asv_results(real_frame, tmp_path)
+    file = _edit_one_result(results, edit)
+    code, text = invoke(["summary", "--data", results])
+    assert code == 2, text
+    assert f"error: {file}: {problem}" in flat(text)
+    assert ", row " not in flat(text)  # no row of a table the user never saw
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda p: p.__setitem__("date", "2020-01-01"), "'date' '2020-01-01' is not a number"),
+    (lambda p: p.__setitem__("date", 1e20), "'date' 1e+20 is not a date"),
+    (lambda p: p.__setitem__("version", "2"), "'version' '2' is not an asv result format number"),
+    (lambda p: p.__setitem__("results", [1, 2]), "'results' is list, not an object"),
+])
+def test_asv_malformed_result_file_is_a_located_error(real_frame, tmp_path: Path, edit, problem) -> None:
+    results = _asv_results(real_frame, tmp_path)
+    file = _edit_one_result(results, edit)
+    code, text = invoke(["summary", "--data", results])
+    assert code == 2, text
+    assert f"error: {file}: {problem}" in flat(text)
+    assert "internal error" not in text
