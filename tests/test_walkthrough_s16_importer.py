@@ -13,6 +13,9 @@ data, candidate files) and runs ``triage`` on them as a user would:
    ``version`` written as text, or ``results`` that are a list ended in an
    internal error (TypeError, OutOfBoundsDatetime, AttributeError) instead of
    an error naming the file.
+3. github-action-benchmark ``data.js``: a run whose ``date`` is text or too
+   large for a timestamp ended in an internal error (OutOfBoundsDatetime) or
+   was read as some other date; now an error naming the suite and run.
 """
 
 from __future__ import annotations
@@ -124,3 +127,54 @@ def test_asv_malformed_result_file_is_a_located_error(real_frame, tmp_path: Path
     assert code == 2, text
     assert f"error: {file}: {problem}" in flat(text)
     assert "internal error" not in text
+
+
+# ---------------------------------------------------------------- github-action-benchmark data.js
+
+RHAI = "rhai/bench_engine_new/gha-ubuntu-latest"
+OTEL = "otel-java/io.opentelemetry.sdk.LogRecordBenchmark.threads1({logSize:SMALL})/otel-bench-runner"
+
+
+def _data_js(frame: pd.DataFrame, path: Path, edit=None) -> Path:
+    """The real rhai (ns/iter, cargo) and otel-java (ops/s, jmh) series as a ``data.js``, one run a row."""
+    entries: dict[str, list] = {}
+    for sid, suite, tool, unit in ((RHAI, "Rust Benchmark", "cargo", "ns/iter"), (OTEL, "Java", "jmh", "ops/s")):
+        part = _series(frame, sid)
+        entries[suite] = [
+            {"commit": {"id": c, "timestamp": t}, "date": int(pd.Timestamp(t).value // 10**6), "tool": tool,
+             "benches": [{"name": sid.split("/", 1)[1], "value": float(v), "unit": unit}]}
+            for c, t, v in zip(part["commit"], part["timestamp"], part["value"], strict=True)
+        ]
+    payload = {"lastUpdate": 1, "repoUrl": "https://github.com/x/y", "entries": entries}
+    if edit is not None:
+        edit(payload)
+    path.write_text("window.BENCHMARK_DATA = " + json.dumps(payload, indent=2) + ";\n")
+    return path
+
+
+def test_data_js_round_trips_real_reruns_and_directions(real_frame, tmp_path: Path) -> None:
+    data = _data_js(real_frame, tmp_path / "data.js")
+    out = tmp_path / "long.csv"
+    code, text = invoke(["convert", "--data", data, "--out", out])
+    assert code == 0, text
+    long = pd.read_csv(out, dtype={"higher_is_better": str})
+    for sid, suite, higher in ((RHAI, "Rust Benchmark", "false"), (OTEL, "Java", "true")):
+        original = _series(real_frame, sid).astype({"value": float})
+        # A re-run (rhai, otel-java measure some commits twice) belongs to its commit, which keeps its first place.
+        expected = original.groupby("commit", sort=False)["value"].mean()
+        mine = long[long["series_id"] == f"{suite}/{sid.split('/', 1)[1]}"]
+        assert list(mine["commit"]) == list(expected.index)
+        assert list(mine["value"]) == list(expected)
+        assert set(mine["higher_is_better"]) == {higher}
+
+
+@pytest.mark.parametrize("date, problem", [
+    (1e20, "date 1e+20 is not a date"),
+    ("2020-01-01", "date '2020-01-01' is not a number"),
+])
+def test_data_js_bad_date_names_the_run(real_frame, tmp_path: Path, date, problem) -> None:
+    data = _data_js(real_frame, tmp_path / "data.js",
+                    lambda p: p["entries"]["Rust Benchmark"][3].__setitem__("date", date))
+    code, text = invoke(["summary", "--data", data])
+    assert code == 2, text
+    assert f"error: {data}: suite 'Rust Benchmark', run 4: {problem}" in flat(text)

@@ -27,6 +27,7 @@ higher-is-better, as is the ``customBiggerIsBetter``, ``benchmarkjs`` and
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -55,6 +56,25 @@ def higher_is_better(unit: str, tool: str) -> bool:
     if tool == "customSmallerIsBetter":
         return False
     return tool in BIGGER_IS_BETTER_TOOLS or bool(RATE_UNIT.search(unit.strip()))
+
+
+#: The dates pandas can hold, in ms since the epoch (the format's unit).
+DATE_RANGE_MS = (pd.Timestamp.min.value // 10**6 + 1, pd.Timestamp.max.value // 10**6)
+
+
+def _check_date(date: object, path: Path, where: str) -> None:
+    """A run's ``date``: absent, or milliseconds since the epoch that pandas can hold; else an error naming the run.
+
+    (A text or a number out of range would otherwise fail in pandas as an internal error.)
+    """
+    if date is None:
+        return
+    if isinstance(date, bool) or not isinstance(date, int | float) or not math.isfinite(date):
+        raise InputError(path, None, f"{where}: date {date!r} is not a number (github-action-benchmark "
+                         "writes milliseconds since the epoch)")
+    if not DATE_RANGE_MS[0] <= date <= DATE_RANGE_MS[1]:
+        raise InputError(path, None, f"{where}: date {date!r} is not a date: as milliseconds since the epoch "
+                         "it lies outside 1677-09-21 .. 2262-04-11")
 
 
 def read_gab(
@@ -91,6 +111,7 @@ def read_gab(
             if not isinstance(benches, list):
                 raise InputError(path, None, f"{where}: no 'benches' list")
             tool = str(run.get("tool", ""))
+            _check_date(run.get("date"), path, where)
             for bench in benches:
                 if not isinstance(bench, dict) or "name" not in bench or "value" not in bench:
                     raise InputError(path, None, f"{where}: a bench without name or value")
