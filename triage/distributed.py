@@ -76,12 +76,50 @@ def client(scheduler: str | None) -> Iterator[Any]:
             yield c
     else:
         try:
+            # The handshake first, with a deadline: dask's own has none (a service that accepts
+            # and never answers, the dashboard's HTTP port, hung for ever) and reads whatever a
+            # service that talks first sends as a frame length (MemoryError: an internal error).
+            _probe(scheduler, CONNECT_TIMEOUT)
             remote = Client(scheduler, timeout=CONNECT_TIMEOUT)
-        except (OSError, TimeoutError, ValueError) as exc:  # refused, timed out, or not an address
+        except (OSError, TimeoutError, ValueError, _NotAScheduler) as exc:  # refused, timed out, not an address
             raise InputError("--scheduler", None, f"cannot reach a dask scheduler at {scheduler!r} "
                              f"({_first_line(exc)}); start one (`dask scheduler`) or give --scheduler local") from None
         with remote as c:
             yield c
+
+
+class _NotAScheduler(Exception):
+    """Something answered at the address, but not as a dask scheduler does."""
+
+
+def _probe(address: str, timeout: float) -> None:
+    """Connect to ``address`` and exchange dask's handshake, all within ``timeout`` seconds.
+
+    Raises OSError / ValueError as dask's ``connect`` does (refused, no such
+    host, not an address), TimeoutError when the whole exchange takes longer,
+    and :class:`_NotAScheduler` when the peer's answer is no dask handshake.
+    """
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def exchange() -> None:
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(exchange(), timeout))
+    except TimeoutError:
+        raise TimeoutError(
+            f"no dask handshake from {address} within {timeout:g} s: is it a dask scheduler's address "
+            "(its port, 8786 by default, not the dashboard's)?"
+        ) from None
+    except (OSError, ValueError):
+        raise
+    except Exception as exc:  # noqa: BLE001 (what the peer sent is no dask frame: any decoding error)
+        raise _NotAScheduler(
+            f"something answers there, but not as a dask scheduler does ({type(exc).__name__} reading its reply)"
+        ) from None
 
 
 def _local_workers() -> int:

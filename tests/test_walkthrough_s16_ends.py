@@ -1,0 +1,86 @@
+"""Defects found by a new user's walkthrough of the two ends of the pipeline (steady, sample, culprit, --scheduler).
+
+1. ``--scheduler tcp://host:port`` where something other than a dask
+   scheduler listens: a service that talks first (an SSH server, a proxy)
+   ended as "internal error: MemoryError: Unable to allocate 3.07 EiB" (dask
+   read its banner as a frame length), and one that accepts and never answers
+   (the dashboard's HTTP port given instead of 8786) hung for ever: dask's
+   handshake has no deadline. Both are now "cannot reach a dask scheduler",
+   exit 2, within the connect timeout.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from helpers_cli import flat, invoke
+
+
+@pytest.fixture(scope="module")
+def real_frame() -> pd.DataFrame:
+    from conftest import SHARED_DATA
+
+    path = SHARED_DATA / "real" / "histories.csv.gz"
+    if not path.is_file():
+        pytest.skip(f"real histories {path} are absent (../shared beside the checkout)")
+    return pd.read_csv(path)
+
+
+def _extract(frame: pd.DataFrame, out: Path, *series: str) -> Path:
+    frame[frame["series_id"].isin(series)].to_csv(out, index=False)
+    return out
+
+
+# -- 1. --scheduler at an address where no dask scheduler answers -------------------------------
+
+
+def _server(reply: bytes | None) -> tuple[socket.socket, str]:
+    """A TCP server on localhost: each connection gets ``reply`` at once (None: never a byte)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            held.append(conn)  # kept open: the client must give up by itself
+            if reply is not None:
+                conn.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n" + b"\xff" * 64, None],
+    ids=["talks-first", "silent"],
+)
+def test_scheduler_address_of_another_service_is_a_clear_error(tmp_path, real_frame, monkeypatch, reply):
+    import triage.distributed as distributed
+
+    monkeypatch.setattr(distributed, "CONNECT_TIMEOUT", 2.0)
+    data = _extract(real_frame, tmp_path / "h.csv", *real_frame["series_id"].drop_duplicates()[:2])
+    out = tmp_path / "c.csv"
+    srv, address = _server(reply)
+    result: list[tuple[int, str]] = []
+    args = ["candidates", "--data", data, "--detector", "binseg", "--out", out, "--scheduler", address]
+    # In a thread: before the fix the silent server held the command for ever.
+    worker = threading.Thread(target=lambda: result.append(invoke(args)), daemon=True)
+    worker.start()
+    worker.join(15)
+    srv.close()
+    assert result, "the command was still waiting for the scheduler's handshake after 15 s"
+    code, output = result[0]
+    assert code == 2, output
+    assert f"--scheduler: cannot reach a dask scheduler at '{address}'" in flat(output)
+    assert "internal error" not in output
+    assert not out.exists()
