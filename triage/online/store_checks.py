@@ -53,7 +53,7 @@ STATE_KEYS = ("n", "pre")
 
 RECOVERY = (
     "recover with `triage watch --state {path} --reset-state` (the damaged file is kept as "
-    "{path}.damaged-<time>; re-send the commits to decide them again), or restore a backup"
+    "{kept}.damaged-<time>; re-send the commits to decide them again), or restore a backup"
 )
 
 
@@ -61,7 +61,9 @@ class DamagedStoreError(InputError):
     """A store file that must not be used as it is; the message says how to recover."""
 
     def __init__(self, path: str | Path, problem: str, recovery: str = RECOVERY):
-        super().__init__(path, None, f"{problem}; {recovery.format(path=path)}")
+        # A link's store is the file it leads to: that file is the one moved aside (backup_state_file).
+        kept = os.path.realpath(path) if os.path.islink(path) else path
+        super().__init__(path, None, f"{problem}; {recovery.format(path=path, kept=kept)}")
 
 
 def check_state_file(path: str | Path) -> None:
@@ -71,6 +73,7 @@ def check_state_file(path: str | Path) -> None:
     tracking store) is refused too, with an InputError that is no
     :class:`DamagedStoreError`, so ``--reset-state`` never moves it aside.
     """
+    check_writable(path)
     if (why := _other_database(path)) is not None:
         raise InputError(path, None, why)
     consistency = {
@@ -89,6 +92,32 @@ def check_state_file(path: str | Path) -> None:
     }
     check_sqlite_store(path, STATE_TABLES, consistency, version_query=(
         "SELECT value FROM meta WHERE key = 'format_version'", str(STATE_FORMAT_VERSION)))
+
+
+def check_writable(path: str | Path) -> None:
+    """Refuse a state file, or the folder it lives in, that this user may not write.
+
+    A store is written as commits are decided, and in WAL mode SQLite keeps
+    its journal (``FILE-wal``) beside the file. Without this check SQLite's
+    own errors ("disk I/O error", "attempt to write a readonly database")
+    made a healthy read-only store look damaged, and the advice printed with
+    them (``--reset-state``) moved it aside as ``FILE.damaged-<time>``. This is
+    an :class:`InputError`, no :class:`DamagedStoreError`: ``--reset-state``
+    never moves such a file. Symbolic links are followed (SQLite writes the
+    journal beside the file a link points to).
+    """
+    if str(path) == ":memory:":
+        return
+    real = Path(os.path.realpath(path))
+    if real.is_file() and not os.access(real, os.W_OK):
+        where = f" (the link leads to {real})" if os.path.islink(path) else ""
+        raise InputError(path, None, f"is read-only for this user{where}: a state file is written as commits are "
+                         f"decided; make it writable (chmod u+w) or give --state another file")
+    folder = real.parent
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(path, None, f"the folder {folder} is not writable for this user: a state file needs its "
+                         f"journal ({real.name}-wal) beside it; make the folder writable or give --state a file "
+                         "in another folder")
 
 
 def connect_if_sqlite(path: str | Path) -> sqlite3.Connection | None:
@@ -213,6 +242,11 @@ def backup_state_file(path: str | Path) -> Path | None:
         return None
     if not path.is_file():
         raise InputError(path, None, "is not a regular file (a directory or a device?); it is never moved aside")
+    if path.is_symlink():
+        # The store is the file the link leads to (SQLite writes it and its -wal there): that
+        # file is moved aside and the new store is created there, through the link, which stays.
+        # Moving the link instead left the damaged file in place and put a plain file where the link was.
+        path = Path(os.path.realpath(path))
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     backup = path.with_name(f"{path.name}.damaged-{stamp}")
     os.rename(path, backup)

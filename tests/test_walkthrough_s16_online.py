@@ -1,0 +1,142 @@
+"""Walkthrough s16: the on-call operator running ``triage watch`` / ``triage detect`` on real histories.
+
+Defects found (what a user did, what went wrong):
+
+1. Gave ``triage watch --state FILE`` a state file this user may not write
+   (``chmod 444``, or a store in a read-only folder). The healthy store was
+   reported as damaged ("cannot be read (disk I/O error)", "attempt to write a
+   readonly database") with the advice to run ``--reset-state``; doing so moved
+   the good store aside as ``FILE.damaged-<time>`` and started from nothing. A
+   new store in a read-only folder said only "unable to open database file".
+   Now: one line saying the file (or its folder) is not writable, exit 2, and
+   ``--reset-state`` never moves it.
+2. Kept the state behind a symbolic link (``state.db -> /data/state.db``) and
+   ran ``--reset-state`` after the store was damaged: the link was renamed to
+   ``state.db.damaged-<time>``, the damaged file stayed where it was and the
+   new store became a plain file where the link had been (not on the disk the
+   link pointed to); the advice named ``state.db.damaged-<time>``. Now the file
+   the link leads to is moved aside beside itself and the new store is created
+   through the link, which stays.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers_cli import flat, invoke
+
+from triage.online.state_store import StateStore
+
+SERIES = "rhai/bench_engine_new/gha-ubuntu-latest"
+
+
+@pytest.fixture(scope="module")
+def rhai_lines() -> list[str]:
+    """The first 60 results of one real rhai series as JSON lines (as a CI job would send them)."""
+    from conftest import SHARED_DATA
+
+    path = SHARED_DATA / "real" / "histories.csv.gz"
+    if not path.is_file():
+        pytest.skip(f"real histories {path} are absent (../shared beside the checkout)")
+    lines: list[str] = []
+    with gzip.open(path, "rt") as fh:
+        header = next(fh).strip().split(",")
+        for raw in fh:
+            if not raw.startswith(SERIES + ","):
+                if lines:
+                    break
+                continue
+            row = dict(zip(header, raw.strip().split(","), strict=True))
+            lines.append(json.dumps({"series_id": row["series_id"], "commit": row["commit"],
+                                     "value": float(row["value"]), "timestamp": row["timestamp"]}))
+            if len(lines) == 60:
+                break
+    assert len(lines) == 60, "expected 60 results of the rhai series"
+    return lines
+
+
+def _stdin(lines: list[str]) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def _unwritable(path: Path, request: pytest.FixtureRequest) -> None:
+    """Make ``path`` (a file or a folder) unwritable for this user; as root, immutable; else skip."""
+    mode = path.stat().st_mode
+    path.chmod(0o555 if path.is_dir() else 0o444)
+    request.addfinalizer(lambda: path.chmod(mode))
+    if os.access(path, os.W_OK):  # root: permissions do not bind, the immutable attribute does
+        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+            pytest.skip("cannot make a file unwritable here (root without chattr +i)")
+        request.addfinalizer(lambda: subprocess.run(["chattr", "-i", str(path)], capture_output=True))
+    if os.access(path, os.W_OK):
+        pytest.skip("cannot make a file unwritable here")
+
+
+def test_read_only_state_file_is_not_called_damaged_nor_moved(rhai_lines, tmp_path, request):
+    db = tmp_path / "state.db"
+    code, out = invoke(["watch", "--state", db], stdin=_stdin(rhai_lines[:30]))
+    assert code == 0, out
+    with StateStore(db) as store:
+        arrivals = store.n_arrivals()
+    assert arrivals == 30
+    before = db.read_bytes()
+    _unwritable(db, request)
+
+    code, out = invoke(["watch", "--state", db], stdin=_stdin(rhai_lines[30:]))
+    text = flat(out)
+    assert code == 2, text
+    assert "state.db: is read-only" in text and "damaged" not in text and "--reset-state" not in text, text
+
+    code, out = invoke(["watch", "--state", db, "--reset-state"], stdin=_stdin(rhai_lines[30:]))
+    assert code == 2, flat(out)
+    assert "is read-only" in flat(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.db"]  # nothing moved aside
+    assert db.read_bytes() == before
+
+
+def test_state_in_read_only_folder_names_the_folder(rhai_lines, tmp_path, request):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = folder / "state.db"
+    code, out = invoke(["watch", "--state", db], stdin=_stdin(rhai_lines[:10]))
+    assert code == 0, out
+    _unwritable(folder, request)
+
+    for target in (db, folder / "new.db"):
+        code, out = invoke(["watch", "--state", target], stdin=_stdin(rhai_lines[10:20]))
+        text = flat(out)
+        assert code == 2, text
+        assert f"the folder {folder} is not writable" in text and "damaged" not in text, text
+    assert sorted(p.name for p in folder.iterdir()) == ["state.db"]
+
+
+def test_reset_state_through_a_symlink_moves_the_linked_file_and_keeps_the_link(rhai_lines, tmp_path):
+    real_dir, link_dir = tmp_path / "disk", tmp_path / "here"
+    real_dir.mkdir()
+    link_dir.mkdir()
+    real = real_dir / "state.db"
+    link = link_dir / "state.db"
+    link.symlink_to(real)
+    code, out = invoke(["watch", "--state", link], stdin=_stdin(rhai_lines[:30]))
+    assert code == 0, out
+    assert real.is_file() and link.is_symlink()
+    with open(real, "r+b") as fh:  # damaged: a truncated store
+        fh.truncate(10_000)
+
+    code, out = invoke(["watch", "--state", link], stdin="")
+    assert code == 2
+    assert f"kept as {real}.damaged-<time>" in flat(out), flat(out)
+
+    code, out = invoke(["watch", "--state", link, "--reset-state"], stdin=_stdin(rhai_lines))
+    assert code == 0, flat(out)
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    backups = [p for p in real_dir.iterdir() if p.name.startswith("state.db.damaged-")]
+    assert len(backups) == 1 and backups[0].stat().st_size == 10_000
+    assert sorted(p.name for p in link_dir.iterdir()) == ["state.db"]
+    with StateStore(real) as store:
+        assert store.n_arrivals() == 60
