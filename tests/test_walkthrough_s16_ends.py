@@ -7,6 +7,10 @@
    (the dashboard's HTTP port given instead of 8786) hung for ever: dask's
    handshake has no deadline. Both are now "cannot reach a dask scheduler",
    exit 2, within the connect timeout.
+2. ``triage steady`` on a JMH file with an entry whose ``benchmark`` is
+   empty (or blank) wrote its iterations with an empty ``series_id``; the
+   file it wrote was then refused by ``triage summary`` ("row 2: series_id
+   is missing"). It is now refused at the entry, naming the file and row.
 """
 
 from __future__ import annotations
@@ -83,4 +87,25 @@ def test_scheduler_address_of_another_service_is_a_clear_error(tmp_path, real_fr
     assert code == 2, output
     assert f"--scheduler: cannot reach a dask scheduler at '{address}'" in flat(output)
     assert "internal error" not in output
+    assert not out.exists()
+
+
+# -- 2. a JMH entry whose benchmark name is empty --------------------------------------------------
+
+
+def _jmh_entry(name: str, raw: list[list[float]], mode: str = "avgt", unit: str = "us/op") -> dict:
+    return {"benchmark": name, "mode": mode, "primaryMetric": {"scoreUnit": unit, "rawData": raw}}
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_steady_refuses_a_jmh_entry_with_an_empty_benchmark_name(tmp_path, name):
+    import json
+
+    src = tmp_path / "c1.json"
+    src.write_text(json.dumps([_jmh_entry("org.acme.A.run", [[1.0] * 20]), _jmh_entry(name, [[2.0] * 20])]))
+    out = tmp_path / "long.csv"
+    code, output = invoke(["steady", src, "--out", out, "--trim-warmup", "none"])
+    # It wrote rows with an empty series_id, which summary then refused ("series_id is missing").
+    assert code == 2, output
+    assert "c1.json, row 2: the 'benchmark' name is empty" in flat(output)
     assert not out.exists()

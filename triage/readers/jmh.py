@@ -120,6 +120,9 @@ def read_jmh(
     for pos, item in enumerate(payload, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("benchmark"), str):
             raise InputError(path, pos, "benchmark entry without a 'benchmark' name")
+        if not item["benchmark"].strip():
+            # It names the series: a blank id was written, and every reader refuses it.
+            raise InputError(path, pos, "the 'benchmark' name is empty")
         params = item.get("params")
         if params is not None and not isinstance(params, dict):
             raise InputError(path, pos, "'params' is not an object")
