@@ -16,6 +16,10 @@ data, candidate files) and runs ``triage`` on them as a user would:
 3. github-action-benchmark ``data.js``: a run whose ``date`` is text or too
    large for a timestamp ended in an internal error (OutOfBoundsDatetime) or
    was read as some other date; now an error naming the suite and run.
+4. Perfherder performance data of several signatures: a bad point was
+   reported as ``row 6: ...``, the point's number in its list, without
+   saying which signature's list (each has a point 6); a null value was
+   reported as ``value 'nan'``, which the file does not say.
 """
 
 from __future__ import annotations
@@ -178,3 +182,56 @@ def test_data_js_bad_date_names_the_run(real_frame, tmp_path: Path, date, proble
     code, text = invoke(["summary", "--data", data])
     assert code == 2, text
     assert f"error: {data}: suite 'Rust Benchmark', run 4: {problem}" in flat(text)
+
+
+# ---------------------------------------------------------------- Perfherder performance data
+
+DJANGO = "django-asv/form_benchmarks.form_clean.benchmark.FormClean.time_form_clean/ubuntu-latest/conda-py3.{}"
+
+
+def _perf_data(frame: pd.DataFrame, path: Path, edit=None) -> Path:
+    """Two real django-asv series as Perfherder performance data, one signature each."""
+    payload = {}
+    for k, minor in enumerate(("10", "12")):
+        part = _series(frame, DJANGO.format(minor))
+        payload[f"sig{k}"] = [
+            {"signature_id": 40 + k, "revision": c, "push_id": j, "push_timestamp": t.rstrip("Z"), "value": float(v)}
+            for j, (c, t, v) in enumerate(zip(part["commit"], part["timestamp"], part["value"], strict=True))
+        ]
+    if edit is not None:
+        edit(payload)
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def test_perfherder_data_and_alerts_round_trip(real_frame, tmp_path: Path) -> None:
+    data = _perf_data(real_frame, tmp_path / "perf.json")
+    revision = _series(real_frame, DJANGO.format("12"))["commit"].iloc[100]
+    alerts = tmp_path / "alerts.json"
+    alerts.write_text(json.dumps({"results": [{"id": 1, "revision": revision, "status": 0, "alerts": [
+        {"id": 2, "status": "invalid", "series_signature": {"id": 41, "signature_hash": "sig1", "lower_is_better": True}}]}]}))
+    out = tmp_path / "labelled.csv"
+    code, text = invoke(["convert", "--data", data, "--alerts", alerts, "--out", out])
+    assert code == 0, text
+    long = pd.read_csv(out, dtype=str, keep_default_na=False)
+    for k, minor in enumerate(("10", "12")):
+        original = _series(real_frame, DJANGO.format(minor))
+        mine = long[long["series_id"] == f"sig{k}"]
+        assert list(mine["commit"]) == list(original["commit"])
+        assert [float(v) for v in mine["value"]] == [float(v) for v in original["value"]]
+    labelled = long[long["label"] != ""]
+    assert labelled[["series_id", "commit", "label"]].values.tolist() == [["sig1", revision, "false_positive"]]
+    assert set(long.loc[long["series_id"] == "sig1", "higher_is_better"]) == {"false"}
+
+
+@pytest.mark.parametrize("value, problem", [
+    (None, "row 6: value is null, not a number (point 6 of signature 'sig1')"),
+    ("fast", "row 6: value 'fast' is not a number (point 6 of signature 'sig1')"),
+    (1e200, "row 6: value 1e+200 is outside the usable range"),
+])
+def test_perfherder_bad_point_names_its_signature(real_frame, tmp_path: Path, value, problem) -> None:
+    data = _perf_data(real_frame, tmp_path / "perf.json", lambda p: p["sig1"][5].__setitem__("value", value))
+    code, text = invoke(["summary", "--data", data])
+    assert code == 2, text
+    assert f"error: {data}, {problem}" in flat(text)
+    assert "(point 6 of signature 'sig1')" in flat(text)

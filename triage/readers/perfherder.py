@@ -71,19 +71,29 @@ def read_perfherder_data(
             sid = key if key is not None else p.get("signature_id", p.get("signature_hash"))
             if sid is None:
                 raise InputError(path, number, "point without signature_id (a plain list needs it)")
+            where = f"point {number} of {'the list' if key is None else f'signature {key!r}'}"
+            if p["value"] is None:  # pandas would call it 'nan', which the file does not say
+                raise InputError(path, number, f"value is null, not a number ({where})")
             records.append({"series_id": str(sid), "commit": p["revision"], "timestamp": p.get("push_timestamp", ""),
-                            "value": p["value"], "_sig_id": p.get("signature_id")})
+                            "value": p["value"], "_sig_id": p.get("signature_id"), "_where": where, "_point": number})
     if not records:  # else the frame below has no columns and fails as an internal error
         raise InputError(path, None, "no data points in any signature")
     frame = pd.DataFrame.from_records(records)
-    sig_ids = frame.pop("_sig_id")
+    sig_ids, where, points = frame.pop("_sig_id"), frame.pop("_where"), frame.pop("_point")
     higher: dict[str, bool | None] = {}
     if alerts is not None:
         frame["label"] = ""
         _apply_alerts(frame, sig_ids, Path(alerts), higher)
-    rows = frame.groupby("series_id", sort=False).cumcount().to_numpy() + 1  # point number in its series
-    return dataset_from_long(frame, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps,
-                             higher_is_better=higher, trim=trim)
+    try:
+        return dataset_from_long(frame, None, path, aggregate=aggregate, sort_timestamps=sort_timestamps,
+                                 higher_is_better=higher, trim=trim)
+    except InputError as exc:
+        # The row is the point's number in its signature's list (as before); a file of several
+        # signatures has a point of that number in each, so the signature is named too.
+        if exc.row is None or not 1 <= exc.row <= len(frame):
+            raise
+        k = exc.row - 1
+        raise InputError(path, int(points.iloc[k]), f"{exc.problem} ({where.iloc[k]})") from None
 
 
 def _apply_alerts(frame: pd.DataFrame, sig_ids: pd.Series, path: Path, higher: dict[str, bool | None]) -> None:
