@@ -11,6 +11,14 @@
    empty (or blank) wrote its iterations with an empty ``series_id``; the
    file it wrote was then refused by ``triage summary`` ("row 2: series_id
    is missing"). It is now refused at the entry, naming the file and row.
+3. ``triage sample`` on a history whose measured commits all read the same
+   (a deterministic stretch of a real rhai series, or a single reading) gave a
+   95 % band of +-0.73 *in whatever unit the values were*: in nanoseconds a
+   plausible band, the same history in seconds -0.73 s .. 0.73 s around
+   85e-9 s (scikit-learn's normalize_y divides by 1 when the spread is 0 or
+   below 10 eps, as it also is for any history of values near 1e-20). Such
+   values are now fitted in units of their magnitude: the band scales with
+   the unit.
 """
 
 from __future__ import annotations
@@ -109,3 +117,39 @@ def test_steady_refuses_a_jmh_entry_with_an_empty_benchmark_name(tmp_path, name)
     assert code == 2, output
     assert "c1.json, row 2: the 'benchmark' name is empty" in flat(output)
     assert not out.exists()
+
+
+# -- 3. sample: the band of a history without spread, in its own unit ---------------------------
+
+RHAI = "rhai/bench_eval_expression_single/gha-ubuntu-latest"
+
+
+def _rhai_flat_stretch(real_frame: pd.DataFrame) -> pd.DataFrame:
+    """12 consecutive commits of a real rhai series that all read 85 ns/iter (a deterministic stretch)."""
+    per = real_frame[real_frame["series_id"] == RHAI].groupby("commit", sort=False)["value"].mean()
+    values = per.to_numpy()
+    for i in range(len(values) - 12):
+        if values[i : i + 12].min() == values[i : i + 12].max():
+            return per.iloc[i : i + 12].reset_index()
+    pytest.skip(f"no stretch of 12 equal readings in {RHAI}")
+
+
+def test_sample_band_of_a_constant_history_scales_with_its_unit(tmp_path, real_frame):
+    stretch = _rhai_flat_stretch(real_frame)
+    plans = {}
+    for unit, factor in (("ns", 1.0), ("s", 1e-9)):
+        part = pd.DataFrame({"commit": stretch["commit"], "value": stretch["value"] * factor})
+        part.loc[part.index % 3 != 0, "value"] = None  # 4 of the 12 measured, all alike
+        data = tmp_path / f"partial_{unit}.csv"
+        part.to_csv(data, index=False)
+        out = tmp_path / f"estimate_{unit}.csv"
+        code, output = invoke(["sample", "--data", data, "--budget", "2", "--out", out])
+        assert code == 0, output
+        plans[unit] = pd.read_csv(out)
+    ns, s = plans["ns"], plans["s"]
+    # The same history in seconds: the same estimate and band, in seconds. Before, the band was
+    # +-0.73 in either unit: -0.73 s .. 0.73 s around 85e-9 s (negative times).
+    assert (s["lower"] > 0).all(), s
+    for col in ("estimate", "lower", "upper"):
+        assert s[col].to_numpy() == pytest.approx(ns[col].to_numpy() * 1e-9, rel=1e-6), col
+    assert s["next"].fillna(0).tolist() == ns["next"].fillna(0).tolist()

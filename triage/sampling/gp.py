@@ -55,6 +55,8 @@ DESIGNS = ("prior", "fitted")
 MIN_FIT = 5
 #: At most this many commits carry the ALC sum (evenly spread); 2,048^2 doubles = 32 MB.
 ALC_GRID = 2048
+#: scikit-learn's normalize_y calls a standard deviation below this none (and divides by 1).
+_SKLEARN_CONSTANT = 10 * np.finfo(float).eps
 #: At most this many passes of Fedorov's exchange (``alc-joint``); each pass costs one posterior per pick.
 EXCHANGE_PASSES = 3
 
@@ -70,7 +72,9 @@ class HistoryGP:
 
     Attributes (after :meth:`fit`)
     ------------------------------
-    gp_ : the fitted ``GaussianProcessRegressor``
+    gp_ : the fitted ``GaussianProcessRegressor`` (on the values divided by ``scale_``)
+    scale_ : 1, or for values without spread (constant, one reading) or tinier than float
+        rounding can tell apart, their largest magnitude: the unit the values are fitted in
     n_ : number of commits in the history
     """
 
@@ -105,10 +109,18 @@ class HistoryGP:
         self.gp_ = GaussianProcessRegressor(
             _kernel(self.kernel), normalize_y=True, n_restarts_optimizer=0, optimizer=optimizer
         )
+        # normalize_y divides by the values' standard deviation, but scikit-learn takes one below
+        # 10 eps for none and divides by 1: the band of a constant history (or of one reading)
+        # was +-0.73 in the values' unit whatever it was (-0.73 .. 0.73 s around 1e-06 s, +-1.3
+        # around 5e6), and so was that of a history of tiny values. Such values are fitted in
+        # units of their largest magnitude, so the band scales with them.
+        self.scale_ = 1.0
+        if len(values) and float(np.std(values)) < _SKLEARN_CONSTANT:
+            self.scale_ = float(np.max(np.abs(values))) or 1.0
         with warnings.catch_warnings():
             # Few points often put a hyperparameter at its bound; the fit is still usable.
             warnings.simplefilter("ignore", ConvergenceWarning)
-            self.gp_.fit(self._x(positions), values)
+            self.gp_.fit(self._x(positions), values / self.scale_)
         self.positions_ = positions
         return self
 
@@ -116,7 +128,7 @@ class HistoryGP:
         """(mean, standard deviation) at ``positions`` (default: every commit)."""
         positions = np.arange(self.n_) if positions is None else positions
         mean, std = self.gp_.predict(self._x(positions), return_std=True)
-        return np.asarray(mean), np.asarray(std)
+        return np.asarray(mean) * self.scale_, np.asarray(std) * self.scale_
 
     def next_positions(self, k: int) -> list[int]:
         """The ``k`` unmeasured commits to measure next, most informative first.
