@@ -20,6 +20,12 @@ data, candidate files) and runs ``triage`` on them as a user would:
    reported as ``row 6: ...``, the point's number in its list, without
    saying which signature's list (each has a point 6); a null value was
    reported as ``value 'nan'``, which the file does not say.
+5. A wide Otava CSV (``time,commit,<metric>...``) with blank lines in it (two
+   exports pasted together, a trailing paragraph): a bad cell after them was
+   reported one line per blank line too early ("row 20" for line 22); the
+   same in a candidates CSV (``triage score --candidates``) and a decisions
+   CSV or JSON-lines file (``triage report --decisions``). README: a CSV
+   row is its file line.
 """
 
 from __future__ import annotations
@@ -235,3 +241,87 @@ def test_perfherder_bad_point_names_its_signature(real_frame, tmp_path: Path, va
     assert code == 2, text
     assert f"error: {data}, {problem}" in flat(text)
     assert "(point 6 of signature 'sig1')" in flat(text)
+
+
+# ---------------------------------------------------------------- row numbers after blank lines
+
+WIDE = [f"django-asv/form_benchmarks.form_{k}.benchmark.Form{k.title()}.time_form_{k}/ubuntu-latest/conda-py3.10"
+        for k in ("clean", "create")]
+
+
+def _wide_otava(frame: pd.DataFrame) -> list[str]:
+    """Two real django-asv series (same commits) as the lines of an Otava CSV: time, commit, one column each."""
+    parts = [_series(frame, sid).set_index("commit") for sid in WIDE]
+    lines = ["time,commit,form_clean,form_create"]
+    for commit, row in parts[0].iterrows():
+        stamp = pd.Timestamp(row["timestamp"]).strftime("%Y-%m-%d %H:%M:%S +0000")
+        lines.append(f"{stamp},{commit},{row['value']},{parts[1].loc[commit, 'value']}")
+    return lines
+
+
+def test_otava_csv_bad_cell_after_blank_lines_names_its_line(real_frame, tmp_path: Path) -> None:
+    lines = _wide_otava(real_frame)[:40]
+    lines[30] = lines[30].rsplit(",", 1)[0] + ",fast"
+    lines[10:10] = ["", "   "]  # two blank lines: the bad cell moves to line 33
+    data = tmp_path / "wide.csv"
+    data.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    code, text = invoke(["summary", "--data", data])
+    assert code == 2, text
+    assert f"error: {data}, row 33: value 'fast' is not a number" in flat(text)
+
+
+def test_otava_csv_round_trips_the_real_values(real_frame, tmp_path: Path) -> None:
+    data = tmp_path / "wide.csv"
+    data.write_text("\ufeff" + "\n".join(_wide_otava(real_frame)) + "\n\n\n")  # a BOM, trailing blank lines
+    out = tmp_path / "long.csv"
+    code, text = invoke(["convert", "--data", data, "--out", out])
+    assert code == 0, text
+    long = pd.read_csv(out, dtype={"value": str})
+    for sid, metric in zip(WIDE, ("form_clean", "form_create"), strict=True):
+        original = _series(real_frame, sid)
+        mine = long[long["series_id"] == metric]
+        assert list(mine["commit"]) == list(original["commit"])
+        assert [float(v) for v in mine["value"]] == [float(v) for v in original["value"]]
+        assert list(pd.to_datetime(mine["timestamp"])) == list(
+            pd.to_datetime(original["timestamp"]).dt.tz_localize(None))
+
+
+def test_candidate_csv_bad_row_after_blank_lines_names_its_line(real_frame, tmp_path: Path) -> None:
+    data = tmp_path / "wide.csv"
+    data.write_text("\n".join(_wide_otava(real_frame)) + "\n")
+    commits = list(_series(real_frame, WIDE[0])["commit"])
+    cands = tmp_path / "cands.csv"
+    cands.write_text("series_id,commit,index,detector,score\n"
+                     f"form_clean,{commits[100]},100,pelt,1\n\n\n"
+                     f"form_clean,{commits[200]},200,pelt,1\n"
+                     f"form_clean,{commits[300]},zz,pelt,1\n")
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", tmp_path / "scored.csv"])
+    assert code == 2, text
+    assert f"error: {cands}, row 6: index 'zz' is not a number" in flat(text)
+    cands.write_text("series_id,commit,index,detector,score\n\n"
+                     f"form_clean,{commits[100]},100,pelt,1\n\n"
+                     "form_clean,no-such-commit,,pelt,1\n")
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", tmp_path / "scored.csv"])
+    assert code == 2, text
+    assert f"error: {cands}, row 5: commit 'no-such-commit' is not in series 'form_clean'" in flat(text)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_decisions_bad_row_after_blank_lines_names_its_line(real_frame, tmp_path: Path, fmt) -> None:
+    data = tmp_path / "wide.csv"
+    data.write_text("\n".join(_wide_otava(real_frame)) + "\n")
+    cands = tmp_path / "cands.csv"
+    code, text = invoke(["candidates", "--data", data, "--detector", "pelt", "--out", cands])
+    assert code == 0, text
+    scored = tmp_path / f"scored.{fmt}"
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", scored, "--format", fmt])
+    assert code == 0, text
+    lines = scored.read_text().splitlines()
+    header = 1 if fmt == "csv" else 0
+    assert len(lines) > header + 3
+    bad = lines[header + 2].replace("false_positive", "maybe").replace("true_positive", "maybe")
+    edited = [*lines[: header + 1], "", "", lines[header + 1], bad]
+    scored.write_text("\n".join(edited) + "\n")
+    code, text = invoke(["report", "--data", data, "--decisions", scored, "--out", tmp_path / "report"])
+    assert code == 2, text
+    assert f"error: {scored}, row {len(edited)}: classification 'maybe' is not" in flat(text)

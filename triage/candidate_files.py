@@ -61,6 +61,7 @@ from triage.core.errors import InputError
 from triage.core.history import Dataset
 from triage.core.json_input import read_json
 from triage.loaders import read_csv_text
+from triage.readers.otava import csv_record_lines
 from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout, csv_delimiter
 
 #: Input layouts :func:`read_candidates` knows.
@@ -130,12 +131,15 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
             return _refuse_repeats(_otava_json(payload, path))
         return _perfherder_json(payload, path)
     # Separated by , ; tab or | as a data CSV may be (the header tells which).
-    frame = read_csv_text(path, sep=csv_delimiter(path), require_rows=False)
+    sep = csv_delimiter(path)
+    frame = read_csv_text(path, sep=sep, require_rows=False)
+    # Each row's line in the file: pandas skips blank lines, which row numbers must count.
+    numbers = [int(n) for n in csv_record_lines(path, len(frame), sep)]
     if layout == "candidates":
-        return _refuse_repeats(_candidates_csv(frame, path))
+        return _refuse_repeats(_candidates_csv(frame, path, numbers))
     if layout == "otava-csv":
-        return _refuse_repeats(_otava_csv(frame, path))
-    return _perfherder_csv(frame, path)
+        return _refuse_repeats(_otava_csv(frame, path, numbers))
+    return _perfherder_csv(frame, path, numbers)
 
 
 def is_blank(path: Path) -> bool:
@@ -277,12 +281,11 @@ def _otava_json(payload: object, path: Path) -> CandidateTable:
     return CandidateTable(pd.DataFrame(records), keys, commits, indices, rows, "otava-json", str(path))
 
 
-def _otava_csv(frame: pd.DataFrame, path: Path) -> CandidateTable:
+def _otava_csv(frame: pd.DataFrame, path: Path, numbers: list[int]) -> CandidateTable:
     if "commit" not in frame.columns and "index" not in frame.columns:
         raise InputError(path, 1, "need a 'commit' or an 'index' column to place each change")
     keys, commits, indices, rows = [], [], [], []
-    for i, rec in enumerate(frame.to_dict("records")):
-        row = i + 2
+    for row, rec in zip(numbers, frame.to_dict("records"), strict=True):
         metric = _text(rec.get("metric"))
         if metric is None:
             raise InputError(path, row, "metric is missing")
@@ -366,13 +369,12 @@ def _perfherder_json(payload: object, path: Path) -> CandidateTable:
     return CandidateTable(pd.DataFrame(records), keys, commits, [None] * n, rows, "perfherder-json", str(path))
 
 
-def _perfherder_csv(frame: pd.DataFrame, path: Path) -> CandidateTable:
+def _perfherder_csv(frame: pd.DataFrame, path: Path, numbers: list[int]) -> CandidateTable:
     sig_cols = [c for c in SIGNATURE_COLUMNS if c in frame.columns]
     if not sig_cols or "revision" not in frame.columns:
         raise InputError(path, 1, f"a Perfherder export needs a signature column ({', '.join(SIGNATURE_COLUMNS)}) and 'revision'")
     keys, commits, rows = [], [], []
-    for i, rec in enumerate(frame.to_dict("records")):
-        row = i + 2
+    for row, rec in zip(numbers, frame.to_dict("records"), strict=True):
         sig = {"signature_hash": rec.get("signature_hash") or rec.get("series_signature") or rec.get("signature"),
                "id": rec.get("signature_id"), "suite": rec.get("suite"), "test": rec.get("test"),
                "machine_platform": rec.get("machine_platform") or rec.get("platform")}

@@ -57,6 +57,7 @@ from triage.core.history import Dataset, History
 from triage.features.windows import adaptive_bounds
 from triage.inference import NOT_SCORABLE, NOT_SCORABLE_WHY
 from triage.plotting import scale_values
+from triage.readers.otava import csv_record_lines
 
 #: The file that marks a directory as a report this module wrote (and may replace).
 REPORT_MARKER = ".triage-report"
@@ -142,11 +143,14 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
     # (inference.not_scorable), which keeps its empty p_true: such a row is only consistent in a file
     # where every row is called true.
     every_call_true = bool((frame["classification"] == labels.TRUE_POSITIVE).all())
-    first: dict[tuple[str, int], int] = {}
+    first: dict[tuple[str, int], tuple[int, int]] = {}  # (series, index) -> (its row in the file, its record)
     repeated: list[int] = []
-    first_row = 1 if is_json_lines else 2  # JSON lines have no header line
+    # Each record's line in the file: blank lines (which both readers skip) are counted.
+    numbers = _json_line_numbers(path) if is_json_lines else csv_record_lines(path, len(frame))
+    if len(numbers) != len(frame):
+        numbers = np.arange(1, len(frame) + 1) + (0 if is_json_lines else 1)
     for i, rec in enumerate(frame.to_dict("records")):
-        row = i + first_row
+        row = int(numbers[i])
         sid = rec["series_id"]
         if sid not in dataset:
             raise InputError(path, row, f"unknown series {sid!r}")
@@ -190,17 +194,17 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         # decision on a row of other detector fields is one alert listed twice (`score` of a
         # Perfherder export where an alert was reassigned to a second summary): kept once.
         if (key := (sid, int(index[i]))) in first:
-            j = first[key] - first_row
+            earlier_row, j = first[key]
             earlier = frame.iloc[j]
             listed_twice = (rec["classification"] == earlier["classification"]
                             and str(rec["p_true"]) == str(earlier["p_true"])
                             and any(str(rec[c]) != str(earlier[c]) for c in frame.columns))
             if not listed_twice:
-                raise InputError(path, row, f"repeats the decision of row {first[key]} (series {sid!r}, "
+                raise InputError(path, row, f"repeats the decision of row {earlier_row} (series {sid!r}, "
                                  f"commit {h.commits[index[i]]!r})")
             repeated.append(i)
             continue
-        first[key] = row
+        first[key] = (row, i)
     frame["index"] = index
     frame["p_true"] = p_true
     frame = frame.drop(index=frame.index[repeated]).reset_index(drop=True)
@@ -208,6 +212,12 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         # Detector scores carry no human label; the data may have one at that commit.
         frame["label"] = [dataset[s].labels[i] for s, i in zip(frame["series_id"], frame["index"], strict=True)]
     return frame
+
+
+def _json_line_numbers(path: Path) -> np.ndarray:
+    """The line (1-based) of each non-blank line of a JSON-lines file: the records pandas reads."""
+    with open(path, "rb") as fh:
+        return np.asarray([n for n, line in enumerate(fh, start=1) if line.strip()], dtype=np.int64)
 
 
 def _whole_number(text: object, path: Path, row: int) -> int | None:
