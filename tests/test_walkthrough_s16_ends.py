@@ -19,6 +19,12 @@
    below 10 eps, as it also is for any history of values near 1e-20). Such
    values are now fitted in units of their magnitude: the band scales with
    the unit.
+4. ``triage culprit --data one-series.csv --oracle histories.csv.gz`` (the
+   whole export the readings come from, 372 series) was refused: "372 series
+   in the file: choose one with --series", though ``--data`` names its one
+   series. The oracle now answers for the series of ``--data`` when it holds
+   it. (The same refusal listed two series as "(s1, s2, ...)", as if there
+   were more.)
 """
 
 from __future__ import annotations
@@ -153,3 +159,42 @@ def test_sample_band_of_a_constant_history_scales_with_its_unit(tmp_path, real_f
     for col in ("estimate", "lower", "upper"):
         assert s[col].to_numpy() == pytest.approx(ns[col].to_numpy() * 1e-9, rel=1e-6), col
     assert s["next"].fillna(0).tolist() == ns["next"].fillna(0).tolist()
+
+
+# -- 4. culprit: the whole export as the oracle --------------------------------------------------
+
+MEM = "emg3d-bench/memory.SolverMemory.peakmem_solver(True;'iso')/meerkat/conda-py3.8"
+
+
+def test_culprit_oracle_of_many_series_answers_for_the_series_of_data(tmp_path, real_frame):
+    from conftest import SHARED_DATA
+
+    series = real_frame[real_frame["series_id"] == MEM].reset_index(drop=True)
+    if series.empty:
+        pytest.skip(f"no series {MEM} in the real histories")
+    commits = series["commit"].drop_duplicates().tolist()
+    # The largest step of the series (peak memory halves); 30 commits around it hidden.
+    per = series.groupby("commit", sort=False)["value"].mean().to_numpy()
+    at = int(abs(per[1:] / per[:-1] - 1).argmax()) + 1
+    partial = series[["series_id", "commit", "value"]].copy()
+    partial.loc[partial["commit"].isin(commits[at - 15 : at + 15]), "value"] = None
+    data = tmp_path / "partial.csv"
+    partial.to_csv(data, index=False)
+    export = SHARED_DATA / "real" / "histories.csv.gz"  # 372 series: the readings to come
+    out = tmp_path / "readings.csv"
+    code, output = invoke([
+        "culprit", "--data", data, "--before", commits[at - 16][:8], "--after", commits[at + 15][:8],
+        "--oracle", export, "--out", out,
+    ])
+    # It was "372 series in the file: choose one with --series", though --data names its one series.
+    assert code == 0, output
+    assert f"culprit: {commits[at]} (position {at})" in flat(output)
+    assert len(pd.read_csv(out)) >= 1
+
+
+def test_several_series_listed_in_full_without_a_trailing_ellipsis(tmp_path):
+    data = tmp_path / "two.csv"
+    data.write_text("series_id,commit,value\ns1,a,1\ns1,b,\ns2,a,2\ns2,b,\n")
+    code, output = invoke(["sample", "--data", data, "--budget", "1"])
+    assert code == 2, output
+    assert "2 series in the file: choose one with --series (s1, s2)" in flat(output)

@@ -259,7 +259,9 @@ def culprit(
     old, new, sigma = levels_around(history.values[left], history.values[right])
     answers = None
     if oracle is not None:
-        given = read_partial(oracle, series if series else None)
+        # A file of many series (the whole export the readings come from) answers for the
+        # series of --data: it was "N series in the file: choose one with --series".
+        given = read_partial(oracle, series if series else None, prefer=history.series_id)
         answers = dict(zip(given.commits, given.values, strict=True))
 
     # Every reading as it arrives: a search cut short keeps the ones already made.

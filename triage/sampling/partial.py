@@ -56,10 +56,14 @@ class PartialHistory:
         return int(hits[0])
 
 
-def read_partial(path: str | Path, series: str | None = None) -> PartialHistory:
+def read_partial(
+    path: str | Path, series: str | None = None, *, prefer: str | None = None
+) -> PartialHistory:
     """Read one series of a partly measured history (see module docstring).
 
     ``path`` may be ``-`` (stdin) and gzip or zstd compressed (told by content).
+    ``prefer``: without ``series``, the series to take from a file of several
+    when it holds that one (``culprit``'s oracle: the series of ``--data``).
     """
     with plain_file(path, directory_ok=False) as plain:
         frame = _read_cells(plain, display_name(path))
@@ -78,12 +82,15 @@ def read_partial(path: str | Path, series: str | None = None) -> PartialHistory:
     if "series_id" in frame.columns:
         ids = frame["series_id"].str.strip()
         names = list(dict.fromkeys(ids))
+        if series is None and prefer is not None and len(names) > 1 and prefer.strip() in names:
+            series = prefer.strip()
         if series is None:
             if len(names) > 1:
                 raise InputError(
                     path,
                     None,
-                    f"{len(names)} series in the file: choose one with --series ({', '.join(names[:5])}, ...)",
+                    f"{len(names)} series in the file: choose one with --series "
+                    f"({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})",
                 )
             series = names[0] if names else _stem(path)
         keep = (ids == series).to_numpy()
