@@ -26,6 +26,10 @@ data, candidate files) and runs ``triage`` on them as a user would:
    same in a candidates CSV (``triage score --candidates``) and a decisions
    CSV or JSON-lines file (``triage report --decisions``). README: a CSV
    row is its file line.
+6. ``triage plot`` of a real otel-java series (ids of up to 189 characters):
+   the title ran off both edges of the PNG, losing the project at its head
+   and the machine at its tail; of a one-commit series: an empty plot (a
+   line of one point draws nothing) with ticks from -0.04 to 0.04.
 """
 
 from __future__ import annotations
@@ -325,3 +329,53 @@ def test_decisions_bad_row_after_blank_lines_names_its_line(real_frame, tmp_path
     code, text = invoke(["report", "--data", data, "--decisions", scored, "--out", tmp_path / "report"])
     assert code == 2, text
     assert f"error: {scored}, row {len(edited)}: classification 'maybe' is not" in flat(text)
+
+
+# ---------------------------------------------------------------- triage plot
+
+LONGEST = ("otel-java/io.opentelemetry.sdk.MetricRecordBenchmark.threads1({aggregationTemporality:CUMULATIVE;"
+           "cardinality:100;instrumentTypeAndAggregation:HISTOGRAM_BASE2_EXPONENTIAL})/otel-bench-runner")
+
+
+def _png(path: Path):
+    from matplotlib.image import imread
+
+    return imread(str(path))[:, :, :3]
+
+
+def test_plot_title_of_a_long_real_series_id_stays_inside_the_picture(real_frame, tmp_path: Path) -> None:
+    data = tmp_path / "otel.csv"
+    _series(real_frame, LONGEST).to_csv(data, index=False)
+    out = tmp_path / "otel.png"
+    code, text = invoke(["plot", "--data", data, "--out", out])
+    assert code == 0, text
+    pixels = _png(out)
+    band = pixels[:40]  # the title's rows, above the axes
+    assert (band < 0.9).any(), "no title drawn"
+    # Text reaching an edge is text cut off there.
+    assert (band[:, :3] > 0.99).all() and (band[:, -3:] > 0.99).all()
+
+
+def test_title_lines_keep_both_ends_of_a_real_id() -> None:
+    from triage.plotting import title_lines
+
+    lines = title_lines(LONGEST, 110)
+    assert "".join(lines) == LONGEST and len(lines) == 2 and all(len(line) <= 110 for line in lines)
+    assert lines[0].endswith(":")  # broken after a separator (cardinality:|100), not inside a word
+    short = title_lines("x" * 1000, 50)
+    assert len(short) == 3 and short[0].startswith("x") and "\u2026" in "".join(short)
+
+
+def test_plot_of_a_one_commit_series_shows_its_value(real_frame, tmp_path: Path) -> None:
+    data = tmp_path / "one.csv"
+    _series(real_frame, LONGEST).head(1).to_csv(data, index=False)
+    out = tmp_path / "one.png"
+    code, text = invoke(["plot", "--data", data, "--out", out])
+    assert code == 0, text
+    pixels = _png(out)
+    height, width, _ = pixels.shape
+    # tab:blue (#1f77b4) in the middle of the axes, away from the legend in the top-left corner
+    middle = pixels[height // 4: 3 * height // 4, width // 3: 2 * width // 3]
+    blue = (abs(middle[:, :, 0] - 0x1F / 255) < 0.1) & (abs(middle[:, :, 1] - 0x77 / 255) < 0.1) & (
+        abs(middle[:, :, 2] - 0xB4 / 255) < 0.1)
+    assert blue.sum() > 10

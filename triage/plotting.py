@@ -86,6 +86,47 @@ def scale_values(ax, x: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, tup
     return shown, scale
 
 
+#: Most lines a plot's title is broken into; a longer title loses its middle (``…``).
+TITLE_LINES = 3
+#: Where a long title prefers to break: after a separator of series ids (``/``, ``.``, ``;``...).
+TITLE_BREAKS = "/.;,:)}]_- "
+
+
+def title_lines(text: str, width: int, max_lines: int = TITLE_LINES) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken after a separator where one is near.
+
+    Real series ids run to 189 characters (otel-java's parametrised JMH benchmarks) and
+    differ at both ends, so none is cut at the end; one that needs more than ``max_lines``
+    lines keeps its head and tail and loses its middle.
+    """
+    width = max(width, 8)
+    if len(text) > width * max_lines:
+        keep = width * max_lines - 1
+        text = text[: keep // 2] + "\u2026" + text[len(text) - (keep - keep // 2):]
+    lines = []
+    while len(text) > width:
+        cut = max((text.rfind(c, width // 2, width) for c in TITLE_BREAKS), default=-1)
+        cut = cut + 1 if cut > 0 else width
+        lines.append(text[:cut])
+        text = text[cut:]
+    return [*lines, text]
+
+
+def _fit_title(fig, title) -> None:
+    """Break a title wider than the figure into lines (:func:`title_lines`) instead of cutting both ends off."""
+    text = title.get_text()
+    renderer = fig.canvas.get_renderer()
+    room = 0.85 * fig.bbox.width  # centred over the axes, which the y label pushes right of the figure's middle
+    width = len(text)
+    for _ in range(8):  # characters differ in width: measured again until the widest line fits
+        wide = title.get_window_extent(renderer=renderer).width
+        if wide <= room or width <= 8:
+            return
+        longest = max(len(line) for line in title.get_text().split("\n"))
+        width = min(width - 1, int(longest * room / wide))
+        title.set_text("\n".join(title_lines(text, width)))
+
+
 def plot_history(history: History, out: str | Path, *, title: str | None = None, decisions=None) -> Path:
     """Render ``history`` as a PNG.
 
@@ -105,7 +146,11 @@ def plot_history(history: History, out: str | Path, *, title: str | None = None,
     out.parent.mkdir(parents=True, exist_ok=True)
     x = np.arange(len(history))
     fig, ax = plt.subplots(figsize=(11, 3.6), dpi=110)
-    ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value")
+    # A line needs two points: the value of a one-commit series is drawn as a dot, or nothing shows.
+    ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value", marker="o" if len(x) == 1 else None, ms=4)
+    if len(x) == 1:
+        ax.set_xlim(-1, 1)
+        ax.set_xticks([0])  # its one position, not ticks from -0.04 to 0.04
     # A few far outliers would squash the rest into a flat line: drawn at the scale's edge.
     shown, scale = scale_values(ax, x, history.values)
     if scale is not None and scale[1] > scale[0]:
@@ -129,7 +174,7 @@ def plot_history(history: History, out: str | Path, *, title: str | None = None,
                 va="bottom",
             )
     # parse_math=False: a "$" in a series id (or --title) is a character, not TeX (which may not even parse).
-    ax.set_title(title or history.series_id, fontsize=10, parse_math=False)
+    _fit_title(fig, ax.set_title(title or history.series_id, fontsize=10, parse_math=False))
     ax.set_xlabel("commit (position in history)")
     direction = {None: "", True: " (higher is better)", False: " (lower is better)"}[history.higher_is_better]
     ax.set_ylabel("value" + direction)
