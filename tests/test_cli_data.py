@@ -76,7 +76,7 @@ def test_demo_runs_every_job_end_to_end(tmp_path):
         "online loop (K = 4)",
         "report:",
         "default-scoring",
-        "0.50 (fixed)",  # the policy in words, not its spelling "0.50 0.5"
+        "0.75 (fixed)",  # the policy in words, not its spelling "0.75 0.75"
         "real-data figures",  # the manifests' figures are on each model's own data
     ):
         assert step in proc.stdout, step
