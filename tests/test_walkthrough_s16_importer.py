@@ -30,6 +30,10 @@ data, candidate files) and runs ``triage`` on them as a user would:
    the title ran off both edges of the PNG, losing the project at its head
    and the machine at its tail; of a one-commit series: an empty plot (a
    line of one point draws nothing) with ticks from -0.04 to 0.04.
+7. ``triage summary --data ../shared/data/real/histories.csv.gz`` on an
+   80-column terminal: the table's title was broken inside the file name
+   (``.../histories.cs`` then ``v.gz``), since rich fits a title to the
+   35-column table; a path could not be read or copied from it.
 """
 
 from __future__ import annotations
@@ -379,3 +383,17 @@ def test_plot_of_a_one_commit_series_shows_its_value(real_frame, tmp_path: Path)
     blue = (abs(middle[:, :, 0] - 0x1F / 255) < 0.1) & (abs(middle[:, :, 1] - 0x77 / 255) < 0.1) & (
         abs(middle[:, :, 2] - 0xB4 / 255) < 0.1)
     assert blue.sum() > 10
+
+
+# ---------------------------------------------------------------- triage summary at 80 columns
+
+
+@pytest.mark.parametrize("folder", ["real", "a-much-longer-folder-name-" * 3])
+def test_summary_title_keeps_the_file_name_whole(real_frame, tmp_path: Path, folder) -> None:
+    (tmp_path / folder).mkdir()
+    data = tmp_path / folder / "histories.csv.gz"
+    _series(real_frame, LONGEST).to_csv(data, index=False, compression="gzip")
+    code, text = invoke(["summary", "--data", data])
+    assert code == 0, text
+    assert any(line.strip() == f"Dataset {data}" for line in text.splitlines()), text
+    assert max(len(line) for line in text.splitlines() if "\u2502" in line) <= 80  # the table itself fits

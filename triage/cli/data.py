@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order
 from triage.cli.tables import console_for, dataset_summary, dataset_summary_rows
@@ -91,9 +92,27 @@ def synth(
     _check_synth_folder(out)
     with console.status(f"generating preset {preset!r} (seed {seed})"):
         path = write_synthetic(out, preset, seed, fmt=fmt)
-    console.print(
-        dataset_summary(load(path), title=f"Synthetic preset {preset!r}, seed {seed}: {path}")
-    )
+    _print_summary(load(path), title=f"Synthetic preset {preset!r}, seed {seed}: {path}")
+
+
+def _print_summary(dataset, title: str | None = None) -> None:
+    """:func:`dataset_summary` with its title whole.
+
+    The table is only as wide as its figures (35 columns), and rich breaks a
+    longer title inside words to fit (``/work/shared/data/real/histories.cs``,
+    then ``v.gz``). A title that fits the terminal widens the table to it;
+    a longer one is printed above the table as one line (the terminal wraps
+    it, and a path copied from it stays whole).
+    """
+    table = dataset_summary(dataset, title=title)
+    heading = table.title
+    length = len(heading.plain if isinstance(heading, Text) else str(heading or ""))
+    if length + 4 <= console.width:
+        table.min_width = length + 4
+    else:
+        console.print(heading, soft_wrap=True)
+        table.title = None
+    console.print(table)
 
 
 def summary(
@@ -131,7 +150,7 @@ def summary(
     if fmt == "json":
         typer.echo(json.dumps({"source": dataset.source, **dataset_summary_rows(dataset)}))
         return
-    console.print(dataset_summary(dataset))
+    _print_summary(dataset)
 
 
 def convert(
