@@ -563,13 +563,18 @@ class OnlineTriage:
         seen_in_batch: dict[tuple[str, str], int] = {}
         pending_ts: dict[str, int | None] = {}
         duplicates: list[tuple[int, int]] = []
+        depth_at: dict[int, int] = {}  # a new commit's position among its series' new commits of the batch
         for i, (sid, commit, value, ts) in enumerate(items):
             key = (sid, commit)
             if key in seen_in_batch:
                 j = seen_in_batch[key]
                 if items[j][2] != value:
                     _conflict(sid, commit, items[j][2], value)
-                duplicates.append((i, j))
+                # Without a store only the series' latest arrival is remembered with its output
+                # (_latest): a re-run after a later commit of its series decides and prints nothing,
+                # whether the two came in one batch or not (the output depended on the pipe's timing).
+                if self.store is not None or depth[sid] == depth_at[j]:
+                    duplicates.append((i, j))
                 continue
             st = self.state(sid)
             last_ts = (
@@ -578,6 +583,8 @@ class OnlineTriage:
             found, old, first = False, None, None
             if self.store is None:
                 found, old, first = self._latest(sid, commit, st)
+                if old is not None and depth.get(sid):
+                    old = None  # no longer the latest: a later commit of its series came first in this batch
             elif stored is not None:
                 found = key in stored
                 old, first = stored.get(key, (None, None))
@@ -606,7 +613,7 @@ class OnlineTriage:
                 pending_ts[sid] = ts
             seen_in_batch[key] = i
             k = depth.get(sid, 0)
-            depth[sid] = k + 1
+            depth[sid] = depth_at[i] = k + 1
             if k == len(rounds):
                 rounds.append([])
             rounds[k].append(i)
