@@ -25,6 +25,13 @@
    series. The oracle now answers for the series of ``--data`` when it holds
    it. (The same refusal listed two series as "(s1, s2, ...)", as if there
    were more.)
+5. ``triage steady`` over builds whose units differ: a result without
+   ``scoreUnit`` was warned about as "A.run is in , c1.json has it in
+   ns/op"; and a build in ``us/op`` converted to the first build's ``ns/op``
+   could leave the usable value range (1e98 us -> 1e101 ns), written as such
+   and then refused by every reader of the output. The first now says
+   "without a unit (no 'scoreUnit')", the second is refused naming the file,
+   the series and the conversion.
 """
 
 from __future__ import annotations
@@ -198,3 +205,41 @@ def test_several_series_listed_in_full_without_a_trailing_ellipsis(tmp_path):
     code, output = invoke(["sample", "--data", data, "--budget", "1"])
     assert code == 2, output
     assert "2 series in the file: choose one with --series (s1, s2)" in flat(output)
+
+
+# -- 5. steady: units across the builds of one history ------------------------------------------
+
+
+def _write_jmh(path: Path, entries: list[dict]) -> Path:
+    import json
+
+    path.write_text(json.dumps(entries))
+    return path
+
+
+def test_steady_names_a_result_without_a_score_unit(tmp_path):
+    a = _write_jmh(tmp_path / "c1.json", [_jmh_entry("org.acme.A.run", [[1000.0] * 20], unit="ns/op")])
+    b = tmp_path / "c2.json"
+    entry = _jmh_entry("org.acme.A.run", [[1.0] * 20])
+    del entry["primaryMetric"]["scoreUnit"]
+    _write_jmh(b, [entry])
+    with pytest.warns(UserWarning) as caught:
+        code, output = invoke(["steady", a, b, "--out", tmp_path / "long.csv", "--trim-warmup", "none"])
+    assert code == 0, output
+    said = " ".join(str(w.message) for w in caught)
+    # It read "org.acme.A.run is in , .../c1.json has it in ns/op".
+    assert "c2.json: org.acme.A.run is without a unit (no 'scoreUnit'), " in said, said
+    assert "c1.json has it in ns/op" in said, said
+
+
+def test_steady_refuses_a_unit_conversion_that_leaves_the_usable_range(tmp_path):
+    a = _write_jmh(tmp_path / "c1.json", [_jmh_entry("org.acme.A.run", [[1.0, 2.0]], unit="ns/op")])
+    b = _write_jmh(tmp_path / "c2.json", [_jmh_entry("org.acme.A.run", [[1e98, 2e98]], unit="us/op")])
+    out = tmp_path / "long.csv"
+    code, output = invoke(["steady", a, b, "--out", out, "--trim-warmup", "none"])
+    # It wrote 1e+101 (us converted to ns), which summary then refused at its row.
+    assert code == 2, output
+    said = flat(output)
+    assert "c2.json: org.acme.A.run in us/op, converted to ns/op (the unit of " in said, said
+    assert "c1.json): value 1e+101 is outside the usable range" in said, said
+    assert not out.exists()

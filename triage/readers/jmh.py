@@ -49,7 +49,7 @@ from triage.core.atomic import is_stdio
 from triage.core.errors import InputError
 from triage.core.history import Dataset, dataset_from_long
 from triage.core.json_input import read_json
-from triage.core.values import value_problem
+from triage.core.values import MAX_ABS, MIN_ABS, value_problem
 from triage.readers.source import COMPRESSED_SUFFIXES, display_name, plain_file
 
 COLUMNS = ["series_id", "mode", "unit", "fork", "iteration", "value"]
@@ -396,7 +396,7 @@ def _one_unit_per_series(frames: list[tuple[str, pd.DataFrame]], shown: list[str
             old, new = _time_unit(was), _time_unit(unit)
             if old is None or new is None or old[0] != new[0]:
                 warnings.warn(
-                    f"{name}: {series} is in {unit}, {where} has it in {was}: "
+                    f"{name}: {series} is {_in_unit(unit)}, {where} has it {_in_unit(was)}: "
                     "its values are not comparable across these commits",
                     stacklevel=3,
                 )
@@ -404,8 +404,23 @@ def _one_unit_per_series(frames: list[tuple[str, pd.DataFrame]], shown: list[str
             # x ops per new-unit = x * old/new ops per old-unit; x new-units per op = x * new/old old-units.
             factor = old[1] / new[1] if old[0] == "rate" else new[1] / old[1]
             rows = frame["series_id"] == series
-            frame.loc[rows, "value"] = frame.loc[rows, "value"] * factor
+            converted = frame.loc[rows, "value"] * factor
+            # Converted values can leave the usable range the file's own values were checked
+            # against: written as they came, the output was refused by every reader of it.
+            a = np.abs(converted.to_numpy(dtype=float))
+            bad = (a != 0) & ~((a >= MIN_ABS) & (a <= MAX_ABS))
+            if bad.any():
+                problem = value_problem(float(converted.iloc[int(np.argmax(bad))]))
+                raise InputError(
+                    name, None, f"{series} in {unit}, converted to {was} (the unit of {where}): {problem}"
+                )
+            frame.loc[rows, "value"] = converted
             frame.loc[rows, "unit"] = was
+
+
+def _in_unit(unit: str) -> str:
+    """``in ns/op``; a result without ``scoreUnit`` read "B.a is in , c1.json has it in ns/op"."""
+    return f"in {unit}" if unit else "without a unit (no 'scoreUnit')"
 
 
 def _stem(path: str | Path) -> str:
