@@ -34,6 +34,12 @@ data, candidate files) and runs ``triage`` on them as a user would:
    80-column terminal: the table's title was broken inside the file name
    (``.../histories.cs`` then ``v.gz``), since rich fits a title to the
    35-column table; a path could not be read or copied from it.
+8. ``triage candidates --detector pelt --param model=mahalanobis`` (or
+   binseg) on real histories beside a series of constant values (a legal
+   input): the whole run ended with "Invalid value: Singular matrix",
+   naming neither the series nor the model. A constant series has no change
+   point for any detector and now gives none; a detector failing on a series
+   names it.
 """
 
 from __future__ import annotations
@@ -397,3 +403,36 @@ def test_summary_title_keeps_the_file_name_whole(real_frame, tmp_path: Path, fol
     assert code == 0, text
     assert any(line.strip() == f"Dataset {data}" for line in text.splitlines()), text
     assert max(len(line) for line in text.splitlines() if "\u2502" in line) <= 80  # the table itself fits
+
+
+# ---------------------------------------------------------------- triage candidates on a constant series
+
+
+@pytest.mark.parametrize("detector", ["pelt", "binseg"])
+def test_candidates_mahalanobis_beside_a_constant_series(real_frame, tmp_path: Path, detector) -> None:
+    real = _series(real_frame, WIDE[0])
+    constant = pd.DataFrame({"series_id": "constant", "commit": [f"k{i}" for i in range(40)],
+                             "timestamp": real["timestamp"].iloc[:40].to_numpy(), "value": "2.5E+02"})
+    data = tmp_path / "history.csv"
+    pd.concat([real, constant]).to_csv(data, index=False)
+    out = tmp_path / "cands.csv"
+    code, text = invoke(["candidates", "--data", data, "--detector", detector, "--param", "model=mahalanobis",
+                         "--out", out])
+    assert code == 0, text
+    cands = pd.read_csv(out)
+    assert len(cands) and set(cands["series_id"]) == {WIDE[0]}  # the real series' changes, none on the constant one
+
+
+def test_a_detector_failing_on_a_series_names_it(real_frame, tmp_path: Path, monkeypatch) -> None:
+    from triage.detectors.penalised import Pelt
+
+    def fail(self, values):
+        raise ValueError("Singular matrix")
+
+    monkeypatch.setattr(Pelt, "detect", fail)
+    data = tmp_path / "history.csv"
+    _series(real_frame, WIDE[0]).to_csv(data, index=False)
+    code, text = invoke(["candidates", "--data", data, "--detector", "pelt", "--out", tmp_path / "c.csv"])
+    assert code == 2, text
+    squeezed = flat(text).replace(" ", "")  # the box breaks the long id across lines
+    assert f"detector'pelt'failedonseries'{WIDE[0]}'(948commits):Singularmatrix" in squeezed
