@@ -40,6 +40,10 @@ data, candidate files) and runs ``triage`` on them as a user would:
    naming neither the series nor the model. A constant series has no change
    point for any detector and now gives none; a detector failing on a series
    names it.
+9. An Otava YAML config whose test names a ``time_column`` the CSV lacks
+   (a typo, ``when`` for ``time``) was read without a word and without
+   timestamps, keyed by the commit column; Otava itself refuses it. Now an
+   error naming the CSV and the column.
 """
 
 from __future__ import annotations
@@ -436,3 +440,43 @@ def test_a_detector_failing_on_a_series_names_it(real_frame, tmp_path: Path, mon
     assert code == 2, text
     squeezed = flat(text).replace(" ", "")  # the box breaks the long id across lines
     assert f"detector'pelt'failedonseries'{WIDE[0]}'(948commits):Singularmatrix" in squeezed
+
+
+# ---------------------------------------------------------------- Otava YAML config
+
+
+def _otava_config(real_frame, tmp_path: Path, time_column: str) -> Path:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "forms.csv").write_text("\n".join(_wide_otava(real_frame)) + "\n")
+    config = tmp_path / "otava.yaml"
+    config.write_text(f"""tests:
+  django.forms:
+    type: csv
+    file: tests/forms.csv
+    time_column: {time_column}
+    metrics:
+      clean: {{column: form_clean, direction: -1}}
+      create: {{column: form_create, direction: 1}}
+""")
+    return config
+
+
+def test_otava_config_reads_directions_and_timestamps(real_frame, tmp_path: Path) -> None:
+    config = _otava_config(real_frame, tmp_path, "time")
+    out = tmp_path / "long.csv"
+    code, text = invoke(["convert", "--data", config, "--out", out])
+    assert code == 0, text
+    long = pd.read_csv(out, dtype={"higher_is_better": str})
+    clean = long[long["series_id"] == "django.forms/clean"]
+    original = _series(real_frame, WIDE[0])
+    assert list(clean["commit"]) == list(original["commit"])
+    assert list(pd.to_datetime(clean["timestamp"])) == list(pd.to_datetime(original["timestamp"]).dt.tz_localize(None))
+    assert set(clean["higher_is_better"]) == {"false"}
+    assert set(long.loc[long["series_id"] == "django.forms/create", "higher_is_better"]) == {"true"}
+
+
+def test_otava_config_time_column_missing_from_the_csv_is_an_error(real_frame, tmp_path: Path) -> None:
+    config = _otava_config(real_frame, tmp_path, "when")
+    code, text = invoke(["summary", "--data", config])
+    assert code == 2, text
+    assert "tests/forms.csv, row 1: missing column 'when', the config's time_column (found: time, commit," in flat(text)

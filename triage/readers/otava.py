@@ -104,6 +104,7 @@ def otava_frame(
     delimiter: str | None = None,
     quotechar: str = '"',
     prefix: str = "",
+    time_required: bool = False,
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """One Otava CSV as a long frame and its file line numbers.
 
@@ -111,11 +112,16 @@ def otava_frame(
     default every column other than time, commit and branch whose non-empty
     cells are mostly numbers (text attributes are left out; a stray
     non-number in a metric column is an error naming its row).
+    ``time_required``: the time column was named (a config's ``time_column``),
+    so a file without it is an error rather than read without timestamps.
     """
     sep = delimiter or sniff_delimiter(_header(path))
     frame = read_csv_text(path, sep=sep, quotechar=quotechar)
     has_time = time_column in frame.columns
     has_commit = commit_column in frame.columns
+    if time_required and not has_time:
+        raise InputError(path, 1, f"missing column {time_column!r}, the config's time_column "
+                         f"(found: {', '.join(frame.columns)})")
     if not has_time and not has_commit:
         raise InputError(
             path, 1,
@@ -245,6 +251,7 @@ def read_otava_config(
                 delimiter=options.get("delimiter"),
                 quotechar=options.get("quote_char", '"'),
                 prefix=f"{name}/",
+                time_required="time_column" in test,
             )
             higher = {f"{name}/{m}": d for m, d in directions.items()}
             histories.extend(
