@@ -32,6 +32,10 @@
    and then refused by every reader of the output. The first now says
    "without a unit (no 'scoreUnit')", the second is refused naming the file,
    the series and the conversion.
+6. ``triage sample --data`` / ``triage culprit --oracle`` with a header that
+   names a column twice (``commit,value,value``: two runs side by side) read
+   the first ``value`` without a word, where README says every CSV reader
+   refuses such a header naming the column and its positions. They now do.
 """
 
 from __future__ import annotations
@@ -243,3 +247,35 @@ def test_steady_refuses_a_unit_conversion_that_leaves_the_usable_range(tmp_path)
     assert "c2.json: org.acme.A.run in us/op, converted to ns/op (the unit of " in said, said
     assert "c1.json): value 1e+101 is outside the usable range" in said, said
     assert not out.exists()
+
+
+# -- 6. sample / culprit: a header that names a column twice -------------------------------------
+
+
+@pytest.mark.parametrize("option", ["--data", "--oracle"])
+def test_partial_history_with_a_column_named_twice_is_refused(tmp_path, real_frame, option):
+    per = real_frame[real_frame["series_id"] == MEM].groupby("commit", sort=False)["value"].mean()
+    if per.empty:
+        pytest.skip(f"no series {MEM} in the real histories")
+    # Two runs side by side, both headed `value` (a spreadsheet export): which one is meant?
+    rows = ["commit,value,value"] + [
+        f"{c},{'' if 100 < i < 130 else v},{v * 1.01}" for i, (c, v) in enumerate(per.items())
+    ]
+    twice = tmp_path / "twice.csv"
+    twice.write_text("\n".join(rows) + "\n")
+    clean = tmp_path / "clean.csv"
+    pd.DataFrame({"commit": per.index, "value": per.to_numpy()}).to_csv(clean, index=False)
+    commits = per.index.tolist()
+    args = {
+        "--data": ["sample", "--data", twice, "--budget", "2"],
+        "--oracle": ["culprit", "--data", clean, "--before", commits[100], "--after", commits[130],
+                     "--oracle", twice],
+    }[option]
+    if option == "--oracle":  # the gap must be unmeasured in --data for the oracle to be asked
+        part = pd.read_csv(clean)
+        part.loc[101:129, "value"] = None
+        part.to_csv(clean, index=False)
+    code, output = invoke(args)
+    # The first `value` was read without a word (pandas renamed the second `value.1`).
+    assert code == 2, output
+    assert "twice.csv, row 1: column 'value' (columns 2 and 3) is named more than once" in flat(output)

@@ -12,6 +12,7 @@ line 1) and the problem.
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import pandas as pd
 from triage.core.errors import InputError
 from triage.core.values import check_values
 from triage.readers.otava import sniff_delimiter
-from triage.readers.source import COMPRESSED_SUFFIXES, display_name, plain_file
+from triage.readers.source import COMPRESSED_SUFFIXES, check_header, display_name, plain_file
 from triage.sampling.gp import HistoryGP
 
 
@@ -142,13 +143,14 @@ def _read_cells(plain: Path, shown: str) -> pd.DataFrame:
     """Every cell of a plain CSV file as text; errors name ``shown`` (the file the user gave)."""
     with open(plain, "rb") as fh:
         header = fh.readline().decode("utf-8", errors="replace")
+    sep = sniff_delimiter(header)
     try:
         # compression=None: plain_file decompressed it already, whatever its suffix says.
         # The delimiter as every other CSV reader of the project takes it (`,` `;` tab or `|`, told
         # by the header): a spreadsheet's `commit;value` was "missing column 'commit', 'value'".
-        return pd.read_csv(
+        frame = pd.read_csv(
             plain,
-            sep=sniff_delimiter(header),
+            sep=sep,
             dtype=str,
             keep_default_na=False,
             skipinitialspace=True,
@@ -167,6 +169,10 @@ def _read_cells(plain: Path, shown: str) -> pd.DataFrame:
         except UnicodeDecodeError as exc:
             line = raw[: exc.start].count(b"\n") + 1
         raise InputError(shown, line, "not a UTF-8 text file") from None
+    # A column named twice (`commit,value,value`) is refused, as by every other CSV reader of the
+    # project: pandas renamed the second `value.1` and the first was read without a word.
+    check_header(shown, names=[str(c).strip() for c in next(csv.reader([header], delimiter=sep))])
+    return frame
 
 
 def sample_plan(history: PartialHistory, budget: int, kernel: str = "brownian") -> pd.DataFrame:
