@@ -44,6 +44,12 @@ data, candidate files) and runs ``triage`` on them as a user would:
    (a typo, ``when`` for ``time``) was read without a word and without
    timestamps, keyed by the commit column; Otava itself refuses it. Now an
    error naming the CSV and the column.
+10. asv results of memory benchmarks (the real emg3d ``peakmem_*`` series):
+    their direction was read as unknown, not lower-is-better as README
+    says, because asv writes the types ``memory`` and ``peakmemory`` in
+    ``benchmarks.json`` and the reader knew only ``mem`` and ``peakmem``;
+    without ``benchmarks.json`` every benchmark's direction was unknown,
+    though asv itself tells a ``time_*`` or ``peakmem_*`` benchmark by its name.
 """
 
 from __future__ import annotations
@@ -87,7 +93,7 @@ def _asv_results(frame: pd.DataFrame, root: Path) -> Path:
     machine.mkdir(parents=True)
     (machine / "machine.json").write_text(json.dumps({"machine": "meerkat", "version": 1}))
     (results / "benchmarks.json").write_text(json.dumps({
-        "memory.ResidualMemory.peakmem_residual": {"type": "peakmem", "unit": "bytes",
+        "memory.ResidualMemory.peakmem_residual": {"type": "peakmemory", "unit": "bytes",  # what asv writes
                                                    "params": [["'big'", "'small'"]], "param_names": ["size"]},
         "version": 2}))
     for commit, value, stamp in zip(big["commit"], big["value"], big["timestamp"], strict=True):
@@ -480,3 +486,16 @@ def test_otava_config_time_column_missing_from_the_csv_is_an_error(real_frame, t
     code, text = invoke(["summary", "--data", config])
     assert code == 2, text
     assert "tests/forms.csv, row 1: missing column 'when', the config's time_column (found: time, commit," in flat(text)
+
+
+
+def test_asv_direction_without_benchmarks_json_follows_asv_names(real_frame, tmp_path: Path) -> None:
+    results = _asv_results(real_frame, tmp_path)
+    (results / "benchmarks.json").unlink()
+    out = tmp_path / "long.csv"
+    code, text = invoke(["convert", "--data", results, "--out", out])
+    assert code == 0, text
+    long = pd.read_csv(out, dtype={"higher_is_better": str})
+    assert set(long["higher_is_better"]) == {"false"}  # peakmem_residual: asv's peak-memory type
+    code, text = invoke(["summary", "--data", results, "--format", "json"])
+    assert json.loads(text)["lower_is_better_series"] == 2

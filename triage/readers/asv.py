@@ -16,8 +16,11 @@ are read too.
 One series per (machine, environment, benchmark, parameter combination):
 ``<machine>/<env>/<benchmark>`` plus ``(<p1>, <p2>)`` for parametrised
 benchmarks. Commits are ordered by their date, as ``asv publish`` draws them.
-Times and memory (types ``time``, ``mem``, ``peakmem``) are lower-is-better;
-``track`` benchmarks leave the direction unknown.
+Times and memory are lower-is-better: asv's types ``time``, ``memory`` and
+``peakmemory`` in ``benchmarks.json`` (``mem`` and ``peakmem`` are read too),
+or, for a benchmark it does not list (or without it), asv's own rule on the
+name: a function or method named ``time_*``, ``timeraw_*``, ``mem_*`` or
+``peakmem_*``. ``track`` benchmarks leave the direction unknown.
 """
 
 from __future__ import annotations
@@ -32,7 +35,18 @@ from triage.core.errors import InputError
 from triage.core.history import Dataset, Trim, dataset_from_long
 from triage.core.json_input import read_json
 
-LOWER_IS_BETTER_TYPES = frozenset({"time", "mem", "peakmem"})
+#: asv's benchmark types whose values are better lower (asv writes memory and peakmemory).
+LOWER_IS_BETTER_TYPES = frozenset({"time", "memory", "peakmemory", "mem", "peakmem"})
+#: asv's name prefixes of those types, for benchmarks ``benchmarks.json`` does not describe.
+LOWER_IS_BETTER_PREFIXES = ("time_", "timeraw_", "mem_", "peakmem_")
+
+
+def _lower_is_better(name: str, meta: dict) -> bool | None:
+    """False (lower is better) for a time or memory benchmark, None when asv leaves it open (track)."""
+    kind = meta.get("type")
+    if kind is None:  # asv tells the type by the function's name: bench.Suite.time_sort
+        kind = "time" if name.rsplit(".", 1)[-1].startswith(LOWER_IS_BETTER_PREFIXES) else None
+    return False if kind in LOWER_IS_BETTER_TYPES else None
 
 
 def is_asv_results(path: Path) -> bool:
@@ -119,8 +133,7 @@ def read_asv(path: str | Path, *, aggregate: str = "mean", trim: Trim = None) ->
                     sid = f"{machine}/{env}/{name}{label}"
                     records.append({"series_id": sid, "commit": commit, "date": date,
                                     "value": float(value), "_file": str(file), "_where": f"benchmark {name!r}{label}"})
-                    kind = meta.get("type")
-                    higher[sid] = False if kind in LOWER_IS_BETTER_TYPES else None
+                    higher[sid] = _lower_is_better(name, meta)
     if not records:
         raise InputError(path, None, "no benchmark results in the asv result files")
     frame = pd.DataFrame.from_records(records)
