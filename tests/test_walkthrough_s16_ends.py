@@ -36,6 +36,10 @@
    names a column twice (``commit,value,value``: two runs side by side) read
    the first ``value`` without a word, where README says every CSV reader
    refuses such a header naming the column and its positions. They now do.
+7. ``triage steady`` on an array of runs with a bare number where a run
+   belongs (``[[0.91, 0.52, ...], 0.49]``) said the file "mixes runs (arrays
+   of numbers) and JMH benchmark objects", though it holds no object; it now
+   says what the entry is and what was expected there.
 """
 
 from __future__ import annotations
@@ -279,3 +283,15 @@ def test_partial_history_with_a_column_named_twice_is_refused(tmp_path, real_fra
     # The first `value` was read without a word (pandas renamed the second `value.1`).
     assert code == 2, output
     assert "twice.csv, row 1: column 'value' (columns 2 and 3) is named more than once" in flat(output)
+
+
+# -- 7. steady: an array of runs with a number where a run belongs -------------------------------
+
+
+def test_steady_names_a_number_among_runs_for_what_it_is(tmp_path):
+    src = tmp_path / "c1.json"
+    src.write_text("[[0.91, 0.52, 0.50, 0.51], 0.49]")  # the second run's brackets forgotten
+    code, output = invoke(["steady", src, "--out", tmp_path / "long.csv", "--series", "parse"])
+    # It said "mixes runs (arrays of numbers) and JMH benchmark objects": there is no object.
+    assert code == 2, output
+    assert "c1.json, row 2: is 0.49: expected a run (an array of numbers)" in flat(output)

@@ -105,6 +105,15 @@ def read_jmh(
     runs = [isinstance(item, list) for item in payload]
     if any(r != runs[0] for r in runs):
         other = next(i for i, r in enumerate(runs) if r != runs[0])
+        if not isinstance(payload[other], (list, dict)):
+            # A number or a string where a run (or a benchmark object) belongs: "mixes runs and
+            # JMH benchmark objects" sent the user looking for an object that is not there.
+            raise InputError(
+                path,
+                other + 1,
+                f"is {json.dumps(payload[other])[:40]}: expected "
+                + ("a run (an array of numbers)" if runs[0] else "a benchmark object"),
+            )
         raise InputError(
             path, other + 1, "mixes runs (arrays of numbers) and JMH benchmark objects"
         )
