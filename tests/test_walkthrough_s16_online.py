@@ -25,6 +25,12 @@ Defects found (what a user did, what went wrong):
    them, as README says of a re-run of a waiting commit in memory: 1,652
    against 1,648 lines for one series. Now a re-run after a later commit of
    its series prints nothing in a batch too.
+4. Sent a value beyond what a float holds: ``1e400`` (JSON or ``--csv``)
+   stopped the whole watcher with "value inf is not a finite number", while
+   ``1e300`` (and a 400-digit integer) quarantine only their series as README
+   promises; ``1e-400`` was read as 0.0 and decided as the value 0, silently.
+   Now both quarantine their series, naming the line and the value as sent,
+   and the stream goes on.
 """
 
 from __future__ import annotations
@@ -192,3 +198,25 @@ def test_watch_piped_backlog_prints_what_csv_prints(rhai_all, tmp_path):
     from_csv = [line for line in out.splitlines() if line.startswith("{")]
     assert piped.stdout.splitlines() == from_csv
     assert len(from_csv) == 1648
+
+
+@pytest.mark.parametrize("literal", ["1e-400", "-2.5E+400"])
+def test_value_beyond_a_float_quarantines_its_series(rhai_lines, tmp_path, literal):
+    real = [json.loads(line) for line in rhai_lines[:30]]
+    # (series, commit, value as sent): the real series, and one more whose second value no float holds
+    feed = [(r["series_id"], r["commit"], repr(r["value"])) for r in real[:10]]
+    feed += [("other", "o1", "2.0"), ("other", "o2", literal)]
+    feed += [(r["series_id"], r["commit"], repr(r["value"])) for r in real[10:20]]
+    feed += [("other", "o3", "3.0")]
+    feed += [(r["series_id"], r["commit"], repr(r["value"])) for r in real[20:]]
+    as_json = "".join(f'{{"series_id": "{s}", "commit": "{c}", "value": {v}}}\n' for s, c, v in feed)
+    csv_file = tmp_path / "feed.csv"
+    csv_file.write_text("series_id,commit,value\n" + "".join(f"{s},{c},{v}\n" for s, c, v in feed))
+    expected = run_triage("watch", "--explain", "none", stdin="".join(
+        f'{{"series_id": "{s}", "commit": "{c}", "value": {v}}}\n' for s, c, v in feed if s == SERIES))
+    for got, where in ((run_triage("watch", "--explain", "none", stdin=as_json), "<stdin>, line 12"),
+                       (run_triage("watch", "--explain", "none", "--csv", csv_file), f"{csv_file}, line 13")):
+        assert got.returncode == 0, got.stderr
+        assert f"quarantined series 'other' ({where}): value {literal} is outside the usable range" in got.stderr
+        assert '"other"' not in got.stdout
+        assert got.stdout.splitlines() == expected.stdout.splitlines()

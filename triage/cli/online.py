@@ -43,6 +43,7 @@ import csv
 import gc
 import io
 import json
+import math
 import sys
 import time
 from collections.abc import Iterator
@@ -115,6 +116,12 @@ def _json_records(stream: io.TextIOBase, source: str, first: int = 1) -> Iterato
             raise _bad(source, number, str(exc)) from None
         if "\\ud" in line or "\\uD" in line:  # an escaped surrogate: valid JSON, but maybe no Unicode text
             _check_unicode(record, source, number)
+        value = record.get("value")
+        if isinstance(value, float) and (value == 0.0 or math.isinf(value)):
+            # 1e400 parses as inf, 1e-400 as 0.0: the literal tells a unit problem from a real 0.
+            literal = json.loads(line.lstrip("\ufeff"), parse_float=str).get("value")
+            if isinstance(literal, str) and (problem := _beyond_float(literal)) is not None:
+                record[UNUSABLE] = problem
         yield number, record
 
 
@@ -129,6 +136,32 @@ def _check_unicode(record: dict, source: str, number: int) -> None:
                 raise _bad(source, number, f"{key} {value!r} is not Unicode text: a lone surrogate "
                            f"\\u{ord(value[exc.start]):04x} at character {exc.start + 1} "
                            "(escape a character outside the BMP as a surrogate pair, or send it as UTF-8)") from None
+
+
+#: Key of a record whose value's text lies beyond a float (``1e400``, ``1e-400``): the problem, for quarantine.
+UNUSABLE = "\0unusable"
+
+
+def _beyond_float(text: str) -> str | None:
+    """Why a number's text is a unit problem although ``float()`` reads it (as inf or 0.0), else None.
+
+    ``float("1e400")`` is inf and ``float("1e-400")`` is 0.0: the first stopped
+    the stream as if the line were garbled (``1e300`` quarantines its series),
+    the second was decided as the value 0.
+    """
+    try:
+        x = float(text)
+    except ValueError:
+        return None
+    mantissa = text.strip().lower().split("e")[0]
+    if math.isinf(x) and any(c.isdigit() for c in mantissa):
+        would = "infinity"
+    elif x == 0.0 and any(c in "123456789" for c in mantissa):
+        would = "0"
+    else:
+        return None
+    return (f"value {text.strip()} is outside the usable range (0 or 1e-100 <= |x| <= 1e100): a float cannot hold "
+            f"it (it would be read as {would}); rescale the series (change its unit)")
 
 
 #: Most commits of a piped stream decided in one transaction. Each series'
@@ -310,6 +343,8 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
             raise _bad(path, number, f"value {row['value']!r} is not a number") from None
         # Ids as every long-layout reader takes them (`s1, c00` is commit `c00`, not ` c00`).
         record = {"series_id": row["series_id"].strip(), "commit": row["commit"].strip(), "value": value}
+        if (value == 0.0 or math.isinf(value)) and (problem := _beyond_float(row["value"])) is not None:
+            record[UNUSABLE] = problem
         if row.get("timestamp", "").strip():
             record["timestamp"] = row["timestamp"]
         yield number, record
@@ -405,8 +440,23 @@ def watch(
         )
         out = sys.stdout
         quarantined: set[str] = set()  # series whose values the loop cannot compute with (issue 14)
+        def quarantine(series: str, number: int, problem: str) -> None:
+            quarantined.add(series)
+            err_console.print(f"quarantined series {series!r} ({source}, line {number}): "
+                              f"{problem}; its later commits are skipped",
+                              markup=False, highlight=False, soft_wrap=True)
+
         for batch in batches:
-            batch = [(n, r) for n, r in batch if not quarantined or _series_of(r) not in quarantined]
+            if any(UNUSABLE in r for _, r in batch):
+                usable: list[tuple[int, dict]] = []
+                for n, r in batch:
+                    if UNUSABLE in r and _series_of(r) not in quarantined:
+                        quarantine(_series_of(r), n, r[UNUSABLE])
+                    if _series_of(r) not in quarantined:
+                        usable.append((n, r))
+                batch = usable  # the series' lines before its unusable one are decided
+            elif quarantined:
+                batch = [(n, r) for n, r in batch if _series_of(r) not in quarantined]
             try:
                 decisions = loop.process_many([record for _, record in batch])
             except RejectedCommit:
@@ -420,10 +470,7 @@ def watch(
                         decisions.append(loop.process_many([record])[0])
                     except RejectedCommit as exc:
                         if out_of_range(_value_of(record)):  # one series' unit, not a garbled stream
-                            quarantined.add(exc.series)
-                            err_console.print(f"quarantined series {exc.series!r} ({source}, line {number}): "
-                                              f"{exc.problem}; its later commits are skipped",
-                                              markup=False, highlight=False, soft_wrap=True)
+                            quarantine(exc.series, number, exc.problem)
                             continue
                         if isinstance(exc, LateCommit):
                             # One build finished after a later one: stopping here stopped every
