@@ -50,6 +50,9 @@ data, candidate files) and runs ``triage`` on them as a user would:
     ``benchmarks.json`` and the reader knew only ``mem`` and ``peakmem``;
     without ``benchmarks.json`` every benchmark's direction was unknown,
     though asv itself tells a ``time_*`` or ``peakmem_*`` benchmark by its name.
+11. ``triage convert --data perf.json --alerts alerts.json.gz`` (an alerts
+    export kept compressed, as README allows for any file): "not a UTF-8
+    text file"; the alerts file alone was read without decompressing it.
 """
 
 from __future__ import annotations
@@ -499,3 +502,25 @@ def test_asv_direction_without_benchmarks_json_follows_asv_names(real_frame, tmp
     assert set(long["higher_is_better"]) == {"false"}  # peakmem_residual: asv's peak-memory type
     code, text = invoke(["summary", "--data", results, "--format", "json"])
     assert json.loads(text)["lower_is_better_series"] == 2
+
+
+
+@pytest.mark.parametrize("compress", ["gzip", "zstd"])
+def test_perfherder_alerts_export_may_be_compressed(real_frame, tmp_path: Path, compress) -> None:
+    import gzip
+
+    import zstandard
+
+    data = _perf_data(real_frame, tmp_path / "perf.json")
+    revision = _series(real_frame, DJANGO.format("10"))["commit"].iloc[200]
+    export = json.dumps({"results": [{"id": 1, "revision": revision, "alerts": [
+        {"id": 2, "status": 4, "series_signature": {"id": 40, "signature_hash": "sig0", "lower_is_better": True}}]}]})
+    alerts = tmp_path / "alerts.json.gz"
+    alerts.write_bytes(gzip.compress(export.encode()) if compress == "gzip"
+                       else zstandard.ZstdCompressor().compress(export.encode()))
+    out = tmp_path / "labelled.csv"
+    code, text = invoke(["convert", "--data", data, "--alerts", alerts, "--out", out])
+    assert code == 0, text
+    long = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert long.loc[long["label"] != "", ["series_id", "commit", "label"]].values.tolist() == [
+        ["sig0", revision, "true_positive"]]

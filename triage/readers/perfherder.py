@@ -28,6 +28,7 @@ from triage.core import labels
 from triage.core.errors import InputError
 from triage.core.history import Dataset, Trim, dataset_from_long
 from triage.core.json_input import read_json
+from triage.readers.source import plain_file
 
 POINT_FIELDS = ("revision", "value")
 
@@ -83,7 +84,10 @@ def read_perfherder_data(
     higher: dict[str, bool | None] = {}
     if alerts is not None:
         frame["label"] = ""
-        _apply_alerts(frame, sig_ids, Path(alerts), higher)
+        # Compressed (gzip / zstd, by its first bytes) or standard input, as every input may be;
+        # errors name the file as given.
+        with plain_file(alerts, directory_ok=False) as plain:
+            _apply_alerts(frame, sig_ids, plain, higher)
     try:
         return dataset_from_long(frame, None, path, aggregate=aggregate, sort_timestamps=sort_timestamps,
                                  higher_is_better=higher, trim=trim)
