@@ -31,6 +31,11 @@ Defects found (what a user did, what went wrong):
    promises; ``1e-400`` was read as 0.0 and decided as the value 0, silently.
    Now both quarantine their series, naming the line and the value as sent,
    and the stream goes on.
+5. Restarted a watcher on its state with another ``--model`` (on-call picked
+   the default after the state was built with ``online-w3``): the refusal read
+   "the state was built with model d32622c456a0, this is model 70bfe6037211",
+   two hashes that do not say which model to give. Now the store keeps the
+   model's name (a bundled name, else its folder) and the refusal names both.
 """
 
 from __future__ import annotations
@@ -220,3 +225,15 @@ def test_value_beyond_a_float_quarantines_its_series(rhai_lines, tmp_path, liter
         assert f"quarantined series 'other' ({where}): value {literal} is outside the usable range" in got.stderr
         assert '"other"' not in got.stdout
         assert got.stdout.splitlines() == expected.stdout.splitlines()
+
+
+def test_another_model_refusal_names_both_models(rhai_lines, tmp_path):
+    db = tmp_path / "state.db"
+    code, out = invoke(["watch", "--state", db, "--model", "online-w3"], stdin=_stdin(rhai_lines[:20]))
+    assert code == 0, out
+    code, out = invoke(["watch", "--state", db], stdin=_stdin(rhai_lines[20:]))
+    text = flat(out)
+    assert code == 2, text
+    assert "the state was built with model online-w3 (" in text and "this run's is online-w4 (" in text, text
+    with StateStore(db) as store:
+        assert store.n_arrivals() == 20  # the refused run changed nothing

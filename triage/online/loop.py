@@ -223,6 +223,18 @@ def to_ns(timestamp: object) -> int | None:
     return timestamps.to_ns(timestamp)
 
 
+def _model_name(path: Path) -> str:
+    """How a state store names the model it was built with: a bundled model's name, else its folder."""
+    from triage.model_lookup import bundled_models_dir
+
+    try:
+        if path.resolve().parent == bundled_models_dir().resolve():
+            return path.name
+        return str(path.resolve())
+    except OSError:
+        return str(path)
+
+
 def _check(series_id: object, commit: object, value: object) -> tuple[str, str, float]:
     if isinstance(series_id, int) and not isinstance(series_id, bool):
         # A numeric id (a Perfherder signature's) names its series as a build number names a
@@ -315,6 +327,7 @@ class OnlineTriage:
         classifier,
         *,
         model_id: str | None = None,
+        model_name: str | None = None,
         store=None,
         explain: str = "positive",
         compiled: bool = True,
@@ -397,7 +410,7 @@ class OnlineTriage:
         self.max_cached_series = max_cached_series
         self.states: dict[str, SeriesState] = {}
         if store is not None:
-            store.bind_model(model_id)
+            store.bind_model(model_id, name=model_name)
             store.bind_settings(self.settings())
 
     def settings(self) -> dict[str, object]:
@@ -439,7 +452,7 @@ class OnlineTriage:
         _check_online_rule(clf.manifest_, path)
         model_id = hashlib.sha256((path / MANIFEST).read_bytes()).hexdigest()
         try:
-            return cls(clf, model_id=model_id, **kwargs)
+            return cls(clf, model_id=model_id, model_name=_model_name(path), **kwargs)
         except ModelMismatch as exc:
             raise ModelMismatch(path, exc.problem) from None
 

@@ -119,6 +119,11 @@ def _decision(series_id: str, arrival: str, cols: tuple) -> Decision | None:
     )
 
 
+def _named(name: str | None, model_id: str) -> str:
+    """A model as a refusal names it: ``online-w4 (70bfe6037211)``, or the identity alone when no name was kept."""
+    return model_id[:12] if name is None else f"{name} ({model_id[:12]})"
+
+
 class StateStoreError(InputError):
     """A state file that cannot be used: another model's, another format, in use, unreadable."""
 
@@ -206,11 +211,14 @@ class StateStore:
     def model_id(self) -> str | None:
         return self._meta("model_id")
 
-    def bind_model(self, model_id: str | None, *, reset: bool = False) -> None:
+    def bind_model(self, model_id: str | None, *, reset: bool = False, name: str | None = None) -> None:
         """Record ``model_id`` on a fresh store; refuse another model's store unless ``reset``.
 
         Raises :class:`StateStoreError` when the store holds state of a
-        different model (``reset=False``) or ``model_id`` is None.
+        different model (``reset=False``) or ``model_id`` is None. ``name``
+        (a bundled model's name or the model's folder) is recorded with it, so
+        that the refusal can say which model the state was built with: the
+        identities alone (hashes of the manifests) told an operator nothing.
         """
         if model_id is None:
             raise StateStoreError(
@@ -224,15 +232,18 @@ class StateStore:
             )
         stored = self.model_id
         if stored is not None and stored != model_id and not reset:
+            was = self._meta("model_name")
             raise StateStoreError(
                 self.path,
-                f"the state was built with model {stored[:12]}, this is model {model_id[:12]}: "
+                f"the state was built with model {_named(was, stored)}, this run's is {_named(name, model_id)}: "
                 "use the same model, or start over with --reset-state",
             )
         if reset:
             self.reset()
         if self.model_id != model_id:
             self._db.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id,))
+        if name is not None and self._meta("model_name") != name:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('model_name', ?)", (name,))
 
     def bind_settings(self, settings: dict[str, object]) -> None:
         """Record the loop's settings on a fresh store; refuse a store built with others.
@@ -273,7 +284,7 @@ class StateStore:
             else:
                 self._db.execute("DELETE FROM decisions")
             self._db.execute("DELETE FROM series")
-            self._db.execute("DELETE FROM meta WHERE key IN ('model_id', 'loop_settings')")
+            self._db.execute("DELETE FROM meta WHERE key IN ('model_id', 'model_name', 'loop_settings')")
             self._db.execute("COMMIT")
             self.old_format = False
         except sqlite3.OperationalError as exc:
