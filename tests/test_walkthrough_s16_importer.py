@@ -53,6 +53,12 @@ data, candidate files) and runs ``triage`` on them as a user would:
 11. ``triage convert --data perf.json --alerts alerts.json.gz`` (an alerts
     export kept compressed, as README allows for any file): "not a UTF-8
     text file"; the alerts file alone was read without decompressing it.
+12. ``triage score --candidates -`` with a Perfherder alerts export or an
+    Otava JSON report on standard input (README: ``-`` takes any format),
+    or such a file named ``alerts.gz`` / ``alerts.txt``, or an Otava report
+    saved with a BOM: "cannot tell the candidate layout from the header
+    ('{')" or "expected Perfherder alert summaries"; JSON candidate files
+    were told apart by their ``.json`` suffix only. Now by their content.
 """
 
 from __future__ import annotations
@@ -524,3 +530,51 @@ def test_perfherder_alerts_export_may_be_compressed(real_frame, tmp_path: Path, 
     long = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert long.loc[long["label"] != "", ["series_id", "commit", "label"]].values.tolist() == [
         ["sig0", revision, "true_positive"]]
+
+
+
+def _otava_report(real_frame) -> dict:
+    """An Otava JSON report (``otava analyze --output json``) naming two real commits of form_clean."""
+    commits = list(_series(real_frame, WIDE[0])["commit"])
+    return {"django.forms": [
+        {"time": "2024-01-01 00:00:00 +0000", "attributes": {"commit": commits[k]},
+         "changes": [{"metric": "form_clean", "index": k, "forward_change_percent": 12.0, "pvalue": 0.001}]}
+        for k in (300, 600)]}
+
+
+@pytest.mark.parametrize("how", ["stdin", "gz", "txt", "bom"])
+def test_json_candidate_files_are_told_apart_by_content(real_frame, tmp_path: Path, how) -> None:
+    import gzip
+
+    data = tmp_path / "wide.csv"
+    data.write_text("\n".join(_wide_otava(real_frame)) + "\n")
+    report = json.dumps(_otava_report(real_frame), indent=2)
+    stdin = None
+    if how == "stdin":
+        cands, stdin = "-", report
+    elif how == "gz":
+        cands = tmp_path / "otava-report.gz"
+        cands.write_bytes(gzip.compress(report.encode()))
+    elif how == "txt":
+        cands = tmp_path / "otava-report.txt"
+        cands.write_text(report)
+    else:
+        cands = tmp_path / "otava-report.json"
+        cands.write_text("\ufeff" + report)
+    out = tmp_path / "scored.csv"
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", out], stdin=stdin)
+    assert code == 0, text
+    scored = pd.read_csv(out)
+    assert sorted(scored["index"]) == [300, 600]
+    assert set(scored["series_id"]) == {"form_clean"}
+
+
+def test_perfherder_alerts_on_stdin_score(real_frame, tmp_path: Path) -> None:
+    data = _perf_data(real_frame, tmp_path / "perf.json")
+    revision = _series(real_frame, DJANGO.format("12"))["commit"].iloc[100]
+    export = json.dumps({"results": [{"id": 1, "revision": revision, "alerts": [
+        {"id": 2, "status": 0, "series_signature": {"id": 41, "signature_hash": "sig1"}}]}]})
+    out = tmp_path / "scored.csv"
+    code, text = invoke(["score", "--data", data, "--candidates", "-", "--out", out], stdin=export)
+    assert code == 0, text
+    assert pd.read_csv(out)[["series_id", "commit"]].values.tolist() == [["sig1", revision]]

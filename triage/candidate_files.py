@@ -121,12 +121,20 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
         # detector finds nothing (a CSV says so with its header alone).
         return CandidateTable(pd.DataFrame(columns=["series_id", "commit", "index"]), [], [], [], [], "candidates",
                               str(path))
+    payload: object = None
     if layout == "auto":
-        layout = "candidates-json" if _starts_with_a_candidate_object(path) else candidate_layout(path)
+        if _starts_with_a_candidate_object(path):
+            layout = "candidates-json"
+        elif _starts_like_json(path):
+            # By content, whatever the name: standard input, alerts.gz, a .txt download, a BOM.
+            payload = read_json(path)
+            layout = _json_layout(payload)
+        else:
+            layout = candidate_layout(path)
     if layout == "candidates-json":
         return _refuse_repeats(_candidates_csv(*_json_lines(path)))
     if layout.endswith("json"):
-        payload = read_json(path)
+        payload = read_json(path) if payload is None else payload
         if layout == "otava-json":
             return _refuse_repeats(_otava_json(payload, path))
         return _perfherder_json(payload, path)
@@ -140,6 +148,22 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
     if layout == "otava-csv":
         return _refuse_repeats(_otava_csv(frame, path, numbers))
     return _perfherder_csv(frame, path, numbers)
+
+
+def _starts_like_json(path: Path) -> bool:
+    """An object or array first (after a BOM and white space): no CSV header starts so."""
+    with open(path, "rb") as fh:
+        head = fh.read(256).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head[:1] in (b"{", b"[")
+
+
+def _json_layout(payload: object) -> str:
+    """A JSON candidate file's layout by its content (the rule of :func:`triage.sniffing.candidate_layout`)."""
+    if isinstance(payload, dict) and ("results" in payload or "alerts" in payload):
+        return "perfherder-json"
+    if isinstance(payload, list) and (not payload or isinstance(payload[0], dict) and "alerts" in payload[0]):
+        return "perfherder-json"
+    return "otava-json"
 
 
 def is_blank(path: Path) -> bool:
