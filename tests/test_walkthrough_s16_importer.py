@@ -59,6 +59,9 @@ data, candidate files) and runs ``triage`` on them as a user would:
     saved with a BOM: "cannot tell the candidate layout from the header
     ('{')" or "expected Perfherder alert summaries"; JSON candidate files
     were told apart by their ``.json`` suffix only. Now by their content.
+13. A ``data.js`` saved by a Windows editor (a BOM, CRLF line ends): "not a
+    github-action-benchmark data file: Unexpected UTF-8 BOM"; piped in
+    (``-``), not even recognised as one.
 """
 
 from __future__ import annotations
@@ -578,3 +581,18 @@ def test_perfherder_alerts_on_stdin_score(real_frame, tmp_path: Path) -> None:
     code, text = invoke(["score", "--data", data, "--candidates", "-", "--out", out], stdin=export)
     assert code == 0, text
     assert pd.read_csv(out)[["series_id", "commit"]].values.tolist() == [["sig1", revision]]
+
+
+
+@pytest.mark.parametrize("stdin", [False, True])
+def test_data_js_with_a_bom_and_crlf(real_frame, tmp_path: Path, stdin: bool) -> None:
+    plain = _data_js(real_frame, tmp_path / "plain.js")
+    data = tmp_path / "data.js"
+    data.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes().replace(b"\n", b"\r\n") + b"\r\n\r\n")
+    expected = tmp_path / "expected.csv"
+    assert invoke(["convert", "--data", plain, "--out", expected])[0] == 0
+    out = tmp_path / "long.csv"
+    args = ["convert", "--data", "-" if stdin else data, "--out", out]
+    code, text = invoke(args, stdin=data.read_bytes().decode("utf-8") if stdin else None)
+    assert code == 0, text
+    assert out.read_text() == expected.read_text()

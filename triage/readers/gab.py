@@ -45,7 +45,7 @@ RATE_UNIT = re.compile(r"(^|[^a-z])(ops|op|iter|iterations|req|requests|b|kb|mb|
 def is_gab(path: Path) -> bool:
     """A ``data.js`` assignment (by its first bytes)."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # a BOM (Windows editors) before the assignment
             return bool(PREFIX.match(fh.read(200)))
     except (UnicodeDecodeError, OSError):
         return False
@@ -83,7 +83,7 @@ def read_gab(
     """Read a github-action-benchmark ``data.js`` (see the module docstring)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # utf-8-sig: a BOM is not JSON's
     except UnicodeDecodeError:
         raise not_utf8(path) from None
     m = PREFIX.match(text)
