@@ -40,6 +40,10 @@
    belongs (``[[0.91, 0.52, ...], 0.49]``) said the file "mixes runs (arrays
    of numbers) and JMH benchmark objects", though it holds no object; it now
    says what the entry is and what was expected there.
+8. ``triage culprit`` answered by hand, the input ending after one reading:
+   "the 1 readings made are in -" (with ``--out -``: the reading went to
+   standard output). It now says "the reading made is in FILE" / "went to
+   standard output".
 """
 
 from __future__ import annotations
@@ -295,3 +299,38 @@ def test_steady_names_a_number_among_runs_for_what_it_is(tmp_path):
     # It said "mixes runs (arrays of numbers) and JMH benchmark objects": there is no object.
     assert code == 2, output
     assert "c1.json, row 2: is 0.49: expected a run (an array of numbers)" in flat(output)
+
+
+# -- 8. culprit: readings kept when the typed input ends -----------------------------------------
+
+
+def _gap(per: pd.Series, at: int, tmp_path: Path) -> tuple[Path, str, str]:
+    """--data with the 29 commits around position ``at`` unmeasured; (file, before, after)."""
+    part = pd.DataFrame({"commit": per.index, "value": per.to_numpy()})
+    part.loc[at - 14 : at + 14, "value"] = None
+    data = tmp_path / "partial.csv"
+    part.to_csv(data, index=False)
+    return data, str(per.index[at - 15]), str(per.index[at + 15])
+
+
+@pytest.mark.parametrize("out_name", ["readings.csv", "-"])
+def test_culprit_says_where_the_one_reading_went_when_the_input_ends(tmp_path, real_frame, out_name):
+    per = real_frame[real_frame["series_id"] == MEM].groupby("commit", sort=False)["value"].mean()
+    if per.empty:
+        pytest.skip(f"no series {MEM} in the real histories")
+    at = int(abs(per.to_numpy()[1:] / per.to_numpy()[:-1] - 1).argmax()) + 1
+    data, before, after = _gap(per, at, tmp_path)
+    out = tmp_path / out_name if out_name != "-" else "-"
+    code, output = invoke(
+        ["culprit", "--data", data, "--before", before, "--after", after, "--out", out],
+        stdin=f"{per.iloc[at + 5]}\n",  # one reading typed, then the input ends
+    )
+    assert code == 2, output
+    said = flat(output)
+    # It said "the 1 readings made are in -".
+    assert "the 1 readings" not in said
+    if out_name == "-":
+        assert "the reading made went to standard output" in said, said
+    else:
+        assert f"the reading made is in {out}" in said, said
+        assert len(pd.read_csv(out)) == 1

@@ -311,9 +311,13 @@ def culprit(
             raise
         # Measurements by hand can take hours each: never drop them with the search.
         write_csv_atomic(steps(readings), out)
-        raise InputError(
-            exc.source, exc.row, f"{exc.problem}; the {len(readings)} readings made are in {out}"
-        ) from None
+        from triage.cli.tables import writes_stdout
+
+        # "the 1 readings made are in -": one reading is one, and - is standard output.
+        one = len(readings) == 1
+        where = "went to standard output" if writes_stdout(out) else f"{'is' if one else 'are'} in {out}"
+        made_so_far = "the reading made" if one else f"the {len(readings)} readings made"
+        raise InputError(exc.source, exc.row, f"{exc.problem}; {made_so_far} {where}") from None
     except ValueError as exc:
         raise InputError(data, None, str(exc)) from None
     title = f"{history.series_id}: change between {before} (level {old:.4g}) and {after} (level {new:.4g})"
