@@ -36,6 +36,11 @@ Defects found (what a user did, what went wrong):
    "the state was built with model d32622c456a0, this is model 70bfe6037211",
    two hashes that do not say which model to give. Now the store keeps the
    model's name (a bundled name, else its folder) and the refusal names both.
+6. Typed ``triage watch --follow`` without ``--csv``: "error: <input>: --follow
+   needs --csv FILE", naming a file "<input>" that does not exist; and
+   ``triage watch --reset-state`` without ``--state`` was accepted silently
+   (nothing to reset: the operator who meant a state file learned nothing).
+   Both are now usage errors naming the option, exit 2.
 """
 
 from __future__ import annotations
@@ -237,3 +242,12 @@ def test_another_model_refusal_names_both_models(rhai_lines, tmp_path):
     assert "the state was built with model online-w3 (" in text and "this run's is online-w4 (" in text, text
     with StateStore(db) as store:
         assert store.n_arrivals() == 20  # the refused run changed nothing
+
+
+@pytest.mark.parametrize(("args", "needs"), [(["--follow"], "--follow: needs --csv FILE"),
+                                             (["--reset-state"], "--reset-state: needs --state FILE")])
+def test_option_that_needs_another_is_a_usage_error(rhai_lines, args, needs):
+    code, out = invoke(["watch", *args], stdin=_stdin(rhai_lines[:10]))
+    text = flat(out)
+    assert code == 2, text
+    assert f"Invalid value for {needs}" in text and "<input>" not in text, text

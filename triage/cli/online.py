@@ -406,8 +406,11 @@ def watch(
     from triage.online.state_store import StateStore
     from triage.online.store_checks import set_aside_if_damaged
 
-    if follow and csv_file is None:
-        _fail(InputError(None, None, "--follow needs --csv FILE"))
+    if follow and csv_file is None:  # the message named "<input>" as if it were a file
+        raise typer.BadParameter("needs --csv FILE (JSON lines on stdin are read as they come)", param_hint="--follow")
+    if reset_state and state is None:  # nothing to reset: an operator who meant a file learned nothing
+        raise typer.BadParameter("needs --state FILE (without it the state is in memory and starts empty)",
+                                 param_hint="--reset-state")
     store = None
     thresholds = gc.get_threshold()
     try:

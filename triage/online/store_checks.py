@@ -73,9 +73,9 @@ def check_state_file(path: str | Path) -> None:
     tracking store) is refused too, with an InputError that is no
     :class:`DamagedStoreError`, so ``--reset-state`` never moves it aside.
     """
-    check_writable(path)
     if (why := _other_database(path)) is not None:
         raise InputError(path, None, why)
+    check_writable(path)
     consistency = {
         "a series with decisions has no state (the series table lost rows)":
             "SELECT COUNT(*) FROM (SELECT DISTINCT series_id FROM decisions "
