@@ -62,6 +62,11 @@ data, candidate files) and runs ``triage`` on them as a user would:
 13. A ``data.js`` saved by a Windows editor (a BOM, CRLF line ends): "not a
     github-action-benchmark data file: Unexpected UTF-8 BOM"; piped in
     (``-``), not even recognised as one.
+14. ``triage report`` on a one-commit series (or one of constant values) of
+    real asv timings (4e-05 s): its plot's y axis ran from -0.12 to 0.12,
+    so the value read as 0.00 (the scale of one value was taken as 1.0,
+    not the value's size); the one commit drew no point, and the x axis had
+    ticks at -0.75 .. 0.75.
 """
 
 from __future__ import annotations
@@ -596,3 +601,28 @@ def test_data_js_with_a_bom_and_crlf(real_frame, tmp_path: Path, stdin: bool) ->
     code, text = invoke(args, stdin=data.read_bytes().decode("utf-8") if stdin else None)
     assert code == 0, text
     assert out.read_text() == expected.read_text()
+
+
+
+def test_report_plot_of_a_one_commit_series_keeps_the_values_scale(real_frame, tmp_path: Path, monkeypatch) -> None:
+    import matplotlib.pyplot as plt
+
+    first = _series(real_frame, WIDE[0]).head(1)
+    value = float(first["value"].iloc[0])
+    assert value < 1e-3  # a real timing in seconds
+    data = tmp_path / "one.csv"
+    first.to_csv(data, index=False)
+    commit = first["commit"].iloc[0]
+    decisions = tmp_path / "decisions.csv"
+    decisions.write_text(f"series_id,commit,index,p_true,classification\n{WIDE[0]},{commit},0,,not_scorable\n")
+    figures = []
+    close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: (figures.append(fig), close(fig)))
+    code, text = invoke(["report", "--data", data, "--decisions", decisions, "--out", tmp_path / "report"])
+    assert code == 0, text
+    ax = figures[-1].axes[0]
+    low, high = ax.get_ylim()
+    assert low < value < high and high - low < value  # the axis is of the value's size
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+    line = ax.get_lines()[0]
+    assert line.get_marker() == "o"  # the one value is drawn

@@ -268,12 +268,16 @@ def plot_series(
     out.parent.mkdir(parents=True, exist_ok=True)
     x = np.arange(len(history))
     fig, ax = plt.subplots(figsize=(11, 3.2), dpi=100)
-    ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value", zorder=2)
+    # A line needs two points: a one-commit series' value is drawn as a dot.
+    ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value", zorder=2,
+            marker="o" if len(x) == 1 else None, ms=4)
     # A few far outliers would squash the rest into a flat line: they are drawn at the scale's edge,
     # and so are the marks on them (v: the values as drawn).
     v, scale = scale_values(ax, x, history.values)
     lo, hi = scale if scale is not None else (0.0, 0.0)
-    span = hi - lo if hi > lo else max(abs(hi), 1.0)
+    # One value throughout (a constant series, one commit): the scale is its own size, not 1.0,
+    # under which a real timing of 0.0015 s read as 0.00 on an axis from -0.1 to 0.1.
+    span = hi - lo if hi > lo else (abs(hi) or 1.0)
     for k, cp in enumerate(history.confirmed()):
         ax.axvline(cp, color="tab:red", lw=1.1, alpha=0.7, label="confirmed change" if k == 0 else None, zorder=1)
     rejected = np.flatnonzero(history.labels == labels.FALSE_POSITIVE)
@@ -308,6 +312,10 @@ def plot_series(
                         fontsize=7, color="tab:red" if t else "0.3", zorder=5)
     ax.set_ylim(lo - 0.12 * span, hi + 0.12 * span)
     ax.set_xlim(-1, len(history))
+    if len(history) < 10:  # whole commits, not ticks at -0.75 .. 0.75
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("commit (position in history)")
     ax.set_ylabel("value")
     ax.grid(alpha=0.25)
