@@ -44,6 +44,8 @@
    "the 1 readings made are in -" (with ``--out -``: the reading went to
    standard output). It now says "the reading made is in FILE" / "went to
    standard output".
+9. ``triage sample`` on a history of one commit printed "1 of 1 commits
+   measured" and "estimated history of 1 commits".
 """
 
 from __future__ import annotations
@@ -334,3 +336,22 @@ def test_culprit_says_where_the_one_reading_went_when_the_input_ends(tmp_path, r
     else:
         assert f"the reading made is in {out}" in said, said
         assert len(pd.read_csv(out)) == 1
+
+
+# -- 9. sample: a history of one commit ----------------------------------------------------------
+
+
+def test_sample_counts_one_commit_in_the_singular(tmp_path, real_frame):
+    first = real_frame[real_frame["series_id"] == RHAI].head(1)[["commit", "value"]]
+    if first.empty:
+        pytest.skip(f"no series {RHAI} in the real histories")
+    data = tmp_path / "one.csv"
+    first.to_csv(data, index=False)
+    out = tmp_path / "estimate.csv"
+    code, output = invoke(["sample", "--data", data, "--budget", "1", "--out", out])
+    assert code == 0, output
+    said = flat(output)
+    # It said "1 of 1 commits measured" and "estimated history of 1 commits".
+    assert "1 of 1 commit measured; measure next" in said, said
+    assert f"estimated history of 1 commit -> {out}" in said, said
+    assert "every commit is measured: nothing left to measure" in said

@@ -160,7 +160,7 @@ def sample(
     if out is not None:
         write_csv_atomic(plan, out)
     chosen = plan[plan["next"].notna()].sort_values("next")
-    title = f"{history.series_id}: {len(history.measured)} of {len(plan)} commits measured; measure next"
+    title = f"{history.series_id}: {len(history.measured)} of {_count(len(plan), 'commit')} measured; measure next"
     table = Table(title=Text(title), min_width=min(len(title), say.width))
     for col in ("rank", "commit", "position", "estimate", "95% band"):
         # The whole commit id (folded if need be): it is what the user goes and measures.
@@ -185,7 +185,7 @@ def sample(
             f"{'is' if unmeasured == 1 else 'are'} not measured (--budget {budget})"
         )
     if out is not None:
-        say.print(f"estimated history of {len(plan)} commits -> {out}", markup=False, highlight=False,
+        say.print(f"estimated history of {_count(len(plan), 'commit')} -> {out}", markup=False, highlight=False,
                   soft_wrap=True)
 
 
