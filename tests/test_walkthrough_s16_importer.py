@@ -67,6 +67,9 @@ data, candidate files) and runs ``triage`` on them as a user would:
     so the value read as 0.00 (the scale of one value was taken as 1.0,
     not the value's size); the one commit drew no point, and the x axis had
     ticks at -0.75 .. 0.75.
+15. ``triage plot --out 'run[/]1.png'``: the PNG was written, then the
+    command ended in an internal error (rich read the file name as markup);
+    ``--out 'x[red]y.png'`` printed "wrote xy.png", a file that is not there.
 """
 
 from __future__ import annotations
@@ -626,3 +629,15 @@ def test_report_plot_of_a_one_commit_series_keeps_the_values_scale(real_frame, t
     assert all(float(t).is_integer() for t in ax.get_xticks())
     line = ax.get_lines()[0]
     assert line.get_marker() == "o"  # the one value is drawn
+
+
+
+@pytest.mark.parametrize("name", ["run[/]1.png", "x[red]y[/red].png"])
+def test_plot_names_its_output_as_written(real_frame, tmp_path: Path, name) -> None:
+    data = tmp_path / "one.csv"
+    _series(real_frame, WIDE[0]).head(50).to_csv(data, index=False)
+    out = tmp_path / name
+    code, text = invoke(["plot", "--data", data, "--out", out])
+    assert code == 0, text
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert f"wrote {out}" in text.replace("\n", "")

@@ -232,7 +232,9 @@ def plot(
             data, None, f"unknown series {series!r} (the file has {len(dataset)} series){hint}"
         )
     plot_history(history, out)
-    console.print(f"wrote {out}")
+    # A file name is text, not rich markup ('x[red]y.png' lost its brackets, 'z[/]w.png' was an
+    # internal error after the PNG was written); soft_wrap keeps a long path whole.
+    console.print(f"wrote {escape(str(out))}", highlight=False, soft_wrap=True)
 
 
 def demo(
