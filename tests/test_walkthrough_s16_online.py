@@ -41,6 +41,10 @@ Defects found (what a user did, what went wrong):
    ``triage watch --reset-state`` without ``--state`` was accepted silently
    (nothing to reset: the operator who meant a state file learned nothing).
    Both are now usage errors naming the option, exit 2.
+7. Redirected the watcher's output to a full disk (``> /dev/full``): "error:
+   No space left on device", naming no file and not saying whether the
+   decisions were kept. Now the line names standard output and says the
+   decisions are stored with ``--state`` and how to get them printed again.
 """
 
 from __future__ import annotations
@@ -251,3 +255,20 @@ def test_option_that_needs_another_is_a_usage_error(rhai_lines, args, needs):
     text = flat(out)
     assert code == 2, text
     assert f"Invalid value for {needs}" in text and "<input>" not in text, text
+
+
+def test_full_disk_under_stdout_is_named(rhai_lines, tmp_path):
+    import sys
+
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    db = tmp_path / "state.db"
+    with open("/dev/full", "w") as full:
+        got = subprocess.run([sys.executable, "-c", "from triage.cli.app import main; main()", "watch",
+                              "--state", str(db)], input=_stdin(rhai_lines[:30]), stdout=full,
+                             stderr=subprocess.PIPE, text=True, timeout=300)
+    assert got.returncode == 2, got.stderr
+    assert got.stderr.startswith("error: <stdout>: cannot write the decisions (No space left on device)"), got.stderr
+    code, out = invoke(["watch", "--state", db], stdin=_stdin(rhai_lines[:30]))
+    assert code == 0
+    assert sum('"replayed": true' in line for line in out.splitlines()) == 26  # all stored, printed again

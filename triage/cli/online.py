@@ -515,8 +515,15 @@ def _write(out, decisions) -> None:
         json.dumps(_output(line)) for d in decisions if d is not None for line in d.records()
     ]
     if lines:
-        out.write("\n".join(lines) + "\n")
-        out.flush()
+        try:
+            out.write("\n".join(lines) + "\n")
+            out.flush()
+        except BrokenPipeError:
+            raise  # the reader went away: the command's SIGPIPE exit (141)
+        except OSError as exc:  # a full disk under a redirected stdout: the message named no file
+            raise InputError("<stdout>", None, f"cannot write the decisions ({exc.strerror or exc}); those "
+                             "decided so far are stored when --state is given: run watch again and re-send "
+                             "(re-sent commits print their stored decision)") from None
 
 
 def _count_lines(path: Path) -> int:
