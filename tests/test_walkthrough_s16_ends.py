@@ -46,6 +46,11 @@
    standard output".
 9. ``triage sample`` on a history of one commit printed "1 of 1 commits
    measured" and "estimated history of 1 commits".
+10. ``triage steady`` on single-shot JMH results (``-bm ss -i 1``: forks of
+    one iteration) counted every fork "never steady" with KB-KSSD and kstep
+    (steady at 0 with CP-SSD) and said nothing more, as if the runs had been
+    seen to drift. It now says that those forks have one iteration, that no
+    warm-up can be found within one, and that they are kept whole.
 """
 
 from __future__ import annotations
@@ -355,3 +360,26 @@ def test_sample_counts_one_commit_in_the_singular(tmp_path, real_frame):
     assert "1 of 1 commit measured; measure next" in said, said
     assert f"estimated history of 1 commit -> {out}" in said, said
     assert "every commit is measured: nothing left to measure" in said
+
+
+# -- 10. steady: single-shot forks ----------------------------------------------------------------
+
+
+def test_steady_says_why_single_shot_forks_count_as_never_steady(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    files = []
+    for commit in ("c1", "c2"):
+        # JMH -bm ss -f 20 -i 1: twenty forks of one cold-start iteration each.
+        forks = [[round(float(rng.normal(50.0, 2.0)), 3)] for _ in range(20)]
+        files.append(_write_jmh(tmp_path / f"{commit}.json",
+                                [_jmh_entry("org.acme.Cold.start", forks, mode="ss", unit="ms/op")]))
+    out = tmp_path / "long.csv"
+    code, output = invoke(["steady", *files, "--out", out, "--trim-warmup", "kbkssd"])
+    assert code == 0, output
+    said = flat(output)
+    # The table said "never steady 40" and nothing else, as if the runs had been seen to drift.
+    assert "40 forks of 1 series have one iteration (single-shot): no warm-up can be found within one " \
+           "iteration; kept whole (the 'never steady' column counts these 40)" in said, said
+    assert len(pd.read_csv(out)) == 40

@@ -126,6 +126,20 @@ def steady(
             f"{kept} / {int(grp['iterations'].sum())}",
         )
     say.print(table)
+    single = starts[starts["iterations"] == 1]
+    if len(single):
+        # Single-shot forks (-bm ss, -i 1) showed as "never steady" in every row, as if the runs had
+        # been seen to drift: one iteration holds no warm-up to find, and nothing of it is cut.
+        unjudged = int(single["steady_start"].isna().sum())
+        say.print(
+            f"{_count(len(single), 'fork')} of {_count(single['series_id'].nunique(), 'series')} "
+            f"{'has' if len(single) == 1 else 'have'} one iteration (single-shot): no warm-up can be "
+            "found within one iteration; kept whole"
+            + (f" (the 'never steady' column counts {'it' if unjudged == 1 else f'these {unjudged}'})"
+               if unjudged else ""),
+            markup=False,
+            highlight=False,
+        )
     # soft_wrap: a long --out path stays one line (a CI log is 80 columns).
     say.print(f"{len(long)} steady iterations -> {out}", markup=False, highlight=False, soft_wrap=True)
 
