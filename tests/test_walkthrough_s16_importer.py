@@ -70,6 +70,10 @@ data, candidate files) and runs ``triage`` on them as a user would:
 15. ``triage plot --out 'run[/]1.png'``: the PNG was written, then the
     command ended in an internal error (rich read the file name as markup);
     ``--out 'x[red]y.png'`` printed "wrote xy.png", a file that is not there.
+16. A folder of exports holding the real histories' long CSV beside an
+    Otava CSV, read as an Otava directory: the long CSV's series were merged
+    into one metric ``<stem>/value``, their values averaged per commit
+    across series, without a word. Now an error naming the file.
 """
 
 from __future__ import annotations
@@ -641,3 +645,17 @@ def test_plot_names_its_output_as_written(real_frame, tmp_path: Path, name) -> N
     assert code == 0, text
     assert out.read_bytes()[:4] == b"\x89PNG"
     assert f"wrote {out}" in text.replace("\n", "")
+
+
+
+def test_long_csv_in_an_otava_directory_is_refused(real_frame, tmp_path: Path) -> None:
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    (folder / "forms.csv").write_text("\n".join(_wide_otava(real_frame)) + "\n")
+    real_frame[real_frame["series_id"].isin(WIDE)].to_csv(folder / "history.csv.gz", index=False, compression="gzip")
+    code, text = invoke(["summary", "--data", folder])
+    assert code == 2, text
+    assert f"error: {folder / 'history.csv.gz'}, row 1: a long-layout CSV (it has a series_id column)" in flat(text)
+    (folder / "history.csv.gz").unlink()
+    code, text = invoke(["summary", "--data", folder, "--format", "json"])
+    assert code == 0 and json.loads(text)["series"] == 2, text

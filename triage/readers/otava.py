@@ -204,9 +204,25 @@ def read_otava_dir(
     for file in files:
         stem = file.name[: file.name.lower().rindex(".csv")]
         with plain_file(file) as plain:
+            _refuse_long_layout(plain)
             long, rows = otava_frame(plain, branch=branch, prefix=f"{stem}/")
             histories.extend(dataset_from_long(long, rows, plain, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim))
     return Dataset(histories, source=str(path))
+
+
+def _refuse_long_layout(path: Path) -> None:
+    """A long-layout CSV (a ``series_id`` column) among a directory's Otava CSVs is an error.
+
+    Read as Otava's, its series ids would be a text attribute left out and
+    every series' values one metric (``<stem>/value``), averaged per commit
+    across series, without a word.
+    """
+    header = _header(path)
+    sep = sniff_delimiter(header)
+    columns = [c.strip().strip('"').strip() for c in header.lstrip("\ufeff").split(sep)]
+    if "series_id" in columns:
+        raise InputError(path, 1, "a long-layout CSV (it has a series_id column), not an Otava CSV: a directory "
+                         "is read as Otava CSVs, one test per file; pass this file on its own as --data")
 
 
 def read_otava_config(
