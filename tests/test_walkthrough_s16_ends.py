@@ -51,6 +51,11 @@
     (steady at 0 with CP-SSD) and said nothing more, as if the runs had been
     seen to drift. It now says that those forks have one iteration, that no
     warm-up can be found within one, and that they are kept whole.
+11. ``triage culprit --strategy bisect --max-measurements 2`` on a real
+    drop hidden in a gap of 25 answered "culprit: <the last commit of the
+    range still open>, confidence 0.00" and nothing more (the "not settled"
+    note was only for ``bayes``). It now says the search is not settled and
+    which commits the culprit is still among.
 """
 
 from __future__ import annotations
@@ -383,3 +388,34 @@ def test_steady_says_why_single_shot_forks_count_as_never_steady(tmp_path):
     assert "40 forks of 1 series have one iteration (single-shot): no warm-up can be found within one " \
            "iteration; kept whole (the 'never steady' column counts these 40)" in said, said
     assert len(pd.read_csv(out)) == 40
+
+
+# -- 11. culprit --strategy bisect stopped by --max-measurements ------------------------------------
+
+URLIZE = "django-asv/template_benchmarks.template_tag_urlize.benchmark.Urlize.time_urlize/ubuntu-latest/conda-py3.12"
+
+
+def test_culprit_bisect_cut_short_says_it_is_not_settled(tmp_path, real_frame):
+    per = real_frame[real_frame["series_id"] == URLIZE].groupby("commit", sort=False)["value"].mean()
+    if per.empty:
+        pytest.skip(f"no series {URLIZE} in the real histories")
+    # The real drop of this series (0.0026 s -> 0.00016 s, at position 51) inside a gap of 25.
+    part = pd.DataFrame({"commit": per.index, "value": per.to_numpy()})
+    part.loc[40:64, "value"] = None
+    data, oracle = tmp_path / "partial.csv", tmp_path / "measured.csv"
+    part.to_csv(data, index=False)
+    pd.DataFrame({"commit": per.index, "value": per.to_numpy()}).to_csv(oracle, index=False)
+    before, after = str(per.index[39]), str(per.index[65])
+    code, output = invoke([
+        "culprit", "--data", data, "--before", before, "--after", after, "--oracle", oracle,
+        "--strategy", "bisect", "--max-measurements", "2",
+    ])
+    assert code == 0, output
+    said = flat(output)
+    # It said only "culprit: <the range's last commit> ..., confidence 0.00".
+    assert "not settled: --max-measurements reached with the culprit still one of the" in said, said
+    full = invoke([
+        "culprit", "--data", data, "--before", before, "--after", after, "--oracle", oracle,
+        "--strategy", "bisect",
+    ])
+    assert full[0] == 0 and "not settled" not in flat(full[1]), full[1]

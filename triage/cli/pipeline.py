@@ -355,6 +355,17 @@ def culprit(
         markup=False,
         highlight=False,
     )
+    if strategy == "bisect" and search.span is not None and search.span[0] < search.span[1]:
+        # Stopped early (--max-measurements): the answer was the last commit of the range still
+        # open, shown as "culprit: X, confidence 0.00" with no word that it is not the culprit.
+        first, last = search.span
+        say.print(
+            f"not settled: --max-measurements reached with the culprit still one of the "
+            f"{last - first + 1} commits from {history.commits[first]} to {history.commits[last]} "
+            f"(positions {first} to {last}); measure on, or raise --max-measurements",
+            markup=False,
+            highlight=False,
+        )
     if strategy == "bayes" and search.confidence < CONFIDENCE:
         # The answer is then only the likeliest place: say so rather than let it read as settled.
         say.print(

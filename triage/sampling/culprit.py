@@ -86,11 +86,17 @@ def neighbour_spread(left, right) -> float:
 
 @dataclass
 class Search:
-    """The measurements made, in order, and the answer."""
+    """The measurements made, in order, and the answer.
+
+    ``span``: ``bisect`` only, the first and last position the culprit can
+    still be at (one position once it is found; more when the search stopped
+    early, ``culprit`` being the last of them).
+    """
 
     measured: list[tuple[int, float]] = field(default_factory=list)
     culprit: int | None = None
     confidence: float = 0.0
+    span: tuple[int, int] | None = None
 
 
 def find_culprit(
@@ -161,7 +167,7 @@ def _bisect(
             hi = mid
         else:
             lo = mid
-    s.culprit, s.confidence = hi, float(hi - lo == 1)
+    s.culprit, s.confidence, s.span = hi, float(hi - lo == 1), (lo + 1, hi)
     return s
 
 
