@@ -45,6 +45,10 @@ Defects found (what a user did, what went wrong):
    No space left on device", naming no file and not saying whether the
    decisions were kept. Now the line names standard output and says the
    decisions are stored with ``--state`` and how to get them printed again.
+8. Started the watcher from a supervisor that closes standard input
+   (``triage watch --state s.db <&-``): "internal error: TypeError: 'NoneType'
+   object is not iterable", exit 1, and an empty state file was created. Now:
+   one line saying standard input is closed, exit 2, no file created.
 """
 
 from __future__ import annotations
@@ -272,3 +276,16 @@ def test_full_disk_under_stdout_is_named(rhai_lines, tmp_path):
     code, out = invoke(["watch", "--state", db], stdin=_stdin(rhai_lines[:30]))
     assert code == 0
     assert sum('"replayed": true' in line for line in out.splitlines()) == 26  # all stored, printed again
+
+
+def test_closed_stdin_is_a_clear_error(tmp_path):
+    import sys
+
+    db = tmp_path / "state.db"
+    got = subprocess.run([sys.executable, "-c", "from triage.cli.app import main; main()", "watch", "--state", str(db)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300,
+                         env={**os.environ, "TRIAGE_ERROR_LOG": str(tmp_path / "errors.log")},
+                         preexec_fn=lambda: os.close(0))  # as `<&-`: the interpreter starts without stdin
+    assert got.returncode == 2, got.stderr
+    assert got.stderr.strip() == "error: <stdin>: standard input is closed: pipe JSON lines into watch, or give --csv FILE"
+    assert not db.exists()

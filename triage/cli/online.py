@@ -411,6 +411,8 @@ def watch(
     if reset_state and state is None:  # nothing to reset: an operator who meant a file learned nothing
         raise typer.BadParameter("needs --state FILE (without it the state is in memory and starts empty)",
                                  param_hint="--reset-state")
+    if csv_file is None and sys.stdin is None:  # `triage watch <&-`: it was an internal error (TypeError)
+        _fail(InputError("<stdin>", None, "standard input is closed: pipe JSON lines into watch, or give --csv FILE"))
     store = None
     thresholds = gc.get_threshold()
     try:
