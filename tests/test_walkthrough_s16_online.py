@@ -283,7 +283,7 @@ def test_closed_stdin_is_a_clear_error(tmp_path):
 
     db = tmp_path / "state.db"
     got = subprocess.run([sys.executable, "-c", "from triage.cli.app import main; main()", "watch", "--state", str(db)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300,
+                         capture_output=True, text=True, timeout=300,
                          env={**os.environ, "TRIAGE_ERROR_LOG": str(tmp_path / "errors.log")},
                          preexec_fn=lambda: os.close(0))  # as `<&-`: the interpreter starts without stdin
     assert got.returncode == 2, got.stderr
