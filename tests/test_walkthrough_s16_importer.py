@@ -74,6 +74,10 @@ data, candidate files) and runs ``triage`` on them as a user would:
     Otava CSV, read as an Otava directory: the long CSV's series were merged
     into one metric ``<stem>/value``, their values averaged per commit
     across series, without a word. Now an error naming the file.
+17. ``triage convert --data <long CSV | data.js | asv results> --alerts
+    alerts.json``: the alerts were ignored without a word (only Perfherder
+    data is labelled by them) and the "labelled training data" had no
+    label. Now a usage error naming --alerts and what the data was read as.
 """
 
 from __future__ import annotations
@@ -659,3 +663,23 @@ def test_long_csv_in_an_otava_directory_is_refused(real_frame, tmp_path: Path) -
     (folder / "history.csv.gz").unlink()
     code, text = invoke(["summary", "--data", folder, "--format", "json"])
     assert code == 0 and json.loads(text)["series"] == 2, text
+
+
+
+def test_alerts_for_data_they_cannot_label_are_refused(real_frame, tmp_path: Path) -> None:
+    long = tmp_path / "history.csv.gz"
+    real_frame[real_frame["series_id"].isin(WIDE)].to_csv(long, index=False, compression="gzip")
+    data_js = _data_js(real_frame, tmp_path / "data.js")
+    alerts = tmp_path / "alerts.json"
+    alerts.write_text(json.dumps({"results": [{"revision": "abc", "alerts": [
+        {"status": 4, "series_signature": {"signature_hash": "sig0"}}]}]}))
+    for data, what in ((long, "read as long data"), (data_js, "read as gab data")):
+        for command in (["convert", "--out", tmp_path / "out.csv"], ["summary"]):
+            code, text = invoke([*command, "--data", data, "--alerts", alerts])
+            assert code == 2, text
+            expected = f"--alerts: it labels Perfherder performance data only; {data} is {what}"
+            assert expected.replace(" ", "") in flat(text).replace(" ", "")  # the box breaks the path
+    assert not (tmp_path / "out.csv").exists()
+    perf = _perf_data(real_frame, tmp_path / "perf.json")  # what --alerts is for still works
+    code, text = invoke(["summary", "--data", perf, "--alerts", alerts])
+    assert code == 2 and "alert on revision 'abc'" in flat(text), text
