@@ -56,6 +56,11 @@
     range still open>, confidence 0.00" and nothing more (the "not settled"
     note was only for ``bayes``). It now says the search is not settled and
     which commits the culprit is still among.
+12. ``--scheduler tls://host:port`` with no TLS configured in dask ended as
+    "internal error: TypeError: TLS expects a `ssl_context` argument"; it is
+    now "cannot reach a dask scheduler" with dask's own hint (check your TLS
+    configuration), exit 2. (The handshake probe of 1. uses the connection
+    arguments the dask client would, so a configured TLS still connects.)
 """
 
 from __future__ import annotations
@@ -419,3 +424,24 @@ def test_culprit_bisect_cut_short_says_it_is_not_settled(tmp_path, real_frame):
         "--strategy", "bisect",
     ])
     assert full[0] == 0 and "not settled" not in flat(full[1]), full[1]
+
+
+# -- 12. --scheduler tls://... without a TLS configuration ----------------------------------------
+
+
+def test_scheduler_tls_address_without_tls_configuration_is_a_clear_error(tmp_path, real_frame):
+    data = _extract(real_frame, tmp_path / "h.csv", *real_frame["series_id"].drop_duplicates()[:2])
+    out = tmp_path / "c.csv"
+    srv, address = _server(None)
+    tls = address.replace("tcp://", "tls://")
+    try:
+        code, output = invoke(["candidates", "--data", data, "--detector", "binseg", "--out", out,
+                               "--scheduler", tls])
+    finally:
+        srv.close()
+    # It ended as "internal error: TypeError: TLS expects a `ssl_context` argument ...".
+    assert code == 2, output
+    said = flat(output)
+    assert f"--scheduler: cannot reach a dask scheduler at '{tls}'" in said, said
+    assert "check your TLS configuration" in said, said
+    assert not out.exists()

@@ -102,9 +102,13 @@ def _probe(address: str, timeout: float) -> None:
     import asyncio
 
     from distributed.comm import connect
+    from distributed.security import Security
+
+    # The connection arguments the Client will use (TLS certificates from dask's configuration).
+    args = Security().get_connection_args("client")
 
     async def exchange() -> None:
-        comm = await connect(address, timeout=timeout)
+        comm = await connect(address, timeout=timeout, **args)
         await comm.close()
 
     try:
@@ -116,10 +120,11 @@ def _probe(address: str, timeout: float) -> None:
         ) from None
     except (OSError, ValueError):
         raise
-    except Exception as exc:  # noqa: BLE001 (what the peer sent is no dask frame: any decoding error)
-        raise _NotAScheduler(
-            f"something answers there, but not as a dask scheduler does ({type(exc).__name__} reading its reply)"
-        ) from None
+    except MemoryError:
+        # dask read the first bytes of the reply as a frame length (exabytes): no dask message.
+        raise _NotAScheduler("something answers there, but its reply is no dask message") from None
+    except Exception as exc:  # noqa: BLE001 (a TLS configuration, a protocol not installed, a bad reply)
+        raise _NotAScheduler(f"the dask handshake failed: {_first_line(exc)}") from None
 
 
 def _local_workers() -> int:
