@@ -117,7 +117,9 @@ class PenalisedSearch(Detector):
         if self.model not in MODELS:  # ruptures' own words name neither the parameter nor the choices
             raise ValueError(f"model={self.model!r} must be one of {', '.join(MODELS)}")
         n = len(x)
-        if n < 2 * self.min_size:
+        if n < 2 * self.min_size or np.ptp(x) == 0:
+            # a series of one value has no change point; ruptures' mahalanobis cost
+            # failed on it ("Singular matrix")
             return []
         sigma = robust_sigma(x)
         pen = self.penalty * sigma**2 * math.log(n)
