@@ -77,7 +77,9 @@ data, candidate files) and runs ``triage`` on them as a user would:
 17. ``triage convert --data <long CSV | data.js | asv results> --alerts
     alerts.json``: the alerts were ignored without a word (only Perfherder
     data is labelled by them) and the "labelled training data" had no
-    label. Now a usage error naming --alerts and what the data was read as.
+    label. Likewise ``--commit-order`` (summary, convert, candidates) with
+    asv results or a data.js: ignored, the commits kept the reader's order.
+    Now a usage error naming the option and what the data was read as.
 """
 
 from __future__ import annotations
@@ -677,9 +679,28 @@ def test_alerts_for_data_they_cannot_label_are_refused(real_frame, tmp_path: Pat
         for command in (["convert", "--out", tmp_path / "out.csv"], ["summary"]):
             code, text = invoke([*command, "--data", data, "--alerts", alerts])
             assert code == 2, text
-            expected = f"--alerts: it labels Perfherder performance data only; {data} is {what}"
+            expected = f"--alerts: it applies to Perfherder performance data only; {data} is {what}"
             assert expected.replace(" ", "") in flat(text).replace(" ", "")  # the box breaks the path
     assert not (tmp_path / "out.csv").exists()
     perf = _perf_data(real_frame, tmp_path / "perf.json")  # what --alerts is for still works
     code, text = invoke(["summary", "--data", perf, "--alerts", alerts])
     assert code == 2 and "alert on revision 'abc'" in flat(text), text
+
+
+
+def test_commit_order_for_data_it_cannot_order_is_refused(real_frame, tmp_path: Path) -> None:
+    results = _asv_results(real_frame, tmp_path)
+    commits = list(_series(real_frame, EMG.format("big"))["commit"])
+    order = tmp_path / "order.txt"
+    order.write_text("\n".join(reversed(commits)) + "\n")
+    for command in (["convert", "--out", tmp_path / "out.csv"], ["summary"],
+                    ["candidates", "--detector", "pelt", "--out", tmp_path / "c.csv"]):
+        code, text = invoke([*command, "--data", results, "--commit-order", order])
+        assert code == 2, text
+        expected = f"--commit-order: it applies to the long layout and JSON lines only; {results} is read as asv data"
+        assert expected.replace(" ", "") in flat(text).replace(" ", "")
+    long = tmp_path / "big.csv"  # where it applies, it orders
+    _series(real_frame, EMG.format("big"))[["series_id", "commit", "value"]].to_csv(long, index=False)
+    code, text = invoke(["convert", "--data", long, "--commit-order", order, "--out", tmp_path / "out.csv"])
+    assert code == 0, text
+    assert list(pd.read_csv(tmp_path / "out.csv")["commit"]) == list(reversed(commits))

@@ -30,33 +30,12 @@ ALERTS_HELP = "Perfherder alerts export (JSON) labelling Perfherder performance 
 SORT_HELP = "Sort rows by timestamp (with a warning) instead of failing."
 
 
-def _check_alerts_apply(data: Path, layout: str, alerts: Path | None) -> None:
-    """Refuse ``--alerts`` for data that is not Perfherder performance data (a usage error naming it).
+def _check_layout_options(data: Path, layout: str, alerts: Path | None, commit_order: Path | None) -> None:
+    from triage.cli.detectors import check_option_applies
 
-    Only the Perfherder reader puts the alerts' statuses on their revisions;
-    every other reader returned before the loader's own check, so a long CSV,
-    an asv folder or a data.js with ``--alerts`` was read unlabelled without a
-    word (``convert`` wrote "training data" with no label). Standard input is
-    read once, by the loader: its layout is not sniffed here.
-    """
-    if alerts is None or layout == "perfherder":
-        return
-    from triage.core.atomic import is_stdio
-    from triage.readers.source import plain_file
-    from triage.sniffing import data_layout
-
-    if layout == "auto":
-        if is_stdio(data):
-            return
-        if data.is_dir():
-            layout = "a folder"
-        else:
-            with plain_file(data) as plain:
-                layout = data_layout(plain)
-            if layout == "perfherder":
-                return
-    what = layout if layout == "a folder" else f"read as {layout} data"
-    raise typer.BadParameter(f"it labels Perfherder performance data only; {data} is {what}", param_hint="--alerts")
+    check_option_applies("--alerts", data, layout, alerts, ("perfherder",), "Perfherder performance data")
+    check_option_applies("--commit-order", data, layout, commit_order, ("long", "jsonl"),
+                         "the long layout and JSON lines")
 
 
 def _check_synth_folder(out: Path) -> None:
@@ -166,7 +145,7 @@ def summary(
     """Load a dataset and print series, commits and candidates by label."""
     if fmt not in ("table", "json"):
         raise typer.BadParameter(f"--format must be table or json, got {fmt!r}")
-    _check_alerts_apply(data, layout, alerts)
+    _check_layout_options(data, layout, alerts, commit_order)
     dataset = load(
         data,
         layout=layout,
@@ -215,7 +194,7 @@ def convert(
     check_choice("--trim-warmup", trim_warmup.strip().lower(), CHOICES)
     check_output_not_input(out, data, alerts, commit_order)
     check_table_suffix(out, "convert writes a long CSV")
-    _check_alerts_apply(data, layout, alerts)
+    _check_layout_options(data, layout, alerts, commit_order)
     from triage.loaders import write_long
 
     dataset = load(
