@@ -49,6 +49,10 @@ Defects found (what a user did, what went wrong):
    (``triage watch --state s.db <&-``): "internal error: TypeError: 'NoneType'
    object is not iterable", exit 1, and an empty state file was created. Now:
    one line saying standard input is closed, exit 2, no file created.
+9. Mixed up the options: ``triage watch --csv state.db`` (the state file) or
+   ``--csv history.parquet``: "line 1: not UTF-8 text (invalid start byte at
+   byte 103 of the line)". Now the line says the file is an SQLite database
+   (give it as --state) or a Parquet file (replay it with ``triage detect``).
 """
 
 from __future__ import annotations
@@ -289,3 +293,21 @@ def test_closed_stdin_is_a_clear_error(tmp_path):
     assert got.returncode == 2, got.stderr
     assert got.stderr.strip() == "error: <stdin>: standard input is closed: pipe JSON lines into watch, or give --csv FILE"
     assert not db.exists()
+
+
+def test_csv_option_given_a_state_or_parquet_file_says_what_it_is(rhai_lines, tmp_path):
+    import pandas as pd
+
+    db = tmp_path / "state.db"
+    code, out = invoke(["watch", "--state", db], stdin=_stdin(rhai_lines[:20]))
+    assert code == 0, out
+    parquet = tmp_path / "history.parquet"
+    try:
+        pd.DataFrame([json.loads(line) for line in rhai_lines]).to_parquet(parquet)
+    except ImportError:
+        parquet = None
+    code, out = invoke(["watch", "--csv", db])
+    assert code == 2 and "state.db: is an SQLite database (a watch state? give it as --state)" in flat(out), flat(out)
+    if parquet is not None:
+        code, out = invoke(["watch", "--csv", parquet])
+        assert code == 2 and "history.parquet: is a Parquet file, not a CSV" in flat(out), flat(out)

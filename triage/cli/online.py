@@ -305,6 +305,14 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
     if kind is not None:  # a growing plain-text file is what --csv follows
         raise InputError(path, None, f"is {kind}-compressed; --csv reads plain text (decompress it first, "
                          "or pipe it as JSON lines)")
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    # Binary files were "line 1: not UTF-8 text (invalid start byte at byte 103 of the line)".
+    if head.startswith(b"SQLite format 3\x00"):
+        raise InputError(path, None, "is an SQLite database (a watch state? give it as --state), not a CSV")
+    if head.startswith(b"PAR1"):
+        raise InputError(path, None, "is a Parquet file, not a CSV: replay it with `triage detect --data FILE`, "
+                         "or write it as CSV for --csv")
     from triage.readers.otava import sniff_delimiter
 
     columns: list[str] | None = None
