@@ -61,6 +61,10 @@
     now "cannot reach a dask scheduler" with dask's own hint (check your TLS
     configuration), exit 2. (The handshake probe of 1. uses the connection
     arguments the dask client would, so a configured TLS still connects.)
+13. ``--scheduler`` at a running dask scheduler with no workers (started,
+    its workers not yet, or gone) hung for ever without a word: the tasks
+    waited for a worker. It is now "the dask scheduler at ... has no workers
+    (none joined within 30 s)", exit 2.
 """
 
 from __future__ import annotations
@@ -444,4 +448,54 @@ def test_scheduler_tls_address_without_tls_configuration_is_a_clear_error(tmp_pa
     said = flat(output)
     assert f"--scheduler: cannot reach a dask scheduler at '{tls}'" in said, said
     assert "check your TLS configuration" in said, said
+    assert not out.exists()
+
+
+# -- 13. --scheduler at a scheduler without workers -------------------------------------------------
+
+
+def test_scheduler_without_workers_is_a_clear_error(tmp_path, real_frame, monkeypatch):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import triage.distributed as distributed
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    sched = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
+         "--dashboard-address", ":0", "--no-show"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "DASK_LOGGING__DISTRIBUTED": "error"},
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            pytest.skip("the dask scheduler did not start within 15 s")
+        monkeypatch.setattr(distributed, "WORKER_TIMEOUT", 2.0, raising=False)
+        data = _extract(real_frame, tmp_path / "h.csv", *real_frame["series_id"].drop_duplicates()[:2])
+        out = tmp_path / "c.csv"
+        address = f"tcp://127.0.0.1:{port}"
+        result: list[tuple[int, str]] = []
+        args = ["candidates", "--data", data, "--detector", "binseg", "--out", out, "--scheduler", address]
+        worker = threading.Thread(target=lambda: result.append(invoke(args)), daemon=True)
+        worker.start()
+        worker.join(15)
+    finally:
+        sched.terminate()
+        sched.wait(10)
+    # It waited for a worker for ever, without a word.
+    assert result, "the command was still waiting for a worker after 15 s"
+    code, output = result[0]
+    assert code == 2, output
+    assert f"--scheduler: the dask scheduler at '{address}' has no workers" in flat(output), output
     assert not out.exists()

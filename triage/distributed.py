@@ -46,6 +46,8 @@ LOCAL = "local"
 #: Seconds to wait for a remote scheduler before saying it cannot be reached
 #: (dask's default, 30 s, looked like a hang and then ended as an internal error).
 CONNECT_TIMEOUT = 10.0
+#: Seconds to wait for a connected scheduler's first worker before saying it has none.
+WORKER_TIMEOUT = 30.0
 
 
 def partition_of(series_id: str, n_partitions: int) -> int:
@@ -85,6 +87,17 @@ def client(scheduler: str | None) -> Iterator[Any]:
             raise InputError("--scheduler", None, f"cannot reach a dask scheduler at {scheduler!r} "
                              f"({_first_line(exc)}); start one (`dask scheduler`) or give --scheduler local") from None
         with remote as c:
+            try:
+                # Tasks sent to a scheduler without workers wait for one for ever: the command
+                # hung without a word (a scheduler started, its workers not yet, or gone).
+                c.wait_for_workers(1, timeout=WORKER_TIMEOUT)
+            except TimeoutError:
+                raise InputError(
+                    "--scheduler",
+                    None,
+                    f"the dask scheduler at {scheduler!r} has no workers (none joined within "
+                    f"{WORKER_TIMEOUT:g} s); start some (`dask worker {scheduler}`) or give --scheduler local",
+                ) from None
             yield c
 
 
