@@ -80,6 +80,9 @@ data, candidate files) and runs ``triage`` on them as a user would:
     label. Likewise ``--commit-order`` (summary, convert, candidates) with
     asv results or a data.js: ignored, the commits kept the reader's order.
     Now a usage error naming the option and what the data was read as.
+18. A wide CSV written by pandas with its index (``df.to_csv(path)``, header
+    ``,time,commit,form_clean,...``): the unnamed index column became a
+    series ``Unnamed: 0`` rising 0, 1, 2, ... beside the real metrics.
 """
 
 from __future__ import annotations
@@ -704,3 +707,15 @@ def test_commit_order_for_data_it_cannot_order_is_refused(real_frame, tmp_path: 
     code, text = invoke(["convert", "--data", long, "--commit-order", order, "--out", tmp_path / "out.csv"])
     assert code == 0, text
     assert list(pd.read_csv(tmp_path / "out.csv")["commit"]) == list(reversed(commits))
+
+
+
+def test_wide_csv_with_pandas_index_column_reads_only_the_metrics(real_frame, tmp_path: Path) -> None:
+    lines = _wide_otava(real_frame)
+    data = tmp_path / "wide.csv"
+    data.write_text("\n".join(f"{'' if k == 0 else k - 1},{line}" for k, line in enumerate(lines)) + "\n")
+    out = tmp_path / "long.csv"
+    code, text = invoke(["convert", "--data", data, "--out", out])
+    assert code == 0, text
+    long = pd.read_csv(out)
+    assert sorted(long["series_id"].unique()) == ["form_clean", "form_create"]

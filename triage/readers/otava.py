@@ -34,7 +34,7 @@ import pandas as pd
 
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History, Trim, dataset_from_long
-from triage.readers.source import looks_numeric, not_utf8, plain_file, read_csv_text
+from triage.readers.source import header_names, looks_numeric, not_utf8, plain_file, read_csv_text
 
 DELIMITERS = (",", ";", "\t", "|")
 BRANCH_COLUMN = "branch"
@@ -110,7 +110,8 @@ def otava_frame(
 
     ``metrics`` maps series names to columns (a list: names = columns); by
     default every column other than time, commit and branch whose non-empty
-    cells are mostly numbers (text attributes are left out; a stray
+    cells are mostly numbers (text attributes and columns without a name,
+    such as the index ``DataFrame.to_csv`` writes, are left out; a stray
     non-number in a metric column is an error naming its row).
     ``time_required``: the time column was named (a config's ``time_column``),
     so a file without it is an error rather than read without timestamps.
@@ -140,7 +141,12 @@ def otava_frame(
         frame, lines = frame.loc[keep].reset_index(drop=True), lines[keep]
     reserved = {time_column, commit_column, BRANCH_COLUMN}
     if metrics is None:
-        columns = {c: c for c in frame.columns if c not in reserved and looks_numeric(frame[c])}
+        # A column without a name is no metric: the row numbers pandas writes first (``df.to_csv()``
+        # with its index, header ``,time,commit,...``) became a series 'Unnamed: 0' rising 0, 1, 2...
+        written = header_names(path, sep, quotechar=quotechar)
+        unnamed = {c for c, name in zip(frame.columns, written, strict=False) if not name}
+        columns = {c: c for c in frame.columns
+                   if c not in reserved and c not in unnamed and looks_numeric(frame[c])}
     elif isinstance(metrics, Mapping):
         columns = dict(metrics)
     else:
