@@ -53,6 +53,9 @@ Defects found (what a user did, what went wrong):
    ``--csv history.parquet``: "line 1: not UTF-8 text (invalid start byte at
    byte 103 of the line)". Now the line says the file is an SQLite database
    (give it as --state) or a Parquet file (replay it with ``triage detect``).
+10. Gave ``--state`` a symbolic link whose target folder is gone (a disk not
+    mounted): "cannot open the state file: unable to open database file".
+    Now the line names the link's target and the missing folder.
 """
 
 from __future__ import annotations
@@ -311,3 +314,16 @@ def test_csv_option_given_a_state_or_parquet_file_says_what_it_is(rhai_lines, tm
     if parquet is not None:
         code, out = invoke(["watch", "--csv", parquet])
         assert code == 2 and "history.parquet: is a Parquet file, not a CSV" in flat(out), flat(out)
+
+
+def test_state_link_into_a_missing_folder_names_it(rhai_lines, tmp_path):
+    link = tmp_path / "state.db"
+    target = tmp_path / "unmounted" / "state.db"
+    link.symlink_to(target)
+    code, out = invoke(["watch", "--state", link], stdin=_stdin(rhai_lines[:10]))
+    text = flat(out)
+    assert code == 2, text
+    assert f"is a link to {target}, whose folder {target.parent} does not exist" in text, text
+    target.parent.mkdir()
+    code, out = invoke(["watch", "--state", link], stdin=_stdin(rhai_lines[:10]))
+    assert code == 0 and target.is_file() and link.is_symlink()

@@ -45,6 +45,7 @@ read; ``--reset-state`` starts such a file over in format 2.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -145,6 +146,12 @@ class StateStore:
         self.old_format = False
         if self.path != ":memory:" and not Path(self.path).parent.is_dir():
             raise StateStoreError(self.path, f"no such folder {Path(self.path).parent} (create it first)")
+        if self.path != ":memory:" and Path(self.path).is_symlink() and not Path(self.path).exists():
+            # A dangling link: SQLite creates the file it leads to, and failed with "unable to open database file".
+            real = Path(os.path.realpath(self.path))
+            if not real.parent.is_dir():
+                raise StateStoreError(self.path, f"is a link to {real}, whose folder {real.parent} does not exist "
+                                      "(create it first, or fix the link)")
         check_state_file(self.path)  # a damaged store is refused, never silently restarted
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=0.0)
