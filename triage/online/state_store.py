@@ -25,7 +25,7 @@ power loss, at the cost of an fsync per transaction.
 
 Tables::
 
-    meta(key PRIMARY KEY, value)                 format, model_id, loop_settings (JSON)
+    meta(key PRIMARY KEY, value)                 format, model_id, model_name, loop_settings (JSON)
     series(series_id PRIMARY KEY, state)         SeriesState.to_dict() as JSON
     decisions(rowid, series_id, commit_id, decided_commit, idx, probability,
               decision, top_features, withdrawal, value)
