@@ -65,6 +65,10 @@
     its workers not yet, or gone) hung for ever without a word: the tasks
     waited for a worker. It is now "the dask scheduler at ... has no workers
     (none joined within 30 s)", exit 2.
+14. The scheduler stopped while a command used it: "internal error:
+    OSError: Timed out trying to connect ..." (or FutureCancelledError,
+    scheduler-connection-lost, with tasks out). It is now "the connection to
+    the dask scheduler at ... was lost during the run", exit 2.
 """
 
 from __future__ import annotations
@@ -454,13 +458,12 @@ def test_scheduler_tls_address_without_tls_configuration_is_a_clear_error(tmp_pa
 # -- 13. --scheduler at a scheduler without workers -------------------------------------------------
 
 
-def test_scheduler_without_workers_is_a_clear_error(tmp_path, real_frame, monkeypatch):
+def _scheduler_without_workers():
+    """A dask scheduler in a subprocess on a free localhost port, no workers: (process, address)."""
     import os
     import subprocess
     import sys
     import time
-
-    import triage.distributed as distributed
 
     probe = socket.socket()
     probe.bind(("127.0.0.1", 0))
@@ -471,25 +474,42 @@ def test_scheduler_without_workers_is_a_clear_error(tmp_path, real_frame, monkey
          "--dashboard-address", ":0", "--no-show"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "DASK_LOGGING__DISTRIBUTED": "error"},
     )
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return sched, f"tcp://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.2)
+    sched.terminate()
+    sched.wait(10)
+    pytest.skip("the dask scheduler did not start within 15 s")
+
+
+def _candidates_in_thread(args: list, wait: float, meanwhile=None) -> list[tuple[int, str]]:
+    """``invoke(args)`` in a daemon thread; ``meanwhile()`` after 3 s; the result, if any, after ``wait`` s."""
+    import time
+
+    result: list[tuple[int, str]] = []
+    worker = threading.Thread(target=lambda: result.append(invoke(args)), daemon=True)
+    worker.start()
+    if meanwhile is not None:
+        time.sleep(3)
+        meanwhile()
+    worker.join(wait)
+    return result
+
+
+def test_scheduler_without_workers_is_a_clear_error(tmp_path, real_frame, monkeypatch):
+    import triage.distributed as distributed
+
+    sched, address = _scheduler_without_workers()
     try:
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            pytest.skip("the dask scheduler did not start within 15 s")
         monkeypatch.setattr(distributed, "WORKER_TIMEOUT", 2.0, raising=False)
         data = _extract(real_frame, tmp_path / "h.csv", *real_frame["series_id"].drop_duplicates()[:2])
         out = tmp_path / "c.csv"
-        address = f"tcp://127.0.0.1:{port}"
-        result: list[tuple[int, str]] = []
         args = ["candidates", "--data", data, "--detector", "binseg", "--out", out, "--scheduler", address]
-        worker = threading.Thread(target=lambda: result.append(invoke(args)), daemon=True)
-        worker.start()
-        worker.join(15)
+        result = _candidates_in_thread(args, 15)
     finally:
         sched.terminate()
         sched.wait(10)
@@ -498,4 +518,30 @@ def test_scheduler_without_workers_is_a_clear_error(tmp_path, real_frame, monkey
     code, output = result[0]
     assert code == 2, output
     assert f"--scheduler: the dask scheduler at '{address}' has no workers" in flat(output), output
+    assert not out.exists()
+
+
+# -- 14. --scheduler: the scheduler lost during the run ----------------------------------------------
+
+
+def test_scheduler_lost_during_the_run_is_a_clear_error(tmp_path, real_frame, monkeypatch):
+    import triage.distributed as distributed
+
+    sched, address = _scheduler_without_workers()
+    try:
+        # Dask's reconnect gives up after the client's timeout: 2 s rather than 10.
+        monkeypatch.setattr(distributed, "CONNECT_TIMEOUT", 2.0)
+        data = _extract(real_frame, tmp_path / "h.csv", *real_frame["series_id"].drop_duplicates()[:2])
+        out = tmp_path / "c.csv"
+        args = ["candidates", "--data", data, "--detector", "binseg", "--out", out, "--scheduler", address]
+        result = _candidates_in_thread(args, 12, meanwhile=sched.terminate)  # stopped while the command waits
+    finally:
+        sched.terminate()
+        sched.wait(10)
+    assert result, "the command was still running 12 s after its scheduler stopped"
+    code, output = result[0]
+    # It ended as "internal error: OSError: Timed out trying to connect to tcp://... after 10 s".
+    assert code == 2, output
+    assert f"--scheduler: the connection to the dask scheduler at '{address}' was lost during the run" \
+        in flat(output), output
     assert not out.exists()

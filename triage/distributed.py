@@ -98,7 +98,34 @@ def client(scheduler: str | None) -> Iterator[Any]:
                     f"the dask scheduler at {scheduler!r} has no workers (none joined within "
                     f"{WORKER_TIMEOUT:g} s); start some (`dask worker {scheduler}`) or give --scheduler local",
                 ) from None
-            yield c
+            except OSError as exc:
+                raise _connection_lost(scheduler, exc) from None
+            try:
+                yield c
+            except Exception as exc:
+                # The scheduler gone mid-run (stopped, its machine down) ended as an internal
+                # error: FutureCancelledError (scheduler-connection-lost) or dask's reconnect OSError.
+                if not _lost(c, exc):
+                    raise
+                raise _connection_lost(scheduler, exc) from None
+
+
+def _lost(c: Any, exc: BaseException) -> bool:
+    """Whether ``exc`` ended the work because the client lost its scheduler."""
+    from distributed.client import FutureCancelledError
+
+    if isinstance(exc, FutureCancelledError) and "connection-lost" in str(getattr(exc, "reason", "")):
+        return True
+    return getattr(c, "status", "running") in ("closing", "closed")
+
+
+def _connection_lost(scheduler: str, exc: BaseException) -> InputError:
+    return InputError(
+        "--scheduler",
+        None,
+        f"the connection to the dask scheduler at {scheduler!r} was lost during the run "
+        f"({_first_line(exc)}); run again once it is back, or give --scheduler local",
+    )
 
 
 class _NotAScheduler(Exception):
