@@ -83,6 +83,9 @@ data, candidate files) and runs ``triage`` on them as a user would:
 18. A wide CSV written by pandas with its index (``df.to_csv(path)``, header
     ``,time,commit,form_clean,...``): the unnamed index column became a
     series ``Unnamed: 0`` rising 0, 1, 2, ... beside the real metrics.
+19. A ``data.js`` in which one run has no ``date`` (a hand-merged file): the
+    timestamps of every run of every series were dropped without a word
+    (``convert`` wrote an empty timestamp column). Now an error naming the run.
 """
 
 from __future__ import annotations
@@ -719,3 +722,15 @@ def test_wide_csv_with_pandas_index_column_reads_only_the_metrics(real_frame, tm
     assert code == 0, text
     long = pd.read_csv(out)
     assert sorted(long["series_id"].unique()) == ["form_clean", "form_create"]
+
+
+
+def test_data_js_run_without_a_date_is_named(real_frame, tmp_path: Path) -> None:
+    data = _data_js(real_frame, tmp_path / "data.js", lambda p: p["entries"]["Java"][7].pop("date"))
+    code, text = invoke(["convert", "--data", data, "--out", tmp_path / "long.csv"])
+    assert code == 2, text
+    assert f"error: {data}: suite 'Java', run 8: no 'date' (the other runs have one" in flat(text)
+    undated = _data_js(real_frame, tmp_path / "undated.js",
+                       lambda p: [run.pop("date") for runs in p["entries"].values() for run in runs])
+    code, text = invoke(["convert", "--data", undated, "--out", tmp_path / "long.csv"])
+    assert code == 0, text  # no dates at all: read in run order, without timestamps

@@ -125,11 +125,16 @@ def read_gab(
     if not records:
         raise InputError(path, None, "no benchmark results in the file")
     frame = pd.DataFrame.from_records(records)
-    if frame["date"].notna().all():
-        frame["timestamp"] = pd.to_datetime(frame.pop("date"), unit="ms", utc=True).dt.tz_localize(None)
-    else:
-        frame.pop("date")
     where = frame.pop("_where")
+    dated = frame["date"].notna()
+    if dated.all():
+        frame["timestamp"] = pd.to_datetime(frame.pop("date"), unit="ms", utc=True).dt.tz_localize(None)
+    elif dated.any():
+        # Dropping every run's timestamp for one run without its own lost them all without a word.
+        raise InputError(path, None, f"{where[~dated].iloc[0]}: no 'date' (the other runs have one; "
+                         "github-action-benchmark writes each run's date in milliseconds since the epoch)")
+    else:
+        frame.pop("date")  # a file without dates: commits in run order, no timestamps
     try:
         return dataset_from_long(frame, None, path, aggregate=aggregate, sort_timestamps=sort_timestamps,
                                  higher_is_better=higher, trim=trim)
