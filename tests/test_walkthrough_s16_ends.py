@@ -69,6 +69,11 @@
     OSError: Timed out trying to connect ..." (or FutureCancelledError,
     scheduler-connection-lost, with tasks out). It is now "the connection to
     the dask scheduler at ... was lost during the run", exit 2.
+15. ``triage sample`` / ``culprit`` on a file with a ``series_id`` column and
+    a row whose cell is blank: "2 series in the file: choose one with
+    --series (rhai/..., )", a series named ""; a file whose cells were all
+    blank became one series without a name. Such a row is now refused at its
+    line ("series_id is missing"), as the long layout's reader does.
 """
 
 from __future__ import annotations
@@ -545,3 +550,20 @@ def test_scheduler_lost_during_the_run_is_a_clear_error(tmp_path, real_frame, mo
     assert f"--scheduler: the connection to the dask scheduler at '{address}' was lost during the run" \
         in flat(output), output
     assert not out.exists()
+
+
+# -- 15. sample / culprit: a row without a series_id ------------------------------------------------
+
+
+def test_partial_history_row_without_series_id_is_refused_at_its_row(tmp_path, real_frame):
+    rows = real_frame[real_frame["series_id"] == RHAI].head(60)[["series_id", "commit", "value"]].copy()
+    if rows.empty:
+        pytest.skip(f"no series {RHAI} in the real histories")
+    rows.loc[rows.index[10:50], "value"] = None
+    rows.loc[rows.index[7], "series_id"] = ""  # a hand-edited export: one cell lost
+    data = tmp_path / "partial.csv"
+    rows.to_csv(data, index=False)
+    code, output = invoke(["sample", "--data", data, "--budget", "2"])
+    # It said "2 series in the file: choose one with --series (rhai/..., )".
+    assert code == 2, output
+    assert "partial.csv, row 9: series_id is missing" in flat(output), output

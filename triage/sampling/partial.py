@@ -82,6 +82,11 @@ def read_partial(
     lines = np.arange(2, len(frame) + 2)
     if "series_id" in frame.columns:
         ids = frame["series_id"].str.strip()
+        blank = (ids == "").to_numpy()
+        if blank.any():
+            # A row of no series: it was listed as a series named "" ("choose one with --series
+            # (s1, )"), or the whole file became a series without a name.
+            raise InputError(path, int(lines[np.argmax(blank)]), "series_id is missing")
         names = list(dict.fromkeys(ids))
         if series is None and prefer is not None and len(names) > 1 and prefer.strip() in names:
             series = prefer.strip()
