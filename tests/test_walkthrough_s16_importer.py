@@ -53,6 +53,8 @@ data, candidate files) and runs ``triage`` on them as a user would:
 11. ``triage convert --data perf.json --alerts alerts.json.gz`` (an alerts
     export kept compressed, as README allows for any file): "not a UTF-8
     text file"; the alerts file alone was read without decompressing it.
+    (Read now like every input, ``--alerts -`` beside ``--data -`` is a
+    usage error, one standard input; it read as "file is empty".)
 12. ``triage score --candidates -`` with a Perfherder alerts export or an
     Otava JSON report on standard input (README: ``-`` takes any format),
     or such a file named ``alerts.gz`` / ``alerts.txt``, or an Otava report
@@ -734,3 +736,11 @@ def test_data_js_run_without_a_date_is_named(real_frame, tmp_path: Path) -> None
                        lambda p: [run.pop("date") for runs in p["entries"].values() for run in runs])
     code, text = invoke(["convert", "--data", undated, "--out", tmp_path / "long.csv"])
     assert code == 0, text  # no dates at all: read in run order, without timestamps
+
+
+
+def test_alerts_and_data_cannot_both_be_stdin(real_frame, tmp_path: Path) -> None:
+    data = _perf_data(real_frame, tmp_path / "perf.json")
+    code, text = invoke(["summary", "--data", "-", "--alerts", "-"], stdin=data.read_text())
+    assert code == 2, text
+    assert "only one of --data and --alerts can be - (one standard input)" in flat(text)

@@ -32,7 +32,11 @@ SORT_HELP = "Sort rows by timestamp (with a warning) instead of failing."
 
 def _check_layout_options(data: Path, layout: str, alerts: Path | None, commit_order: Path | None) -> None:
     from triage.cli.detectors import check_option_applies
+    from triage.core.atomic import is_stdio
 
+    if alerts is not None and is_stdio(alerts) and is_stdio(data):
+        # The data would take all of it, and the alerts read as "file is empty".
+        raise typer.BadParameter("only one of --data and --alerts can be - (one standard input)", param_hint="--alerts")
     check_option_applies("--alerts", data, layout, alerts, ("perfherder",), "Perfherder performance data")
     check_option_applies("--commit-order", data, layout, commit_order, ("long", "jsonl"),
                          "the long layout and JSON lines")
