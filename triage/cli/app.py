@@ -126,10 +126,40 @@ def _report(exc: Exception) -> int:
     return exit_code_for(exc, say)
 
 
+def _hold_closed_output_streams() -> bool:
+    """Hold a closed stdout / stderr (``>&-``, ``2>&-``) on /dev/null; whether stdout was closed.
+
+    A closed descriptor is the lowest free one: the next file a command opens
+    (a state store, a model, an output's temporary file) would get number 1
+    or 2, and whatever a library then writes to "stdout" would land in it.
+    Python also leaves ``sys.stdout`` None, which every command's first line
+    of output turned into an internal error.
+    """
+    stdout_closed = False
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_WRONLY)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        setattr(sys, name, open(fd, "w", closefd=False, encoding="utf-8"))  # noqa: SIM115 - lives as long as the process
+        stdout_closed = stdout_closed or fd == 1
+    return stdout_closed
+
+
 def main() -> None:
     """Console entry point: bad input exits 2 with one readable line, not a traceback; a reader
     that went away (stdout's, or stderr's too) exits :data:`BROKEN_PIPE_EXIT` with nothing printed."""
     warnings.showwarning = _warning_line
+    if _hold_closed_output_streams():
+        # as coreutils do (`ls >&-`: "write error: Bad file descriptor"): the output asked for cannot be written
+        err_console.print("error: standard output is closed (>&-): nothing can be written to it; redirect it to a "
+                          "file, or to /dev/null to discard it", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
     code = 0
     try:
         try:
