@@ -77,16 +77,11 @@ def candidates_frame(
     for history in dataset:
         det = make(detector_name, **(params or {}))
         values = history.values
-        if len(values) and (values == values[0]).all():
-            # A series of one value has no change point, whatever the detector; some of them
-            # fail on it (pelt / binseg model=mahalanobis: a singular covariance matrix).
-            cps = []
-        else:
-            try:
-                cps = det.detect(values)
-            except ValueError as exc:  # the command reports it as a bad parameter: name the series too
-                raise ValueError(f"detector {detector_name!r} failed on series {history.series_id!r} "
-                                 f"({len(values)} commits): {exc}") from exc
+        try:
+            cps = det.detect(values)
+        except ValueError as exc:  # the command reports it as a bad parameter: name the series too
+            raise ValueError(f"detector {detector_name!r} failed on series {history.series_id!r} "
+                             f"({len(values)} commits): {exc}") from exc
         for cp in cps:
             row = {
                 "series_id": history.series_id,
