@@ -6,7 +6,10 @@
    read its banner as a frame length), and one that accepts and never answers
    (the dashboard's HTTP port given instead of 8786) hung for ever: dask's
    handshake has no deadline. Both are now "cannot reach a dask scheduler",
-   exit 2, within the connect timeout.
+   exit 2, within the connect timeout. (The probe that does it first ran
+   ``asyncio.run`` in the caller's thread, which a caller running an event
+   loop, a notebook calling ``map_series``, refuses; it now runs in a thread
+   of its own.)
 2. ``triage steady`` on a JMH file with an entry whose ``benchmark`` is
    empty (or blank) wrote its iterations with an empty ``series_id``; the
    file it wrote was then refused by ``triage summary`` ("row 2: series_id
@@ -567,3 +570,30 @@ def test_partial_history_row_without_series_id_is_refused_at_its_row(tmp_path, r
     # It said "2 series in the file: choose one with --series (rhai/..., )".
     assert code == 2, output
     assert "partial.csv, row 9: series_id is missing" in flat(output), output
+
+
+def test_scheduler_probe_works_under_a_running_event_loop(tmp_path, real_frame):
+    """The handshake probe of 1. (asyncio.run) must not break a caller that runs a loop (a notebook)."""
+    import asyncio
+
+    import triage.distributed as distributed
+    from triage.core.errors import InputError
+    from triage.core.history import Dataset
+
+    frame = real_frame[real_frame["series_id"] == RHAI].head(50)
+    dataset = Dataset.from_frame(frame)
+    srv, address = _server(b"SSH-2.0-OpenSSH_9.6p1\r\n" + b"\xff" * 64)
+
+    async def notebook_cell() -> str:
+        try:
+            distributed.map_series(len, dataset, address)
+        except InputError as exc:
+            return str(exc)
+        return "no error"
+
+    try:
+        said = asyncio.run(notebook_cell())
+    finally:
+        srv.close()
+    assert f"cannot reach a dask scheduler at '{address}'" in said, said
+    assert "something answers there, but its reply is no dask message" in said, said

@@ -32,6 +32,7 @@ into its new store (states are rebuilt by replay, never shared by two writers).
 from __future__ import annotations
 
 import os
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -151,8 +152,24 @@ def _probe(address: str, timeout: float) -> None:
         comm = await connect(address, timeout=timeout, **args)
         await comm.close()
 
+    def run() -> None:
+        try:
+            asyncio.run(asyncio.wait_for(exchange(), timeout))
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 (handed to the caller's thread)
+            outcome.append(exc)
+
+    # In a thread of its own, with its own event loop: the caller may be running one (a notebook
+    # calling map_series), where asyncio.run refuses to start.
+    outcome: list[BaseException | None] = []
+    thread = threading.Thread(target=run, name="dask-handshake-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + 5.0)
     try:
-        asyncio.run(asyncio.wait_for(exchange(), timeout))
+        if not outcome:
+            raise TimeoutError
+        if outcome[0] is not None:
+            raise outcome[0]
     except TimeoutError:
         raise TimeoutError(
             f"no dask handshake from {address} within {timeout:g} s: is it a dask scheduler's address "
