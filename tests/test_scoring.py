@@ -536,3 +536,29 @@ def test_bundled_scoring_model_never_lowers_p_true_for_a_larger_shift():
         rows[col] = np.tile(grid, len(base))
         p = model.predict_proba(rows)[:, 1].reshape(len(base), len(grid))
         assert (np.diff(p, axis=1) >= -1e-12).all(), col
+
+
+def test_perfherder_and_otava_files_get_their_detectors_thresholds(dataset, otava_data, tmp_path):
+    """A Perfherder alerts export is Perfherder's alerts and an Otava report E-Divisive's: without a
+    ``detector`` column they were scored at the bundled model's general threshold (0.018), far below
+    the thresholds chosen for those detectors (found in the sixteenth session's walkthrough)."""
+    from triage.inference import detector_threshold
+    from triage.model_lookup import resolve_model
+    from triage.scoring import default_threshold
+
+    bundled = load_classifier(resolve_model(None, "scoring"))
+    alerts = tmp_path / "alerts.json"
+    alerts.write_text(json.dumps(_perfherder_payload(dataset)))
+    path, h = otava_data
+    report = tmp_path / "otava.json"
+    report.write_text(json.dumps(_otava_report(h, [int(i) for i in h.candidates()[:3]])))
+    for file, detector in ((alerts, "perfherder"), (report, "edivisive")):
+        table = read_candidates(file)
+        assert table.detectors() == [detector]
+        cut, why = default_threshold(bundled, table)
+        assert cut == detector_threshold(bundled, detector) != float(bundled.threshold_)
+        assert f"for {detector}" in why
+    # a file of our own names its detector in a column, which wins over any layout
+    own = tmp_path / "c.csv"
+    candidates_frame(dataset, "binseg").to_csv(own, index=False)
+    assert read_candidates(own).detectors() == ["binseg"]

@@ -70,6 +70,15 @@ LAYOUTS: tuple[str, ...] = (
 )
 
 
+#: The registry detector a candidate layout comes from, where the layout says so.
+LAYOUT_DETECTORS: dict[str, str] = {
+    "perfherder-json": "perfherder",
+    "perfherder-csv": "perfherder",
+    "otava-json": "edivisive",
+    "otava-csv": "edivisive",
+}
+
+
 @dataclass
 class CandidateTable:
     """Candidates read from a detector's file.
@@ -93,6 +102,19 @@ class CandidateTable:
 
     def __len__(self) -> int:
         return len(self.fields)
+
+    def detectors(self) -> list[str]:
+        """The detectors whose candidates these are: the ``detector`` column's names, else the layout's.
+
+        A Perfherder alerts export holds Perfherder's t-test alerts and an
+        Otava report E-Divisive's change points (``perfherder`` /
+        ``edivisive`` in :mod:`triage.detectors`); a file of another layout
+        without a ``detector`` column names none.
+        """
+        if "detector" in self.fields.columns:
+            return [d for d in self.fields["detector"].dropna().astype(str).str.strip().unique() if d]
+        return [LAYOUT_DETECTORS[self.layout]] if self.layout in LAYOUT_DETECTORS else []
+
 
     @classmethod
     def from_points(cls, series_ids, indices, source: str = "<points>") -> CandidateTable:

@@ -95,15 +95,15 @@ def default_threshold(classifier, table: CandidateTable) -> tuple[float, str]:
 
     A scoring model keeps one validation threshold per detector (never
     lowering that detector's validation F1); a file whose ``detector`` column
-    names one detector it knows gets that one, anything else the model's own.
+    names one detector it knows gets that one (a Perfherder alerts export is
+    ``perfherder``'s, an Otava report ``edivisive``'s:
+    :meth:`CandidateTable.detectors`), anything else the model's own.
     """
     from triage.inference import detector_threshold
 
-    named: list[str] = []
-    if "detector" in table.fields.columns:
-        named = [d for d in table.fields["detector"].dropna().astype(str).str.strip().unique() if d]
-        if len(named) == 1 and (cut := detector_threshold(classifier, str(named[0]))) is not None:
-            return cut, f"the model's for {named[0]} (chosen on fit and validation data; 0 = triage off)"
+    named = table.detectors()
+    if len(named) == 1 and (cut := detector_threshold(classifier, str(named[0]))) is not None:
+        return cut, f"the model's for {named[0]} (chosen on fit and validation data; 0 = triage off)"
     extra = (getattr(classifier, "manifest_", None) or {}).get("extra") or {}
     if extra.get("detector_thresholds"):
         # The policy text of such a model describes its per-detector thresholds ("per detector;
