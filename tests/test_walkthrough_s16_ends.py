@@ -77,6 +77,12 @@
     --series (rhai/..., )", a series named ""; a file whose cells were all
     blank became one series without a name. Such a row is now refused at its
     line ("series_id is missing"), as the long layout's reader does.
+16. ``triage culprit --data -`` (the history piped in) without ``--oracle``
+    prompted for readings on the standard input the history had emptied and
+    ended with "the input ended before commit ... was measured", as if the
+    user had typed ^D; with ``--oracle -`` too, "<stdin>: file is empty". It
+    now says that standard input held ``--data`` and the readings need
+    ``--oracle FILE``, and refuses ``-`` read twice.
 """
 
 from __future__ import annotations
@@ -597,3 +603,31 @@ def test_scheduler_probe_works_under_a_running_event_loop(tmp_path, real_frame):
         srv.close()
     assert f"cannot reach a dask scheduler at '{address}'" in said, said
     assert "something answers there, but its reply is no dask message" in said, said
+
+
+# -- 16. culprit --data - : standard input holds the history, not the readings ----------------------
+
+
+def test_culprit_with_data_on_standard_input_says_where_readings_must_come_from(tmp_path, real_frame):
+    per = real_frame[real_frame["series_id"] == MEM].groupby("commit", sort=False)["value"].mean()
+    if per.empty:
+        pytest.skip(f"no series {MEM} in the real histories")
+    at = int(abs(per.to_numpy()[1:] / per.to_numpy()[:-1] - 1).argmax()) + 1
+    data, before, after = _gap(per, at, tmp_path)
+    text = data.read_text()
+    code, output = invoke(["culprit", "--data", "-", "--before", before, "--after", after], stdin=text)
+    # It prompted on the emptied input: "the input ended before commit ... was measured".
+    assert code == 2, output
+    assert "standard input held --data (-), so no reading can be typed there: give the readings " \
+           "with --oracle FILE" in flat(output), output
+    code, output = invoke(["culprit", "--data", "-", "--before", before, "--after", after, "--oracle", "-"],
+                          stdin=text)
+    # It said "<stdin>: file is empty" of the oracle.
+    assert code == 2, output
+    assert "- (standard input) can be read only once: it is --data" in flat(output), output
+    oracle = tmp_path / "measured.csv"
+    pd.DataFrame({"commit": per.index, "value": per.to_numpy()}).to_csv(oracle, index=False)
+    code, output = invoke(["culprit", "--data", "-", "--before", before, "--after", after, "--oracle", oracle],
+                          stdin=text)
+    assert code == 0, output
+    assert f"culprit: {per.index[at]} (position {at})" in flat(output), output

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from triage.cli.tables import console_for
 from triage.cli.validation import check_choice, check_output_not_input, output_file
-from triage.core.atomic import destination, write_csv_atomic
+from triage.core.atomic import destination, is_stdio, write_csv_atomic
 from triage.core.errors import InputError
 from triage.core.values import value_problem
 
@@ -248,6 +248,9 @@ def culprit(
     from triage.sampling.partial import read_partial
 
     check_choice("--strategy", strategy, STRATEGIES)
+    if is_stdio(data) and is_stdio(oracle):
+        # The oracle read an exhausted standard input: "<stdin>: file is empty".
+        raise typer.BadParameter("- (standard input) can be read only once: it is --data", param_hint="--oracle")
     check_output_not_input(out, data, oracle)
     if out is not None:
         # Refused now, not after the search: typed-in readings would be lost.
@@ -283,6 +286,15 @@ def culprit(
 
     def measure(pos: int) -> float:
         commit = str(history.commits[pos])
+        if answers is None and is_stdio(data):
+            # The prompt read the standard input that --data had emptied: "the input ended
+            # before commit ... was measured", as if the user had typed ^D.
+            raise InputError(
+                "<stdin>",
+                None,
+                f"commit {commit!r} is to be measured, but standard input held --data (-), so no reading "
+                "can be typed there: give the readings with --oracle FILE, or --data as a file",
+            )
         if answers is None:
             value = _ask(commit, pos, say)
         elif commit not in answers or not np.isfinite(answers[commit]):
