@@ -5,8 +5,9 @@ Layers, each importing only from the layers before it:
 1. ``triage.core`` -- the data model every package stands on: series and
    datasets (``history``), the label vocabulary (``labels``), the one
    user-facing error (``errors``), atomic writes (``atomic``), metrics
-   (``metrics``), the timestamp rule (``timestamps``) and the ``key=value``
-   parameter grammar (``params``).
+   (``metrics``), the timestamp rule (``timestamps``), the ``key=value``
+   parameter grammar (``params``) and where numba's compiled kernels are
+   cached on a read-only installation (``compile_cache``).
 2. ``triage.detectors`` (statistical change-point detectors, one registry of
    names) and ``triage.features`` (Pre/After windows and their
    characteristics, the feature matrix).
@@ -20,3 +21,12 @@ Layers, each importing only from the layers before it:
 """
 
 __version__ = "0.1.0"
+
+import os as _os
+from pathlib import Path as _Path
+
+from triage.core.compile_cache import cache_dir as _cache_dir
+
+# before numba is first imported: it reads NUMBA_CACHE_DIR once, at import
+if (_folder := _cache_dir(_Path(__file__).resolve().parent)) is not None:
+    _os.environ["NUMBA_CACHE_DIR"] = _folder
