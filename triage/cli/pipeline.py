@@ -218,7 +218,7 @@ def culprit(
     oracle: Path = typer.Option(
         None,
         "--oracle",
-        help="CSV commit,value answering each measurement (default: ask interactively).",
+        help="CSV commit,value answering each measurement (with series_id: the series of --data, or --series); default: ask interactively.",
     ),
     strategy: str = typer.Option(
         "bayes", "--strategy", help="bayes (posterior over the culprit) or bisect."
