@@ -83,6 +83,9 @@
     user had typed ^D; with ``--oracle -`` too, "<stdin>: file is empty". It
     now says that standard input held ``--data`` and the readings need
     ``--oracle FILE``, and refuses ``-`` read twice.
+17. ``triage steady runs.json --series " parse "`` (a quoted variable with
+    a space) wrote the series id with its spaces; it is now stripped, as
+    ``sample`` / ``culprit`` strip ``--series``.
 """
 
 from __future__ import annotations
@@ -631,3 +634,16 @@ def test_culprit_with_data_on_standard_input_says_where_readings_must_come_from(
                           stdin=text)
     assert code == 0, output
     assert f"culprit: {per.index[at]} (position {at})" in flat(output), output
+
+
+# -- 17. steady --series with spaces around it ------------------------------------------------------
+
+
+def test_steady_series_id_is_written_stripped(tmp_path):
+    src = tmp_path / "c1.json"
+    src.write_text("[[0.91, 0.52, 0.50, 0.51, 0.50], [0.88, 0.51, 0.50, 0.52, 0.49]]")
+    out = tmp_path / "long.csv"
+    code, output = invoke(["steady", src, "--series", " parse ", "--out", out, "--trim-warmup", "none"])
+    assert code == 0, output
+    # It wrote " parse " (spaces and all), where sample, culprit and the long reader strip ids.
+    assert set(pd.read_csv(out, dtype=str, keep_default_na=False)["series_id"]) == {"parse"}

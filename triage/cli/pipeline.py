@@ -70,6 +70,9 @@ def steady(
         raise typer.BadParameter("--starts and --out name the same file", param_hint="--starts")
     if series is not None and not series.strip():
         raise typer.BadParameter("the series id is empty", param_hint="--series")
+    if series is not None:
+        # Written as typed (" parse ", a quoted shell variable), where every reader strips ids.
+        series = series.strip()
     ids = [c.strip() for c in commits.split(",")] if commits else None
     given_stdin = [f for f in files if str(f) == "-"]
     if len(given_stdin) > 1:
