@@ -57,11 +57,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from triage.core.csv_lines import csv_record_lines
 from triage.core.errors import InputError
 from triage.core.history import Dataset
 from triage.core.json_input import read_json
 from triage.loaders import read_csv_text
-from triage.readers.otava import csv_record_lines
 from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout, csv_delimiter
 
 #: Input layouts :func:`read_candidates` knows.

@@ -59,6 +59,7 @@ import numpy as np
 import pandas as pd
 
 from triage.core.atomic import atomic_write, is_stdio, write_csv_atomic
+from triage.core.csv_lines import csv_record_lines, file_line
 from triage.core.errors import InputError
 from triage.core.history import (
     AGGREGATES,
@@ -228,7 +229,8 @@ def read_long(
         with open(path, encoding="utf-8", errors="replace") as fh:
             sep = sniff_delimiter(fh.readline())
         frame = read_csv_text(path, sep=sep)
-        rows = np.arange(2, len(frame) + 2)  # header is line 1
+        # the file's own lines: pandas skips blank ones (header = line 1)
+        rows = csv_record_lines(path, len(frame), sep)
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(
@@ -370,15 +372,24 @@ def long_csv_parts(path: str | Path, rows_per_part: int | None = None) -> Iterat
     """
     header = _header(path)
     parts = 0
-    if sum(c.strip() == "value" for c in header) == 1:
-        try:
-            for part in _long_csv_parts(path, rows_per_part, float_value=next(c for c in header if c.strip() == "value")):
-                yield part
-                parts += 1
-            return
-        except _ValuesAsText:
-            pass  # read again as text; the parts given already are not validated again
-    yield from _long_csv_parts(path, rows_per_part, skip=parts)
+    try:
+        if sum(c.strip() == "value" for c in header) == 1:
+            try:
+                for part in _long_csv_parts(path, rows_per_part,
+                                            float_value=next(c for c in header if c.strip() == "value")):
+                    yield part
+                    parts += 1
+                return
+            except _ValuesAsText:
+                pass  # read again as text; the parts given already are not validated again
+        yield from _long_csv_parts(path, rows_per_part, skip=parts)
+    except InputError as exc:
+        # the parts count records; a blank line or a quoted line break makes the file's line later
+        if exc.row is None or exc.source != str(path):
+            raise
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            sep = sniff_delimiter(fh.readline())
+        raise InputError(exc.source, file_line(Path(path), exc.row, sep), exc.problem) from None
 
 
 def _header(path: str | Path) -> list[str]:
@@ -400,10 +411,12 @@ def _floats_as_text_gives(column: pd.Series) -> bool:
     chunk of only ``True`` / ``False`` as 1.0 / 0.0, which ``to_numeric``
     refuses, and ``inf``, ``1e400`` as infinite, which the text path reports
     with its own words. So: every value finite and at least one that is not
-    an integer (then neither reading was of integers only). -0.0 and
-    magnitudes from 2**53 on, where the two readings differ for integers, go
-    to the text path too: they agreed in every mixed column tried, but are
-    rare enough in measurements not to rest on that.
+    an integer (then neither reading was of integers only). Zeros (-0.0
+    among them) and magnitudes from 2**53 on, where the two readings differ
+    for integers, go to the text path too: they agreed in every mixed column
+    tried, but are rare enough in measurements not to rest on that; and a
+    zero may be written ``1e-400``, which the text path refuses (a float
+    cannot hold it) and the float pass read as 0.
     """
     if column.dtype != np.float64:
         return False
@@ -412,7 +425,7 @@ def _floats_as_text_gives(column: pd.Series) -> bool:
         return bool(
             len(values)
             and np.isfinite(values).all()
-            and not ((values == 0) & np.signbit(values)).any()
+            and not (values == 0).any()
             and (np.abs(values) < 2.0**53).all()
             and (values != np.floor(values)).any()
         )

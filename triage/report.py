@@ -52,12 +52,12 @@ import pandas as pd
 from triage.candidate_files import is_blank, read_candidates, resolve
 from triage.core import labels
 from triage.core.atomic import directory_target, replace_dir
+from triage.core.csv_lines import csv_record_lines
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
 from triage.features.windows import adaptive_bounds
 from triage.inference import NOT_SCORABLE, NOT_SCORABLE_WHY
 from triage.plotting import scale_values
-from triage.readers.otava import csv_record_lines
 
 #: The file that marks a directory as a report this module wrote (and may replace).
 REPORT_MARKER = ".triage-report"

@@ -55,6 +55,7 @@ from rich.console import Console
 from triage.cli.validation import output_file
 from triage.core.errors import InputError
 from triage.core.json_input import json_record
+from triage.core.values import beyond_float
 from triage.model_lookup import resolve_model
 
 err_console = Console(stderr=True)
@@ -120,7 +121,7 @@ def _json_records(stream: io.TextIOBase, source: str, first: int = 1) -> Iterato
         if isinstance(value, float) and (value == 0.0 or math.isinf(value)):
             # 1e400 parses as inf, 1e-400 as 0.0: the literal tells a unit problem from a real 0.
             literal = json.loads(line.lstrip("\ufeff"), parse_float=str).get("value")
-            if isinstance(literal, str) and (problem := _beyond_float(literal)) is not None:
+            if isinstance(literal, str) and (problem := beyond_float(literal)) is not None:
                 record[UNUSABLE] = problem
         yield number, record
 
@@ -140,28 +141,6 @@ def _check_unicode(record: dict, source: str, number: int) -> None:
 
 #: Key of a record whose value's text lies beyond a float (``1e400``, ``1e-400``): the problem, for quarantine.
 UNUSABLE = "\0unusable"
-
-
-def _beyond_float(text: str) -> str | None:
-    """Why a number's text is a unit problem although ``float()`` reads it (as inf or 0.0), else None.
-
-    ``float("1e400")`` is inf and ``float("1e-400")`` is 0.0: the first stopped
-    the stream as if the line were garbled (``1e300`` quarantines its series),
-    the second was decided as the value 0.
-    """
-    try:
-        x = float(text)
-    except ValueError:
-        return None
-    mantissa = text.strip().lower().split("e")[0]
-    if math.isinf(x) and any(c.isdigit() for c in mantissa):
-        would = "infinity"
-    elif x == 0.0 and any(c in "123456789" for c in mantissa):
-        would = "0"
-    else:
-        return None
-    return (f"value {text.strip()} is outside the usable range (0 or 1e-100 <= |x| <= 1e100): a float cannot hold "
-            f"it (it would be read as {would}); rescale the series (change its unit)")
 
 
 #: Most commits of a piped stream decided in one transaction. Each series'
@@ -351,7 +330,7 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
             raise _bad(path, number, f"value {row['value']!r} is not a number") from None
         # Ids as every long-layout reader takes them (`s1, c00` is commit `c00`, not ` c00`).
         record = {"series_id": row["series_id"].strip(), "commit": row["commit"].strip(), "value": value}
-        if (value == 0.0 or math.isinf(value)) and (problem := _beyond_float(row["value"])) is not None:
+        if (value == 0.0 or math.isinf(value)) and (problem := beyond_float(row["value"])) is not None:
             record[UNUSABLE] = problem
         if row.get("timestamp", "").strip():
             record["timestamp"] = row["timestamp"]

@@ -24,7 +24,7 @@ from triage.core import labels as L
 from triage.core import timestamps
 from triage.core.errors import InputError
 from triage.core.text_cells import text_codes
-from triage.core.values import check_values
+from triage.core.values import beyond_float, check_values
 
 # The loaders' validation below calls the label module ``labels``.
 labels = L
@@ -302,6 +302,11 @@ def _parse_values(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
         else:
             problem = f"value {shown!r} is not a number"
         raise InputError(path, int(rows[i]), problem)
+    if text is not None and (zero := values == 0.0).any():
+        # "1e-400" parses as 0.0: only the text tells it from a real 0
+        for k in np.flatnonzero(zero):
+            if (unusable := beyond_float(str(text[k]))) is not None:
+                raise InputError(path, int(rows[k]), unusable)
     return check_values(values, path, rows)  # |x| near 1e308 or 1e-308 would overflow downstream
 
 

@@ -99,3 +99,27 @@ def _row(rows: Sequence[int] | np.ndarray | None, i: int) -> int:
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:30] + f"... ({len(text)} characters)"
+
+
+def beyond_float(text: str) -> str | None:
+    """Why a number's text is a unit problem although ``float()`` reads it (as inf or 0.0), else None.
+
+    ``float("1e400")`` is inf and ``float("1e-400")`` is 0.0: in a watched
+    stream the first stopped it as if the line were garbled (``1e300``
+    quarantines its series), the second was decided as the value 0; a
+    history file read it as 0 without a word. Only the text tells these from
+    a real 0 or a garbled line.
+    """
+    try:
+        x = float(text)
+    except ValueError:
+        return None
+    mantissa = text.strip().lower().split("e")[0]
+    if math.isinf(x) and any(c.isdigit() for c in mantissa):
+        would = "infinity"
+    elif x == 0.0 and any(c in "123456789" for c in mantissa):
+        would = "0"
+    else:
+        return None
+    return (f"value {text.strip()} is outside the usable range (0 or 1e-100 <= |x| <= 1e100): a float cannot hold "
+            f"it (it would be read as {would}); rescale the series (change its unit)")

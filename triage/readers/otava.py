@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from triage.core.csv_lines import csv_record_lines
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History, Trim, dataset_from_long
 from triage.readers.source import header_names, looks_numeric, not_utf8, plain_file, read_csv_text
@@ -46,43 +47,6 @@ def sniff_delimiter(header: str) -> str:
     counts = {d: header.count(d) for d in DELIMITERS}
     best = max(DELIMITERS, key=lambda d: counts[d])
     return best if counts[best] else ","
-
-
-def csv_record_lines(path: Path, n_records: int, sep: str = ",", quotechar: str = '"') -> np.ndarray:
-    """The file line (1-based) of each of the ``n_records`` data records pandas read from the CSV ``path``.
-
-    pandas skips blank lines (and lines of white space only) and reads a quoted
-    cell over several lines as one record, so the record numbers plus one are
-    the lines only in a file without either: a bad value after a blank line was
-    reported a line or more too early. Such files are read once more with the
-    csv module, which counts lines as it goes; a file of one record a line
-    (the line count tells) is not. Should the two readers disagree on the
-    records, the record numbers plus one are kept.
-    """
-    simple = np.arange(2, n_records + 2)
-    newlines, last = 0, b""
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            newlines, last = newlines + chunk.count(b"\n"), chunk[-1:]
-    if newlines == n_records + (last == b"\n"):
-        return simple  # a header and one line per record: nothing skipped, nothing spread over lines
-    import csv
-
-    lines: list[int] = []
-    header_seen, end = False, 0
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        reader = csv.reader(fh, delimiter=sep, quotechar=quotechar, skipinitialspace=True)
-        try:
-            for row in reader:
-                start, end = end + 1, reader.line_num
-                if not row or (len(row) == 1 and not row[0].strip()):
-                    continue  # a blank line: pandas skips it
-                if header_seen:
-                    lines.append(start)
-                header_seen = True
-        except (csv.Error, UnicodeDecodeError):
-            return simple
-    return np.asarray(lines) if len(lines) == n_records else simple
 
 
 def _header(path: Path) -> str:
