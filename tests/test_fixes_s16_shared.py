@@ -51,3 +51,20 @@ def test_zeros_written_any_way_are_still_zeros(tmp_path: Path) -> None:
     path.write_text("series_id,commit,value\nx,c1,0\nx,c2,0.000\nx,c3,-0.0\nx,c4,0e5\nx,c5,.0\nx,c6,1\n")
     code, out = invoke(["summary", "--data", path])
     assert code == 0, out
+
+
+def test_a_state_store_or_an_unnamed_parquet_given_as_data_is_named_for_what_it_is(tmp_path: Path) -> None:
+    """3. ``detect --data state.db`` said "row 1: not a UTF-8 text file"."""
+    state = tmp_path / "state.db"
+    code, out = invoke(["watch", "--state", state], stdin='{"series_id": "a", "commit": "c1", "value": 1}\n')
+    assert code == 0, out
+    for command in (["detect", "--data", state, "--out", tmp_path / "o.csv"], ["summary", "--data", state]):
+        code, out = invoke(command)
+        assert code == 2, out
+        assert "is an SQLite database" in flat(out) and "UTF-8" not in out
+    import pandas as pd
+
+    parquet = tmp_path / "history.dat"
+    pd.DataFrame({"series_id": ["s", "s"], "commit": ["a", "b"], "value": [1.0, 2.0]}).to_parquet(parquet)
+    code, out = invoke(["summary", "--data", parquet])
+    assert code == 2 and "Parquet file whose name does not end in .parquet" in flat(out)

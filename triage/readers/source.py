@@ -182,8 +182,27 @@ def non_utf8_line(path: str | Path) -> int | None:
             lines_before += chunk.count(b"\n")
 
 
+#: Binary files a user may give where a history belongs, by their first bytes: what to say instead.
+KNOWN_BINARY: tuple[tuple[bytes, str], ...] = (
+    (b"SQLite format 3\x00", "an SQLite database (a `triage watch --state` store or a `triage serve` labels "
+                             "store?), not a history"),
+    (b"PAR1", "a Parquet file whose name does not end in .parquet: rename it so"),
+)
+
+
 def not_utf8(path: str | Path, shown: str | Path | None = None) -> InputError:
-    """The :class:`InputError` for a file that is not UTF-8, located at its first bad byte's line."""
+    """The :class:`InputError` for a file that is not UTF-8, located at its first bad byte's line.
+
+    A file that starts as one of :data:`KNOWN_BINARY` is named for what it is.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        head = b""
+    for magic, what in KNOWN_BINARY:
+        if head.startswith(magic):
+            return InputError(path if shown is None else shown, None, f"is {what}")
     return InputError(path if shown is None else shown, non_utf8_line(path), "not a UTF-8 text file")
 
 
