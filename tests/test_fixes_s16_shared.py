@@ -68,3 +68,12 @@ def test_a_state_store_or_an_unnamed_parquet_given_as_data_is_named_for_what_it_
     pd.DataFrame({"series_id": ["s", "s"], "commit": ["a", "b"], "value": [1.0, 2.0]}).to_parquet(parquet)
     code, out = invoke(["summary", "--data", parquet])
     assert code == 2 and "Parquet file whose name does not end in .parquet" in flat(out)
+
+
+def test_a_json_line_naming_two_series_is_refused(tmp_path: Path) -> None:
+    feed = '{"series_id": "a", "commit": "c1", "value": 1}\n{"series_id": "a", "series": "b", "commit": "c2", "value": 2}\n'
+    code, out = invoke(["watch"], stdin=feed)
+    assert code == 2, out
+    assert "line 2" in flat(out) and "both series_id 'a' and series 'b'" in flat(out)
+    same = '{"series_id": "a", "series": "a", "commit": "c1", "value": 1}\n'
+    assert invoke(["watch"], stdin=same)[0] == 0

@@ -40,7 +40,8 @@ def read_json(path: str | Path, what: str = "JSON") -> object:
 def json_record(line: str) -> dict:
     """One result of a JSON-lines feed (``triage watch``'s input, a file ``load`` reads): the parsed object.
 
-    ``series`` (the name older outputs used) becomes ``series_id``. Raises
+    ``series`` (the name older outputs used) becomes ``series_id``; both,
+    naming different series, are refused. Raises
     ``ValueError`` whose message is the problem, for the caller to put the
     file and the line to: not JSON, not an object, a key missing.
     """
@@ -54,8 +55,15 @@ def json_record(line: str) -> dict:
         raise ValueError("not a usable JSON object: nested too deeply") from None
     if not isinstance(record, dict):
         raise ValueError("expected a JSON object with series_id, commit, value")
-    if "series_id" not in record and "series" in record:
-        record["series_id"] = record.pop("series")
+    if "series" in record:
+        if "series_id" not in record:
+            record["series_id"] = record.pop("series")
+        elif record["series"] != record["series_id"]:
+            # which one was meant cannot be told; decided under either, the other series lost a commit
+            raise ValueError(f"both series_id {record['series_id']!r} and series {record['series']!r} (the older "
+                             "name of the same key): give one")
+        else:
+            del record["series"]
     missing = [k for k in ("series_id", "commit", "value") if k not in record]
     if missing:
         raise ValueError(f"missing key(s) {', '.join(missing)}")
