@@ -86,6 +86,10 @@
 17. ``triage steady runs.json --series " parse "`` (a quoted variable with
     a space) wrote the series id with its spaces; it is now stripped, as
     ``sample`` / ``culprit`` strip ``--series``.
+18. ``triage sample`` on a file with a row of more cells than the header
+    said "not a readable CSV file: Error tokenizing data. C error: Expected
+    2 fields in line 22, saw 3" with no row where errors name it; it is now
+    "row 22: 3 cells where the header has 2".
 """
 
 from __future__ import annotations
@@ -647,3 +651,21 @@ def test_steady_series_id_is_written_stripped(tmp_path):
     assert code == 0, output
     # It wrote " parse " (spaces and all), where sample, culprit and the long reader strip ids.
     assert set(pd.read_csv(out, dtype=str, keep_default_na=False)["series_id"]) == {"parse"}
+
+
+# -- 18. sample / culprit: a row with more cells than the header ------------------------------------
+
+
+def test_partial_history_row_with_extra_cells_is_named_by_its_row(tmp_path, real_frame):
+    per = real_frame[real_frame["series_id"] == RHAI].groupby("commit", sort=False)["value"].mean().head(40)
+    if per.empty:
+        pytest.skip(f"no series {RHAI} in the real histories")
+    lines = ["commit,value"] + [f"{c},{'' if 5 < i < 35 else v}" for i, (c, v) in enumerate(per.items())]
+    lines[21] += ",ns/iter"  # a unit pasted into one row
+    data = tmp_path / "partial.csv"
+    data.write_text("\n".join(lines) + "\n")
+    code, output = invoke(["sample", "--data", data, "--budget", "2"])
+    # It said "partial.csv: not a readable CSV file: Error tokenizing data. C error: Expected 2 fields
+    # in line 22, saw 3": no row where the project's errors name it.
+    assert code == 2, output
+    assert "partial.csv, row 22: 3 cells where the header has 2" in flat(output), output

@@ -13,6 +13,7 @@ line 1) and the problem.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,6 +165,12 @@ def _read_cells(plain: Path, shown: str) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise InputError(shown, None, "file is empty") from None
     except pd.errors.ParserError as exc:
+        ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if ragged:
+            # The row where it belongs, as every error of the project names it (pandas put it
+            # inside its own message: "... C error: Expected 2 fields in line 4, saw 3").
+            want, line, saw = ragged.groups()
+            raise InputError(shown, int(line), f"{saw} cells where the header has {want}") from None
         raise InputError(shown, None, f"not a readable CSV file: {exc}") from None
     except UnicodeDecodeError:
         # pandas's byte offset is within a buffer; find the line in the file itself.
