@@ -77,3 +77,29 @@ def test_a_json_line_naming_two_series_is_refused(tmp_path: Path) -> None:
     assert "line 2" in flat(out) and "both series_id 'a' and series 'b'" in flat(out)
     same = '{"series_id": "a", "series": "a", "commit": "c1", "value": 1}\n'
     assert invoke(["watch"], stdin=same)[0] == 0
+
+
+def test_perfherder_data_with_a_bom_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "perf.json"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"sig": [{"revision": "a", "value": 1.0}, {"revision": "b", "value": 2.0}]}')
+    from triage.loaders import load
+
+    data = load(path)
+    assert [h.series_id for h in data] == ["sig"] and data["sig"].values.tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(("name", "payload", "says"), [
+    ("2848e5d0-py3.10.json", {"commit_hash": "2848e5d0", "results": {}, "version": 2}, "one file of an asv results"),
+    ("machine.json", {"arch": "x86_64", "machine": "ubuntu-latest", "version": 1}, "one file of an asv results"),
+    ("benchmarks.json", {"b.time_a": {"name": "b.time_a", "type": "time"}, "version": 2}, "asv's benchmarks.json"),
+    ("run.json", {"context": {"date": "2026-01-01"}, "benchmarks": [{"name": "BM_x", "real_time": 1.0}]},
+     "one run of Google Benchmark"),
+])
+def test_one_piece_of_a_history_is_named_for_what_it_is(tmp_path: Path, name: str, payload: dict, says: str) -> None:
+    import json
+
+    path = tmp_path / name
+    path.write_text(json.dumps(payload))
+    code, out = invoke(["summary", "--data", path])
+    assert code == 2, out
+    assert says in flat(out) and "list of numbers" not in out

@@ -124,7 +124,7 @@ def data_layout(path: Path) -> str:
         return "gab"
     if suffix == ".json" or _starts_like_json(path):
         try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
+            payload = json.loads(path.read_text(encoding="utf-8-sig"))  # a Windows tool's BOM, as everywhere
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             # JSON lines of records (what `triage watch` reads) are no one JSON document.
             return "jsonl" if _first_line_is_record(path) else "json"  # the reader reports the exact problem
@@ -136,6 +136,7 @@ def data_layout(path: Path) -> str:
             return "perfherder"
         if is_jmh(payload):
             return "jmh"
+        _refuse_a_part_of_a_history(path, payload)
         return "json"
     header = read_header(path)
     if ";" in header and all(col in header for col in MONGODB_COLUMNS):
@@ -153,6 +154,27 @@ def data_layout(path: Path) -> str:
         f"({header.strip()[:80]!r}); expected a long layout (series_id, commit, value, ...), "
         "the MongoDB demo layout or an Otava CSV (time, commit, metrics...)",
     )
+
+
+def _refuse_a_part_of_a_history(path: Path, payload: object) -> None:
+    """:class:`InputError` for a JSON file that is one piece of a history the tool reads whole.
+
+    One asv result file (or its ``machine.json`` / ``benchmarks.json``) and
+    one run of Google Benchmark were told "expected a non-empty JSON list of
+    numbers", the plain JSON layout's words.
+    """
+    if not isinstance(payload, dict):
+        return
+    if {"commit_hash", "results"} <= payload.keys() or "machine" in payload and "version" in payload:
+        raise InputError(path, None, "is one file of an asv results directory: give --data the results directory "
+                         "(the folder of machine folders, each with machine.json)")
+    others = [v for k, v in payload.items() if k != "version"]
+    if "version" in payload and others and all(isinstance(v, dict) and "name" in v for v in others):
+        raise InputError(path, None, "is asv's benchmarks.json: give --data the results directory beside it")
+    if {"context", "benchmarks"} <= payload.keys():
+        raise InputError(path, None, "is one run of Google Benchmark (--benchmark_format=json): a history needs one "
+                         "value per commit; collect the runs with github-action-benchmark (its data.js is read) or "
+                         "write them in the long layout (series_id, commit, value)")
 
 
 def _refuse_long_without_series_id(path: Path, columns: list[str]) -> None:
