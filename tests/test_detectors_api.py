@@ -180,6 +180,12 @@ def test_one_param_grammar_typed_by_defaults_or_inferred():
         parse_text(["=1"])
     with pytest.raises(ValueError, match="flag.*not a boolean"):
         parse_text(["flag=maybe"], {"flag": True})
+    # a whole number written as a float is one (it was "invalid literal for int() with base 10")
+    assert parse_text(["k=1e3", "m=5.0"], {"k": 1, "m": 1}) == {"k": 1000, "m": 5}
+    with pytest.raises(ValueError, match="k: '5.5' is not a whole number"):
+        parse_text(["k=5.5"], {"k": 1})
+    with pytest.raises(ValueError, match="x: 'abc' is not a number"):
+        parse_text(["x=abc"], {"x": 1.0})
 
 
 def test_an_ensemble_built_directly_needs_detectors_or_a_factory():

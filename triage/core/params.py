@@ -52,9 +52,23 @@ def typed_value(text: str, default: Any) -> Any:
             return False
         raise ValueError(f"{text!r} is not a boolean")
     if isinstance(default, int):
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        # 1e9 or 5.0 name a whole number too; Python's own words ("invalid literal for int()") do not help
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a whole number") from None
+        if not number.is_integer():
+            raise ValueError(f"{text!r} is not a whole number")
+        return int(number)
     if isinstance(default, float):
-        return float(text)
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number") from None
     if isinstance(default, (tuple, list)):
         return tuple(part.strip() for part in text.split(",") if part.strip())
     return text
