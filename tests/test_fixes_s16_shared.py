@@ -103,3 +103,11 @@ def test_one_piece_of_a_history_is_named_for_what_it_is(tmp_path: Path, name: st
     code, out = invoke(["summary", "--data", path])
     assert code == 2, out
     assert says in flat(out) and "list of numbers" not in out
+
+
+def test_a_row_of_more_cells_than_the_header_is_named_by_its_row(tmp_path: Path) -> None:
+    path = tmp_path / "h.csv"
+    path.write_text("series_id,commit,value\ns,a,1\ns,b,2\ns,c,2,7\n")
+    code, out = invoke(["summary", "--data", path])
+    assert code == 2, out
+    assert "h.csv, row 4: 4 cells where the header has 3" in flat(out)

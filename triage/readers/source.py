@@ -25,6 +25,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import os
+import re
 import shutil
 import stat
 import sys
@@ -206,17 +207,30 @@ def not_utf8(path: str | Path, shown: str | Path | None = None) -> InputError:
     return InputError(path if shown is None else shown, non_utf8_line(path), "not a UTF-8 text file")
 
 
+#: pandas' words for a row of more cells than the header, with the line inside them.
+_RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+
+
 @contextmanager
-def csv_errors(path: str | Path) -> Iterator[None]:
-    """pandas' CSV reading errors inside the block as :class:`InputError` naming ``path``."""
+def csv_errors(path: str | Path, shown: str | Path | None = None) -> Iterator[None]:
+    """pandas' CSV reading errors inside the block as :class:`InputError` naming ``shown`` (default ``path``).
+
+    A row of more cells than the header is named by its line, as every error
+    of the project names it (pandas put the line inside its own message:
+    "Error tokenizing data. C error: Expected 3 fields in line 4, saw 4").
+    """
+    name = path if shown is None else shown
     try:
         yield
     except pd.errors.EmptyDataError:
-        raise InputError(path, None, "file is empty") from None
+        raise InputError(name, None, "file is empty") from None
     except pd.errors.ParserError as exc:
-        raise InputError(path, None, f"not a valid CSV file: {exc}") from None
+        if ragged := _RAGGED.search(str(exc)):
+            want, line, saw = ragged.groups()
+            raise InputError(name, int(line), f"{saw} cells where the header has {want}") from None
+        raise InputError(name, None, f"not a valid CSV file: {exc}") from None
     except UnicodeDecodeError:
-        raise not_utf8(path) from None
+        raise not_utf8(path, shown) from None
 
 
 def read_csv_text(

@@ -13,7 +13,6 @@ line 1) and the problem.
 from __future__ import annotations
 
 import csv
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +22,13 @@ import pandas as pd
 from triage.core.errors import InputError
 from triage.core.values import check_values
 from triage.readers.otava import sniff_delimiter
-from triage.readers.source import COMPRESSED_SUFFIXES, check_header, display_name, plain_file
+from triage.readers.source import (
+    COMPRESSED_SUFFIXES,
+    check_header,
+    csv_errors,
+    display_name,
+    plain_file,
+)
 from triage.sampling.gp import HistoryGP
 
 
@@ -150,37 +155,12 @@ def _read_cells(plain: Path, shown: str) -> pd.DataFrame:
     with open(plain, "rb") as fh:
         header = fh.readline().decode("utf-8", errors="replace")
     sep = sniff_delimiter(header)
-    try:
-        # compression=None: plain_file decompressed it already, whatever its suffix says.
-        # The delimiter as every other CSV reader of the project takes it (`,` `;` tab or `|`, told
-        # by the header): a spreadsheet's `commit;value` was "missing column 'commit', 'value'".
-        frame = pd.read_csv(
-            plain,
-            sep=sep,
-            dtype=str,
-            keep_default_na=False,
-            skipinitialspace=True,
-            compression=None,
-        )
-    except pd.errors.EmptyDataError:
-        raise InputError(shown, None, "file is empty") from None
-    except pd.errors.ParserError as exc:
-        ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
-        if ragged:
-            # The row where it belongs, as every error of the project names it (pandas put it
-            # inside its own message: "... C error: Expected 2 fields in line 4, saw 3").
-            want, line, saw = ragged.groups()
-            raise InputError(shown, int(line), f"{saw} cells where the header has {want}") from None
-        raise InputError(shown, None, f"not a readable CSV file: {exc}") from None
-    except UnicodeDecodeError:
-        # pandas's byte offset is within a buffer; find the line in the file itself.
-        raw = plain.read_bytes()
-        try:
-            raw.decode("utf-8")
-            line = None
-        except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(shown, line, "not a UTF-8 text file") from None
+    # compression=None: plain_file decompressed it already, whatever its suffix says.
+    # The delimiter as every other CSV reader of the project takes it (`,` `;` tab or `|`, told
+    # by the header): a spreadsheet's `commit;value` was "missing column 'commit', 'value'".
+    with csv_errors(plain, shown):
+        frame = pd.read_csv(plain, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True,
+                            compression=None)
     # A column named twice (`commit,value,value`) is refused, as by every other CSV reader of the
     # project: pandas renamed the second `value.1` and the first was read without a word.
     check_header(shown, names=[str(c).strip() for c in next(csv.reader([header], delimiter=sep))])
