@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -22,3 +23,22 @@ def small_dataset():
     from triage.synthetic import generate
 
     return generate("small", seed=0)
+
+
+def _real_histories(**options) -> pd.DataFrame:
+    path = SHARED_DATA / "real" / "histories.csv.gz"
+    if not path.is_file():
+        pytest.skip(f"real histories {path} are absent (../shared beside the checkout)")
+    return pd.read_csv(path, **options)
+
+
+@pytest.fixture(scope="module")
+def real_frame() -> pd.DataFrame:
+    """The 372 real histories of ../shared/data/real as pandas reads them (read again per module: tests may edit it)."""
+    return _real_histories()
+
+
+@pytest.fixture(scope="module")
+def real_frame_text() -> pd.DataFrame:
+    """The real histories with the values as written (text), for writing them back out exactly."""
+    return _real_histories(dtype={"value": str})

@@ -25,16 +25,6 @@ with warnings.catch_warnings():
 OTEL = "otel-java/io.opentelemetry.sdk.SpanRecordBenchmark.threads4({spanSize:LARGE})/otel-bench-runner"
 
 
-@pytest.fixture(scope="module")
-def real_frame() -> pd.DataFrame:
-    from conftest import SHARED_DATA
-
-    path = SHARED_DATA / "real" / "histories.csv.gz"
-    if not path.is_file():
-        pytest.skip(f"real histories {path} are absent (../shared beside the checkout)")
-    return pd.read_csv(path)
-
-
 def _extract(frame: pd.DataFrame, folder: Path, *series: str) -> Path:
     out = folder / "history.csv"
     frame[frame["series_id"].isin(series)].to_csv(out, index=False)

@@ -103,16 +103,6 @@ import pytest
 from helpers_cli import flat, invoke
 
 
-@pytest.fixture(scope="module")
-def real_frame() -> pd.DataFrame:
-    from conftest import SHARED_DATA
-
-    path = SHARED_DATA / "real" / "histories.csv.gz"
-    if not path.is_file():
-        pytest.skip(f"real histories {path} are absent (../shared beside the checkout)")
-    return pd.read_csv(path)
-
-
 def _extract(frame: pd.DataFrame, out: Path, *series: str) -> Path:
     frame[frame["series_id"].isin(series)].to_csv(out, index=False)
     return out

@@ -103,16 +103,6 @@ from helpers_cli import flat, invoke
 EMG = "emg3d-bench/memory.ResidualMemory.peakmem_residual('{}')/meerkat/conda-py3.8"
 
 
-@pytest.fixture(scope="module")
-def real_frame() -> pd.DataFrame:
-    from conftest import SHARED_DATA
-
-    path = SHARED_DATA / "real" / "histories.csv.gz"
-    if not path.is_file():
-        pytest.skip(f"real histories {path} are absent (../shared beside the checkout)")
-    return pd.read_csv(path, dtype={"value": str})
-
-
 def _series(frame: pd.DataFrame, sid: str) -> pd.DataFrame:
     part = frame[frame["series_id"] == sid]
     assert len(part), sid
@@ -156,14 +146,14 @@ def _edit_one_result(results: Path, edit) -> Path:
     return file
 
 
-def test_asv_results_round_trip_the_real_values_in_commit_date_order(real_frame, tmp_path: Path) -> None:
-    results = _asv_results(real_frame, tmp_path)
+def test_asv_results_round_trip_the_real_values_in_commit_date_order(real_frame_text, tmp_path: Path) -> None:
+    results = _asv_results(real_frame_text, tmp_path)
     out = tmp_path / "long.csv"
     code, text = invoke(["convert", "--data", results, "--out", out])
     assert code == 0, text
     long = pd.read_csv(out, dtype={"value": str, "higher_is_better": str})
     for size in ("big", "small"):
-        original = _series(real_frame, EMG.format(size))
+        original = _series(real_frame_text, EMG.format(size))
         mine = long[long["series_id"] == f"meerkat/conda-py3.8/memory.ResidualMemory.peakmem_residual('{size}')"]
         assert list(mine["commit"]) == list(original["commit"])
         assert [float(v) for v in mine["value"]] == [float(v) for v in original["value"]]
@@ -177,8 +167,8 @@ def test_asv_results_round_trip_the_real_values_in_commit_date_order(real_frame,
      "benchmark 'memory.ResidualMemory.peakmem_residual'('small'): value 1e+200 is outside the usable range"),
     (lambda p: p.__setitem__("commit_hash", None), "'commit_hash' None is not a commit id"),
 ])
-def test_asv_bad_value_names_the_result_file_and_benchmark(real_frame, tmp_path: Path, edit, problem) -> None:
-    results = _asv_results(real_frame, tmp_path)
+def test_asv_bad_value_names_the_result_file_and_benchmark(real_frame_text, tmp_path: Path, edit, problem) -> None:
+    results = _asv_results(real_frame_text, tmp_path)
     file = _edit_one_result(results, edit)
     code, text = invoke(["summary", "--data", results])
     assert code == 2, text
@@ -192,8 +182,8 @@ def test_asv_bad_value_names_the_result_file_and_benchmark(real_frame, tmp_path:
     (lambda p: p.__setitem__("version", "2"), "'version' '2' is not an asv result format number"),
     (lambda p: p.__setitem__("results", [1, 2]), "'results' is list, not an object"),
 ])
-def test_asv_malformed_result_file_is_a_located_error(real_frame, tmp_path: Path, edit, problem) -> None:
-    results = _asv_results(real_frame, tmp_path)
+def test_asv_malformed_result_file_is_a_located_error(real_frame_text, tmp_path: Path, edit, problem) -> None:
+    results = _asv_results(real_frame_text, tmp_path)
     file = _edit_one_result(results, edit)
     code, text = invoke(["summary", "--data", results])
     assert code == 2, text
@@ -224,14 +214,14 @@ def _data_js(frame: pd.DataFrame, path: Path, edit=None) -> Path:
     return path
 
 
-def test_data_js_round_trips_real_reruns_and_directions(real_frame, tmp_path: Path) -> None:
-    data = _data_js(real_frame, tmp_path / "data.js")
+def test_data_js_round_trips_real_reruns_and_directions(real_frame_text, tmp_path: Path) -> None:
+    data = _data_js(real_frame_text, tmp_path / "data.js")
     out = tmp_path / "long.csv"
     code, text = invoke(["convert", "--data", data, "--out", out])
     assert code == 0, text
     long = pd.read_csv(out, dtype={"higher_is_better": str})
     for sid, suite, higher in ((RHAI, "Rust Benchmark", "false"), (OTEL, "Java", "true")):
-        original = _series(real_frame, sid).astype({"value": float})
+        original = _series(real_frame_text, sid).astype({"value": float})
         # A re-run (rhai, otel-java measure some commits twice) belongs to its commit, which keeps its first place.
         expected = original.groupby("commit", sort=False)["value"].mean()
         mine = long[long["series_id"] == f"{suite}/{sid.split('/', 1)[1]}"]
@@ -244,8 +234,8 @@ def test_data_js_round_trips_real_reruns_and_directions(real_frame, tmp_path: Pa
     (1e20, "date 1e+20 is not a date"),
     ("2020-01-01", "date '2020-01-01' is not a number"),
 ])
-def test_data_js_bad_date_names_the_run(real_frame, tmp_path: Path, date, problem) -> None:
-    data = _data_js(real_frame, tmp_path / "data.js",
+def test_data_js_bad_date_names_the_run(real_frame_text, tmp_path: Path, date, problem) -> None:
+    data = _data_js(real_frame_text, tmp_path / "data.js",
                     lambda p: p["entries"]["Rust Benchmark"][3].__setitem__("date", date))
     code, text = invoke(["summary", "--data", data])
     assert code == 2, text
@@ -272,9 +262,9 @@ def _perf_data(frame: pd.DataFrame, path: Path, edit=None) -> Path:
     return path
 
 
-def test_perfherder_data_and_alerts_round_trip(real_frame, tmp_path: Path) -> None:
-    data = _perf_data(real_frame, tmp_path / "perf.json")
-    revision = _series(real_frame, DJANGO.format("12"))["commit"].iloc[100]
+def test_perfherder_data_and_alerts_round_trip(real_frame_text, tmp_path: Path) -> None:
+    data = _perf_data(real_frame_text, tmp_path / "perf.json")
+    revision = _series(real_frame_text, DJANGO.format("12"))["commit"].iloc[100]
     alerts = tmp_path / "alerts.json"
     alerts.write_text(json.dumps({"results": [{"id": 1, "revision": revision, "status": 0, "alerts": [
         {"id": 2, "status": "invalid", "series_signature": {"id": 41, "signature_hash": "sig1", "lower_is_better": True}}]}]}))
@@ -283,7 +273,7 @@ def test_perfherder_data_and_alerts_round_trip(real_frame, tmp_path: Path) -> No
     assert code == 0, text
     long = pd.read_csv(out, dtype=str, keep_default_na=False)
     for k, minor in enumerate(("10", "12")):
-        original = _series(real_frame, DJANGO.format(minor))
+        original = _series(real_frame_text, DJANGO.format(minor))
         mine = long[long["series_id"] == f"sig{k}"]
         assert list(mine["commit"]) == list(original["commit"])
         assert [float(v) for v in mine["value"]] == [float(v) for v in original["value"]]
@@ -297,8 +287,8 @@ def test_perfherder_data_and_alerts_round_trip(real_frame, tmp_path: Path) -> No
     ("fast", "row 6: value 'fast' is not a number (point 6 of signature 'sig1')"),
     (1e200, "row 6: value 1e+200 is outside the usable range"),
 ])
-def test_perfherder_bad_point_names_its_signature(real_frame, tmp_path: Path, value, problem) -> None:
-    data = _perf_data(real_frame, tmp_path / "perf.json", lambda p: p["sig1"][5].__setitem__("value", value))
+def test_perfherder_bad_point_names_its_signature(real_frame_text, tmp_path: Path, value, problem) -> None:
+    data = _perf_data(real_frame_text, tmp_path / "perf.json", lambda p: p["sig1"][5].__setitem__("value", value))
     code, text = invoke(["summary", "--data", data])
     assert code == 2, text
     assert f"error: {data}, {problem}" in flat(text)
@@ -321,8 +311,8 @@ def _wide_otava(frame: pd.DataFrame) -> list[str]:
     return lines
 
 
-def test_otava_csv_bad_cell_after_blank_lines_names_its_line(real_frame, tmp_path: Path) -> None:
-    lines = _wide_otava(real_frame)[:40]
+def test_otava_csv_bad_cell_after_blank_lines_names_its_line(real_frame_text, tmp_path: Path) -> None:
+    lines = _wide_otava(real_frame_text)[:40]
     lines[30] = lines[30].rsplit(",", 1)[0] + ",fast"
     lines[10:10] = ["", "   "]  # two blank lines: the bad cell moves to line 33
     data = tmp_path / "wide.csv"
@@ -332,15 +322,15 @@ def test_otava_csv_bad_cell_after_blank_lines_names_its_line(real_frame, tmp_pat
     assert f"error: {data}, row 33: value 'fast' is not a number" in flat(text)
 
 
-def test_otava_csv_round_trips_the_real_values(real_frame, tmp_path: Path) -> None:
+def test_otava_csv_round_trips_the_real_values(real_frame_text, tmp_path: Path) -> None:
     data = tmp_path / "wide.csv"
-    data.write_text("\ufeff" + "\n".join(_wide_otava(real_frame)) + "\n\n\n")  # a BOM, trailing blank lines
+    data.write_text("\ufeff" + "\n".join(_wide_otava(real_frame_text)) + "\n\n\n")  # a BOM, trailing blank lines
     out = tmp_path / "long.csv"
     code, text = invoke(["convert", "--data", data, "--out", out])
     assert code == 0, text
     long = pd.read_csv(out, dtype={"value": str})
     for sid, metric in zip(WIDE, ("form_clean", "form_create"), strict=True):
-        original = _series(real_frame, sid)
+        original = _series(real_frame_text, sid)
         mine = long[long["series_id"] == metric]
         assert list(mine["commit"]) == list(original["commit"])
         assert [float(v) for v in mine["value"]] == [float(v) for v in original["value"]]
@@ -348,10 +338,10 @@ def test_otava_csv_round_trips_the_real_values(real_frame, tmp_path: Path) -> No
             pd.to_datetime(original["timestamp"]).dt.tz_localize(None))
 
 
-def test_candidate_csv_bad_row_after_blank_lines_names_its_line(real_frame, tmp_path: Path) -> None:
+def test_candidate_csv_bad_row_after_blank_lines_names_its_line(real_frame_text, tmp_path: Path) -> None:
     data = tmp_path / "wide.csv"
-    data.write_text("\n".join(_wide_otava(real_frame)) + "\n")
-    commits = list(_series(real_frame, WIDE[0])["commit"])
+    data.write_text("\n".join(_wide_otava(real_frame_text)) + "\n")
+    commits = list(_series(real_frame_text, WIDE[0])["commit"])
     cands = tmp_path / "cands.csv"
     cands.write_text("series_id,commit,index,detector,score\n"
                      f"form_clean,{commits[100]},100,pelt,1\n\n\n"
@@ -369,9 +359,9 @@ def test_candidate_csv_bad_row_after_blank_lines_names_its_line(real_frame, tmp_
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
-def test_decisions_bad_row_after_blank_lines_names_its_line(real_frame, tmp_path: Path, fmt) -> None:
+def test_decisions_bad_row_after_blank_lines_names_its_line(real_frame_text, tmp_path: Path, fmt) -> None:
     data = tmp_path / "wide.csv"
-    data.write_text("\n".join(_wide_otava(real_frame)) + "\n")
+    data.write_text("\n".join(_wide_otava(real_frame_text)) + "\n")
     cands = tmp_path / "cands.csv"
     code, text = invoke(["candidates", "--data", data, "--detector", "pelt", "--out", cands])
     assert code == 0, text
@@ -401,9 +391,9 @@ def _png(path: Path):
     return imread(str(path))[:, :, :3]
 
 
-def test_plot_title_of_a_long_real_series_id_stays_inside_the_picture(real_frame, tmp_path: Path) -> None:
+def test_plot_title_of_a_long_real_series_id_stays_inside_the_picture(real_frame_text, tmp_path: Path) -> None:
     data = tmp_path / "otel.csv"
-    _series(real_frame, LONGEST).to_csv(data, index=False)
+    _series(real_frame_text, LONGEST).to_csv(data, index=False)
     out = tmp_path / "otel.png"
     code, text = invoke(["plot", "--data", data, "--out", out])
     assert code == 0, text
@@ -424,9 +414,9 @@ def test_title_lines_keep_both_ends_of_a_real_id() -> None:
     assert len(short) == 3 and short[0].startswith("x") and "\u2026" in "".join(short)
 
 
-def test_plot_of_a_one_commit_series_shows_its_value(real_frame, tmp_path: Path) -> None:
+def test_plot_of_a_one_commit_series_shows_its_value(real_frame_text, tmp_path: Path) -> None:
     data = tmp_path / "one.csv"
-    _series(real_frame, LONGEST).head(1).to_csv(data, index=False)
+    _series(real_frame_text, LONGEST).head(1).to_csv(data, index=False)
     out = tmp_path / "one.png"
     code, text = invoke(["plot", "--data", data, "--out", out])
     assert code == 0, text
@@ -443,10 +433,10 @@ def test_plot_of_a_one_commit_series_shows_its_value(real_frame, tmp_path: Path)
 
 
 @pytest.mark.parametrize("folder", ["real", "a-much-longer-folder-name-" * 3])
-def test_summary_title_keeps_the_file_name_whole(real_frame, tmp_path: Path, folder) -> None:
+def test_summary_title_keeps_the_file_name_whole(real_frame_text, tmp_path: Path, folder) -> None:
     (tmp_path / folder).mkdir()
     data = tmp_path / folder / "histories.csv.gz"
-    _series(real_frame, LONGEST).to_csv(data, index=False, compression="gzip")
+    _series(real_frame_text, LONGEST).to_csv(data, index=False, compression="gzip")
     code, text = invoke(["summary", "--data", data])
     assert code == 0, text
     assert any(line.strip() == f"Dataset {data}" for line in text.splitlines()), text
@@ -457,8 +447,8 @@ def test_summary_title_keeps_the_file_name_whole(real_frame, tmp_path: Path, fol
 
 
 @pytest.mark.parametrize("detector", ["pelt", "binseg"])
-def test_candidates_mahalanobis_beside_a_constant_series(real_frame, tmp_path: Path, detector) -> None:
-    real = _series(real_frame, WIDE[0])
+def test_candidates_mahalanobis_beside_a_constant_series(real_frame_text, tmp_path: Path, detector) -> None:
+    real = _series(real_frame_text, WIDE[0])
     constant = pd.DataFrame({"series_id": "constant", "commit": [f"k{i}" for i in range(40)],
                              "timestamp": real["timestamp"].iloc[:40].to_numpy(), "value": "2.5E+02"})
     data = tmp_path / "history.csv"
@@ -471,7 +461,7 @@ def test_candidates_mahalanobis_beside_a_constant_series(real_frame, tmp_path: P
     assert len(cands) and set(cands["series_id"]) == {WIDE[0]}  # the real series' changes, none on the constant one
 
 
-def test_a_detector_failing_on_a_series_names_it(real_frame, tmp_path: Path, monkeypatch) -> None:
+def test_a_detector_failing_on_a_series_names_it(real_frame_text, tmp_path: Path, monkeypatch) -> None:
     from triage.detectors.penalised import Pelt
 
     def fail(self, values):
@@ -479,7 +469,7 @@ def test_a_detector_failing_on_a_series_names_it(real_frame, tmp_path: Path, mon
 
     monkeypatch.setattr(Pelt, "detect", fail)
     data = tmp_path / "history.csv"
-    _series(real_frame, WIDE[0]).to_csv(data, index=False)
+    _series(real_frame_text, WIDE[0]).to_csv(data, index=False)
     code, text = invoke(["candidates", "--data", data, "--detector", "pelt", "--out", tmp_path / "c.csv"])
     assert code == 2, text
     squeezed = flat(text).replace(" ", "")  # the box breaks the long id across lines
@@ -489,9 +479,9 @@ def test_a_detector_failing_on_a_series_names_it(real_frame, tmp_path: Path, mon
 # ---------------------------------------------------------------- Otava YAML config
 
 
-def _otava_config(real_frame, tmp_path: Path, time_column: str) -> Path:
+def _otava_config(real_frame_text, tmp_path: Path, time_column: str) -> Path:
     (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "forms.csv").write_text("\n".join(_wide_otava(real_frame)) + "\n")
+    (tmp_path / "tests" / "forms.csv").write_text("\n".join(_wide_otava(real_frame_text)) + "\n")
     config = tmp_path / "otava.yaml"
     config.write_text(f"""tests:
   django.forms:
@@ -505,30 +495,30 @@ def _otava_config(real_frame, tmp_path: Path, time_column: str) -> Path:
     return config
 
 
-def test_otava_config_reads_directions_and_timestamps(real_frame, tmp_path: Path) -> None:
-    config = _otava_config(real_frame, tmp_path, "time")
+def test_otava_config_reads_directions_and_timestamps(real_frame_text, tmp_path: Path) -> None:
+    config = _otava_config(real_frame_text, tmp_path, "time")
     out = tmp_path / "long.csv"
     code, text = invoke(["convert", "--data", config, "--out", out])
     assert code == 0, text
     long = pd.read_csv(out, dtype={"higher_is_better": str})
     clean = long[long["series_id"] == "django.forms/clean"]
-    original = _series(real_frame, WIDE[0])
+    original = _series(real_frame_text, WIDE[0])
     assert list(clean["commit"]) == list(original["commit"])
     assert list(pd.to_datetime(clean["timestamp"])) == list(pd.to_datetime(original["timestamp"]).dt.tz_localize(None))
     assert set(clean["higher_is_better"]) == {"false"}
     assert set(long.loc[long["series_id"] == "django.forms/create", "higher_is_better"]) == {"true"}
 
 
-def test_otava_config_time_column_missing_from_the_csv_is_an_error(real_frame, tmp_path: Path) -> None:
-    config = _otava_config(real_frame, tmp_path, "when")
+def test_otava_config_time_column_missing_from_the_csv_is_an_error(real_frame_text, tmp_path: Path) -> None:
+    config = _otava_config(real_frame_text, tmp_path, "when")
     code, text = invoke(["summary", "--data", config])
     assert code == 2, text
     assert "tests/forms.csv, row 1: missing column 'when', the config's time_column (found: time, commit," in flat(text)
 
 
 
-def test_asv_direction_without_benchmarks_json_follows_asv_names(real_frame, tmp_path: Path) -> None:
-    results = _asv_results(real_frame, tmp_path)
+def test_asv_direction_without_benchmarks_json_follows_asv_names(real_frame_text, tmp_path: Path) -> None:
+    results = _asv_results(real_frame_text, tmp_path)
     (results / "benchmarks.json").unlink()
     out = tmp_path / "long.csv"
     code, text = invoke(["convert", "--data", results, "--out", out])
@@ -541,13 +531,13 @@ def test_asv_direction_without_benchmarks_json_follows_asv_names(real_frame, tmp
 
 
 @pytest.mark.parametrize("compress", ["gzip", "zstd"])
-def test_perfherder_alerts_export_may_be_compressed(real_frame, tmp_path: Path, compress) -> None:
+def test_perfherder_alerts_export_may_be_compressed(real_frame_text, tmp_path: Path, compress) -> None:
     import gzip
 
     import zstandard
 
-    data = _perf_data(real_frame, tmp_path / "perf.json")
-    revision = _series(real_frame, DJANGO.format("10"))["commit"].iloc[200]
+    data = _perf_data(real_frame_text, tmp_path / "perf.json")
+    revision = _series(real_frame_text, DJANGO.format("10"))["commit"].iloc[200]
     export = json.dumps({"results": [{"id": 1, "revision": revision, "alerts": [
         {"id": 2, "status": 4, "series_signature": {"id": 40, "signature_hash": "sig0", "lower_is_better": True}}]}]})
     alerts = tmp_path / "alerts.json.gz"
@@ -562,9 +552,9 @@ def test_perfherder_alerts_export_may_be_compressed(real_frame, tmp_path: Path, 
 
 
 
-def _otava_report(real_frame) -> dict:
+def _otava_report(real_frame_text) -> dict:
     """An Otava JSON report (``otava analyze --output json``) naming two real commits of form_clean."""
-    commits = list(_series(real_frame, WIDE[0])["commit"])
+    commits = list(_series(real_frame_text, WIDE[0])["commit"])
     return {"django.forms": [
         {"time": "2024-01-01 00:00:00 +0000", "attributes": {"commit": commits[k]},
          "changes": [{"metric": "form_clean", "index": k, "forward_change_percent": 12.0, "pvalue": 0.001}]}
@@ -572,12 +562,12 @@ def _otava_report(real_frame) -> dict:
 
 
 @pytest.mark.parametrize("how", ["stdin", "gz", "txt", "bom"])
-def test_json_candidate_files_are_told_apart_by_content(real_frame, tmp_path: Path, how) -> None:
+def test_json_candidate_files_are_told_apart_by_content(real_frame_text, tmp_path: Path, how) -> None:
     import gzip
 
     data = tmp_path / "wide.csv"
-    data.write_text("\n".join(_wide_otava(real_frame)) + "\n")
-    report = json.dumps(_otava_report(real_frame), indent=2)
+    data.write_text("\n".join(_wide_otava(real_frame_text)) + "\n")
+    report = json.dumps(_otava_report(real_frame_text), indent=2)
     stdin = None
     if how == "stdin":
         cands, stdin = "-", report
@@ -598,9 +588,9 @@ def test_json_candidate_files_are_told_apart_by_content(real_frame, tmp_path: Pa
     assert set(scored["series_id"]) == {"form_clean"}
 
 
-def test_perfherder_alerts_on_stdin_score(real_frame, tmp_path: Path) -> None:
-    data = _perf_data(real_frame, tmp_path / "perf.json")
-    revision = _series(real_frame, DJANGO.format("12"))["commit"].iloc[100]
+def test_perfherder_alerts_on_stdin_score(real_frame_text, tmp_path: Path) -> None:
+    data = _perf_data(real_frame_text, tmp_path / "perf.json")
+    revision = _series(real_frame_text, DJANGO.format("12"))["commit"].iloc[100]
     export = json.dumps({"results": [{"id": 1, "revision": revision, "alerts": [
         {"id": 2, "status": 0, "series_signature": {"id": 41, "signature_hash": "sig1"}}]}]})
     out = tmp_path / "scored.csv"
@@ -611,8 +601,8 @@ def test_perfherder_alerts_on_stdin_score(real_frame, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("stdin", [False, True])
-def test_data_js_with_a_bom_and_crlf(real_frame, tmp_path: Path, stdin: bool) -> None:
-    plain = _data_js(real_frame, tmp_path / "plain.js")
+def test_data_js_with_a_bom_and_crlf(real_frame_text, tmp_path: Path, stdin: bool) -> None:
+    plain = _data_js(real_frame_text, tmp_path / "plain.js")
     data = tmp_path / "data.js"
     data.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes().replace(b"\n", b"\r\n") + b"\r\n\r\n")
     expected = tmp_path / "expected.csv"
@@ -625,10 +615,10 @@ def test_data_js_with_a_bom_and_crlf(real_frame, tmp_path: Path, stdin: bool) ->
 
 
 
-def test_report_plot_of_a_one_commit_series_keeps_the_values_scale(real_frame, tmp_path: Path, monkeypatch) -> None:
+def test_report_plot_of_a_one_commit_series_keeps_the_values_scale(real_frame_text, tmp_path: Path, monkeypatch) -> None:
     import matplotlib.pyplot as plt
 
-    first = _series(real_frame, WIDE[0]).head(1)
+    first = _series(real_frame_text, WIDE[0]).head(1)
     value = float(first["value"].iloc[0])
     assert value < 1e-3  # a real timing in seconds
     data = tmp_path / "one.csv"
@@ -651,9 +641,9 @@ def test_report_plot_of_a_one_commit_series_keeps_the_values_scale(real_frame, t
 
 
 @pytest.mark.parametrize("name", ["run[/]1.png", "x[red]y[/red].png"])
-def test_plot_names_its_output_as_written(real_frame, tmp_path: Path, name) -> None:
+def test_plot_names_its_output_as_written(real_frame_text, tmp_path: Path, name) -> None:
     data = tmp_path / "one.csv"
-    _series(real_frame, WIDE[0]).head(50).to_csv(data, index=False)
+    _series(real_frame_text, WIDE[0]).head(50).to_csv(data, index=False)
     out = tmp_path / name
     code, text = invoke(["plot", "--data", data, "--out", out])
     assert code == 0, text
@@ -662,11 +652,11 @@ def test_plot_names_its_output_as_written(real_frame, tmp_path: Path, name) -> N
 
 
 
-def test_long_csv_in_an_otava_directory_is_refused(real_frame, tmp_path: Path) -> None:
+def test_long_csv_in_an_otava_directory_is_refused(real_frame_text, tmp_path: Path) -> None:
     folder = tmp_path / "exports"
     folder.mkdir()
-    (folder / "forms.csv").write_text("\n".join(_wide_otava(real_frame)) + "\n")
-    real_frame[real_frame["series_id"].isin(WIDE)].to_csv(folder / "history.csv.gz", index=False, compression="gzip")
+    (folder / "forms.csv").write_text("\n".join(_wide_otava(real_frame_text)) + "\n")
+    real_frame_text[real_frame_text["series_id"].isin(WIDE)].to_csv(folder / "history.csv.gz", index=False, compression="gzip")
     code, text = invoke(["summary", "--data", folder])
     assert code == 2, text
     assert f"error: {folder / 'history.csv.gz'}, row 1: a long-layout CSV (it has a series_id column)" in flat(text)
@@ -676,10 +666,10 @@ def test_long_csv_in_an_otava_directory_is_refused(real_frame, tmp_path: Path) -
 
 
 
-def test_alerts_for_data_they_cannot_label_are_refused(real_frame, tmp_path: Path) -> None:
+def test_alerts_for_data_they_cannot_label_are_refused(real_frame_text, tmp_path: Path) -> None:
     long = tmp_path / "history.csv.gz"
-    real_frame[real_frame["series_id"].isin(WIDE)].to_csv(long, index=False, compression="gzip")
-    data_js = _data_js(real_frame, tmp_path / "data.js")
+    real_frame_text[real_frame_text["series_id"].isin(WIDE)].to_csv(long, index=False, compression="gzip")
+    data_js = _data_js(real_frame_text, tmp_path / "data.js")
     alerts = tmp_path / "alerts.json"
     alerts.write_text(json.dumps({"results": [{"revision": "abc", "alerts": [
         {"status": 4, "series_signature": {"signature_hash": "sig0"}}]}]}))
@@ -690,15 +680,15 @@ def test_alerts_for_data_they_cannot_label_are_refused(real_frame, tmp_path: Pat
             expected = f"--alerts: it applies to Perfherder performance data only; {data} is {what}"
             assert expected.replace(" ", "") in flat(text).replace(" ", "")  # the box breaks the path
     assert not (tmp_path / "out.csv").exists()
-    perf = _perf_data(real_frame, tmp_path / "perf.json")  # what --alerts is for still works
+    perf = _perf_data(real_frame_text, tmp_path / "perf.json")  # what --alerts is for still works
     code, text = invoke(["summary", "--data", perf, "--alerts", alerts])
     assert code == 2 and "alert on revision 'abc'" in flat(text), text
 
 
 
-def test_commit_order_for_data_it_cannot_order_is_refused(real_frame, tmp_path: Path) -> None:
-    results = _asv_results(real_frame, tmp_path)
-    commits = list(_series(real_frame, EMG.format("big"))["commit"])
+def test_commit_order_for_data_it_cannot_order_is_refused(real_frame_text, tmp_path: Path) -> None:
+    results = _asv_results(real_frame_text, tmp_path)
+    commits = list(_series(real_frame_text, EMG.format("big"))["commit"])
     order = tmp_path / "order.txt"
     order.write_text("\n".join(reversed(commits)) + "\n")
     for command in (["convert", "--out", tmp_path / "out.csv"], ["summary"],
@@ -708,15 +698,15 @@ def test_commit_order_for_data_it_cannot_order_is_refused(real_frame, tmp_path: 
         expected = f"--commit-order: it applies to the long layout and JSON lines only; {results} is read as asv data"
         assert expected.replace(" ", "") in flat(text).replace(" ", "")
     long = tmp_path / "big.csv"  # where it applies, it orders
-    _series(real_frame, EMG.format("big"))[["series_id", "commit", "value"]].to_csv(long, index=False)
+    _series(real_frame_text, EMG.format("big"))[["series_id", "commit", "value"]].to_csv(long, index=False)
     code, text = invoke(["convert", "--data", long, "--commit-order", order, "--out", tmp_path / "out.csv"])
     assert code == 0, text
     assert list(pd.read_csv(tmp_path / "out.csv")["commit"]) == list(reversed(commits))
 
 
 
-def test_wide_csv_with_pandas_index_column_reads_only_the_metrics(real_frame, tmp_path: Path) -> None:
-    lines = _wide_otava(real_frame)
+def test_wide_csv_with_pandas_index_column_reads_only_the_metrics(real_frame_text, tmp_path: Path) -> None:
+    lines = _wide_otava(real_frame_text)
     data = tmp_path / "wide.csv"
     data.write_text("\n".join(f"{'' if k == 0 else k - 1},{line}" for k, line in enumerate(lines)) + "\n")
     out = tmp_path / "long.csv"
@@ -727,20 +717,20 @@ def test_wide_csv_with_pandas_index_column_reads_only_the_metrics(real_frame, tm
 
 
 
-def test_data_js_run_without_a_date_is_named(real_frame, tmp_path: Path) -> None:
-    data = _data_js(real_frame, tmp_path / "data.js", lambda p: p["entries"]["Java"][7].pop("date"))
+def test_data_js_run_without_a_date_is_named(real_frame_text, tmp_path: Path) -> None:
+    data = _data_js(real_frame_text, tmp_path / "data.js", lambda p: p["entries"]["Java"][7].pop("date"))
     code, text = invoke(["convert", "--data", data, "--out", tmp_path / "long.csv"])
     assert code == 2, text
     assert f"error: {data}: suite 'Java', run 8: no 'date' (the other runs have one" in flat(text)
-    undated = _data_js(real_frame, tmp_path / "undated.js",
+    undated = _data_js(real_frame_text, tmp_path / "undated.js",
                        lambda p: [run.pop("date") for runs in p["entries"].values() for run in runs])
     code, text = invoke(["convert", "--data", undated, "--out", tmp_path / "long.csv"])
     assert code == 0, text  # no dates at all: read in run order, without timestamps
 
 
 
-def test_alerts_and_data_cannot_both_be_stdin(real_frame, tmp_path: Path) -> None:
-    data = _perf_data(real_frame, tmp_path / "perf.json")
+def test_alerts_and_data_cannot_both_be_stdin(real_frame_text, tmp_path: Path) -> None:
+    data = _perf_data(real_frame_text, tmp_path / "perf.json")
     code, text = invoke(["summary", "--data", "-", "--alerts", "-"], stdin=data.read_text())
     assert code == 2, text
     assert "only one of --data and --alerts can be - (one standard input)" in flat(text)
