@@ -9,6 +9,7 @@ One command regenerates BENCHMARKS.md, "Real data"::
     nice .venv/bin/python benchmarks/bench_real.py --dev-loso --train-seeds 1,2          # the feature choice
     nice .venv/bin/python benchmarks/bench_real.py --dev-only --train-seeds 1,2,3,4,5,6   # a training choice, test unread
     nice .venv/bin/python benchmarks/bench_real.py --by-size models/default-scoring     # a diagnostic of the bundle
+    nice .venv/bin/python benchmarks/bench_real.py --oracle        # perfect triage on the development parts
 
 Protocol
 --------
@@ -811,6 +812,43 @@ def by_size(model: Path, mode: str, seed: int, every: int, n_jobs: int, log=prin
     return "\n".join(lines) + "\n"
 
 
+def oracle(mode: str, seed: int, every: int, n_jobs: int, log=print) -> str:
+    """F1 of each detector with a perfect triage on the development parts (a diagnostic; the test part is not read).
+
+    The perfect triage keeps exactly the candidates the TCPDBench matching
+    pairs with an injected change: the most triage could give a detector's
+    candidates. ``all detectors`` pools every detector's matched candidates:
+    the most any candidate generator of the registry could give.
+    """
+    real = real_data.load_real()
+    parts = {p: real_data.subsample(d, every) for p, d in real_data.split(real_data.inject(real, mode=mode, seed=seed)).items()
+             if p != "test"}
+    table: dict[str, dict[str, tuple[float, float]]] = {}
+    for p, data in parts.items():
+        found = cached_detections(data, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log)
+        pooled: dict[str, set[int]] = {h.series_id: set() for h in data}
+        for d in SELECTED:
+            perfect = {}
+            for h in data:
+                idx = found[d].get(h.series_id, (np.zeros(0, np.int64), None))[0]
+                perfect[h.series_id] = idx[matched(h.true_change_points(), idx)]
+                pooled[h.series_id].update(int(i) for i in perfect[h.series_id])
+            alone = tcpd(data, {sid: idx for sid, (idx, _) in found[d].items()})["f1"]
+            table.setdefault(d, {})[p] = (alone, tcpd(data, perfect)["f1"])
+        best = {}
+        for h in data:
+            cand = np.array(sorted(pooled[h.series_id]), dtype=np.int64)
+            best[h.series_id] = cand[matched(h.true_change_points(), cand)]
+        table.setdefault("all detectors", {})[p] = (float("nan"), tcpd(data, best)["f1"])
+    lines = [f"Perfect triage on the development parts (`{mode}`, seed {seed}, 1 in {every}; the test part not "
+             "read): TCPDBench F1 alone -> with every true candidate kept and every false one dropped.", "",
+             "| detector | " + " | ".join(parts) + " |", "| --- |" + " ---: |" * len(parts)]
+    for d, row in table.items():
+        cells = [f"{a:.3f} -> {o:.3f}" if np.isfinite(a) else f"{o:.3f}" for a, o in (row[p] for p in parts)]
+        lines.append(f"| {d} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows,
                        choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf",
                        model_seed: int | None = None, train_on: str = "fit") -> None:
@@ -931,6 +969,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--by-size", type=Path, default=None, metavar="MODEL",
                     help="only a diagnostic of a saved scoring model on the test part: F1 of perfherder, ensemble and "
                          "pelt alone and + triage, and the changes found by shift size")
+    ap.add_argument("--oracle", action="store_true",
+                    help="only a diagnostic: each detector's F1 with a perfect triage on the development parts")
     args = ap.parse_args(argv)
     train_seeds = [int(t) for t in args.train_seeds.split(",") if t.strip()]
     try:
@@ -941,6 +981,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.by_size is not None:
         _publish(by_size(args.by_size, args.mode, args.seed, args.every, args.n_jobs),
                  f"bench_real_bysize_{args.mode}_s{args.seed}_e{args.every}.md")
+        return
+    if args.oracle:
+        _publish(oracle(args.mode, args.seed, args.every, args.n_jobs), f"bench_real_oracle_{args.mode}_s{args.seed}_e{args.every}.md")
         return
     if args.dev_loso:
         text = dev_loso_markdown(dev_loso(args.seed, args.every, args.n_jobs, train_seeds), args.seed, args.every,
