@@ -47,8 +47,9 @@ LOCAL = "local"
 #: Seconds to wait for a remote scheduler before saying it cannot be reached
 #: (dask's default, 30 s, looked like a hang and then ended as an internal error).
 CONNECT_TIMEOUT = 10.0
-#: Seconds to wait for a connected scheduler's first worker before saying it has none.
-WORKER_TIMEOUT = 30.0
+#: Seconds to wait for a connected scheduler's first worker before saying it has none: long
+#: enough for an autoscaled cluster's first worker to start, short of looking like a hang.
+WORKER_TIMEOUT = 120.0
 
 
 def partition_of(series_id: str, n_partitions: int) -> int:
