@@ -111,3 +111,26 @@ def test_a_row_of_more_cells_than_the_header_is_named_by_its_row(tmp_path: Path)
     code, out = invoke(["summary", "--data", path])
     assert code == 2, out
     assert "h.csv, row 4: 4 cells where the header has 3" in flat(out)
+
+
+def test_kbkssd_trims_the_rising_warm_up_of_a_higher_is_better_series(tmp_path: Path) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from triage.loaders import load
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for c in range(4):  # iterations of a throughput rising to 100 ops/s, then steady
+        values = 100 - 60 * np.exp(-np.arange(200) / 12) + rng.normal(0, 1.0, 200)
+        rows += [("s", f"c{c}", v) for v in values]
+    frame = pd.DataFrame(rows, columns=["series_id", "commit", "value"])
+    rates = tmp_path / "rates.csv"
+    frame.assign(higher_is_better="true").to_csv(rates, index=False)
+    untrimmed = load(rates)["s"].values
+    trimmed = load(rates, trim_warmup="kbkssd")["s"].values
+    assert (untrimmed < 97).all() and (trimmed > 98.5).all()  # the warm-up's low values are left out
+    # a series of unknown direction is read as times, as before: no rise is cut
+    times = tmp_path / "times.csv"
+    frame.to_csv(times, index=False)
+    np.testing.assert_allclose(load(times, trim_warmup="kbkssd")["s"].values, untrimmed)

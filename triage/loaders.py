@@ -51,7 +51,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +127,8 @@ def load(
         :class:`UnsortedTimestampsWarning` instead of failing on unsorted rows
     trim_warmup : ``kbkssd``, ``cpssd``, ``kstep`` or ``none``: aggregate only
         the steady part of each commit's measurements (:mod:`triage.steady_state`;
-        measurements are read as times, whose warm-up falls)
+        a higher-is-better series is a rate, whose warm-up rises; any other
+        is read as times, whose warm-up falls)
     """
     # Imported here: it brings the detectors and scipy.stats, which reading a
     # file without --trim-warmup never needs (about 0.9 CPU-s of every CLI start).
@@ -136,10 +136,9 @@ def load(
 
     path = Path(path)
     try:
-        detector = steady_state.make(trim_warmup)
+        trim = steady_state.trim_for(trim_warmup)
     except ValueError as exc:
         raise InputError(path, None, str(exc)) from None
-    trim = None if detector is None else partial(steady_state.steady_mask, detector=detector)
     if aggregate not in AGGREGATES:
         raise InputError(path, None, f"unknown aggregate {aggregate!r} (use one of {', '.join(AGGREGATES)})")
     if layout not in LAYOUTS:

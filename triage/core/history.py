@@ -36,8 +36,9 @@ AGGREGATES: dict[str, Callable[[pd.core.groupby.SeriesGroupBy], pd.Series]] = {
 }
 
 
-#: A warm-up trim: ``trim(values, run_id)`` -> mask of the measurements to aggregate.
-Trim = Callable[[np.ndarray, np.ndarray], np.ndarray] | None
+#: A warm-up trim: ``trim(values, run_id, rising)`` -> mask of the measurements to aggregate;
+#: ``rising[r]``: run r's series is higher-is-better (a rate, whose warm-up rises).
+Trim = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None
 
 
 class UnsortedTimestampsWarning(UserWarning):
@@ -370,7 +371,7 @@ def dataset_from_long(
     sort_timestamps: bool = False,
     commit_order: Sequence[str] | None = None,
     higher_is_better: Mapping[str, bool | None] | None = None,
-    trim: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    trim: Trim = None,
 ) -> Dataset:
     """Validate a long-layout frame and turn it into a :class:`Dataset`.
 
@@ -379,9 +380,10 @@ def dataset_from_long(
     (consecutive or not) are aggregated with ``aggregate``; commits keep the
     order of their first appearance unless ``commit_order`` lists them.
     ``higher_is_better`` maps series ids to their direction (default unknown).
-    ``trim(values, run_id)`` -> mask of the measurements to aggregate (the
-    steady parts, :func:`triage.steady_state.steady_mask`); it must keep at
-    least one measurement of every run.
+    ``trim(values, run_id, rising)`` -> mask of the measurements to aggregate
+    (the steady parts, :func:`triage.steady_state.steady_mask`; ``rising``
+    per run: its series is higher-is-better, a rate whose warm-up rises); it
+    must keep at least one measurement of every run.
     """
     path = Path(path)
     if aggregate not in AGGREGATES:
@@ -448,7 +450,16 @@ def dataset_from_long(
     n_runs = int(run_id[-1]) + 1
     first_idx = order[starts]  # frame index of each run's first row
 
-    keep = trim(values[order], run_id) if trim is not None else np.ones(n, dtype=bool)
+    if trim is not None:
+        series_higher = [
+            directions[k] if directions is not None and directions[k] is not None
+            else (higher_is_better or {}).get(str(series_order[k]))
+            for k in range(len(series_order))
+        ]
+        rising = np.array([series_higher[k] is True for k in series_codes[first_idx]], dtype=bool)
+        keep = trim(values[order], run_id, rising)
+    else:
+        keep = np.ones(n, dtype=bool)
     agg_values = AGGREGATES[aggregate](pd.Series(values[order][keep]).groupby(run_id[keep])).to_numpy(dtype=np.float64)
     n_meas = np.bincount(run_id, minlength=n_runs)
     run_labels = (

@@ -37,7 +37,26 @@ def make(name: str, *, rates: bool = False) -> SteadyStateDetector | None:
     return detector
 
 
+def trim_for(name: str):
+    """The warm-up trim of :func:`triage.core.history.dataset_from_long` for method ``name``; None for ``none``.
+
+    ``trim(values, run_id, rising)``: each run cut by ``make(name)``, a run of
+    a higher-is-better series (a rate, whose warm-up rises) by ``make(name,
+    rates=True)``; a series of unknown direction is read as times.
+    """
+    detector = make(name)
+    if detector is None:
+        return None
+    rate_detector = make(name, rates=True)
+
+    def trim(values, run_id, rising):
+        return steady_mask(values, run_id, detector, rising, rate_detector)
+
+    return trim
+
+
 __all__ = [
+    "trim_for",
     "CHOICES",
     "CPSSD",
     "KBKSSD",

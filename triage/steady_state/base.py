@@ -64,21 +64,28 @@ def noise_level(x: np.ndarray) -> float:
 
 
 def steady_mask(
-    values: np.ndarray, run_id: np.ndarray, detector: SteadyStateDetector | None
+    values: np.ndarray,
+    run_id: np.ndarray,
+    detector: SteadyStateDetector | None,
+    rising: np.ndarray | None = None,
+    rising_detector: SteadyStateDetector | None = None,
 ) -> np.ndarray:
     """Which measurements to keep when each run is cut to its steady part.
 
     ``values[i]`` belongs to run ``run_id[i]`` (runs are contiguous, in
-    iteration order). A run that never becomes steady keeps all its
+    iteration order, numbered 0, 1, ...). A run that never becomes steady keeps all its
     measurements: nothing in it is known to be steadier than the rest, and
-    dropping the commit would hide it from the detectors altogether.
+    dropping the commit would hide it from the detectors altogether. A run
+    whose ``rising[run]`` is true (a rate, higher is better) is cut by
+    ``rising_detector`` when one is given.
     """
     keep = np.ones(len(values), dtype=bool)
     if detector is None or len(values) == 0:
         return keep
     bounds = np.flatnonzero(np.r_[True, run_id[1:] != run_id[:-1], True])
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        start = detector.fit(values[a:b]).start_
+        rate = rising is not None and rising_detector is not None and bool(rising[run_id[a]])
+        start = (rising_detector if rate else detector).fit(values[a:b]).start_  # type: ignore[union-attr]
         if start:
             keep[a : a + start] = False
     return keep
