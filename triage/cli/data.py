@@ -31,7 +31,7 @@ SORT_HELP = "Sort rows by timestamp (with a warning) instead of failing."
 
 
 def _check_layout_options(data: Path, layout: str, alerts: Path | None, commit_order: Path | None) -> None:
-    from triage.cli.detectors import check_option_applies
+    from triage.cli.validation import check_option_applies
     from triage.core.atomic import is_stdio
 
     if alerts is not None and is_stdio(alerts) and is_stdio(data):

@@ -14,7 +14,7 @@ from rich.table import Table
 from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order, refuse_repeated_keys
 from triage.cli.progress import JobProgress
 from triage.cli.tables import check_format, console_for
-from triage.cli.validation import output_file
+from triage.cli.validation import check_option_applies, output_file
 from triage.core.atomic import write_frame
 from triage.core.history import Dataset
 from triage.loaders import LAYOUTS, load
@@ -23,40 +23,6 @@ console = Console()
 
 #: Leading columns of a candidate CSV; detector-specific fields follow.
 CANDIDATE_COLUMNS = ("series_id", "commit", "index", "detector", "score")
-
-
-def _sniffed_layout(data: Path) -> str | None:
-    """The layout ``load(data)`` would read (None for standard input, which is read once, by the loader)."""
-    from triage.core.atomic import is_stdio
-    from triage.readers.source import plain_file
-    from triage.sniffing import data_layout
-
-    if is_stdio(data):
-        return None
-    if data.is_dir():
-        if any((data / name).exists() for name in ("history.parquet", "history.csv")):
-            return "long"  # a folder `triage synth` wrote
-        return data_layout(data)
-    with plain_file(data) as plain:
-        return data_layout(plain)
-
-
-def check_option_applies(option: str, data: Path, layout: str, given: object, applies_to: tuple[str, ...],
-                         what: str) -> None:
-    """Refuse ``option`` (a usage error naming it) when ``data`` is read in a layout it does not apply to.
-
-    The loader passes ``--alerts`` to the Perfherder reader and
-    ``--commit-order`` to the long and JSON-lines readers only; every other
-    reader ignored them without a word: a long CSV or a data.js with
-    ``--alerts`` was read unlabelled (``convert`` wrote "training data" with
-    no label), an asv folder with ``--commit-order`` kept its own order.
-    """
-    if given is None or layout in applies_to:
-        return
-    found = _sniffed_layout(data) if layout == "auto" else layout
-    if found is None or found in applies_to:
-        return
-    raise typer.BadParameter(f"it applies to {what} only; {data} is read as {found} data", param_hint=option)
 
 
 def candidates_frame(

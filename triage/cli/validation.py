@@ -326,3 +326,40 @@ def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     line = text[0] if text else ""
     return line if len(line) <= 300 else line[:290] + "..."
+
+
+def _sniffed_layout(data: Path) -> str | None:
+    """The layout ``load(data)`` would read (None for standard input, which is read once, by the loader)."""
+    from triage.core.atomic import is_stdio
+    from triage.loaders import DATASET_FILES
+    from triage.readers.source import plain_file
+    from triage.sniffing import data_layout
+
+    if is_stdio(data):
+        return None
+    if data.is_dir():
+        # a folder `triage synth` wrote is read as its history file, as load does
+        inside = next((data / name for name in DATASET_FILES if (data / name).exists()), None)
+        if inside is None:
+            return data_layout(data)
+        data = inside
+    with plain_file(data) as plain:
+        return data_layout(plain)
+
+
+def check_option_applies(option: str, data: Path, layout: str, given: object, applies_to: tuple[str, ...],
+                         what: str) -> None:
+    """Refuse ``option`` (a usage error naming it) when ``data`` is read in a layout it does not apply to.
+
+    The loader passes ``--alerts`` to the Perfherder reader and
+    ``--commit-order`` to the long and JSON-lines readers only; every other
+    reader ignored them without a word: a long CSV or a data.js with
+    ``--alerts`` was read unlabelled (``convert`` wrote "training data" with
+    no label), an asv folder with ``--commit-order`` kept its own order.
+    """
+    if given is None or layout in applies_to:
+        return
+    found = _sniffed_layout(data) if layout == "auto" else layout
+    if found is None or found in applies_to:
+        return
+    raise typer.BadParameter(f"it applies to {what} only; {data} is read as {found} data", param_hint=option)
