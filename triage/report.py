@@ -130,7 +130,7 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         raise InputError(path, None, f"not a decisions CSV or JSON-lines file: {exc}") from None
     # `score` writes its own as triage_<name> beside a detector's column of that name (the detector's
     # own p_true): the report shows the model's, not the detector's beside the model's call.
-    for c in ("p_true", "classification", "explanation"):
+    for c in ("p_false", "p_true", "classification", "explanation"):
         if f"triage_{c}" in frame.columns:
             frame[c] = frame[f"triage_{c}"]
     missing = [c for c in REQUIRED_DECISION_COLUMNS if c not in frame.columns]
@@ -143,6 +143,9 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
     # (inference.not_scorable), which keeps its empty p_true: such a row is only consistent in a file
     # where every row is called true.
     every_call_true = bool((frame["classification"] == labels.TRUE_POSITIVE).all())
+    # label / score write p_false = 1 - p_true (to 4 decimals): a row where they disagree was edited.
+    p_false = (pd.to_numeric(frame["p_false"], errors="coerce").to_numpy(dtype=np.float64)
+               if "p_false" in frame.columns else np.full(len(frame), np.nan))
     first: dict[tuple[str, int], tuple[int, int]] = {}  # (series, index) -> (its row in the file, its record)
     repeated: list[int] = []
     # Each record's line in the file: blank lines (which both readers skip) are counted.
@@ -190,6 +193,10 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
                 raise InputError(path, row, f"p_true {rec['p_true']!r} is not a probability" + (
                     f" (a {labels.TRUE_POSITIVE} row with no commit before it in its window may leave it empty "
                     "only in a file written at threshold 0, where every row is called true)" if unjudged_call else ""))
+        if np.isfinite(p_true[i]) and np.isfinite(p_false[i]) and abs(p_false[i] + p_true[i] - 1.0) > 1e-3:
+            raise InputError(path, row, f"p_false {rec['p_false']!r} and p_true {rec['p_true']!r} do not add up "
+                             "to 1 (label and score write p_false = 1 - p_true): the file was edited; "
+                             "write the decisions again with triage label or triage score")
         # One alert, one decision: a repeated row would be drawn and counted twice. The same
         # decision on a row of other detector fields is one alert listed twice (`score` of a
         # Perfherder export where an alert was reassigned to a second summary): kept once.

@@ -1,0 +1,94 @@
+"""Walkthrough s16: batch-labelling a half-triaged real history and sharing the result.
+
+A user took six emg3d-bench series of the real histories, ran `triage candidates
+--detector binseg`, wrote a long CSV with a `label` column (some alerts triaged
+true / false by the size of their step, the rest not_triaged / under_investigation,
+one series fully triaged, one alert at the first commit of its series), ran
+`triage label` (every format, --which, --threshold 0, --explain, --show, --out)
+and `triage score`, then `triage report --decisions ...`.
+
+Defects found:
+
+1. The user edited one p_true of a `triage label` decisions file (0.3995 -> 0.95,
+   p_false left at 0.6005, classification left false_positive) and ran `triage
+   report` on it: the report was written without a word, showing P(true) 0.950 beside
+   "false alert". `report` now refuses a row whose p_false and p_true do not add up
+   to 1 (what label and score write), naming the file, the row and both values.
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from triage.cli.app import app
+
+REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "real" / "histories.csv.gz"
+TRIAGE = str(Path(sys.executable).parent / "triage")
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> Path:
+    """Four real emg3d-bench series, half their binseg alerts triaged."""
+    if not REAL.is_file():
+        pytest.skip(f"real histories absent ({REAL}): this walkthrough needs them")
+    tmp = tmp_path_factory.mktemp("s16")
+    frame = pd.read_csv(REAL, dtype={"commit": str})
+    ids = [s for s in frame["series_id"].unique() if s.startswith("emg3d-bench/")][:4]
+    frame = frame[frame["series_id"].isin(ids)][["series_id", "commit", "timestamp", "value"]]
+    data = tmp / "plain.csv"
+    frame.to_csv(data, index=False)
+    cands = tmp / "cands.csv"
+    res = runner.invoke(app, ["candidates", "--data", str(data), "--detector", "binseg", "--out", str(cands)])
+    assert res.exit_code == 0, res.output
+    c = pd.read_csv(cands, dtype={"commit": str})
+    labels: dict[tuple[str, str], str] = {}
+    for i, r in enumerate(c.itertuples()):
+        step = abs(r.mean_after - r.mean_before) / abs(r.mean_before)
+        truth = "true_positive" if step > 0.03 else "false_positive"
+        labels[(r.series_id, r.commit)] = truth if i % 2 == 0 else ("not_triaged" if i % 4 == 1 else "under_investigation")
+    frame["label"] = [labels.get((s, k), "") for s, k in zip(frame["series_id"], frame["commit"], strict=True)]
+    out = tmp / "history.csv"
+    frame.to_csv(out, index=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def decisions(history: Path) -> Path:
+    out = history.parent / "decisions.csv"
+    res = runner.invoke(app, ["label", "--data", str(history), "--out", str(out), "--show", "0"])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_report_accepts_labels_own_decisions(history, decisions, tmp_path):
+    res = runner.invoke(app, ["report", "--data", str(history), "--decisions", str(decisions),
+                              "--out", str(tmp_path / "rep")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "rep" / "index.html").is_file()
+
+
+def test_report_refuses_edited_probability(history, decisions, tmp_path):
+    """Defect 1: p_true edited, p_false and the call left as they were."""
+    with open(decisions, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows, "label decided no alert"
+    victim = next(r for r in rows if r["p_true"] not in ("", None))
+    victim["p_true"] = f"{min(1.0, float(victim['p_true']) + 0.4):.4f}"
+    edited = tmp_path / "edited.csv"
+    with open(edited, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    res = subprocess.run([TRIAGE, "report", "--data", str(history), "--decisions", str(edited),
+                          "--out", str(tmp_path / "rep")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert "edited.csv, row" in res.stderr and "do not add up to 1" in res.stderr, res.stderr
+    assert not (tmp_path / "rep" / "index.html").exists()
