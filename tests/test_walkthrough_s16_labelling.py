@@ -14,6 +14,12 @@ Defects found:
    report` on it: the report was written without a word, showing P(true) 0.950 beside
    "false alert". `report` now refuses a row whose p_false and p_true do not add up
    to 1 (what label and score write), naming the file, the row and both values.
+2. The user labelled one series with `triage label --format published` (the
+   replication package's layout, offered by --help) and gave that file to `triage
+   report --decisions`: the error said a decisions file needs series_id, p_true, ...
+   "(found: Commit Hash;"MongoDB Label";"Prob. False";...)", a garbled header that
+   did not say what was wrong. It now says the file is `label --format published`
+   output, which has no series column, and to write --format csv or json.
 """
 
 from __future__ import annotations
@@ -92,3 +98,21 @@ def test_report_refuses_edited_probability(history, decisions, tmp_path):
     assert res.returncode == 2, res.stderr
     assert "edited.csv, row" in res.stderr and "do not add up to 1" in res.stderr, res.stderr
     assert not (tmp_path / "rep" / "index.html").exists()
+
+
+def test_report_names_the_published_layout(history, tmp_path):
+    """Defect 2: `label --format published` output given to report."""
+    one = pd.read_csv(history, dtype=str, keep_default_na=False)
+    one = one[one["series_id"] == one["series_id"].iloc[0]]
+    data = tmp_path / "one.csv"
+    one.to_csv(data, index=False)
+    pub = tmp_path / "published.csv"
+    res = runner.invoke(app, ["label", "--data", str(data), "--format", "published", "--which", "all",
+                              "--out", str(pub), "--show", "0"])
+    assert res.exit_code == 0, res.output
+    assert pub.read_text().startswith('"Commit Hash";')
+    res = subprocess.run([TRIAGE, "report", "--data", str(data), "--decisions", str(pub),
+                          "--out", str(tmp_path / "rep")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert "published.csv, row 1" in res.stderr and "--format published" in res.stderr, res.stderr
+    assert "--format csv" in res.stderr and "Prob. False" not in res.stderr, res.stderr

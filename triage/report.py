@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from triage.batch_label import PUBLISHED_HEADER
 from triage.candidate_files import is_blank, read_candidates, resolve
 from triage.core import labels
 from triage.core.atomic import directory_target, replace_dir
@@ -134,6 +135,10 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         if f"triage_{c}" in frame.columns:
             frame[c] = frame[f"triage_{c}"]
     missing = [c for c in REQUIRED_DECISION_COLUMNS if c not in frame.columns]
+    if missing and len(frame.columns) and str(frame.columns[0]).startswith(PUBLISHED_HEADER[0]):
+        # `label --format published`: the replication package's layout, ;-separated, no series column.
+        raise InputError(path, 1, "the header of `triage label --format published`, a layout with no series "
+                         "column to place its rows: write the decisions with --format csv (or json) for triage report")
     if missing or ("commit" not in frame.columns and "index" not in frame.columns):
         need = ", ".join(REQUIRED_DECISION_COLUMNS) + " and commit or index"
         raise InputError(path, 1, f"a decisions file needs {need} (found: {', '.join(frame.columns)})")
