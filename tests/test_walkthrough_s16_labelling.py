@@ -20,6 +20,11 @@ Defects found:
    "(found: Commit Hash;"MongoDB Label";"Prob. False";...)", a garbled header that
    did not say what was wrong. It now says the file is `label --format published`
    output, which has no series column, and to write --format csv or json.
+3. The user edited the `label` cell of one decision to something no loader accepts
+   (`<b>foo</b>`): `triage report` wrote the page showing it as the human label. A
+   history with that label is refused at its row, so the report now refuses the
+   decisions row the same way (naming the file, row and the accepted labels) and
+   shows an accepted spelling (`Not Triaged`) as its canonical name.
 """
 
 from __future__ import annotations
@@ -116,3 +121,25 @@ def test_report_names_the_published_layout(history, tmp_path):
     assert res.returncode == 2, res.stderr
     assert "published.csv, row 1" in res.stderr and "--format published" in res.stderr, res.stderr
     assert "--format csv" in res.stderr and "Prob. False" not in res.stderr, res.stderr
+
+
+def test_report_checks_the_human_label(history, decisions, tmp_path):
+    """Defect 3: the label column of a decisions file is read as the loaders read labels."""
+    frame = pd.read_csv(decisions, dtype=str, keep_default_na=False)
+    spelled = frame.copy()
+    spelled["label"] = spelled["label"].str.replace("not_triaged", "Not Triaged")
+    assert (spelled["label"] == "Not Triaged").any()
+    spelled.to_csv(tmp_path / "spelled.csv", index=False)
+    res = runner.invoke(app, ["report", "--data", str(history), "--decisions", str(tmp_path / "spelled.csv"),
+                              "--out", str(tmp_path / "rep")])
+    assert res.exit_code == 0, res.output
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "Not Triaged" not in page and "<td>not_triaged</td>" in page
+    bad = frame.copy()
+    bad.loc[1, "label"] = "<b>foo</b>"
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    res = subprocess.run([TRIAGE, "report", "--data", str(history), "--decisions", str(tmp_path / "bad.csv"),
+                          "--out", str(tmp_path / "rep2")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert "bad.csv, row 3: unknown label '<b>foo</b>'" in res.stderr, res.stderr
+    assert not (tmp_path / "rep2").exists()

@@ -157,6 +157,7 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
     numbers = _json_line_numbers(path) if is_json_lines else csv_record_lines(path, len(frame))
     if len(numbers) != len(frame):
         numbers = np.arange(1, len(frame) + 1) + (0 if is_json_lines else 1)
+    human = frame["label"].tolist() if "label" in frame.columns else None
     for i, rec in enumerate(frame.to_dict("records")):
         row = int(numbers[i])
         sid = rec["series_id"]
@@ -177,6 +178,12 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
             index[i] = given
             if not 0 <= index[i] < len(h):
                 raise InputError(path, row, f"index {index[i]} is outside series {sid!r}")
+        if human is not None:
+            # The human label shown beside the call: any spelling the loaders accept, nothing else.
+            try:
+                human[i] = labels.normalise_label(rec["label"])
+            except KeyError:
+                raise InputError(path, row, f"unknown label {rec['label']!r} (known: {labels.known_labels()})") from None
         if rec["classification"] not in CLASSIFICATIONS:
             raise InputError(path, row, f"classification {rec['classification']!r} is not "
                              f"{', '.join(CLASSIFICATIONS[:-1])} or {CLASSIFICATIONS[-1]}")
@@ -219,6 +226,8 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         first[key] = (row, i)
     frame["index"] = index
     frame["p_true"] = p_true
+    if human is not None:
+        frame["label"] = human
     frame = frame.drop(index=frame.index[repeated]).reset_index(drop=True)
     if "label" not in frame.columns:
         # Detector scores carry no human label; the data may have one at that commit.
