@@ -25,6 +25,9 @@ Defects found:
    history with that label is refused at its row, so the report now refuses the
    decisions row the same way (naming the file, row and the accepted labels) and
    shows an accepted spelling (`Not Triaged`) as its canonical name.
+4. The user asked `triage label --format published` for a history whose two alerted
+   commits are shared by two series: the refusal said "(1 more commits are too)". It
+   now says "(1 more commit is too)".
 """
 
 from __future__ import annotations
@@ -143,3 +146,18 @@ def test_report_checks_the_human_label(history, decisions, tmp_path):
     assert res.returncode == 2, res.stderr
     assert "bad.csv, row 3: unknown label '<b>foo</b>'" in res.stderr, res.stderr
     assert not (tmp_path / "rep2").exists()
+
+
+def test_published_refusal_counts_in_english(history, tmp_path):
+    """Defect 4: one real series under two ids, two commits alerted in both."""
+    frame = pd.read_csv(history, dtype=str, keep_default_na=False)
+    one = frame[frame["series_id"] == frame["series_id"].iloc[0]].copy()
+    one["label"] = ""
+    one.iloc[[40, 80], one.columns.get_loc("label")] = "not_triaged"
+    twice = pd.concat([one.assign(series_id="a"), one.assign(series_id="b")])
+    twice.to_csv(tmp_path / "twice.csv", index=False)
+    res = runner.invoke(app, ["label", "--data", str(tmp_path / "twice.csv"), "--format", "published",
+                              "--out", str(tmp_path / "pub.csv"), "--show", "0"])
+    assert res.exit_code == 2, res.output
+    text = " ".join(res.output.replace("│", " ").split())
+    assert "(1 more commit is too)" in text, text

@@ -101,7 +101,7 @@ def label(
             commit, more = str(shared.index[shared > 1][0]), int((shared > 1).sum()) - 1
             raise typer.BadParameter(
                 f"the published layout has no series column, and commit {commit!r} is an alert in "
-                f"{int(shared[commit])} series here" + (f" ({more:,} more commits are too)" if more else "") +
+                f"{int(shared[commit])} series here" + (f" ({more:,} more commit{' is' if more == 1 else 's are'} too)" if more else "") +
                 ": their rows could not be told apart; use --format csv (series_id first) or label one series "
                 "at a time", param_hint="--format")
     cut = clf.threshold_ if threshold is None else threshold
