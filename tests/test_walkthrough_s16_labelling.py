@@ -28,6 +28,11 @@ Defects found:
 4. The user asked `triage label --format published` for a history whose two alerted
    commits are shared by two series: the refusal said "(1 more commits are too)". It
    now says "(1 more commit is too)".
+5. The user flipped the call of one `triage label` decision (p_true 0.40,
+   false_positive -> true_positive, probabilities left consistent) while rows at
+   p_true 0.55 stayed false: `triage report` drew it as a true alert. No threshold
+   makes both calls; the report now refuses it naming both rows (score's
+   duplicates, called false beside a stronger candidate, are still accepted).
 """
 
 from __future__ import annotations
@@ -161,3 +166,20 @@ def test_published_refusal_counts_in_english(history, tmp_path):
     assert res.exit_code == 2, res.output
     text = " ".join(res.output.replace("│", " ").split())
     assert "(1 more commit is too)" in text, text
+
+
+def test_report_refuses_a_call_no_threshold_makes(history, decisions, tmp_path):
+    """Defect 5: a false call flipped to true below another false call."""
+    frame = pd.read_csv(decisions, dtype=str, keep_default_na=False)
+    p = pd.to_numeric(frame["p_true"], errors="coerce")
+    false = frame.index[(frame["classification"] == "false_positive") & p.notna()]
+    assert len(false) >= 2, "the walkthrough needs two alerts called false"
+    victim = p[false].idxmin()
+    flipped = frame.copy()
+    flipped.loc[victim, "classification"] = "true_positive"
+    flipped.to_csv(tmp_path / "flipped.csv", index=False)
+    res = subprocess.run([TRIAGE, "report", "--data", str(history), "--decisions", str(tmp_path / "flipped.csv"),
+                          "--out", str(tmp_path / "rep")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert f"flipped.csv, row {victim + 2}: called true_positive at p_true" in res.stderr, res.stderr
+    assert "no one threshold makes both calls" in res.stderr, res.stderr

@@ -228,6 +228,23 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
     frame["p_true"] = p_true
     if human is not None:
         frame["label"] = human
+    # One run calls true exactly the rows at or above its threshold (score's duplicates, called false
+    # beside a stronger candidate, excepted): a true row below a false one was edited or comes from
+    # another run.
+    called = frame["classification"].to_numpy()
+    why = frame["explanation"].astype(str).to_numpy() if "explanation" in frame.columns else np.full(len(frame), "")
+    judged = np.isfinite(p_true)
+    true_rows = np.flatnonzero(judged & (called == labels.TRUE_POSITIVE))
+    false_rows = np.flatnonzero(judged & (called == labels.FALSE_POSITIVE)
+                                & ~np.char.startswith(why.astype(str), "duplicate:"))
+    if true_rows.size and false_rows.size:
+        low, high = true_rows[np.argmin(p_true[true_rows])], false_rows[np.argmax(p_true[false_rows])]
+        if p_true[low] < p_true[high]:
+            raise InputError(path, int(numbers[low]), f"called {labels.TRUE_POSITIVE} at p_true {p_true[low]:.4f}, "
+                             f"below row {int(numbers[high])} called {labels.FALSE_POSITIVE} at p_true "
+                             f"{p_true[high]:.4f}: no one threshold makes both calls (the file was edited, "
+                             "or joins runs of different thresholds); write the decisions again with "
+                             "triage label or triage score")
     frame = frame.drop(index=frame.index[repeated]).reset_index(drop=True)
     if "label" not in frame.columns:
         # Detector scores carry no human label; the data may have one at that commit.
