@@ -85,8 +85,26 @@ def serve(
 
     url = _address(host, sock.getsockname()[1], token)
     console.print(f"{len(ws.alerts):,} alerts from {len(ws.dataset):,} series; decisions go to [bold]{escape(str(labels))}[/]", soft_wrap=True)
+    _note_foreign(ws, labels)
     console.print(f"open [bold]{escape(url)}[/] (Ctrl-C stops)", soft_wrap=True)
     uvicorn.Server(uvicorn.Config(create_app(ws), log_level="warning")).run(sockets=[sock])
+
+
+def _note_foreign(ws, labels: Path) -> None:
+    """Say so when the store holds decisions on series this data does not have (a store from another data set?).
+
+    They are kept, untouched, but no alert of this queue shows them, so a sheriff
+    starting on the wrong store would otherwise see an empty record and not know why.
+    """
+    current = ws.store.current()
+    foreign = sorted({sid for sid, _commit in current if sid not in ws.dataset})
+    if not foreign:
+        return
+    n = sum(1 for sid, _commit in current if sid not in ws.dataset)
+    console.print(f"note: {n:,} of the {len(current):,} decided alerts in {escape(str(labels))} are on "
+                  f"{len(foreign):,} series not in this data (e.g. {escape(repr(foreign[0][:120]))}): "
+                  "a labels store from another data set? They are kept, but no alert here shows them.",
+                  soft_wrap=True)
 
 
 def _address(host: str, port: int, token: str | None) -> str:

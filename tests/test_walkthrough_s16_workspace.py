@@ -1,0 +1,86 @@
+"""Walkthrough s16: a sheriff reviewing real alerts in the web workspace (`triage serve`).
+
+Defects found (what a user did, what went wrong):
+
+1. Started `triage serve --data B --labels store.sqlite` on a store whose decisions
+   were all made on another data set (A): the server started without a word, the
+   queue showed every alert untriaged and the agreement page counted the other data
+   set's decisions, so a sheriff on the wrong store could not tell why the record
+   was empty. Now `serve` prints a note naming the store, how many decided alerts
+   are on series not in this data and one such series (the decisions are kept).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from triage.cli.app import app
+from triage.workspace.store import LabelsStore
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real" / "histories.csv.gz"
+
+
+@pytest.fixture(scope="module")
+def real_series() -> dict[str, pd.DataFrame]:
+    if not REAL.exists():
+        pytest.skip(f"real histories not found at {REAL} (../shared/data/real is absent)")
+    frame = pd.read_csv(REAL, nrows=20_000)
+    frame = frame[frame["series_id"].str.startswith(("django-asv", "rhai", "otel-java"))]
+    groups = {sid: g for sid, g in frame.groupby("series_id", sort=False)}
+    if len(groups) < 3:
+        pytest.skip("fewer than 3 real series in the first rows of histories.csv.gz")
+    return dict(list(groups.items())[:3])
+
+
+def _write(tmp_path: Path, name: str, parts: list[pd.DataFrame]) -> tuple[Path, Path]:
+    """A long data file and a candidates file with one alert at the middle commit of each series."""
+    data = tmp_path / f"{name}.csv"
+    pd.concat(parts).to_csv(data, index=False)
+    rows = []
+    for g in parts:
+        commits = list(dict.fromkeys(g["commit"]))
+        i = len(commits) // 2
+        rows.append({"series_id": g["series_id"].iloc[0], "commit": commits[i], "index": i,
+                     "detector": "pelt", "score": 5.0})
+    cands = tmp_path / f"{name}_cands.csv"
+    pd.DataFrame(rows).to_csv(cands, index=False)
+    return data, cands
+
+
+def _serve(monkeypatch, data: Path, cands: Path, store: Path):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)  # print, serve nothing
+    return CliRunner().invoke(app, ["serve", "--data", str(data), "--candidates", str(cands),
+                                    "--labels", str(store), "--port", "0"])
+
+
+def test_a_store_from_another_data_set_is_named_at_start(monkeypatch, tmp_path, real_series):
+    sids = list(real_series)
+    data_a, cands_a = _write(tmp_path, "a", [real_series[sids[0]], real_series[sids[1]]])
+    data_b, cands_b = _write(tmp_path, "b", [real_series[sids[2]]])
+    store = tmp_path / "store.sqlite"
+    s = LabelsStore(store)
+    for sid in sids[:2]:
+        commits = list(dict.fromkeys(real_series[sid]["commit"]))
+        s.record(sid, commits[len(commits) // 2], "true", who="ann", note="", p_true=None, model_call=None,
+                 model=None)
+    s.close()
+
+    r = _serve(monkeypatch, data_b, cands_b, store)
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())
+    assert "2 of the 2 decided alerts in" in out and "not in this data" in out, out
+    assert sids[0][:60] in out or sids[1][:60] in out, out
+    assert len(LabelsStore(store)) == 2  # kept, not touched
+
+    # The store of this very data set: no note.
+    r = _serve(monkeypatch, data_a, cands_a, store)
+    assert r.exit_code == 0, r.output
+    assert "not in this data" not in r.output, r.output
+    assert re.search(r"open http", r.output)
