@@ -33,6 +33,11 @@ Defects found:
    p_true 0.55 stayed false: `triage report` drew it as a true alert. No threshold
    makes both calls; the report now refuses it naming both rows (score's
    duplicates, called false beside a stronger candidate, are still accepted).
+6. In the report of the real history, an alert 7 commits after a confirmed change
+   (emg3d peakmem_residual('small'), commit e9b5181b, true_positive at 66949e1f)
+   had the step "change -9.6%": its 10-commit "before" mean reached over the
+   confirmed 20 % drop, the other alert's step. The step column now stops at
+   confirmed change points (the adaptive windows' rule): "change -2.5%" there.
 """
 
 from __future__ import annotations
@@ -183,3 +188,24 @@ def test_report_refuses_a_call_no_threshold_makes(history, decisions, tmp_path):
     assert res.returncode == 2, res.stderr
     assert f"flipped.csv, row {victim + 2}: called true_positive at p_true" in res.stderr, res.stderr
     assert "no one threshold makes both calls" in res.stderr, res.stderr
+
+
+def test_report_step_stops_at_a_confirmed_change(history):
+    """Defect 6: step_text of an alert a few commits after a confirmed change."""
+    from triage.core.history import Dataset
+    from triage.report import step_text
+
+    frame = pd.read_csv(history, dtype={"commit": str}, keep_default_na=False)
+    ds = Dataset.from_frame(frame)
+    for h in ds:
+        confirmed = h.confirmed()
+        for c in confirmed:
+            nxt = confirmed[confirmed > c]
+            for i in range(int(c) + 2, int(c) + 9):
+                if i >= len(h.values) or (len(nxt) and i >= nxt[0]):
+                    break
+                stop = min(i + 10, int(nxt[0]) if len(nxt) else len(h.values))
+                b, a = h.values[c:i].mean(), h.values[i:stop].mean()
+                assert step_text(h, i) == f"{h.change_kind(b, a)} {100 * (a - b) / abs(b):+.1f}%", (h.series_id, i)
+            return
+    pytest.fail("no confirmed change in the walkthrough history")

@@ -408,10 +408,16 @@ def step_text(history: History, index: int, window: int = STEP_WINDOW) -> str:
 
     The step is the mean of up to ``window`` commits from ``index`` on against
     the mean of up to ``window`` commits before it; whether up is better comes
-    from the history's unit (:attr:`History.higher_is_better`).
+    from the history's unit (:attr:`History.higher_is_better`). Neither side
+    reaches over a confirmed change point (``true_positive``) of the history:
+    that step is another alert's (the new level starts at the confirmed commit).
     """
-    before = history.values[max(0, index - window) : index]
-    after = history.values[index : index + window]
+    confirmed = history.confirmed()
+    earlier, later = confirmed[confirmed < index], confirmed[confirmed > index]
+    start = max(0, index - window, int(earlier[-1]) if len(earlier) else 0)
+    stop = min(index + window, int(later[0]) if len(later) else len(history.values))
+    before = history.values[start:index]
+    after = history.values[index:stop]
     if not len(before) or not len(after):
         return ""
     b, a = float(np.mean(before)), float(np.mean(after))
