@@ -8,6 +8,9 @@ Defects found (what a user did, what went wrong):
    set's decisions, so a sheriff on the wrong store could not tell why the record
    was empty. Now `serve` prints a note naming the store, how many decided alerts
    are on series not in this data and one such series (the decisions are kept).
+2. Marked as false an alert the model called true, then opened /agreement: the
+   week's recall (no alert the sheriffs confirmed) read "nan" on the page, where
+   `triage labels agreement` prints "n/a". Now the page says "n/a" too.
 """
 
 from __future__ import annotations
@@ -52,10 +55,14 @@ def _write(tmp_path: Path, name: str, parts: list[pd.DataFrame]) -> tuple[Path, 
     return data, cands
 
 
-def _serve(monkeypatch, data: Path, cands: Path, store: Path):
+def _serve(monkeypatch, data: Path, cands: Path, store: Path, served: list | None = None):
     import uvicorn
 
-    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)  # print, serve nothing
+    def run(self, sockets=None):  # print, serve nothing; keep the application
+        if served is not None:
+            served.append(self.config.app)
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
     return CliRunner().invoke(app, ["serve", "--data", str(data), "--candidates", str(cands),
                                     "--labels", str(store), "--port", "0"])
 
@@ -84,3 +91,32 @@ def test_a_store_from_another_data_set_is_named_at_start(monkeypatch, tmp_path, 
     assert r.exit_code == 0, r.output
     assert "not in this data" not in r.output, r.output
     assert re.search(r"open http", r.output)
+
+
+def test_agreement_page_says_n_a_where_the_cli_does(monkeypatch, tmp_path, real_series):
+    import warnings
+
+    from triage.core import labels as L
+
+    sid = next(iter(real_series))
+    data, cands = _write(tmp_path, "a", [real_series[sid]])
+    commit = pd.read_csv(cands)["commit"].iloc[0]
+    store = tmp_path / "store.sqlite"
+    s = LabelsStore(store)
+    # The model called it true, the sheriff said false: precision 0, recall undefined (nothing confirmed).
+    s.record(sid, commit, "false", who="ann", p_true=0.9, model_call=L.TRUE_POSITIVE, model="m")
+    s.close()
+    cli = CliRunner().invoke(app, ["labels", "agreement", "--labels", str(store)])
+    assert cli.exit_code == 0 and "n/a" in cli.output, cli.output
+
+    served: list = []
+    r = _serve(monkeypatch, data, cands, store, served)
+    assert r.exit_code == 0, r.output
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from starlette.testclient import TestClient
+    page = TestClient(served[0], base_url="http://127.0.0.1").get("/agreement")
+    assert page.status_code == 200
+    cells = re.findall(r'<td class="num">([^<]*)</td>', page.text)
+    assert cells[-3:] == ["0.00", "n/a", "0.00"], cells
+    assert "nan" not in cells

@@ -158,7 +158,8 @@ def _env() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.filters["pct"] = lambda v: "" if v is None or pd.isna(v) else f"{v:+.1f}%"
-    env.filters["prob"] = lambda v: "" if v is None else f"{v:.2f}"
+    # NaN (a week's recall with no alert the sheriffs confirmed): "n/a", as `triage labels agreement` prints it.
+    env.filters["prob"] = lambda v: "" if v is None else "n/a" if pd.isna(v) else f"{v:.2f}"
     env.filters["date"] = lambda v: "" if v is None else v.strftime("%Y-%m-%d %H:%M")
     env.filters["q"] = lambda v: quote(str(v), safe="")
     return env
