@@ -38,6 +38,8 @@ Defects found:
    had the step "change -9.6%": its 10-commit "before" mean reached over the
    confirmed 20 % drop, the other alert's step. The step column now stops at
    confirmed change points (the adaptive windows' rule): "change -2.5%" there.
+7. `triage label --out -` (and `triage score --out -`) ended with "decisions written
+   to -" on stderr; it now says "written to standard output".
 """
 
 from __future__ import annotations
@@ -209,3 +211,13 @@ def test_report_step_stops_at_a_confirmed_change(history):
                 assert step_text(h, i) == f"{h.change_kind(b, a)} {100 * (a - b) / abs(b):+.1f}%", (h.series_id, i)
             return
     pytest.fail("no confirmed change in the walkthrough history")
+
+
+def test_out_dash_is_named_standard_output(history, tmp_path):
+    """Defect 7: the closing line of label / score --out -."""
+    res = subprocess.run([TRIAGE, "label", "--data", str(history), "--out", "-", "--show", "0"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("series_id,commit,label,p_false,p_true")
+    assert "decisions written to standard output" in res.stderr, res.stderr
+    assert "written to -" not in res.stderr

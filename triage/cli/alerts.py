@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from triage.cli.progress import JobProgress, chunks
-from triage.cli.tables import check_format, console_for, decision_table
+from triage.cli.tables import check_format, console_for, decision_table, writes_stdout
 from triage.cli.validation import output_file
 
 console = Console()
@@ -126,7 +126,8 @@ def label(
             write_frame(frame, out, "json")
         else:
             write_decisions(decisions, out, fmt=fmt)
-        console.print(f"decisions written to [bold]{escape(str(out))}[/]", soft_wrap=True)
+        where = "standard output" if writes_stdout(out) else escape(str(out))
+        console.print(f"decisions written to [bold]{where}[/]", soft_wrap=True)
 
 
 def score(
@@ -216,7 +217,8 @@ def score(
                     if numbers.notna().sum() == (scored[col].astype(str) != "").sum():
                         scored[col] = numbers
         write_frame(scored, out, fmt)
-        console.print(f"scores written to [bold]{escape(str(out))}[/]", soft_wrap=True)
+        where = "standard output" if writes_stdout(out) else escape(str(out))
+        console.print(f"scores written to [bold]{where}[/]", soft_wrap=True)
 
 
 def check_out_suffix(out: Path | None, fmt: str) -> None:
