@@ -40,6 +40,10 @@ Defects found:
    confirmed change points (the adaptive windows' rule): "change -2.5%" there.
 7. `triage label --out -` (and `triage score --out -`) ended with "decisions written
    to -" on stderr; it now says "written to standard output".
+8. `triage label` on the history once every alert was triaged printed an empty
+   table and "0 of 0 called true at threshold 0.750", saying nothing of why. It now
+   says the file has no untriaged candidate and that --which triaged checks the
+   model on the triaged ones (the header-only --out is still written).
 """
 
 from __future__ import annotations
@@ -221,3 +225,16 @@ def test_out_dash_is_named_standard_output(history, tmp_path):
     assert res.stdout.startswith("series_id,commit,label,p_false,p_true")
     assert "decisions written to standard output" in res.stderr, res.stderr
     assert "written to -" not in res.stderr
+
+
+def test_label_says_there_is_nothing_untriaged(history, tmp_path):
+    """Defect 8: a history whose alerts are all triaged."""
+    frame = pd.read_csv(history, dtype=str, keep_default_na=False)
+    frame.loc[frame["label"].isin(["not_triaged", "under_investigation"]), "label"] = ""
+    data = tmp_path / "all_triaged.csv"
+    frame.to_csv(data, index=False)
+    res = runner.invoke(app, ["label", "--data", str(data), "--out", str(tmp_path / "d.csv")])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "no untriaged candidate" in text and "0 of 0" not in text, text
+    assert (tmp_path / "d.csv").read_text().startswith("series_id,commit,label")

@@ -106,10 +106,18 @@ def label(
                 "at a time", param_hint="--format")
     cut = clf.threshold_ if threshold is None else threshold
     n_true = int((decisions["classification"] == "true_positive").sum())
-    console.print(decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",), wide=console.width >= 110,
-                                 width=console.width))
-    console.print(f"{n_true:,} of {len(decisions):,} called true at threshold {cut:.3f}"
-                  f"{_not_scorable_note(decisions['p_true'], cut)}", soft_wrap=True)
+    if len(decisions):
+        console.print(decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",), wide=console.width >= 110,
+                                     width=console.width))
+        console.print(f"{n_true:,} of {len(decisions):,} called true at threshold {cut:.3f}"
+                      f"{_not_scorable_note(decisions['p_true'], cut)}", soft_wrap=True)
+    else:
+        # An empty table and "0 of 0 called true" said nothing of why.
+        none = {"untriaged": "no untriaged candidate (not_triaged, under_investigation; "
+                             "--which triaged checks the model on the triaged ones)",
+                "triaged": "no triaged candidate (true_positive, false_positive)",
+                "all": "no candidate (a label other than empty)"}[which]
+        console.print(f"{escape(str(data))}: {none}; nothing to decide", soft_wrap=True)
     for ref, name in (("label", "human labels"), ("truth_label", "ground truth")):
         stats = agreement(decisions, ref)
         if stats["n"]:
