@@ -11,6 +11,10 @@ Defects found (what a user did, what went wrong):
 2. Marked as false an alert the model called true, then opened /agreement: the
    week's recall (no alert the sheriffs confirmed) read "nan" on the page, where
    `triage labels agreement` prints "n/a". Now the page says "n/a" too.
+3. Ran `triage labels export --labels store.sqlite --out - > decisions.csv` (and with
+   --data): the summary line "N decisions written to -" went to stdout after the
+   CSV, so the piped file ended in a line that is not a row. Now the summary goes
+   to stderr when the CSV goes to stdout, as `triage candidates --out -` does.
 """
 
 from __future__ import annotations
@@ -120,3 +124,27 @@ def test_agreement_page_says_n_a_where_the_cli_does(monkeypatch, tmp_path, real_
     cells = re.findall(r'<td class="num">([^<]*)</td>', page.text)
     assert cells[-3:] == ["0.00", "n/a", "0.00"], cells
     assert "nan" not in cells
+
+
+@pytest.mark.parametrize("with_data", [False, True])
+def test_labels_export_to_stdout_is_only_csv(tmp_path, real_series, with_data):
+    import io
+
+    sids = list(real_series)[:2]
+    data, cands = _write(tmp_path, "a", [real_series[sid] for sid in sids])
+    store = tmp_path / "store.sqlite"
+    s = LabelsStore(store)
+    for sid, commit, word in zip(sids, pd.read_csv(cands)["commit"], ["true", "false"], strict=True):
+        s.record(sid, commit, word, who="ann", note="n\u00e9 \u2603")
+    s.close()
+    args = ["labels", "export", "--labels", str(store), "--out", "-"] + (["--data", str(data)] if with_data else [])
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    frame = pd.read_csv(io.StringIO(r.stdout), dtype=str, keep_default_na=False)
+    assert "written to" not in r.stdout, r.stdout[-300:]
+    assert "written to" in r.stderr
+    if with_data:
+        assert len(frame) == sum(len(real_series[sid]) for sid in sids)
+        assert set(frame["series_id"]) == set(sids)
+    else:
+        assert list(frame["series_id"]) == sids and list(frame["label"]) == ["true_positive", "false_positive"]
