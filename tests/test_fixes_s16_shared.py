@@ -134,3 +134,22 @@ def test_kbkssd_trims_the_rising_warm_up_of_a_higher_is_better_series(tmp_path: 
     times = tmp_path / "times.csv"
     frame.to_csv(times, index=False)
     np.testing.assert_allclose(load(times, trim_warmup="kbkssd")["s"].values, untrimmed)
+
+
+def test_real_ids_that_differ_only_in_the_middle_are_told_apart_in_a_table() -> None:
+    """8. The real emg3d-bench ids differ only inside their parameter (``('big')`` / ``('small')``):
+    every row of an 80-column decision table read ``emg3d-be…da-py3.8``."""
+    from triage.cli.tables import SERIES_WIDTH, shorten_ids
+
+    ids = [f"emg3d-bench/memory.{bench}({param}'{size}')/meerkat/conda-py3.8"
+           for bench, param in (("ResidualMemory.peakmem_residual", ""), ("SmoothingMemory.peakmem_smoothing", "0;"),
+                                ("SmoothingMemory.peakmem_smoothing", "1;"))
+           for size in ("big", "small")]
+    for width in (SERIES_WIDTH, 20, 12):
+        shown = shorten_ids(ids, width)
+        assert len(set(shown.values())) == len(ids), (width, shown)
+        assert all(len(c) <= width for c in shown.values())
+        for sid, cell in shown.items():  # every piece shown is the id's own, in order
+            at = 0
+            for piece in filter(None, cell.split("…")):
+                at = sid.index(piece, at) + len(piece)

@@ -116,8 +116,9 @@ def shorten_ids(ids: Iterable[object], width: int) -> dict[str, str]:
     alone tells the id apart (``…2Threads/otel-bench-runner``). Without such a
     need, or when no tail that fits reaches the difference, head and tail
     share the width. One cut for the whole column, so the rows line up. The
-    one place a table shortens a series id. Ids that fit are left as they are; on a width too narrow to
-    reach the difference, rows may still read alike (the CSV has the ids).
+    one place a table shortens a series id. Ids that fit are left as they are. Ids that would still read
+    alike (they differ only in the middle, beyond any tail's reach) each show the stretch where they
+    differ from their nearest neighbour instead, between two "…".
     """
     distinct = sorted({str(s) for s in ids})
     if width < 3:  # no room for a head, "…" and a tail
@@ -138,7 +139,28 @@ def shorten_ids(ids: Iterable[object], width: int) -> dict[str, str]:
         elif unique <= width - 1:  # as much of the word as fits; the head only when it must go
             tail = max(tail, most if unique <= most else width - 1)
         # else: they differ beyond any tail's reach: the even cut, whose head may show it
-    return {s: f"{s[:width - 1 - tail]}…{s[len(s) - tail:]}" if len(s) > width else s for s in distinct}
+    shown = {s: f"{s[:width - 1 - tail]}…{s[len(s) - tail:]}" if len(s) > width else s for s in distinct}
+    alike = [s for s in distinct if list(shown.values()).count(shown[s]) > 1]
+    if not alike or width < 7:
+        return shown
+    # Ids that differ only in their middle (emg3d-bench/memory.…('big')/meerkat/conda-py3.8 and
+    # ('small'), …Smoothing…(0;'big')…) read alike under any head-and-tail cut: without what
+    # all of them share at both ends, their middles are cut the same way, between two "…".
+    head = min(_common_prefix(alike[0], o) for o in alike[1:])
+    end = min(_common_suffix(alike[0], o) for o in alike[1:])
+    middles = {s: s[head : len(s) - end] for s in alike}
+    room = width - (head > 0) - (end > 0)
+    inner = shorten_ids(middles.values(), room) if all(middles.values()) else {}
+    for s in alike if inner else ():
+        shown[s] = ("…" if head else "") + inner[middles[s]] + ("…" if end else "")
+    return shown
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
 
 
 def _common_suffix(a: str, b: str) -> int:
