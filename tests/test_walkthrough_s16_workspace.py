@@ -15,6 +15,8 @@ Defects found (what a user did, what went wrong):
    --data): the summary line "N decisions written to -" went to stdout after the
    CSV, so the piped file ended in a line that is not a row. Now the summary goes
    to stderr when the CSV goes to stdout, as `triage candidates --out -` does.
+4. The same summary line said "written to -"; `triage label` / `score` now say
+   "written to standard output", and so does `labels export`.
 """
 
 from __future__ import annotations
@@ -142,7 +144,7 @@ def test_labels_export_to_stdout_is_only_csv(tmp_path, real_series, with_data):
     assert r.exit_code == 0, r.output
     frame = pd.read_csv(io.StringIO(r.stdout), dtype=str, keep_default_na=False)
     assert "written to" not in r.stdout, r.stdout[-300:]
-    assert "written to" in r.stderr
+    assert "written to standard output" in " ".join(r.stderr.split()), r.stderr
     if with_data:
         assert len(frame) == sum(len(real_series[sid]) for sid in sids)
         assert set(frame["series_id"]) == set(sids)

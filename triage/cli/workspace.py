@@ -170,7 +170,7 @@ def labels_export(
     data: Annotated[Path | None, typer.Option("--data", help="With the data: the whole dataset in the long layout with the decisions as its labels (what `triage train --data` reads). Without: one row per decided alert.")] = None,
 ) -> None:
     """Export the sheriffs' current decisions in the long layout."""
-    from triage.cli.tables import console_for
+    from triage.cli.tables import console_for, writes_stdout
     from triage.cli.validation import check_output_not_input
     from triage.core.atomic import write_csv_atomic
     from triage.workspace.store import LabelsStore, export_long
@@ -180,13 +180,14 @@ def labels_export(
     store = LabelsStore(labels, create=False)
     # --out - writes the CSV to stdout: the summary line goes to stderr, not into the CSV.
     say = console_for(out)
+    where = "standard output" if writes_stdout(out) else escape(str(out))
     if data is not None:
         from triage.loaders import load, write_long
         from triage.workspace.store import overlay
 
         merged, n = overlay(load(data), store)
         write_long(merged, out)
-        say.print(f"{len(merged):,} series with {n:,} decisions as labels written to [bold]{escape(str(out))}[/]", soft_wrap=True)
+        say.print(f"{len(merged):,} series with {n:,} decisions as labels written to [bold]{where}[/]", soft_wrap=True)
         return
     frame = export_long(store)
     if out.suffix == ".parquet":
@@ -195,7 +196,7 @@ def labels_export(
         atomic_write(out, lambda tmp: frame.to_parquet(tmp, index=False))
     else:
         write_csv_atomic(frame, out)
-    say.print(f"{len(frame):,} decisions written to [bold]{escape(str(out))}[/]", soft_wrap=True)
+    say.print(f"{len(frame):,} decisions written to [bold]{where}[/]", soft_wrap=True)
 
 
 @labels_app.command("agreement")
