@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from triage.cli.progress import JobProgress, chunks
-from triage.cli.tables import check_format, console_for, decision_table, writes_stdout
+from triage.cli.tables import check_format, console_for, decision_table, output_name
 from triage.cli.validation import output_file
 
 console = Console()
@@ -134,7 +134,7 @@ def label(
             write_frame(frame, out, "json")
         else:
             write_decisions(decisions, out, fmt=fmt)
-        where = "standard output" if writes_stdout(out) else escape(str(out))
+        where = output_name(out)
         console.print(f"decisions written to [bold]{where}[/]", soft_wrap=True)
 
 
@@ -225,7 +225,7 @@ def score(
                     if numbers.notna().sum() == (scored[col].astype(str) != "").sum():
                         scored[col] = numbers
         write_frame(scored, out, fmt)
-        where = "standard output" if writes_stdout(out) else escape(str(out))
+        where = output_name(out)
         console.print(f"scores written to [bold]{where}[/]", soft_wrap=True)
 
 

@@ -40,6 +40,14 @@ def writes_stdout(path: str | Path | None) -> bool:
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
+def output_name(path: str | Path) -> str:
+    """How a summary line names where a command wrote: "standard output" for ``-`` (it said "written to -"),
+    else the path as rich markup-safe text."""
+    from rich.markup import escape
+
+    return "standard output" if writes_stdout(path) else escape(str(path))
+
+
 def console_for(out: str | Path | None) -> Console:
     """Where a command's human-readable lines go: stderr when its data goes to stdout (``--out -``, ``/dev/stdout``)."""
     return Console(stderr=True) if writes_stdout(out) else Console()

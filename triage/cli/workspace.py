@@ -170,7 +170,7 @@ def labels_export(
     data: Annotated[Path | None, typer.Option("--data", help="With the data: the whole dataset in the long layout with the decisions as its labels (what `triage train --data` reads). Without: one row per decided alert.")] = None,
 ) -> None:
     """Export the sheriffs' current decisions in the long layout."""
-    from triage.cli.tables import console_for, writes_stdout
+    from triage.cli.tables import console_for, output_name
     from triage.cli.validation import check_output_not_input
     from triage.core.atomic import write_csv_atomic
     from triage.workspace.store import LabelsStore, export_long
@@ -180,7 +180,7 @@ def labels_export(
     store = LabelsStore(labels, create=False)
     # --out - writes the CSV to stdout: the summary line goes to stderr, not into the CSV.
     say = console_for(out)
-    where = "standard output" if writes_stdout(out) else escape(str(out))
+    where = output_name(out)
     if data is not None:
         from triage.loaders import load, write_long
         from triage.workspace.store import overlay
