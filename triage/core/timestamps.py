@@ -190,6 +190,22 @@ def problem(value: object) -> str | None:
     return None
 
 
+#: Milliseconds since the epoch that pandas' timestamps can hold (asv and github-action-benchmark write dates so).
+EPOCH_MS_RANGE = (pd.Timestamp.min.value // 10**6 + 1, pd.Timestamp.max.value // 10**6)
+
+
+def epoch_ms_problem(value: object, writer: str, name: str = "date") -> str | None:
+    """Why ``value`` (called ``name``) is not a date in milliseconds since the epoch (as ``writer`` writes them), or None.
+
+    A text or a number out of range failed in pandas as an internal error.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return f"{name} {value!r} is not a number ({writer} writes milliseconds since the epoch)"
+    if not EPOCH_MS_RANGE[0] <= value <= EPOCH_MS_RANGE[1]:
+        return f"{name} {value!r} is not a date: as milliseconds since the epoch it lies outside 1677-09-21 .. 2262-04-11"
+    return None
+
+
 def parse_column(raw: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A column of timestamps by the module's rule.
 

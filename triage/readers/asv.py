@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from triage.core import timestamps
 from triage.core.errors import InputError
 from triage.core.history import Dataset, Trim, dataset_from_long
 from triage.core.json_input import read_json
@@ -154,7 +155,6 @@ def read_asv(path: str | Path, *, aggregate: str = "mean", trim: Trim = None) ->
 
 
 #: The dates pandas can hold, in ms since the epoch (asv's unit).
-DATE_RANGE_MS = (pd.Timestamp.min.value // 10**6 + 1, pd.Timestamp.max.value // 10**6)
 
 
 def _checked_fields(payload: dict, file: Path) -> tuple[str, float | None, int]:
@@ -175,11 +175,6 @@ def _checked_fields(payload: dict, file: Path) -> tuple[str, float | None, int]:
     if isinstance(version, bool) or not isinstance(version, int):
         raise InputError(file, None, f"'version' {version!r} is not an asv result format number (1 or 2)")
     date = payload.get("date")
-    if date is not None:
-        if isinstance(date, bool) or not isinstance(date, int | float) or not math.isfinite(date):
-            raise InputError(file, None, f"'date' {date!r} is not a number (asv writes the commit's date "
-                             "in milliseconds since the epoch)")
-        if not DATE_RANGE_MS[0] <= date <= DATE_RANGE_MS[1]:
-            raise InputError(file, None, f"'date' {date!r} is not a date: as milliseconds since the epoch "
-                             "it lies outside 1677-09-21 .. 2262-04-11")
+    if date is not None and (why := timestamps.epoch_ms_problem(date, "asv", "'date'")) is not None:
+        raise InputError(file, None, why)
     return str(commit), date, version

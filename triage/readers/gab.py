@@ -27,12 +27,12 @@ higher-is-better, as is the ``customBiggerIsBetter``, ``benchmarkjs`` and
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 
 import pandas as pd
 
+from triage.core import timestamps
 from triage.core.errors import InputError
 from triage.core.history import Dataset, Trim, dataset_from_long
 from triage.readers.source import not_utf8
@@ -59,22 +59,10 @@ def higher_is_better(unit: str, tool: str) -> bool:
 
 
 #: The dates pandas can hold, in ms since the epoch (the format's unit).
-DATE_RANGE_MS = (pd.Timestamp.min.value // 10**6 + 1, pd.Timestamp.max.value // 10**6)
-
-
 def _check_date(date: object, path: Path, where: str) -> None:
-    """A run's ``date``: absent, or milliseconds since the epoch that pandas can hold; else an error naming the run.
-
-    (A text or a number out of range would otherwise fail in pandas as an internal error.)
-    """
-    if date is None:
-        return
-    if isinstance(date, bool) or not isinstance(date, int | float) or not math.isfinite(date):
-        raise InputError(path, None, f"{where}: date {date!r} is not a number (github-action-benchmark "
-                         "writes milliseconds since the epoch)")
-    if not DATE_RANGE_MS[0] <= date <= DATE_RANGE_MS[1]:
-        raise InputError(path, None, f"{where}: date {date!r} is not a date: as milliseconds since the epoch "
-                         "it lies outside 1677-09-21 .. 2262-04-11")
+    """A run's ``date``: absent, or milliseconds since the epoch that pandas can hold; else an error naming the run."""
+    if date is not None and (why := timestamps.epoch_ms_problem(date, "github-action-benchmark")) is not None:
+        raise InputError(path, None, f"{where}: {why}")
 
 
 def read_gab(
