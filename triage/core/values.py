@@ -83,13 +83,19 @@ def check_values(
             if (problem := value_problem(v)) is not None:
                 raise InputError(source, _row(rows, i), problem) from None
         raise
-    with np.errstate(invalid="ignore"):
-        magnitude = np.abs(arr)
-        bad = ~np.isfinite(arr) | ((magnitude != 0.0) & ((magnitude < MIN_ABS) | (magnitude > MAX_ABS)))
+    bad = unusable(arr)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(source, _row(rows, i), value_problem(arr[i]) or "value is not usable")
     return arr
+
+
+def unusable(values: np.ndarray) -> np.ndarray:
+    """Which of ``values`` (float64, shape (n,)) the project cannot compute with: not finite, or nonzero
+    outside [:data:`MIN_ABS`, :data:`MAX_ABS`] (:func:`value_problem` says why for one)."""
+    with np.errstate(invalid="ignore"):
+        magnitude = np.abs(values)
+        return ~np.isfinite(values) | ((magnitude != 0.0) & ((magnitude < MIN_ABS) | (magnitude > MAX_ABS)))
 
 
 def _row(rows: Sequence[int] | np.ndarray | None, i: int) -> int:

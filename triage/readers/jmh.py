@@ -49,7 +49,7 @@ from triage.core.atomic import is_stdio
 from triage.core.errors import InputError
 from triage.core.history import Dataset, dataset_from_long
 from triage.core.json_input import read_json
-from triage.core.values import MAX_ABS, MIN_ABS, value_problem
+from triage.core.values import unusable, value_problem
 from triage.readers.source import COMPRESSED_SUFFIXES, display_name, plain_file
 
 COLUMNS = ["series_id", "mode", "unit", "fork", "iteration", "value"]
@@ -416,8 +416,7 @@ def _one_unit_per_series(frames: list[tuple[str, pd.DataFrame]], shown: list[str
             converted = frame.loc[rows, "value"] * factor
             # Converted values can leave the usable range the file's own values were checked
             # against: written as they came, the output was refused by every reader of it.
-            a = np.abs(converted.to_numpy(dtype=float))
-            bad = (a != 0) & ~((a >= MIN_ABS) & (a <= MAX_ABS))
+            bad = unusable(converted.to_numpy(dtype=float))
             if bad.any():
                 problem = value_problem(float(converted.iloc[int(np.argmax(bad))]))
                 raise InputError(
