@@ -212,3 +212,33 @@ def test_runs_hold_json_numbers_in_range_or_the_file_and_row_are_named(
     with pytest.raises(InputError) as err:
         read_jmh(path)
     assert err.value.row == row and message in str(err.value), str(err.value)
+
+
+def test_a_long_file_with_a_fork_column_is_trimmed_fork_by_fork(tmp_path):
+    # `triage steady --trim-warmup none --out long.csv` keeps every iteration; trimming that file
+    # later read a commit's two forks as one run, and the second fork's warm-up (in its middle)
+    # stayed in the commit's value.
+    rng = np.random.default_rng(2)
+    files = []
+    for c in range(3):
+        path = tmp_path / f"commit{c}.json"
+        path.write_text(json.dumps([_entry("org.acme.B.run", [_fork(rng, warm=60) for _ in range(2)])]))
+        files.append(path)
+    untrimmed, _ = steady_long(files, trim_warmup="none")
+    assert list(untrimmed["fork"].unique()) == [0, 1]
+    out = tmp_path / "long.csv"
+    untrimmed.to_csv(out, index=False)
+    by_fork = load(out, trim_warmup="kbkssd")["org.acme.B.run"].values
+    assert np.allclose(by_fork, 1000.0, atol=2.0)
+    # The same rows without the column: one run per commit, its second warm-up kept.
+    untrimmed.drop(columns="fork").to_csv(out, index=False)
+    as_one_run = load(out, trim_warmup="kbkssd")["org.acme.B.run"].values
+    assert np.all(as_one_run < 1000.0 - 20.0)
+
+
+def test_a_blank_fork_cell_is_named_by_its_row(tmp_path):
+    path = tmp_path / "long.csv"
+    path.write_text("series_id,commit,fork,value\ns,c1,0,1.0\ns,c1,,2.0\n")
+    with pytest.raises(InputError, match="fork is missing") as info:
+        load(path, trim_warmup="kbkssd")
+    assert info.value.row == 3

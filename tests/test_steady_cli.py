@@ -65,8 +65,8 @@ def test_steady_out_dash_writes_only_the_csv_to_stdout(tmp_path):
     res = _invoke(["steady", runs, "--out", "-"])
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
-    assert lines[0] == "series_id,commit,value"
-    assert all(line.count(",") == 2 for line in lines), res.stdout  # no table in the CSV
+    assert lines[0] == "series_id,commit,fork,value"
+    assert all(line.count(",") == 3 for line in lines), res.stdout  # no table in the CSV
     assert "Steady-state starts" in res.stderr
 
 

@@ -64,6 +64,11 @@ LONG_COLUMNS: tuple[str, ...] = (
 #: real histories' ``series_meta.csv``); read, never written.
 LOWER_IS_BETTER = "lower_is_better"
 REQUIRED_COLUMNS: tuple[str, ...] = ("series_id", "commit", "value")
+#: An optional column naming the run (a JMH fork, a CI re-run) a measurement
+#: of a commit belongs to: each run has its own warm-up, so ``--trim-warmup``
+#: cuts each on its own before the commit's measurements are aggregated. Read,
+#: not carried into the :class:`Dataset` (a commit's value pools its runs).
+FORK = "fork"
 
 
 @dataclass(eq=False)
@@ -379,6 +384,8 @@ def dataset_from_long(
     (default: 1-based record numbers). Several measurements of one commit
     (consecutive or not) are aggregated with ``aggregate``; commits keep the
     order of their first appearance unless ``commit_order`` lists them.
+    With a ``fork`` column, ``trim`` cuts each (series, commit, fork) on its
+    own: each fork (a JMH fork, a CI re-run) has its own warm-up.
     ``higher_is_better`` maps series ids to their direction (default unknown).
     ``trim(values, run_id, rising)`` -> mask of the measurements to aggregate
     (the steady parts, :func:`triage.steady_state.steady_mask`; ``rising``
@@ -457,7 +464,10 @@ def dataset_from_long(
             for k in range(len(series_order))
         ]
         rising = np.array([series_higher[k] is True for k in series_codes[first_idx]], dtype=bool)
-        keep = trim(values[order], run_id, rising)
+        if FORK in frame.columns:
+            keep = _trim_each_fork(trim, frame[FORK], rows, path, order, values, run_id, rising)
+        else:
+            keep = trim(values[order], run_id, rising)
     else:
         keep = np.ones(n, dtype=bool)
     agg_values = AGGREGATES[aggregate](pd.Series(values[order][keep]).groupby(run_id[keep])).to_numpy(dtype=np.float64)
@@ -532,6 +542,34 @@ def dataset_from_long(
     return Dataset(histories, source=str(path))
 
 
+def _trim_each_fork(
+    trim: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    forks: pd.Series,
+    rows: np.ndarray,
+    path: Path,
+    order: np.ndarray,
+    values: np.ndarray,
+    run_id: np.ndarray,
+    rising: np.ndarray,
+) -> np.ndarray:
+    """``trim``'s mask (in ``order``) with each (series, commit, fork) cut as a run of its own.
+
+    A commit's forks, written one after the other, read as one run had a
+    second warm-up in its middle that no cut at the start could remove.
+    """
+    fork_codes, _ = _require_text(forks, rows, path, FORK)
+    # Stable: a fork's measurements keep their file order, its iteration order.
+    by_fork = np.lexsort((fork_codes[order], run_id))
+    f_run, f_fork = run_id[by_fork], fork_codes[order][by_fork]
+    starts = np.ones(len(by_fork), dtype=bool)
+    starts[1:] = (f_run[1:] != f_run[:-1]) | (f_fork[1:] != f_fork[:-1])
+    fork_id = np.cumsum(starts) - 1
+    keep_by_fork = trim(values[order][by_fork], fork_id, rising[f_run[starts]])
+    keep = np.empty(len(by_fork), dtype=bool)
+    keep[by_fork] = keep_by_fork
+    return keep
+
+
 def _warn_misspelled_columns(columns: Iterable[object], path: Path) -> None:
     """Warn about a column read as nothing that differs from a layout column only in case or spaces.
 
@@ -539,7 +577,7 @@ def _warn_misspelled_columns(columns: Iterable[object], path: Path) -> None:
     the data had no triaged candidates.
     """
     names = {str(c) for c in columns}
-    known = {*LONG_COLUMNS, LOWER_IS_BETTER}
+    known = {*LONG_COLUMNS, LOWER_IS_BETTER, FORK}
     for name in sorted(names - known):
         meant = name.strip().lower().replace(" ", "_")
         if meant in known and meant not in names:

@@ -252,7 +252,7 @@ def steady_long(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The steady iterations of JMH result files, one file per commit, in history order.
 
-    Returns ``(long, starts)``: ``long`` has ``series_id, commit, value,
+    Returns ``(long, starts)``: ``long`` has ``series_id, commit, fork, value,
     higher_is_better`` (one row per kept iteration, the long layout
     :func:`triage.loaders.load` reads and aggregates; the direction from the
     JMH mode, blank for arrays of runs, and the column left out when every
@@ -334,7 +334,8 @@ def steady_long(
             # The direction travels in the long layout, so `steady --out` keeps it for what reads the file.
             direction = {True: "true", False: "false", None: ""}[higher_is_better(grp["mode"].iloc[0])]
             long_parts.append(pd.DataFrame(
-                {"series_id": series, "commit": commit, "value": kept, "higher_is_better": direction}
+                {"series_id": series, "commit": commit, "fork": fork, "value": kept,
+                 "higher_is_better": direction}
             ))
     long = pd.concat(long_parts, ignore_index=True)
     if (long["higher_is_better"] == "").all():
