@@ -92,8 +92,6 @@ def test_perfherder_data_with_a_bom_is_read(tmp_path: Path) -> None:
     ("2848e5d0-py3.10.json", {"commit_hash": "2848e5d0", "results": {}, "version": 2}, "one file of an asv results"),
     ("machine.json", {"arch": "x86_64", "machine": "ubuntu-latest", "version": 1}, "one file of an asv results"),
     ("benchmarks.json", {"b.time_a": {"name": "b.time_a", "type": "time"}, "version": 2}, "asv's benchmarks.json"),
-    ("run.json", {"context": {"date": "2026-01-01"}, "benchmarks": [{"name": "BM_x", "real_time": 1.0}]},
-     "one run of Google Benchmark"),
 ])
 def test_one_piece_of_a_history_is_named_for_what_it_is(tmp_path: Path, name: str, payload: dict, says: str) -> None:
     import json

@@ -34,6 +34,9 @@ jmh
     stem) of a series per benchmark and parameter set; the value aggregates
     the forks' iterations, only their steady parts with ``trim_warmup``
     (per fork): :func:`triage.readers.jmh.read_jmh_dataset`.
+gbench
+    Google Benchmark's JSON output: one run of one build, read as JMH results
+    are (:mod:`triage.readers.gbench`; a repetition is an iteration).
 
 Any file may be gzip- or zstd-compressed, and ``-`` reads standard input
 (:mod:`triage.readers.source`).
@@ -78,7 +81,8 @@ from triage.readers.source import check_header, csv_errors, display_name, plain_
 from triage.sniffing import MONGODB_COLUMNS, data_layout
 
 LAYOUTS = (
-    "auto", "long", "mongodb", "otava", "json", "jsonl", "asv", "gab", "perfherder", "jmh", "otava-dir",
+    "auto", "long", "mongodb", "otava", "json", "jsonl", "asv", "gab", "perfherder", "jmh", "gbench",
+    "otava-dir",
     "otava-config",
 )
 DATASET_FILES = ("history.parquet", "history.csv")
@@ -185,11 +189,12 @@ def _load_plain(plain: Path, path: Path, layout: str, aggregate: str, sort_times
         return read_perfherder_data(plain, alerts=alerts, trim=trim, **options)
     if alerts is not None:
         raise InputError(display_name(path), None, "--alerts labels Perfherder performance data only")
-    if layout == "jmh":
+    if layout in ("jmh", "gbench"):
         if _nameless(path):
             # The file is one commit named by its stem; stdin's stand-in name
             # ("stdin", or "63" for bash's <(...)) would become a commit id nobody gave.
-            raise InputError(display_name(path), None, JMH_STDIN)
+            what = "Google Benchmark results are" if layout == "gbench" else "JMH results are"
+            raise InputError(display_name(path), None, JMH_STDIN.replace("JMH results are", what, 1))
         return read_jmh_dataset(plain, trim_warmup=trim_warmup, aggregate=aggregate)
     return read_json_values(plain)
 

@@ -10,7 +10,7 @@ quotes dropped) and on the errors that come from it
   (JSON lines of records, what ``triage watch`` reads), ``asv``
   (a results directory), ``gab`` (github-action-benchmark ``data.js``),
   ``perfherder`` (performance-data JSON), ``jmh`` (JMH's ``-rf json``
-  results), ``otava-dir`` (a directory of
+  results), ``gbench`` (one Google Benchmark run's JSON), ``otava-dir`` (a directory of
   Otava CSVs) or ``otava-config`` (Otava's YAML test config). Compressed
   files are decompressed before sniffing (:mod:`triage.readers.source`).
 * :func:`candidate_layout` -- detector output for
@@ -31,6 +31,7 @@ from pathlib import Path
 from triage.core.errors import InputError
 from triage.readers.asv import is_asv_results
 from triage.readers.gab import is_gab
+from triage.readers.gbench import is_gbench
 from triage.readers.jmh import is_jmh
 from triage.readers.otava import CSV_SUFFIXES, sniff_delimiter
 from triage.readers.perfherder import is_perfherder_data
@@ -136,6 +137,8 @@ def data_layout(path: Path) -> str:
             return "perfherder"
         if is_jmh(payload):
             return "jmh"
+        if is_gbench(payload):
+            return "gbench"
         _refuse_a_part_of_a_history(path, payload)
         return "json"
     header = read_header(path)
@@ -159,9 +162,8 @@ def data_layout(path: Path) -> str:
 def _refuse_a_part_of_a_history(path: Path, payload: object) -> None:
     """:class:`InputError` for a JSON file that is one piece of a history the tool reads whole.
 
-    One asv result file (or its ``machine.json`` / ``benchmarks.json``) and
-    one run of Google Benchmark were told "expected a non-empty JSON list of
-    numbers", the plain JSON layout's words.
+    One asv result file (or its ``machine.json`` / ``benchmarks.json``) was
+    told "expected a non-empty JSON list of numbers", the plain JSON layout's words.
     """
     if not isinstance(payload, dict):
         return
@@ -171,10 +173,6 @@ def _refuse_a_part_of_a_history(path: Path, payload: object) -> None:
     others = [v for k, v in payload.items() if k != "version"]
     if "version" in payload and others and all(isinstance(v, dict) and "name" in v for v in others):
         raise InputError(path, None, "is asv's benchmarks.json: give --data the results directory beside it")
-    if {"context", "benchmarks"} <= payload.keys():
-        raise InputError(path, None, "is one run of Google Benchmark (--benchmark_format=json): a history needs one "
-                         "value per commit; collect the runs with github-action-benchmark (its data.js is read) or "
-                         "write them in the long layout (series_id, commit, value)")
 
 
 def _refuse_long_without_series_id(path: Path, columns: list[str]) -> None:

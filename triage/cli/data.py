@@ -21,7 +21,7 @@ console = Console()
 
 DATA_HELP = (
     "Dataset: long CSV/Parquet, MongoDB demo CSV, Otava CSV / directory / YAML config, asv results "
-    "directory, github-action-benchmark data.js, Perfherder performance JSON, JMH JSON results, JSON list; "
+    "directory, github-action-benchmark data.js, Perfherder performance JSON, JMH / Google Benchmark JSON results, JSON list; "
     "gzip/zstd compressed or - for stdin (README: Input formats)."
 )
 BRANCH_HELP = "Otava CSVs with a branch column: only this branch (default: every branch, series <metric>@<branch>)."

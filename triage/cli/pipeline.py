@@ -1,6 +1,6 @@
 """The two ends of the pipeline around triage: warm-up trimming going in, targeted measurements going out.
 
-``triage steady``   JMH JSON results -> the long layout of steady iterations (KB-KSSD / CP-SSD per fork)
+``triage steady``   JMH / Google Benchmark JSON results -> the long layout of steady iterations (KB-KSSD / CP-SSD per fork)
 ``triage sample``   the next commits to measure, with the estimated history and its band (GP)
 ``triage culprit``  the commits to measure to localise a change between two measured commits
 """
@@ -33,7 +33,7 @@ PARTIAL_HELP = (
 def steady(
     files: list[Path] = typer.Argument(
         ...,
-        help="JMH JSON result files (or JSON arrays of runs: arrays of iteration values; gzip/zstd compressed or not), one per commit, in history order.",
+        help="JMH or Google Benchmark JSON result files (or JSON arrays of runs: arrays of iteration values; gzip/zstd compressed or not), one per commit, in history order.",
     ),
     out: Path = typer.Option(
         ..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write."
