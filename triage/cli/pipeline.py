@@ -54,7 +54,7 @@ def steady(
         help="Series id of the files that are arrays of runs (default: each file's stem, i.e. one series per file).",
     ),
 ) -> None:
-    """Cut each JMH fork (or each run of a JSON array of runs) to its steady state and write the long layout."""
+    """Cut each JMH fork (each Google Benchmark run, each run of a JSON array of runs) to its steady state and write the long layout."""
     from triage.cli.tables import writes_stdout
     from triage.readers.jmh import steady_long
     from triage.steady_state import CHOICES
