@@ -165,16 +165,106 @@ def _sqlite_tables(db: Path) -> set[str] | None:
 
 
 def _client(uri: str | None, existing: bool = False):
-    """MLflow and a client on ``uri``; ``existing``: the store must be there already (commands that only read)."""
+    """MLflow and a client on ``uri``; ``existing``: the store must be there already (commands that only read).
+
+    A SQLite store is opened once per process under :func:`_creation_lock`:
+    MLflow creates a new store's tables and runs its schema migrations on the
+    first access, and two processes doing that at once (two CI jobs training
+    on a new ``mlruns.db``) both failed and left the file half-migrated, so
+    that every later command refused it.
+    """
     import mlflow
     from mlflow.tracking import MlflowClient
 
     uri = resolve_tracking_uri(uri)
-    _check_uri(uri, existing)
-    with store_errors(uri):
-        mlflow.set_tracking_uri(uri)
-        mlflow.set_registry_uri(uri)
-        return mlflow, MlflowClient(tracking_uri=uri, registry_uri=uri), uri
+    first = uri.startswith("sqlite:///") and uri not in _OPENED
+    with _creation_lock(uri):
+        _check_uri(uri, existing)
+        try:
+            with store_errors(uri):
+                mlflow.set_tracking_uri(uri)
+                mlflow.set_registry_uri(uri)
+                client = MlflowClient(tracking_uri=uri, registry_uri=uri)  # creates or migrates a SQLite store
+                if first:  # and the registry's side: all of it here, under the lock
+                    client.search_experiments(max_results=1)
+                    client.search_registered_models(max_results=1)
+        except TrackingError:
+            if first:
+                db = Path(uri.removeprefix("sqlite:///"))
+                if _half_created(db):
+                    raise TrackingError(
+                        f"{db} is a tracking store whose creation was cut short (a process killed while "
+                        "creating it, or two creating it at once with an older version): it holds no runs "
+                        "and no models; move it aside (or delete it) and run again, a new store is created", uri
+                    ) from None
+            raise
+        if first:
+            _OPENED.add(uri)
+        return mlflow, client, uri
+
+
+#: Tables of a complete store (the registry's and the schema version's too).
+_COMPLETE_TABLES = frozenset({"alembic_version", "experiments", "runs", "latest_metrics", "registered_models",
+                              "model_versions"})
+
+
+def _half_created(db: Path) -> bool:
+    """A SQLite file MLflow began to make a store of and did not finish (tables missing, a migration's
+    temporary table left, no schema version), holding no run and no model."""
+    import sqlite3
+
+    if not db.is_file() or not os.access(db, os.W_OK):
+        return False
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5.0)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not tables & {"alembic_version", "experiments", "runs"}:
+                return False
+            unfinished = (any(name.startswith("_alembic_tmp_") for name in tables)
+                          or not _COMPLETE_TABLES <= tables
+                          or not con.execute("SELECT 1 FROM alembic_version LIMIT 1").fetchone())
+            return unfinished and all(name not in tables or not con.execute(f'SELECT 1 FROM "{name}" LIMIT 1').fetchone()
+                       for name in ("runs", "registered_models", "model_versions"))
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+
+
+#: SQLite stores this process has opened (created or migrated by then): no lock needed any more.
+_OPENED: set[str] = set()
+
+
+@contextlib.contextmanager
+def _creation_lock(uri: str) -> Iterator[None]:
+    """An exclusive lock, between processes, on the folder of a SQLite store this process has not opened yet.
+
+    ``flock`` on the folder itself: no lock file is left beside the store,
+    SQLite's own (``fcntl``) locks on the file are untouched, and the lock
+    goes with the process if it is killed. Where no folder lock can be
+    taken (no ``fcntl``, an unreadable folder) the store is opened without one.
+    """
+    if not uri.startswith("sqlite:///") or uri in _OPENED:
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        yield
+        return
+    folder = Path(uri.removeprefix("sqlite:///")).parent
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:  # a missing folder _check_uri names; an unreadable one SQLite refuses
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):  # a file system without flock: as before
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def check_store(tracking_uri: str | None = None) -> str:
