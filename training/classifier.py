@@ -188,7 +188,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             params = self._search(params, X_fit, y_fit, g_fit, int(self.search))
         self.params_ = params
         self.estimator_ = self._build(params)
-        self.estimator_.fit(X_fit, y_fit, **self._kind.fit_params(self.class_weight, y_fit))
+        self.estimator_.fit(X_fit, y_fit, **self._kind.fit_params(self._class_weight(), y_fit))
 
         self.calibrator_ = None
         if calibration != "none":
@@ -231,9 +231,15 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"class_weight must be 'balanced', a dict or None, got {self.class_weight!r}")
         if (self.calibration or "none") not in CALIBRATIONS:
             raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}")
-        if not 0.0 < float(self.validation_size) < 0.5:
+        try:
+            validation_size = float(self.validation_size)
+        except (TypeError, ValueError):
+            validation_size = float("nan")
+        if not 0.0 < validation_size < 0.5:
             raise ValueError(f"validation_size must be in (0, 0.5), got {self.validation_size!r}")
-        if self.search is not None and (not isinstance(self.search, int) or self.search < 0):
+        if self.search is not None and (
+            isinstance(self.search, bool) or not isinstance(self.search, int) or self.search < 0
+        ):
             raise ValueError(f"search must be None or a number of settings, got {self.search!r}")
         parse_policy(self.threshold)
 
@@ -269,7 +275,13 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
 
             from sklearn.exceptions import DataConversionWarning
 
-            warnings.warn("y is a column vector; flattened to (n_samples,)", DataConversionWarning, stacklevel=3)
+            # scikit-learn's own wording, which its estimator checks (and filters) look for.
+            warnings.warn(
+                "A column-vector y was passed when a 1d array was expected. Please change the shape "
+                "of y to (n_samples,), for example using ravel().",
+                DataConversionWarning,
+                stacklevel=3,
+            )
             y_arr = y_arr.ravel()
         if y_arr.ndim != 1:
             raise ValueError(f"y must be 1-D (n_samples,), got shape {y_arr.shape}")
@@ -305,9 +317,30 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         params.update({k: getattr(self, k) for k in self._model_param_names()})
         return params
 
+    def _class_weight(self) -> str | dict[int, float] | None:
+        """``class_weight`` for the model, which is fitted on y in {0, 1}: a dict's
+        keys (the user's classes, ``{"true_positive": 5, ...}``) turned into 0 / 1.
+
+        Keys 0 / 1 (or "0" / "1", as a manifest stores them) that are not classes
+        are read as the positions of ``classes_``, as before."""
+        if not isinstance(self.class_weight, dict):
+            return self.class_weight
+        classes = [str(c) for c in self.classes_]
+        encoded: dict[int, float] = {}
+        for key, weight in self.class_weight.items():
+            if str(key) in classes:
+                encoded[classes.index(str(key))] = float(weight)
+            elif str(key) in ("0", "1"):
+                encoded[int(str(key))] = float(weight)
+            else:
+                raise ValueError(f"class_weight names {key!r}, not one of the classes {list(self.classes_)}")
+        for position in (0, 1):
+            encoded.setdefault(position, 1.0)
+        return encoded
+
     def _build(self, params: dict[str, object]):
         return self._kind.build(
-            params, class_weight=self.class_weight, random_state=self.random_state, n_jobs=self.n_jobs
+            params, class_weight=self._class_weight(), random_state=self.random_state, n_jobs=self.n_jobs
         )
 
     def _search(self, params, X, y, groups, n_iter: int) -> dict[str, object]:
@@ -335,7 +368,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             n_jobs=self.n_jobs,
             refit=False,
         )
-        search.fit(X, y, groups=groups, **kind.fit_params(self.class_weight, y))
+        search.fit(X, y, groups=groups, **kind.fit_params(self._class_weight(), y))
         best = {k.removeprefix(prefix): v for k, v in search.best_params_.items()}
         self.best_params_ = best
         self.search_score_ = float(search.best_score_)
