@@ -96,6 +96,8 @@ class Bocpd(Detector):
             raise ValueError("lag must be >= 0")
         x = np.asarray(values, dtype=np.float64)
         n = len(x)
+        if n == 0:  # no commit, no segment (and no median to warn about)
+            return np.zeros(0), np.zeros(0, dtype=np.int64)
         z = (x - np.median(x)) / robust_sigma(x)
         h = 1.0 / self.expected_run
         log_h, log_1h = np.log(h), np.log1p(-h)
@@ -141,6 +143,8 @@ class Bocpd(Detector):
         return prob, lag_used
 
     def _find(self, x: np.ndarray) -> list[ChangePoint]:
+        if len(x) == 0:
+            return []
         prob, lag_used = self.start_probabilities(x)
         flagged = [s for s in range(1, len(x)) if prob[s] >= self.threshold]
         groups: list[list[int]] = []

@@ -56,9 +56,10 @@ class Cusum(Detector):
         if n < self.min_window + 1:
             return []
         k = self.drift * float(np.ptp(x))
-        # The L2 cost's prefix sums also give each window's mean and standard deviation in O(1).
+        # The L2 cost's prefix sums also give each window's mean and standard deviation in O(1);
+        # they are sums of x - offset, so the means here are too.
         cost = CostL2().fit(x)
-        c1, c2 = cost.cumsum, cost.cumsum_sq
+        c1, c2, offset = cost.cumsum, cost.cumsum_sq, cost.offset
         out: list[ChangePoint] = []
         seg = 0
         gp = gn = 0.0
@@ -70,7 +71,7 @@ class Cusum(Detector):
             mu = (c1[t] - c1[lo]) / m
             var = max((c2[t] - c2[lo]) / m - mu * mu, 0.0) * m / (m - 1)
             sigma = np.sqrt(var)
-            dev = x[t] - mu
+            dev = (x[t] - offset) - mu
             gp = max(0.0, gp + dev - k)
             gn = max(0.0, gn - dev - k)
             if gp == 0.0:
@@ -87,7 +88,7 @@ class Cusum(Detector):
                     ChangePoint(
                         int(onset),
                         float((gp if up else gn) / sigma),
-                        {"alarm_index": int(t), "direction": 1 if up else -1, "mean_before": float(mu), "sigma": float(sigma)},
+                        {"alarm_index": int(t), "direction": 1 if up else -1, "mean_before": float(mu + offset), "sigma": float(sigma)},
                     )
                 )
                 seg = onset

@@ -238,7 +238,13 @@ def welch_pvalue(a: np.ndarray, b: np.ndarray) -> float:
     diff = float(np.mean(a)) - float(np.mean(b))
     if se2 == 0:
         return math.nan if diff == 0 else 0.0
-    df = se2 * se2 / (v1 * v1 / (n1 - 1) + v2 * v2 / (n2 - 1))
+    denominator = v1 * v1 / (n1 - 1) + v2 * v2 / (n2 - 1)
+    df = se2 * se2 / denominator if denominator > 0 else math.inf
+    if not math.isfinite(df):
+        # Squares of variances overflow (values near 1e100) or underflow (near 1e-100):
+        # the same degrees of freedom from the variances' shares, which are scale-free.
+        r1, r2 = v1 / se2, v2 / se2
+        df = 1.0 / (r1 * r1 / (n1 - 1) + r2 * r2 / (n2 - 1))
     return float(2.0 * special.stdtr(df, -abs(diff) / math.sqrt(se2)))
 
 
