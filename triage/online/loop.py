@@ -664,6 +664,17 @@ class OnlineTriage:
 
     def _normalise(self, record) -> tuple[str, str, float, int | None]:
         if isinstance(record, dict):
+            if "series" in record and "series_id" not in record:
+                # A decision's own key (and the older input name, as triage.core.json_input reads it).
+                record = {**record, "series_id": record["series"]}
+            missing = [key for key in ("series_id", "commit", "value") if key not in record]
+            if missing:
+                # Else a record without "series_id" read as "series 'None': series id must be a
+                # non-empty string", and one without "value" as "value None is not a number".
+                raise ValueError(
+                    f"a record needs the keys series_id, commit and value (timestamp optional); "
+                    f"{', '.join(missing)} missing from {sorted(map(str, record))}"
+                )
             sid, commit, value, ts = (
                 record.get("series_id"),
                 record.get("commit"),

@@ -1,0 +1,235 @@
+"""Walkthrough s17: a data scientist using changepoint-triage as a Python library in a notebook.
+
+Defects found (what a user did, what went wrong, what happens now):
+
+1. ``TriageClassifier(class_weight={"true_positive": 5, "false_positive": 1})``
+   (a dict ``{class: weight}``, as the docstring says) fitted on the feature
+   matrix, or ``{3: 1, 7: 5}`` on targets 3 / 7: "The classes, [0, 1], are not
+   in class_weight" (the model is fitted on 0 / 1 inside). Now the dict's keys
+   are the user's classes (0 / 1 still read as positions, as manifests store).
+2. ``fit(X, y.reshape(-1, 1))``: the DataConversionWarning's text was not
+   scikit-learn's, so ``check_estimator``'s ``check_supervised_y_2d`` failed
+   (and a filter on scikit-learn's words missed it). Now scikit-learn's words.
+3. ``TriageClassifier(validation_size="a").fit(...)``: "could not convert
+   string to float: 'a'", naming no parameter; ``search=True`` was taken as
+   one setting. Now both are refused naming the parameter.
+4. ``make("hybrid_welch")`` on a series of values near 1e100 or 1e-100 (inside
+   the range the loaders accept): no change point at all, where the same
+   series scaled to 1 has two (the Welch degrees of freedom squared the
+   variances: overflow to inf, underflow to a division by zero, read as
+   p = 1). Now the degrees of freedom come from the variances' shares.
+5. ``make("pelt")`` / ``binseg`` / ``cusum`` on a step of 4 over noise 1 at a
+   level of 1e9 (nanoseconds): PELT and BinSeg put the change 4 commits early
+   and CUSUM found none, while at level 0 all find it at the step. The L2
+   cost's prefix sums ``sum(x^2) - sum(x)^2 / n`` cancelled. Now the sums are
+   of ``x - mean(x)`` (``CostL2.offset``).
+6. ``make("bocpd").detect([])`` (and the ensembles, which run it): a
+   RuntimeWarning "Mean of empty slice" / "Degrees of freedom <= 0"; every
+   other detector returns ``[]`` quietly. Now bocpd does too.
+7. ``OnlineTriage.process_many([{"series": "s", "commit": "c", "value": 1.0}])``
+   (``series`` is the key a Decision's ``to_dict`` writes and the older input
+   name ``triage watch`` still reads): "series 'None': series id must be a
+   non-empty string"; a dict without ``value``: "value None is not a number".
+   Now ``series`` is read as ``series_id`` and a missing key is named.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from triage.detectors import make, names
+from triage.detectors.costs import CostL2
+
+
+def _xy(n: int = 120, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    return X, y
+
+
+# ---------------------------------------------------------------------- 1-3: TriageClassifier
+
+
+def test_class_weight_dict_keyed_by_the_users_classes():
+    from triage.training.classifier import TriageClassifier
+
+    X, y = _xy()
+    labels = np.where(y == 1, "true_positive", "false_positive")
+    heavy = TriageClassifier(
+        n_estimators=10, class_weight={"true_positive": 50.0, "false_positive": 1.0}
+    )
+    heavy.fit(X, labels)
+    assert list(heavy.classes_) == ["false_positive", "true_positive"]
+    positional = TriageClassifier(n_estimators=10, class_weight={1: 50.0, 0: 1.0}).fit(X, labels)
+    np.testing.assert_array_equal(heavy.predict_proba(X), positional.predict_proba(X))
+    targets = np.where(y == 1, 7, 3)
+    clf = TriageClassifier(model="xgb", n_estimators=10, class_weight={7: 5.0, 3: 1.0}).fit(
+        X, targets
+    )
+    assert set(clf.predict(X)) <= {3, 7}
+    with pytest.raises(ValueError, match="class_weight names 'maybe'"):
+        TriageClassifier(n_estimators=10, class_weight={"maybe": 2.0}).fit(X, labels)
+
+
+def test_column_vector_y_warns_in_scikit_learns_words():
+    from sklearn.exceptions import DataConversionWarning
+
+    from triage.training.classifier import TriageClassifier
+
+    X, y = _xy()
+    with pytest.warns(
+        DataConversionWarning, match="A column-vector y was passed when a 1d array was expected"
+    ):
+        TriageClassifier(n_estimators=5).fit(X, y.reshape(-1, 1))
+
+
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        ({"validation_size": "a"}, "validation_size must be in"),
+        ({"validation_size": None}, "validation_size must be in"),
+        ({"search": True}, "search must be None or a number"),
+    ],
+)
+def test_bad_parameters_are_named_at_fit(params, words):
+    from triage.training.classifier import TriageClassifier
+
+    X, y = _xy()
+    clf = TriageClassifier(n_estimators=5, **params)  # the constructor only stores
+    with pytest.raises(ValueError, match=words):
+        clf.fit(X, y)
+
+
+def test_estimator_contract_round_trips():
+    """clone, Pipeline, GridSearchCV, pickling: the parts of the contract that hold (no defect)."""
+    import pickle
+
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from triage.training.classifier import TriageClassifier
+
+    X, y = _xy()
+    clf = TriageClassifier(n_estimators=10)
+    assert clone(clf).get_params() == clf.get_params()
+    search = GridSearchCV(
+        Pipeline([("s", StandardScaler()), ("c", clf)]), {"c__min_samples_leaf": [1, 2]}, cv=2
+    )
+    assert search.fit(X, y).best_params_["c__min_samples_leaf"] in (1, 2)
+    fitted = clf.fit(X, y)
+    np.testing.assert_array_equal(
+        pickle.loads(pickle.dumps(fitted)).predict_proba(X), fitted.predict_proba(X)
+    )
+
+
+# ---------------------------------------------------------------------- 4-6: detectors
+
+
+def _step(seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.r_[rng.normal(10, 1, 60), rng.normal(14, 1, 60)]
+
+
+@pytest.mark.parametrize("scale", [1e-100, 1e-50, 1e50, 1e100])
+def test_hybrid_welch_does_not_depend_on_the_unit(scale):
+    x = _step()
+    expected = make("hybrid_welch").detect(x)
+    assert [c.index for c in expected] == [60, 69]
+    assert [c.index for c in make("hybrid_welch").detect(x * scale)] == [c.index for c in expected]
+
+
+@pytest.mark.parametrize("name", ["pelt", "binseg", "cusum", "ensemble"])
+@pytest.mark.parametrize("level", [1e9, 1e12])
+def test_l2_detectors_do_not_depend_on_the_level(name, level):
+    x = _step()
+    at_zero = [c.index for c in make(name).detect(x)]
+    assert at_zero == [60]
+    found = make(name).detect(x + level)
+    assert [c.index for c in found] == at_zero
+    if name == "cusum":
+        assert found[0].fields["mean_before"] == pytest.approx(level + 10, abs=1.0)
+
+
+def test_cost_l2_segments_at_a_large_level():
+    x = _step() + 1e9
+    cost = CostL2().fit(x)
+    exact = [
+        float(np.sum((x[a:b] - np.mean(x[a:b])) ** 2)) for a, b in ((0, 60), (60, 120), (0, 120))
+    ]
+    got = [float(cost.error(a, b)) for a, b in ((0, 60), (60, 120), (0, 120))]
+    np.testing.assert_allclose(got, exact, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", names())
+def test_every_detector_is_quiet_on_an_empty_series(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert make(name).detect(np.array([])) == []
+
+
+# ---------------------------------------------------------------------- 7: online loop
+
+
+@pytest.fixture(scope="module")
+def online_dir():
+    from triage.model_lookup import bundled_models_dir
+
+    path = bundled_models_dir() / "online-w4"
+    if not path.is_dir():
+        pytest.skip("bundled model online-w4 is absent")
+    return path
+
+
+def test_online_record_dicts(online_dir):
+    from triage.online.loop import OnlineTriage
+
+    loop = OnlineTriage.from_model_dir(online_dir)
+    values = 10 + np.random.default_rng(0).normal(size=8)
+    by_key = [
+        loop.process_many([{"series": "s", "commit": f"c{i}", "value": float(v)}])[0]
+        for i, v in enumerate(values)
+    ]
+    other = OnlineTriage.from_model_dir(online_dir)
+    by_tuple = [other.process_one("s", f"c{i}", float(v)) for i, v in enumerate(values)]
+    assert [d and d.to_dict() for d in by_key] == [d and d.to_dict() for d in by_tuple]
+    before = json.dumps(loop.state_dict(), sort_keys=True)
+    with pytest.raises(ValueError, match="value missing"):
+        loop.process_many([{"series_id": "s", "commit": "c9"}])
+    assert json.dumps(loop.state_dict(), sort_keys=True) == before
+
+
+def test_online_state_round_trip_mid_stream_on_real_histories(online_dir, real_frame):
+    """state_dict -> JSON -> load_state_dict mid-stream gives the decisions of an uninterrupted run (no defect)."""
+    from triage.online.loop import OnlineTriage
+
+    ids = list(dict.fromkeys(real_frame["series_id"]))
+    rows = real_frame[real_frame["series_id"].isin([ids[5], ids[250]])].head(400)
+    records = list(
+        rows[["series_id", "commit", "value", "timestamp"]].itertuples(index=False, name=None)
+    )
+
+    def run(cut: int | None) -> list[dict]:
+        loop = OnlineTriage.from_model_dir(online_dir)
+        out = []
+        for k, record in enumerate(records):
+            if k == cut:
+                saved = json.loads(json.dumps(loop.state_dict()))
+                loop = OnlineTriage.from_model_dir(online_dir)
+                loop.load_state_dict(saved)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # re-runs of a commit: ConflictingRedelivery
+                decision = loop.process_one(*record)
+            if decision is not None:
+                out.append(decision.to_dict())
+        return out
+
+    whole = run(None)
+    assert len(whole) > 300
+    assert run(123) == whole
