@@ -19,15 +19,29 @@ wrong, what happens now):
    experiment_tags already exists"), saying neither what happened nor what to
    do. Now: the store's creation was cut short, it holds no runs and no
    models, move it aside and run again.
+3. Trained with a tracking store the job may not write (a read-only
+   ``mlruns.db``, or a new one in a read-only folder): the features were
+   extracted and the model fitted, then MLflow's own ERROR log printed a
+   traceback and the one line read "the tracking store cannot be used:
+   (raised as a result of Query-invoked autoflush; consider using a
+   session.no_autoflush block ...)", SQLAlchemy's hint, not the cause (the
+   read-only file: "disk I/O error"); a new store in a read-only folder took
+   100 s of MLflow's retries and warnings before "unable to open database
+   file". Now
+   ``train`` / ``evaluate`` refuse it before any work, naming the file (or
+   the folder) as not writable; ``models list`` still reads such a store, and
+   a store error names its cause ("attempt to write a readonly database").
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
+from helpers_cli import flat, invoke
 
 # ---------------------------------------------------------------------- 1, 2: MLflow store creation
 
@@ -84,3 +98,64 @@ def test_a_tracking_store_whose_creation_was_cut_short_says_so(tmp_path: Path) -
     message = str(err.value)
     assert "creation was cut short" in message and "holds no runs" in message and "move it aside" in message
     assert db.is_file()  # never removed for the user
+
+
+# ---------------------------------------------------------------------- 3: a store this user may not write
+
+
+def _unwritable(path: Path, request: pytest.FixtureRequest) -> None:
+    """Make ``path`` (a file or a folder) unwritable for this user; as root, immutable; else skip."""
+    mode = path.stat().st_mode
+    path.chmod(0o555 if path.is_dir() else 0o444)
+    request.addfinalizer(lambda: path.chmod(mode))
+    if os.access(path, os.W_OK):  # root: permissions do not bind, the immutable attribute does
+        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+            pytest.skip("cannot make a file unwritable here (root without chattr +i)")
+        request.addfinalizer(lambda: subprocess.run(["chattr", "-i", str(path)], capture_output=True))
+    if os.access(path, os.W_OK):
+        pytest.skip("cannot make a file unwritable here")
+
+
+def test_read_only_tracking_store_is_refused_before_training(tmp_path: Path, request) -> None:
+    from triage.training.tracking import check_store
+
+    db = tmp_path / "mlruns.db"
+    uri = f"sqlite:///{db}"
+    check_store(uri)  # a store made by an earlier job
+    _unwritable(db, request)
+    before = db.read_bytes()
+    out = tmp_path / "model"
+    code, text = invoke(["train", "--preset", "small", "--out", out, "--tracking-uri", uri])
+    text = flat(text)
+    assert code == 2, text
+    assert "mlruns.db is read-only for this user" in text and "--no-track" in text, text
+    assert "Traceback" not in text and "features" not in text, text  # refused before any work
+    assert not out.exists() and db.read_bytes() == before
+    code, text = invoke(["models", "list", "--tracking-uri", uri])  # reading it still works
+    assert code == 0, flat(text)
+
+
+def test_new_tracking_store_in_a_read_only_folder_is_refused_naming_the_folder(tmp_path: Path, request) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    _unwritable(folder, request)
+    code, text = invoke(["evaluate", "--preset", "small", "--splits", "2", "--tracking-uri",
+                         f"sqlite:///{folder / 'mlruns.db'}"])
+    text = flat(text)
+    assert code == 2, text
+    assert f"the folder {folder} is not writable" in text, text
+
+
+def test_a_store_error_names_its_cause_not_sqlalchemys_autoflush_hint() -> None:
+    import sqlalchemy.exc
+
+    from triage.training.tracking import TrackingError, store_errors
+
+    err = sqlalchemy.exc.OperationalError("INSERT INTO runs ...", {}, sqlite3.OperationalError(
+        "attempt to write a readonly database"))
+    err.add_detail("raised as a result of Query-invoked autoflush; consider using a session.no_autoflush block "
+                   "if this flush is occurring prematurely")
+    with pytest.raises(TrackingError) as caught, store_errors("sqlite:///mlruns.db"):
+        raise err
+    assert str(caught.value).endswith("the tracking store cannot be used: (sqlite3.OperationalError) attempt to "
+                                      "write a readonly database"), str(caught.value)

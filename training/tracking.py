@@ -105,7 +105,9 @@ def store_errors(uri: str) -> Iterator[None]:
         module = type(exc).__module__.split(".")[0]
         if module not in ("mlflow", "sqlalchemy", "sqlite3", "alembic") and not isinstance(exc, OSError):
             raise
-        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        # SQLAlchemy's hint about an autoflush comes first when a query flushed the failing write.
+        lines = [t for t in str(exc).strip().splitlines() if t.strip() and not t.startswith("(raised as a result of")]
+        line = (lines or [type(exc).__name__])[0]
         # Only the first line (SQLAlchemy puts the SQL below it), but all of it: MLflow 3
         # refuses a ./mlruns file store in one 560-character line whose way out
         # (MLFLOW_ALLOW_FILE_STORE=true, or migrating) comes last; cut at 300, it ended "See htt".
@@ -267,12 +269,18 @@ def _creation_lock(uri: str) -> Iterator[None]:
         os.close(fd)
 
 
-def check_store(tracking_uri: str | None = None) -> str:
+def check_store(tracking_uri: str | None = None, *, write: bool = True) -> str:
     """Open the store and query it once; :class:`TrackingError` if it is unusable. Returns the URI.
 
     Training calls it first, so that a garbage database fails in a second,
-    not after minutes of fitting.
+    not after minutes of fitting. ``write``: the command will log runs, so a
+    SQLite store (or its folder, where SQLite keeps its journal) that this
+    user may not write is refused now too; MLflow found out only when the
+    run was created, after the fit, with a traceback on stderr.
     """
+    uri = resolve_tracking_uri(tracking_uri)
+    if write and uri.startswith("sqlite:///"):
+        _check_writable(Path(uri.removeprefix("sqlite:///")), uri)
     _, client, uri = _client(tracking_uri)
     # A server that does not answer must fail in seconds, not after MLflow's
     # default retries with back-off (minutes): one quick try, unless the user set these.
@@ -287,6 +295,19 @@ def check_store(tracking_uri: str | None = None) -> str:
             if v is None:
                 os.environ.pop(k, None)
     return uri
+
+
+def _check_writable(db: Path, uri: str) -> None:
+    """Refuse a SQLite store, or the folder it is in or will be made in, that this user may not write."""
+    real = Path(os.path.realpath(db))
+    advice = "give another --tracking-uri, or --no-track"
+    if real.is_file() and not os.access(real, os.W_OK):
+        raise TrackingError(f"{db} is read-only for this user: runs are logged into it; make it writable, "
+                            f"{advice}", uri)
+    folder = real.parent
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        raise TrackingError(f"the folder {folder} is not writable for this user: SQLite writes its journal "
+                            f"beside {real.name}{'' if real.exists() else ' (and creates it there)'}; {advice}", uri)
 
 
 def _experiment_id(client, name: str, uri: str) -> str:
@@ -563,7 +584,7 @@ def list_models(tracking_uri: str | None = None) -> list[dict[str, object]]:
     the final model was fitted on), status (the run's).
     """
     _client(tracking_uri, existing=True)  # listing never creates a store (a typo's new file)
-    check_store(tracking_uri)  # an unreachable server fails in seconds
+    check_store(tracking_uri, write=False)  # an unreachable server fails in seconds
     recover_interrupted_runs(tracking_uri)
     _, client, uri = _client(tracking_uri)
     rows = []
