@@ -125,6 +125,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from triage.core.values import unusable, value_problem
 from triage.features import catalogue, fast, level_shift, pre_state_kernels
 from triage.features.pre_state_kernels import (
     PLAN_AFTER,
@@ -386,6 +387,10 @@ class PreState:
             raise ValueError(f"series {self.series_id!r}, index {self.index}: value {x!r} is not a number") from None
         if not math.isfinite(x):
             raise ValueError(f"series {self.series_id!r}, index {self.index}: value {x!r} is not finite")
+        if (problem := value_problem(x)) is not None:
+            # 1e300 was taken and gave NaN characteristics (the batch features of the same
+            # values are finite): the state sums powers of the raw values.
+            raise ValueError(f"series {self.series_id!r}, index {self.index}: {problem}")
         return x
 
     def learn_one(self, x: float) -> PreState:
@@ -618,7 +623,7 @@ class PreState:
         after = np.ascontiguousarray(x_new, dtype=np.float64).ravel()
         if after.size == 0:
             raise ValueError(f"series {self.series_id!r}, index {self.index}: the After window is empty")
-        if not np.isfinite(after).all():  # one call for the usual case; the loop names the bad value
+        if unusable(after).any():  # one call for the usual case; the loop names the bad value
             for x in after:
                 self._check(x)
         return after

@@ -197,6 +197,25 @@ def _hull_extreme(h, size, m, upper):
 
 
 @numba.njit(cache=True)
+def block_var_scale(first_value):
+    """The power of two the block variances are accumulated times (exact: no rounding).
+
+    1 unless the series' first value lies beyond 2**+-64: lumpiness squares
+    the block variances (the fourth power of the values), which overflowed
+    for values near 1e80 (NaN) and underflowed to 0 near 1e-80 (a division
+    by zero), both inside the usable range of :mod:`triage.core.values`.
+    There the scale brings the variances near 1. 1 for ordinary values keeps
+    every state written before bit for bit.
+    """
+    if first_value == 0.0 or not math.isfinite(first_value):
+        return 1.0
+    e = math.frexp(first_value)[1]
+    if -64 <= e <= 64:
+        return 1.0
+    return math.ldexp(1.0, -2 * e)
+
+
+@numba.njit(cache=True)
 def learn(f, first, ring, hu, hl, x, groups):
     """Append x to Pre. Callers ensure the hulls have room for one more point."""
     n = int(f[SLOT_N])
@@ -249,6 +268,7 @@ def learn(f, first, ring, hu, hl, x, groups):
     f[SLOT_N] = n
     if groups[GROUP_BLOCKS] and n % LAGS == 0:
         bm, bv = _block_mean_var(ring, n - LAGS, n)
+        bv *= block_var_scale(f[SLOT_FIRST_VALUE])
         nb = f[SLOT_N_BLOCKS] + 1.0
         dm = bm - f[SLOT_BLOCK_MEANS_MEAN]
         f[SLOT_BLOCK_MEANS_MEAN] += dm / nb
@@ -317,7 +337,8 @@ def exact_characteristics(f, groups, out):
             out[_LUMPINESS] = 0.0
         else:
             out[_STABILITY] = f[SLOT_BLOCK_MEANS_M2] / (f[SLOT_N_BLOCKS] - 1.0) / var
-            out[_LUMPINESS] = f[SLOT_BLOCK_VARS_M2] / (f[SLOT_N_BLOCKS] - 1.0) / (var * var)
+            scaled = var * block_var_scale(f[SLOT_FIRST_VALUE])  # as the block variances are
+            out[_LUMPINESS] = f[SLOT_BLOCK_VARS_M2] / (f[SLOT_N_BLOCKS] - 1.0) / (scaled * scaled)
     if groups[GROUP_SHIFTS]:
         out[_MAX_LEVEL_SHIFT] = f[SLOT_MAX_LEVEL_SHIFT_RAW] / sd
         out[_MAX_VAR_SHIFT] = f[SLOT_MAX_VAR_SHIFT_RAW] / var
