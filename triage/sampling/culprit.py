@@ -69,6 +69,11 @@ def levels_around(left, right) -> tuple[float, float, float]:
     left, right = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
     if len(left) == 0 or len(right) == 0:
         raise ValueError("at least one measured commit is needed on each side of the alert")
+    for side, values in (("before", left), ("after", right)):
+        if not np.all(np.isfinite(values)):
+            # A NaN made every level and the noise NaN, and the search on them answered anything.
+            bad = values[~np.isfinite(values)][0]
+            raise ValueError(f"the measured commits {side} the alert hold {bad!r}: give finite values")
     old, new = float(np.median(left)), float(np.median(right))
     sigma = neighbour_spread(left, right) or abs(new - old) / 10
     return old, new, sigma
@@ -128,9 +133,21 @@ def find_culprit(
         raise ValueError("the old and new levels are equal: there is no change to localise")
     if tolerance < 0 or dof <= 0:
         raise ValueError(f"tolerance must be >= 0 and dof > 0 (got {tolerance} and {dof})")
+    for name, level in (("old", old), ("new", new)):
+        if not math.isfinite(level):
+            raise ValueError(f"the {name} level must be a finite number, got {level!r}")
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
+    if not 0.0 < confidence <= 1.0:
+        raise ValueError(f"confidence must be in (0, 1], got {confidence!r}")
+    if max_measurements is not None and max_measurements < 0:
+        raise ValueError(f"max_measurements must be >= 0 or None, got {max_measurements!r}")
     if b - a == 1:
         return Search([], b, 1.0)
     given = {int(p): float(v) for p, v in (known or {}).items() if a < int(p) < b}
+    for p, v in given.items():
+        _check_reading(p, v, "known")
+    oracle = _checked(oracle)
     limit = (b - a - 1 - len(given)) if max_measurements is None else max_measurements
     if strategy == "bisect":
         return _bisect(a, b, oracle, old, new, limit, given)
@@ -147,6 +164,27 @@ def find_culprit(
         dof,
         given,
     )
+
+
+def _check_reading(position: int, value: float, source: str) -> None:
+    if not math.isfinite(value):
+        # A failed measurement (NaN) compared as neither level: bisect then named the
+        # last commit the culprit with confidence 1, bayes any commit with confidence NaN.
+        raise ValueError(
+            f"the {source} reading of position {position} is {value!r}: a culprit search "
+            "needs finite measurements (measure that commit again)"
+        )
+
+
+def _checked(oracle: Callable[[int], float]) -> Callable[[int], float]:
+    """``oracle``, refusing a reading that is not a finite number."""
+
+    def reading(position: int) -> float:
+        value = float(oracle(position))
+        _check_reading(position, value, "oracle's")
+        return value
+
+    return reading
 
 
 def _bisect(

@@ -90,7 +90,10 @@ class HistoryGP:
         return (1.0 + np.asarray(positions, dtype=float) / max(self.n_ - 1, 1)).reshape(-1, 1)
 
     def fit(self, n: int, positions, values) -> HistoryGP:
-        positions = np.asarray(positions, dtype=int)
+        raw = np.asarray(positions)
+        if raw.dtype.kind == "f" and not np.all(np.isfinite(raw) & (raw == np.round(raw))):
+            raise ValueError("positions must be whole commit positions (0-based)")
+        positions = raw.astype(int)
         values = np.asarray(values, dtype=float)
         if self.acquisition not in ACQUISITIONS:
             raise ValueError(
@@ -102,6 +105,19 @@ class HistoryGP:
             raise ValueError("at least one measured commit is needed")
         if len(np.unique(positions)) != len(positions):
             raise ValueError("each commit once: average repeated measurements first")
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+            raise ValueError(f"n must be the number of commits (an integer >= 1), got {n!r}")
+        if positions.ndim != 1 or values.shape != positions.shape:
+            raise ValueError(
+                f"positions and values must be two lists of the same length, got shapes "
+                f"{positions.shape} and {values.shape}"
+            )
+        outside = positions[(positions < 0) | (positions >= n)]
+        if len(outside):
+            # Taken silently before: a reading placed beyond the history bent its estimate.
+            raise ValueError(f"position {int(outside[0])} is outside the history's commits 0 .. {n - 1}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"the measured values must be finite, got {values[~np.isfinite(values)][0]!r}")
         self.n_ = n
         # Below MIN_FIT measured commits the hyperparameters cannot be estimated
         # (two points fit anything): the starting values are used as they are.
@@ -126,6 +142,7 @@ class HistoryGP:
 
     def predict(self, positions=None) -> tuple[np.ndarray, np.ndarray]:
         """(mean, standard deviation) at ``positions`` (default: every commit)."""
+        self._check_fitted()
         positions = np.arange(self.n_) if positions is None else positions
         mean, std = self.gp_.predict(self._x(positions), return_std=True)
         return np.asarray(mean) * self.scale_, np.asarray(std) * self.scale_
@@ -173,6 +190,7 @@ class HistoryGP:
         uses the fitted hyperparameters. The estimate itself
         (:meth:`predict`) always uses the fitted ones.
         """
+        self._check_fitted()
         kern = self.gp_.kernel if self.design == "prior" else self.gp_.kernel_
         if self.acquisition == "variance":
             return self._max_variance(kern, k)
@@ -191,6 +209,12 @@ class HistoryGP:
         if self.acquisition == "alc-joint":
             picks = self._exchange(latent, noise, grid, picks)
         return picks
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "gp_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("this HistoryGP is not fitted yet: call fit(n, positions, values) first")
 
     def _grid_cov(self, latent, noise: float, grid: np.ndarray, positions) -> np.ndarray:
         """Posterior covariance of the noise-free history on ``grid``, given readings at ``positions``."""
