@@ -31,6 +31,29 @@ Defects found (what a user did, what went wrong, what happens now):
    name ``triage watch`` still reads): "series 'None': series id must be a
    non-empty string"; a dict without ``value``: "value None is not a number".
    Now ``series`` is read as ``series_id`` and a missing key is named.
+8. Fed ``PreState`` (and so ``OnlineTriage``) a series of values near 1e-90
+   (inside the usable range, 1e-100 .. 1e100): ``features_array`` raised a
+   bare ``ZeroDivisionError`` once Pre held 20 commits, and ``triage``'s loop
+   stopped with it; near 1e80 ``pre_lumpiness`` was NaN (the batch features
+   of the same values: 1.43) and P(true) differed from the same series in
+   another unit. Lumpiness squares the block variances (fourth powers of the
+   values). Now the block variances are kept times a power of two (exact)
+   when the first value is beyond 2**+-64, and the incremental row equals the
+   batch row at every scale.
+9. ``PreState().learn_one(1e300)``: taken, and every later row had NaN
+   characteristics. Now refused with the usable-range message of
+   ``triage.core.values`` (as ``OnlineTriage`` and the loaders refuse it).
+10. ``find_culprit`` with an oracle that returned NaN (a failed
+    measurement): ``bisect`` named the last commit the culprit with
+    confidence 1.0, ``bayes`` some commit with confidence NaN; a NaN level or
+    sigma, ``confidence=1.5`` or ``max_measurements=-2`` were taken as well,
+    and ``levels_around`` returned NaN levels. Now each is a ValueError naming
+    the reading or the parameter.
+11. ``HistoryGP().fit(10, [0, 5, 20], ...)`` (a position beyond the
+    history), ``[-1, 5]``, ``[0, 5.7]`` or ``n=0``: taken silently (the
+    estimate bent by a reading outside the history; 5.7 read as 5);
+    ``predict()`` before ``fit``: "AttributeError: 'HistoryGP' object has no
+    attribute 'n_'". Now ValueErrors naming the position, and NotFittedError.
 """
 
 from __future__ import annotations
@@ -233,3 +256,152 @@ def test_online_state_round_trip_mid_stream_on_real_histories(online_dir, real_f
     whole = run(None)
     assert len(whole) > 300
     assert run(123) == whole
+
+
+# ---------------------------------------------------------------------- 8-9: incremental features
+
+
+def _two_levels(seed: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.r_[rng.normal(10, 1, 80), rng.normal(14, 1, 20)]
+
+
+@pytest.mark.parametrize("scale", [1e-98, 1e-90, 1.0, 1e80, 1e98])
+def test_incremental_row_equals_batch_row_at_every_scale(scale):
+    from triage.features.extract import candidate_features
+    from triage.features.incremental import PreState
+
+    x = _two_levels() * scale
+    state = PreState(series_id="scaled")
+    learned = 0
+    for p in (5, 21, 40, 64):
+        while learned < p:
+            state.learn_one(x[learned])
+            learned += 1
+        for k in (0, 3):
+            online = state.features_array(x[p : p + k + 1])
+            batch = candidate_features(x, p, None, k)
+            np.testing.assert_allclose(online, batch, rtol=1e-9, atol=1e-12)
+
+
+def test_online_decisions_do_not_depend_on_the_unit(online_dir):
+    from triage.online.loop import OnlineTriage
+
+    x = _two_levels()
+
+    def alarms(scale: float) -> list[tuple[str, float]]:
+        loop = OnlineTriage.from_model_dir(online_dir)
+        out = []
+        for i, v in enumerate(x):
+            d = loop.process_one("s", f"c{i}", float(v * scale))
+            if d is not None and d.decision:
+                out.append((d.commit, round(d.probability, 9)))
+        return out
+
+    reference = alarms(1.0)
+    assert reference
+    assert alarms(1e-90) == reference
+    assert alarms(1e90) == reference
+
+
+@pytest.mark.parametrize("bad", [1e300, -1e-300])
+def test_pre_state_refuses_values_outside_the_usable_range(bad):
+    from triage.features.incremental import PreState
+
+    state = PreState(series_id="s").learn_many([1.0, 2.0, 0.0])
+    with pytest.raises(ValueError, match=r"series 's', index 3: value .* outside the usable range"):
+        state.learn_one(bad)
+    with pytest.raises(ValueError, match="outside the usable range"):
+        state.features_array(np.array([1.0, bad]))
+    assert state.n == 3
+
+
+# ---------------------------------------------------------------------- 10-11: sampling
+
+
+def _culprit_case():
+    rng = np.random.default_rng(0)
+    x = np.r_[np.full(100, 10.0), np.full(100, 12.0)] + rng.normal(0, 0.3, 200)
+    return x
+
+
+@pytest.mark.parametrize("strategy", ["bisect", "bayes"])
+def test_culprit_search_refuses_a_failed_reading(strategy):
+    from triage.sampling import find_culprit, levels_around
+
+    x = _culprit_case()
+    old, new, sigma = levels_around(x[90:95], x[105:110])
+    found = find_culprit(90, 110, lambda i: float(x[i]), old, new, sigma, strategy=strategy)
+    assert found.culprit == 100
+    with pytest.raises(ValueError, match=r"reading of position \d+ is nan"):
+        find_culprit(90, 110, lambda i: float("nan"), old, new, sigma, strategy=strategy)
+    with pytest.raises(ValueError, match=r"known reading of position 95 is nan"):
+        find_culprit(
+            90, 110, lambda i: float(x[i]), old, new, sigma, strategy=strategy, known={95: np.nan}
+        )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"old": float("nan")}, "old level must be a finite number"),
+        ({"sigma": float("nan")}, "sigma must be a finite number"),
+        ({"confidence": 1.5}, "confidence must be in"),
+        ({"max_measurements": -2}, "max_measurements must be >= 0"),
+    ],
+)
+def test_culprit_search_refuses_bad_parameters(kwargs, words):
+    from triage.sampling import find_culprit
+
+    x = _culprit_case()
+    args = {"old": 10.0, "new": 12.0, "sigma": 0.3, **kwargs}
+    with pytest.raises(ValueError, match=words):
+        find_culprit(
+            90,
+            110,
+            lambda i: float(x[i]),
+            args.pop("old"),
+            args.pop("new"),
+            args.pop("sigma"),
+            strategy="bayes",
+            **args,
+        )
+
+
+def test_levels_around_refuses_nan():
+    from triage.sampling import levels_around
+
+    with pytest.raises(ValueError, match="before the alert hold"):
+        levels_around([np.nan, 1.0], [2.0])
+
+
+@pytest.mark.parametrize(
+    ("n", "positions", "values", "words"),
+    [
+        (10, [0, 5, 20], [1.0, 2.0, 3.0], "position 20 is outside the history's commits 0 .. 9"),
+        (10, [-1, 5], [1.0, 2.0], "position -1 is outside"),
+        (10, [0, 5.7], [1.0, 2.0], "whole commit positions"),
+        (0, [0], [1.0], "n must be the number of commits"),
+        (10, [0, 5], [1.0], "same length"),
+        (10, [0, 5], [1.0, np.nan], "must be finite"),
+    ],
+)
+def test_history_gp_refuses_readings_outside_the_history(n, positions, values, words):
+    from triage.sampling import HistoryGP
+
+    with pytest.raises(ValueError, match=words):
+        HistoryGP().fit(n, positions, values)
+
+
+def test_history_gp_before_fit():
+    from sklearn.exceptions import NotFittedError
+
+    from triage.sampling import HistoryGP
+
+    with pytest.raises(NotFittedError, match="call fit"):
+        HistoryGP().predict()
+    with pytest.raises(NotFittedError, match="call fit"):
+        HistoryGP().next_positions(2)
+    gp = HistoryGP().fit(50, [0, 10, 25, 40, 49], [1.0, 1.1, 2.0, 2.1, 2.0])
+    assert gp.predict()[0].shape == (50,)
+    assert len(gp.next_positions(3)) == 3
