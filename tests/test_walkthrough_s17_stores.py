@@ -31,6 +31,14 @@ wrong, what happens now):
    ``train`` / ``evaluate`` refuse it before any work, naming the file (or
    the folder) as not writable; ``models list`` still reads such a store, and
    a store error names its cause ("attempt to write a readonly database").
+4. Gave ``train --out`` a place in a read-only folder: the data was read, the
+   features extracted and the model fitted, and only then did the write fail,
+   naming a temporary folder the user never heard of
+   (``rof/.m.tmp-31745-3noynatk: Operation not permitted``); a full disk
+   while the model was written named the temporary file in the same way.
+   Now the folder is checked with the other options (one line naming
+   ``--out`` and the folder, before any work), and a failed write names the
+   model directory.
 """
 
 from __future__ import annotations
@@ -159,3 +167,42 @@ def test_a_store_error_names_its_cause_not_sqlalchemys_autoflush_hint() -> None:
         raise err
     assert str(caught.value).endswith("the tracking store cannot be used: (sqlite3.OperationalError) attempt to "
                                       "write a readonly database"), str(caught.value)
+
+
+# ---------------------------------------------------------------------- 4: train --out in a folder that cannot take it
+
+
+def test_train_out_in_a_read_only_folder_is_refused_before_any_work(tmp_path: Path, request) -> None:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    _unwritable(folder, request)
+    for out in (folder / "m", folder / "deeper" / "m"):
+        code, text = invoke(["train", "--preset", "small", "--no-track", "--out", out])
+        text = flat(text)
+        assert code == 2, text
+        assert f"{out}: the folder {folder} is not writable" in text and ".tmp-" not in text, text
+        assert "trained on" not in text, text  # refused before the work
+    assert list(folder.iterdir()) == []
+
+
+def test_a_full_disk_while_the_model_is_written_names_the_model(tmp_path: Path, monkeypatch) -> None:
+    import errno
+
+    from helpers_training import make_matrix
+
+    from triage.training import model_files
+    from triage.training.classifier import TriageClassifier
+
+    clf = TriageClassifier(model="rf", n_estimators=5).fit(make_matrix(30, 3, seed=1))
+    out = model_files.save_model(clf, tmp_path / "m")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def full(obj, target):
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+
+    monkeypatch.setattr(model_files, "_dump_skops", full)
+    with pytest.raises(OSError) as err:
+        model_files.save_model(clf, out)
+    assert err.value.filename == str(out) and ".tmp-" not in str(err.value), err.value
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]

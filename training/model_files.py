@@ -196,11 +196,15 @@ def stage_model(
     # directory and not the link (which a rename would move aside as litter).
     path = _target(path)
     parent = path.parent
-    parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         _check_replaceable(path)
-    clean_stale_temporaries(path)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{_temporary_prefix(path)}{os.getpid()}-", dir=parent))
+    _check_folder(path)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_temporaries(path)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{_temporary_prefix(path)}{os.getpid()}-", dir=parent))
+    except OSError as exc:  # it named the temporary folder, which the user never heard of
+        raise ModelFileError(path, f"cannot write the model beside it in {parent}: {exc.strerror or exc}") from None
     try:
         # mkdtemp makes the directory private (0700); a model directory should
         # get the usual permissions, as ``mkdir`` would give it.
@@ -215,6 +219,11 @@ def stage_model(
         sums = "".join(f"{_sha256(tmp / name)}  {name}\n" for name in sorted([*files.values(), MANIFEST]))
         _write_bytes(tmp / CHECKSUMS, sums.encode())
         _fsync_dir(tmp)
+    except OSError as exc:  # a full disk, a quota: name the model, not the temporary file (removed now)
+        shutil.rmtree(tmp, ignore_errors=True)
+        if exc.filename is not None:
+            exc.filename, exc.filename2 = str(path), None
+        raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -296,6 +305,23 @@ def check_writable(path: str | Path) -> None:
                                    "cover its files; write the model elsewhere")
     if path.exists():
         _check_replaceable(path)
+    _check_folder(path)
+
+
+def _check_folder(path: Path) -> None:
+    """The folder that will hold ``path`` (or its nearest existing ancestor) is writable for this user.
+
+    The model is written beside ``path`` and swapped in: without this check
+    a read-only folder was found out only after the training, with an
+    error naming the temporary folder.
+    """
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        raise ModelFileError(path, f"the folder {folder} is not writable for this user: a model is written "
+                                   "beside its place and swapped in; make the folder writable or write the model "
+                                   "elsewhere")
 
 
 def _check_replaceable(path: Path) -> None:
