@@ -39,6 +39,12 @@ wrong, what happens now):
    Now the folder is checked with the other options (one line naming
    ``--out`` and the folder, before any work), and a failed write names the
    model directory.
+5. Replaced ``model.ubj`` of a model directory by another model's (its
+   checksums redone, as a hand repair or a bad copy does): ``score`` and
+   ``watch`` loaded it and stopped at the first prediction with "internal
+   error: ValueError: Feature shape mismatch, expected: 51, got 64", exit 1.
+   Now loading refuses it: the estimator takes 51 features, the manifest
+   lists 64, the files are not of one model (exit 2).
 """
 
 from __future__ import annotations
@@ -206,3 +212,34 @@ def test_a_full_disk_while_the_model_is_written_names_the_model(tmp_path: Path, 
     assert err.value.filename == str(out) and ".tmp-" not in str(err.value), err.value
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+# ---------------------------------------------------------------------- 5: a model directory of two models' files
+
+
+def _redo_checksums(model: Path) -> None:
+    import hashlib
+
+    names = sorted(p.name for p in model.iterdir() if p.name != "checksums.sha256")
+    (model / "checksums.sha256").write_text(
+        "".join(f"{hashlib.sha256((model / n).read_bytes()).hexdigest()}  {n}\n" for n in names))
+
+
+def test_another_models_estimator_in_a_model_directory_is_refused_on_loading(tmp_path: Path) -> None:
+    import shutil
+
+    from triage.model_lookup import bundled_model
+
+    model = tmp_path / "scoring"
+    shutil.copytree(bundled_model("default-scoring"), model)
+    shutil.copyfile(bundled_model("online-w4") / "model.ubj", model / "model.ubj")
+    _redo_checksums(model)
+    data = tmp_path / "h.csv"
+    rows = "".join(f"s1,c{i},{1.0 + 0.5 * (i >= 20) + 0.01 * (i % 3)}\n" for i in range(40))
+    data.write_text("series_id,commit,value\n" + rows)
+    candidates = tmp_path / "c.csv"
+    candidates.write_text("series_id,commit\ns1,c20\n")
+    code, text = invoke(["score", "--data", data, "--candidates", candidates, "--model", model])
+    text = flat(text)
+    assert code == 2, text
+    assert "model.ubj takes 51 features, the manifest lists 64: the files are not of one model" in text, text

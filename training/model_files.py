@@ -440,6 +440,13 @@ def load_model(path: str | Path) -> TriageClassifier:
         raise ModelFileError(
             path, f"{files['estimator']} holds a {type(estimator).__name__}, not a {kind.name} model: the manifest does not match"
         )
+    n_in = getattr(estimator, "n_features_in_", None)
+    if n_in is not None and int(n_in) != manifest["n_features"]:
+        # Another model's file with its checksums redone: it failed at the first prediction, an internal error.
+        raise ModelFileError(
+            path, f"{files['estimator']} takes {int(n_in)} features, the manifest lists {manifest['n_features']}: "
+                  "the files are not of one model"
+        )
     calibrator = _load_skops(path, name) if (name := files.get("calibrator")) else None
 
     threshold = manifest["threshold"]
