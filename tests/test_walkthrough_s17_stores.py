@@ -45,6 +45,17 @@ wrong, what happens now):
    error: ValueError: Feature shape mismatch, expected: 51, got 64", exit 1.
    Now loading refuses it: the estimator takes 51 features, the manifest
    lists 64, the files are not of one model (exit 2).
+6. Started two ``triage watch --state s.db`` at once on a new file (two CI
+   jobs): SQLite creates the file empty and writes its first page a moment
+   later, and the second watcher, finding it empty, called the first one's
+   new store damaged ("is empty (0 bytes): truncated ...; recover with
+   `triage watch --state s.db --reset-state`"), advice that moved the store
+   in use aside (12 of 24 starts in a trial of 8 triples). And both could
+   fail: each opener gave up at once (SQLite timeout 0) while the other held
+   a read lock, leaving no watcher at all (3 of 8 triples). Now an empty file
+   is looked at again for half a second before it counts as truncated, and
+   an opener waits a second for the lock: one watcher runs, the other is
+   refused "in use by another process", as README says.
 """
 
 from __future__ import annotations
@@ -243,3 +254,51 @@ def test_another_models_estimator_in_a_model_directory_is_refused_on_loading(tmp
     text = flat(text)
     assert code == 2, text
     assert "model.ubj takes 51 features, the manifest lists 64: the files are not of one model" in text, text
+
+
+# ---------------------------------------------------------------------- 6: two watchers starting at once
+
+
+def test_second_watcher_is_not_told_the_first_ones_new_store_is_damaged(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from triage.online.state_store import StateStore, StateStoreError
+
+    db = tmp_path / "s.db"
+    # The first watcher's SQLite has just created the file, empty; it writes the first page a moment later.
+    first = sqlite3.connect(db, isolation_level=None, timeout=0.0, check_same_thread=False)
+    first.execute("PRAGMA locking_mode=EXCLUSIVE")
+
+    def first_goes_on() -> None:
+        time.sleep(0.1)
+        first.execute("PRAGMA journal_mode=WAL")
+        first.execute("BEGIN IMMEDIATE")
+
+    thread = threading.Thread(target=first_goes_on)
+    thread.start()
+    try:
+        with pytest.raises(StateStoreError, match="in use by another process"):
+            StateStore(db)
+    finally:
+        thread.join()
+        first.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]  # nothing moved aside
+
+
+def test_a_watcher_waits_for_a_moments_read_lock_instead_of_failing(tmp_path: Path) -> None:
+    import threading
+
+    from triage.online.state_store import StateStore
+
+    db = tmp_path / "s.db"
+    StateStore(db).close()
+    reader = sqlite3.connect(db, check_same_thread=False, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM sqlite_master").fetchone()  # a starting peer's check reading the file
+    timer = threading.Timer(0.2, reader.close)  # its check done, the peer goes away
+    timer.start()
+    try:
+        StateStore(db).close()
+    finally:
+        timer.join()

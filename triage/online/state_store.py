@@ -56,6 +56,8 @@ from triage.online.store_checks import check_state_file
 
 FORMAT = "changepoint-triage-online-state"
 FORMAT_VERSION = 2
+#: Seconds a store being opened waits for another process's lock before "in use by another process".
+OPEN_WAIT = 1.0
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -154,7 +156,9 @@ class StateStore:
                                       "(create it first, or fix the link)")
         check_state_file(self.path)  # a damaged store is refused, never silently restarted
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=0.0)
+            # A short wait for the lock: two watchers started together on a new file both
+            # failed with timeout 0 (each held a read lock the other's first write waited on).
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=OPEN_WAIT)
             # Exclusive locking before the first WAL access keeps the WAL index
             # in process memory (no -shm file, no shared-memory locking).
             self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
@@ -188,6 +192,7 @@ class StateStore:
                 # A format-2 file from before arrival values were kept: its older rows hold NULL.
                 self._db.execute("ALTER TABLE decisions ADD COLUMN value REAL")
             self._db.execute("COMMIT")
+            self._db.execute("PRAGMA busy_timeout=0")  # the lock is ours from here on: no write ever waits
         except sqlite3.OperationalError as exc:
             self._close_quietly()
             if "locked" in str(exc) or "busy" in str(exc):

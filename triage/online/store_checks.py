@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -185,8 +186,7 @@ def check_sqlite_store(path: str | Path, tables: Mapping[str, frozenset[str]],
         # A directory or a device is no damaged store: moving it aside (what the
         # recovery advice does) would take it from its owner, so no advice is given.
         raise InputError(path, None, "is not a regular file (a directory or a device?); give the path of a store file")
-    size = os.path.getsize(path)
-    if size == 0:
+    if _size_settled(path) == 0:
         raise DamagedStoreError(path, "is empty (0 bytes): truncated, or not a store written by triage", recovery)
     with open(path, "rb") as fh:
         if fh.read(16) != SQLITE_MAGIC:
@@ -228,6 +228,30 @@ def check_sqlite_store(path: str | Path, tables: Mapping[str, frozenset[str]],
         raise DamagedStoreError(path, f"is damaged (SQLite says: {exc})", recovery) from None
     finally:
         db.close()
+
+
+#: How long a 0-byte store is watched before it counts as truncated (seconds).
+EMPTY_GRACE = 0.5
+
+
+def _size_settled(path: str | Path) -> int:
+    """The size of ``path``; a 0-byte file is looked at again for :data:`EMPTY_GRACE` seconds.
+
+    SQLite creates a new store's file empty and writes its first page a moment
+    later: a second watcher started at the same time as the first found the
+    file still empty, called the first one's new store damaged, and advised
+    ``--reset-state``, which moved the store in use aside. A store that is
+    still empty after the grace is a truncated one.
+    """
+    deadline = time.monotonic() + EMPTY_GRACE
+    while True:
+        try:
+            size = os.path.getsize(path)
+        except OSError:  # removed meanwhile: nothing to refuse, the owner opens what is there
+            return -1
+        if size or time.monotonic() >= deadline:
+            return size
+        time.sleep(0.02)
 
 
 def backup_state_file(path: str | Path) -> Path | None:
