@@ -54,6 +54,12 @@ Defects found (what a user did, what went wrong, what happens now):
     estimate bent by a reading outside the history; 5.7 read as 5);
     ``predict()`` before ``fit``: "AttributeError: 'HistoryGP' object has no
     attribute 'n_'". Now ValueErrors naming the position, and NotFittedError.
+12. ``TriageClassifier(threshold=np.float32(0.3))`` (a value taken from an
+    array, as a grid search over thresholds gives): "threshold
+    np.float32(0.3) is not a number"; ``threshold="fbeta:inf"`` was taken;
+    ``choose_threshold`` on probabilities holding NaN returned a NaN
+    threshold. Now a numpy number is a number, beta must be finite and NaN
+    probabilities are refused.
 """
 
 from __future__ import annotations
@@ -405,3 +411,22 @@ def test_history_gp_before_fit():
     gp = HistoryGP().fit(50, [0, 10, 25, 40, 49], [1.0, 1.1, 2.0, 2.1, 2.0])
     assert gp.predict()[0].shape == (50,)
     assert len(gp.next_positions(3)) == 3
+
+
+# ---------------------------------------------------------------------- 12: thresholds
+
+
+def test_threshold_policies_take_numpy_numbers_and_refuse_nan():
+    from triage.training.classifier import TriageClassifier
+    from triage.training.thresholds import MaxFBeta, TargetRecall, choose_threshold, parse_policy
+
+    assert parse_policy(np.float32(0.25)).value == 0.25
+    assert parse_policy(np.int64(1)).value == 1.0
+    X, y = _xy()
+    assert TriageClassifier(n_estimators=5, threshold=np.float32(0.25)).fit(X, y).threshold_ == 0.25
+    with pytest.raises(ValueError, match="finite beta"):
+        parse_policy("fbeta:inf")
+    with pytest.raises(ValueError, match="proba holds NaN"):
+        choose_threshold(TargetRecall(0.9), np.array([1, 0, 1]), np.array([0.9, 0.2, np.nan]))
+    with pytest.raises(ValueError, match="same shape"):
+        choose_threshold(MaxFBeta(1.0), np.array([1, 0, 1]), np.array([0.9, 0.2]))

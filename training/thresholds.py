@@ -17,6 +17,8 @@ Spellings accepted by :func:`parse_policy` (and so by ``threshold=``):
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -64,7 +66,9 @@ def parse_policy(spec: object) -> Policy:
     """
     if isinstance(spec, Fixed | TargetRecall | MaxFBeta):
         policy = spec
-    elif isinstance(spec, int | float) and not isinstance(spec, bool):
+    elif isinstance(spec, numbers.Real) and not isinstance(spec, bool | np.bool_):
+        # numbers.Real: a numpy scalar (np.float32(0.3), a value taken from an array) is a
+        # number too; it was "threshold np.float32(0.3) is not a number".
         policy = Fixed(float(spec))
     elif isinstance(spec, str):
         text = spec.strip().lower().replace(" ", "")
@@ -87,8 +91,8 @@ def parse_policy(spec: object) -> Policy:
         raise ValueError(f"fixed threshold {policy.value} is outside [0, 1]")
     if isinstance(policy, TargetRecall) and not 0.0 < policy.recall <= 1.0:
         raise ValueError(f"target recall {policy.recall} is outside (0, 1]")
-    if isinstance(policy, MaxFBeta) and not policy.beta > 0:
-        raise ValueError(f"F-beta needs beta > 0, got {policy.beta}")
+    if isinstance(policy, MaxFBeta) and not (policy.beta > 0 and math.isfinite(policy.beta)):
+        raise ValueError(f"F-beta needs a finite beta > 0, got {policy.beta}")
     return policy
 
 
@@ -110,6 +114,11 @@ def choose_threshold(policy: Policy, y_true: np.ndarray, proba: np.ndarray) -> f
         return policy.value
     y = np.asarray(y_true).astype(bool)
     p = np.asarray(proba, dtype=np.float64)
+    if y.shape != p.shape or p.ndim != 1:
+        raise ValueError(f"y_true and proba must have the same shape (n,), got {y.shape} and {p.shape}")
+    if np.isnan(p).any():
+        # A NaN sorted first and became the threshold (recall:R returned nan).
+        raise ValueError("proba holds NaN: every probability must be a number in [0, 1]")
     n_pos = int(y.sum())
     if n_pos == 0:
         return 0.5
