@@ -114,6 +114,9 @@ def candidate_features(
         Bad ``p``, ``window`` or change points, or a NaN/inf in the windows.
     """
     values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1:
+        # A table reached the compiled kernels: a numba TypingError, not the caller's mistake.
+        raise ValueError(f"series {series_id!r}: values must be one value per commit, shape (n,), got shape {values.shape}")
     pre, after = windows.window_bounds(p, len(values), change_points, window)
     _check_finite(values, pre[0], after[1], series_id, int(p))
     return _row(values, pre, after, _layout(names), _implementation(implementation))

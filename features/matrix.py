@@ -114,9 +114,28 @@ def feature_array(matrix: pd.DataFrame, columns: Sequence[str], source: str | No
     try:
         X = np.array(matrix[list(columns)].to_numpy(dtype=np.float64, na_value=np.nan), copy=True)
     except (TypeError, ValueError) as exc:
-        raise InputError(source, None, f"feature columns must be numeric: {exc}") from None
+        raise InputError(source, None, _not_numeric(matrix, columns) or f"feature columns must be numeric: {exc}") from None
     X[~np.isfinite(X)] = np.nan
     return X
+
+
+def _not_numeric(matrix: pd.DataFrame, columns: Sequence[str]) -> str | None:
+    """The first feature cell that is no number, as "column C, row R: value V ..." (None if none is found).
+
+    The bare message ("could not convert string to float: 'x'") named neither the
+    column nor the row among dozens of features.
+    """
+    for column in columns:
+        cells = matrix[column]
+        if isinstance(cells, pd.DataFrame):  # a column name given twice
+            continue
+        numbers = pd.to_numeric(cells, errors="coerce")
+        bad = numbers.isna() & cells.notna()
+        if bad.any():
+            position = int(np.flatnonzero(bad.to_numpy())[0])
+            return (f"feature column {column!r} must be numeric: row {position + 1} (of the matrix, "
+                    f"counting from 1) holds {cells.iloc[position]!r}")
+    return None
 
 
 @dataclass

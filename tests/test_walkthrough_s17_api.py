@@ -60,6 +60,13 @@ Defects found (what a user did, what went wrong, what happens now):
     ``choose_threshold`` on probabilities holding NaN returned a NaN
     threshold. Now a numpy number is a number, beta must be finite and NaN
     probabilities are refused.
+13. ``candidate_features(values.reshape(-1, 2), p)`` (a table instead of one
+    series): numba's "TypingError: Failed in nopython mode pipeline ...
+    isub(float64, array(float64, 1d, C))". Now a ValueError naming the shape.
+14. ``TriageClassifier().fit(frame, y)`` with one cell of one of dozens of
+    feature columns not a number: "feature columns must be numeric: could not
+    convert string to float: 'oops'", naming neither column nor row. Now the
+    column, the row and the value are named.
 """
 
 from __future__ import annotations
@@ -430,3 +437,31 @@ def test_threshold_policies_take_numpy_numbers_and_refuse_nan():
         choose_threshold(TargetRecall(0.9), np.array([1, 0, 1]), np.array([0.9, 0.2, np.nan]))
     with pytest.raises(ValueError, match="same shape"):
         choose_threshold(MaxFBeta(1.0), np.array([1, 0, 1]), np.array([0.9, 0.2]))
+
+
+# ---------------------------------------------------------------------- 13-14: feature rows and matrices
+
+
+def test_candidate_features_refuses_a_table():
+    from triage.features.extract import candidate_features
+
+    x = _step()
+    assert candidate_features(x, 60).shape == (44,)
+    with pytest.raises(ValueError, match=r"shape \(n,\), got shape \(60, 2\)"):
+        candidate_features(x.reshape(-1, 2), 20)
+
+
+def test_a_cell_that_is_no_number_is_named():
+    import pandas as pd
+
+    from triage.core.errors import InputError
+    from triage.training.classifier import TriageClassifier
+
+    X, y = _xy(40)
+    frame = pd.DataFrame(X, columns=["pre_hurst", "pre_entropy", "after_hurst", "after_entropy"])
+    frame["after_hurst"] = frame["after_hurst"].astype(object)
+    frame.loc[7, "after_hurst"] = "oops"
+    with pytest.raises(
+        InputError, match=r"feature column 'after_hurst' must be numeric: row 8 .* holds 'oops'"
+    ):
+        TriageClassifier(n_estimators=5).fit(frame, y)
