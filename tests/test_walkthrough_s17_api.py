@@ -67,6 +67,15 @@ Defects found (what a user did, what went wrong, what happens now):
     feature columns not a number: "feature columns must be numeric: could not
     convert string to float: 'oops'", naming neither column nor row. Now the
     column, the row and the value are named.
+15. ``OnlineTriage.from_model_dir(model, threshold=1.5)`` (or NaN, -0.1,
+    True): taken; 1.5 and NaN never raise an alarm, -0.1 alarms on every
+    commit, without a word. ``threshold="abc"``: "could not convert string
+    to float"; ``withdraw_below="x"``: "must be real number, not str";
+    ``max_cached_series=-5`` taken. Now each is a ValueError naming the
+    parameter and its range.
+16. ``OnlineTriage.load_state_dict`` with a damaged state: a bare
+    ``KeyError: 'pre'`` or "unsupported state version None", naming no
+    series. Now a ValueError naming the series; the states in memory stay.
 """
 
 from __future__ import annotations
@@ -465,3 +474,44 @@ def test_a_cell_that_is_no_number_is_named():
         InputError, match=r"feature column 'after_hurst' must be numeric: row 8 .* holds 'oops'"
     ):
         TriageClassifier(n_estimators=5).fit(frame, y)
+
+
+# ---------------------------------------------------------------------- 15-16: online loop settings and states
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"threshold": 1.5}, "threshold must be a probability in"),
+        ({"threshold": float("nan")}, "threshold must be a probability in"),
+        ({"threshold": -0.1}, "threshold must be a probability in"),
+        ({"threshold": True}, "threshold must be a probability in"),
+        ({"threshold": "abc"}, "threshold must be a probability in"),
+        ({"withdraw_below": "x"}, "withdraw_below must be a finite number"),
+        ({"max_cached_series": -5}, "max_cached_series must be None or an integer"),
+    ],
+)
+def test_online_settings_are_checked(online_dir, kwargs, words):
+    from triage.online.loop import OnlineTriage
+
+    with pytest.raises(ValueError, match=words):
+        OnlineTriage.from_model_dir(online_dir, **kwargs)
+
+
+def test_online_numpy_threshold_is_a_number(online_dir):
+    from triage.online.loop import OnlineTriage
+
+    assert OnlineTriage.from_model_dir(online_dir, threshold=np.float32(0.5)).threshold == 0.5
+
+
+def test_load_state_dict_names_the_damaged_series(online_dir):
+    from triage.online.loop import OnlineTriage
+
+    loop = OnlineTriage.from_model_dir(online_dir)
+    for i, v in enumerate(10 + np.random.default_rng(0).normal(size=12)):
+        loop.process_one("a", f"c{i}", float(v))
+    saved = json.loads(json.dumps(loop.state_dict()))
+    for damaged in ({"version": 1}, {**saved["a"], "pre": {"bogus": 1}}):
+        with pytest.raises(ValueError, match="the state of series 'a' is unreadable"):
+            loop.load_state_dict({"a": damaged})
+        assert json.loads(json.dumps(loop.state_dict())) == saved

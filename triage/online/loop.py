@@ -110,6 +110,7 @@ import copy
 import hashlib
 import itertools
 import math
+import numbers
 import queue
 import typing
 import warnings
@@ -177,6 +178,11 @@ ONLINE_RULE_FIELDS: dict[str, tuple[str, Callable[[object], bool]]] = {
 
 def _is_number(v: object) -> TypeGuard[float]:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_real(v: object) -> TypeGuard[float]:
+    """A number a caller may give (a numpy scalar too), not a bool; NaN is one (ranges refuse it)."""
+    return isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
 
 
 def _check_online_rule(manifest: dict, path: Path) -> None:
@@ -365,6 +371,9 @@ class OnlineTriage:
         self.confirm_after = confirm_after
         if threshold is None:
             threshold = rule.get("threshold", classifier.threshold_)
+        if not _is_real(threshold) or not 0.0 <= float(threshold) <= 1.0:
+            # 1.5 or NaN never alarmed, -0.1 alarmed on every commit, all without a word.
+            raise ValueError(f"threshold must be a probability in [0, 1], got {threshold!r}")
         self.threshold = float(threshold)
         if min_pre is None:
             min_pre = int(rule.get("min_pre", DEFAULT_MIN_PRE))
@@ -375,7 +384,7 @@ class OnlineTriage:
         self.recheck_after = recheck_after
         if withdraw_below is None:
             withdraw_below = float(rule.get("withdraw_below", 0.0))
-        if not math.isfinite(withdraw_below) or withdraw_below < 0:
+        if not _is_real(withdraw_below) or not math.isfinite(withdraw_below) or withdraw_below < 0:
             raise ValueError(f"withdraw_below must be a finite number >= 0, got {withdraw_below!r}")
         self.withdraw_below = float(withdraw_below)
         self._bound = None  # an upper bound of the model's probability over some free columns
@@ -407,6 +416,10 @@ class OnlineTriage:
         self.explain = explain
         self.pre_class = pre_class or PreState
         self.store = store
+        if max_cached_series is not None and (
+            isinstance(max_cached_series, bool) or not isinstance(max_cached_series, int) or max_cached_series < 1
+        ):
+            raise ValueError(f"max_cached_series must be None or an integer >= 1, got {max_cached_series!r}")
         self.max_cached_series = max_cached_series
         self.states: dict[str, SeriesState] = {}
         if store is not None:
@@ -487,8 +500,22 @@ class OnlineTriage:
         return {s: self._state_to_dict(st) for s, st in self.states.items()}
 
     def load_state_dict(self, data: dict[str, dict[str, object]]) -> None:
-        """Replace the in-memory states by ``data`` (from :meth:`state_dict`)."""
-        self.states = {s: self._state_from_dict(d) for s, d in data.items()}
+        """Replace the in-memory states by ``data`` (from :meth:`state_dict`).
+
+        ``ValueError`` naming the series whose state is unreadable; the states
+        in memory are then left as they were.
+        """
+        states: dict[str, SeriesState] = {}
+        for sid, d in data.items():
+            try:
+                states[sid] = self._state_from_dict(d)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                # Was a bare KeyError 'pre' (or "unsupported state version None"), naming no series.
+                raise ValueError(
+                    f"the state of series {sid!r} is unreadable ({type(exc).__name__}: {exc}); "
+                    "give what state_dict() returned"
+                ) from None
+        self.states = states
 
     # Every series of one loop computes the model's columns, so the Pre state's
     # list of column names (about 20 bytes per column, most of a serialised
