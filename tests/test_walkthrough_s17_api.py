@@ -76,6 +76,19 @@ Defects found (what a user did, what went wrong, what happens now):
 16. ``OnlineTriage.load_state_dict`` with a damaged state: a bare
     ``KeyError: 'pre'`` or "unsupported state version None", naming no
     series. Now a ValueError naming the series; the states in memory stay.
+17. Built a detector from its class instead of ``make`` (the ruptures way:
+    ``Pelt(jump=0).fit(x)``): ``Perfherder(min_back_window=2.5)`` "slice
+    indices must be integers", ``Bocpd(lag=2.5)`` an IndexError,
+    ``Pelt(jump=0)`` a ZeroDivisionError, while ``Pelt(penalty=-1)``,
+    ``Cusum(threshold=-1)``, ``Bocpd(threshold=2)`` or
+    ``Perfherder(t_threshold=nan)`` ran and answered nonsense. The ranges
+    lived only in the registry. Now each class holds its ``ranges`` (the
+    registry reads them) and ``fit`` checks them, in ``make``'s words.
+18. ``make("pelt", model="l1")`` (or ``ar``, ``clinear``) on a step of 4
+    noise units: one change at a scale of 1, 14 at 100, 23 at 1e6 and none
+    at 1e-2 (the penalty ``penalty * log n`` is unitless, the cost is not).
+    Now those costs see the series in noise units, and every model finds
+    the same change points at every scale.
 """
 
 from __future__ import annotations
@@ -515,3 +528,42 @@ def test_load_state_dict_names_the_damaged_series(online_dir):
         with pytest.raises(ValueError, match="the state of series 'a' is unreadable"):
             loop.load_state_dict({"a": damaged})
         assert json.loads(json.dumps(loop.state_dict())) == saved
+
+
+# ---------------------------------------------------------------------- 17-18: detector classes
+
+
+@pytest.mark.parametrize(
+    ("build", "words"),
+    [
+        (
+            lambda d: d.Perfherder(min_back_window=2.5),
+            "min_back_window=2.5 of detector 'perfherder' must be a whole",
+        ),
+        (lambda d: d.Perfherder(t_threshold=float("nan")), "t_threshold=nan"),
+        (lambda d: d.Bocpd(lag=2.5), "lag=2.5 of detector 'bocpd' must be a whole number >= 0"),
+        (
+            lambda d: d.Bocpd(threshold=2),
+            "threshold=2 of detector 'bocpd' must be a finite number in",
+        ),
+        (lambda d: d.Pelt(jump=0), "jump=0 of detector 'pelt' must be a whole number >= 1"),
+        (lambda d: d.Pelt(penalty=-1), "penalty=-1 of detector 'pelt'"),
+        (lambda d: d.Cusum(threshold=-1), "threshold=-1 of detector 'cusum'"),
+        (lambda d: d.EDivisive(max_pvalue=2), "max_pvalue=2 of detector 'edivisive'"),
+    ],
+)
+def test_detector_classes_check_their_parameters_at_fit(build, words):
+    import triage.detectors as d
+
+    detector = build(d)  # the constructor only stores
+    with pytest.raises(ValueError, match=words):
+        detector.fit(_step())
+
+
+@pytest.mark.parametrize("model", ["l1", "normal", "ar", "rank"])
+@pytest.mark.parametrize("scale", [1e-6, 1e-2, 100.0, 1e6])
+def test_penalised_costs_do_not_depend_on_the_unit(model, scale):
+    x = _step()
+    at_one = [c.index for c in make("pelt", model=model).detect(x)]
+    assert at_one == [60]
+    assert [c.index for c in make("pelt", model=model).detect(x * scale)] == at_one

@@ -13,10 +13,58 @@ sides.
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+
+#: Allowed range of a numeric parameter: (kind, low, high, low inclusive, high inclusive);
+#: kind "int" wants a whole number, "float" a finite number. ``None`` = unbounded on that side.
+Range = tuple[str, float | None, float | None, bool, bool]
+COUNT: Range = ("int", 1, None, True, False)  # windows, sizes, steps: >= 1
+NONNEG_INT: Range = ("int", 0, None, True, False)
+NONNEG: Range = ("float", 0, None, True, False)  # thresholds, magnitudes, penalties
+POSITIVE: Range = ("float", 0, None, False, False)
+PROBABILITY: Range = ("float", 0, 1, False, False)
+
+
+def describe_range(rng: Range) -> str:
+    """``rng`` in words: "a whole number >= 1", "a finite number in (0, 1)"."""
+    kind, low, high, low_in, high_in = rng
+    what = "a whole number" if kind == "int" else "a finite number"
+    if low is not None and high is not None:
+        return f"{what} in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+    if low is not None:
+        return f"{what} {'>=' if low_in else '>'} {low:g}"
+    return what
+
+
+def in_range(value: Any, rng: Range) -> bool:
+    """Whether ``value`` is a number (not a bool) of ``rng``'s kind inside it."""
+    kind, low, high, low_in, high_in = rng
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+    if ok and kind == "int":
+        ok = isinstance(value, numbers.Integral) or float(value).is_integer()
+    if ok:
+        v = float(value)
+        ok = (low is None or (v >= low if low_in else v > low)) and (
+            high is None or (v <= high if high_in else v < high)
+        )
+    return ok
+
+
+def check_ranges(
+    owner: str, params: dict[str, Any], ranges: dict[str, Range], choices: dict[str, tuple[str, ...]]
+) -> None:
+    """Raise ``ValueError`` naming the first parameter of ``params`` outside its range or choices."""
+    for key, rng in ranges.items():
+        if key in params and not in_range(params[key], rng):
+            raise ValueError(f"parameter {key}={params[key]!r} of detector {owner!r} must be {describe_range(rng)}")
+    for key, allowed in choices.items():
+        if key in params and params[key] not in allowed:
+            raise ValueError(f"parameter {key}={params[key]!r} of detector {owner!r} must be one of {', '.join(allowed)}")
 
 
 @dataclass(frozen=True)
@@ -61,11 +109,28 @@ class Detector:
 
     #: Registry name, set by subclasses.
     name: str = "detector"
+    #: Each numeric parameter's allowed range (checked by :meth:`fit`) and each text
+    #: parameter's choices; :func:`triage.detectors.make` checks both before any work.
+    ranges: ClassVar[dict[str, Range]] = {}
+    choices: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     change_points_: list[ChangePoint]
 
+    def check_params(self) -> None:
+        """``ValueError`` naming the first parameter outside its range (``ranges``, ``choices``).
+
+        A detector built from its class, not with ``make``, met a bad value
+        only deep in its search: ``Perfherder(min_back_window=2.5)`` "slice
+        indices must be integers", ``Bocpd(lag=2.5)`` an IndexError,
+        ``Pelt(jump=0)`` a ZeroDivisionError, ``Pelt(penalty=-1)`` a change
+        point every few commits.
+        """
+        # The text parameters (``choices``) each detector checks itself, in its own words.
+        check_ranges(self.name, self.get_params(), self.ranges, {})
+
     def fit(self, values: Any) -> Detector:
         """Run the detector on ``values`` (shape (n,)); sets ``change_points_``."""
+        self.check_params()
         x = as_series(values)
         self.n_ = len(x)
         cps = self._find(x)

@@ -26,10 +26,21 @@ around 1, level anywhere within a few hundred noise units of the median.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from scipy.special import gammaln
 
-from triage.detectors.base import ChangePoint, Detector, robust_sigma
+from triage.detectors.base import (
+    NONNEG,
+    NONNEG_INT,
+    POSITIVE,
+    PROBABILITY,
+    ChangePoint,
+    Detector,
+    Range,
+    robust_sigma,
+)
 
 
 def _student_logpdf(x: float, mu: np.ndarray, kappa: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
@@ -63,6 +74,10 @@ class Bocpd(Detector):
     """
 
     name = "bocpd"
+    ranges: ClassVar[dict[str, Range]] = {
+        "expected_run": ("float", 1, None, False, False), "lag": NONNEG_INT, "threshold": PROBABILITY,
+        "min_gap": NONNEG_INT, "min_shift": NONNEG, "kappa0": POSITIVE, "alpha0": POSITIVE, "beta0": POSITIVE,
+    }
 
     def __init__(
         self,

@@ -18,9 +18,11 @@ at the onset.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
-from triage.detectors.base import ChangePoint, Detector
+from triage.detectors.base import NONNEG, ChangePoint, Detector, Range
 from triage.detectors.costs import CostL2
 
 
@@ -42,6 +44,9 @@ class Cusum(Detector):
     """
 
     name = "cusum"
+    ranges: ClassVar[dict[str, Range]] = {
+        "drift": NONNEG, "threshold": NONNEG, "window": ("int", 2, None, True, False), "min_window": ("int", 2, None, True, False),
+    }
 
     def __init__(self, drift: float = 0.05, threshold: float = 12.0, window: int = 30, min_window: int = 8):
         self.drift = drift

@@ -43,11 +43,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from scipy import stats
 
-from triage.detectors.base import ChangePoint, Detector, as_series
+from triage.detectors.base import NONNEG, PROBABILITY, ChangePoint, Detector, Range, as_series
 
 
 def qhat_candidate(z: np.ndarray) -> tuple[int, float]:
@@ -180,6 +181,10 @@ class EDivisive(Detector):
     """
 
     name = "edivisive"
+    ranges: ClassVar[dict[str, Range]] = {
+        "window": ("int", 2, None, True, False), "max_pvalue": PROBABILITY, "min_magnitude": NONNEG,
+    }
+    choices: ClassVar[dict[str, tuple[str, ...]]] = {"merge_recompute": MERGE_RECOMPUTE}
 
     def __init__(
         self,

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
+from typing import ClassVar
 
 import numpy as np
 
-from triage.detectors.base import ChangePoint, Detector
+from triage.detectors.base import COUNT, NONNEG_INT, ChangePoint, Detector, Range
 
 
 class Ensemble(Detector):
@@ -44,6 +45,7 @@ class Ensemble(Detector):
     """
 
     name = "ensemble"
+    ranges: ClassVar[dict[str, Range]] = {"margin": NONNEG_INT, "min_votes": COUNT}
 
     def __init__(
         self,

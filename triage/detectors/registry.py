@@ -8,19 +8,17 @@ detector's parameters (the type of each default decides how a value parses).
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Iterable
 from typing import Any
 
 from triage.core import params
-from triage.detectors.base import Detector
+from triage.detectors.base import Detector, Range, check_ranges
 from triage.detectors.bocpd import Bocpd
 from triage.detectors.cusum import Cusum
-from triage.detectors.edivisive import MERGE_RECOMPUTE, EDivisive
+from triage.detectors.edivisive import EDivisive
 from triage.detectors.ensemble import Ensemble
-from triage.detectors.penalised import MODELS, BinSeg, Pelt
-from triage.detectors.windowed import HYBRID_TESTS, HybridTest, Perfherder
+from triage.detectors.penalised import BinSeg, Pelt
+from triage.detectors.windowed import HybridTest, Perfherder
 
 #: name -> (class, parameters that differ from the class defaults)
 REGISTRY: dict[str, tuple[type[Detector], dict[str, Any]]] = {
@@ -40,74 +38,23 @@ REGISTRY: dict[str, tuple[type[Detector], dict[str, Any]]] = {
 }
 
 
-#: Allowed range of each numeric parameter, checked by :func:`make` (so before any work):
-#: (kind, low, high, low inclusive, high inclusive); kind "int" wants a whole number,
-#: "float" a finite number. ``None`` = unbounded on that side.
-_Range = tuple[str, float | None, float | None, bool, bool]
-_COUNT: _Range = ("int", 1, None, True, False)  # windows, sizes, steps: >= 1
-_NONNEG_INT: _Range = ("int", 0, None, True, False)
-_NONNEG: _Range = ("float", 0, None, True, False)  # thresholds, magnitudes, penalties
-_POSITIVE: _Range = ("float", 0, None, False, False)
-_PROBABILITY: _Range = ("float", 0, 1, False, False)
-_WINDOWS: dict[str, _Range] = {"min_back_window": _COUNT, "max_back_window": _COUNT, "fore_window": _COUNT}
-RANGES: dict[type[Detector], dict[str, _Range]] = {
-    Perfherder: {**_WINDOWS, "t_threshold": _NONNEG, "magnitude": _NONNEG},
-    HybridTest: {**_WINDOWS, "alpha": _PROBABILITY, "magnitude": _NONNEG},
-    EDivisive: {"window": ("int", 2, None, True, False), "max_pvalue": _PROBABILITY, "min_magnitude": _NONNEG},
-    Cusum: {"drift": _NONNEG, "threshold": _NONNEG, "window": ("int", 2, None, True, False),
-            "min_window": ("int", 2, None, True, False)},
-    Bocpd: {"expected_run": ("float", 1, None, False, False), "lag": _NONNEG_INT, "threshold": _PROBABILITY,
-            "min_gap": _NONNEG_INT, "min_shift": _NONNEG, "kappa0": _POSITIVE, "alpha0": _POSITIVE,
-            "beta0": _POSITIVE},
-    Pelt: {"penalty": _NONNEG, "min_size": _COUNT, "jump": _COUNT},
-    BinSeg: {"penalty": _NONNEG, "min_size": _COUNT, "jump": _COUNT},
-    Ensemble: {"margin": _NONNEG_INT, "min_votes": _COUNT},
-}
+#: Allowed range of each numeric parameter, checked by :func:`make` (so before any work)
+#: and by each detector's ``fit``: each class's ``ranges`` (:data:`triage.detectors.base.Range`).
+_CLASSES: tuple[type[Detector], ...] = (Perfherder, HybridTest, EDivisive, Cusum, Bocpd, Pelt, BinSeg, Ensemble)
+RANGES: dict[type[Detector], dict[str, Range]] = {cls: dict(cls.ranges) for cls in _CLASSES}
 
 
-#: The allowed values of each text parameter, checked by :func:`make` with the
-#: ranges: a detector checks its own only when a series reaches the code that
-#: uses it (EDivisive's merge, when there is a weak point), and ruptures' error
-#: for a bad ``model`` names neither the parameter nor the choices.
-CHOICES: dict[type[Detector], dict[str, tuple[str, ...]]] = {
-    HybridTest: {"test": tuple(HYBRID_TESTS)},
-    EDivisive: {"merge_recompute": MERGE_RECOMPUTE},
-    Pelt: {"model": MODELS},
-    BinSeg: {"model": MODELS},
-}
-
-
-def _describe(rng: _Range) -> str:
-    kind, low, high, low_in, high_in = rng
-    what = "a whole number" if kind == "int" else "a finite number"
-    if low is not None and high is not None:
-        return f"{what} in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
-    if low is not None:
-        return f"{what} {'>=' if low_in else '>'} {low:g}"
-    return what
+#: The allowed values of each text parameter (each class's ``choices``), checked by
+#: :func:`make` with the ranges: a detector's search uses some of them only when a
+#: series reaches that code (EDivisive's merge, when there is a weak point), and
+#: ruptures' error for a bad ``model`` names neither the parameter nor the choices.
+CHOICES: dict[type[Detector], dict[str, tuple[str, ...]]] = {cls: dict(cls.choices) for cls in _CLASSES if cls.choices}
 
 
 def check_params(name: str, params: dict[str, Any]) -> None:
     """Raise ``ValueError`` naming the first parameter of detector ``name`` outside its range."""
     cls, _ = _entry(name)
-    for key, rng in RANGES.get(cls, {}).items():
-        if key not in params:
-            continue
-        value = params[key]
-        kind, low, high, low_in, high_in = rng
-        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
-        if ok and kind == "int":
-            ok = isinstance(value, numbers.Integral) or float(value).is_integer()
-        if ok:
-            v = float(value)
-            ok = (low is None or (v >= low if low_in else v > low)) and (
-                high is None or (v <= high if high_in else v < high)
-            )
-        if not ok:
-            raise ValueError(f"parameter {key}={value!r} of detector {name!r} must be {_describe(rng)}")
-    for key, choices in CHOICES.get(cls, {}).items():
-        if key in params and params[key] not in choices:
-            raise ValueError(f"parameter {key}={params[key]!r} of detector {name!r} must be one of {', '.join(choices)}")
+    check_ranges(name, params, RANGES.get(cls, {}), CHOICES.get(cls, {}))
     if cls is Ensemble:
         _check_members(name, params)
     cross = [("min_back_window", "max_back_window"), ("min_window", "window")]

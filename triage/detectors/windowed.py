@@ -26,11 +26,12 @@ import functools
 import math
 import warnings
 from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 from scipy import special, stats
 
-from triage.detectors.base import ChangePoint, Detector
+from triage.detectors.base import COUNT, NONNEG, PROBABILITY, ChangePoint, Detector, Range
 
 #: Perfherder stores an infinite t (both windows constant) as 1000.
 T_CAP = 1000.0
@@ -176,6 +177,9 @@ class Perfherder(_MovingWindowScan):
     """
 
     name = "perfherder"
+    ranges: ClassVar[dict[str, Range]] = {
+        "min_back_window": COUNT, "max_back_window": COUNT, "fore_window": COUNT, "t_threshold": NONNEG, "magnitude": NONNEG,
+    }
 
     def __init__(
         self,
@@ -430,6 +434,10 @@ class HybridTest(_MovingWindowScan):
     """
 
     name = "hybrid"
+    ranges: ClassVar[dict[str, Range]] = {
+        "min_back_window": COUNT, "max_back_window": COUNT, "fore_window": COUNT, "alpha": PROBABILITY, "magnitude": NONNEG,
+    }
+    choices: ClassVar[dict[str, tuple[str, ...]]] = {"test": tuple(HYBRID_TESTS)}
 
     def __init__(
         self,
