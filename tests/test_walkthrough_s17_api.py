@@ -89,6 +89,15 @@ Defects found (what a user did, what went wrong, what happens now):
     at 1e-2 (the penalty ``penalty * log n`` is unitless, the cost is not).
     Now those costs see the series in noise units, and every model finds
     the same change points at every scale.
+19. Built the steady-state detectors with other parameters (their
+    constructors only store): ``KBKSSD(short_kernel=-1)`` an IndexError,
+    ``KBKSSD(step_window=nan)`` "slice indices must be integers",
+    ``CPSSD(n_boot=0)`` "index -1 is out of bounds", while
+    ``KBKSSD(kelly_window=0)`` (never steady), ``t_crit=-1``,
+    ``KernelStepSSD(alpha=nan)`` or ``CPSSD(confidence=-1)`` ran and
+    answered. Now each ``fit`` checks its parameters and names the bad one.
+    ``steady_mask(values, run_id)`` with a shorter ``run_id`` cut only the
+    first values and kept the rest; now refused.
 """
 
 from __future__ import annotations
@@ -567,3 +576,55 @@ def test_penalised_costs_do_not_depend_on_the_unit(model, scale):
     at_one = [c.index for c in make("pelt", model=model).detect(x)]
     assert at_one == [60]
     assert [c.index for c in make("pelt", model=model).detect(x * scale)] == at_one
+
+
+# ---------------------------------------------------------------------- 19: steady-state detectors
+
+
+def _warm_run() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    return np.r_[10 * np.exp(-np.arange(50) / 10) + 100, np.full(150, 100.0)] + rng.normal(
+        0, 0.5, 200
+    )
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "words"),
+    [
+        (
+            "KBKSSD",
+            {"short_kernel": -1},
+            "short_kernel=-1 of steady-state method 'kbkssd' must be a whole number",
+        ),
+        ("KBKSSD", {"step_window": float("nan")}, "step_window=nan"),
+        ("KBKSSD", {"kelly_window": 0}, "kelly_window=0"),
+        ("KBKSSD", {"t_crit": -1}, "t_crit=-1"),
+        (
+            "KBKSSD",
+            {"outlier_lower": 50, "outlier_upper": 10},
+            "outlier_lower=50 .* must be <= outlier_upper",
+        ),
+        ("CPSSD", {"n_boot": 0}, "n_boot=0 of steady-state method 'cpssd'"),
+        ("CPSSD", {"confidence": -1}, "confidence=-1"),
+        ("CPSSD", {"penalty_range": (10.0, 1.0)}, "penalty_range"),
+        ("KernelStepSSD", {"alpha": float("nan")}, "alpha=nan of steady-state method 'kstep'"),
+        ("KernelStepSSD", {"test_window": 1}, "test_window=1"),
+    ],
+)
+def test_steady_state_detectors_check_their_parameters(cls, kwargs, words):
+    import triage.steady_state as ss
+
+    detector = getattr(ss, cls)(**kwargs)
+    with pytest.raises(ValueError, match=words):
+        detector.fit(_warm_run())
+
+
+def test_steady_state_defaults_still_fit_and_mask_lengths_are_checked():
+    from triage.steady_state import CPSSD, KBKSSD, KernelStepSSD, make, steady_mask
+
+    run = _warm_run()
+    for detector in (KBKSSD(), CPSSD(), KernelStepSSD()):
+        start = detector.fit(run).start_
+        assert start is None or 0 <= start < len(run)
+    with pytest.raises(ValueError, match="as long: 200 and 10"):
+        steady_mask(run, np.zeros(10, dtype=int), make("kstep"))

@@ -14,7 +14,32 @@ from typing import Protocol
 
 import numpy as np
 
-from triage.detectors.base import robust_sigma
+from triage.detectors.base import Range, describe_range, in_range, robust_sigma
+
+#: Parameter ranges of the steady-state detectors (see :data:`triage.detectors.base.Range`).
+COUNT: Range = ("int", 1, None, True, False)
+NONNEG_INT: Range = ("int", 0, None, True, False)
+NONNEG: Range = ("float", 0, None, True, False)
+POSITIVE: Range = ("float", 0, None, False, False)
+PROBABILITY: Range = ("float", 0, 1, False, False)
+SHARE: Range = ("float", 0, 1, True, True)
+PERCENTILE: Range = ("float", 0, 100, True, True)
+
+
+def check_params(method: str, detector: object, ranges: dict[str, Range]) -> None:
+    """``ValueError`` naming the first parameter of ``detector`` outside its range.
+
+    Called by each detector's ``fit`` (the constructor only stores): a bad
+    value otherwise met numpy deep inside (``short_kernel=-1`` an IndexError,
+    ``n_boot=0`` "index -1 is out of bounds") or was taken and answered
+    nonsense (``kelly_window=0``: never steady; ``t_crit=-1``, ``alpha=nan``).
+    """
+    for key, rng in ranges.items():
+        value = getattr(detector, key)
+        if not in_range(value, rng):
+            raise ValueError(
+                f"parameter {key}={value!r} of steady-state method {method!r} must be {describe_range(rng)}"
+            )
 
 # The names users type (``--trim-warmup``); ``none`` keeps every iteration.
 NONE = "none"
@@ -79,6 +104,9 @@ def steady_mask(
     whose ``rising[run]`` is true (a rate, higher is better) is cut by
     ``rising_detector`` when one is given.
     """
+    if len(run_id) != len(values):
+        # A shorter run_id cut only its first values and kept the rest untouched, silently.
+        raise ValueError(f"values and run_id must be as long: {len(values)} and {len(run_id)}")
     keep = np.ones(len(values), dtype=bool)
     if detector is None or len(values) == 0:
         return keep

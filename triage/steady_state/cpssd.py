@@ -69,9 +69,21 @@ This project's choices:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
-from triage.steady_state.base import as_run, noise_level
+from triage.detectors.base import Range, in_range
+from triage.steady_state.base import (
+    COUNT,
+    NONNEG,
+    NONNEG_INT,
+    POSITIVE,
+    PROBABILITY,
+    as_run,
+    check_params,
+    noise_level,
+)
 
 # Variance floor in units of the run's noise variance (see module docstring).
 _VAR_FLOOR = 1e-8
@@ -264,7 +276,34 @@ class CPSSD:
         self.random_state = random_state
         self.exact_max = exact_max
 
+    ranges: ClassVar[dict[str, Range]] = {
+        "n_penalties": COUNT,
+        "fallback_penalty": POSITIVE,
+        "min_size": COUNT,
+        "effect": NONNEG,
+        "confidence": PROBABILITY,
+        "n_boot": COUNT,
+        "max_start": ("float", 0, 1, False, True),
+    }
+
     def fit(self, x: object) -> CPSSD:
+        check_params("cpssd", self, self.ranges)
+        low_high = self.penalty_range
+        if not (
+            isinstance(low_high, tuple | list)
+            and len(low_high) == 2
+            and all(in_range(v, POSITIVE) for v in low_high)
+            and low_high[0] <= low_high[1]
+        ):
+            raise ValueError(
+                f"parameter penalty_range={low_high!r} of steady-state method 'cpssd' must be two "
+                "finite numbers > 0, the lower first"
+            )
+        if self.random_state is not None and not in_range(self.random_state, NONNEG_INT):
+            raise ValueError(
+                f"parameter random_state={self.random_state!r} of steady-state method 'cpssd' must be "
+                "None or a whole number >= 0"
+            )
         if (
             isinstance(self.exact_max, bool)
             or not isinstance(self.exact_max, (int, np.integer))

@@ -43,10 +43,13 @@ independent evaluation).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from scipy import signal
 
-from triage.steady_state.base import as_run
+from triage.detectors.base import Range
+from triage.steady_state.base import COUNT, NONNEG_INT, PERCENTILE, POSITIVE, as_run, check_params
 
 DIRECTIONS = ("down", "up")
 
@@ -204,7 +207,26 @@ class KBKSSD:
         self.min_steady = min_steady
         self.direction = direction
 
+    ranges: ClassVar[dict[str, Range]] = {
+        "outlier_window": COUNT,
+        "outlier_lower": PERCENTILE,
+        "outlier_upper": PERCENTILE,
+        "median_kernel": COUNT,
+        "short_kernel": COUNT,
+        "step_window": COUNT,
+        "kelly_window": ("int", 3, None, True, False),  # a line fitted to each window
+        "t_crit": POSITIVE,
+        "prob_threshold": ("float", 0, 1, False, True),
+        "min_steady": NONNEG_INT,
+    }
+
     def fit(self, x: object) -> KBKSSD:
+        check_params("kbkssd", self, self.ranges)
+        if self.outlier_lower > self.outlier_upper:
+            raise ValueError(
+                f"parameter outlier_lower={self.outlier_lower!r} of steady-state method 'kbkssd' must be "
+                f"<= outlier_upper={self.outlier_upper!r}"
+            )
         if self.direction not in DIRECTIONS:
             raise ValueError(
                 f"direction must be one of {', '.join(DIRECTIONS)}, got {self.direction!r}"

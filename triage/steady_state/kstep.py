@@ -37,10 +37,22 @@ the end for the kernel to see).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from scipy import stats
 
-from triage.steady_state.base import as_run, noise_level
+from triage.detectors.base import Range
+from triage.steady_state.base import (
+    COUNT,
+    NONNEG,
+    PERCENTILE,
+    POSITIVE,
+    PROBABILITY,
+    as_run,
+    check_params,
+    noise_level,
+)
 
 
 def running_median(x: np.ndarray, window: int) -> np.ndarray:
@@ -129,7 +141,20 @@ class KernelStepSSD:
         self.alpha = alpha
         self.min_steady = min_steady
 
+    ranges: ClassVar[dict[str, Range]] = {
+        "kernel_width": COUNT,
+        "step_threshold": NONNEG,
+        "outlier_window": COUNT,
+        "outlier_percentile": PERCENTILE,
+        "outlier_factor": POSITIVE,
+        "test_window": ("int", 2, None, True, False),  # Welch's test needs two values a side
+        "test_step": COUNT,
+        "alpha": PROBABILITY,
+        "min_steady": ("float", 0, 1, True, False),
+    }
+
     def fit(self, x: object) -> KernelStepSSD:
+        check_params("kstep", self, self.ranges)
         run = as_run(x)
         n = len(run)
         if n == 0:  # nothing to be steady
