@@ -98,6 +98,10 @@ Defects found (what a user did, what went wrong, what happens now):
     answered. Now each ``fit`` checks its parameters and names the bad one.
     ``steady_mask(values, run_id)`` with a shorter ``run_id`` cut only the
     first values and kept the rest; now refused.
+20. ``TriageClassifier().fit(X, y)`` with one label missing: NaN in a float
+    ``y`` gave "Unknown label type: continuous", ``None`` or ``pd.NA`` "Only
+    binary classification is supported: y holds 3 class(es): ['<NA>', ...]".
+    Now: "y has 1 missing label(s), the first at row 5".
 """
 
 from __future__ import annotations
@@ -628,3 +632,26 @@ def test_steady_state_defaults_still_fit_and_mask_lengths_are_checked():
         assert start is None or 0 <= start < len(run)
     with pytest.raises(ValueError, match="as long: 200 and 10"):
         steady_mask(run, np.zeros(10, dtype=int), make("kstep"))
+
+
+# ---------------------------------------------------------------------- 20: missing labels
+
+
+@pytest.mark.parametrize("missing", ["nan", "none", "pd.NA"])
+def test_a_missing_label_is_called_missing(missing):
+    import pandas as pd
+
+    from triage.training.classifier import TriageClassifier
+
+    X, y = _xy(60)
+    if missing == "nan":
+        target = y.astype(float)
+        target[5] = np.nan
+    elif missing == "none":
+        target = np.where(y == 1, "true_positive", "false_positive").astype(object)
+        target[5] = None
+    else:
+        target = pd.Series(np.where(y == 1, "t", "f"), dtype="string")
+        target[5] = pd.NA
+    with pytest.raises(ValueError, match=r"y has 1 missing label\(s\), the first at row 5"):
+        TriageClassifier(n_estimators=5).fit(X, target)

@@ -287,6 +287,13 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y must be 1-D (n_samples,), got shape {y_arr.shape}")
         if len(y_arr) != len(Xa):
             raise ValueError(f"X has {len(Xa)} rows, y has {len(y_arr)}")
+        missing = np.asarray(pd.isna(y_arr), dtype=bool)
+        if missing.any():
+            # NaN read as "continuous" targets, None or pd.NA as a third class: a missing label, said so.
+            raise ValueError(
+                f"y has {int(missing.sum())} missing label(s), the first at row {int(np.flatnonzero(missing)[0])} "
+                "(0-based): leave those rows out (untriaged candidates carry no target)"
+            )
         classes = _classes_of(y_arr)
         y01 = self._encode_target(y_arr, classes)
         if groups is not None:
