@@ -326,3 +326,32 @@ def test_readme_watch_record_example_reads(tmp_path):
     )
     (history,) = list(load(path))
     assert history.series_id == "db.insert" and list(history.commits) == ["3f2a9c1", "4b"]
+
+
+#: Figures README quotes from BENCHMARKS.md: (as README writes it, as BENCHMARKS.md writes it).
+QUOTED_FIGURES = [
+    ("mean AUC 0.816 against 0.813", "mean (0.816 against 0.813)"),
+    ("(0.615 against 0.685)", "(0.615 against 0.685)"),
+    ("157 of the loop's 688 alarms", "| 688 | 157 |"),
+    ("95.5 %", "(95.5 %)"),
+    ("(64.9 % before)", "(64.9 %)"),
+    ("69,437 of 404,520", "69,437 of 404,520"),
+    ("(7,077)", "7,077"),
+    ("60-68 CPU-seconds", "60-68 CPU-seconds"),
+    ("425-481 MB", "425-481 MB"),
+    ("1,238 MB", "1,238 MB"),
+    ("27.3 s", "27.3 s CPU"),
+    ("74x faster on 20 real histories", "74x faster on these 20 series"),
+    ("2.5-2.8 CPU-seconds instead of 7.2-8.2", "2.5-2.8 CPU-s"),
+    ("1.71 alarms per 100 real commits", "own threshold: 1.71"),
+]
+
+
+@pytest.mark.parametrize(("in_readme", "in_benchmarks"), QUOTED_FIGURES)
+def test_readme_figures_quoted_from_benchmarks_are_there(in_readme, in_benchmarks):
+    readme = " ".join(_text("README.md").split())
+    benchmarks = " ".join(_text("BENCHMARKS.md").split())
+    assert in_readme in readme, f"README no longer says {in_readme!r}: update this test with README"
+    assert in_benchmarks in benchmarks, (
+        f"BENCHMARKS.md does not say {in_benchmarks!r}, which README quotes as {in_readme!r}"
+    )
