@@ -102,6 +102,11 @@ Defects found (what a user did, what went wrong, what happens now):
     ``y`` gave "Unknown label type: continuous", ``None`` or ``pd.NA`` "Only
     binary classification is supported: y holds 3 class(es): ['<NA>', ...]".
     Now: "y has 1 missing label(s), the first at row 5".
+21. ``OnlineTriage.process_one(np.int64(7), np.int64(5), 1.0)`` (ids taken
+    from an array or ``frame.to_numpy()``): "series '7': series id must be a
+    non-empty string", though a Python 7 is taken; a float commit id (a
+    frame's row of mixed columns gives 100.0) was told the same. Now numpy
+    integers are ids like Python's, and a float is named as one.
 """
 
 from __future__ import annotations
@@ -655,3 +660,27 @@ def test_a_missing_label_is_called_missing(missing):
         target[5] = pd.NA
     with pytest.raises(ValueError, match=r"y has 1 missing label\(s\), the first at row 5"):
         TriageClassifier(n_estimators=5).fit(X, target)
+
+
+# ---------------------------------------------------------------------- 21: numpy ids
+
+
+def test_numpy_integer_ids_are_ids(online_dir):
+    from triage.online.loop import OnlineTriage
+    from triage.online.records import RejectedCommit
+
+    values = 10 + np.random.default_rng(0).normal(size=8)
+    plain = OnlineTriage.from_model_dir(online_dir)
+    numpy = OnlineTriage.from_model_dir(online_dir)
+    a = [plain.process_one(7, 100 + i, float(v)) for i, v in enumerate(values)]
+    b = [
+        numpy.process_one(np.int64(7), np.uint16(100 + i), np.float64(v))
+        for i, v in enumerate(values)
+    ]
+    assert [d and d.to_dict() for d in a] == [d and d.to_dict() for d in b]
+    assert b[-1].series == "7" and b[-1].commit == "103"
+    with pytest.raises(
+        RejectedCommit,
+        match=r"commit id must be a non-empty string or an integer, got the number 9.0",
+    ):
+        numpy.process_one("7", 9.0, 1.0)

@@ -242,20 +242,30 @@ def _model_name(path: Path) -> str:
 
 
 def _check(series_id: object, commit: object, value: object) -> tuple[str, str, float]:
-    if isinstance(series_id, int) and not isinstance(series_id, bool):
+    if isinstance(series_id, numbers.Integral) and not isinstance(series_id, bool | np.bool_):
         # A numeric id (a Perfherder signature's) names its series as a build number names a
         # commit; it was refused as "series '4471': series id must be a non-empty string".
-        series_id = str(series_id)
+        # numpy's integers too (an id taken from an array or a frame's .to_numpy()).
+        series_id = str(int(series_id))
     if not isinstance(series_id, str) or not series_id:
-        raise RejectedCommit(str(series_id), str(commit), "series id must be a non-empty string")
-    if isinstance(commit, bool) or not isinstance(commit, str | int) or commit == "":
-        raise RejectedCommit(series_id, str(commit), "commit id must be a non-empty string")
+        raise RejectedCommit(str(series_id), str(commit), _id_problem("series id", series_id))
+    if isinstance(commit, numbers.Integral) and not isinstance(commit, bool | np.bool_):
+        commit = int(commit)
+    if isinstance(commit, bool | np.bool_) or not isinstance(commit, str | int) or commit == "":
+        raise RejectedCommit(series_id, str(commit), _id_problem("commit id", commit))
     commit = str(commit)
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise RejectedCommit(series_id, commit, f"value {value!r} is not a number")
     if (problem := value_problem(value)) is not None:  # NaN, inf, 10**400, |x| near 1e308 or 1e-308
         raise RejectedCommit(series_id, commit, problem)
     return series_id, commit, float(value)
+
+
+def _id_problem(what: str, value: object) -> str:
+    """Why ``value`` is no id: a float (7.0 from a frame's row of mixed columns) is said so."""
+    if isinstance(value, float | np.floating):
+        return f"{what} must be a non-empty string or an integer, got the number {value!r} (a float)"
+    return f"{what} must be a non-empty string"
 
 
 def _check_storable(series_id: str, commit: str) -> None:
