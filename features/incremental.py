@@ -217,6 +217,22 @@ def online_pair_features(pre: np.ndarray, after: np.ndarray) -> np.ndarray:
     return level_shift.pair_features(tail, after, level_shift.resolution(np.concatenate([tail, after])))
 
 
+def checked_value(x: object, series_id: str, index: int) -> float:
+    """``x`` as a float, or ``ValueError`` naming the series and the index: the one
+    check of a Pre state's values (:class:`PreState` and :class:`~triage.features.recomputed.RecomputedPre`)."""
+    try:
+        value = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"series {series_id!r}, index {index}: value {x!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"series {series_id!r}, index {index}: value {value!r} is not finite")
+    if (problem := value_problem(value)) is not None:
+        # 1e300 was taken and gave NaN characteristics (the batch features of the same
+        # values are finite): the state sums powers of the raw values.
+        raise ValueError(f"series {series_id!r}, index {index}: {problem}")
+    return value
+
+
 def window_characteristics(x: np.ndarray) -> np.ndarray:
     """:func:`triage.features.fast.window_characteristics` of a short window, compiled end to end.
 
@@ -381,17 +397,7 @@ class PreState:
         return self
 
     def _check(self, x: float) -> float:
-        try:
-            x = float(x)
-        except (TypeError, ValueError):
-            raise ValueError(f"series {self.series_id!r}, index {self.index}: value {x!r} is not a number") from None
-        if not math.isfinite(x):
-            raise ValueError(f"series {self.series_id!r}, index {self.index}: value {x!r} is not finite")
-        if (problem := value_problem(x)) is not None:
-            # 1e300 was taken and gave NaN characteristics (the batch features of the same
-            # values are finite): the state sums powers of the raw values.
-            raise ValueError(f"series {self.series_id!r}, index {self.index}: {problem}")
-        return x
+        return checked_value(x, self.series_id, self.index)
 
     def learn_one(self, x: float) -> PreState:
         """Append one commit's value to Pre. O(1) (O(log n) with ``hurst``)."""

@@ -23,7 +23,12 @@ import numpy as np
 
 from triage.features import catalogue
 from triage.features.fast import window_characteristics
-from triage.features.incremental import BOUNDED, DEFAULT_HORIZON, online_pair_features
+from triage.features.incremental import (
+    BOUNDED,
+    DEFAULT_HORIZON,
+    checked_value,
+    online_pair_features,
+)
 from triage.features.row import feature_row, layout_for
 
 #: True at the positions of the characteristics PreState bounds to its horizon.
@@ -63,7 +68,8 @@ class RecomputedPre:
 
     def learn_one(self, x: float) -> RecomputedPre:
         """Append one value (float) to Pre."""
-        self.values.append(float(x))
+        # NaN and 1e300 were taken (PreState refuses them) and made every later row NaN.
+        self.values.append(checked_value(x, self.series_id, len(self.values)))
         self._pre = None
         return self
 
@@ -85,6 +91,8 @@ class RecomputedPre:
         layout = self._layout
         pre = np.asarray(self.values, dtype=np.float64)
         after = np.asarray(x_new, dtype=np.float64).reshape(-1)
+        for value in after:
+            checked_value(value, self.series_id, len(self.values))
         if layout.needs_pre and self._pre is None:
             self._pre = window_characteristics(pre)
         return feature_row(

@@ -107,6 +107,10 @@ Defects found (what a user did, what went wrong, what happens now):
     non-empty string", though a Python 7 is taken; a float commit id (a
     frame's row of mixed columns gives 100.0) was told the same. Now numpy
     integers are ids like Python's, and a float is named as one.
+22. ``RecomputedPre`` (the exact twin of ``PreState``, ``pre_class=`` of the
+    loop) took NaN and 1e300 in ``learn_one`` and made every later row NaN,
+    where ``PreState`` refuses them. Now both run the one check
+    (``features.incremental.checked_value``), in the same words.
 """
 
 from __future__ import annotations
@@ -684,3 +688,27 @@ def test_numpy_integer_ids_are_ids(online_dir):
         match=r"commit id must be a non-empty string or an integer, got the number 9.0",
     ):
         numpy.process_one("7", 9.0, 1.0)
+
+
+# ---------------------------------------------------------------------- 22: the two Pre states agree on bad values
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 1e300, "a"])
+def test_both_pre_states_refuse_the_same_values(bad):
+    from triage.features.incremental import PreState
+    from triage.features.recomputed import RecomputedPre
+
+    words = []
+    for cls in (PreState, RecomputedPre):
+        state = cls(series_id="s")
+        for v in (1.0, 2.0):
+            state.learn_one(v)
+        with pytest.raises(ValueError, match=r"series 's', index 2: value") as caught:
+            state.learn_one(bad)
+        words.append(str(caught.value))
+        assert state.n == 2
+        with pytest.raises(ValueError, match="series 's'"):
+            state.features_array(
+                np.array([1.0, bad]) if bad != "a" else np.array([1.0, float("nan")])
+            )
+    assert words[0] == words[1]
