@@ -111,6 +111,9 @@ Defects found (what a user did, what went wrong, what happens now):
     loop) took NaN and 1e300 in ``learn_one`` and made every later row NaN,
     where ``PreState`` refuses them. Now both run the one check
     (``features.incremental.checked_value``), in the same words.
+23. ``culprit_posterior(a, b, [(15, nan)], ...)`` or with ``sigma=nan``:
+    a posterior of NaNs, silently. Now the reading or the parameter is named,
+    as ``find_culprit`` does.
 """
 
 from __future__ import annotations
@@ -712,3 +715,14 @@ def test_both_pre_states_refuse_the_same_values(bad):
                 np.array([1.0, bad]) if bad != "a" else np.array([1.0, float("nan")])
             )
     assert words[0] == words[1]
+
+
+def test_culprit_posterior_refuses_nan():
+    from triage.sampling import culprit_posterior
+
+    cands, p = culprit_posterior(10, 20, [(15, 12.0)], 10.0, 12.0, 0.3)
+    assert list(cands) == list(range(11, 21)) and p.sum() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="measured reading of position 15 is nan"):
+        culprit_posterior(10, 20, [(15, float("nan"))], 10.0, 12.0, 0.3)
+    with pytest.raises(ValueError, match="sigma must be a finite number"):
+        culprit_posterior(10, 20, [(15, 12.0)], 10.0, 12.0, float("nan"))

@@ -133,11 +133,7 @@ def find_culprit(
         raise ValueError("the old and new levels are equal: there is no change to localise")
     if tolerance < 0 or dof <= 0:
         raise ValueError(f"tolerance must be >= 0 and dof > 0 (got {tolerance} and {dof})")
-    for name, level in (("old", old), ("new", new)):
-        if not math.isfinite(level):
-            raise ValueError(f"the {name} level must be a finite number, got {level!r}")
-    if not (math.isfinite(sigma) and sigma >= 0):
-        raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
+    _check_model(old, new, sigma)
     if not 0.0 < confidence <= 1.0:
         raise ValueError(f"confidence must be in (0, 1], got {confidence!r}")
     if max_measurements is not None and max_measurements < 0:
@@ -164,6 +160,15 @@ def find_culprit(
         dof,
         given,
     )
+
+
+def _check_model(old: float, new: float, sigma: float) -> None:
+    """The levels and the noise scale of the one-step model: finite numbers, sigma >= 0."""
+    for name, level in (("old", old), ("new", new)):
+        if not math.isfinite(level):
+            raise ValueError(f"the {name} level must be a finite number, got {level!r}")
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
 
 
 def _check_reading(position: int, value: float, source: str) -> None:
@@ -249,10 +254,12 @@ def culprit_posterior(
     """
     if b - a < 1:
         raise ValueError(f"'after' must come after 'before' (positions {a} and {b})")
+    _check_model(old, new, sigma)
     cands = np.arange(a + 1, b + 1)
     logp = np.zeros(len(cands))
     sigma = max(sigma, 1e-12 * abs(new - old))
     for m, v in measured:
+        _check_reading(int(m), float(v), "measured")  # a NaN made the whole posterior NaN
         logp += _reading_loglik(float(v), cands, int(m), old, new, sigma, dof)
     p = np.exp(logp - logp.max())
     return cands, p / p.sum()
