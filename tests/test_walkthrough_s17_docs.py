@@ -33,12 +33,20 @@ Defects found (what a user did, what went wrong, what happens now):
    ``"replayed": true``; nothing for a series' first K commits). Said now.
 8. README did not say that ``train`` writes MLflow's ``mlartifacts/`` folder
    beside ``mlruns.db``. Said now.
+9. README said ``label`` and ``score`` refuse "a model made for another job by
+   name"; they refuse a model whose columns they do not build (``online-w4``),
+   and accept the window-0 online model ``default-w0``. Said so now.
+10. models/README.md's reproduce command registered ``triage-xgb-wadaptive``,
+    not the name ``triage train`` gives (``triage-xgb-adaptive``). Fixed.
 
 Left in the code (reported, not fixed here): ``--trim-warmup``'s help on
 ``summary``, ``convert`` and ``candidates`` says "values read as times: a
 warm-up falls", while a series whose ``higher_is_better`` column says true is
 read as a rate (its rising warm-up is cut), as README says and as
-``triage convert --trim-warmup kbkssd`` does.
+``triage convert --trim-warmup kbkssd`` does. And ``triage candidates
+--detector ensemble --param min_votes=9`` is refused only when the first
+series is detected, as "detector 'ensemble' failed on series '<first series>'",
+blaming a series for a parameter error.
 """
 
 from __future__ import annotations
