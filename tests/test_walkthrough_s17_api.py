@@ -114,6 +114,17 @@ Defects found (what a user did, what went wrong, what happens now):
 23. ``culprit_posterior(a, b, [(15, nan)], ...)`` or with ``sigma=nan``:
     a posterior of NaNs, silently. Now the reading or the parameter is named,
     as ``find_culprit`` does.
+24. ``TriageClassifier(threshold="fbeta:1")``: ``decision_function`` is
+    P - threshold and ``predict`` calls P >= threshold true, but a learned
+    threshold is one of the validation probabilities, so rows at exactly the
+    threshold scored 0, which scikit-learn reads as the negative class
+    (``check_estimator``'s ``check_classifiers_classes`` failed). Now such a
+    row scores the smallest positive float.
+25. ``TriageClassifier(calibration="isotonic")`` (or the SVM, or a learned
+    threshold) fitted on 10 rows: "The test_size = 1 should be greater or
+    equal to the number of classes = 2", train_test_split's words
+    (``check_fit2d_1feature`` failed). Now the validation part holds at least
+    one row of each class.
 """
 
 from __future__ import annotations
@@ -726,3 +737,35 @@ def test_culprit_posterior_refuses_nan():
         culprit_posterior(10, 20, [(15, float("nan"))], 10.0, 12.0, 0.3)
     with pytest.raises(ValueError, match="sigma must be a finite number"):
         culprit_posterior(10, 20, [(15, 12.0)], 10.0, 12.0, float("nan"))
+
+
+# ---------------------------------------------------------------------- 24-25: decision_function ties, tiny data
+
+
+def test_decision_function_agrees_with_predict_at_the_threshold():
+    from triage.training.classifier import TriageClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4))
+    y = (X[:, 0] + 0.8 * rng.normal(size=120) > 0).astype(int)
+    clf = TriageClassifier(n_estimators=10, threshold="fbeta:1").fit(X, y)
+    p = clf.predict_proba(X)[:, 1]
+    assert (p == clf.threshold_).any()  # the tie this is about
+    decision = clf.decision_function(X)
+    np.testing.assert_array_equal(decision > 0, clf.predict(X) == clf.classes_[1])
+    order = np.argsort(p, kind="stable")
+    assert np.all(np.diff(decision[order]) >= 0)  # still ranks as P does
+
+
+@pytest.mark.parametrize(
+    "params", [{"calibration": "isotonic"}, {"model": "svm"}, {"threshold": "recall:0.9"}]
+)
+def test_ten_rows_are_enough_to_fit(params):
+    from triage.training.classifier import TriageClassifier
+
+    X = np.linspace(0, 3, 10).reshape(-1, 1)
+    y = (X[:, 0] > 1.4).astype(int)
+    clf = TriageClassifier(
+        **({"n_estimators": 5} if params.get("model") != "svm" else {}), **params
+    ).fit(X, y)
+    assert clf.n_train_["validation"] >= 2 and clf.predict(X).shape == (10,)

@@ -413,8 +413,18 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         return np.column_stack([1.0 - p, p])
 
     def decision_function(self, X) -> np.ndarray:
-        """P(true alert) minus the threshold, shape (n_samples,): >= 0 means true alert."""
-        return self.predict_proba(X)[:, 1] - self.threshold_
+        """P(true alert) minus the threshold, shape (n_samples,): > 0 means true alert.
+
+        scikit-learn reads a score > 0 as ``classes_[1]``; :meth:`predict` calls
+        P >= threshold a true alert, and a learned threshold is one of the
+        validation probabilities, so P can equal it (a forest's probabilities
+        are multiples of 1 / trees). Such a row gets the smallest positive float
+        instead of 0, so that both say the same (it was 0: called false here,
+        true by ``predict``); the order of the scores is unchanged.
+        """
+        p = self.predict_proba(X)[:, 1]
+        score = p - self.threshold_
+        return np.where((p >= self.threshold_) & (score <= 0), np.nextafter(0.0, 1.0), score)
 
     def predict(self, X) -> np.ndarray:
         """``classes_[1]`` where P(true alert) >= ``threshold_``, else ``classes_[0]``; shape (n_samples,)."""
@@ -497,7 +507,11 @@ def _validation_split(y: np.ndarray, groups, size: float, seed) -> tuple[np.ndar
             raise InputError(None, None, f"only {int(np.sum(y == cls))} {'true' if cls else 'false'} alert: "
                                          "too few to hold out validation rows of each class (for calibration "
                                          "or a learned threshold); label more candidates")
-    fit_idx, val_idx = train_test_split(idx, test_size=size, stratify=y, random_state=seed)
+    # scikit-learn's own rounding (ceil), but at least one row per class: on 10 rows
+    # 10 % is one row, and train_test_split refused it in its words ("The test_size
+    # = 1 should be greater or equal to the number of classes = 2").
+    n_val = max(2, int(np.ceil(size * len(y))))
+    fit_idx, val_idx = train_test_split(idx, test_size=n_val, stratify=y, random_state=seed)
     # Stratifying rounds a class of a few rows (3 false alerts in 300) down to none
     # in validation: Platt scaling then fails on one class and a learned threshold
     # is chosen without a single false alert. One row of such a class moves over.
