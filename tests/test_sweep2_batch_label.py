@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -30,11 +32,12 @@ def _history(path):
     return path
 
 
-@pytest.mark.parametrize("model", ["online-w4", "default-scoring"])
-def test_a_model_whose_features_label_cannot_build_is_refused_by_name(tmp_path, model):
+@pytest.mark.parametrize(("model", "kind"), [("online-w4", "an online model (window 4)"),
+                                             ("default-scoring", "a detector-scoring model")])
+def test_a_model_whose_features_label_cannot_build_is_refused_by_name(tmp_path, model, kind):
     data = _history(tmp_path / "h.csv")
     clf = load_classifier(resolve_model(model, "alerts"))
-    with pytest.raises(InputError, match=r"needs features .*pair_.* use `triage (score|detect)`"):
+    with pytest.raises(InputError, match=rf"needs features .*pair_.*\({re.escape(kind)}\).* use `triage (score|detect)`"):
         label_candidates(load(data), clf)
     result = runner.invoke(app, ["label", "--data", str(data), "--model", model])
     assert result.exit_code != 0
@@ -50,4 +53,4 @@ def test_score_refuses_an_online_model_by_name(tmp_path):
     assert result.exit_code != 0
     message = result.output + str(result.exception)
     assert not isinstance(result.exception, KeyError), message  # was an internal error
-    assert "online-w4" in message and "pair_robust_shift" in message and "triage detect" in message
+    assert "online-w4" in message and "pair_robust_shift" in message and "`triage detect` / `triage watch`" in message

@@ -38,9 +38,11 @@ from triage.core.atomic import write_csv_atomic, write_text_atomic
 from triage.core.errors import InputError
 from triage.core.history import Dataset
 from triage.core.metrics import confusion
+from triage.features.windows import ADAPTIVE
 from triage.inference import (
     NOT_SCORABLE,
     candidate_matrix,
+    candidate_windowing,
     decide,
     model_features,
     model_window,
@@ -114,10 +116,12 @@ def _check_features(classifier, matrix: pd.DataFrame) -> None:
     missing = [c for c in model_features(classifier, source) if c not in matrix.columns]
     if missing:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        window = model_window(classifier)
+        kind = ("a detector-scoring model" if candidate_windowing(classifier) is not None
+                else f"an online model (window {window})" if window != ADAPTIVE else "a model for another job")
         raise InputError(source, None, f"this model needs features {shown}, which labelling candidates does "
-                         "not compute (a detector-scoring or online model): use `triage score` with detector "
-                         "candidates or `triage detect`, or an alerts model (default, default-w0, a `triage train` "
-                         "directory)")
+                         f"not compute ({kind}): use `triage score` with detector candidates or `triage detect` / "
+                         "`triage watch`, or an alerts model (default, default-w0, a `triage train` directory)")
 
 
 def agreement(decisions: pd.DataFrame, reference: str = "label") -> dict[str, float]:

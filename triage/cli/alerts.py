@@ -287,7 +287,7 @@ def _check_scoring_features(clf) -> None:
     if missing:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
         raise InputError(source, None, f"this model needs features {shown}, which `triage score` builds only for a "
-                         "model trained on candidate-bounded windows: an online model is for `triage detect`; "
+                         "model trained on candidate-bounded windows: an online model is for `triage detect` / `triage watch`; "
                          "score with default-scoring or an alerts model")
 
 

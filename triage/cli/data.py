@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order
-from triage.cli.tables import console_for, dataset_summary, dataset_summary_rows
+from triage.cli.options import COMMIT_ORDER_HELP, TRIM_WARMUP_HELP, read_commit_order
+from triage.cli.tables import console_for, dataset_summary, dataset_summary_rows, output_name
 from triage.cli.validation import check_table_suffix, output_file
 from triage.core.errors import InputError
 from triage.loaders import LAYOUTS, load
@@ -137,7 +137,7 @@ def summary(
     trim_warmup: str = typer.Option(
         "none",
         "--trim-warmup",
-        help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd, kstep or none (values read as times: a warm-up falls).",
+        help=TRIM_WARMUP_HELP,
     ),
     branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
     alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
@@ -181,7 +181,7 @@ def convert(
     trim_warmup: str = typer.Option(
         "none",
         "--trim-warmup",
-        help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd, kstep or none (values read as times: a warm-up falls).",
+        help=TRIM_WARMUP_HELP,
     ),
     branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
     alerts: Path = typer.Option(None, "--alerts", help=ALERTS_HELP),
@@ -213,7 +213,7 @@ def convert(
     )
     written = write_long(dataset, out)
     console_for(out).print(
-        f"{len(dataset):,} series, {dataset.n_commits():,} commits -> {escape(str(written))}",
+        f"{len(dataset):,} series, {dataset.n_commits():,} commits -> {output_name(written)}",
         highlight=False,
     )
 

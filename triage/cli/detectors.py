@@ -8,12 +8,16 @@ from pathlib import Path
 import pandas as pd
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from triage.cli.options import COMMIT_ORDER_HELP, read_commit_order, refuse_repeated_keys
+from triage.cli.options import (
+    COMMIT_ORDER_HELP,
+    TRIM_WARMUP_HELP,
+    read_commit_order,
+    refuse_repeated_keys,
+)
 from triage.cli.progress import JobProgress
-from triage.cli.tables import check_format, console_for
+from triage.cli.tables import check_format, console_for, output_name
 from triage.cli.validation import check_option_applies, output_file
 from triage.core.atomic import write_frame
 from triage.core.history import Dataset
@@ -75,7 +79,7 @@ def candidates(
     out: Path = typer.Option(..., "--out", parser=output_file, help="Candidate file to write (- = stdout)."),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
-    trim_warmup: str = typer.Option("none", "--trim-warmup", help="Aggregate only the steady part of each commit's measurements: kbkssd, cpssd, kstep or none (values read as times: a warm-up falls)."),
+    trim_warmup: str = typer.Option("none", "--trim-warmup", help=TRIM_WARMUP_HELP),
     fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines, one candidate per line)."),
     branch: str = typer.Option(None, "--branch", help="Otava CSVs with a branch column: only this branch."),
     commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),
@@ -111,7 +115,7 @@ def candidates(
         raise typer.BadParameter(str(exc)) from None
     write_frame(frame, out, fmt)
     # soft_wrap: rich would break a long --out path at 80 columns, and a log reader could not copy it.
-    say.print(f"{len(frame)} candidates from {detector} on {len(dataset)} series -> {escape(str(out))}",
+    say.print(f"{len(frame)} candidates from {detector} on {len(dataset)} series -> {output_name(out)}",
               highlight=False, soft_wrap=True)
 
 

@@ -74,6 +74,11 @@ def refuse_repeated_keys(option: str, items: list[str] | None) -> None:
         if key:
             seen[key] = item
 
+TRIM_WARMUP_HELP = (
+    "Aggregate only the steady part of each commit's measurements (each fork's, with a fork column): kbkssd, "
+    "cpssd, kstep or none. A higher-is-better series is a rate, whose warm-up rises; any other is read as "
+    "times, whose warm-up falls."
+)
 COMMIT_ORDER_HELP = (
     "Text file of commit ids in history order, one a line (long layout): re-measured commits (retriggers) "
     "are placed by it instead of by their first appearance."
