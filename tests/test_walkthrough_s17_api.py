@@ -125,6 +125,10 @@ Defects found (what a user did, what went wrong, what happens now):
     equal to the number of classes = 2", train_test_split's words
     (``check_fit2d_1feature`` failed). Now the validation part holds at least
     one row of each class.
+26. ``TriageClassifier(model="xgb").fit(X)`` with X of no column: XGBoost's
+    "[14:26:44] /workspace/src/data/proxy_dmatrix.h:159: Check failed:
+    this->n_features > ..." (``check_estimators_empty_data_messages``). Now
+    scikit-learn's "Found array with 0 feature(s)" for every kind.
 """
 
 from __future__ import annotations
@@ -769,3 +773,15 @@ def test_ten_rows_are_enough_to_fit(params):
         **({"n_estimators": 5} if params.get("model") != "svm" else {}), **params
     ).fit(X, y)
     assert clf.n_train_["validation"] >= 2 and clf.predict(X).shape == (10,)
+
+
+@pytest.mark.parametrize("model", ["rf", "xgb", "svm"])
+def test_no_feature_column_is_refused_in_words(model):
+    import pandas as pd
+
+    from triage.training.classifier import TriageClassifier
+
+    y = np.arange(20) % 2
+    for X in (np.empty((20, 0)), pd.DataFrame(index=range(20))):
+        with pytest.raises(ValueError, match=r"Found array with 0 feature\(s\)"):
+            TriageClassifier(model=model).fit(X, y)

@@ -164,6 +164,8 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         self._check_params()
         policy = parse_policy(self.threshold)
         Xa, y01, groups, classes, names = self._training_arrays(X, y, groups)
+        if Xa.shape[1] == 0:  # a frame without columns (an array is refused by _as_2d_float)
+            raise ValueError(f"Found array with 0 feature(s) (shape={Xa.shape}) while a minimum of 1 is required.")
         self.classes_ = classes
         self.feature_names_ = names
         self.n_features_in_ = Xa.shape[1]
@@ -461,6 +463,9 @@ def _as_2d_float(X) -> np.ndarray:
             f"X must be 2-D (n_samples, n_features), got shape {Xa.shape}. Reshape your data, "
             "e.g. array.reshape(-1, 1) for one feature or array.reshape(1, -1) for one sample"
         )
+    if Xa.shape[1] == 0:
+        # scikit-learn's words; XGBoost's own were "Check failed: this->n_features > ...".
+        raise ValueError(f"Found array with 0 feature(s) (shape={Xa.shape}) while a minimum of 1 is required.")
     Xa[~np.isfinite(Xa)] = np.nan
     return Xa
 
