@@ -129,6 +129,11 @@ Defects found (what a user did, what went wrong, what happens now):
     "[14:26:44] /workspace/src/data/proxy_dmatrix.h:159: Check failed:
     this->n_features > ..." (``check_estimators_empty_data_messages``). Now
     scikit-learn's "Found array with 0 feature(s)" for every kind.
+27. ``HistoryGP.predict([0, 49, 60])`` on a history of 50 commits
+    extrapolated past its end silently; ``next_positions(2.5)`` gave
+    "'float' object cannot be interpreted as an integer",
+    ``next_positions("2")`` "'<' not supported between instances of 'int'
+    and 'str'". Now ValueErrors naming the position or ``k``.
 """
 
 from __future__ import annotations
@@ -785,3 +790,16 @@ def test_no_feature_column_is_refused_in_words(model):
     for X in (np.empty((20, 0)), pd.DataFrame(index=range(20))):
         with pytest.raises(ValueError, match=r"Found array with 0 feature\(s\)"):
             TriageClassifier(model=model).fit(X, y)
+
+
+def test_history_gp_predict_and_next_positions_check_their_arguments():
+    from triage.sampling import HistoryGP
+
+    gp = HistoryGP().fit(50, [0, 10, 49], [1.0, 2.0, 1.5])
+    assert gp.predict([3, 4])[0].shape == (2,)
+    assert gp.next_positions(np.int64(2)) == gp.next_positions(2)
+    with pytest.raises(ValueError, match="position 60 is outside the history's commits 0 .. 49"):
+        gp.predict([0, 49, 60])
+    for k in (2.5, "2", None, True, -1):
+        with pytest.raises(ValueError, match="k must be a number of commits"):
+            gp.next_positions(k)

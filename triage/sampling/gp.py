@@ -143,7 +143,7 @@ class HistoryGP:
     def predict(self, positions=None) -> tuple[np.ndarray, np.ndarray]:
         """(mean, standard deviation) at ``positions`` (default: every commit)."""
         self._check_fitted()
-        positions = np.arange(self.n_) if positions is None else positions
+        positions = np.arange(self.n_) if positions is None else self._checked_positions(positions)
         mean, std = self.gp_.predict(self._x(positions), return_std=True)
         return np.asarray(mean) * self.scale_, np.asarray(std) * self.scale_
 
@@ -191,6 +191,8 @@ class HistoryGP:
         (:meth:`predict`) always uses the fitted ones.
         """
         self._check_fitted()
+        if isinstance(k, bool | np.bool_) or not isinstance(k, int | np.integer) or k < 0:
+            raise ValueError(f"k must be a number of commits (an integer >= 0), got {k!r}")
         kern = self.gp_.kernel if self.design == "prior" else self.gp_.kernel_
         if self.acquisition == "variance":
             return self._max_variance(kern, k)
@@ -209,6 +211,19 @@ class HistoryGP:
         if self.acquisition == "alc-joint":
             picks = self._exchange(latent, noise, grid, picks)
         return picks
+
+    def _checked_positions(self, positions) -> np.ndarray:
+        """``positions`` as ints inside the history (a position past it was extrapolated silently)."""
+        raw = np.atleast_1d(np.asarray(positions))
+        if raw.dtype.kind not in "iu" and not (
+            raw.dtype.kind == "f" and np.all(np.isfinite(raw) & (raw == np.round(raw)))
+        ):
+            raise ValueError("positions must be whole commit positions (0-based)")
+        out = raw.astype(int)
+        outside = out[(out < 0) | (out >= self.n_)]
+        if len(outside):
+            raise ValueError(f"position {int(outside[0])} is outside the history's commits 0 .. {self.n_ - 1}")
+        return out
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "gp_"):
