@@ -56,6 +56,12 @@ wrong, what happens now):
    is looked at again for half a second before it counts as truncated, and
    an opener waits a second for the lock: one watcher runs, the other is
    refused "in use by another process", as README says.
+7. Started ``triage score`` / ``watch`` / ``serve`` while a ``train --out``
+   to the same model directory swapped its new model in: the loader read
+   the files by name one after another, so a swap between the checksum check
+   and the estimator's load handed out the old manifest (threshold, feature
+   list) with the new model's estimator, silently. Now a load that sees the
+   directory at the path change meanwhile is redone on the new model.
 """
 
 from __future__ import annotations
@@ -302,3 +308,33 @@ def test_a_watcher_waits_for_a_moments_read_lock_instead_of_failing(tmp_path: Pa
         StateStore(db).close()
     finally:
         timer.join()
+
+
+# ---------------------------------------------------------------------- 7: a model swapped in while it is loaded
+
+
+def test_a_model_swapped_in_while_it_is_loaded_is_never_mixed_with_the_old_one(tmp_path: Path, monkeypatch) -> None:
+    import numpy as np
+    from helpers_training import make_matrix
+
+    from triage.training import model_files
+    from triage.training.classifier import TriageClassifier
+
+    matrix = make_matrix(40, 3, seed=2)
+    old = TriageClassifier(model="rf", n_estimators=5, threshold=0.3, random_state=1).fit(matrix)
+    new = TriageClassifier(model="rf", n_estimators=9, threshold=0.7, random_state=2).fit(matrix)
+    path = model_files.save_model(old, tmp_path / "m")
+    real_check = model_files.check_compatible
+    swapped: list[bool] = []
+
+    def check_then_swap(manifest, where="<manifest>"):  # train --out, right after the checksums were read
+        real_check(manifest, where)
+        if not swapped:
+            swapped.append(True)
+            model_files.save_model(new, path)
+
+    monkeypatch.setattr(model_files, "check_compatible", check_then_swap)
+    loaded = model_files.load_model(path)
+    assert swapped
+    assert loaded.threshold_ == 0.7 and loaded.manifest_["params"]["n_estimators"] == 9
+    np.testing.assert_array_equal(loaded.predict_proba(matrix), new.predict_proba(matrix))

@@ -426,6 +426,34 @@ def load_model(path: str | Path) -> TriageClassifier:
     available as ``clf.manifest_``.
     """
     path = Path(path)
+    # The files are read by name, one after another: a `train --out` swapping a new model in
+    # meanwhile handed out one model's manifest (threshold, features) with the other's estimator.
+    # The directory at ``path`` is the same before and after a whole load, or the load is redone.
+    # A load that met the swap half-way may also fail (a checksum of the other model's file).
+    for _ in range(3):
+        before = _directory_identity(path)
+        try:
+            clf = _load_once(path)
+        except ModelFileError:
+            if _directory_identity(path) != before:
+                continue
+            raise
+        if _directory_identity(path) == before:
+            return clf
+    raise ModelFileError(path, "was replaced by another model while it was read, again and again; try again "
+                               "once the training that writes it has finished")
+
+
+def _directory_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the directory ``path`` names (links followed): a model swapped in changes it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _load_once(path: Path) -> TriageClassifier:
     manifest = verify_model_dir(path)
     files = manifest["files"]
     kind = KINDS[manifest["model"]]
