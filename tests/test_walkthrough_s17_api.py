@@ -134,6 +134,9 @@ Defects found (what a user did, what went wrong, what happens now):
     "'float' object cannot be interpreted as an integer",
     ``next_positions("2")`` "'<' not supported between instances of 'int'
     and 'str'". Now ValueErrors naming the position or ``k``.
+28. ``OnlineTriage(TriageClassifier())`` (forgot to fit): "AttributeError:
+    'TriageClassifier' object has no attribute 'feature_names_'". Now a
+    ValueError saying the classifier is not fitted.
 """
 
 from __future__ import annotations
@@ -803,3 +806,11 @@ def test_history_gp_predict_and_next_positions_check_their_arguments():
     for k in (2.5, "2", None, True, -1):
         with pytest.raises(ValueError, match="k must be a number of commits"):
             gp.next_positions(k)
+
+
+def test_online_loop_with_an_unfitted_classifier():
+    from triage.online.loop import OnlineTriage
+    from triage.training.classifier import TriageClassifier
+
+    with pytest.raises(ValueError, match="the classifier is not fitted"):
+        OnlineTriage(TriageClassifier(n_estimators=5))

@@ -358,6 +358,12 @@ class OnlineTriage:
         if explain not in EXPLAIN_MODES:
             raise ValueError(f"explain must be one of {', '.join(EXPLAIN_MODES)}, got {explain!r}")
         self.classifier = classifier
+        if not hasattr(classifier, "estimator_"):
+            # Was "AttributeError: 'TriageClassifier' object has no attribute 'feature_names_'".
+            raise ValueError(
+                "the classifier is not fitted: fit it on window-K feature rows first, or load a model "
+                "directory with OnlineTriage.from_model_dir"
+            )
         names = list(classifier.feature_names_ or [])
         if not names:
             raise ModelMismatch(
