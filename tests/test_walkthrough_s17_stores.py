@@ -62,6 +62,12 @@ wrong, what happens now):
    and the estimator's load handed out the old manifest (threshold, feature
    list) with the new model's estimator, silently. Now a load that sees the
    directory at the path change meanwhile is redone on the new model.
+8. Used ``--model models:/NAME/VERSION`` after the local cache copy of that
+   version was damaged (a file truncated by a full disk, a download killed
+   half-way): every later command failed with "checksum mismatch" naming a
+   folder under ``~/.cache/changepoint-triage``, the cache never fetched
+   again. Now a cached copy that does not verify is fetched again from the
+   registry (into a temporary folder, renamed into place whole).
 """
 
 from __future__ import annotations
@@ -338,3 +344,27 @@ def test_a_model_swapped_in_while_it_is_loaded_is_never_mixed_with_the_old_one(t
     assert swapped
     assert loaded.threshold_ == 0.7 and loaded.manifest_["params"]["n_estimators"] == 9
     np.testing.assert_array_equal(loaded.predict_proba(matrix), new.predict_proba(matrix))
+
+
+# ---------------------------------------------------------------------- 8: a damaged cache copy of a registered model
+
+
+def test_a_damaged_cache_copy_of_a_registered_model_is_fetched_again(tmp_path: Path) -> None:
+    from helpers_training import make_matrix
+
+    from triage.training import tracking
+    from triage.training.model_files import load_model
+    from triage.training.pipeline import train
+
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    train(make_matrix(40, 3, seed=3), tmp_path / "model", model_params={"n_estimators": 5}, tracking_uri=uri,
+          register_as="triage-s17", test_size=0.0)
+    cache = tmp_path / "cache"
+    model_dir = tracking.resolve_registry_uri("models:/triage-s17/1", uri, cache=cache)
+    estimator = model_dir / "model.skops"
+    whole = estimator.read_bytes()
+    estimator.write_bytes(whole[:100])  # a full disk cut the file
+    again = tracking.resolve_registry_uri("models:/triage-s17/1", uri, cache=cache)
+    assert (again / "model.skops").read_bytes() == whole
+    load_model(again)
+    assert [p.name for p in again.parents[1].iterdir() if ".tmp-" in p.name] == []

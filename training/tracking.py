@@ -40,6 +40,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import socket
 import tempfile
 import warnings
@@ -667,14 +668,40 @@ def resolve_registry_uri(uri: str, tracking_uri: str | None = None, cache: str |
         # another's version. The store, the run and the source name the version.
         key = hashlib.sha256(f"{store}\n{mv.run_id}\n{mv.source}".encode()).hexdigest()[:16]
         dst = root / "models" / name / str(mv.version) / key
-        if not (dst / "MLmodel").is_file():
-            dst.mkdir(parents=True, exist_ok=True)
+        if _cached(dst) is None:
+            # A copy that no longer verifies (a cache file edited or truncated, a download
+            # killed half-way) is ours to replace: it was refused for good, the advice naming
+            # a cache folder. A fresh copy is fetched beside it and renamed into place whole.
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-", dir=dst.parent))
             try:
-                mlflow.artifacts.download_artifacts(artifact_uri=f"models:/{name}/{mv.version}", dst_path=str(dst))
-            except ImportError as exc:  # a remote source (s3://, gs://) whose client library is absent
-                raise TrackingError(f"{uri}: cannot fetch its artifacts from {mv.source} ({exc})", store) from None
+                try:
+                    mlflow.artifacts.download_artifacts(artifact_uri=f"models:/{name}/{mv.version}", dst_path=str(tmp))
+                except ImportError as exc:  # a remote source (s3://, gs://) whose client library is absent
+                    raise TrackingError(f"{uri}: cannot fetch its artifacts from {mv.source} ({exc})", store) from None
+                verify_model_dir(_pyfunc_model_dir(tmp))  # the registry's own copy is damaged: say so
+                if dst.exists() and _cached(dst) is None:  # not replaced meanwhile by another process's copy
+                    shutil.rmtree(dst)
+                with contextlib.suppress(OSError):  # another process put its whole copy there first
+                    os.rename(tmp, dst)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
     model_dir = _pyfunc_model_dir(dst)
     verify_model_dir(model_dir)
+    return model_dir
+
+
+def _cached(pyfunc_dir: Path) -> Path | None:
+    """The verified model directory of a cached pyfunc copy, or None (absent, incomplete or damaged)."""
+    from triage.training.model_files import ModelFileError, verify_model_dir
+
+    if not (pyfunc_dir / "MLmodel").is_file():
+        return None
+    try:
+        model_dir = _pyfunc_model_dir(pyfunc_dir)
+        verify_model_dir(model_dir)
+    except (TrackingError, ModelFileError):
+        return None
     return model_dir
 
 
