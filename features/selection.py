@@ -56,7 +56,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold
 
 from triage.features.feature_sets import METRICS, FeatureSet
-from triage.features.matrix import training_data
+from triage.features.matrix import CLASS_NAMES, training_data
 
 UNITS: tuple[str, ...] = ("column", "characteristic")
 
@@ -91,6 +91,28 @@ def _characteristic(column: str) -> str:
 
 
 # --------------------------------------------------------------------------- fitness
+
+
+def _targets01(y: np.ndarray) -> np.ndarray:
+    """``y`` as 0/1 (1 = true alert): 0/1 (or booleans) as given, the two triage labels mapped.
+
+    Labels were taken as they came and compared with 1: every row of
+    ``["true_positive", ...]`` counted as a false alert, and the "accuracy" of
+    every subset was the share of rows predicted false (0.51 where 0/1 targets
+    scored 0.97).
+    """
+    if y.dtype.kind in "OUS":
+        text = y.astype(str)
+        unknown = sorted(set(np.unique(text)) - set(CLASS_NAMES))
+        if unknown:
+            raise ValueError(
+                f"y must hold 0/1 targets or the labels {' / '.join(CLASS_NAMES)}, got {', '.join(map(repr, unknown[:3]))}"
+            )
+        return (text == CLASS_NAMES[1]).astype(np.int64)
+    values = set(np.unique(y).tolist())
+    if not values <= {0, 1}:
+        raise ValueError(f"y must hold 0/1 targets (1 = true alert), got {sorted(values)[:5]}")
+    return y.astype(np.int64)
 
 
 def _positive_proba(clf: RandomForestClassifier, X: np.ndarray) -> np.ndarray:
@@ -243,6 +265,20 @@ class GeneticSelector:
             raise ValueError("population must be at least 2")
         if self.generations < 0 or self.patience < 1:
             raise ValueError("generations must be >= 0 and patience >= 1")
+        # Each was taken as given: cxpb=2 or mutpb=-1 evolved anyway, tournsize=0 failed with
+        # "max() arg is an empty sequence", population=2.5 with "'float' object cannot be
+        # interpreted as an integer".
+        for name, low in (("population", 2), ("generations", 0), ("patience", 1), ("n_splits", 2),
+                          ("n_estimators", 1), ("tournsize", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+                raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+        for name in ("cxpb", "mutpb", "init_prob", "indpb"):
+            value = getattr(self, name)
+            if name == "indpb" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float | np.number) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
 
     def fit(
         self,
@@ -259,7 +295,7 @@ class GeneticSelector:
         """
         self.check_params()
         X = np.asarray(X, dtype=np.float64)
-        y = np.asarray(y)
+        y = _targets01(np.asarray(y))
         groups = np.asarray(groups)
         if X.ndim != 2 or len(X) != len(y) or len(y) != len(groups):
             raise ValueError(f"X {X.shape}, y {y.shape}, groups {groups.shape} do not match")

@@ -137,6 +137,15 @@ Defects found (what a user did, what went wrong, what happens now):
 28. ``OnlineTriage(TriageClassifier())`` (forgot to fit): "AttributeError:
     'TriageClassifier' object has no attribute 'feature_names_'". Now a
     ValueError saying the classifier is not fitted.
+29. ``GeneticSelector(cxpb=2)``, ``mutpb=-1`` or ``indpb=2`` evolved
+    anyway; ``tournsize=0`` failed with "max() arg is an empty sequence",
+    ``population=2.5`` with "'float' object cannot be interpreted as an
+    integer". Now ``check_params`` names each.
+30. ``GeneticSelector().fit(X, labels, groups)`` with the triage labels as
+    ``y`` (as ``TriageClassifier`` takes them): every label compared unequal
+    to 1, so each subset's "accuracy" was the share of rows predicted false
+    (0.51 where 0/1 targets gave 0.97), and the selected columns meant
+    nothing. Now the two labels are mapped to 0/1 and other targets refused.
 """
 
 from __future__ import annotations
@@ -814,3 +823,39 @@ def test_online_loop_with_an_unfitted_classifier():
 
     with pytest.raises(ValueError, match="the classifier is not fitted"):
         OnlineTriage(TriageClassifier(n_estimators=5))
+
+
+# ---------------------------------------------------------------------- 29-30: genetic selection
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"cxpb": 2}, "cxpb must be a probability"),
+        ({"mutpb": -1}, "mutpb must be a probability"),
+        ({"indpb": 2}, "indpb must be a probability"),
+        ({"tournsize": 0}, "tournsize must be a whole number >= 1"),
+        ({"population": 2.5}, "population must be a whole number >= 2"),
+        ({"n_splits": 1}, "n_splits must be a whole number >= 2"),
+    ],
+)
+def test_genetic_selector_checks_its_parameters(kwargs, words):
+    from triage.features.selection import GeneticSelector
+
+    with pytest.raises(ValueError, match=words):
+        GeneticSelector(**kwargs).check_params()
+
+
+def test_genetic_selector_reads_triage_labels():
+    from triage.features.selection import GeneticSelector
+
+    X, y = _xy(80)
+    groups = np.arange(80) % 8
+    settings = {"population": 6, "generations": 2, "n_estimators": 5, "n_splits": 3}
+    numeric = GeneticSelector(**settings).fit(X, y, groups)
+    labelled = GeneticSelector(**settings).fit(
+        X, np.where(y == 1, "true_positive", "false_positive"), groups
+    )
+    assert labelled.fitness_ == numeric.fitness_ and labelled.names_ == numeric.names_
+    with pytest.raises(ValueError, match="0/1 targets"):
+        GeneticSelector(**settings).fit(X, y * 2, groups)
