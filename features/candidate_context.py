@@ -207,11 +207,18 @@ def context_block(values: np.ndarray, indices: np.ndarray, radius: int = RADIUS)
     -------
     ndarray of float64, shape (k, len(CONTEXT_COLUMNS))
     """
-    idx = np.asarray(indices, dtype=np.int64)
+    raw = np.asarray(indices)
+    x = np.asarray(values, dtype=np.float64)
+    if raw.size and (raw.dtype.kind not in "iuf" or not np.all(np.isfinite(raw) & (raw == np.round(raw)))):
+        raise ValueError(f"candidate indices must be whole commit positions, got {raw[:5].tolist()!r}")
+    idx = raw.astype(np.int64)
+    outside = idx[(idx < 0) | (idx >= len(x))]
+    if outside.size:
+        # An index past the series (or -1) gave a row of NaN, silently; 30.7 was read as 30.
+        raise ValueError(f"candidate index {int(outside[0])} outside the series of {len(x)} commits")
     out = np.empty((idx.size, len(CONTEXT_COLUMNS)))
     if idx.size == 0:
         return out
-    x = np.asarray(values, dtype=np.float64)
     res = resolution(x)
     shift = np.array([local_shift(x, int(p), radius, res) for p in idx])
     known = np.nan_to_num(shift, nan=0.0)

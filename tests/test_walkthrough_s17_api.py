@@ -146,6 +146,9 @@ Defects found (what a user did, what went wrong, what happens now):
     to 1, so each subset's "accuracy" was the share of rows predicted false
     (0.51 where 0/1 targets gave 0.97), and the selected columns meant
     nothing. Now the two labels are mapped to 0/1 and other targets refused.
+31. ``candidate_context.context_block(values, [300])`` on a series of 120
+    commits (or ``[-1]``): a row of NaN context features, silently;
+    ``[30.7]`` was read as 30. Now a ValueError naming the index.
 """
 
 from __future__ import annotations
@@ -859,3 +862,18 @@ def test_genetic_selector_reads_triage_labels():
     assert labelled.fitness_ == numeric.fitness_ and labelled.names_ == numeric.names_
     with pytest.raises(ValueError, match="0/1 targets"):
         GeneticSelector(**settings).fit(X, y * 2, groups)
+
+
+def test_context_block_refuses_indices_outside_the_series():
+    from triage.features.candidate_context import CONTEXT_COLUMNS, context_block
+
+    x = _step()
+    assert context_block(x, [60]).shape == (1, len(CONTEXT_COLUMNS))
+    assert context_block(x, np.array([], dtype=float)).shape == (0, len(CONTEXT_COLUMNS))
+    for bad, words in (
+        ([300], "candidate index 300 outside the series of 120"),
+        ([-1], "index -1 outside"),
+        ([30.7], "whole commit positions"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            context_block(x, bad)
