@@ -12,6 +12,7 @@ stayed up for 30 commits".
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,8 +65,34 @@ def _noise_sd(values: np.ndarray) -> float:
     return mad if mad > 0 else float(np.std(values))
 
 
-def change_at(history: History, i: int, window: int = REASON_WINDOW) -> tuple[float, float, float, int, bool]:
-    """(median before, median after, noise sd, commits the new level lasted, lasted to the end)."""
+def settle_medians(values: np.ndarray) -> np.ndarray:
+    """The median of the finite values of each run of :data:`SETTLE` commits (``values[j:j + SETTLE]``).
+
+    Shape ``(max(0, n - SETTLE + 1),)``; NaN where a run has no finite value.
+    Computed once per series: :func:`change_at` reads how long each change
+    lasted from it (a slice per alert) instead of one median per commit
+    after every alert, which cost O(n) Python-level medians per alert (100
+    alerts on a 40,000-commit staircase: 35 s).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) < SETTLE:
+        return np.empty(0, dtype=np.float64)
+    runs = np.lib.stride_tricks.sliding_window_view(np.where(np.isfinite(v), v, np.nan), SETTLE)
+    if np.isfinite(v).all():
+        return np.median(runs, axis=1)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a run of only missing values: NaN, skipped
+        return np.nanmedian(runs, axis=1)
+
+
+def change_at(
+    history: History, i: int, window: int = REASON_WINDOW, *, settled: np.ndarray | None = None
+) -> tuple[float, float, float, int, bool]:
+    """(median before, median after, noise sd, commits the new level lasted, lasted to the end).
+
+    ``settled``: :func:`settle_medians` of the history's values, when the
+    caller has it (one computation for all the alerts of a series).
+    """
     v = history.values
     # Missing values (a failed run) are left out of the medians, not allowed to make them NaN.
     pre = v[max(0, i - window): i]
@@ -81,19 +108,16 @@ def change_at(history: History, i: int, window: int = REASON_WINDOW) -> tuple[fl
     # The change lasts while the rolling median of SETTLE commits stays past the midpoint.
     n = len(v)
     lasted = n - i
-    for j in range(i, n - SETTLE + 1):
-        seen = v[j: j + SETTLE]
-        seen = seen[np.isfinite(seen)]
-        if len(seen) == 0:
-            continue
-        m = float(np.median(seen))
-        if (m < mid) if up else (m > mid):
-            lasted = j - i
-            break
+    if settled is None:
+        settled = settle_medians(v)
+    ahead = settled[i:]  # runs starting at i .. n - SETTLE; NaN (no finite value) compares False: skipped
+    back = np.flatnonzero(ahead < mid if up else ahead > mid)
+    if back.size:
+        lasted = int(back[0])
     return before, after, sd, lasted, i + lasted >= n
 
 
-def reason(history: History, i: int) -> tuple[str, float, str]:
+def reason(history: History, i: int, *, settled: np.ndarray | None = None) -> tuple[str, float, str]:
     """Plain words for the change at ``i``, its % change and direction.
 
     Returns (reason, % change of the median, "regression" | "improvement" | "change" | "none"):
@@ -101,7 +125,7 @@ def reason(history: History, i: int) -> tuple[str, float, str]:
     None, e.g. a long-layout file), rather than guessing and calling a drop
     in ops/s an improvement.
     """
-    before, after, sd, lasted, to_end = change_at(history, i)
+    before, after, sd, lasted, to_end = change_at(history, i, settled=settled)
     if not np.isfinite(before) or not np.isfinite(after):
         n = len(history)
         where = ("the first commit of the history" if i == 0 else "the last commit of the history" if i == n - 1
@@ -201,13 +225,16 @@ def build_alerts(
         p_true = [None if pd.isna(p) else float(p) for p in scored[pcol]]
         calls = [str(c) for c in scored[ccol]]
     alerts: dict[tuple[str, str], Alert] = {}
+    settled: dict[str, np.ndarray] = {}  # each series' settle_medians, computed once for all its alerts
     for k, (sid, i) in enumerate(zip(series, index.tolist(), strict=True)):
         h = dataset[sid]
         commit = str(h.commits[i])
         if (sid, commit) in alerts:  # the same commit flagged twice (two detectors): one alert
             alerts[(sid, commit)].detector += f", {detectors[k]}" if detectors[k] not in alerts[(sid, commit)].detector else ""
             continue
-        why, pct, direction = reason(h, i)
+        if sid not in settled:
+            settled[sid] = settle_medians(h.values)
+        why, pct, direction = reason(h, i, settled=settled[sid])
         date = None
         if h.timestamps is not None and not pd.isna(h.timestamps[i]):
             date = pd.Timestamp(h.timestamps[i])
