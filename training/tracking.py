@@ -31,7 +31,12 @@ and otherwise FAILED, deleting the model versions it registered, so that the
 registry never lists a model that is not in place.
 
 Store problems (a garbage database, an unknown URI scheme) become
-:class:`TrackingError` naming the store, never a traceback.
+:class:`TrackingError` naming the store, never a traceback. A SQLite store is
+opened the first time in a process under a lock on its folder, because MLflow
+creates and migrates a new store on that first access and two processes doing
+it at once left it half-made; one whose creation was cut short anyway (a kill)
+is named as such. Commands that log runs refuse a SQLite store (or folder)
+they may not write before any work (:func:`check_store`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ commits after a restart must get the same answers. So:
   states built under one model's decisions are meaningless under another's;
 * the file is opened in **WAL** mode with ``locking_mode=EXCLUSIVE``: one
   process at a time (a second one gets a clear error instead of silently
-  diverging caches), and no shared-memory index beside the file.
+  diverging caches, after waiting up to :data:`OPEN_WAIT` for a lock held
+  only for a moment), and no shared-memory index beside the file.
 
 Durability: ``synchronous=NORMAL`` (default) survives the death of the
 process at any point, the case ``kill -9`` tests; after a power loss the last

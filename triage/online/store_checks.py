@@ -8,7 +8,9 @@ object only surfaced later, as a ``DatabaseError`` or ``KeyError: 'pre'``
 traceback in the middle of a stream (issue 14). So before a store is used,
 :func:`check_state_file` checks, on its own short-lived connection:
 
-1. the file is not empty (0 bytes);
+1. the file is not empty (0 bytes), still after half a second (SQLite
+   creates a new store empty and writes its first page a moment later: a
+   watcher starting beside another one's new store must not call it damaged);
 2. ``PRAGMA integrity_check`` says ``ok``;
 3. schema: once the store has its ``meta`` format row, every table exists
    with its columns;
