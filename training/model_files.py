@@ -36,14 +36,17 @@ outside the directory (``../x``, an absolute path) or not covered by the
 checksums; any entry that is not a regular file (a symlink to ``/dev/zero``, a
 FIFO, a subdirectory), which could otherwise hang the reader forever; a file
 larger than :data:`MAX_FILE_BYTES`; a manifest whose model kind does not match
-its files or the estimator inside them; a threshold that is not a finite number
+its files or the estimator inside them, or an estimator taking another number
+of features than the manifest lists; a threshold that is not a finite number
 in [0, 1] (NaN would make every decision false); a ``class_weight``,
 ``random_state``, ``data_hash`` or ``n_train`` of the wrong kind, or a
 manifest without ``data_hash`` and ``n_train`` (every writer has recorded
 them since the first model; a hand-made manifest must too). A missing
 ``features`` loads as None. A temporary directory left
 by a killed writer (``.<name>.tmp-<pid>-*`` whose process is gone) is removed
-by the next :func:`save_model` or :func:`clean_stale_temporaries`.
+by the next :func:`save_model` or :func:`clean_stale_temporaries`. A model
+swapped in while it is being loaded (the directory at the path changed
+between the start and the end of the load) is loaded again, whole.
 """
 
 from __future__ import annotations
