@@ -68,6 +68,13 @@ wrong, what happens now):
    folder under ``~/.cache/changepoint-triage``, the cache never fetched
    again. Now a cached copy that does not verify is fetched again from the
    registry (into a temporary folder, renamed into place whole).
+9. Ran ``triage labels export`` / ``labels agreement`` on a labels store this
+   user may not write (an archived copy made read-only, another user's
+   store, a read-only folder): SQLite's WAL mode writes beside the file even
+   to read it, the open failed with "disk I/O error", and the store was
+   called damaged: "cannot be read (disk I/O error); move lab.db aside ...
+   and start again". Now one line says the store (or its folder) is not
+   writable and how to read it (a writable copy); nothing is called damaged.
 """
 
 from __future__ import annotations
@@ -368,3 +375,24 @@ def test_a_damaged_cache_copy_of_a_registered_model_is_fetched_again(tmp_path: P
     assert (again / "model.skops").read_bytes() == whole
     load_model(again)
     assert [p.name for p in again.parents[1].iterdir() if ".tmp-" in p.name] == []
+
+
+# ---------------------------------------------------------------------- 9: a labels store this user may not write
+
+
+def test_a_read_only_labels_store_is_not_called_damaged(tmp_path: Path, request) -> None:
+    from triage.workspace.store import LabelsStore
+
+    db = tmp_path / "labels.sqlite"
+    store = LabelsStore(db)
+    store.record("rhai/bench_engine_new/gha-ubuntu-latest", "abc123", "true", who="sheriff")
+    store.close()
+    before = db.read_bytes()
+    _unwritable(db, request)
+    for args in (["labels", "export", "--labels", db, "--out", "-"], ["labels", "agreement", "--labels", db]):
+        code, text = invoke(args)
+        text = flat(text)
+        assert code == 2, text
+        assert "labels.sqlite: is read-only for this user" in text, text
+        assert "damaged" not in text and "aside" not in text and "disk I/O" not in text, text
+    assert db.read_bytes() == before

@@ -187,6 +187,25 @@ def _make_folder(path: Path) -> None:
         raise InputError(path, None, f"cannot create the folder {path.parent}: {exc.strerror or exc}") from None
 
 
+def _check_writable(path: Path) -> None:
+    """Refuse a labels store, or its folder, that this user may not write (InputError, never "damaged").
+
+    A store is opened in SQLite's WAL mode, which writes beside the file
+    (``-wal``, ``-shm``) even to read it: a read-only store (an archived copy,
+    another user's) failed with "disk I/O error", was called damaged, and the
+    advice was to move it aside and start again.
+    """
+    if path.exists() and not os.access(path, os.W_OK):
+        problem = "is read-only for this user"
+    elif path.parent.is_dir() and not os.access(path.parent, os.W_OK | os.X_OK):
+        problem = f"the folder {path.parent} is not writable for this user"
+    else:
+        return
+    raise InputError(path, None, f"{problem}: SQLite writes beside a labels store (its -wal and -shm files), even to "
+                     "read it; make it writable, or copy the store (with its -wal file) to a writable folder and give "
+                     "the copy")
+
+
 class LabelsStore:
     """The decisions of one labels file. Safe to share between threads.
 
@@ -198,6 +217,7 @@ class LabelsStore:
         self.path = check_path(path, must_exist=not create)
         if create:
             _make_folder(self.path)
+        _check_writable(self.path)
         self._local = threading.local()
         self._opened: tuple[int, int] | None = None
         if self.path.exists() and (why := _other_database(self.path)):
