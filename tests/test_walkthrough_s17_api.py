@@ -149,6 +149,9 @@ Defects found (what a user did, what went wrong, what happens now):
 31. ``candidate_context.context_block(values, [300])`` on a series of 120
     commits (or ``[-1]``): a row of NaN context features, silently;
     ``[30.7]`` was read as 30. Now a ValueError naming the index.
+32. ``thresholds.suppress_duplicates(series, index[:3], p_true, keep, 5)``
+    (one array shorter): "IndexError: index 3 is out of bounds". Now a
+    ValueError naming the lengths.
 """
 
 from __future__ import annotations
@@ -877,3 +880,15 @@ def test_context_block_refuses_indices_outside_the_series():
     ):
         with pytest.raises(ValueError, match=words):
             context_block(x, bad)
+
+
+def test_suppress_duplicates_checks_lengths():
+    from triage.training.thresholds import suppress_duplicates
+
+    series = np.array(["a", "a", "a", "b"])
+    index = np.array([10, 12, 30, 11])
+    p_true = np.array([0.6, 0.9, 0.7, 0.5])
+    keep = np.ones(4, dtype=bool)
+    assert suppress_duplicates(series, index, p_true, keep, 5).tolist() == [False, True, True, True]
+    with pytest.raises(ValueError, match=r"as long, got lengths \[3, 4\]"):
+        suppress_duplicates(series, index[:3], p_true, keep, 5)

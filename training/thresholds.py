@@ -261,6 +261,9 @@ def suppress_duplicates(
     ndarray of bool, shape (n,)
     """
     keep = np.asarray(keep, dtype=bool).copy()
+    lengths = {len(np.asarray(a)) for a in (series, index, p_true)} | {len(keep)}
+    if len(lengths) > 1:  # was an IndexError deep in the loop
+        raise ValueError(f"series, index, p_true and keep must be as long, got lengths {sorted(lengths)}")
     if radius <= 0 or not keep.any():
         return keep
     series = np.asarray(series).astype(str)
