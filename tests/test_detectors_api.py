@@ -192,7 +192,7 @@ def test_an_ensemble_built_directly_needs_detectors_or_a_factory():
     from triage.detectors import Ensemble
 
     with pytest.raises(ValueError, match="names, not detectors"):
-        Ensemble(members=("pelt", "binseg")).fit(flat_series())
+        Ensemble(members=("pelt", "binseg"), min_votes=2).fit(flat_series())
     ens = Ensemble(members=("pelt", "binseg"), min_votes=2)
     ens.factory = make
     assert ens.detect(step_series()) == make("ensemble", members=("pelt", "binseg"), min_votes=2).detect(step_series())

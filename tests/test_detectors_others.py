@@ -144,9 +144,9 @@ def test_ensemble_rejects_bad_members():
     with pytest.raises(ValueError, match="not members"):
         Ensemble(members=("pelt", "binseg"), always=("perfherder",)).fit(np.zeros(50))
     with pytest.raises(ValueError, match="distinct"):
-        Ensemble(members=("pelt", "pelt")).fit(np.zeros(50))
+        Ensemble(members=("pelt", "pelt"), min_votes=2).fit(np.zeros(50))
     # votes no event could gather: was 0 candidates, indistinguishable from a quiet series
-    with pytest.raises(ValueError, match="min_votes=3 is more than the 2 members"):
+    with pytest.raises(ValueError, match="min_votes=3 of detector 'ensemble' is more than the 2 members"):
         make("ensemble", members=("pelt", "binseg")).fit(np.zeros(50))
     with pytest.raises(ValueError, match="at least one member"):
         Ensemble(members=()).fit(np.zeros(50))

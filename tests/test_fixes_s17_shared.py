@@ -5,6 +5,9 @@
    warm-up rises, since the sixteenth session.
 2. ``candidates --out -`` and ``convert --out -`` ended with "-> -"; ``score`` / ``label`` say
    "standard output".
+3. ``candidates --detector ensemble --param min_votes=9`` loaded the data and then failed on its
+   first series ("detector 'ensemble' failed on series ..."): the rule across parameters is
+   now ``Ensemble.check_params``, which ``make`` and ``fit`` call.
 """
 
 from __future__ import annotations
@@ -31,3 +34,12 @@ def test_writing_to_standard_output_is_named_so(tmp_path, args):
     code, out = invoke([*args, "--data", data, "--out", "-"])
     assert code == 0, out
     assert "-> standard output" in out and "-> -" not in out
+
+
+def test_an_ensemble_asking_more_votes_than_members_is_a_usage_error_before_loading(tmp_path):
+    # It was found on the first series, after loading: "detector 'ensemble' failed on series ...".
+    code, out = invoke(["candidates", "--data", tmp_path / "missing.csv", "--detector", "ensemble",
+                        "--param", "min_votes=9", "--out", tmp_path / "e.csv"])
+    text = flat(out)
+    assert code == 2 and "min_votes=9" in text and "8 members" in text, out
+    assert "missing.csv" not in text and "series" not in text

@@ -86,15 +86,20 @@ class Ensemble(Detector):
             for n, m in zip(names, self.members, strict=True)
         ]
 
-    def _find(self, x: np.ndarray) -> list[ChangePoint]:
-        if self.margin < 0 or self.min_votes < 1:
-            raise ValueError("need margin >= 0 and min_votes >= 1")
-        members = self._member_detectors()
-        if not members:
+    def check_params(self) -> None:
+        """The ranges, and enough members to give ``min_votes`` (else no event could ever be flagged)."""
+        super().check_params()  # margin >= 0, min_votes >= 1
+        if not self.members:
             raise ValueError("an ensemble needs at least one member")
-        if self.min_votes > len(members) and not self.always:
+        if self.min_votes > len(self.members) and not self.always:
             # no event could ever gather the votes: 0 candidates that look like a quiet series
-            raise ValueError(f"min_votes={self.min_votes} is more than the {len(members)} members can give")
+            raise ValueError(
+                f"parameter min_votes={self.min_votes} of detector {self.name!r} is more than the "
+                f"{len(self.members)} members can give"
+            )
+
+    def _find(self, x: np.ndarray) -> list[ChangePoint]:
+        members = self._member_detectors()
         self.member_change_points_ = {name: det.detect(x) for name, det in members}
         detections = sorted(
             (cp.index, name) for name, cps in self.member_change_points_.items() for cp in cps

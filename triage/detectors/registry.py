@@ -141,6 +141,7 @@ def make(name: str, **params: Any) -> Detector:
     det.name = name  # the registry name, e.g. "hybrid_ks", labels its output
     if isinstance(det, Ensemble):
         det.factory = make  # members given by name are built here, with their defaults
+        det.check_params()  # its rules across parameters (min_votes against the members), before any work
     return det
 
 
