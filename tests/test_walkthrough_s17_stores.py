@@ -67,7 +67,9 @@ wrong, what happens now):
    half-way): every later command failed with "checksum mismatch" naming a
    folder under ``~/.cache/changepoint-triage``, the cache never fetched
    again. Now a cached copy that does not verify is fetched again from the
-   registry (into a temporary folder, renamed into place whole).
+   registry (into a temporary folder, renamed into place whole); a
+   damaged copy in the registry itself is named as the registered
+   version's, not as a cache folder.
 9. Ran ``triage labels export`` / ``labels agreement`` on a labels store this
    user may not write (an archived copy made read-only, another user's
    store, a read-only folder): SQLite's WAL mode writes beside the file even
@@ -147,6 +149,24 @@ def test_a_tracking_store_whose_creation_was_cut_short_says_so(tmp_path: Path) -
 # ---------------------------------------------------------------------- 3: a store this user may not write
 
 
+@pytest.fixture(scope="module")
+def new_tracking_store(tmp_path_factory) -> Path:
+    """An empty MLflow store made once (its schema migrations take seconds); tests take a copy."""
+    from triage.training.tracking import check_store
+
+    db = tmp_path_factory.mktemp("store") / "mlruns.db"
+    check_store(f"sqlite:///{db}")
+    return db
+
+
+def _copy_of(store: Path, where: Path) -> Path:
+    import shutil
+
+    db = where / "mlruns.db"
+    shutil.copyfile(store, db)
+    return db
+
+
 def _unwritable(path: Path, request: pytest.FixtureRequest) -> None:
     """Make ``path`` (a file or a folder) unwritable for this user; as root, immutable; else skip."""
     mode = path.stat().st_mode
@@ -160,12 +180,9 @@ def _unwritable(path: Path, request: pytest.FixtureRequest) -> None:
         pytest.skip("cannot make a file unwritable here")
 
 
-def test_read_only_tracking_store_is_refused_before_training(tmp_path: Path, request) -> None:
-    from triage.training.tracking import check_store
-
-    db = tmp_path / "mlruns.db"
+def test_read_only_tracking_store_is_refused_before_training(tmp_path: Path, request, new_tracking_store) -> None:
+    db = _copy_of(new_tracking_store, tmp_path)  # a store made by an earlier job
     uri = f"sqlite:///{db}"
-    check_store(uri)  # a store made by an earlier job
     _unwritable(db, request)
     before = db.read_bytes()
     out = tmp_path / "model"
@@ -356,14 +373,14 @@ def test_a_model_swapped_in_while_it_is_loaded_is_never_mixed_with_the_old_one(t
 # ---------------------------------------------------------------------- 8: a damaged cache copy of a registered model
 
 
-def test_a_damaged_cache_copy_of_a_registered_model_is_fetched_again(tmp_path: Path) -> None:
+def test_a_damaged_cache_copy_of_a_registered_model_is_fetched_again(tmp_path: Path, new_tracking_store) -> None:
     from helpers_training import make_matrix
 
     from triage.training import tracking
     from triage.training.model_files import load_model
     from triage.training.pipeline import train
 
-    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    uri = f"sqlite:///{_copy_of(new_tracking_store, tmp_path)}"
     train(make_matrix(40, 3, seed=3), tmp_path / "model", model_params={"n_estimators": 5}, tracking_uri=uri,
           register_as="triage-s17", test_size=0.0)
     cache = tmp_path / "cache"
@@ -375,6 +392,12 @@ def test_a_damaged_cache_copy_of_a_registered_model_is_fetched_again(tmp_path: P
     assert (again / "model.skops").read_bytes() == whole
     load_model(again)
     assert [p.name for p in again.parents[1].iterdir() if ".tmp-" in p.name] == []
+    # The registry's own copy damaged: the error names the version, not a temporary folder of the cache.
+    (logged,) = [p for p in (tmp_path / "mlartifacts").rglob("model.skops")]
+    logged.write_bytes(logged.read_bytes()[:100])
+    with pytest.raises(tracking.TrackingError) as err:
+        tracking.resolve_registry_uri("models:/triage-s17/1", uri, cache=tmp_path / "cache2")
+    assert "models:/triage-s17/1: the registered model's files" in str(err.value) and ".tmp-" not in str(err.value)
 
 
 # ---------------------------------------------------------------------- 9: a labels store this user may not write

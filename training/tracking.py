@@ -645,7 +645,7 @@ def resolve_registry_uri(uri: str, tracking_uri: str | None = None, cache: str |
     """
     from mlflow.exceptions import MlflowException
 
-    from triage.training.model_files import verify_model_dir
+    from triage.training.model_files import ModelFileError, verify_model_dir
 
     if not uri.startswith("models:/"):
         raise TrackingError(f"{uri!r} is not a registry URI (models:/NAME@ALIAS or models:/NAME/VERSION)", uri)
@@ -684,7 +684,11 @@ def resolve_registry_uri(uri: str, tracking_uri: str | None = None, cache: str |
                     mlflow.artifacts.download_artifacts(artifact_uri=f"models:/{name}/{mv.version}", dst_path=str(tmp))
                 except ImportError as exc:  # a remote source (s3://, gs://) whose client library is absent
                     raise TrackingError(f"{uri}: cannot fetch its artifacts from {mv.source} ({exc})", store) from None
-                verify_model_dir(_pyfunc_model_dir(tmp))  # the registry's own copy is damaged: say so
+                try:
+                    verify_model_dir(_pyfunc_model_dir(tmp))
+                except ModelFileError as exc:  # the registry's own copy is damaged: name it, not our temporary folder
+                    raise TrackingError(f"{uri}: the registered model's files at {mv.source} do not load: "
+                                        f"{exc.problem}", store) from None
                 if dst.exists() and _cached(dst) is None:  # not replaced meanwhile by another process's copy
                     shutil.rmtree(dst)
                 with contextlib.suppress(OSError):  # another process put its whole copy there first
