@@ -77,6 +77,11 @@ wrong, what happens now):
    called damaged: "cannot be read (disk I/O error); move lab.db aside ...
    and start again". Now one line says the store (or its folder) is not
    writable and how to read it (a writable copy); nothing is called damaged.
+10. Two ``train --out new-folder`` finishing at the same moment: both saw no
+    folder there and renamed their model into place; the second rename met
+    the first's model and failed with "Directory not empty", naming its own
+    temporary folder, and its model was lost. Now the second swaps its model
+    with the first's, as it would have a moment later (the last one wins).
 """
 
 from __future__ import annotations
@@ -419,3 +424,34 @@ def test_a_read_only_labels_store_is_not_called_damaged(tmp_path: Path, request)
         assert "labels.sqlite: is read-only for this user" in text, text
         assert "damaged" not in text and "aside" not in text and "disk I/O" not in text, text
     assert db.read_bytes() == before
+
+
+# ---------------------------------------------------------------------- 10: two trains putting a new folder in place
+
+
+def test_a_model_committed_to_a_folder_another_train_just_created_replaces_it(tmp_path: Path, monkeypatch) -> None:
+    import numpy as np
+    from helpers_training import make_matrix
+
+    from triage.training import model_files
+    from triage.training.classifier import TriageClassifier
+
+    matrix = make_matrix(30, 3, seed=4)
+    theirs = TriageClassifier(model="rf", n_estimators=3, random_state=1).fit(matrix)
+    ours = TriageClassifier(model="rf", n_estimators=6, random_state=2).fit(matrix)
+    path = tmp_path / "m"
+    real_rename = os.rename
+    raced: list[bool] = []
+
+    def other_train_first(src, dst):  # the other job's rename lands between our check and our rename
+        if not raced and Path(dst) == path:
+            raced.append(True)
+            monkeypatch.setattr(os, "rename", real_rename)
+            model_files.save_model(theirs, path)
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", other_train_first)
+    model_files.save_model(ours, path)
+    assert raced
+    np.testing.assert_array_equal(model_files.load_model(path).predict_proba(matrix), ours.predict_proba(matrix))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]

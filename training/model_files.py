@@ -51,6 +51,7 @@ between the start and the end of the load) is loaded again, whole.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
@@ -241,7 +242,15 @@ def commit_model(staged: Path, path: str | Path) -> None:
                                    "cover its files; write the model elsewhere")
     if path.exists():
         _check_replaceable(path)
-    replace_dir(staged, path)
+    try:
+        replace_dir(staged, path)
+    except OSError as exc:
+        # Another `train --out` to a new folder put its model there between the check and the rename
+        # ("Directory not empty", naming our temporary folder, and this model was lost): swap with it.
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not path.is_dir():
+            raise
+        _check_replaceable(path)
+        replace_dir(staged, path)
     _fsync_dir(path.parent)
 
 
