@@ -27,8 +27,7 @@ wrong, what happens now):
    session.no_autoflush block ...)", SQLAlchemy's hint, not the cause (the
    read-only file: "disk I/O error"); a new store in a read-only folder took
    100 s of MLflow's retries and warnings before "unable to open database
-   file". Now
-   ``train`` / ``evaluate`` refuse it before any work, naming the file (or
+   file". Now ``train`` / ``evaluate`` refuse it before any work, naming the file (or
    the folder) as not writable; ``models list`` still reads such a store, and
    a store error names its cause ("attempt to write a readonly database").
 4. Gave ``train --out`` a place in a read-only folder: the data was read, the
@@ -62,6 +61,8 @@ wrong, what happens now):
    and the estimator's load handed out the old manifest (threshold, feature
    list) with the new model's estimator, silently. Now a load that sees the
    directory at the path change meanwhile is redone on the new model.
+   (Found reading the loader; shown by the test's interleaving, not caught
+   in a live run.)
 8. Used ``--model models:/NAME/VERSION`` after the local cache copy of that
    version was damaged (a file truncated by a full disk, a download killed
    half-way): every later command failed with "checksum mismatch" naming a
@@ -82,6 +83,8 @@ wrong, what happens now):
     the first's model and failed with "Directory not empty", naming its own
     temporary folder, and its model was lost. Now the second swaps its model
     with the first's, as it would have a moment later (the last one wins).
+    (Found reading ``replace_dir``'s check-then-rename; four live pairs of
+    trains did not hit the window, the test's interleaving does.)
 """
 
 from __future__ import annotations
