@@ -127,11 +127,16 @@ class Workspace:
     allowed_hosts: frozenset[str] | None = None
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     by_key: dict[tuple[str, str], Alert] = field(init=False)
+    #: Each series' alerts, in the order of ``alerts``: a series page reads its own, not all of them.
+    by_series: dict[str, list[Alert]] = field(init=False)
     _plot_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
         check_commit_url(self.commit_url)
         self.by_key = {a.key: a for a in self.alerts}
+        self.by_series = {}
+        for a in self.alerts:
+            self.by_series.setdefault(a.series_id, []).append(a)
 
     def commit_link(self, commit: str) -> str | None:
         if not self.commit_url:
@@ -320,10 +325,14 @@ def _rows(ws: Workspace, alerts: list[Alert], current: dict[tuple[str, str], Dec
 
 def _sort_key(row: dict) -> tuple:
     """Untriaged first, then the most likely true (no model: the biggest change) first."""
-    a: Alert = row["a"]
+    return _order(row["a"], row["status"])
+
+
+def _order(a: Alert, status: str) -> tuple:
+    """:func:`_sort_key` of an alert and its status word."""
     p = a.p_true if a.p_true is not None else -1.0
     size = abs(a.change_pct) if a.change_pct == a.change_pct else 0.0
-    return (row["status"] != "untriaged", -p, -size, a.series_id, a.index)
+    return (status != "untriaged", -p, -size, a.series_id, a.index)
 
 
 # ---------------------------------------------------------------------- pages
@@ -346,14 +355,16 @@ async def queue(request: Request) -> Response:
     if not 1 <= limit <= 10_000:
         raise BadRequest("limit must be between 1 and 10000")
     current = await run_in_threadpool(ws.store.current)
-    rows = _rows(ws, ws.alerts, current)
+    # Status words of every alert (the counts and the filter need them), but the rows of the page
+    # (links, anchors, calls) only for the alerts it shows: building them for all 100,000 alerts
+    # of a large workspace took most of a second per page load.
+    statuses = [status_of(a, d.label if (d := current.get(a.key)) is not None else None) for a in ws.alerts]
     needle = series.lower()
-    kept = []
-    for r in rows:
-        a: Alert = r["a"]
+    kept: list[tuple[Alert, str]] = []
+    for a, word in zip(ws.alerts, statuses, strict=True):
         if needle and needle not in a.series_id.lower() and needle not in a.name.lower():
             continue
-        if status and status != "all" and r["status"] != status:
+        if status and status != "all" and word != status:
             continue
         if call and a.model_call != CALLS[call]:
             continue
@@ -363,16 +374,19 @@ async def queue(request: Request) -> Response:
             continue
         if until is not None and (a.date is None or _utc(a.date) >= until + pd.Timedelta(days=1)):  # to the end of that day
             continue
-        kept.append(r)
-    kept.sort(key=_sort_key)
+        kept.append((a, word))
+    kept.sort(key=lambda pair: _order(*pair))
     filters = {"series": series, "status": status, "call": call, "direction": direction,
                "since": q.get("since", ""), "until": q.get("until", "")}
     here = "/?" + urlencode({k: v for k, v in filters.items() if v}) if any(filters.values()) else "/"
-    counts = {s: sum(r["status"] == s for r in rows) for s in STATUSES}
+    counts = {s: 0 for s in STATUSES}
+    for word in statuses:
+        counts[word] += 1
     more = None
     if len(kept) > limit:
         more = "/?" + urlencode({**{k: v for k, v in filters.items() if v}, "limit": 10_000})
-    return _page(ws, "queue.html", rows=kept[:limit], total=len(kept), all_total=len(rows), filters=filters, more=more,
+    shown = _rows(ws, [a for a, _ in kept[:limit]], current)
+    return _page(ws, "queue.html", rows=shown, total=len(kept), all_total=len(ws.alerts), filters=filters, more=more,
                  here=here, counts=counts, statuses=STATUSES, has_model=any(a.p_true is not None for a in ws.alerts),
                  title="Alert queue")
 
@@ -390,7 +404,7 @@ async def _series_rows(request: Request) -> tuple[Workspace, str, list[dict]]:
     if sid not in ws.dataset:
         raise BadRequest(f"no series {sid[:120]!r} in the data", 404)
     current = await run_in_threadpool(ws.store.current)
-    return ws, sid, _rows(ws, [a for a in ws.alerts if a.series_id == sid], current)
+    return ws, sid, _rows(ws, ws.by_series.get(sid, []), current)
 
 
 async def series_page(request: Request) -> Response:
