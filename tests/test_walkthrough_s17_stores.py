@@ -34,7 +34,8 @@ wrong, what happens now):
    features extracted and the model fitted, and only then did the write fail,
    naming a temporary folder the user never heard of
    (``rof/.m.tmp-31745-3noynatk: Operation not permitted``); a full disk
-   while the model was written named the temporary file in the same way.
+   while the model was written named the temporary file in the same way, and
+   a file-size limit (``ulimit -f``) printed "error: File too large", no file.
    Now the folder is checked with the other options (one line naming
    ``--out`` and the folder, before any work), and a failed write names the
    model directory.
@@ -258,13 +259,15 @@ def test_a_full_disk_while_the_model_is_written_names_the_model(tmp_path: Path, 
     out = model_files.save_model(clf, tmp_path / "m")
     before = {p.name: p.read_bytes() for p in out.iterdir()}
 
-    def full(obj, target):
-        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+    for error in (lambda target: OSError(errno.ENOSPC, "No space left on device", str(target)),
+                  lambda target: OSError(errno.EFBIG, "File too large")):  # write() names no file
+        def full(obj, target, error=error):
+            raise error(target)
 
-    monkeypatch.setattr(model_files, "_dump_skops", full)
-    with pytest.raises(OSError) as err:
-        model_files.save_model(clf, out)
-    assert err.value.filename == str(out) and ".tmp-" not in str(err.value), err.value
+        monkeypatch.setattr(model_files, "_dump_skops", full)
+        with pytest.raises(OSError) as err:
+            model_files.save_model(clf, out)
+        assert err.value.filename == str(out) and ".tmp-" not in str(err.value), err.value
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
 

@@ -225,8 +225,7 @@ def stage_model(
         _fsync_dir(tmp)
     except OSError as exc:  # a full disk, a quota: name the model, not the temporary file (removed now)
         shutil.rmtree(tmp, ignore_errors=True)
-        if exc.filename is not None:
-            exc.filename, exc.filename2 = str(path), None
+        exc.filename, exc.filename2 = str(path), None  # a write() error names no file at all ("File too large")
         raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
