@@ -225,7 +225,8 @@ def stage_model(
         _fsync_dir(tmp)
     except OSError as exc:  # a full disk, a quota: name the model, not the temporary file (removed now)
         shutil.rmtree(tmp, ignore_errors=True)
-        exc.filename, exc.filename2 = str(path), None  # a write() error names no file at all ("File too large")
+        if exc.errno is not None:  # a write() error names no file at all ("File too large"), open() the temporary one
+            exc.filename, exc.filename2 = str(path), None
         raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
