@@ -8,6 +8,10 @@
 3. ``candidates --detector ensemble --param min_votes=9`` loaded the data and then failed on its
    first series ("detector 'ensemble' failed on series ..."): the rule across parameters is
    now ``Ensemble.check_params``, which ``make`` and ``fit`` call.
+4. ``OnlineTriage.from_model_dir`` hashed ``manifest.json`` read again after loading the model: a
+   model swapped in between (``train --out``) gave the state store the new model's identity with
+   the old model's classifier. The id is now the hash of the manifest the classifier came with
+   (the load is redone when they differ).
 """
 
 from __future__ import annotations
@@ -43,3 +47,33 @@ def test_an_ensemble_asking_more_votes_than_members_is_a_usage_error_before_load
     text = flat(out)
     assert code == 2 and "min_votes=9" in text and "8 members" in text, out
     assert "missing.csv" not in text and "series" not in text
+
+
+def test_the_online_loop_takes_its_model_id_from_the_manifest_it_loaded(tmp_path, monkeypatch):
+    # The id was hashed from manifest.json read again after the load: a model swapped in between
+    # gave the state store the new model's identity with the old model's classifier.
+    import hashlib
+    import shutil
+
+    from triage.online.loop import OnlineTriage
+    from triage.training import model_files
+
+    model = tmp_path / "m"
+    shutil.copytree("models/online-w4", model)
+    real_load = model_files.load_model
+    calls = []
+
+    def load_then_swap(path):
+        clf = real_load(path)
+        calls.append(path)
+        if len(calls) == 1:  # `train --out` swaps another model in right after the first load
+            shutil.copytree("models/online-w3", tmp_path / "new")
+            shutil.rmtree(model)
+            (tmp_path / "new").rename(model)
+        return clf
+
+    monkeypatch.setattr(model_files, "load_model", load_then_swap)
+    loop = OnlineTriage.from_model_dir(model)
+    assert len(calls) == 2  # loaded again
+    assert loop.classifier.manifest_["window"] == 3
+    assert loop.model_id == hashlib.sha256((model / "manifest.json").read_bytes()).hexdigest()

@@ -109,6 +109,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
+import json
 import math
 import numbers
 import queue
@@ -466,7 +467,17 @@ class OnlineTriage:
         from triage.training.model_files import MANIFEST, load_model
 
         path = Path(path)
-        clf = load_model(path)
+        for _ in range(3):
+            clf = load_model(path)
+            # The model's identity in a state store: the manifest the classifier came with. Read
+            # again after the load, a model swapped in meanwhile (`train --out`) gave the store the
+            # new model's identity with the old model's decisions.
+            raw = (path / MANIFEST).read_bytes()
+            if json.loads(raw) == clf.manifest_:
+                break
+        else:
+            raise ModelMismatch(path, "was replaced by another model while it was read, again and again; try "
+                                      "again once the training that writes it has finished")
         window = clf.manifest_.get("window")
         k = _model_window(window)
         if k is None:
@@ -479,7 +490,7 @@ class OnlineTriage:
             raise ModelMismatch(path, f"the manifest's window {window!r} is over the loop's largest "
                                 f"confirmation delay ({MAX_CONFIRM}); give --confirm-after")
         _check_online_rule(clf.manifest_, path)
-        model_id = hashlib.sha256((path / MANIFEST).read_bytes()).hexdigest()
+        model_id = hashlib.sha256(raw).hexdigest()
         try:
             return cls(clf, model_id=model_id, model_name=_model_name(path), **kwargs)
         except ModelMismatch as exc:
