@@ -12,6 +12,9 @@
    model swapped in between (``train --out``) gave the state store the new model's identity with
    the old model's classifier. The id is now the hash of the manifest the classifier came with
    (the load is redone when they differ).
+5. ``evaluate --out`` (``EvaluationResult.save``), ``window-study --out`` and the training plots
+   wrote with plain ``to_csv`` / ``write_text`` / ``savefig``: a kill or a full disk mid-write
+   left a cut file where the last good one was. They now write through ``triage.core.atomic``.
 """
 
 from __future__ import annotations
@@ -77,3 +80,42 @@ def test_the_online_loop_takes_its_model_id_from_the_manifest_it_loaded(tmp_path
     assert len(calls) == 2  # loaded again
     assert loop.classifier.manifest_["window"] == 3
     assert loop.model_id == hashlib.sha256((model / "manifest.json").read_bytes()).hexdigest()
+
+
+def test_evaluate_and_window_study_outputs_are_whole_or_untouched(tmp_path, monkeypatch):
+    # EvaluationResult.save and window-study wrote with plain to_csv / write_text / savefig: a kill
+    # (here: a failure) mid-write left a cut file where the last good one was.
+    import pandas as pd
+
+    from triage.training.evaluation import EvaluationResult
+    from triage.training.plots import window_png
+
+    for name in ("records.csv", "summary.csv", "window.png"):
+        (tmp_path / name).write_text("the last good one")
+
+    def cut_short(self, path_or_buf=None, *args, **kwargs):
+        if hasattr(path_or_buf, "write"):
+            path_or_buf.write(b"series,")
+        else:
+            with open(path_or_buf, "w") as fh:
+                fh.write("series,")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", cut_short)
+    with pytest.raises(OSError):
+        EvaluationResult(pd.DataFrame({"model": ["rf"], "split": ["random"], "auc": [0.9]})).save(tmp_path)
+    monkeypatch.undo()
+
+    from matplotlib.figure import Figure
+
+    def savefig_cut_short(self, fname, *args, **kwargs):
+        with open(fname, "w") as fh:
+            fh.write("\x89PNG")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", savefig_cut_short)
+    table = pd.DataFrame({"window": ["0"], "auc_mean": [0.8], "auc_ci_low": [0.7], "auc_ci_high": [0.9]})
+    with pytest.raises(OSError):
+        window_png(table, tmp_path / "window.png")
+    for name in ("records.csv", "summary.csv", "window.png"):
+        assert (tmp_path / name).read_text() == "the last good one"

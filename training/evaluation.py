@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from triage.core.atomic import write_csv_atomic, write_text_atomic
 from triage.core.metrics import classification_report
 from triage.features.matrix import TrainingData, training_data
 from triage.training.classifier import TriageClassifier
@@ -220,10 +221,11 @@ class EvaluationResult:
             "differences": out / "differences.csv",
             "markdown": out / "summary.md",
         }
-        self.records.to_csv(paths["records"], index=False)
-        self.summary().to_csv(paths["summary"], index=False)
-        self.differences().to_csv(paths["differences"], index=False)
-        paths["markdown"].write_text(self.to_markdown() + "\n", encoding="utf-8")
+        # Each file whole or not at all: a kill mid-write left a cut CSV beside whole ones.
+        write_csv_atomic(self.records, paths["records"])
+        write_csv_atomic(self.summary(), paths["summary"])
+        write_csv_atomic(self.differences(), paths["differences"])
+        write_text_atomic(self.to_markdown() + "\n", paths["markdown"])
         return paths
 
 

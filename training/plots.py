@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from triage.core.atomic import atomic_write
+
 
 def _figure(size=(4.5, 4.0)):
     from matplotlib.figure import Figure
@@ -32,8 +34,7 @@ def roc_png(y_true: np.ndarray, proba: np.ndarray, path: str | Path, title: str 
     ax.set_ylabel("true positive rate (sensitivity)")
     ax.set_title(title)
     ax.legend(loc="lower right")
-    fig.savefig(path)
-    return Path(path)
+    return _save(fig, path)
 
 
 def confusion_png(y_true: np.ndarray, y_pred: np.ndarray, path: str | Path, title: str = "Confusion matrix") -> Path:
@@ -54,8 +55,7 @@ def confusion_png(y_true: np.ndarray, y_pred: np.ndarray, path: str | Path, titl
             ax.text(p, t, f"{cm[t, p]:,}", ha="center", va="center",
                     color="white" if cm[t, p] > cm.max() / 2 else "black")
     ax.set_title(title)
-    fig.savefig(path)
-    return Path(path)
+    return _save(fig, path)
 
 
 def window_png(table: pd.DataFrame, path: str | Path, metric: str = "auc") -> Path:
@@ -79,5 +79,14 @@ def window_png(table: pd.DataFrame, path: str | Path, metric: str = "auc") -> Pa
     ax.set_ylabel(metric.upper())
     ax.set_title(f"{metric.upper()} against window size")
     ax.legend(loc="lower right")
-    fig.savefig(path)
-    return Path(path)
+    return _save(fig, path)
+
+
+def _save(fig, path: str | Path) -> Path:
+    """Write ``fig`` as a PNG through :func:`triage.core.atomic.atomic_write`.
+
+    A kill mid-write left a cut PNG where the last good one was, and a
+    link in place of the file was replaced by a file.
+    """
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
+

@@ -38,6 +38,7 @@ from triage.cli.validation import (
     check_output_not_input,
     check_threshold_policy,
 )
+from triage.core.atomic import write_csv_atomic, write_text_atomic
 from triage.core.errors import InputError
 from triage.core.history import Dataset
 from triage.distributed import joblib_on
@@ -493,8 +494,8 @@ def window_study(
             model_params=model_params,
         )
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "window_study.csv", index=False)
-    (out / "window_study.md").write_text(window_markdown(table) + "\n", encoding="utf-8")
+    write_csv_atomic(table, out / "window_study.csv")
+    write_text_atomic(window_markdown(table) + "\n", out / "window_study.md")
     window_png(table, out / "window_study.png")
     rich_table = Table(title=f"{model}: AUC against window size ({split} splits x {splits})")
     for col in ("window", "candidates", "AUC", "95 % interval"):
