@@ -15,6 +15,9 @@
 5. ``evaluate --out`` (``EvaluationResult.save``), ``window-study --out`` and the training plots
    wrote with plain ``to_csv`` / ``write_text`` / ``savefig``: a kill or a full disk mid-write
    left a cut file where the last good one was. They now write through ``triage.core.atomic``.
+6. ``score`` / ``label`` tables ended in a RecursionError (exit 1, no output file) when two groups
+   of series ids read alike under the column's cut but shared nothing at both ends among them
+   (four asv ids of two suites ending in ``@main``): the "middle" was the whole id again.
 """
 
 from __future__ import annotations
@@ -119,3 +122,31 @@ def test_evaluate_and_window_study_outputs_are_whole_or_untouched(tmp_path, monk
         window_png(table, tmp_path / "window.png")
     for name in ("records.csv", "summary.csv", "window.png"):
         assert (tmp_path / name).read_text() == "the last good one"
+
+
+def test_two_groups_of_alike_ids_are_shortened_without_end():
+    from triage.cli.tables import shorten_ids
+
+    x, y = "x" * 30, "y" * 30
+    ids = [f"p{x}1{y}q", f"p{x}2{y}q", f"r{x}3{y}s", f"r{x}4{y}s"]
+    shown = shorten_ids(ids, 20)
+    assert len(set(shown.values())) == 4 and all(len(v) <= 20 for v in shown.values())
+    # Groups whose middles read alike keep the plain cut, which tells the groups apart.
+    ids = [f"p{x}1{y}q", f"p{x}2{y}q", f"r{x}1{y}s", f"r{x}2{y}s"]
+    shown = shorten_ids(ids, 20)
+    assert shown[ids[0]] != shown[ids[2]] and all(len(v) <= 20 for v in shown.values())
+
+
+def test_score_shows_asv_ids_of_two_suites_on_one_branch(tmp_path):
+    ids = [f"proj/model_benchmarks.model_save_{w}.benchmark.Save{w.title()}.time_save_{w}/ubuntu-latest/conda-py3.10@main"
+           for w in ("existing", "new")]
+    ids += [f"proj/query_benchmarks.query_{w}.benchmark.Query{w.title()}.time_query_{w}/ubuntu-latest/conda-py3.12@main"
+            for w in ("get_or_create", "in_bulk")]
+    data = tmp_path / "h.csv"
+    data.write_text("series_id,commit,value\n" + "".join(
+        f"{s},c{i},{1.0 + 0.5 * (i >= 30) + 0.01 * (i % 3)}\n" for s in ids for i in range(60)))
+    cands = tmp_path / "c.csv"
+    assert invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", cands])[0] == 0
+    code, out = invoke(["score", "--data", data, "--candidates", cands, "--out", tmp_path / "s.csv"])
+    assert code == 0, out
+    assert (tmp_path / "s.csv").exists()

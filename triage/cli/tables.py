@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -147,21 +148,32 @@ def shorten_ids(ids: Iterable[object], width: int) -> dict[str, str]:
         elif unique <= width - 1:  # as much of the word as fits; the head only when it must go
             tail = max(tail, most if unique <= most else width - 1)
         # else: they differ beyond any tail's reach: the even cut, whose head may show it
-    shown = {s: f"{s[:width - 1 - tail]}…{s[len(s) - tail:]}" if len(s) > width else s for s in distinct}
-    alike = [s for s in distinct if list(shown.values()).count(shown[s]) > 1]
-    if not alike or width < 7:
+    plain = {s: f"{s[:width - 1 - tail]}…{s[len(s) - tail:]}" if len(s) > width else s for s in distinct}
+    shown = dict(plain)
+    if width < 7:
         return shown
+    groups: dict[str, list[str]] = {}
+    for s in distinct:
+        groups.setdefault(shown[s], []).append(s)
     # Ids that differ only in their middle (emg3d-bench/memory.…('big')/meerkat/conda-py3.8 and
     # ('small'), …Smoothing…(0;'big')…) read alike under any head-and-tail cut: without what
-    # all of them share at both ends, their middles are cut the same way, between two "…".
-    head = min(_common_prefix(alike[0], o) for o in alike[1:])
-    end = min(_common_suffix(alike[0], o) for o in alike[1:])
-    middles = {s: s[head : len(s) - end] for s in alike}
-    room = width - (head > 0) - (end > 0)
-    inner = shorten_ids(middles.values(), room) if all(middles.values()) else {}
-    for s in alike if inner else ():
-        shown[s] = ("…" if head else "") + inner[middles[s]] + ("…" if end else "")
-    return shown
+    # each group of alike ids shares at both ends, their middles are cut the same way, between
+    # two "…". Per group: two groups share less (often nothing) than each group's own ids, and
+    # a "middle" that was the whole id recursed for ever.
+    for alike in (g for g in groups.values() if len(g) > 1):
+        head = min(_common_prefix(alike[0], o) for o in alike[1:])
+        end = min(_common_suffix(alike[0], o) for o in alike[1:])
+        middles = {s: s[head : len(s) - end] for s in alike}
+        room = width - (head > 0) - (end > 0)
+        if not (head or end) or not all(middles.values()):
+            continue  # nothing the group shares to drop: its cut stays
+        inner = shorten_ids(middles.values(), room)
+        for s in alike:
+            shown[s] = ("…" if head else "") + inner[middles[s]] + ("…" if end else "")
+    # Two groups' middles can read alike once their ends are gone (p…1…q and r…1…s both "…1…"):
+    # those ids keep the plain cut, which at least told the groups apart.
+    counts = Counter(shown.values())
+    return {s: plain[s] if counts[shown[s]] > 1 and shown[s] != plain[s] else shown[s] for s in distinct}
 
 
 def _common_prefix(a: str, b: str) -> int:
