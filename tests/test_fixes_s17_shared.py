@@ -18,10 +18,15 @@
 6. ``score`` / ``label`` tables ended in a RecursionError (exit 1, no output file) when two groups
    of series ids read alike under the column's cut but shared nothing at both ends among them
    (four asv ids of two suites ending in ``@main``): the "middle" was the whole id again.
+7. A workspace series page read every decision of the labels store (0.4 s per page at 50,000
+   decisions): ``LabelsStore.current(series_id)`` reads one series'.
+8. ``triage steady`` printed one table row per benchmark (2,000 benchmarks: 2,007 lines in a CI
+   log); it shows 40 and counts the rest.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.helpers_cli import flat, invoke, step_history
@@ -150,3 +155,33 @@ def test_score_shows_asv_ids_of_two_suites_on_one_branch(tmp_path):
     code, out = invoke(["score", "--data", data, "--candidates", cands, "--out", tmp_path / "s.csv"])
     assert code == 0, out
     assert (tmp_path / "s.csv").exists()
+
+
+def test_the_current_decisions_of_one_series_are_read_alone(tmp_path):
+    # A series page read every decision of the store (0.4 s per page at 50,000 decisions).
+    from triage.workspace.store import LabelsStore
+
+    store = LabelsStore(tmp_path / "labels.sqlite")
+    store.record("a", "c1", "true", who="ann")
+    store.record("b", "c1", "false", who="ann")
+    store.record("a", "c2", "false", who="ann")
+    store.record("a", "c1", "false", who="bob", seen=None)  # decided again: the latest wins
+    store.undo("a", "c2", who="ann")
+    assert store.current("a") == {k: d for k, d in store.current().items() if k[0] == "a"}
+    assert [(k, d.label, d.who) for k, d in store.current("a").items()] == [(("a", "c1"), "false_positive", "bob")]
+    assert store.current("nobody") == {}
+
+
+def test_steady_shows_at_most_forty_series_and_counts_the_rest(tmp_path):
+    # 2,000 benchmarks wrote a 2,007-line table.
+    import json
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "c1.json"
+    path.write_text(json.dumps({"context": {}, "benchmarks": [
+        {"name": f"BM_{i}", "run_type": "iteration", "repetition_index": r, "real_time": float(v), "time_unit": "ns"}
+        for i in range(45) for r, v in enumerate(100 + rng.standard_normal(3))]}))
+    code, out = invoke(["steady", path, "--trim-warmup", "none", "--out", tmp_path / "long.csv"])
+    assert code == 0, out
+    assert "BM_39" in out and "BM_40" not in out
+    assert "... and 5 more series" in flat(out)

@@ -403,7 +403,7 @@ async def _series_rows(request: Request) -> tuple[Workspace, str, list[dict]]:
         raise BadRequest("give the series: /series?id=<series id> (the queue links to each)")
     if sid not in ws.dataset:
         raise BadRequest(f"no series {sid[:120]!r} in the data", 404)
-    current = await run_in_threadpool(ws.store.current)
+    current = await run_in_threadpool(ws.store.current, sid)
     return ws, sid, _rows(ws, ws.by_series.get(sid, []), current)
 
 

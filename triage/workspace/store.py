@@ -378,10 +378,16 @@ class LabelsStore:
         """Every decision ever recorded (undone ones included), oldest first."""
         return self._rows()
 
-    def current(self) -> dict[tuple[str, str], Decision]:
-        """The current decision of every decided alert: (series_id, commit) -> latest row not undone."""
+    def current(self, series_id: str | None = None) -> dict[tuple[str, str], Decision]:
+        """The current decision of every decided alert: (series_id, commit) -> latest row not undone.
+
+        ``series_id``: only that series' alerts (a series page read every
+        decision of the store, 0.4 s at 50,000).
+        """
         out: dict[tuple[str, str], Decision] = {}
-        for d in self._rows("WHERE undone_at IS NULL"):
+        where, args = ("WHERE undone_at IS NULL", ()) if series_id is None else (
+            "WHERE undone_at IS NULL AND series_id = ?", (series_id,))
+        for d in self._rows(where, args):
             out[(d.series_id, d.commit)] = d  # ordered by id: the latest wins
         return out
 
