@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from http import HTTPStatus
 from pathlib import Path
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import parse_qs, quote, unquote, urlencode
 
 import jinja2
 import pandas as pd
@@ -196,10 +196,15 @@ def _date_param(params, name: str) -> pd.Timestamp | None:
 
 
 def _query(request: Request):
-    """The query parameters, refused (400) when one holds a control character (it would be echoed into the page)."""
+    """The query parameters, refused (400) when one holds a control character (it would be echoed into the page).
+
+    A value may hold a tab, a line feed or a carriage return, as a form's may: series ids do (a
+    quoted CSV cell), and the queue links to ``/series?id=<the id>``; the page escapes what it echoes.
+    """
     params = request.query_params
     for name, value in params.multi_items():
-        if any(ord(c) < 32 or c == "\x7f" for c in name + value):
+        if any(ord(c) < 32 or c == "\x7f" for c in name) or any(
+                (ord(c) < 32 and c not in "\t\n\r") or c == "\x7f" for c in value):
             raise BadRequest(f"{name[:40]!r} holds a control character")
     return params
 
@@ -249,8 +254,24 @@ def _check_csrf(ws: Workspace, form: dict[str, str]) -> None:
                          "go back to the page, it has a fresh token, and try again", 403, back=_local(form))
 
 
+def _field(form: dict[str, str], name: str) -> str:
+    """``name``'s value; the page's forms also send it percent-encoded (``<name>_q``), which is what counts.
+
+    A browser sends a line feed or carriage return of a hidden field as CR LF, and the HTML
+    parser reads a CR in an attribute as LF: a series id holding either came back changed
+    ("no alert at commit ..."). The encoded copy is ASCII and comes back byte for byte.
+    """
+    encoded = form.get(f"{name}_q")
+    if encoded is None:
+        return form.get(name, "")  # scripts, older pages
+    try:
+        return unquote(encoded, errors="strict")
+    except UnicodeDecodeError:
+        raise BadRequest(f"{name}_q is not percent-encoded UTF-8") from None
+
+
 def _alert_of(ws: Workspace, form: dict[str, str]) -> Alert:
-    sid, commit = form.get("series_id", ""), form.get("commit", "")
+    sid, commit = _field(form, "series_id"), _field(form, "commit")
     if not sid or not commit:
         raise BadRequest("series_id and commit are required")
     alert = ws.by_key.get((sid, commit))
