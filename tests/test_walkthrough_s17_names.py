@@ -15,6 +15,12 @@ Defects found (what a user did, what went wrong, what happens now):
    commit ..."). Now the forms also carry the id and the commit percent-encoded
    (``series_id_q``, ``commit_q``), which the server reads first; they come back byte
    for byte.
+3. Scored (``triage score --candidates``) the candidates ``triage candidates`` wrote for
+   series or commits named ``NaN``, ``None`` or ``null`` (ids that look like missing
+   values; the data readers keep them as names): "row 5: series_id is missing", exit 2,
+   for a file triage itself wrote, and a commit so named was taken as absent (placed by
+   its index alone). The same in Otava and Perfherder candidate files. Now such a cell
+   is a name; only an empty cell (or a JSON null) is missing.
 """
 
 from __future__ import annotations
@@ -95,3 +101,36 @@ def test_deciding_through_the_page_form_records_the_right_series(served, sid):
     r = client.post("/decide", data=_browser_form(page.text, sid), follow_redirects=False)
     assert r.status_code == 303, r.text[-300:]
     assert [key[0] for key in ws.store.current()] == [sid]
+
+
+def test_candidates_of_series_and_commits_named_like_missing_values_are_scored(tmp_path):
+    from helpers_cli import invoke
+
+    names = ["007", "7", "NaN", "None", "null", "true"]
+    rows = []
+    for k, sid in enumerate(names):
+        commits = [f"c{i}" for i in range(60)]
+        commits[30] = names[(k + 2) % len(names)]  # the step's commit is an awkward word too
+        rows += [f"{sid},{c},{1.0 + 0.5 * (i >= 30) + 0.01 * (i % 3)}" for i, c in enumerate(commits)]
+    data = tmp_path / "data.csv"
+    data.write_text("series_id,commit,value\n" + "\n".join(rows) + "\n")
+    cands, scored = tmp_path / "cands.csv", tmp_path / "scored.csv"
+    code, out = invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", cands])
+    assert code == 0, out
+    code, out = invoke(["score", "--data", data, "--candidates", cands, "--out", scored])
+    assert code == 0, out
+    got = pd.read_csv(scored, dtype=str, keep_default_na=False)
+    assert sorted(zip(got["series_id"], got["commit"], strict=True)) == sorted(
+        (sid, names[(k + 2) % len(names)]) for k, sid in enumerate(names))
+
+
+def test_otava_and_perfherder_candidates_keep_commits_named_like_missing_values(tmp_path):
+    from triage.candidate_files import read_candidates
+
+    otava = tmp_path / "otava.csv"
+    otava.write_text("metric,commit,forward_change_percent\nNaN,null,5\nthroughput,None,7\n")
+    table = read_candidates(otava)
+    assert table.commits == ["null", "None"] and table.keys[0] == ("NaN",)
+    ph = tmp_path / "ph.csv"
+    ph.write_text("signature_hash,revision\nabc,NaN\n")
+    assert read_candidates(ph).commits == ["NaN"]

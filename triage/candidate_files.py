@@ -237,6 +237,19 @@ def _text(value: object) -> str | None:
     return text if text and text.lower() not in ("nan", "none", "null") else None
 
 
+def _name(value: object) -> str | None:
+    """A series id, metric, test or commit cell as stripped text; None only when empty (or a JSON null).
+
+    Unlike :func:`_text`, the words ``NaN``, ``None`` and ``null`` are names here: the data
+    readers keep a series or commit so named (every cell is text), and a candidate of it was
+    refused as "series_id is missing" or placed by its index alone.
+    """
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
 def _index(value: object, path: Path, row: int) -> int | None:
     """A 0-based index cell; None when empty. Bad numbers are errors naming the row."""
     text = _text(value)
@@ -284,10 +297,10 @@ def _candidates_csv(frame: pd.DataFrame, path: Path, numbers: list[int] | None =
         _check_scores(frame, path, numbers)
     keys, commits, indices, rows = [], [], [], []
     for row, rec in zip(numbers, frame.to_dict("records"), strict=True):
-        sid = _text(rec.get("series_id"))
+        sid = _name(rec.get("series_id"))
         if sid is None:
             raise InputError(path, row, "series_id is missing")
-        commit = _text(rec.get("commit")) if "commit" in frame.columns else None
+        commit = _name(rec.get("commit")) if "commit" in frame.columns else None
         index = _index(rec.get("index"), path, row) if "index" in frame.columns else None
         if commit is None and index is None:
             raise InputError(path, row, "neither commit nor index is given")
@@ -319,7 +332,7 @@ def _otava_json(payload: object, path: Path) -> CandidateTable:
                 rec.update(change)
                 records.append(rec)
                 keys.append(_with_branch((metric, f"{test}.{metric}", f"{test}/{metric}"), attributes.get("branch")))
-                commits.append(_text(attributes.get("commit")))
+                commits.append(_name(attributes.get("commit")))
                 indices.append(_index(change.get("index"), path, n))
                 rows.append(n)
                 if commits[-1] is None and indices[-1] is None:
@@ -332,13 +345,13 @@ def _otava_csv(frame: pd.DataFrame, path: Path, numbers: list[int]) -> Candidate
         raise InputError(path, 1, "need a 'commit' or an 'index' column to place each change")
     keys, commits, indices, rows = [], [], [], []
     for row, rec in zip(numbers, frame.to_dict("records"), strict=True):
-        metric = _text(rec.get("metric"))
+        metric = _name(rec.get("metric"))
         if metric is None:
             raise InputError(path, row, "metric is missing")
-        test = _text(rec.get("test"))
+        test = _name(rec.get("test"))
         keys.append(_with_branch((metric, f"{test}.{metric}", f"{test}/{metric}") if test else (metric,),
                                  rec.get("branch")))
-        commits.append(_text(rec.get("commit")))
+        commits.append(_name(rec.get("commit")))
         indices.append(_index(rec.get("index"), path, row) if "index" in frame.columns else None)
         rows.append(row)
         if commits[-1] is None and indices[-1] is None:
@@ -381,7 +394,7 @@ def _perfherder_json(payload: object, path: Path) -> CandidateTable:
     for s in summaries:
         if not isinstance(s, dict) or not isinstance(s.get("alerts"), list):
             raise InputError(path, n + 1, "an alert summary without an 'alerts' list")
-        revision = _text(s.get("revision"))
+        revision = _name(s.get("revision"))
         for alert in s["alerts"]:
             n += 1
             if not isinstance(alert, dict):
@@ -427,7 +440,7 @@ def _perfherder_csv(frame: pd.DataFrame, path: Path, numbers: list[int]) -> Cand
         k = _signature_keys(sig)
         if not k:
             raise InputError(path, row, "signature is missing")
-        revision = _text(rec.get("revision"))
+        revision = _name(rec.get("revision"))
         if revision is None:
             raise InputError(path, row, "revision is missing")
         keys.append(k)
