@@ -3,8 +3,10 @@
 A job that takes more than a few seconds (``detect``, ``candidates``,
 ``label``, ``report``) reports how far it is (``score`` extracts the
 features of all candidates in one call and shows a spinner on a terminal). On a terminal that
-is one live bar, redrawn in place. Without a terminal (CI logs, ``2>
-file``) redrawing would repeat the line hundreds of times, so instead one
+is one live bar, redrawn in place, narrowed to fit the terminal's width. Without a terminal (CI logs, ``2>
+file``), or on one that cannot redraw in place (``TERM=dumb``: rich draws no
+live bar there, so there was no progress at all), redrawing would repeat the
+line hundreds of times, so instead one
 plain line is printed each time another tenth of the work is done, and never
 twice for the same tenth (nothing in the first two seconds, so quick jobs stay
 quiet)::
@@ -49,14 +51,21 @@ class JobProgress:
 
     def __enter__(self) -> JobProgress:
         self._started = time.perf_counter()
-        if self.console.is_terminal:
+        if self.console.is_interactive:  # a terminal, and not a dumb one
             self._bar = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.description}"), BarColumn(bar_width=self._bar_width()), MofNCompleteColumn(),
                 TextColumn(self.unit), TimeElapsedColumn(), console=self.console, transient=True,
             )
             self._bar.__enter__()
             self._task = self._bar.add_task(self.name, total=self.total)
         return self
+
+    def _bar_width(self) -> int:
+        """The bar's columns: at most rich's 40, fewer when the name, the count, the unit and the
+        elapsed time would not fit beside it (COLUMNS=40 cut the count to ``245769/24…``)."""
+        digits = len(str(self.total))
+        beside = len(self.name) + (2 * digits + 1) + len(self.unit) + len("0:00:00") + 4  # 4 separating spaces
+        return max(5, min(40, self.console.width - beside - 1))
 
     def advance(self, n: int = 1) -> None:
         self.done = min(self.done + int(n), self.total)
