@@ -21,6 +21,13 @@ Defects found (what a user did, what went wrong, what happens now):
    for a file triage itself wrote, and a commit so named was taken as absent (placed by
    its index alone). The same in Otava and Perfherder candidate files. Now such a cell
    is a name; only an empty cell (or a JSON null) is missing.
+4. Read JMH results (``triage summary --data 3f2a9c1.json``) of one benchmark run with
+   ``{"codec": "a", "size": "1"}`` and with ``{"codec": "a,size=1"}`` (a ``@Param`` value
+   holding a comma): both were named ``parse[codec=a,size=1]`` and the file was refused
+   with "the same benchmark, parameters and mode as row 1", which they are not (across
+   files they would have been one series). Now a parameter key or value holding ``,``,
+   ``=``, ``"``, ``[`` or ``]`` is written JSON-quoted (``parse[codec="a,size=1"]``);
+   other names are unchanged.
 """
 
 from __future__ import annotations
@@ -134,3 +141,20 @@ def test_otava_and_perfherder_candidates_keep_commits_named_like_missing_values(
     ph = tmp_path / "ph.csv"
     ph.write_text("signature_hash,revision\nabc,NaN\n")
     assert read_candidates(ph).commits == ["NaN"]
+
+
+def test_jmh_parameters_holding_separators_name_their_own_series(tmp_path):
+    import json
+
+    from triage.readers.jmh import read_jmh
+
+    def entry(params: dict, base: float) -> dict:
+        return {"benchmark": "org.Bench.parse", "mode": "thrpt", "params": params,
+                "primaryMetric": {"scoreUnit": "ops/s", "rawData": [[base, base + 1, base + 2]]}}
+
+    path = tmp_path / "007.json"
+    path.write_text(json.dumps([entry({"size": "1", "codec": "a"}, 1000), entry({"codec": "a,size=1"}, 2000),
+                                entry({"k": "[x]"}, 3000)]))
+    frame = read_jmh(path)
+    assert sorted(frame["series_id"].unique()) == [
+        'org.Bench.parse[codec="a,size=1"]', "org.Bench.parse[codec=a,size=1]", 'org.Bench.parse[k="[x]"]']

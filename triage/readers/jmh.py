@@ -63,11 +63,24 @@ class NoResults(InputError):
     """A result file that is an empty list: JMH writes ``[]`` when every benchmark of the run failed."""
 
 
+#: Characters that separate a name's parameters: a key or value holding one is written quoted.
+_PARAM_SEPARATORS = frozenset(',="[]')
+
+
+def _param_text(text: object) -> str:
+    """A parameter key or value as written in a series name: as is, or JSON-quoted when it holds
+    a separator (``{"codec": "a,size=1"}`` and ``{"codec": "a", "size": "1"}`` were both
+    ``[codec=a,size=1]``: two benchmarks refused as one repeated, or merged across files)."""
+    text = str(text)
+    return json.dumps(text, ensure_ascii=False) if _PARAM_SEPARATORS & set(text) else text
+
+
 def series_name(benchmark: str, params: dict | None) -> str:
-    """``benchmark`` or ``benchmark[k1=v1,k2=v2]`` (keys sorted, so the name is stable)."""
+    """``benchmark`` or ``benchmark[k1=v1,k2=v2]`` (keys sorted, so the name is stable; a key or
+    value holding ``,``, ``=``, ``"``, ``[`` or ``]`` JSON-quoted)."""
     if not params:
         return benchmark
-    return f"{benchmark}[{','.join(f'{k}={params[k]}' for k in sorted(params))}]"
+    return f"{benchmark}[{','.join(f'{_param_text(k)}={_param_text(params[k])}' for k in sorted(params))}]"
 
 
 def read_jmh(
