@@ -28,6 +28,10 @@ Defects found (what a user did, what went wrong, what happens now):
    files they would have been one series). Now a parameter key or value holding ``,``,
    ``=``, ``"``, ``[`` or ``]`` is written JSON-quoted (``parse[codec="a,size=1"]``);
    other names are unchanged.
+5. Read a github-action-benchmark ``data.js`` with suites ``A`` (bench ``x/1``) and
+   ``A/x`` (bench ``1``): both are series ``A/x/1``, and their values were averaged as
+   re-runs of one benchmark without a word (one series, where there are two). Now the
+   file is refused naming both suites and benches.
 """
 
 from __future__ import annotations
@@ -158,3 +162,20 @@ def test_jmh_parameters_holding_separators_name_their_own_series(tmp_path):
     frame = read_jmh(path)
     assert sorted(frame["series_id"].unique()) == [
         'org.Bench.parse[codec="a,size=1"]', "org.Bench.parse[codec=a,size=1]", 'org.Bench.parse[k="[x]"]']
+
+
+def test_data_js_suites_and_benches_that_make_one_series_id_are_refused(tmp_path):
+    from helpers_cli import flat, invoke
+
+    def run(value: float, name: str) -> dict:
+        return {"commit": {"id": "007"}, "date": 1700000000000, "tool": "cargo",
+                "benches": [{"name": name, "value": value, "unit": "ns/iter"}]}
+
+    import json
+
+    path = tmp_path / "data.js"
+    path.write_text("window.BENCHMARK_DATA = " + json.dumps(
+        {"entries": {"A": [run(10, "x/1")], "A/x": [run(20, "1")], "B": [run(5, "y")]}}))
+    code, out = invoke(["summary", "--data", path])
+    assert code == 2, out
+    assert "'A/x/1' is also bench 'x/1' of suite 'A'" in flat(out), out

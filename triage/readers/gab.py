@@ -87,6 +87,9 @@ def read_gab(
         raise InputError(path, None, "no 'entries' object (expected window.BENCHMARK_DATA = {entries: {...}})")
     records: list[dict] = []
     higher: dict[str, bool | None] = {}
+    # Which (suite, bench) each series id came from: "a/b" + "c" and "a" + "b/c" are both "a/b/c",
+    # and their values would be averaged as re-runs of one benchmark without a word.
+    origin: dict[str, tuple[str, str]] = {}
     for suite, runs in entries.items():
         if not isinstance(runs, list):
             raise InputError(path, None, f"entries[{suite!r}] is not a list of runs")
@@ -107,6 +110,10 @@ def read_gab(
                 if not isinstance(value, int | float) or isinstance(value, bool):
                     raise InputError(path, None, f"{where}, bench {bench['name']!r}: value {value!r} is not a number")
                 sid = f"{suite}/{bench['name']}"
+                first = origin.setdefault(sid, (suite, str(bench["name"])))
+                if first != (suite, str(bench["name"])):
+                    raise InputError(path, None, f"{where}, bench {bench['name']!r}: its series id {sid!r} is also "
+                                                 f"bench {first[1]!r} of suite {first[0]!r}; rename one of them")
                 records.append({"series_id": sid, "commit": str(commit["id"]), "date": run.get("date"),
                                 "value": float(value), "_where": where})
                 higher.setdefault(sid, higher_is_better(str(bench.get("unit", "")), tool))
