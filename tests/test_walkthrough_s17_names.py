@@ -32,6 +32,10 @@ Defects found (what a user did, what went wrong, what happens now):
    ``A/x`` (bench ``1``): both are series ``A/x/1``, and their values were averaged as
    re-runs of one benchmark without a word (one series, where there are two). Now the
    file is refused naming both suites and benches.
+6. Opened the queue holding series ``a-b`` with an alert at commit ``c`` and series ``a``
+   with one at ``b-c``: both rows had the id ``a-a-b-c`` (two elements of one id; after
+   deciding, the page went back to the first of them). Now a ``-`` inside a series id or
+   commit is percent-encoded in the row's id, and each row's id is its own.
 """
 
 from __future__ import annotations
@@ -179,3 +183,17 @@ def test_data_js_suites_and_benches_that_make_one_series_id_are_refused(tmp_path
     code, out = invoke(["summary", "--data", path])
     assert code == 2, out
     assert "'A/x/1' is also bench 'x/1' of suite 'A'" in flat(out), out
+
+
+def test_every_alert_row_has_its_own_id(tmp_path):
+    def at(sid: str, commit: str) -> History:
+        h = _step(sid, 0)
+        commits = list(h.commits)
+        commits[40] = commit
+        return History(sid, commits, h.values, h.labels, timestamps=h.timestamps)
+
+    ds = Dataset([at("a-b", "c"), at("a", "b-c")], source="<test>")
+    ws = Workspace(dataset=ds, alerts=build_alerts(ds), store=LabelsStore(tmp_path / "labels.sqlite"))
+    page = TestClient(create_app(ws)).get("/")
+    ids = re.findall(r'<tr id="([^"]+)"', page.text)
+    assert len(ids) == 2 and len(set(ids)) == 2, ids

@@ -313,7 +313,12 @@ def _local(form: dict[str, str]) -> str:
 
 
 def _anchor(alert: Alert) -> str:
-    return f"a-{quote(alert.series_id, safe='')}-{quote(alert.commit, safe='')}"
+    """The alert's row id: its series and commit percent-encoded, ``-`` included (series ``a-b`` at
+    commit ``c`` and series ``a`` at ``b-c`` were both ``a-a-b-c``: two rows of one id, and the
+    page went back to the wrong one after a decision)."""
+    def part(text: str) -> str:
+        return quote(text, safe="").replace("-", "%2D")
+    return f"a-{part(alert.series_id)}-{part(alert.commit)}"
 
 
 def _next(form: dict[str, str], alert: Alert) -> str:
