@@ -36,6 +36,10 @@ Defects found (what a user did, what went wrong, what happens now):
    with one at ``b-c``: both rows had the id ``a-a-b-c`` (two elements of one id; after
    deciding, the page went back to the first of them). Now a ``-`` inside a series id or
    commit is percent-encoded in the row's id, and each row's id is its own.
+7. Read a Google Benchmark file holding ``BM_x`` and ``BM_x `` (a trailing space, a
+   name built from a format string): both became series ``BM_x`` and their repetitions
+   were averaged into one value without a word. Now the stripped name is the one name,
+   and the second benchmark is refused as "repetition 0 again" naming its row.
 """
 
 from __future__ import annotations
@@ -197,3 +201,19 @@ def test_every_alert_row_has_its_own_id(tmp_path):
     page = TestClient(create_app(ws)).get("/")
     ids = re.findall(r'<tr id="([^"]+)"', page.text)
     assert len(ids) == 2 and len(set(ids)) == 2, ids
+
+
+def test_gbench_names_that_differ_by_white_space_are_not_averaged(tmp_path):
+    import json
+
+    from helpers_cli import flat, invoke
+
+    def bench(name: str, value: float) -> dict:
+        return {"name": name, "run_name": name, "run_type": "iteration", "repetition_index": 0,
+                "real_time": value, "time_unit": "ns"}
+
+    path = tmp_path / "007.json"
+    path.write_text(json.dumps({"context": {}, "benchmarks": [bench("BM_x", 10), bench("BM_x ", 99)]}))
+    code, out = invoke(["convert", "--data", path, "--out", tmp_path / "out.csv"])
+    assert code == 2, out
+    assert "row 2: BM_x: repetition 0 again" in flat(out), out

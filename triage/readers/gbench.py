@@ -85,6 +85,9 @@ def gbench_frame(payload: dict, path: str | Path, metric: str = "real_time") -> 
         name = item.get("run_name", item.get("name"))
         if not isinstance(name, str) or not name.strip():
             raise InputError(path, pos, "benchmark object without a 'name'")
+        # The series id is the stripped name: "BM_x" and "BM_x " are one name here, so that two
+        # benchmarks of it are refused below, not averaged into one series.
+        name = name.strip()
         if item.get("error_occurred"):
             failed.append(f"{name} ({item.get('error_message') or 'no message'})")
             continue
@@ -126,5 +129,5 @@ def gbench_frame(payload: dict, path: str | Path, metric: str = "real_time") -> 
             problem = value_problem(value)
             if problem is not None:
                 raise InputError(path, pos, f"{name}: {metric}: {problem}")
-            rows.append((name.strip(), MODE, f"{unit}/op", FORK, i, float(value)))
+            rows.append((name, MODE, f"{unit}/op", FORK, i, float(value)))
     return pd.DataFrame(rows, columns=["series_id", "mode", "unit", "fork", "iteration", "value"])
