@@ -40,6 +40,9 @@ Defects found (what a user did, what went wrong, what happens now):
    name built from a format string): both became series ``BM_x`` and their repetitions
    were averaged into one value without a word. Now the stripped name is the one name,
    and the second benchmark is refused as "repetition 0 again" naming its row.
+8. The same with JMH results: benchmarks ``org.B.x`` and ``org.B.x `` were averaged
+   into one series. Now the second is refused as "the same benchmark, parameters and
+   mode as row 1", as two entries of one name are.
 """
 
 from __future__ import annotations
@@ -217,3 +220,18 @@ def test_gbench_names_that_differ_by_white_space_are_not_averaged(tmp_path):
     code, out = invoke(["convert", "--data", path, "--out", tmp_path / "out.csv"])
     assert code == 2, out
     assert "row 2: BM_x: repetition 0 again" in flat(out), out
+
+
+def test_jmh_names_that_differ_by_white_space_are_not_averaged(tmp_path):
+    import json
+
+    from helpers_cli import flat, invoke
+
+    def entry(name: str, value: float) -> dict:
+        return {"benchmark": name, "mode": "avgt", "primaryMetric": {"scoreUnit": "ns/op", "rawData": [[value] * 3]}}
+
+    path = tmp_path / "007.json"
+    path.write_text(json.dumps([entry("org.B.x", 10), entry("org.B.x ", 99)]))
+    code, out = invoke(["convert", "--data", path, "--out", tmp_path / "out.csv"])
+    assert code == 2, out
+    assert "row 2: org.B.x: the same benchmark, parameters and mode as row 1" in flat(out), out

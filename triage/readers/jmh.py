@@ -152,7 +152,9 @@ def read_jmh(
         params = item.get("params")
         if params is not None and not isinstance(params, dict):
             raise InputError(path, pos, "'params' is not an object")
-        entries.append((pos, item, series_name(item["benchmark"], params)))
+        # Stripped, as every series id is read: "X" and "X " are one benchmark (refused below as
+        # repeated), not two averaged into one series.
+        entries.append((pos, item, series_name(item["benchmark"].strip(), params)))
     modes: dict[str, set[str]] = {}
     for _, item, name in entries:
         modes.setdefault(name, set()).add(str(item.get("mode", "")))
