@@ -31,7 +31,8 @@ Defects found (what a user did, what went wrong, what happens now):
 5. Read a github-action-benchmark ``data.js`` with suites ``A`` (bench ``x/1``) and
    ``A/x`` (bench ``1``): both are series ``A/x/1``, and their values were averaged as
    re-runs of one benchmark without a word (one series, where there are two). Now the
-   file is refused naming both suites and benches.
+   file is refused naming both suites and benches; so is a suite with benches ``x``
+   and ``x `` (one series id once stripped).
 6. Opened the queue holding series ``a-b`` with an alert at commit ``c`` and series ``a``
    with one at ``b-c``: both rows had the id ``a-a-b-c`` (two elements of one id; after
    deciding, the page went back to the first of them). Now a ``-`` inside a series id or
@@ -190,6 +191,9 @@ def test_data_js_suites_and_benches_that_make_one_series_id_are_refused(tmp_path
     code, out = invoke(["summary", "--data", path])
     assert code == 2, out
     assert "'A/x/1' is also bench 'x/1' of suite 'A'" in flat(out), out
+    path.write_text("window.BENCHMARK_DATA = " + json.dumps({"entries": {"A": [run(10, "x"), run(20, "x ")]}}))
+    code, out = invoke(["summary", "--data", path])
+    assert code == 2 and "'A/x ' is also bench 'x' of suite 'A'" in flat(out), out
 
 
 def test_every_alert_row_has_its_own_id(tmp_path):

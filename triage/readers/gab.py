@@ -110,7 +110,8 @@ def read_gab(
                 if not isinstance(value, int | float) or isinstance(value, bool):
                     raise InputError(path, None, f"{where}, bench {bench['name']!r}: value {value!r} is not a number")
                 sid = f"{suite}/{bench['name']}"
-                first = origin.setdefault(sid, (suite, str(bench["name"])))
+                # Stripped, as the series id is read: bench "x" and "x " are one id too.
+                first = origin.setdefault(sid.strip(), (suite, str(bench["name"])))
                 if first != (suite, str(bench["name"])):
                     raise InputError(path, None, f"{where}, bench {bench['name']!r}: its series id {sid!r} is also "
                                                  f"bench {first[1]!r} of suite {first[0]!r}; rename one of them")
