@@ -44,6 +44,11 @@ Defects found (what a user did, what went wrong, what happens now):
 8. The same with JMH results: benchmarks ``org.B.x`` and ``org.B.x `` were averaged
    into one series. Now the second is refused as "the same benchmark, parameters and
    mode as row 1", as two entries of one name are.
+9. Opened the workspace's series page of a benchmark with a long id (parametrised JMH
+   names run to hundreds of characters; here 5,000): the plot's title was one line
+   centred on a figure 960 pixels wide, both ends cut off, so the plot did not say
+   which series it was. Now the title is broken into lines as ``triage plot`` breaks
+   it (a very long one keeps its head and tail around an ellipsis).
 """
 
 from __future__ import annotations
@@ -239,3 +244,15 @@ def test_jmh_names_that_differ_by_white_space_are_not_averaged(tmp_path):
     code, out = invoke(["convert", "--data", path, "--out", tmp_path / "out.csv"])
     assert code == 2, out
     assert "row 2: org.B.x: the same benchmark, parameters and mode as row 1" in flat(out), out
+
+
+@pytest.mark.parametrize("sid", ["org.acme.Bench.parse[" + ",".join(f"p{i}=v{i}" for i in range(40)) + "]", "x" * 5000])
+def test_workspace_plot_title_of_a_long_id_fits_the_figure(sid):
+    from triage.workspace.plot import series_figure
+
+    fig = series_figure(_step(sid, 0), [(40, "untriaged", None, None)], title=sid)
+    title = fig.axes[0].title
+    box = title.get_window_extent(renderer=fig.canvas.get_renderer())
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (box, fig.bbox)
+    shown = title.get_text().replace("\n", "")
+    assert shown[:20] == sid[:20] and shown[-20:] == sid[-20:]

@@ -112,7 +112,7 @@ def title_lines(text: str, width: int, max_lines: int = TITLE_LINES) -> list[str
     return [*lines, text]
 
 
-def _fit_title(fig, title) -> None:
+def fit_title(fig, title) -> None:
     """Break a title wider than the figure into lines (:func:`title_lines`) instead of cutting both ends off."""
     text = title.get_text()
     renderer = fig.canvas.get_renderer()
@@ -174,7 +174,7 @@ def plot_history(history: History, out: str | Path, *, title: str | None = None,
                 va="bottom",
             )
     # parse_math=False: a "$" in a series id (or --title) is a character, not TeX (which may not even parse).
-    _fit_title(fig, ax.set_title(title or history.series_id, fontsize=10, parse_math=False))
+    fit_title(fig, ax.set_title(title or history.series_id, fontsize=10, parse_math=False))
     ax.set_xlabel("commit (position in history)")
     direction = {None: "", True: " (higher is better)", False: " (lower is better)"}[history.higher_is_better]
     ax.set_ylabel("value" + direction)

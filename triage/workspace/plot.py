@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from triage.core.history import History
-from triage.plotting import scale_values
+from triage.plotting import fit_title, scale_values
 
 # Status word -> (colour, marker): sheriff-true reads red, false grey, open orange.
 STATUS_STYLE: dict[str, tuple[str, str]] = {
@@ -127,7 +127,8 @@ def series_figure(history: History, points: Sequence[tuple[int, str, float | Non
     else:
         ax.text(0.5, 0.5, "no measured values", transform=ax.transAxes, ha="center", va="center")
     # A series name is text: '$' (JMH's Outer$Inner) must not start TeX, which can fail to parse.
-    ax.set_title(title, fontsize=9, parse_math=False)
+    # Broken into lines when wider than the figure: a long id (5,000 characters) lost both ends.
+    fit_title(fig, ax.set_title(title, fontsize=9, parse_math=False))
     ax.set_xlabel("commit date" if has_dates else "commit (position in history)")
     ax.set_ylabel("value")
     if has_dates:
