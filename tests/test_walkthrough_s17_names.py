@@ -49,6 +49,12 @@ Defects found (what a user did, what went wrong, what happens now):
    centred on a figure 960 pixels wide, both ends cut off, so the plot did not say
    which series it was. Now the title is broken into lines as ``triage plot`` breaks
    it (a very long one keeps its head and tail around an ellipsis).
+10. Read an Otava CSV with a ``branch`` column whose cell is empty on some rows (results
+    of the default branch): those rows became a series ``lat@`` (a branch named ""), and
+    Otava's change of that metric (no branch) could not be placed: "unknown series
+    'lat'". Now rows with no branch are the metric's own series ``lat``; a change on
+    branch ``main`` is looked up in ``lat@main`` first (it went to ``lat`` once both
+    existed: "commit 'c40' is not in series 'lat'").
 """
 
 from __future__ import annotations
@@ -256,3 +262,21 @@ def test_workspace_plot_title_of_a_long_id_fits_the_figure(sid):
     assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (box, fig.bbox)
     shown = title.get_text().replace("\n", "")
     assert shown[:20] == sid[:20] and shown[-20:] == sid[-20:]
+
+
+def test_otava_rows_without_a_branch_are_the_metric_s_own_series(tmp_path):
+    from helpers_cli import invoke
+
+    lines = ["time,commit,branch,lat"]
+    for i in range(60):
+        stamp = pd.Timestamp("2024-01-01") + pd.Timedelta(minutes=i)
+        lines.append(f"{stamp.isoformat()},c{i},{'main' if i % 2 == 0 else ''},{10 + 10 * (i >= 30) + 0.1 * (i % 3)}")
+    data = tmp_path / "otava.csv"
+    data.write_text("\n".join(lines) + "\n")
+    cands = tmp_path / "changes.csv"
+    cands.write_text("metric,commit,branch,forward_change_percent\nlat,c31,,100\nlat,c30,main,100\n")
+    out = tmp_path / "scored.csv"
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", out])
+    assert code == 0, text
+    got = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert got["series_id"].tolist() == ["lat", "lat@main"]

@@ -363,7 +363,9 @@ def _with_branch(keys: tuple[str, ...], branch: object) -> tuple[str, ...]:
     """``keys`` and, for a change on a branch, each as ``<key>@<branch>``: how the Otava CSV reader
     names a metric of a file with a branch column (:func:`triage.loaders.read_otava_csv`)."""
     name = _text(branch)
-    return keys + tuple(f"{k}@{name}" for k in keys) if name else keys
+    # The branch's series first: where the metric's own series (rows with no branch) is there
+    # too, the plain key would win and place the change in the wrong series.
+    return tuple(f"{k}@{name}" for k in keys) + keys if name else keys
 
 
 def _signature_keys(sig: dict) -> tuple[str, ...]:

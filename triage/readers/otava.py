@@ -7,7 +7,8 @@ CSV (Otava's ``type: csv`` tests)
     delimiter is sniffed from the header (``,``, ``;``, tab or ``|``).
     Without a commit column each row's time is its commit id (Otava itself
     keys rows by time). A ``branch`` column splits every metric by branch:
-    series ``<metric>@<branch>``; ``branch="main"`` keeps only that branch's
+    series ``<metric>@<branch>`` (a row whose branch cell is empty: ``<metric>``);
+    ``branch="main"`` keeps only that branch's
     rows (series named by metric alone).
 directory
     Every ``*.csv`` (also ``.csv.gz`` / ``.csv.zst``) in it, one Otava test
@@ -127,7 +128,14 @@ def otava_frame(
         col = frame[column].str.strip()
         keep = (col != "").to_numpy()
         series = f"{prefix}{name}"
-        sid = (series + "@" + frame.loc[keep, BRANCH_COLUMN].str.strip()).to_numpy() if split_branches else series
+        sid: np.ndarray | str
+        if split_branches:
+            # A row with no branch is the metric's own (``<metric>``, as Otava's candidates of it
+            # name it), not a branch named "" (``<metric>@``, which no candidate matched).
+            on = frame.loc[keep, BRANCH_COLUMN].str.strip()
+            sid = np.where(on == "", series, series + "@" + on)
+        else:
+            sid = series
         parts.append(
             pd.DataFrame(
                 {
