@@ -55,6 +55,10 @@ Defects found (what a user did, what went wrong, what happens now):
     'lat'". Now rows with no branch are the metric's own series ``lat``; a change on
     branch ``main`` is looked up in ``lat@main`` first (it went to ``lat`` once both
     existed: "commit 'c40' is not in series 'lat'").
+11. Filtered the workspace queue by series ``café`` (typed: é is one code point, NFC)
+    where the data holds ``café`` in both forms (one written ``cafe`` + a combining
+    accent, NFD, as macOS file names are): only the NFC series was listed, though both
+    read the same. Now the filter compares both sides in NFC, case-folded.
 """
 
 from __future__ import annotations
@@ -280,3 +284,12 @@ def test_otava_rows_without_a_branch_are_the_metric_s_own_series(tmp_path):
     assert code == 0, text
     got = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert got["series_id"].tolist() == ["lat", "lat@main"]
+
+
+def test_queue_series_filter_finds_both_unicode_forms_of_a_name(served):
+    _, client = served
+    for typed in ("caf\u00e9", "cafe\u0301", "CAF\u00c9"):
+        page = client.get("/?series=" + quote(typed, safe=""))
+        assert page.status_code == 200
+        rows = re.findall(r'<tr id="a-', page.text)
+        assert len(rows) == 2, (typed, len(rows))

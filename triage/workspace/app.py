@@ -39,6 +39,7 @@ import re
 import secrets
 import sqlite3
 import threading
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import date
 from http import HTTPStatus
@@ -385,10 +386,10 @@ async def queue(request: Request) -> Response:
     # (links, anchors, calls) only for the alerts it shows: building them for all 100,000 alerts
     # of a large workspace took most of a second per page load.
     statuses = [status_of(a, d.label if (d := current.get(a.key)) is not None else None) for a in ws.alerts]
-    needle = series.lower()
+    needle = _folded(series)
     kept: list[tuple[Alert, str]] = []
     for a, word in zip(ws.alerts, statuses, strict=True):
-        if needle and needle not in a.series_id.lower() and needle not in a.name.lower():
+        if needle and needle not in _folded(a.series_id) and needle not in _folded(a.name):
             continue
         if status and status != "all" and word != status:
             continue
@@ -415,6 +416,13 @@ async def queue(request: Request) -> Response:
     return _page(ws, "queue.html", rows=shown, total=len(kept), all_total=len(ws.alerts), filters=filters, more=more,
                  here=here, counts=counts, statuses=STATUSES, has_model=any(a.p_true is not None for a in ws.alerts),
                  title="Alert queue")
+
+
+def _folded(text: str) -> str:
+    """``text`` for the series filter: case-folded, in one Unicode form (NFC). "café" typed
+    (one code point for é) found only the series written so, not one written "cafe" + a
+    combining accent (NFD, as macOS file names are), which reads the same."""
+    return unicodedata.normalize("NFC", text).casefold()
 
 
 def _utc(ts: pd.Timestamp) -> pd.Timestamp:
