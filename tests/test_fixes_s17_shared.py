@@ -22,9 +22,18 @@
    decisions): ``LabelsStore.current(series_id)`` reads one series'.
 8. ``triage steady`` printed one table row per benchmark (2,000 benchmarks: 2,007 lines in a CI
    log); it shows 40 and counts the rest.
+9. SIGTERM (systemd's stop, ``kill``) ended a command at once: no ``finally`` ran, so the copy of
+   a compressed or piped input stayed in $TMPDIR, a half-written ``.<out>.tmp`` beside ``--out``
+   and a ``.report.tmp-*`` folder. It is now handled as Ctrl-C is, with exit status 143.
 """
 
 from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -185,3 +194,29 @@ def test_steady_shows_at_most_forty_series_and_counts_the_rest(tmp_path):
     assert code == 0, out
     assert "BM_39" in out and "BM_40" not in out
     assert "... and 5 more series" in flat(out)
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_by_signal_cleans_up_as_ctrl_c_does(tmp_path, sig, code):
+    # SIGTERM (systemd's stop, `kill`) ended the process at once: no `finally` ran, and the copy of
+    # standard input stayed in $TMPDIR (40 MB per stop for the real histories).
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from triage.cli.app import main; main()", "summary", "--data", "-"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(tmp)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    proc.stdin.write(b"series_id,commit,value\n" + b"".join(b"s,c%d,1.0\n" for i in range(5000)))
+    proc.stdin.flush()
+    for _ in range(200):  # the copy of standard input is being written: the stream is still open
+        if any(tmp.iterdir()):
+            break
+        time.sleep(0.05)
+    assert any(tmp.iterdir()), "no copy of standard input appeared"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert list(tmp.iterdir()) == []
+    assert b"Traceback" not in err
