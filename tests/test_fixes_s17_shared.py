@@ -25,6 +25,13 @@
 9. SIGTERM (systemd's stop, ``kill``) ended a command at once: no ``finally`` ran, so the copy of
    a compressed or piped input stayed in $TMPDIR, a half-written ``.<out>.tmp`` beside ``--out``
    and a ``.report.tmp-*`` folder. It is now handled as Ctrl-C is, with exit status 143.
+10. Replacing an existing output gave it the umask's mode: a ``chmod 600`` file came back 644
+    (and the umask was read by setting it to 0 and back, which races with other threads).
+11. ``PYTHONIOENCODING=latin-1``: a table's "…" ended ``score`` before it wrote anything
+    (UnicodeEncodeError); ``PYTHONWARNINGS=error``: the tool's own UserWarnings (an alert left
+    unscored) were internal errors.
+12. ``convert --out x.jsonl`` wrote a CSV under a JSON-lines name; ``detect --out -`` ended
+    "-> -".
 """
 
 from __future__ import annotations
@@ -220,3 +227,45 @@ def test_a_stop_by_signal_cleans_up_as_ctrl_c_does(tmp_path, sig, code):
     assert proc.returncode == code, err
     assert list(tmp.iterdir()) == []
     assert b"Traceback" not in err
+
+
+def test_a_replaced_output_keeps_its_mode(tmp_path):
+    # A `chmod 600` output came back 644 (the umask's mode) when a command wrote it again.
+    data = step_history(tmp_path / "h.csv")
+    out = tmp_path / "c.csv"
+    out.write_text("old")
+    out.chmod(0o600)
+    assert invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", out])[0] == 0
+    assert out.stat().st_mode & 0o777 == 0o600 and out.read_text() != "old"
+
+
+def _long_id_history(path):
+    sid = "proj/" + "very_long_benchmark_name." * 6 + "time_it"
+    path.write_text("series_id,commit,value\n" + "".join(
+        f"{sid},c{i},{1.0 + 0.5 * (i >= 20) + 0.01 * (i % 3)}\n" for i in range(40)))
+    (path.parent / "c.csv").write_text(f"series_id,commit\n{sid},c0\n{sid},c20\n")
+    return path, path.parent / "c.csv"
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "latin-1"}, {"PYTHONWARNINGS": "error"}],
+                         ids=["latin-1", "warnings-error"])
+def test_score_runs_under_a_narrow_encoding_and_warnings_as_errors(tmp_path, env):
+    # latin-1: the table's "…" ended the command before it wrote anything (UnicodeEncodeError);
+    # PYTHONWARNINGS=error: the alert at the first commit (NotScorable, a UserWarning) did.
+    data, cands = _long_id_history(tmp_path / "h.csv")
+    out = tmp_path / "s.csv"
+    proc = subprocess.run(
+        [sys.executable, "-c", "from triage.cli.app import main; main()", "score", "--data", str(data),
+         "--candidates", str(cands), "--out", str(out)],
+        capture_output=True, env={**os.environ, "COLUMNS": "80", **env}, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr.decode("latin-1")
+    assert out.exists()
+
+
+def test_convert_refuses_a_json_lines_name_and_detect_names_standard_output(tmp_path):
+    data = step_history(tmp_path / "h.csv")
+    code, out = invoke(["convert", "--data", data, "--out", tmp_path / "x.jsonl"])
+    assert code == 2 and "x.jsonl" in flat(out) and not (tmp_path / "x.jsonl").exists()
+    code, out = invoke(["detect", "--data", data, "--out", "-"])
+    assert code == 0 and "-> standard output" in out, out

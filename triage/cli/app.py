@@ -180,6 +180,16 @@ def main() -> None:
     that went away (stdout's, or stderr's too) exits :data:`BROKEN_PIPE_EXIT` with nothing printed;
     SIGTERM ends a command as Ctrl-C does (cleanup runs), with exit status :data:`TERMINATED_EXIT`."""
     warnings.showwarning = _warning_line
+    # The commands tell their user things by UserWarning (alerts left unscored, re-runs merged):
+    # messages, not faults, so PYTHONWARNINGS=error turned them into "internal error" exits.
+    warnings.filterwarnings("default", category=UserWarning)
+    for stream in (sys.stdout, sys.stderr):
+        # A non-UTF-8 output encoding (PYTHONIOENCODING=latin-1) met the tables' "…" and ended the
+        # command before it wrote anything: what the encoding lacks is shown as "?".
+        try:
+            stream.reconfigure(errors="replace")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            pass
     terminated = _Terminated()
     signal.signal(signal.SIGTERM, terminated)
     if _hold_closed_output_streams():

@@ -574,7 +574,7 @@ def detect(
     import pandas as pd
 
     from triage.cli.progress import JobProgress, chunks
-    from triage.cli.tables import check_format
+    from triage.cli.tables import check_format, writes_stdout
     from triage.distributed import map_frames
     from triage.loaders import load
     from triage.online.loop import OnlineTriage, RejectedCommit, replay_in_processes
@@ -596,7 +596,7 @@ def detect(
             _write_found(found, out, fmt)
             err_console.print(
                 f"{_count(len(found), 'change point')} in {n_series:,} series ({_count(n, 'commit')}, "
-                f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {out}",
+                f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {'standard output' if writes_stdout(out) else out}",
                 markup=False,
                 highlight=False,
                 soft_wrap=True,  # a long --out path stays one line (a CI log is 80 columns)
@@ -636,7 +636,7 @@ def detect(
     n = dataset.n_commits()
     err_console.print(
         f"{_count(len(found), 'change point')} in {len(dataset):,} series ({_count(n, 'commit')}, "
-        f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {out}",
+        f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {'standard output' if writes_stdout(out) else out}",
         markup=False,
         highlight=False,
         soft_wrap=True,  # a long --out path stays one line (a CI log is 80 columns)

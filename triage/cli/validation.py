@@ -162,7 +162,7 @@ def check_table_suffix(out: Path, writer: str) -> None:
     The writers write Parquet for ``.parquet`` and CSV for anything else
     (compressed by ``.gz`` / ``.zst``): ``x.parquet.gz`` became a gzipped CSV
     and ``x.json`` a CSV, files that ``triage`` itself then refused to read
-    ("not valid JSON", "not a readable Parquet file"). ``writer`` names what
+    ("not valid JSON", "not a readable Parquet file"); ``x.jsonl`` a CSV named as JSON lines. ``writer`` names what
     writes, e.g. ``"convert writes a long CSV"``.
     """
     if str(out) == "-":
@@ -170,7 +170,7 @@ def check_table_suffix(out: Path, writer: str) -> None:
     suffixes = [s.lower() for s in out.suffixes]
     compressed = bool(suffixes) and suffixes[-1] in (".gz", ".zst")
     kind = (suffixes[-2] if len(suffixes) >= 2 else "") if compressed else (suffixes[-1] if suffixes else "")
-    if (compressed and kind == ".parquet") or kind in (".json", ".js", ".yaml", ".yml"):
+    if (compressed and kind == ".parquet") or kind in (".json", ".jsonl", ".ndjson", ".js", ".yaml", ".yml"):
         raise typer.BadParameter(f"{out.name}: {writer} (.csv, .csv.gz, .csv.zst) or an uncompressed .parquet",
                                  param_hint="--out")
 

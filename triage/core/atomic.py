@@ -151,13 +151,36 @@ def atomic_write(path: str | Path, write: Callable[[Path], None], *, fsync: bool
         if fsync:
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _mode_for(path: Path) -> int:
+    """The mode a plain ``open(path, "w")`` leaves: an existing file's own, else 0o666 less the umask.
+
+    A replaced output took the umask's mode, so a ``chmod 600`` file came back 644.
+    """
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read without setting it (os.umask(0) and back races with other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    umask = os.umask(0)  # no /proc (macOS): the only portable way
+    os.umask(umask)
+    return umask
 
 
 #: Output compression by the target's suffix: the kinds every reader of the project opens.
