@@ -32,6 +32,9 @@
     unscored) were internal errors.
 12. ``convert --out x.jsonl`` wrote a CSV under a JSON-lines name; ``detect --out -`` ended
     "-> -".
+13. Series ids that differ only by surrounding spaces (``a`` and ``a ``) were read as one series,
+    their commits averaged as re-runs, without a word; the composed and decomposed forms of
+    ``café`` were two series printed alike. Both are now warned about.
 """
 
 from __future__ import annotations
@@ -269,3 +272,19 @@ def test_convert_refuses_a_json_lines_name_and_detect_names_standard_output(tmp_
     assert code == 2 and "x.jsonl" in flat(out) and not (tmp_path / "x.jsonl").exists()
     code, out = invoke(["detect", "--data", data, "--out", "-"])
     assert code == 0 and "-> standard output" in out, out
+
+
+def test_ids_read_as_one_or_printing_alike_are_warned_about(tmp_path):
+    import unicodedata
+
+    from triage.loaders import load
+
+    spaced = tmp_path / "spaced.csv"
+    spaced.write_text('series_id,commit,value\na,c1,1\n"a ",c1,3\n')
+    with pytest.warns(UserWarning, match="'a' and 'a ' differ only by surrounding spaces"):
+        assert len(load(spaced)) == 1
+    forms = tmp_path / "forms.csv"
+    nfc, nfd = unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café")
+    forms.write_text(f"series_id,commit,value\n{nfc},c1,1\n{nfd},c1,2\n", encoding="utf-8")
+    with pytest.warns(UserWarning, match="two Unicode forms"):
+        assert len(load(forms)) == 2

@@ -12,6 +12,7 @@ Arrays are positional: index ``i`` of every array is the ``i``-th commit.
 
 from __future__ import annotations
 
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -405,6 +406,7 @@ def dataset_from_long(
     rows = np.arange(1, len(frame) + 1) if rows is None else np.asarray(rows)
     # Ids as codes of their distinct texts: a long file repeats them in every row.
     series_codes, series_order = _require_text(frame["series_id"], rows, path, "series_id")
+    _warn_ids_alike(frame["series_id"], series_order, path)
     commit_codes, commit_text = _require_text(frame["commit"], rows, path, "commit")
     values = _parse_values(frame["value"], rows, path)
     n = len(frame)
@@ -568,6 +570,30 @@ def _trim_each_fork(
     keep = np.empty(len(by_fork), dtype=bool)
     keep[by_fork] = keep_by_fork
     return keep
+
+
+def _warn_ids_alike(raw: pd.Series, ids: np.ndarray, path: Path) -> None:
+    """Warn when two series ids were read as one (surrounding spaces) or look the same (Unicode forms).
+
+    Ids are stripped as every reader strips them, so ``a`` and ``a `` were one
+    series, their commits averaged as re-runs, without a word; ``café`` in its
+    composed and decomposed forms were two series printed the same.
+    """
+    cells = pd.unique(raw.dropna())
+    stripped: dict[str, str] = {}
+    for cell in map(str, cells):
+        first = stripped.setdefault(cell.strip(), cell)
+        if first != cell:
+            warnings.warn(f"{path}: series ids {first!r} and {cell!r} differ only by surrounding spaces: "
+                          f"read as one series {cell.strip()!r}", stacklevel=4)
+            break
+    seen: dict[str, str] = {}
+    for sid in map(str, ids):
+        first = seen.setdefault(unicodedata.normalize("NFC", sid), sid)
+        if first != sid:
+            warnings.warn(f"{path}: series ids {first!r} and {sid!r} are the same text in two Unicode forms "
+                          "(composed and decomposed accents): read as two series that print alike", stacklevel=4)
+            break
 
 
 def _warn_misspelled_columns(columns: Iterable[object], path: Path) -> None:
