@@ -35,6 +35,10 @@
 13. Series ids that differ only by surrounding spaces (``a`` and ``a ``) were read as one series,
     their commits averaged as re-runs, without a word; the composed and decomposed forms of
     ``café`` were two series printed alike. Both are now warned about.
+14. ``sample``'s "choose one with --series" listed ids raw: one holding a line break broke the
+    one-line error (now repr).
+15. Ctrl-C on ``detect --workers processes`` printed a KeyboardInterrupt traceback from every
+    worker: the workers now leave SIGINT to the parent, which stops the pool.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -288,3 +293,24 @@ def test_ids_read_as_one_or_printing_alike_are_warned_about(tmp_path):
     forms.write_text(f"series_id,commit,value\n{nfc},c1,1\n{nfd},c1,2\n", encoding="utf-8")
     with pytest.warns(UserWarning, match="two Unicode forms"):
         assert len(load(forms)) == 2
+
+
+def test_sample_names_the_series_of_a_file_one_line_each(tmp_path):
+    # An id holding a line break broke the one-line "choose one with --series" error.
+    path = tmp_path / "partial.csv"
+    path.write_text('series_id,commit,value\n"line\nbreak",c1,1.0\n"line\nbreak",c2,\nb,c1,1.0\nb,c2,\n')
+    code, out = invoke(["sample", "--data", path, "--budget", "1", "--out", tmp_path / "e.csv"])
+    assert code == 2 and "choose one with --series ('line\\nbreak', 'b')" in out, out
+
+
+def test_replay_workers_leave_ctrl_c_to_their_parent():
+    # Ctrl-C on `detect --workers processes` printed a KeyboardInterrupt traceback per worker.
+    from triage.online import loop
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        loop._init_worker(Path("m"), {}, {})
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+        loop._SHARED.clear()

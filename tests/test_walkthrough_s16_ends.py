@@ -252,7 +252,7 @@ def test_several_series_listed_in_full_without_a_trailing_ellipsis(tmp_path):
     data.write_text("series_id,commit,value\ns1,a,1\ns1,b,\ns2,a,2\ns2,b,\n")
     code, output = invoke(["sample", "--data", data, "--budget", "1"])
     assert code == 2, output
-    assert "2 series in the file: choose one with --series (s1, s2)" in flat(output)
+    assert "2 series in the file: choose one with --series ('s1', 's2')" in flat(output)
 
 
 # -- 5. steady: units across the builds of one history ------------------------------------------

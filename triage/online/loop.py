@@ -113,6 +113,7 @@ import json
 import math
 import numbers
 import queue
+import signal
 import typing
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -1424,6 +1425,9 @@ def replay_in_processes(
 
 
 def _init_worker(model: Path, loop_kwargs: dict, replay_kwargs: dict) -> None:
+    # Ctrl-C reaches the whole process group: the parent stops the pool; each worker printed a
+    # KeyboardInterrupt traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _SHARED.clear()
     _SHARED.update(model=model, loop_kwargs=loop_kwargs, replay_kwargs=replay_kwargs)
 

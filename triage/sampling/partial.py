@@ -102,7 +102,8 @@ def read_partial(
                     path,
                     None,
                     f"{len(names)} series in the file: choose one with --series "
-                    f"({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})",
+                    # repr: an id holding a line break or a tab broke the one-line error
+                    f"({', '.join(map(repr, names[:5]))}{', ...' if len(names) > 5 else ''})",
                 )
             series = names[0] if names else _stem(path)
         keep = (ids == series).to_numpy()
