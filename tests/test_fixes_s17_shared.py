@@ -39,6 +39,8 @@
     one-line error (now repr).
 15. Ctrl-C on ``detect --workers processes`` printed a KeyboardInterrupt traceback from every
     worker: the workers now leave SIGINT to the parent, which stops the pool.
+16. ``watch --csv`` on a quoted cell holding a line break stopped on the next line with "1 fields,
+    the header has 4"; it now names the line where the cell opens and points to ``detect``.
 """
 
 from __future__ import annotations
@@ -314,3 +316,12 @@ def test_replay_workers_leave_ctrl_c_to_their_parent():
     finally:
         signal.signal(signal.SIGINT, before)
         loop._SHARED.clear()
+
+
+def test_watch_csv_names_a_quoted_line_break_where_it_starts(tmp_path):
+    # It stopped one line later with "1 fields, the header has 3".
+    path = tmp_path / "q.csv"
+    path.write_text('series_id,commit,value\ns,c1,1.0\n"a ""quoted"" id",c1,2.0\n"line\nbreak",c1,1.0\n')
+    code, out = invoke(["watch", "--csv", path])
+    text = flat(out)
+    assert code == 2 and "line 4: a quoted cell holds a line break" in text, out  # not line 3's ""

@@ -302,6 +302,12 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
         if columns is None:
             # As every long-layout reader: `,` `;` tab or `|`, told by the header.
             delimiter = sniff_delimiter(line)
+        if line.count('"') % 2:
+            # A quoted cell runs on past this line: read as one line, it was "1 fields, the header has
+            # 4" on the next, after the decisions before it were printed.
+            raise _bad(path, number, 'a quoted cell holds a line break (a " opened on this line is not '
+                       "closed on it): --csv reads one record a line; replay such a file with `triage detect "
+                       "--data FILE`")
         try:
             fields = next(csv.reader([line], delimiter=delimiter))
         except (csv.Error, StopIteration) as exc:
