@@ -7,10 +7,12 @@ error (exit 2), anything else is an internal error (exit 1).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from triage.cli.app import app
@@ -55,3 +57,16 @@ def step_history(path: Path) -> Path:
     rows = "".join(f"s1,c{i},{1.0 + 0.5 * (i >= 20) + 0.01 * (i % 3)}\n" for i in range(40))
     path.write_text("series_id,commit,value\n" + rows)
     return path
+
+
+def make_unwritable(path: Path, request: pytest.FixtureRequest) -> None:
+    """Make ``path`` (a file or a folder) unwritable for this user; as root, immutable; else skip."""
+    mode = path.stat().st_mode
+    path.chmod(0o555 if path.is_dir() else 0o444)
+    request.addfinalizer(lambda: path.chmod(mode))
+    if os.access(path, os.W_OK):  # root: permissions do not bind, the immutable attribute does
+        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+            pytest.skip("cannot make a file unwritable here (root without chattr +i)")
+        request.addfinalizer(lambda: subprocess.run(["chattr", "-i", str(path)], capture_output=True))
+    if os.access(path, os.W_OK):
+        pytest.skip("cannot make a file unwritable here")

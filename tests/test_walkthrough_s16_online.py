@@ -67,7 +67,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers_cli import flat, invoke, run_triage
+from helpers_cli import flat, invoke, make_unwritable, run_triage
 
 from triage.online.state_store import StateStore
 
@@ -114,19 +114,6 @@ def _stdin(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _unwritable(path: Path, request: pytest.FixtureRequest) -> None:
-    """Make ``path`` (a file or a folder) unwritable for this user; as root, immutable; else skip."""
-    mode = path.stat().st_mode
-    path.chmod(0o555 if path.is_dir() else 0o444)
-    request.addfinalizer(lambda: path.chmod(mode))
-    if os.access(path, os.W_OK):  # root: permissions do not bind, the immutable attribute does
-        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
-            pytest.skip("cannot make a file unwritable here (root without chattr +i)")
-        request.addfinalizer(lambda: subprocess.run(["chattr", "-i", str(path)], capture_output=True))
-    if os.access(path, os.W_OK):
-        pytest.skip("cannot make a file unwritable here")
-
-
 def test_read_only_state_file_is_not_called_damaged_nor_moved(rhai_lines, tmp_path, request):
     db = tmp_path / "state.db"
     code, out = invoke(["watch", "--state", db], stdin=_stdin(rhai_lines[:30]))
@@ -135,7 +122,7 @@ def test_read_only_state_file_is_not_called_damaged_nor_moved(rhai_lines, tmp_pa
         arrivals = store.n_arrivals()
     assert arrivals == 30
     before = db.read_bytes()
-    _unwritable(db, request)
+    make_unwritable(db, request)
 
     code, out = invoke(["watch", "--state", db], stdin=_stdin(rhai_lines[30:]))
     text = flat(out)
@@ -155,7 +142,7 @@ def test_state_in_read_only_folder_names_the_folder(rhai_lines, tmp_path, reques
     db = folder / "state.db"
     code, out = invoke(["watch", "--state", db], stdin=_stdin(rhai_lines[:10]))
     assert code == 0, out
-    _unwritable(folder, request)
+    make_unwritable(folder, request)
 
     for target in (db, folder / "new.db"):
         code, out = invoke(["watch", "--state", target], stdin=_stdin(rhai_lines[10:20]))

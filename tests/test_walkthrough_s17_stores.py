@@ -92,11 +92,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
-from helpers_cli import flat, invoke
+from helpers_cli import flat, invoke, make_unwritable
 
 # ---------------------------------------------------------------------- 1, 2: MLflow store creation
 
@@ -176,23 +175,10 @@ def _copy_of(store: Path, where: Path) -> Path:
     return db
 
 
-def _unwritable(path: Path, request: pytest.FixtureRequest) -> None:
-    """Make ``path`` (a file or a folder) unwritable for this user; as root, immutable; else skip."""
-    mode = path.stat().st_mode
-    path.chmod(0o555 if path.is_dir() else 0o444)
-    request.addfinalizer(lambda: path.chmod(mode))
-    if os.access(path, os.W_OK):  # root: permissions do not bind, the immutable attribute does
-        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
-            pytest.skip("cannot make a file unwritable here (root without chattr +i)")
-        request.addfinalizer(lambda: subprocess.run(["chattr", "-i", str(path)], capture_output=True))
-    if os.access(path, os.W_OK):
-        pytest.skip("cannot make a file unwritable here")
-
-
 def test_read_only_tracking_store_is_refused_before_training(tmp_path: Path, request, new_tracking_store) -> None:
     db = _copy_of(new_tracking_store, tmp_path)  # a store made by an earlier job
     uri = f"sqlite:///{db}"
-    _unwritable(db, request)
+    make_unwritable(db, request)
     before = db.read_bytes()
     out = tmp_path / "model"
     code, text = invoke(["train", "--preset", "small", "--out", out, "--tracking-uri", uri])
@@ -208,7 +194,7 @@ def test_read_only_tracking_store_is_refused_before_training(tmp_path: Path, req
 def test_new_tracking_store_in_a_read_only_folder_is_refused_naming_the_folder(tmp_path: Path, request) -> None:
     folder = tmp_path / "ro"
     folder.mkdir()
-    _unwritable(folder, request)
+    make_unwritable(folder, request)
     code, text = invoke(["evaluate", "--preset", "small", "--splits", "2", "--tracking-uri",
                          f"sqlite:///{folder / 'mlruns.db'}"])
     text = flat(text)
@@ -237,7 +223,7 @@ def test_a_store_error_names_its_cause_not_sqlalchemys_autoflush_hint() -> None:
 def test_train_out_in_a_read_only_folder_is_refused_before_any_work(tmp_path: Path, request) -> None:
     folder = tmp_path / "models"
     folder.mkdir()
-    _unwritable(folder, request)
+    make_unwritable(folder, request)
     for out in (folder / "m", folder / "deeper" / "m"):
         code, text = invoke(["train", "--preset", "small", "--no-track", "--out", out])
         text = flat(text)
@@ -422,7 +408,7 @@ def test_a_read_only_labels_store_is_not_called_damaged(tmp_path: Path, request)
     store.record("rhai/bench_engine_new/gha-ubuntu-latest", "abc123", "true", who="sheriff")
     store.close()
     before = db.read_bytes()
-    _unwritable(db, request)
+    make_unwritable(db, request)
     for args in (["labels", "export", "--labels", db, "--out", "-"], ["labels", "agreement", "--labels", db]):
         code, text = invoke(args)
         text = flat(text)
