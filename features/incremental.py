@@ -390,6 +390,17 @@ class PreState:
     def n(self) -> int:
         return int(self._f[SLOT_N])
 
+    def flat_value(self) -> float | None:
+        """Pre's one value when Pre is not empty and every value in it is equal, else None.
+
+        From the running minimum and maximum (O(1)), which cover all of Pre,
+        not only the ring; :mod:`triage.features.noise_free` decides with it.
+        """
+        f = self._f
+        if f[SLOT_N] < 1 or f[SLOT_MIN] != f[SLOT_MAX]:
+            return None
+        return float(f[SLOT_MIN])
+
     def reset(self) -> PreState:
         """A change point was found at the commit just described: Pre restarts empty after it."""
         self._clear()

@@ -57,6 +57,10 @@ class PreWindowState(Protocol):
         """Pre's last values (at most ``k``; the incremental state keeps a bounded ring), oldest first."""
         ...
 
+    def flat_value(self) -> float | None:
+        """Pre's one value when Pre is not empty and every value in it is equal, else None (:mod:`triage.features.noise_free`)."""
+        ...
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable state; :meth:`from_dict` restores it exactly."""
         ...

@@ -77,6 +77,13 @@ class RecomputedPre:
         """Pre's last ``min(n, k)`` values, oldest first."""
         return np.asarray(self.values[max(0, len(self.values) - int(k)) :], dtype=np.float64)
 
+    def flat_value(self) -> float | None:
+        """Pre's one value when Pre is not empty and every value in it is equal, else None."""
+        if not self.values:
+            return None
+        first = self.values[0]
+        return first if all(v == first for v in self.values) else None
+
     def reset(self) -> RecomputedPre:
         """Empty Pre (a change point was found)."""
         self.values.clear()

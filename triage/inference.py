@@ -30,7 +30,7 @@ import pandas as pd
 from triage.core import labels
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
-from triage.features import catalogue
+from triage.features import catalogue, noise_free
 from triage.features.candidate_context import CONTEXT_COLUMNS
 from triage.features.extract import extract_features
 from triage.features.level_shift import PAIR_COLUMNS
@@ -227,6 +227,10 @@ def decide(
     model: its P(false) and P(true) are NaN, its classification :data:`NOT_SCORABLE` (``true_positive`` at threshold 0,
     which calls every alert true) and its explanation says why; a
     :class:`NotScorable` warning names each such series and commit.
+
+    A row in a noise-free stretch (:func:`triage.features.noise_free.verdict`:
+    Pre one repeated value, After one repeated value) is decided without the
+    model: P(true) 1 for a step, 0 for no change, and the explanation says so.
     """
     out = pd.DataFrame(index=matrix.index)
     if matrix.empty:
@@ -248,18 +252,41 @@ def decide(
         _warn_not_scorable(matrix[unscorable], kept)
     if scorable.empty:
         return out
-    proba = classifier.predict_proba(scorable[names])
+    proba, flat = probabilities(classifier, scorable, names)
+    ruled = flat != noise_free.NOT_NOISE_FREE
     out.loc[~unscorable, "p_false"] = proba[:, 0]
     out.loc[~unscorable, "p_true"] = proba[:, 1]
     out.loc[~unscorable, "classification"] = np.where(proba[:, 1] >= cut, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
     if explain_top > 0:
         from triage.explain import explain  # on use: SHAP and the forest walkers are heavy
 
-        reasons = explain(classifier, scorable, top=explain_top)
-        out.loc[~unscorable, "explanation"] = ["; ".join(r) for r in reasons]
+        reasons = ["; ".join(r) for r in explain(classifier, scorable, top=explain_top)]
     else:
-        out.loc[~unscorable, "explanation"] = ""
+        reasons = [""] * len(scorable)
+    if ruled.any():
+        pre = pd.to_numeric(scorable[PRE_LENGTH], errors="coerce").to_numpy()
+        after = pd.to_numeric(scorable["after_series_length"], errors="coerce").to_numpy()
+        for j in np.flatnonzero(ruled):
+            reasons[j] = noise_free.reason(int(flat[j]), pre[j], after[j])
+    out.loc[~unscorable, "explanation"] = reasons
     return out
+
+
+def probabilities(classifier, rows: pd.DataFrame, names: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """P(false), P(true) of each row, shape (n, 2), and its noise-free verdict, shape (n,).
+
+    The model's answer, except for rows in a noise-free stretch
+    (:func:`triage.features.noise_free.verdict` is not ``NOT_NOISE_FREE``):
+    1 for a step, 0 for no change. ``names``: the model's feature columns
+    (default :func:`model_features`).
+    """
+    names = model_features(classifier) if names is None else names
+    proba = np.array(classifier.predict_proba(rows[names]), dtype=np.float64)
+    flat = noise_free.verdict(rows)
+    ruled = flat != noise_free.NOT_NOISE_FREE
+    proba[ruled, 1] = (flat[ruled] == noise_free.STEP).astype(np.float64)
+    proba[ruled, 0] = 1.0 - proba[ruled, 1]
+    return proba, flat
 
 
 def not_scorable(matrix: pd.DataFrame) -> np.ndarray:

@@ -66,6 +66,7 @@ from triage.inference import (
     model_features,
     model_window,
     not_scorable,
+    probabilities,
     shift_measures,
 )
 from triage.training.thresholds import TargetRecall, choose_threshold, suppress_duplicates
@@ -195,7 +196,7 @@ def threshold_for_recall(dataset: Dataset, classifier, recall: float, *, n_jobs:
             "--target-recall needs triaged candidates (both true_positive and false_positive labels) in --data "
             f"to measure recall on{left_out}; give --threshold instead",
         )
-    proba = classifier.predict_proba(matrix[model_features(classifier)])[:, 1]
+    proba = probabilities(classifier, matrix)[0][:, 1]
     return choose_threshold(policy, y.astype(np.int64), proba), int(len(y))
 
 
