@@ -77,7 +77,14 @@ from triage.readers.jmh import read_jmh_dataset
 from triage.readers.otava import read_otava_config, read_otava_dir, sniff_delimiter
 from triage.readers.otava import read_otava_csv as _read_otava_csv
 from triage.readers.perfherder import read_perfherder_data
-from triage.readers.source import check_header, csv_errors, display_name, plain_file, read_csv_text
+from triage.readers.source import (
+    check_header,
+    csv_errors,
+    display_name,
+    plain_file,
+    read_csv_text,
+    without_implicit_index,
+)
 from triage.sniffing import MONGODB_COLUMNS, data_layout
 
 LAYOUTS = (
@@ -470,6 +477,8 @@ def _long_csv_parts(
                 if float_value is None:
                     raise
                 raise _ValuesAsText() from None  # a cell the float parser refuses; the text pass names it
+            # a cell more than the header on the first row: pandas made the first column the index
+            chunk = without_implicit_index(chunk, path, rows=np.arange(next_row, next_row + len(chunk)), sep=sep)
             chunk.columns = [str(c).strip() for c in chunk.columns]
             missing = [c for c in REQUIRED_COLUMNS if c not in chunk.columns]
             if missing:

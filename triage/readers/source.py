@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+import numpy as np
 import pandas as pd
 
 from triage.core.atomic import is_stdio
@@ -244,11 +245,51 @@ def read_csv_text(
         frame = pd.read_csv(
             path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True, quotechar=quotechar
         )
+    frame = without_implicit_index(frame, path, sep=sep, quotechar=quotechar)
     check_header(path, sep=sep, quotechar=quotechar)
     frame.columns = [str(c).strip() for c in frame.columns]
     if require_rows and frame.empty:
         raise InputError(path, None, "file has a header but no data rows")
     return frame
+
+
+def without_implicit_index(
+    frame: pd.DataFrame, path: str | Path, *, rows: np.ndarray | None = None, sep: str = ",", quotechar: str = '"'
+) -> pd.DataFrame:
+    """``frame`` as the header names its columns, when pandas read its rows' extra cells as an index.
+
+    A CSV whose first data row has more cells than the header is read by
+    pandas with the extra leading cells as the row index, every other column
+    shifted left: a trailing separator on each row (``s1,c1,100.5,``) made
+    the values blank, and a decimal comma in a comma-separated file
+    (``s1,c1,100,5``) was read as the digits after the comma, the commit id
+    as the series id, without a word. Extra cells that are all blank
+    (trailing separators) are dropped; a row with a non-blank one is an
+    :class:`InputError` at its line (``rows``: each record's line, as the
+    caller counts them; default :func:`~triage.core.csv_lines.csv_record_lines`).
+    """
+    if isinstance(frame.index, pd.RangeIndex):
+        return frame
+    levels = frame.index.nlevels
+    names = list(frame.columns)
+    cells = [frame.index.get_level_values(k).to_numpy() for k in range(levels)]
+    cells += [frame.iloc[:, j].to_numpy() for j in range(len(names))]
+    blank = np.ones(len(frame), dtype=bool)
+    for extra in cells[len(names):]:
+        blank &= pd.Series(extra, dtype=object).map(lambda v: v is None or v != v or not str(v).strip()).to_numpy(bool)
+    if not blank.all():
+        from triage.core.csv_lines import csv_record_lines
+
+        i = int(np.flatnonzero(~blank)[0])
+        line = rows[i] if rows is not None else csv_record_lines(Path(path), len(frame), sep, quotechar)[i]
+        hint = (
+            " (a decimal comma in a comma-separated file? write decimal points, or quote such values,"
+            " or separate the cells with ';')" if sep == "," else ""
+        )
+        raise InputError(path, int(line), f"{len(names) + levels} cells where the header has {len(names)}{hint}")
+    out = pd.DataFrame({j: cells[j] for j in range(len(names))})
+    out.columns = names
+    return out
 
 
 def header_names(path: str | Path, sep: str = ",", *, quotechar: str = '"') -> list[str]:

@@ -1,0 +1,107 @@
+"""Walkthrough s18: performance engineers bringing the files they have (locales, encodings, compression).
+
+Defects found (what a user did, what went wrong, what happens now):
+
+1. Gave a long CSV whose every data row has one cell more than its header: a
+   trailing separator on each row (``s1,c1,2024-03-01,100.5,``) or, worse, a
+   decimal comma in a comma-separated file (``s1,c1,2024-03-01,100,5``).
+   pandas then takes the first column as the rows' index and shifts every
+   other column left by one: the trailing-separator file was refused with
+   "row 2: value is missing", and the decimal-comma file was read without a
+   word as one series per commit, each valued by the digits after the comma
+   (``triage summary``, ``convert``, ``detect``, ``candidates`` and the Otava
+   and candidate-file readers alike). Now cells that are all blank after the
+   header's last column (trailing separators) are dropped, and a row with a
+   non-blank cell there is refused naming its line and the cell counts (with
+   a hint about decimal commas in a comma-separated file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers_cli import flat, invoke
+
+from triage.core.errors import InputError
+from triage.loaders import load, long_csv_parts
+
+
+def _rows(n: int = 40, *, step_at: int = 20) -> list[tuple[str, str, str, float]]:
+    """One series s1: n commits c00.., two a day, a +30 step at ``step_at``; values with 2 decimals."""
+    return [
+        (
+            "s1",
+            f"c{i:02d}",
+            f"2024-03-{1 + i // 2:02d}T{(i % 2) * 12:02d}:00:00",
+            round(100 + 0.37 * (i % 5) + (30 if i >= step_at else 0), 2),
+        )
+        for i in range(n)
+    ]
+
+
+def _long_csv(
+    path: Path,
+    *,
+    sep: str = ",",
+    row_end: str = "",
+    header_end: str = "",
+    newline: str = "\n",
+    value=lambda v: f"{v:.2f}",
+) -> Path:
+    lines = [sep.join(("series_id", "commit", "timestamp", "value")) + header_end]
+    lines += [sep.join((s, c, t, value(v))) + row_end for s, c, t, v in _rows()]
+    path.write_bytes((newline.join(lines) + newline).encode())
+    return path
+
+
+# --------------------------------------------------------------------------- 1. a cell more on every row
+
+
+def test_trailing_separator_on_every_row_is_dropped(tmp_path):
+    plain = load(_long_csv(tmp_path / "plain.csv"))
+    trailing = load(_long_csv(tmp_path / "trailing.csv", row_end=","))
+    assert trailing.series_ids == ["s1"]
+    assert list(trailing["s1"].values) == list(plain["s1"].values)
+    assert list(trailing["s1"].commits) == list(plain["s1"].commits)
+    assert list(trailing["s1"].timestamps) == list(plain["s1"].timestamps)
+    parts = list(long_csv_parts(tmp_path / "trailing.csv", rows_per_part=7))
+    assert [v for p in parts for v in p["s1"].values] == list(plain["s1"].values)
+
+
+def test_decimal_comma_in_a_comma_separated_file_is_refused_at_its_line(tmp_path):
+    path = _long_csv(tmp_path / "fr.csv", value=lambda v: f"{v:.2f}".replace(".", ","))
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert err.value.row == 2
+    assert "5 cells where the header has 4" in err.value.problem
+    assert "decimal comma" in err.value.problem
+    with pytest.raises(InputError) as err:
+        list(long_csv_parts(path, rows_per_part=7))
+    assert err.value.row == 2 and "5 cells where the header has 4" in err.value.problem
+
+
+def test_a_cell_more_on_every_row_is_refused_by_summary(tmp_path):
+    path = _long_csv(tmp_path / "extra.csv", row_end=",7")
+    code, out = invoke(["summary", "--data", path])
+    assert code == 2
+    assert "extra.csv, row 2: 5 cells where the header has 4" in flat(out)
+
+
+def test_blank_lines_and_a_trailing_separator_name_the_file_line(tmp_path):
+    path = tmp_path / "gaps.csv"
+    body = [",".join((s, c, t, f"{v:.2f}")) + "," for s, c, t, v in _rows()]
+    body[5] = body[5][:-1] + ",oops"
+    path.write_text("series_id,commit,timestamp,value\n\n" + "\n".join(body) + "\n")
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert err.value.row == 8  # header, a blank line, then rows 3..
+
+
+def test_otava_csv_with_a_trailing_separator_on_every_row(tmp_path):
+    path = tmp_path / "otava.csv"
+    lines = ["time,commit,throughput"] + [f"{t},{c},{v:.2f}," for _, c, t, v in _rows()]
+    path.write_text("\n".join(lines) + "\n")
+    data = load(path)
+    assert data.series_ids == ["throughput"]
+    assert list(data["throughput"].values) == [v for *_, v in _rows()]
