@@ -14,12 +14,21 @@ Defects found (what a user did, what went wrong, what happens now):
    header's last column (trailing separators) are dropped, and a row with a
    non-blank cell there is refused naming its line and the cell counts (with
    a hint about decimal commas in a comma-separated file).
+2. Exported a history from Excel on a German machine: timestamps written
+   ``01.05.2024 12:00`` (day first, as every locale that writes dotted dates
+   means them). They were read month first (dateutil's rule for slashed
+   dates), so 1 May became 5 January: a file of days 1-12 got wrong dates
+   without a word, and one running on to the 13th was refused as "timestamps
+   go backwards" (the advice, sorting, would have scrambled its commits).
+   Now dotted dates are read day first, in files and in ``triage watch``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from helpers_cli import flat, invoke
 
@@ -105,3 +114,41 @@ def test_otava_csv_with_a_trailing_separator_on_every_row(tmp_path):
     data = load(path)
     assert data.series_ids == ["throughput"]
     assert list(data["throughput"].values) == [v for *_, v in _rows()]
+
+
+# --------------------------------------------------------------------------- 2. dotted dates are day first
+
+
+@pytest.mark.parametrize(
+    ("text", "iso"),
+    [
+        ("01.05.2024", "2024-05-01T00:00:00"),
+        ("01.05.2024 12:00", "2024-05-01T12:00:00"),
+        ("1.5.2024 7:05:03", "2024-05-01T07:05:03"),
+        ("02.03.2024 10:00:00+02:00", "2024-03-02T08:00:00"),
+        ("31.12.2024 23:59", "2024-12-31T23:59:00"),
+    ],
+)
+def test_dotted_dates_are_read_day_first(text, iso):
+    from triage.core import timestamps
+
+    assert timestamps.to_ns(text) == pd.Timestamp(iso).value
+    instants, missing, bad = timestamps.parse_column(pd.Series([text, "2024-01-01"]))
+    assert not missing.any() and not bad.any()
+    assert instants[0] == np.datetime64(iso, "ns")
+
+
+def test_german_excel_dates_keep_the_file_order(tmp_path):
+    # 1 to 14 May, two results a day, as a German Excel writes dates: day first
+    path = tmp_path / "de.csv"
+    lines = ["series_id;commit;timestamp;value"]
+    lines += [
+        f"s1;c{i:02d};{1 + i // 2:02d}.05.2024 {(i % 2) * 12:02d}:00;{100 + i % 3}"
+        for i in range(28)
+    ]
+    path.write_text("\r\n".join(lines) + "\r\n", encoding="utf-8-sig")
+    data = load(path)
+    stamps = pd.to_datetime(data["s1"].timestamps)
+    assert stamps[0] == pd.Timestamp("2024-05-01T00:00:00")
+    assert stamps[-1] == pd.Timestamp("2024-05-14T12:00:00")
+    assert (np.diff(stamps.asi8) == 12 * 3600 * 10**9).all()

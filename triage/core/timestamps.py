@@ -21,7 +21,9 @@ A timestamp becomes an instant in UTC with nanosecond resolution:
   ``+hhmm`` offset; naive = UTC), then the general parser of pandas /
   dateutil for other spellings (``2024-05-01 12:00 UTC``, ``May 1 2024``;
   slashed dates are month first, ``01/05/2024`` is 5 January -- write ISO 8601
-  to avoid the ambiguity). Text must name its date: a time of day alone
+  to avoid the ambiguity; dotted dates are day first, ``01.05.2024`` is 1 May,
+  as every locale that writes dates with dots -- German, French Swiss,
+  Russian, ... -- and its Excel exports mean it). Text must name its date: a time of day alone
   (``23:59``, ``23:59:10``, ``11pm``; pandas reads it as today at that time),
   a date without a year (``May 1``) and ``now`` / ``today`` (the moment of
   reading) are errors. Text that is no date/time but a number is seconds
@@ -73,6 +75,9 @@ _PLAUSIBLE_SECONDS = (631_152_000, 4_102_444_800)
 
 #: Text starting with a year and a month (ISO 8601): it names its date.
 _DATED = re.compile(r"[+-]?\d{4}-?\d{2}")
+#: Text starting with a dotted day, month and year (``01.05.2024``): day first wherever dates are written so
+#: (dateutil, and so pandas, read it month first: 1 May became 5 January).
+_DOTTED = re.compile(r"\d{1,2}\.\d{1,2}\.\d{2}(?:\d{2})?(?![\d.])")
 
 
 def _seconds_to_ns(value: int | float) -> int:
@@ -136,7 +141,7 @@ def _text_to_ns(text: str) -> int | None:
     if text in NOT_A_TIME:
         raise ValueError(f"timestamp {text!r} is the moment of reading, not a time in the data ({EXPECTED})")
     try:
-        ts = pd.Timestamp(text)
+        ts = pd.to_datetime(text, dayfirst=True) if _DOTTED.match(text) else pd.Timestamp(text)
     except (ValueError, OverflowError):
         ts = None
     if ts is not None and ts is not pd.NaT:
