@@ -21,6 +21,16 @@ Defects found (what a user did, what went wrong, what happens now):
    without a word, and one running on to the 13th was refused as "timestamps
    go backwards" (the advice, sorting, would have scrambled its commits).
    Now dotted dates are read day first, in files and in ``triage watch``.
+3. Brought an Otava CSV from the same machine (``;``, values ``4,948``) with
+   one integer metric and one with decimal commas: the decimal-comma column
+   was taken for a text attribute and left out without a word (one series
+   instead of two; with no integer column, "no numeric metric column").
+   Long-layout files refused such a value as "value '100,25' is not a
+   number", not saying what to change. Now such a column is a metric, and a
+   value written with a decimal comma or thousands separators (``100,25``,
+   ``1.234,5``, ``1,234.5``, ``1 234,5``) is refused at its row saying so and
+   how to export plain numbers (long layout, ``detect``'s parts, MongoDB demo
+   layout, Otava CSVs, directories and configs).
 """
 
 from __future__ import annotations
@@ -152,3 +162,54 @@ def test_german_excel_dates_keep_the_file_order(tmp_path):
     assert stamps[0] == pd.Timestamp("2024-05-01T00:00:00")
     assert stamps[-1] == pd.Timestamp("2024-05-14T12:00:00")
     assert (np.diff(stamps.asi8) == 12 * 3600 * 10**9).all()
+
+
+# --------------------------------------------------------------------------- 3. numbers in a locale's spelling
+
+LOCALE_HINT = "is written with a decimal comma or a thousands separator"
+
+
+def _otava_de(path: Path) -> Path:
+    """An Otava CSV as Excel writes it on a German machine: ';', a BOM, CRLF, p99 with a decimal comma."""
+    lines = ["time;commit;throughput;p99"]
+    lines += [
+        f"2024-03-{1 + i // 2:02d} {(i % 2) * 12:02d}:00:00 +0100;c{i:02d};{1500 + i % 7};4,{900 + i}"
+        for i in range(30)
+    ]
+    path.write_text("\r\n".join(lines) + "\r\n", encoding="utf-8-sig")
+    return path
+
+
+def test_otava_metric_with_decimal_commas_is_refused_not_dropped(tmp_path):
+    path = _otava_de(tmp_path / "bench.csv")
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert err.value.row == 2
+    assert "'4,900'" in err.value.problem and LOCALE_HINT in err.value.problem
+    code, out = invoke(["summary", "--data", tmp_path])  # a directory of Otava CSVs
+    assert code == 2 and "row 2: value '4,900' " + LOCALE_HINT in flat(out)
+
+
+@pytest.mark.parametrize(
+    ("sep", "cell"), [(";", "100,25"), (";", "1.234,5"), (",", '"1,234.5"'), ("\t", "1 234,5")]
+)
+def test_long_layout_value_in_a_locale_spelling_says_what_to_change(tmp_path, sep, cell):
+    path = tmp_path / "de.csv"
+    lines = [sep.join(("series_id", "commit", "value"))] + [
+        sep.join(("s1", f"c{i}", "100.5")) for i in range(5)
+    ]
+    lines[4] = sep.join(("s1", "c3", cell))
+    path.write_text("\n".join(lines) + "\n")
+    for read in (load, lambda p: list(long_csv_parts(p))):
+        with pytest.raises(InputError) as err:
+            read(path)
+        assert err.value.row == 5
+        assert LOCALE_HINT in err.value.problem and "decimal point" in err.value.problem
+
+
+def test_a_plain_number_and_a_real_non_number_keep_their_words(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("series_id;commit;value\ns1;c1;1.234\ns1;c2;n/a\n")
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert err.value.row == 3 and err.value.problem == "value 'n/a' is not a number"

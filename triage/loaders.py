@@ -81,6 +81,7 @@ from triage.readers.source import (
     check_header,
     csv_errors,
     display_name,
+    locale_hints,
     plain_file,
     read_csv_text,
     without_implicit_index,
@@ -247,9 +248,11 @@ def read_long(
         raise InputError(
             path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(frame.columns)})"
         )
-    return _build_dataset(
-        frame, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim, commit_order=commit_order
-    )
+    with locale_hints(frame["value"], rows):
+        return _build_dataset(
+            frame, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim,
+            commit_order=commit_order,
+        )
 
 
 def read_mongodb_demo(path: str | Path) -> Dataset:
@@ -269,7 +272,8 @@ def read_mongodb_demo(path: str | Path) -> Dataset:
             "label": frame["MongoDB.Label"].to_numpy(),
         }
     )
-    return _build_dataset(long, np.arange(2, len(frame) + 2), path)
+    with locale_hints(frame["Value"], np.arange(2, len(frame) + 2)):
+        return _build_dataset(long, np.arange(2, len(frame) + 2), path)
 
 
 def read_otava_csv(path: str | Path, **options) -> Dataset:
@@ -520,4 +524,5 @@ def _long_csv_parts(
 def _part(frame: pd.DataFrame, rows: np.ndarray, path: str | Path, float_value: str | None) -> Dataset:
     if float_value is not None and not _floats_as_text_gives(frame["value"]):
         raise _ValuesAsText()
-    return dataset_from_long(frame, rows, path)
+    with locale_hints(frame["value"], rows):
+        return dataset_from_long(frame, rows, path)

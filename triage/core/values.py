@@ -21,6 +21,7 @@ with the same message.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -129,3 +130,31 @@ def beyond_float(text: str) -> str | None:
         return None
     return (f"value {text.strip()} is outside the usable range (0 or 1e-100 <= |x| <= 1e100): a float cannot hold "
             f"it (it would be read as {would}); rescale the series (change its unit)")
+
+
+#: A number as a spreadsheet in another locale writes it: a decimal comma (``100,5``), thousands grouped by
+#: dots, spaces or apostrophes (``1.234,5``, ``1 234,5``, ``1'234.5``) or by commas (``1,234.5``).
+_LOCALE_NUMBER = re.compile(
+    r"[+-]?(?:\d+,\d+|\d{1,3}(?:[. '\u00a0\u202f\u2019]\d{3})+(?:[.,]\d+)?|\d{1,3}(?:,\d{3})+(?:\.\d+)?)"
+)
+
+
+def locale_number(text: str) -> str | None:
+    """Why ``text``, which ``float()`` refuses, is a number written with a locale's separators; None otherwise.
+
+    Excel on a German or French machine writes ``100,5`` (and ``1.234,5``);
+    such a cell was refused as "not a number", which did not say what to
+    change. Only for text that is no plain number: ``1.234`` is 1.234.
+    """
+    text = text.strip()
+    if not _LOCALE_NUMBER.fullmatch(text):
+        return None
+    try:
+        float(text)
+    except ValueError:
+        return (
+            f"value {text!r} is written with a decimal comma or a thousands separator (a spreadsheet export in a "
+            "German, French or similar locale?): write numbers with a decimal point and no grouping, as 1234.5 "
+            "(in Excel: Options > Advanced, untick 'Use system separators' and set '.' as the decimal separator)"
+        )
+    return None

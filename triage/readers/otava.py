@@ -36,7 +36,14 @@ import pandas as pd
 from triage.core.csv_lines import csv_record_lines
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History, Trim, dataset_from_long
-from triage.readers.source import header_names, looks_numeric, not_utf8, plain_file, read_csv_text
+from triage.readers.source import (
+    header_names,
+    locale_hints,
+    looks_numeric,
+    not_utf8,
+    plain_file,
+    read_csv_text,
+)
 
 DELIMITERS = (",", ";", "\t", "|")
 BRANCH_COLUMN = "branch"
@@ -166,7 +173,8 @@ def read_otava_csv(
     """Read one Otava CSV: one series per metric column (per branch, see the module docstring)."""
     path = Path(path)
     long, rows = otava_frame(path, time_column=time_column, commit_column=commit_column, metrics=metrics, branch=branch)
-    return dataset_from_long(long, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim)
+    with locale_hints(long["value"], rows):
+        return dataset_from_long(long, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim)
 
 
 def read_otava_dir(
@@ -184,7 +192,9 @@ def read_otava_dir(
         with plain_file(file) as plain:
             _refuse_long_layout(plain)
             long, rows = otava_frame(plain, branch=branch, prefix=f"{stem}/")
-            histories.extend(dataset_from_long(long, rows, plain, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim))
+            with locale_hints(long["value"], rows):
+                histories.extend(dataset_from_long(long, rows, plain, aggregate=aggregate,
+                                                   sort_timestamps=sort_timestamps, trim=trim))
     return Dataset(histories, source=str(path))
 
 
@@ -248,10 +258,11 @@ def read_otava_config(
                 time_required="time_column" in test,
             )
             higher = {f"{name}/{m}": d for m, d in directions.items()}
-            histories.extend(
-                dataset_from_long(long, rows, plain, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim,
-                                  higher_is_better=higher)
-            )
+            with locale_hints(long["value"], rows):
+                histories.extend(
+                    dataset_from_long(long, rows, plain, aggregate=aggregate, sort_timestamps=sort_timestamps,
+                                      trim=trim, higher_is_better=higher)
+                )
     if not histories:
         raise InputError(path, None, "no csv test in the config (only csv tests can be read from files)")
     return Dataset(histories, source=str(path))

@@ -40,6 +40,7 @@ import pandas as pd
 
 from triage.core.atomic import is_stdio
 from triage.core.errors import InputError
+from triage.core.values import locale_number
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -333,7 +334,39 @@ def check_header(
 
 
 def looks_numeric(col: pd.Series) -> bool:
-    """Mostly numbers: a metric (its odd bad cell is then reported, not hidden)."""
+    """Mostly numbers: a metric (its odd bad cell is then reported, not hidden).
+
+    A number written with a locale's separators (``4,948``, ``1.234,5``) counts: a column of them is a
+    metric whose cells are refused naming their row (:func:`locale_hints`), not a text attribute
+    left out without a word.
+    """
     text = col.astype(str).str.strip()
     text = text[text != ""]
-    return bool(len(text)) and float(pd.to_numeric(text, errors="coerce").notna().mean()) >= 0.5
+    if not len(text):
+        return False
+    numbers = pd.to_numeric(text, errors="coerce").notna()
+    if float(numbers.mean()) >= 0.5:
+        return True
+    return float((numbers | text.map(lambda t: locale_number(t) is not None)).mean()) >= 0.5
+
+
+@contextmanager
+def locale_hints(cells: pd.Series, rows: np.ndarray | None = None) -> Iterator[None]:
+    """A value refused as "not a number" inside the block, when written with a locale's separators, says so.
+
+    ``cells``: the frame's value column as read (text); ``rows``: each cell's
+    row as the error names it (default: 1-based positions). The one
+    validator (:func:`triage.core.history.dataset_from_long`) only knows it
+    is no number; which way to write it is the reader's to say.
+    """
+    try:
+        yield
+    except InputError as exc:
+        if exc.row is None or not exc.problem.startswith("value ") or "is not a number" not in exc.problem:
+            raise
+        where = np.arange(1, len(cells) + 1) if rows is None else np.asarray(rows)
+        for i in np.flatnonzero(where == exc.row):
+            text = str(cells.iloc[i]).strip()
+            if repr(text) in exc.problem and (problem := locale_number(text)) is not None:
+                raise InputError(exc.source, exc.row, problem) from None
+        raise
