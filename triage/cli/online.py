@@ -511,14 +511,47 @@ def _write(out, decisions) -> None:
     ]
     if lines:
         try:
-            out.write("\n".join(lines) + "\n")
-            out.flush()
+            _write_all(out, "\n".join(lines) + "\n")
         except BrokenPipeError:
             raise  # the reader went away: the command's SIGPIPE exit (141)
         except OSError as exc:  # a full disk under a redirected stdout: the message named no file
             raise InputError("<stdout>", None, f"cannot write the decisions ({exc.strerror or exc}); those "
                              "decided so far are stored when --state is given: run watch again and re-send "
                              "(re-sent commits print their stored decision)") from None
+
+
+def _write_all(out, text: str) -> None:
+    """Write ``text`` to ``out`` whole, or raise: a short write is never taken for a whole one.
+
+    Under ``PYTHONUNBUFFERED=1`` (a systemd unit's or a container's usual
+    setting) standard output's binary layer is the raw file, whose ``write``
+    may write part of the bytes (a file-size limit or a quota reached in the
+    middle) and returns how many; the text layer does not look, so the rest
+    was dropped without an error and the watcher exited 0 with its output cut
+    in the middle of a line. So the bytes go to the file descriptor until all
+    are written (writing the rest again gets the system's error), past
+    Python's buffers: a failed write leaves nothing in them for a later flush
+    to fail on again.
+    """
+    import os
+
+    out.flush()
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):  # a test's StringIO
+        out.write(text)
+        out.flush()
+        return
+    data = memoryview(text.encode(out.encoding or "utf-8", errors=out.errors or "strict"))
+    while data:
+        try:
+            n = os.write(fd, data)
+        except BlockingIOError:  # a non-blocking output that is full: wait until it takes more
+            import select
+
+            select.select([], [fd], [])
+            continue
+        data = data[n:]
 
 
 def _count_lines(path: Path) -> int:
@@ -662,7 +695,21 @@ def _write_found(found, out: Path, fmt: str) -> None:
     frame = pd.DataFrame(found, columns=["series_id", "commit", "index", "probability"])
     if fmt == "csv":  # repr() keeps every digit of a probability (the CSV round-trips exactly)
         frame = frame.assign(probability=frame["probability"].map(repr))
-    write_frame(frame, out, fmt)
+    try:
+        write_frame(frame, out, fmt)
+    except BrokenPipeError:
+        raise  # the reader went away: the command's SIGPIPE exit (141)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise  # the error names its file: the boundary prints it so
+        # A file-size limit or a full disk met while the table was written: it was "error: File too large",
+        # naming no file and not saying what became of --out.
+        from triage.cli.tables import writes_stdout
+
+        kept = ("nothing was written to standard output" if writes_stdout(out)
+                else f"{out} is as it was" if Path(out).exists() else f"{out} was not created")
+        raise InputError("<stdout>" if writes_stdout(out) else out, None, f"cannot write the change points ({exc.strerror or exc}); {kept}: free "
+                         "space or raise the file-size limit (ulimit -f), then run detect again") from None
 
 
 def _detect_streamed(data: Path, layout: str, model_dir, jobs: int, loop_kwargs, replay_kwargs, workers: str):

@@ -1,0 +1,156 @@
+"""Walkthrough s18: the operator running ``triage watch`` / ``triage detect`` as a service, at resource limits.
+
+Defects found (what the user did, what went wrong, what happens now):
+
+1. Ran ``triage watch`` under a supervisor that sets ``PYTHONUNBUFFERED=1``
+   (systemd units and container images commonly do) with its output in a
+   file and a file-size limit (``ulimit -f``; a disk quota acts alike): the
+   write that crossed the limit wrote part of the decisions and the rest was
+   dropped without a word, because an unbuffered standard output writes
+   once and does not look at how much was written. The output ended in half a
+   line and the watcher exited 0 (2,000 real results: 1,781 of 1,988 lines,
+   the last cut). Now the decisions are written until all of them are out
+   or the system refuses: one line naming standard output, exit 2, every
+   decision stored with ``--state``.
+2. Ran ``triage detect --out FILE`` (or ``--out -``) under a file-size limit
+   smaller than its output: "error: File too large", naming no file and not
+   saying what became of the output. Now the line names the output (or
+   standard output), says it is as it was (or was not created, or got
+   nothing) and what to do; exit 2 as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers_cli import invoke
+
+from triage.online.state_store import StateStore
+
+
+def _feed(n: int, series: str = "s1") -> str:
+    """``n`` JSON lines of one series: a step of +50 % at the middle (decisions from the fifth line on)."""
+    return "".join(
+        json.dumps(
+            {
+                "series_id": series,
+                "commit": f"c{i:03d}",
+                "value": 1.0 + 0.5 * (i >= n // 2) + 0.01 * (i % 3),
+            }
+        )
+        + "\n"
+        for i in range(n)
+    )
+
+
+def _run_limited(
+    args: list[object],
+    stdin: str,
+    stdout: Path,
+    *,
+    fsize: int | None = None,
+    env: dict[str, str] | None = None,
+    append: bool = False,
+) -> subprocess.CompletedProcess:
+    """``triage ARGS`` in a fresh interpreter, standard output into ``stdout``, at most ``fsize`` bytes a file."""
+
+    def limit() -> None:
+        if fsize is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+
+    with open(stdout, "ab" if append else "wb") as out:
+        return subprocess.run(
+            [sys.executable, "-c", "from triage.cli.app import main; main()", *map(str, args)],
+            input=stdin.encode(),
+            stdout=out,
+            stderr=subprocess.PIPE,
+            preexec_fn=limit,
+            timeout=300,
+            env={**os.environ, **(env or {})},
+        )
+
+
+def _stderr(res: subprocess.CompletedProcess) -> str:
+    return " ".join(res.stderr.decode().split())
+
+
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_watch_output_cut_by_a_file_size_limit_is_an_error(tmp_path, unbuffered):
+    """Defect 1: with PYTHONUNBUFFERED=1 the output was cut at the limit and the watcher exited 0."""
+    db, out = tmp_path / "state.db", tmp_path / "decisions.jsonl"
+    feed = _feed(60)
+    code, whole_text = invoke(
+        ["watch", "--state", tmp_path / "whole.db", "--explain", "none"], stdin=feed
+    )
+    assert code == 0, whole_text
+    whole = whole_text.encode()
+    assert whole.count(b"\n") == 56 and len(whole) > 6000
+
+    # An output appended to (a service's log) 6,000 bytes short of the limit: the store fits, the decisions do not.
+    limit = 2**20
+    out.write_bytes(b"#" * (limit - 6000))
+    res = _run_limited(
+        ["watch", "--state", db, "--explain", "none"],
+        feed,
+        out,
+        fsize=limit,
+        env={"PYTHONUNBUFFERED": unbuffered},
+        append=True,
+    )
+    text = _stderr(res)
+    assert res.returncode == 2, text
+    assert "error: <stdout>: cannot write the decisions (File too large)" in text, text
+    written = out.read_bytes()[limit - 6000 :]
+    assert whole.startswith(written) and len(written) == 6000
+    with StateStore(db) as store:  # every decision stored: a re-run prints them again
+        assert store.n_decisions() == 56
+
+
+def _steps_csv(path: Path) -> Path:
+    """20 series of 400 commits, a level change every 25 commits: 300 change points (24 kB as JSON lines)."""
+    import random
+
+    rng = random.Random(3)
+    rows = [
+        f"s{s},c{i:04d},{100 * 1.3 ** ((i // 25) % 4) + rng.gauss(0, 0.5):.4f}\n"
+        for s in range(20)
+        for i in range(400)
+    ]
+    path.write_text("series_id,commit,value\n" + "".join(rows))
+    return path
+
+
+def test_detect_output_beyond_a_file_size_limit_names_the_output(tmp_path):
+    """Defect 2: 'error: File too large', naming no file and not saying what became of --out."""
+    data = _steps_csv(tmp_path / "steps.csv")
+    out = tmp_path / "cps.json"
+    out.write_text("kept\n")
+    for target, kept in (
+        (out, f"{out} is as it was"),
+        ("-", "nothing was written to standard output"),
+    ):
+        res = _run_limited(
+            ["detect", "--data", data, "--out", target, "--format", "json"],
+            "",
+            tmp_path / "stdout",
+            fsize=10_000,
+        )
+        text = _stderr(res)
+        assert res.returncode == 2, text
+        name = "<stdout>" if target == "-" else target
+        assert f"error: {name}: cannot write the change points (File too large); {kept}" in text, (
+            text
+        )
+    assert out.read_text() == "kept\n"
+    assert (tmp_path / "stdout").read_bytes() == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "cps.json",
+        "stdout",
+        "steps.csv",
+    ]  # no temporary left
