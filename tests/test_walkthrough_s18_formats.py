@@ -31,6 +31,17 @@ Defects found (what a user did, what went wrong, what happens now):
    ``1.234,5``, ``1,234.5``, ``1 234,5``) is refused at its row saying so and
    how to export plain numbers (long layout, ``detect``'s parts, MongoDB demo
    layout, Otava CSVs, directories and configs).
+4. Gave ``--data`` (or ``--candidates``) a ``.bz2``, ``.xz`` or ``.zip`` file
+   (a zip holding one CSV, as a CI artifact download is), a workbook
+   (``.xlsx``) or Excel's "Unicode Text" export (UTF-16): "row 1: not a
+   UTF-8 text file", or a header shown with a NUL between its characters,
+   naming neither what the file is nor what to do (README: gzip and zstd
+   are read). Now one line says what it is and how to read it (``xz -dc
+   FILE | triage ... --data -``; ``unzip -p FILE history.csv | ...`` naming
+   the zip's one member; save as 'CSV UTF-8').
+5. Exported from Excel's plain "CSV" on Windows (cp1252, ``säule``): "row
+   2: not a UTF-8 text file", without what to do. The line now says how to
+   convert it (save as 'CSV UTF-8', or ``iconv -f CP1252 -t UTF-8``).
 """
 
 from __future__ import annotations
@@ -213,3 +224,77 @@ def test_a_plain_number_and_a_real_non_number_keep_their_words(tmp_path):
     with pytest.raises(InputError) as err:
         load(path)
     assert err.value.row == 3 and err.value.problem == "value 'n/a' is not a number"
+
+
+# --------------------------------------------------------------------------- 4. compressions and encodings not read
+
+
+def _history_text() -> str:
+    return "series_id,commit,timestamp,value\n" + "".join(
+        f"{s},{c},{t},{v:.2f}\n" for s, c, t, v in _rows()
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "pack", "words"),
+    [
+        ("h.csv.bz2", lambda b: __import__("bz2").compress(b), "is bzip2-compressed"),
+        ("h.csv.xz", lambda b: __import__("lzma").compress(b), "is xz-compressed"),
+        (
+            "h.csv",
+            lambda b: __import__("bz2").compress(b),
+            "is bzip2-compressed",
+        ),  # whatever the suffix
+    ],
+)
+def test_other_compressions_are_named_with_what_to_do(tmp_path, name, pack, words):
+    path = tmp_path / name
+    path.write_bytes(pack(_history_text().encode()))
+    for command in (
+        ["summary", "--data", path],
+        ["convert", "--data", path, "--out", tmp_path / "o.csv"],
+    ):
+        code, out = invoke(command)
+        assert code == 2
+        assert f"{path}: {words}; only gzip and zstd" in flat(out) and "-dc" in flat(out)
+        assert "UTF-8" not in flat(out)
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_zip_holding_one_csv_names_the_member_to_extract(tmp_path):
+    import zipfile
+
+    path = tmp_path / "export.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("history.csv", _history_text())
+    code, out = invoke(["summary", "--data", path])
+    assert code == 2 and f"{path}: is a zip archive" in flat(out)
+    assert f"unzip -p {path} history.csv" in flat(out)
+    code, out = invoke(["summary", "--data", "-"], stdin=path.read_bytes().decode("latin-1"))
+    assert code == 2 and "<stdin>: is a zip archive" in flat(out)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])
+def test_utf16_text_is_named_as_such(tmp_path, encoding):
+    path = tmp_path / "unicode.txt"
+    path.write_bytes(_history_text().replace(",", "\t").encode(encoding))
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert "is UTF-16 text" in err.value.problem and "CSV UTF-8" in err.value.problem
+
+
+def test_a_workbook_is_not_read_as_text(tmp_path):
+    path = tmp_path / "results.xlsx"
+    path.write_bytes(b"PK\x03\x04" + b"\x00" * 60)
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert "spreadsheet workbook" in err.value.problem and "CSV UTF-8" in err.value.problem
+
+
+def test_a_windows_1252_export_says_how_to_convert(tmp_path):
+    path = tmp_path / "cp1252.csv"
+    path.write_bytes(_history_text().replace("s1,", "säule,").encode("cp1252"))
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert err.value.row == 2 and "not a UTF-8 text file" in err.value.problem
+    assert "iconv -f CP1252 -t UTF-8" in err.value.problem

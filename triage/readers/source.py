@@ -130,9 +130,11 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
                 raise InputError(shown, None, "is a directory; expected a file")
             yield given  # directories (asv results, Otava tests, `triage synth` output) are read in place
             return
-        if stat.S_ISREG(mode) and compression(given) is None and _inner_name(given.name) == given.name:
-            yield given
-            return
+        if stat.S_ISREG(mode):
+            _refuse_unreadable(given, shown)
+            if compression(given) is None and _inner_name(given.name) == given.name:
+                yield given
+                return
     with tempfile.TemporaryDirectory(prefix="triage-input-") as tmpdir:
         copy = Path(tmpdir) / ("raw-" + given.name)
         with open(copy, "wb") as out:
@@ -141,6 +143,8 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
             else:
                 with open(given, "rb") as src:
                     shutil.copyfileobj(src, out)
+        if stdin or not stat.S_ISREG(mode):
+            _refuse_unreadable(copy, shown)
         kind = compression(copy) if copy.stat().st_size else None
         target = copy
         if kind is not None:
@@ -159,6 +163,69 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
             if exc.source == str(target) or exc.source.startswith(str(target)):
                 raise InputError(shown + exc.source[len(str(target)):], exc.row, exc.problem) from None
             raise
+
+
+#: Compressed files and archives the readers do not open, by their first bytes: (magic, what, how to read it).
+OTHER_COMPRESSION: tuple[tuple[bytes, str, str], ...] = (
+    (b"BZh", "bzip2-compressed", "bzip2 -dc {file} | triage ... --data -"),
+    (b"\xfd7zXZ\x00", "xz-compressed", "xz -dc {file} | triage ... --data -"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed", "lz4 -dc {file} | triage ... --data -"),
+    (b"PK\x03\x04", "a zip archive", "unzip -p {file} history.csv | triage ... --data -"),
+    (b"PK\x05\x06", "an empty zip archive", "a history file itself"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "7z e -so {file} history.csv | triage ... --data -"),
+)
+#: Workbooks of a spreadsheet (zip or OLE files) by their suffix.
+WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods")
+
+
+def _refuse_unreadable(path: Path, shown: str) -> None:
+    """:class:`InputError` for a file whose first bytes show a kind the readers do not take.
+
+    A bzip2, xz or zip file (or a spreadsheet workbook, or UTF-16 text as
+    Excel's "Unicode Text" writes it) was refused as "row 1: not a UTF-8 text
+    file", or its header shown with a NUL between every two characters:
+    neither says what the file is nor what to do.
+    """
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    file = "FILE" if shown == "<stdin>" else shown
+    if path.suffix.lower() in WORKBOOK_SUFFIXES or head.startswith(b"\xd0\xcf\x11\xe0"):
+        raise InputError(shown, None, "is a spreadsheet workbook, not a text file: save the sheet as 'CSV UTF-8' "
+                         "(comma-delimited) and give that file")
+    for magic, what, how in OTHER_COMPRESSION:
+        if head.startswith(magic):
+            if magic == b"BZh" and not (head[3:4].isdigit() and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90")):
+                continue  # a header that starts "BZh" (bzip2's block or end-of-stream magic follows its level)
+            if magic == b"PK\x03\x04":
+                how = how.replace("history.csv", _zip_member(path))
+            raise InputError(shown, None, f"is {what}; only gzip and zstd files are decompressed: "
+                             f"decompress it first ({how.format(file=file)})")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or _utf16_without_bom(head):
+        raise InputError(shown, None, "is UTF-16 text (Excel's 'Unicode Text' export?); only UTF-8 is read: "
+                         f"save it as 'CSV UTF-8', or convert it (iconv -f UTF-16 -t UTF-8 {file} > converted.csv)")
+
+
+def _zip_member(path: Path) -> str:
+    """The name of a zip archive's one file (what to extract), else ``<file inside>``."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [i.filename for i in archive.infolist() if not i.is_dir()]
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return "<file inside>"
+    return names[0] if len(names) == 1 and names[0].isprintable() and " " not in names[0] else "<file inside>"
+
+
+def _utf16_without_bom(head: bytes) -> bool:
+    """ASCII text written as UTF-16 without a byte-order mark: a NUL beside every character."""
+    if len(head) < 8:
+        return False
+    pairs = len(head) // 2 * 2
+    for zeros, chars in ((head[1:pairs:2], head[0:pairs:2]), (head[0:pairs:2], head[1:pairs:2])):
+        if not zeros.strip(b"\x00") and all(32 <= c < 127 or c in b"\t\r\n" for c in chars):
+            return True
+    return False
 
 
 def non_utf8_line(path: str | Path) -> int | None:
@@ -206,7 +273,12 @@ def not_utf8(path: str | Path, shown: str | Path | None = None) -> InputError:
     for magic, what in KNOWN_BINARY:
         if head.startswith(magic):
             return InputError(path if shown is None else shown, None, f"is {what}")
-    return InputError(path if shown is None else shown, non_utf8_line(path), "not a UTF-8 text file")
+    name = path if shown is None else shown
+    return InputError(
+        name, non_utf8_line(path),
+        "not a UTF-8 text file (a Windows or Latin-1 export, e.g. Excel's plain 'CSV'? save it as 'CSV UTF-8', "
+        "or convert it: iconv -f CP1252 -t UTF-8 <file> > converted.csv)",
+    )
 
 
 #: pandas' words for a row of more cells than the header, with the line inside them.
