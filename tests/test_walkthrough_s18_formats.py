@@ -42,6 +42,12 @@ Defects found (what a user did, what went wrong, what happens now):
 5. Exported from Excel's plain "CSV" on Windows (cp1252, ``säule``): "row
    2: not a UTF-8 text file", without what to do. The line now says how to
    convert it (save as 'CSV UTF-8', or ``iconv -f CP1252 -t UTF-8``).
+6. Converted a history whose timestamps carry milliseconds
+   (``2024-03-01T10:00:00.250Z``, as CI systems log them) with ``triage
+   convert --out x.csv``: every fraction was dropped (10:00:00.250 and
+   10:00:00.750 both written 10:00:00), while a Parquet ``--out`` kept them.
+   Now the CSV keeps the fraction where there is one (to the nanosecond);
+   whole seconds are written as before.
 """
 
 from __future__ import annotations
@@ -298,3 +304,36 @@ def test_a_windows_1252_export_says_how_to_convert(tmp_path):
         load(path)
     assert err.value.row == 2 and "not a UTF-8 text file" in err.value.problem
     assert "iconv -f CP1252 -t UTF-8" in err.value.problem
+
+
+# --------------------------------------------------------------------------- 6. fractions of a second
+
+
+def test_convert_keeps_fractions_of_a_second(tmp_path):
+    path = tmp_path / "ms.csv"
+    path.write_text(
+        "series_id,commit,timestamp,value\n"
+        "s1,a,2024-03-01T10:00:00.250Z,1.5\n"
+        "s1,b,2024-03-01T10:00:00.750+00:00,1.6\n"
+        "s1,c,2024-03-01T12:00:01.123456789+02:00,1.7\n"
+        "s1,d,1709287202,1.8\n"
+    )
+    out = tmp_path / "out.csv"
+    code, text = invoke(["convert", "--data", path, "--out", out])
+    assert code == 0, text
+    written = pd.read_csv(out, dtype=str)["timestamp"].tolist()
+    assert written == [
+        "2024-03-01T10:00:00.25",
+        "2024-03-01T10:00:00.75",
+        "2024-03-01T10:00:01.123456789",
+        "2024-03-01T10:00:02",
+    ]
+    again = load(out)
+    assert list(again["s1"].timestamps) == list(load(path)["s1"].timestamps)
+
+
+def test_convert_of_whole_seconds_is_written_as_before(tmp_path):
+    out = tmp_path / "out.csv"
+    code, text = invoke(["convert", "--data", _long_csv(tmp_path / "in.csv"), "--out", out])
+    assert code == 0, text
+    assert out.read_text().splitlines()[1] == "s1,c00,2024-03-01T00:00:00,100.0,"

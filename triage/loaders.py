@@ -352,7 +352,25 @@ def write_long(dataset: Dataset, path: str | Path) -> Path:
         if (frame["timestamp"] == "").all() if frame["timestamp"].dtype == object else False:
             frame = frame.drop(columns="timestamp")
         return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    if pd.api.types.is_datetime64_any_dtype(frame["timestamp"]):
+        frame["timestamp"] = _iso_seconds(frame["timestamp"])
     return write_csv_atomic(frame, path, date_format="%Y-%m-%dT%H:%M:%S")
+
+
+def _iso_seconds(stamps: pd.Series) -> pd.Series:
+    """Naive-UTC timestamps as ISO 8601 text to the second, with the fraction of a second where there is one.
+
+    ``date_format="%Y-%m-%dT%H:%M:%S"`` alone dropped fractions: ``convert``
+    wrote 10:00:00.250 and 10:00:00.750 both as 10:00:00 (a Parquet ``--out``
+    kept them). Whole seconds are written as before.
+    """
+    ns = stamps.to_numpy(dtype="datetime64[ns]").view(np.int64)
+    fraction = np.where(stamps.isna().to_numpy(), 0, ns % 1_000_000_000)  # NaT: a series without timestamps
+    text = stamps.dt.strftime("%Y-%m-%dT%H:%M:%S")
+    if (fraction != 0).any():
+        digits = pd.Series([f".{f:09d}".rstrip("0") if f else "" for f in fraction.tolist()], index=stamps.index)
+        text = text + digits
+    return text
 
 
 #: Rows of a long CSV read per part when `triage detect` streams it: small
