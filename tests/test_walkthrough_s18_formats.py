@@ -48,6 +48,12 @@ Defects found (what a user did, what went wrong, what happens now):
    10:00:00.750 both written 10:00:00), while a Parquet ``--out`` kept them.
    Now the CSV keeps the fraction where there is one (to the nanosecond);
    whole seconds are written as before.
+7. Gave timestamps with a zone name, as ``date`` prints them in CI logs
+   (``Wed May  1 12:00:00 CEST 2024``, ``2024-10-27 00:00:00 CEST``,
+   ``... Europe/Berlin``): "is not a date/time", which it is. Now the line
+   says the zone's name is not read (an abbreviation names several zones)
+   and to write the UTC offset or UTC with Z. UTC and GMT by name are read
+   as before.
 """
 
 from __future__ import annotations
@@ -337,3 +343,34 @@ def test_convert_of_whole_seconds_is_written_as_before(tmp_path):
     code, text = invoke(["convert", "--data", _long_csv(tmp_path / "in.csv"), "--out", out])
     assert code == 0, text
     assert out.read_text().splitlines()[1] == "s1,c00,2024-03-01T00:00:00,100.0,"
+
+
+# --------------------------------------------------------------------------- 7. a time zone by its name
+
+
+@pytest.mark.parametrize(
+    ("text", "zone"),
+    [
+        ("2024-10-27 00:00:00 CEST", "CEST"),
+        ("Wed May  1 12:00:00 CEST 2024", "CEST"),  # what `date` prints in a CI log
+        ("2024-05-01T12:00:00 Europe/Berlin", "Europe/Berlin"),
+    ],
+)
+def test_a_time_zone_name_is_refused_saying_to_write_the_offset(tmp_path, text, zone):
+    path = tmp_path / "tz.csv"
+    path.write_text(
+        f"series_id,commit,timestamp,value\ns1,c1,2024-01-01T00:00:00Z,1.5\ns1,c2,{text},1.6\n"
+    )
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert err.value.row == 3
+    assert (
+        f"names its time zone ({zone!r})" in err.value.problem and "UTC offset" in err.value.problem
+    )
+
+
+def test_utc_and_gmt_by_name_are_still_read():
+    from triage.core import timestamps
+
+    assert timestamps.to_ns("2024-05-01 12:00 UTC") == timestamps.to_ns("2024-05-01 12:00 GMT")
+    assert timestamps.to_ns("2024-05-01 12:00 UTC") == pd.Timestamp("2024-05-01T12:00:00").value

@@ -127,6 +127,34 @@ def _undated(text: str) -> str | None:
     return "a date without a year"
 
 
+#: A time zone written by name: an abbreviation (``CEST``, ``EST``) or an IANA name (``Europe/Berlin``).
+_ZONE_NAME = re.compile(r"(?<![\w/])(?:[A-Z]{3,5}|[A-Za-z]+(?:/[A-Za-z_+-]+)+)(?![\w/])")
+
+
+def _zone_name_problem(text: str) -> str | None:
+    """For a date/time that is refused only for its time zone's name (``... CEST``, as ``date`` prints): what to write.
+
+    It was "is not a date/time", which it is; an abbreviation is not read as
+    it names several zones (CST: America, China, Cuba).
+    """
+    for zone in _ZONE_NAME.findall(text):
+        if zone in ("UTC", "GMT"):
+            continue
+        rest = " ".join(text.replace(zone, " ", 1).split())
+        try:
+            ts = pd.Timestamp(rest)
+        except (ValueError, OverflowError):
+            continue
+        if ts is pd.NaT or _undated(rest) is not None:
+            continue
+        return (
+            f"timestamp {text!r} names its time zone ({zone!r}), which is not read (a zone's name or abbreviation "
+            "is ambiguous: CST is in America, China and Cuba): write its UTC offset instead "
+            f"({ts.strftime('%Y-%m-%dT%H:%M:%S')}+HH:MM), or the time in UTC with Z"
+        )
+    return None
+
+
 def _timestamp_to_ns(ts: pd.Timestamp, shown: object) -> int:
     try:
         return int(ts.value)  # nanoseconds since the epoch, UTC for an aware timestamp
@@ -152,7 +180,7 @@ def _text_to_ns(text: str) -> int | None:
     try:
         seconds = float(text)
     except ValueError:
-        raise ValueError(f"timestamp {text!r} is not a date/time ({EXPECTED})") from None
+        raise ValueError(_zone_name_problem(text) or f"timestamp {text!r} is not a date/time ({EXPECTED})") from None
     if not math.isfinite(seconds):
         raise ValueError(f"timestamp {text!r} is not finite")
     if text.lstrip("+-").isdigit():
