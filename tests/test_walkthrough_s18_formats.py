@@ -54,6 +54,10 @@ Defects found (what a user did, what went wrong, what happens now):
    says the zone's name is not read (an abbreviation names several zones)
    and to write the UTC offset or UTC with Z. UTC and GMT by name are read
    as before.
+8. Labelled Perfherder data with a hand-edited alerts export whose revision
+   was upper case (``010ABCDEF``; the data has ``010abcdef``): "the data has
+   no such revision", with the revision right there. The line now names the
+   data's spelling and says the two differ only in case.
 """
 
 from __future__ import annotations
@@ -374,3 +378,30 @@ def test_utc_and_gmt_by_name_are_still_read():
 
     assert timestamps.to_ns("2024-05-01 12:00 UTC") == timestamps.to_ns("2024-05-01 12:00 GMT")
     assert timestamps.to_ns("2024-05-01 12:00 UTC") == pd.Timestamp("2024-05-01T12:00:00").value
+
+
+# --------------------------------------------------------------------------- 8. a revision in another case
+
+
+def test_perfherder_alert_on_a_revision_in_another_case_says_so(tmp_path):
+    import json
+
+    points = [
+        {
+            "revision": f"{i:03d}abcdef",
+            "push_timestamp": f"2024-03-{1 + i:02d}T00:00:00",
+            "value": 100.0 + i % 3,
+        }
+        for i in range(20)
+    ]
+    data = tmp_path / "perf.json"
+    data.write_text(json.dumps({"sig1": points}))
+    alerts = tmp_path / "alerts.json"
+    alert = {"series_signature": {"signature_hash": "sig1"}, "status": 2}
+    alerts.write_text(json.dumps({"results": [{"revision": "010ABCDEF", "alerts": [alert]}]}))
+    with pytest.raises(InputError) as err:
+        load(data, alerts=alerts)
+    assert (
+        "the data has no such revision (it has '010abcdef', which differs only in case"
+        in err.value.problem
+    )

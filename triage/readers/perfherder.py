@@ -140,11 +140,23 @@ def _apply_alerts(frame: pd.DataFrame, sig_ids: pd.Series, path: Path, higher: d
             except TypeError:  # a revision that is no JSON scalar
                 where = None
             if not where:
-                raise InputError(path, number, f"alert on revision {revision!r} of {series!r}: the data has no such revision")
+                raise InputError(path, number, f"alert on revision {revision!r} of {series!r}: the data has no such "
+                                 f"revision{_case_hint(frame, series, revision)}")
             label_of[where] = label
             if "lower_is_better" in sig:
                 higher[series] = not bool(sig["lower_is_better"])
     frame["label"] = label_of
+
+
+def _case_hint(frame: pd.DataFrame, series: str, revision: object) -> str:
+    """`` (it has '3f2a9c1', ...)`` when the series has the revision in another case (a hand-edited export), else ""."""
+    if not isinstance(revision, str):
+        return ""
+    commits = frame.loc[frame["series_id"] == series, "commit"].astype(str)
+    alike = sorted(set(commits[commits.str.lower() == revision.lower()]))
+    if not alike:
+        return ""
+    return f" (it has {alike[0]!r}, which differs only in case: write the revision as the data does)"
 
 
 def _summaries(payload: object, path: Path) -> list:
