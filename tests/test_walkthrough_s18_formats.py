@@ -58,6 +58,14 @@ Defects found (what a user did, what went wrong, what happens now):
    was upper case (``010ABCDEF``; the data has ``010abcdef``): "the data has
    no such revision", with the revision right there. The line now names the
    data's spelling and says the two differ only in case.
+9. Wrote a history to Parquet from pandas with one timestamp missing (NaT,
+   a Parquet null): it was read without a word, the commit given no time
+   (``convert`` wrote an empty cell), where a blank CSV cell is refused as
+   "timestamp is missing"; a column of nulls only was kept as timestamps.
+   Now a null is missing, as in a CSV: refused at its record, and a column
+   of nulls only means no timestamps. (Value columns of float32, decimal,
+   string and categorical type, and zone-aware timestamps, were checked and
+   give the right numbers.)
 """
 
 from __future__ import annotations
@@ -404,4 +412,70 @@ def test_perfherder_alert_on_a_revision_in_another_case_says_so(tmp_path):
     assert (
         "the data has no such revision (it has '010abcdef', which differs only in case"
         in err.value.problem
+    )
+
+
+# --------------------------------------------------------------------------- 9. Parquet: nulls and column types
+
+
+def _parquet(path: Path, **columns) -> Path:
+    rows = _rows()
+    frame = pd.DataFrame(
+        {
+            "series_id": [r[0] for r in rows],
+            "commit": [r[1] for r in rows],
+            "timestamp": pd.to_datetime([r[2] for r in rows]),
+            "value": [r[3] for r in rows],
+        }
+    )
+    for name, make in columns.items():
+        frame[name] = make(frame[name])
+    frame.to_parquet(path, index=False)
+    return path
+
+
+def test_parquet_null_timestamp_is_missing_at_its_record(tmp_path):
+    def one_null(ts):
+        ts = ts.copy()
+        ts.iloc[3] = pd.NaT
+        return ts
+
+    with pytest.raises(InputError) as err:
+        load(_parquet(tmp_path / "nat.parquet", timestamp=one_null))
+    assert err.value.row == 4 and err.value.problem == "timestamp is missing"
+    every = load(
+        _parquet(
+            tmp_path / "allnat.parquet",
+            timestamp=lambda ts: pd.Series(pd.NaT, index=ts.index, dtype="datetime64[ns]"),
+        )
+    )
+    assert every["s1"].timestamps is None  # as a CSV whose timestamp column is blank
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v: v.astype("float32"),
+        lambda v: v.map(lambda x: __import__("decimal").Decimal(f"{x:.2f}")),
+        lambda v: v.map(lambda x: f"{x:.2f}"),
+        lambda v: v.astype("category"),
+    ],
+    ids=["float32", "decimal", "string", "categorical"],
+)
+def test_parquet_value_column_types_give_the_numbers(tmp_path, make):
+    data = load(_parquet(tmp_path / "v.parquet", value=make))
+    expected = np.array([r[3] for r in _rows()])
+    np.testing.assert_allclose(data["s1"].values, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin", "America/New_York"])
+def test_parquet_aware_timestamps_are_their_instants_in_utc(tmp_path, zone):
+    data = load(
+        _parquet(
+            tmp_path / "tz.parquet",
+            timestamp=lambda ts: ts.dt.tz_localize("UTC").dt.tz_convert(zone),
+        )
+    )
+    assert list(data["s1"].timestamps) == list(
+        pd.to_datetime([r[2] for r in _rows()]).to_numpy("datetime64[ns]")
     )

@@ -249,7 +249,8 @@ def parse_column(raw: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(raw)
     if pd.api.types.is_datetime64_any_dtype(raw):
         ts = pd.to_datetime(raw, utc=True).dt.tz_convert(None)
-        return ts.to_numpy(dtype="datetime64[ns]"), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        # NaT (a Parquet null) is missing, as a blank CSV cell is: it was passed on as a time.
+        return ts.to_numpy(dtype="datetime64[ns]"), ts.isna().to_numpy(), np.zeros(n, dtype=bool)
     out = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)  # NaT
     if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
         missing = pd.isna(raw).to_numpy()
