@@ -38,6 +38,7 @@ progress bar.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ from triage.core.atomic import write_csv_atomic, write_text_atomic
 from triage.core.metrics import classification_report
 from triage.features.matrix import TrainingData, training_data
 from triage.training.classifier import TriageClassifier
+from triage.training.model_files import library_versions
 from triage.training.model_kinds import MODELS
 
 SPLITS: tuple[str, ...] = ("random", "grouped", "time")
@@ -58,6 +60,20 @@ WINDOWS: tuple[int | str, ...] = (*range(11), "adaptive")
 
 
 # ---------------------------------------------------------------------- splits
+
+
+#: Seeds scikit-learn and numpy's legacy generators take: [0, 2**32).
+SEED_RANGE = 2**32
+
+
+def derived_seed(seed: int, offset: int) -> int:
+    """``seed + offset`` wrapped into [0, :data:`SEED_RANGE`): the seed of a retry or a repetition.
+
+    Below the range's end it is the plain sum, so every result of a smaller
+    seed stays as it was; ``--seed 4294967295`` (the largest the CLI takes)
+    gave repetition 1 the seed 4294967296, which scikit-learn refuses.
+    """
+    return (int(seed) + int(offset)) % SEED_RANGE
 
 
 class SplitError(ValueError):
@@ -107,7 +123,9 @@ def split_indices(
         raise SplitError(f"random split: {counts[1]} true and {counts[0]} false candidates; each part needs both, "
                          "so at least 3 of each")
     for attempt in range(20):
-        s = seed + 100_003 * attempt
+        # Held to scikit-learn's seed range: from --seed 4294967295 on, every retry raised
+        # "random_state must be in [0, 4294967295]", read here as a failed draw (SplitError).
+        s = derived_seed(seed, 100_003 * attempt)
         if kind not in ("random", "grouped"):
             raise ValueError(f"unknown split {kind!r} (use one of {', '.join(SPLITS)})")
         try:
@@ -212,7 +230,14 @@ class EvaluationResult:
         return _markdown(self.table1()) + "\n\n" + _markdown(self.differences().round(4))
 
     def save(self, out: str | Path) -> dict[str, Path]:
-        """Write records.csv, summary.csv, differences.csv and summary.md into ``out``."""
+        """Write records.csv, summary.csv, differences.csv, summary.md and settings.json into ``out``.
+
+        ``settings.json`` holds :attr:`settings` (models, splits, seed, sizes,
+        threshold, features, the rows' ``data_hash``, model parameters) and the
+        library versions: what the figures came from. Without it a results
+        folder written with ``--no-track`` could not be told from another
+        seed's or another data's, nor rerun.
+        """
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         paths = {
@@ -220,13 +245,26 @@ class EvaluationResult:
             "summary": out / "summary.csv",
             "differences": out / "differences.csv",
             "markdown": out / "summary.md",
+            "settings": out / "settings.json",
         }
         # Each file whole or not at all: a kill mid-write left a cut CSV beside whole ones.
         write_csv_atomic(self.records, paths["records"])
         write_csv_atomic(self.summary(), paths["summary"])
         write_csv_atomic(self.differences(), paths["differences"])
         write_text_atomic(self.to_markdown() + "\n", paths["markdown"])
+        settings = {**self.settings, "libraries": library_versions()}
+        write_text_atomic(json.dumps(settings, indent=2, sort_keys=True, default=_json_default) + "\n",
+                          paths["settings"])
         return paths
+
+
+def _json_default(value: object) -> object:
+    """numpy scalars and arrays (a parameter's value) as JSON; anything else as its text."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
 
 
 def summarise(records: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
@@ -276,8 +314,8 @@ def evaluate(
     ``data`` is a feature matrix (triaged rows are used) or prepared
     :class:`~features.matrix.TrainingData`. ``model_params`` maps a model name
     to keyword overrides (e.g. ``{"rf": {"n_estimators": 100}}``). Repetition
-    ``r`` uses seed ``random_state + r`` for the split and the model, so every
-    model sees the same splits.
+    ``r`` uses seed ``random_state + r`` (modulo 2**32, :func:`derived_seed`)
+    for the split and the model, so every model sees the same splits.
     """
     if isinstance(features, str | Path) and not isinstance(data, TrainingData):
         # The feature set's problem, named after it (errors without a file are put on the data).
@@ -294,7 +332,8 @@ def evaluate(
     model_params = model_params or {}
     y = td.y.astype(np.int64)
     tasks = [
-        (model, kind, rep, random_state + rep) for kind in splits for model in models for rep in range(n_splits)
+        (model, kind, rep, derived_seed(random_state, rep)) for kind in splits for model in models
+        for rep in range(n_splits)
     ]
     records = _parallel(
         tasks,

@@ -653,8 +653,16 @@ def check_compatible(manifest: object, path: str | Path = "<manifest>") -> None:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ModelFileError(path, "not a changepoint-triage model (manifest format)")
     version = manifest.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ModelFileError(path, f"model format version {version!r}; this version reads up to {FORMAT_VERSION}")
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+        # It said only "model format version 2; this version reads up to 1": not what to do.
+        raise ModelFileError(path, f"model format version {version}, written by a newer changepoint-triage; "
+                                   f"this version reads up to {FORMAT_VERSION}: upgrade changepoint-triage to "
+                                   "load it, or retrain the model with this version")
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+        # true read as 1, and 0 or -3 (no version ever written) loaded as this format.
+        raise ModelFileError(path, f"manifest format_version {json.dumps(version)} is not a model format "
+                                   f"version (1 to {FORMAT_VERSION} are): the manifest was not written by "
+                                   "changepoint-triage; retrain the model")
     for key in ("model", "files", "classes", "n_features", "threshold", "params", "libraries", "data_hash", "n_train"):
         if key not in manifest:
             raise ModelFileError(path, f"manifest lacks {key!r}")
@@ -673,6 +681,9 @@ def check_compatible(manifest: object, path: str | Path = "<manifest>") -> None:
     if kind.native_file is None or manifest["files"].get("calibrator"):
         # skops files hold scikit-learn internals, whose layout may change with
         # any minor release (tree node arrays did): require the same major.minor.
+        if _major_minor(saved.get("scikit-learn"))[0] is None:
+            # It read "saved with scikit-learn None": a version nobody can install.
+            raise ModelFileError(path, _unrecorded("scikit-learn", saved.get("scikit-learn"), here["scikit-learn"]))
         if _major_minor(saved.get("scikit-learn")) != _major_minor(here["scikit-learn"]):
             raise ModelFileError(
                 path,
@@ -683,10 +694,24 @@ def check_compatible(manifest: object, path: str | Path = "<manifest>") -> None:
         saved_major = _major_minor(saved.get(lib))[0]
         here_major = _major_minor(here.get(lib))[0]
         # A native format reads models of older versions, not of newer ones.
-        if saved_major is None or here_major is None or saved_major > here_major:
+        if saved_major is None:
+            raise ModelFileError(path, _unrecorded(lib, saved.get(lib), here.get(lib)))
+        if here_major is None:
+            raise ModelFileError(path, f"saved with {lib} {saved.get(lib)}, which is not installed here: "
+                                       f"install {lib} {saved.get(lib)} or later")
+        if saved_major > here_major:
+            # It ended in "cannot read it", without a way out.
             raise ModelFileError(
-                path, f"saved with {lib} {saved.get(lib)}, this is {here.get(lib)}: cannot read it"
+                path, f"saved with {lib} {saved.get(lib)}, this is {here.get(lib)}: {lib} reads models of its own "
+                      f"and older versions only; install {lib} {saved_major}.x, or retrain the model here"
             )
+
+
+def _unrecorded(lib: str, saved: object, here: object) -> str:
+    """The refusal of a manifest that does not say which ``lib`` version wrote the model."""
+    what = "does not record" if saved is None else f"records {saved!r} as"
+    return (f"the manifest {what} the {lib} version the model was saved with, so it cannot be told whether "
+            f"this {lib} ({here}) reads it: retrain the model with this installation")
 
 
 def _major_minor(version: object) -> tuple[int | None, int | None]:

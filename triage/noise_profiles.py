@@ -48,6 +48,7 @@ scalar shares. Sources are mixed in proportion to their number of real series.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -337,6 +338,17 @@ def load_profiles() -> dict[str, Any]:
     """The committed profile file (``triage/noise_profiles.json``)."""
     text = resources.files("triage").joinpath(PROFILE_FILE).read_text(encoding="utf-8")
     return json.loads(text)
+
+
+@cache
+def profiles_digest() -> str:
+    """SHA-256 (hex) of the profile file's bytes: which fitted profiles a ``realnoise`` dataset was drawn from.
+
+    ``benchmarks/fit_noise.py`` rewrites the file when the profiles are
+    refitted, and the same preset and seed then give other rows; the digest in
+    a dataset's ``dataset.json`` tells the two apart.
+    """
+    return hashlib.sha256(resources.files("triage").joinpath(PROFILE_FILE).read_bytes()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,11 @@ series has its own child seed, so changing ``n_series`` keeps the first series.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import platform
 from dataclasses import asdict, dataclass, replace
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -534,6 +537,25 @@ def generate(config: SyntheticConfig | str = "small", seed: int = 0) -> Dataset:
     return _build_dataset(frame, np.arange(1, len(frame) + 1), Path(f"<synthetic:{name}:seed={seed}>"))
 
 
+def _library_versions() -> dict[str, str | None]:
+    """Versions of what the generated rows depend on (None: not installed as a distribution)."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in ("numpy", "scipy", "pandas", "pyarrow", "changepoint-triage"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def _sha256(file: Path) -> str:
+    h = hashlib.sha256()
+    with open(file, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def write_synthetic(
     out_dir: str | Path, config: SyntheticConfig | str = "small", seed: int = 0, fmt: str = "parquet"
 ) -> Path:
@@ -564,6 +586,12 @@ def write_synthetic(
         "preset": preset,
         "seed": seed,
         "config": asdict(config),
+        # What else the rows depend on: numpy's generators (their draws may change between numpy
+        # versions), the generator's own code, the fitted noise profiles (realnoise); and the
+        # file's own digest, to check a copy. dataset.json recorded none of them.
+        "libraries": _library_versions(),
+        "noise_profiles_sha256": noise_profiles.profiles_digest() if config.noise_profile == "real" else None,
+        "history_sha256": _sha256(path) if path.is_file() else None,  # not a FIFO or device written into
         "rows": len(frame),
         "series": int(frame["series_id"].nunique()),
         "candidates": frame.loc[first, "label"].value_counts().to_dict(),

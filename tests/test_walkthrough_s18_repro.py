@@ -1,0 +1,258 @@
+"""Walkthrough s18: reproducing a figure and a model, and upgrading with artefacts of an older version.
+
+Defects found (what a user did, what went wrong, what happens now):
+
+1. Ran ``triage evaluate --seed 4294967295`` (the largest seed the CLI
+   takes): repetition 1 got the seed 4294967296, which scikit-learn refuses.
+   The random split read every refusal as a failed draw and ended in "could
+   not put both classes in train, validation and test in 20 tries ... label
+   more candidates"; the time split stopped with scikit-learn's "The
+   'random_state' parameter of RandomForestClassifier must be ... Got
+   4294967296". A grouped split's retries (seed + 100,003 per try) overflowed
+   the same way for any seed above about 4.29e9 - 100,003. Now the seed of a
+   repetition or retry is wrapped into [0, 2**32) (``derived_seed``); below
+   the end of the range it is the plain sum, so every other seed's results
+   are unchanged.
+2. Ran ``triage evaluate --out results/ --no-track`` to reproduce Table 1:
+   the folder held records, summary and differences but nothing saying which
+   data, seed, models, splits, threshold, features or library versions made
+   them (they went to MLflow only, and with ``--no-track`` nowhere). Now
+   ``settings.json`` beside them records the settings, the rows'
+   ``data_hash`` and the library versions.
+3. Generated ``triage synth --preset realnoise`` to rebuild the bundled
+   models' training data: ``dataset.json`` recorded preset, seed and config,
+   but not what else the rows depend on: the fitted noise profiles
+   (``noise_profiles.json``, rewritten when refitted: same preset and seed,
+   other rows), numpy's version (its generators' draws may change between
+   versions) or a digest to check a copy of the history file against. Now it
+   records ``noise_profiles_sha256`` (realnoise), ``libraries`` and
+   ``history_sha256``.
+4. Loaded a model directory written by a newer changepoint-triage (manifest
+   ``format_version`` 2): "model format version 2; this version reads up to
+   1", without saying what to do. Now it says the model comes from a newer
+   changepoint-triage: upgrade it, or retrain.
+5. Loaded a manifest with ``"format_version": true`` or ``0`` (no version
+   ever written): read as format 1 and loaded. Now refused as not a model
+   format version.
+6. Loaded a model whose manifest does not record the scikit-learn (or, for
+   XGBoost, the xgboost) version: "saved with scikit-learn None, this is
+   1.9.1: retrain, or install the saved version" (a version nobody can
+   install); for XGBoost "saved with xgboost None ...: cannot read it". And
+   an XGBoost model saved with a newer major version ended in "cannot read
+   it", without a way out. Now: the manifest does not record the version,
+   retrain; and "install xgboost N.x, or retrain the model here".
+
+Checked and reproducible (guarded below where cheap): ``triage synth`` twice,
+under other PYTHONHASHSEED values and from another working directory gives
+byte-identical files; ``triage train`` with one seed gives the same manifest
+apart from ``created`` and ``metrics.fit_seconds`` and the same decisions
+under ``--n-jobs`` 1 or 2 and any PYTHONHASHSEED (rf, svm, xgb; adaptive,
+``--window 4``, ``--candidate-windows``, ``--shift-measures``); so do
+``select-features --seed`` and ``evaluate`` (records apart from the times).
+Not byte-identical, by the format: ``model.skops`` (and so
+``checksums.sha256``) differs from run to run, because skops names the arrays
+inside the zip by their memory address (``id()``) and stamps each entry with
+the time; the XGBoost file ``model.ubj`` is byte-identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers_training import make_matrix
+
+from triage.training import evaluation, model_files
+from triage.training.classifier import TriageClassifier
+from triage.training.evaluation import SplitError, evaluate, split_indices
+from triage.training.model_files import CHECKSUMS, ModelFileError, load_model, save_model
+
+
+@pytest.fixture(scope="module")
+def matrix() -> pd.DataFrame:
+    return make_matrix(40, 3, seed=18)
+
+
+@pytest.fixture(scope="module")
+def rf_model(matrix) -> TriageClassifier:
+    return TriageClassifier(model="rf", n_estimators=5).fit(matrix)
+
+
+@pytest.fixture(scope="module")
+def xgb_model(matrix) -> TriageClassifier:
+    return TriageClassifier(model="xgb", n_estimators=5).fit(matrix)
+
+
+def _rewrite_manifest(path: Path, change) -> None:
+    """Edit the manifest and redo its checksum, as another version would have written it."""
+    manifest = json.loads((path / "manifest.json").read_text())
+    change(manifest)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    lines = []
+    for line in (path / CHECKSUMS).read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        if name == "manifest.json":
+            digest = model_files._sha256(path / name)
+        lines.append(f"{digest}  {name}")
+    (path / CHECKSUMS).write_text("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------------- 1: seeds at the end of the range
+
+
+def test_evaluate_takes_the_largest_seed(matrix):
+    result = evaluate(
+        matrix,
+        models=["rf"],
+        splits=["random", "time"],
+        n_splits=2,
+        random_state=2**32 - 1,
+        progress=False,
+        model_params={"rf": {"n_estimators": 5}},
+    )
+    assert sorted(result.records["seed"].unique()) == [0, 2**32 - 1]
+    assert result.records["auc"].notna().all()
+
+
+def test_split_retries_stay_in_the_seed_range():
+    # Four series holding both classes, six one class only: this seed's first two draws leave a part
+    # with one class, its third does not (found by trying the seeds below 2**32).
+    y = np.array([1, 0] * 4 + [1, 1] * 3 + [0, 0] * 3)
+    groups = np.repeat([f"s{i}" for i in range(10)], 2)
+    seed = 2**32 - 2
+    try:
+        parts = split_indices("grouped", y, groups, np.arange(len(y), dtype=float), seed=seed)
+    except (
+        SplitError
+    ) as exc:  # a true failure must say so, never hide scikit-learn's refusal of the seed
+        pytest.fail(f"the retries were refused: {exc}")
+    assert sum(len(p) for p in parts) == len(y)
+    assert evaluation.derived_seed(5, 7) == 12 and evaluation.derived_seed(2**32 - 1, 1) == 0
+
+
+# ---------------------------------------------------------------------- 2: what a results folder came from
+
+
+def test_evaluation_folder_records_its_settings(matrix, tmp_path):
+    result = evaluate(
+        matrix,
+        models=["rf"],
+        splits=["grouped"],
+        n_splits=1,
+        random_state=7,
+        progress=False,
+        model_params={"rf": {"n_estimators": np.int64(5)}},
+    )
+    paths = result.save(tmp_path / "eval")
+    settings = json.loads(paths["settings"].read_text())
+    assert settings["random_state"] == 7
+    assert (
+        settings["data_hash"] == result.settings["data_hash"] and len(settings["data_hash"]) == 64
+    )
+    assert settings["models"] == ["rf"] and settings["splits"] == ["grouped"]
+    assert settings["model_params"] == {"rf": {"n_estimators": 5}}
+    assert settings["libraries"]["scikit-learn"]
+
+
+# ---------------------------------------------------------------------- 3: synthetic data says what it depends on
+
+
+def test_synthetic_dataset_records_versions_profiles_and_digest(tmp_path):
+    from triage import noise_profiles
+    from triage.synthetic import SyntheticConfig, write_synthetic
+
+    config = SyntheticConfig(n_series=2, length_min=100, length_max=120, noise_profile="real")
+    first = write_synthetic(tmp_path / "a", config, seed=3, fmt="csv")
+    second = write_synthetic(tmp_path / "b", config, seed=3, fmt="csv")
+    assert first.read_bytes() == second.read_bytes()
+    meta = json.loads((tmp_path / "a" / "dataset.json").read_text())
+    assert meta["history_sha256"] == hashlib.sha256(first.read_bytes()).hexdigest()
+    profile_bytes = (
+        Path(noise_profiles.__file__).parent / noise_profiles.PROFILE_FILE
+    ).read_bytes()
+    assert meta["noise_profiles_sha256"] == hashlib.sha256(profile_bytes).hexdigest()
+    assert meta["libraries"]["numpy"] == np.__version__
+    assert (tmp_path / "a" / "dataset.json").read_bytes() == (
+        tmp_path / "b" / "dataset.json"
+    ).read_bytes()
+    plain = write_synthetic(tmp_path / "c", SyntheticConfig(n_series=2), seed=3, fmt="csv")
+    assert json.loads((plain.parent / "dataset.json").read_text())["noise_profiles_sha256"] is None
+
+
+# ---------------------------------------------------------------------- 4-6: model directories of other versions
+
+
+def test_model_of_a_newer_format_says_what_to_do(rf_model, tmp_path):
+    path = save_model(rf_model, tmp_path / "m")
+    _rewrite_manifest(path, lambda m: m.update({"format_version": 2}))
+    with pytest.raises(
+        ModelFileError, match="newer changepoint-triage.*upgrade changepoint-triage"
+    ):
+        load_model(path)
+
+
+@pytest.mark.parametrize("version", [True, 0, -1, "1", None])
+def test_manifest_without_a_format_version_is_refused(version, rf_model, tmp_path):
+    path = save_model(rf_model, tmp_path / "m")
+    _rewrite_manifest(path, lambda m: m.update({"format_version": version}))
+    with pytest.raises(ModelFileError, match="is not a model format version"):
+        load_model(path)
+
+
+def test_manifest_without_the_library_version_says_so(rf_model, xgb_model, tmp_path):
+    path = save_model(rf_model, tmp_path / "rf")
+    _rewrite_manifest(path, lambda m: m["libraries"].pop("scikit-learn"))
+    with pytest.raises(ModelFileError, match="does not record the scikit-learn version") as caught:
+        load_model(path)
+    assert "None" not in caught.value.problem
+    path = save_model(xgb_model, tmp_path / "xgb")
+    _rewrite_manifest(path, lambda m: m["libraries"].update({"xgboost": None}))
+    with pytest.raises(ModelFileError, match="does not record the xgboost version"):
+        load_model(path)
+
+
+def test_newer_xgboost_says_what_to_do_and_older_loads(xgb_model, matrix, tmp_path):
+    path = save_model(xgb_model, tmp_path / "new")
+    _rewrite_manifest(path, lambda m: m["libraries"].update({"xgboost": "99.1.0"}))
+    with pytest.raises(ModelFileError, match="install xgboost 99.x, or retrain"):
+        load_model(path)
+    old = save_model(xgb_model, tmp_path / "old")
+    _rewrite_manifest(old, lambda m: m["libraries"].update({"xgboost": "2.1.4"}))
+    np.testing.assert_array_equal(
+        load_model(old).predict_proba(matrix), xgb_model.predict_proba(matrix)
+    )
+
+
+def test_model_of_an_older_manifest_without_later_keys_loads(rf_model, matrix, tmp_path):
+    # run_id (tracking), extra and metrics came with later writers or are optional: a manifest without them loads.
+    path = save_model(rf_model, tmp_path / "m", window="adaptive")
+    _rewrite_manifest(
+        path, lambda m: [m.pop(k, None) for k in ("run_id", "extra", "metrics", "created")]
+    )
+    np.testing.assert_array_equal(
+        load_model(path).predict_proba(matrix), rf_model.predict_proba(matrix)
+    )
+
+
+# ---------------------------------------------------------------------- reproducible fits (guards)
+
+
+@pytest.mark.parametrize("model", ["rf", "xgb"])
+def test_same_seed_same_model_whatever_the_threads(model, matrix, tmp_path):
+    one = TriageClassifier(
+        model=model, n_estimators=10, threshold="fbeta:1", random_state=4, n_jobs=1
+    ).fit(matrix)
+    two = TriageClassifier(
+        model=model, n_estimators=10, threshold="fbeta:1", random_state=4, n_jobs=2
+    ).fit(matrix)
+    np.testing.assert_array_equal(one.predict_proba(matrix), two.predict_proba(matrix))
+    assert one.threshold_ == two.threshold_ and one.data_hash_ == two.data_hash_
+    a = json.loads((save_model(one, tmp_path / "a") / "manifest.json").read_text())
+    b = json.loads((save_model(two, tmp_path / "b") / "manifest.json").read_text())
+    for m in (a, b):
+        m.pop("created")
+    assert a == b
