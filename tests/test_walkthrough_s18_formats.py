@@ -66,6 +66,12 @@ Defects found (what a user did, what went wrong, what happens now):
    of nulls only means no timestamps. (Value columns of float32, decimal,
    string and categorical type, and zone-aware timestamps, were checked and
    give the right numbers.)
+10. Downloaded a CI artifact as ``artifact.tar.gz`` (or ``.tar``) holding
+    the history: read as a CSV whose header was the tar header, "no
+    'series_id' column (found: history.csv 0000644 0000000 ...)". Now the
+    line says it is a tar archive and gives the ``tar -xOf`` command naming
+    its one member. (A text export named ``.xls``, as web applications
+    write them, is still read as text: workbooks are told by content.)
 """
 
 from __future__ import annotations
@@ -479,3 +485,29 @@ def test_parquet_aware_timestamps_are_their_instants_in_utc(tmp_path, zone):
     assert list(data["s1"].timestamps) == list(
         pd.to_datetime([r[2] for r in _rows()]).to_numpy("datetime64[ns]")
     )
+
+
+@pytest.mark.parametrize("mode", ["w", "w:gz"])
+def test_a_tar_archive_names_the_member_to_extract(tmp_path, mode):
+    import io
+    import tarfile
+
+    path = tmp_path / ("artifact.tar" + (".gz" if mode.endswith("gz") else ""))
+    body = _history_text().encode()
+    with tarfile.open(path, mode) as archive:
+        info = tarfile.TarInfo("history.csv")
+        info.size = len(body)
+        archive.addfile(info, io.BytesIO(body))
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert err.value.row is None
+    assert (
+        err.value.problem
+        == f"is a tar archive; extract the history from it first (tar -xOf {path} history.csv | triage ... --data -)"
+    )
+
+
+def test_a_text_export_named_xls_is_read_as_text(tmp_path):
+    path = tmp_path / "report.xls"  # web applications export text under this name
+    path.write_text(_history_text())
+    assert load(path)["s1"].values.tolist() == [r[3] for r in _rows()]

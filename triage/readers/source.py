@@ -155,6 +155,7 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
             except (OSError, EOFError, ValueError) as exc:  # truncated or corrupt archive
                 raise InputError(shown, None, f"cannot decompress ({kind}): {exc}") from None
             copy.unlink()
+            _refuse_unreadable(target, shown, decompressed=True)  # a tar archive, UTF-16 text, ... inside it
         else:
             target = copy.rename(Path(tmpdir) / _inner_name(given.name))
         try:
@@ -174,11 +175,11 @@ OTHER_COMPRESSION: tuple[tuple[bytes, str, str], ...] = (
     (b"PK\x05\x06", "an empty zip archive", "a history file itself"),
     (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "7z e -so {file} history.csv | triage ... --data -"),
 )
-#: Workbooks of a spreadsheet (zip or OLE files) by their suffix.
+#: Workbooks of a spreadsheet (zip files) by their suffix.
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods")
 
 
-def _refuse_unreadable(path: Path, shown: str) -> None:
+def _refuse_unreadable(path: Path, shown: str, *, decompressed: bool = False) -> None:
     """:class:`InputError` for a file whose first bytes show a kind the readers do not take.
 
     A bzip2, xz or zip file (or a spreadsheet workbook, or UTF-16 text as
@@ -187,9 +188,17 @@ def _refuse_unreadable(path: Path, shown: str) -> None:
     neither says what the file is nor what to do.
     """
     with open(path, "rb") as fh:
-        head = fh.read(64)
+        head = fh.read(512)
     file = "FILE" if shown == "<stdin>" else shown
-    if path.suffix.lower() in WORKBOOK_SUFFIXES or head.startswith(b"\xd0\xcf\x11\xe0"):
+    if head[257:262] == b"ustar":
+        raise InputError(shown, None, "is a tar archive; extract the history from it first "
+                         f"(tar -xOf {file} {_tar_member(path)} | triage ... --data -)")
+    if decompressed:
+        file = "<the decompressed file>"
+    # by content: a web export named .xls is often text, and read as such
+    if head.startswith(b"\xd0\xcf\x11\xe0") or head.startswith(b"PK\x03\x04") and (
+        path.suffix.lower() in WORKBOOK_SUFFIXES or b"[Content_Types].xml" in head or b"mimetype" in head
+    ):
         raise InputError(shown, None, "is a spreadsheet workbook, not a text file: save the sheet as 'CSV UTF-8' "
                          "(comma-delimited) and give that file")
     for magic, what, how in OTHER_COMPRESSION:
@@ -213,6 +222,18 @@ def _zip_member(path: Path) -> str:
         with zipfile.ZipFile(path) as archive:
             names = [i.filename for i in archive.infolist() if not i.is_dir()]
     except (OSError, zipfile.BadZipFile, ValueError):
+        return "<file inside>"
+    return names[0] if len(names) == 1 and names[0].isprintable() and " " not in names[0] else "<file inside>"
+
+
+def _tar_member(path: Path) -> str:
+    """The name of a tar archive's one file (what to extract), else ``<file inside>``."""
+    import tarfile
+
+    try:
+        with tarfile.open(path) as archive:
+            names = [m.name for m in archive.getmembers() if m.isfile()]
+    except (OSError, tarfile.TarError, EOFError):
         return "<file inside>"
     return names[0] if len(names) == 1 and names[0].isprintable() and " " not in names[0] else "<file inside>"
 
