@@ -5,12 +5,17 @@ checkout, installed with ``--no-deps --no-index`` into a fresh virtualenv in
 a temporary directory; that virtualenv sees the project's dependencies
 through a ``.pth`` line naming this interpreter's site-packages (a ``.pth``
 there is not processed in turn, so the checkout's editable install stays
-invisible). Every command then runs from a directory outside the checkout.
+invisible). Every command then runs from a directory outside the checkout;
+the last ones as a CI job or a container runs them: a fresh HOME, TMPDIR
+naming no folder, the C locale, ``python -I``. (The sdist, the build's output
+and the metadata: tests/test_walkthrough_s18_install.py.)
 """
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -39,8 +44,9 @@ def _copy_checkout(dst: Path) -> Path:
     return dst
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
-    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 120,
+         stdin: str | None = None) -> subprocess.CompletedProcess:
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, input=stdin)
     assert done.returncode == 0, f"{' '.join(map(str, args))} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     return done
 
@@ -96,3 +102,27 @@ def test_demo_and_tour_run_from_the_installed_wheel(installed):
     scored = _run([triage, "score", "--data", data, "--candidates", "cands.csv", "--out", "-", "--format", "json"],
                   cwd=work, env={**env, "TRIAGE_MODEL": "default-adaptive"})
     assert scored.stdout.count("\n") == cands.stdout.count("\n") - 1  # one JSON line per candidate
+
+    # What a CI job or a container gives: a fresh HOME, TMPDIR naming no folder, the C locale,
+    # `python -I`: `score` and `watch` find their default models in the installation and write
+    # nothing beside the data. (Here, after the demo, numba's kernels are compiled already.)
+    here = work / "bare"
+    (here / "home").mkdir(parents=True)
+    bare = {"PATH": env["PATH"], "HOME": str(here / "home"), "TMPDIR": str(here / "no-such-folder"),
+            "LC_ALL": "C", "LANG": "C", "MPLBACKEND": "Agg"}
+    steps = {"db.insert": 30, "db.query": 25}  # one step of 20 noise sd each: the only true change
+    rng = random.Random(18)
+    rows = [(s, f"c{i:03d}", round(100 + rng.gauss(0, 1) + 20 * (i >= at), 3)) for s, at in steps.items() for i in range(60)]
+    (here / "h.csv").write_text("series_id,commit,value\n" + "".join(f"{s},{c},{v}\n" for s, c, v in rows))
+    py = [str(bindir / "python"), "-I", "-m", "triage.cli.app"]
+    cands = _run([*py, "candidates", "--data", "h.csv", "--detector", "perfherder", "--out", "-"], cwd=here, env=bare)
+    scored = _run([*py, "score", "--data", "h.csv", "--candidates", "-", "--out", "-", "--format", "json"],
+                  cwd=here, env=bare, stdin=cands.stdout)
+    calls = [(r["series_id"], r["commit"]) for r in map(json.loads, scored.stdout.splitlines())
+             if r["classification"] == "true_positive"]
+    assert sorted(calls) == [(s, f"c{at:03d}") for s, at in steps.items()]
+    feed = "".join(json.dumps({"series_id": s, "commit": c, "value": v}) + "\n" for s, c, v in rows)
+    watched = _run([triage, "watch"], cwd=here, env=bare, stdin=feed)
+    found = [(r["series_id"], r["commit"]) for r in map(json.loads, watched.stdout.splitlines()) if r["decision"]]
+    assert sorted(found) == [(s, f"c{at:03d}") for s, at in steps.items()]
+    assert sorted(p.name for p in here.iterdir()) == ["h.csv", "home"]
