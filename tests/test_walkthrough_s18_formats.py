@@ -72,6 +72,12 @@ Defects found (what a user did, what went wrong, what happens now):
     line says it is a tar archive and gives the ``tar -xOf`` command naming
     its one member. (A text export named ``.xls``, as web applications
     write them, is still read as text: workbooks are told by content.)
+11. Exported a sheet from Excel whose rows below the data had once been
+    touched: the CSV ends in lines of separators only (``;;;``). ``summary``,
+    ``detect`` and the rest refused it at the first of them, "series_id is
+    missing". Now such rows at the end are dropped (by ``load`` and by
+    ``detect``'s parts alike, wherever a part ends); one amid the data is
+    still refused at its line.
 """
 
 from __future__ import annotations
@@ -511,3 +517,43 @@ def test_a_text_export_named_xls_is_read_as_text(tmp_path):
     path = tmp_path / "report.xls"  # web applications export text under this name
     path.write_text(_history_text())
     assert load(path)["s1"].values.tolist() == [r[3] for r in _rows()]
+
+
+# --------------------------------------------------------------------------- 11. a spreadsheet's empty rows
+
+
+def _excel_rows(path: Path, *, blank_at: int | None = None, trailing: int = 3) -> Path:
+    lines = ["series_id;commit;timestamp;value"] + [
+        ";".join((s, c, t, f"{v:.2f}")) for s, c, t, v in _rows()
+    ]
+    if blank_at is not None:
+        lines.insert(blank_at, ";;;")
+    path.write_text("\r\n".join(lines + [";;;"] * trailing) + "\r\n", encoding="utf-8-sig")
+    return path
+
+
+@pytest.mark.parametrize("rows_per_part", [7, 38, 40, 50_000])
+def test_empty_rows_a_spreadsheet_exports_at_the_end_are_dropped(tmp_path, rows_per_part):
+    path = _excel_rows(tmp_path / "excel.csv")
+    expected = [r[3] for r in _rows()]
+    assert load(path)["s1"].values.tolist() == expected
+    parts = list(long_csv_parts(path, rows_per_part=rows_per_part))
+    assert [v for p in parts for v in p["s1"].values] == expected
+
+
+@pytest.mark.parametrize("rows_per_part", [7, 9, 50_000])
+def test_an_empty_row_amid_the_data_is_still_refused_at_its_line(tmp_path, rows_per_part):
+    path = _excel_rows(tmp_path / "excel.csv", blank_at=9)
+    for read in (load, lambda p: list(long_csv_parts(p, rows_per_part=rows_per_part))):
+        with pytest.raises(InputError) as err:
+            read(path)
+        assert err.value.row == 10 and err.value.problem == "series_id is missing"
+
+
+def test_a_file_of_empty_rows_only_has_no_data_rows(tmp_path):
+    path = tmp_path / "empty.csv"
+    path.write_text("series_id;commit;value\n;;\n;;\n")
+    for read in (load, lambda p: list(long_csv_parts(p))):
+        with pytest.raises(InputError) as err:
+            read(path)
+        assert "no data rows" in err.value.problem

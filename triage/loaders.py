@@ -84,6 +84,7 @@ from triage.readers.source import (
     locale_hints,
     plain_file,
     read_csv_text,
+    trailing_blank_rows,
     without_implicit_index,
 )
 from triage.sniffing import MONGODB_COLUMNS, data_layout
@@ -243,6 +244,12 @@ def read_long(
         frame = read_csv_text(path, sep=sep)
         # the file's own lines: pandas skips blank ones (header = line 1)
         rows = csv_record_lines(path, len(frame), sep)
+        # Rows of empty cells only at the end (``;;;``, a spreadsheet's touched empty rows) hold no
+        # measurement: they were "series_id is missing". Such rows amid the data still are.
+        if tail := trailing_blank_rows(frame):
+            frame, rows = frame.iloc[: len(frame) - tail], rows[: len(rows) - tail]
+            if frame.empty:
+                raise InputError(path, None, "file has a header but no data rows")
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(
@@ -488,6 +495,7 @@ def _long_csv_parts(
         carry_rows = np.empty(0, dtype=np.int64)
         closed: set[str] = set()
         next_row = 2  # the header is line 1
+        pending, pending_rows = pd.DataFrame(), np.empty(0, dtype=np.int64)  # rows of empty cells, for now last
         any_rows = False
         parts = 0
         while True:
@@ -507,11 +515,23 @@ def _long_csv_parts(
                 raise InputError(path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(chunk.columns)})")
             if not len(chunk):  # a header without rows: refused below, not an IndexError here
                 continue
-            if float_value is not None and not _floats_as_text_gives(chunk["value"]):
-                raise _ValuesAsText()
             rows = np.arange(next_row, next_row + len(chunk))
             next_row += len(chunk)
-            any_rows = any_rows or len(chunk) > 0
+            # Rows of empty cells only (``;;;``) wait: at the end of the file they are dropped, as
+            # load() drops them; followed by data, they are its rows and refused there.
+            if len(pending):
+                chunk = pd.concat([pending, chunk], ignore_index=True)
+                rows = np.concatenate([pending_rows, rows])
+                pending, pending_rows = chunk.iloc[:0], rows[:0]
+            if tail := trailing_blank_rows(chunk):
+                cut = len(chunk) - tail
+                pending, pending_rows = chunk.iloc[cut:].reset_index(drop=True), rows[cut:]
+                chunk, rows = chunk.iloc[:cut], rows[:cut]
+                if not cut:
+                    continue
+            if float_value is not None and not _floats_as_text_gives(chunk["value"]):
+                raise _ValuesAsText()
+            any_rows = True
             if carry is not None and len(carry):
                 chunk = pd.concat([carry, chunk], ignore_index=True)
                 rows = np.concatenate([carry_rows, rows])

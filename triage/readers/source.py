@@ -386,6 +386,26 @@ def without_implicit_index(
     return out
 
 
+def trailing_blank_rows(frame: pd.DataFrame) -> int:
+    """How many rows at the end of ``frame`` have no cell that is not blank (``;;;``: the empty rows a
+    spreadsheet exports below its data once they were touched).
+
+    Cheap when there are none (the last row is looked at first): it runs on every part of a long file.
+    """
+    def blank(cells: pd.DataFrame) -> np.ndarray:
+        out = np.ones(len(cells), dtype=bool)
+        for j in range(cells.shape[1]):
+            column = cells.iloc[:, j]
+            text = column.astype(str).str.strip().to_numpy()
+            out &= column.isna().to_numpy() | (text == "")
+        return out
+
+    if not len(frame) or not blank(frame.iloc[-1:])[0]:
+        return 0
+    filled = np.flatnonzero(~blank(frame))
+    return len(frame) - (int(filled[-1]) + 1 if len(filled) else 0)
+
+
 def header_names(path: str | Path, sep: str = ",", *, quotechar: str = '"') -> list[str]:
     """The header's column names as written, stripped (pandas renames a repeated name: ``value``, ``value.1``)."""
     with csv_errors(path):
