@@ -78,6 +78,13 @@ Defects found (what a user did, what went wrong, what happens now):
     missing". Now such rows at the end are dropped (by ``load`` and by
     ``detect``'s parts alike, wherever a part ends); one amid the data is
     still refused at its line.
+12. Piped a Parquet history into ``triage convert --data -`` (README:
+    standard input takes any format): "<stdin>: is a Parquet file whose name
+    does not end in .parquet: rename it so", which cannot be done to a
+    pipe; a Parquet file gzipped as ``upload.gz`` was refused so too. Now
+    Parquet content on standard input or inside gzip / zstd is read as
+    Parquet (``detect`` reads it whole); a regular file without the suffix
+    is still asked to be renamed.
 """
 
 from __future__ import annotations
@@ -557,3 +564,40 @@ def test_a_file_of_empty_rows_only_has_no_data_rows(tmp_path):
         with pytest.raises(InputError) as err:
             read(path)
         assert "no data rows" in err.value.problem
+
+
+# --------------------------------------------------------------------------- 12. Parquet on a pipe
+
+
+def test_parquet_on_standard_input_is_read(tmp_path):
+    import subprocess
+    import sys
+
+    path = _parquet(tmp_path / "h.parquet")
+    for given in (path, None):  # a file, then a pipe
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from triage.cli.app import main; main()",
+                "convert",
+                "--data",
+                str(given) if given else "-",
+                "--out",
+                "-",
+            ],
+            input=path.read_bytes(),
+            capture_output=True,
+            timeout=120,
+        )
+        assert res.returncode == 0, res.stderr.decode()
+        lines = res.stdout.decode().splitlines()
+        assert len(lines) == 41 and lines[1] == "s1,c00,2024-03-01T00:00:00,100.0,"
+
+
+def test_parquet_inside_gzip_without_its_suffix_is_read(tmp_path):
+    import gzip
+
+    path = tmp_path / "upload.gz"
+    path.write_bytes(gzip.compress(_parquet(tmp_path / "h.parquet").read_bytes()))
+    assert load(path)["s1"].values.tolist() == [r[3] for r in _rows()]

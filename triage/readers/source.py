@@ -158,6 +158,10 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
             _refuse_unreadable(target, shown, decompressed=True)  # a tar archive, UTF-16 text, ... inside it
         else:
             target = copy.rename(Path(tmpdir) / _inner_name(given.name))
+        if target.suffix.lower() != ".parquet" and _starts_with(target, b"PAR1"):
+            # Parquet on a pipe (`--data -`) or in a gzip file has no name that says so; the
+            # readers tell Parquet by its suffix ("rename it so" could not be done to a pipe).
+            target = target.rename(target.with_name(target.name + ".parquet"))
         try:
             yield target
         except InputError as exc:
@@ -212,6 +216,11 @@ def _refuse_unreadable(path: Path, shown: str, *, decompressed: bool = False) ->
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or _utf16_without_bom(head):
         raise InputError(shown, None, "is UTF-16 text (Excel's 'Unicode Text' export?); only UTF-8 is read: "
                          f"save it as 'CSV UTF-8', or convert it (iconv -f UTF-16 -t UTF-8 {file} > converted.csv)")
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(len(magic)) == magic
 
 
 def _zip_member(path: Path) -> str:
