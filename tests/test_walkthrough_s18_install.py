@@ -239,3 +239,10 @@ def test_the_built_metadata_names_license_readme_classifiers_and_the_command(bui
     assert "changepoint_triage-0.1.0.dist-info/licenses/LICENSE" in wheel.namelist()
     entry = wheel.read("changepoint_triage-0.1.0.dist-info/entry_points.txt").decode()
     assert "triage = triage.cli.app:main" in entry
+
+
+def test_the_package_version_is_the_one_the_metadata_carries():
+    """`triage --version` reads the installed metadata (pyproject's version), else ``triage.__version__``."""
+    import triage
+
+    assert _pyproject()["project"]["version"] == triage.__version__
