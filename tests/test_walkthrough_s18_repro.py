@@ -41,6 +41,13 @@ Defects found (what a user did, what went wrong, what happens now):
    an XGBoost model saved with a newer major version ended in "cannot read
    it", without a way out. Now: the manifest does not record the version,
    retrain; and "install xgboost N.x, or retrain the model here".
+7. Trained with ``triage train --test-size 0.125`` (or 0.004): the manifest's
+   ``metrics.heldout`` read "grouped, 12% of series" ("0% of series" while a
+   hold-out was measured); the fraction itself was nowhere in it. Now
+   "grouped, 12.5% of series" and ``metrics.test_size`` 0.125.
+8. Trained with ``--features fs.json`` and used the model from another
+   folder: the manifest's ``feature_set_file`` was "fs.json", relative to a
+   working directory nobody recorded. Now the absolute path.
 
 Checked and reproducible (guarded below where cheap): ``triage synth`` twice,
 under other PYTHONHASHSEED values and from another working directory gives
@@ -256,3 +263,27 @@ def test_same_seed_same_model_whatever_the_threads(model, matrix, tmp_path):
     for m in (a, b):
         m.pop("created")
     assert a == b
+
+
+# ---------------------------------------------------------------------- 7-8: what the manifest says of the hold-out and the feature set
+
+
+def test_manifest_records_the_holdout_fraction_and_where_the_feature_set_was(
+    matrix, tmp_path, monkeypatch
+):
+    from triage.training.pipeline import train
+
+    monkeypatch.chdir(tmp_path)
+    Path("fs.json").write_text(json.dumps(["pre_mean", "after_mean", "pre_sd", "after_sd"]))
+    result = train(
+        matrix,
+        "m",
+        features="fs.json",
+        test_size=0.125,
+        track=False,
+        model_params={"n_estimators": 5},
+    )
+    manifest = json.loads((result.model_dir / "manifest.json").read_text())
+    assert manifest["metrics"]["heldout"] == "grouped, 12.5% of series"
+    assert manifest["metrics"]["test_size"] == 0.125
+    assert manifest["feature_set_file"] == str(tmp_path / "fs.json")

@@ -28,6 +28,7 @@ candidates of either class or the AUC's 95 % interval is wider than
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,7 +164,8 @@ def train(
             raise InputError(features, None, f"names column(s) the feature matrix lacks: {', '.join(missing[:8])}"
                              + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""))
     td = training_data(matrix, columns)
-    feature_set_file = str(features) if isinstance(features, str | Path) else None
+    # Absolute: a relative name told nothing once the model was used from another folder.
+    feature_set_file = os.path.abspath(features) if isinstance(features, str | Path) else None
     # The underlying model's own parameters: any values its estimator takes.
     params: dict[str, Any] = dict(model_params or {})
     if monotone_shifts:
@@ -200,7 +202,9 @@ def train(
     metrics["fit_seconds"] = float(clf.fit_seconds_)
     manifest_args = ManifestArgs(
         window=window,
-        metrics={**metrics, "heldout": f"grouped, {test_size:.0%} of series" if test_size > 0 else "none"},
+        # The fraction as given: "{:.0%}" wrote --test-size 0.125 as 12% and 0.004 as "0% of series".
+        metrics={**metrics, "heldout": f"grouped, {test_size * 100:g}% of series" if test_size > 0 else "none",
+                 "test_size": float(test_size)},
         feature_set_file=feature_set_file,
         extra=dict(extra or {}),
     )
