@@ -85,6 +85,15 @@ Defects found (what a user did, what went wrong, what happens now):
     Parquet content on standard input or inside gzip / zstd is read as
     Parquet (``detect`` reads it whole); a regular file without the suffix
     is still asked to be renamed.
+13. Brought a French export, dates written ``01/05/2024 12:00`` (day
+    first). README's rule reads slashed dates month first, but one column
+    got both readings: ``12/05/2024`` as 5 December and ``13/05/2024`` (no
+    month 13, so dateutil swapped it) as 13 May, ending in "timestamps go
+    backwards; sort the file" (which would scramble the commits), or, in a
+    file of days 1-12 only plus one later day, wrong dates without a word.
+    Now a column holding a slashed date that cannot be month first is read
+    day first throughout, and a date in it that cannot be day first is
+    refused at its row; without such a date the column stays month first.
 """
 
 from __future__ import annotations
@@ -601,3 +610,43 @@ def test_parquet_inside_gzip_without_its_suffix_is_read(tmp_path):
     path = tmp_path / "upload.gz"
     path.write_bytes(gzip.compress(_parquet(tmp_path / "h.parquet").read_bytes()))
     assert load(path)["s1"].values.tolist() == [r[3] for r in _rows()]
+
+
+# --------------------------------------------------------------------------- 13. one convention per column
+
+
+def test_a_day_first_slashed_column_is_read_day_first_throughout(tmp_path):
+    # a French export: 1 to 14 May, two results a day
+    path = tmp_path / "fr.csv"
+    lines = ["series_id;commit;timestamp;value"]
+    lines += [
+        f"s1;c{i:02d};{1 + i // 2:02d}/05/2024 {(i % 2) * 12:02d}:00;{100 + i % 3}"
+        for i in range(28)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    stamps = pd.to_datetime(load(path)["s1"].timestamps)
+    assert stamps[0] == pd.Timestamp("2024-05-01T00:00:00")
+    assert (np.diff(stamps.asi8) == 12 * 3600 * 10**9).all()
+
+
+def test_slashed_dates_stay_month_first_when_nothing_says_otherwise():
+    from triage.core import timestamps
+
+    instants, _, bad = timestamps.parse_column(
+        pd.Series(["05/12/2024", "05/13/2024", "01/05/2024"])
+    )
+    assert not bad.any()
+    assert list(instants) == list(
+        pd.to_datetime(["2024-05-12", "2024-05-13", "2024-01-05"]).to_numpy("datetime64[ns]")
+    )
+    assert (
+        timestamps.to_ns("01/05/2024") == pd.Timestamp("2024-01-05").value
+    )  # one value: README's rule
+
+
+def test_a_column_of_both_conventions_is_refused_at_the_odd_row(tmp_path):
+    path = tmp_path / "mixed.csv"
+    path.write_text("series_id,commit,timestamp,value\ns1,a,13/05/2024,1.5\ns1,b,05/14/2024,1.6\n")
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert err.value.row == 3

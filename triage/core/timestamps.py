@@ -21,7 +21,10 @@ A timestamp becomes an instant in UTC with nanosecond resolution:
   ``+hhmm`` offset; naive = UTC), then the general parser of pandas /
   dateutil for other spellings (``2024-05-01 12:00 UTC``, ``May 1 2024``;
   slashed dates are month first, ``01/05/2024`` is 5 January -- write ISO 8601
-  to avoid the ambiguity; dotted dates are day first, ``01.05.2024`` is 1 May,
+  to avoid the ambiguity --, except in a column (:func:`parse_column`) where
+  one of them cannot be month first (``13/05/2024``): then every slashed date
+  of the column is day first, as a French or British export means them, and
+  one that cannot be (``05/13/2024``) is an error; dotted dates are day first, ``01.05.2024`` is 1 May,
   as every locale that writes dates with dots -- German, French Swiss,
   Russian, ... -- and its Excel exports mean it). Text must name its date: a time of day alone
   (``23:59``, ``23:59:10``, ``11pm``; pandas reads it as today at that time),
@@ -78,6 +81,8 @@ _DATED = re.compile(r"[+-]?\d{4}-?\d{2}")
 #: Text starting with a dotted day, month and year (``01.05.2024``): day first wherever dates are written so
 #: (dateutil, and so pandas, read it month first: 1 May became 5 January).
 _DOTTED = re.compile(r"\d{1,2}\.\d{1,2}\.\d{2}(?:\d{2})?(?![\d.])")
+#: A slashed date (``01/05/2024``): month first, unless its column shows day first (:func:`parse_column`).
+_SLASHED = re.compile(r"(\d{1,2})/(\d{1,2})/\d{2}(?:\d{2})?(?![\d/])")
 
 
 def _seconds_to_ns(value: int | float) -> int:
@@ -162,14 +167,20 @@ def _timestamp_to_ns(ts: pd.Timestamp, shown: object) -> int:
         raise ValueError(f"timestamp {shown!r} is outside 1677-09-21 .. 2262-04-11") from None
 
 
-def _text_to_ns(text: str) -> int | None:
+def _text_to_ns(text: str, slashed_day_first: bool = False) -> int | None:
     text = text.strip()
     if not text:
         return None
     if text in NOT_A_TIME:
         raise ValueError(f"timestamp {text!r} is the moment of reading, not a time in the data ({EXPECTED})")
+    day_first = _DOTTED.match(text)
+    if slashed_day_first and (slashed := _SLASHED.match(text)):
+        if int(slashed.group(2)) > 12:
+            raise ValueError(f"timestamp {text!r} is month first, but other slashed dates of its column are day "
+                             "first (their first number is over 12): write every date one way, best ISO 8601")
+        day_first = slashed
     try:
-        ts = pd.to_datetime(text, dayfirst=True) if _DOTTED.match(text) else pd.Timestamp(text)
+        ts = pd.to_datetime(text, dayfirst=True) if day_first else pd.Timestamp(text)
     except (ValueError, OverflowError):
         ts = None
     if ts is not None and ts is not pd.NaT:
@@ -287,9 +298,16 @@ def _parse_texts(text: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ok = (iso.notna() & (iso >= utc_min) & (iso <= utc_max) & ~text.isin(NOT_A_TIME)).to_numpy()
     out[ok] = iso[ok].dt.tz_convert(None).to_numpy(dtype="datetime64[ns]").view(np.int64)
     bad = np.zeros(n, dtype=bool)
-    for i in np.flatnonzero(~ok & ~missing):
+    rest = np.flatnonzero(~ok & ~missing)
+    # One convention per column: a slashed date whose first number is over 12 (13/05/2024) is day
+    # first, and then so is every slashed date of the column; 12/05/2024 was read as 5 December
+    # beside it (dateutil swaps only what cannot be a month), without a word.
+    day_first = any(
+        int(m.group(1)) > 12 for i in rest if (m := _SLASHED.match(text.iloc[i].strip())) is not None
+    )
+    for i in rest:
         try:
-            ns = to_ns(text.iloc[i])
+            ns = _text_to_ns(text.iloc[i], slashed_day_first=day_first)
         except ValueError:
             bad[i] = True
             continue
