@@ -29,10 +29,17 @@ did, what went wrong, what happens now):
 3. Read the package metadata (``pip show``, an index page): no classifiers at
    all (Python version, typed package, console tool). Now they are there,
    consistent with ``requires-python`` and the ``py.typed`` the wheel carries.
+4. Installed the wheel with its declared dependencies only: ``triage.core.timestamps``
+   imports ``dateutil`` (its parser decides how a timestamp's text is read),
+   a distribution (python-dateutil) the package did not declare; it came only
+   as a dependency of pandas. Now it is declared (``python-dateutil>=2.8.2,<3``,
+   pandas' own floor), and every top-level module the package imports is
+   checked to come from a declared distribution.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -246,3 +253,55 @@ def test_the_package_version_is_the_one_the_metadata_carries():
     import triage
 
     assert _pyproject()["project"]["version"] == triage.__version__
+
+
+# 4. -----------------------------------------------------------------------
+
+
+def _requirement_name(spec: str) -> tuple[str, set[str]]:
+    """(the normalised distribution name, its extras) of a requirement string."""
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?", spec)
+    assert m, spec
+    extras = {e.strip() for e in (m.group(2) or "").split(",") if e.strip()}
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower(), extras
+
+
+def test_every_module_the_package_imports_comes_from_a_declared_distribution():
+    from importlib.metadata import packages_distributions, requires
+
+    declared: set[str] = set()
+    for spec in _pyproject()["project"]["dependencies"]:
+        name, extras = _requirement_name(spec)
+        declared.add(name)
+        for req in requires(name) or []:  # what an extra asked for brings its own distributions
+            marker = re.search(r'extra\s*==\s*"([^"]+)"', req)
+            if marker and marker.group(1) in extras:
+                declared.add(_requirement_name(req)[0])
+    setuptools = _pyproject()["tool"]["setuptools"]
+    folders = {
+        ROOT / setuptools["package-dir"].get(p, p.replace(".", "/")) for p in setuptools["packages"]
+    }
+    imported: dict[str, str] = {}
+    for folder in folders:
+        for module in folder.glob("*.py"):
+            for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else (
+                        [node.module]
+                        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                        else []
+                    )
+                )
+                for name in names:
+                    top = name.split(".")[0]
+                    if top not in sys.stdlib_module_names and top != "triage":
+                        imported.setdefault(top, str(module.relative_to(ROOT)))
+    dists = packages_distributions()
+    undeclared = {
+        top: where
+        for top, where in imported.items()
+        if not {re.sub(r"[-_.]+", "-", d).lower() for d in dists.get(top, [top])} & declared
+    }
+    assert not undeclared, f"imported but not declared in pyproject's dependencies: {undeclared}"
