@@ -48,6 +48,11 @@ Defects found (what a user did, what went wrong, what happens now):
 8. Trained with ``--features fs.json`` and used the model from another
    folder: the manifest's ``feature_set_file`` was "fs.json", relative to a
    working directory nobody recorded. Now the absolute path.
+9. Kept a folder ``.m.tmp-backup`` (notes, an old model) beside the model
+   directory ``m``, then ran ``triage train --out m``: the folder was deleted,
+   whole and without a word, as a killed writer's temporary directory (the
+   name carries no pid, as older versions' did). Now only a directory holding
+   nothing but a model's files is removed.
 
 Checked and reproducible (guarded below where cheap): ``triage synth`` twice,
 under other PYTHONHASHSEED values and from another working directory gives
@@ -287,3 +292,26 @@ def test_manifest_records_the_holdout_fraction_and_where_the_feature_set_was(
     assert manifest["metrics"]["heldout"] == "grouped, 12.5% of series"
     assert manifest["metrics"]["test_size"] == 0.125
     assert manifest["feature_set_file"] == str(tmp_path / "fs.json")
+
+
+# ---------------------------------------------------------------------- 9: folders that share a writer's name
+
+
+def test_a_users_folder_named_like_a_temporary_survives_training(rf_model, tmp_path):
+    import subprocess
+
+    proc = subprocess.Popen(["true"])  # a pid that has exited
+    proc.wait()
+    backup = tmp_path / ".m.tmp-backup"
+    kept = tmp_path / f".m.tmp-{proc.pid}-notes"
+    stale = tmp_path / f".m.tmp-{proc.pid}-abcdefgh"
+    for folder in (backup, kept, stale):
+        folder.mkdir()
+    (backup / "notes.txt").write_text("precious")
+    (kept / "model.skops").write_bytes(b"half")
+    (kept / "eval").mkdir()
+    (stale / "model.skops").write_bytes(b"half")
+    save_model(rf_model, tmp_path / "m")
+    assert (backup / "notes.txt").read_text() == "precious"
+    assert (kept / "eval").is_dir()
+    assert not stale.exists()  # a dead writer's, holding a model's files only: removed as before

@@ -271,7 +271,9 @@ def clean_stale_temporaries(path: str | Path) -> list[Path]:
 
     A writer's temporary directory is ``.<name>.tmp-<pid>-<random>`` beside
     ``path``: it is stale when no process ``<pid>`` runs any more (or the name
-    carries no pid, as older versions wrote). Live writers' directories stay.
+    carries no pid, as older versions wrote). Live writers' directories stay,
+    and so does any directory holding anything but a model's files (a folder
+    of the user's that merely shares the name).
     For a link, the temporaries are those beside the directory it names.
     """
     try:
@@ -291,9 +293,28 @@ def clean_stale_temporaries(path: str | Path) -> list[Path]:
         pid_text = entry.name[len(prefix):].split("-", 1)[0]
         if pid_text.isdigit() and process_alive(int(pid_text)):
             continue
+        if not _holds_only_model_files(entry):
+            # A folder of the user's that merely shares the name (".m.tmp-backup" holding notes) was
+            # deleted, whole, by the next `train --out m`. A writer's holds a model's files, nothing else.
+            continue
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
+
+
+#: What a writer's temporary directory can hold: a model's files (staged, or the old model swapped out).
+_MODEL_FILE_NAMES: frozenset[str] = frozenset(
+    {MANIFEST, CHECKSUMS, "model.skops", "calibrator.skops"} | {k.native_file for k in KINDS.values() if k.native_file}
+)
+
+
+def _holds_only_model_files(folder: Path) -> bool:
+    """Whether ``folder`` holds nothing but regular files a model writer writes (or nothing)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return False
+    return all(e.name in _MODEL_FILE_NAMES and e.is_file(follow_symlinks=False) for e in entries)
 
 
 def process_alive(pid: int) -> bool:
