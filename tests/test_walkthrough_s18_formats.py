@@ -650,3 +650,17 @@ def test_a_column_of_both_conventions_is_refused_at_the_odd_row(tmp_path):
     with pytest.raises(InputError) as err:
         load(path)
     assert err.value.row == 3
+
+
+def test_an_archive_of_several_files_says_to_extract_it(tmp_path):
+    import zipfile
+
+    path = tmp_path / "results.zip"  # an asv results directory, zipped
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("results/benchmarks.json", "{}")
+        archive.writestr("results/m1/machine.json", "{}")
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert err.value.problem.endswith(
+        f"(unzip {path}, then give --data the extracted file or folder)"
+    )

@@ -195,8 +195,10 @@ def _refuse_unreadable(path: Path, shown: str, *, decompressed: bool = False) ->
         head = fh.read(512)
     file = "FILE" if shown == "<stdin>" else shown
     if head[257:262] == b"ustar":
-        raise InputError(shown, None, "is a tar archive; extract the history from it first "
-                         f"(tar -xOf {file} {_tar_member(path)} | triage ... --data -)")
+        member = _tar_member(path)
+        how = (f"tar -xOf {file} {member} | triage ... --data -" if member
+               else f"tar -xf {file}, then give --data the extracted file or folder")
+        raise InputError(shown, None, f"is a tar archive; extract the history from it first ({how})")
     if decompressed:
         file = "<the decompressed file>"
     # by content: a web export named .xls is often text, and read as such
@@ -210,7 +212,9 @@ def _refuse_unreadable(path: Path, shown: str, *, decompressed: bool = False) ->
             if magic == b"BZh" and not (head[3:4].isdigit() and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90")):
                 continue  # a header that starts "BZh" (bzip2's block or end-of-stream magic follows its level)
             if magic == b"PK\x03\x04":
-                how = how.replace("history.csv", _zip_member(path))
+                member = _zip_member(path)
+                how = (how.replace("history.csv", member) if member
+                       else "unzip {file}, then give --data the extracted file or folder")
             raise InputError(shown, None, f"is {what}; only gzip and zstd files are decompressed: "
                              f"decompress it first ({how.format(file=file)})")
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or _utf16_without_bom(head):
@@ -224,27 +228,27 @@ def _starts_with(path: Path, magic: bytes) -> bool:
 
 
 def _zip_member(path: Path) -> str:
-    """The name of a zip archive's one file (what to extract), else ``<file inside>``."""
+    """The name of a zip archive's one file (what to extract), else "" (several, or none readable)."""
     import zipfile
 
     try:
         with zipfile.ZipFile(path) as archive:
             names = [i.filename for i in archive.infolist() if not i.is_dir()]
     except (OSError, zipfile.BadZipFile, ValueError):
-        return "<file inside>"
-    return names[0] if len(names) == 1 and names[0].isprintable() and " " not in names[0] else "<file inside>"
+        return ""
+    return names[0] if len(names) == 1 and names[0].isprintable() and " " not in names[0] else ""
 
 
 def _tar_member(path: Path) -> str:
-    """The name of a tar archive's one file (what to extract), else ``<file inside>``."""
+    """The name of a tar archive's one file (what to extract), else "" (several, or none readable)."""
     import tarfile
 
     try:
         with tarfile.open(path) as archive:
             names = [m.name for m in archive.getmembers() if m.isfile()]
     except (OSError, tarfile.TarError, EOFError):
-        return "<file inside>"
-    return names[0] if len(names) == 1 and names[0].isprintable() and " " not in names[0] else "<file inside>"
+        return ""
+    return names[0] if len(names) == 1 and names[0].isprintable() and " " not in names[0] else ""
 
 
 def _utf16_without_bom(head: bytes) -> bool:
