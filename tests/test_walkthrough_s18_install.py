@@ -34,7 +34,9 @@ did, what went wrong, what happens now):
    a distribution (python-dateutil) the package did not declare; it came only
    as a dependency of pandas. Now it is declared (``python-dateutil>=2.8.2,<3``,
    pandas' own floor), and every top-level module the package imports is
-   checked to come from a declared distribution.
+   checked to come from a declared distribution (which then also asked for
+   ``alembic``, imported by ``training/tracking.py`` to read MLflow's store
+   migrations: declared with mlflow's own bound, ``<2``).
 """
 
 from __future__ import annotations
