@@ -94,6 +94,11 @@ Defects found (what a user did, what went wrong, what happens now):
     Now a column holding a slashed date that cannot be month first is read
     day first throughout, and a date in it that cannot be day first is
     refused at its row; without such a date the column stays month first.
+14. Gave a CSV written "for Excel", whose first line is Excel's separator
+    hint ``sep=;``: "cannot tell the layout from the header ('sep=;')".
+    Now the line says what that first line is and to delete it. And a JSON
+    list or JSON-lines record holding ``"100,5"`` now gets the decimal-comma
+    words of item 3 instead of "is not a number".
 """
 
 from __future__ import annotations
@@ -663,3 +668,32 @@ def test_an_archive_of_several_files_says_to_extract_it(tmp_path):
     assert err.value.problem.endswith(
         f"(unzip {path}, then give --data the extracted file or folder)"
     )
+
+
+# --------------------------------------------------------------------------- 14. Excel's separator line; JSON values
+
+
+def test_excel_separator_hint_line_is_named(tmp_path):
+    path = tmp_path / "for-excel.csv"
+    path.write_text("sep=;\n" + _history_text().replace(",", ";"))
+    code, out = invoke(["summary", "--data", path])
+    assert code == 2
+    assert (
+        "row 1: the first line 'sep=;' is Excel's separator hint, not a header: delete that line"
+        in flat(out)
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("l.json", '["100.5", "100,5"]'),
+        ("l.jsonl", '{"series_id": "s", "commit": "c1", "value": "100,5"}\n'),
+    ],
+)
+def test_json_values_in_a_locale_spelling_say_what_to_change(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert LOCALE_HINT in err.value.problem

@@ -322,7 +322,8 @@ def read_json_records(path: str | Path, **options: Any) -> Dataset:
     for key in ("series_id", "commit", "label"):
         if key in frame.columns:  # JSON numbers as ids (a Perfherder signature id) are text here
             frame[key] = frame[key].map(lambda v: "" if v is None else str(v))
-    return _build_dataset(frame, np.asarray(rows), path, **options)
+    with locale_hints(frame["value"] if "value" in frame.columns else pd.Series(dtype=object), np.asarray(rows)):
+        return _build_dataset(frame, np.asarray(rows), path, **options)
 
 
 def read_json_values(path: str | Path) -> Dataset:
@@ -339,7 +340,8 @@ def read_json_values(path: str | Path) -> Dataset:
         }
     )
     # For JSON the "row" is the 1-based list element.
-    return _build_dataset(long, np.arange(1, len(payload) + 1), path)
+    with locale_hints(long["value"]):
+        return _build_dataset(long, np.arange(1, len(payload) + 1), path)
 
 
 # --------------------------------------------------------------------------- writing

@@ -64,6 +64,10 @@ def read_header(path: Path) -> str:
         raise not_utf8(path) from None
     if not header.strip():
         raise InputError(path, None, "file is empty")
+    if header.strip().strip('"').lower().startswith("sep=") and len(header.strip().strip('"')) <= 5:
+        # Excel's separator hint, written by tools that export for Excel: no reader here takes it
+        raise InputError(path, 1, f"the first line {header.strip()!r} is Excel's separator hint, not a header: "
+                         "delete that line (the separator is told from the header)")
     return header
 
 
