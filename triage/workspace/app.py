@@ -305,10 +305,17 @@ def _conflict(exc: Conflict, form: dict[str, str], alert: Alert) -> BadRequest:
                       back=f"{_local(form)}#{_anchor(alert)}", back_words="back to the alert")
 
 
+#: A path on this server as the pages write it: "/" then printable ASCII, no space.
+_LOCAL_PATH = re.compile(r"/[!-~]*")
+
+
 def _local(form: dict[str, str]) -> str:
     """The form's ``next`` when it is a path on this server (no open redirect), else the queue."""
     target = form.get("next", "/")
-    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+    # Printable ASCII only (the pages send their own address percent-encoded): a browser drops a tab,
+    # line feed or carriage return from a link, so "/<TAB>/evil.example" on a refusal's "back to the
+    # page" link was "//evil.example", another site.
+    if not _LOCAL_PATH.fullmatch(target) or target.startswith("//") or "\\" in target:
         return "/"
     return target.split("#")[0]
 
@@ -595,7 +602,10 @@ class Guard(BaseHTTPMiddleware):
             if given is not None and hmac.compare_digest(given.encode(), ws.token.encode()):
                 # Trade the URL's token for a cookie, and drop it from the address bar.
                 rest = {k: v for k, v in request.query_params.items() if k != "token"}
-                target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+                # One leading slash: the path of /%2Fevil.example decodes to //evil.example, which as
+                # a redirect's Location is another site.
+                path = "/" + request.url.path.lstrip("/\\")
+                target = path + (f"?{urlencode(rest)}" if rest else "")
                 response: Response = RedirectResponse(target, status_code=303)
                 response.set_cookie("triage_token", ws.token, httponly=True, samesite="strict")
                 return self._harden(response)

@@ -1,0 +1,328 @@
+"""Walkthrough s18: the workspace and the reports fed alert files anyone in CI can influence.
+
+A security-minded performance engineer runs ``triage serve`` for a team and
+``triage report`` on alert files whose series ids, commit ids and detector
+names come from contributors. What was checked and held: every id, name, note
+and file name is escaped in the workspace pages and in the report (no
+injected tag or attribute survives, plots are drawn without TeX); the
+workspace binds 127.0.0.1, answers loopback host names only, needs a token
+elsewhere; every POST needs the page's CSRF token; bodies over 16 KiB and
+control characters are refused; unknown paths and static ``..`` paths are a
+404 sentence, never a file or a traceback. See docs/security.md.
+
+Defects found (what a user did, what went wrong, what happens now):
+
+1. A page on another site posted a form to the workspace with
+   ``next=/<TAB>/evil.example`` (no CSRF token). The 403 page said "go back
+   to the page" with a link to ``/<TAB>/evil.example``, which a browser reads
+   as ``//evil.example`` (it drops tabs and line breaks from a URL): a link
+   on the workspace's own error page to another site (the 409 page of a
+   stale decision too). Now ``next`` must be printable ASCII (what the pages
+   send); anything else goes back to the queue.
+2. Opened ``http://host:port/%2Fevil.example?token=<token>`` (a link someone
+   pasted) on a workspace served with ``--token``: the token was traded for
+   the cookie and the browser redirected to ``//evil.example``, another site.
+   Now the redirect keeps one leading slash: ``/evil.example`` on this server
+   (a 404 page).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from html.parser import HTMLParser
+from urllib.parse import urljoin, urlsplit
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from triage.core import labels as L
+from triage.core.history import Dataset, History
+from triage.report import build_report, read_decisions
+from triage.workspace.alerts import build_alerts
+from triage.workspace.app import LOOPBACK_NAMES, Workspace, create_app
+from triage.workspace.store import LabelsStore
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # Starlette suggests httpx2 for its test client
+    from starlette.testclient import TestClient
+
+HERE = "http://localhost:8765/"
+#: Series and commit ids a contributor could push through CI.
+HOSTILE_SERIES = [
+    "<script>alert(1)</script>",
+    '"><img src=x onerror=alert(2)>',
+    '=HYPERLINK("http://evil.example/","x")',
+    "../../etc/passwd",
+    "javascript:alert(3)",
+    "{{7*7}}",
+]
+HOSTILE_COMMIT = '"><svg onload=alert(4)>'
+
+
+class _Tags(HTMLParser):
+    """Every tag of a page with its attributes, as a browser's parser sees them."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def _injected(text: str) -> list[str]:
+    """What the ids smuggled into ``text`` as markup: an img/svg tag, an on* handler, a second script."""
+    tags = _Tags(text).tags
+    found = [t for t, _ in tags if t in ("svg", "iframe", "object")]
+    found += [f"{t} {name}" for t, attrs in tags for name in attrs if name.startswith("on")]
+    found += [
+        f"img {a['src']}"
+        for t, a in tags
+        if t == "img" and not str(a.get("src")).startswith(("/plot", "plots/"))
+    ]
+    found += [
+        f"script {a.get('src')}"
+        for t, a in tags
+        if t == "script" and a.get("src") != "/static/workspace.js"
+    ]
+    return found
+
+
+def _dataset(values: np.ndarray) -> Dataset:
+    """One history per hostile id, each with an untriaged alert at its middle commit (a hostile commit id)."""
+    n = len(values)
+    histories = []
+    for sid in HOSTILE_SERIES:
+        commits = [f"c{i}" for i in range(n)]
+        commits[n // 2] = HOSTILE_COMMIT
+        labels = np.full(n, L.NONE, dtype=object)
+        labels[n // 2] = L.NOT_TRIAGED
+        stamps = pd.date_range("2026-03-01", periods=n, freq="D").to_numpy()
+        histories.append(History(sid, commits, values, labels, timestamps=stamps))
+    return Dataset(histories, source="<b>ci-upload</b>.csv")
+
+
+def _step(n: int = 40) -> np.ndarray:
+    return np.r_[np.full(n // 2, 100.0), np.full(n - n // 2, 120.0)] + np.random.default_rng(
+        0
+    ).normal(0, 1, n)
+
+
+def _client(tmp_path, values: np.ndarray | None = None, **settings) -> tuple[TestClient, Workspace]:
+    dataset = _dataset(_step() if values is None else values)
+    ws = Workspace(
+        dataset=dataset,
+        alerts=build_alerts(dataset),
+        store=LabelsStore(tmp_path / "labels.sqlite"),
+        commit_url="https://github.com/o/r/commit/{commit}",
+        **settings,
+    )
+    return TestClient(
+        create_app(ws),
+        raise_server_exceptions=False,
+        base_url=HERE.rstrip("/"),
+        follow_redirects=False,
+    ), ws
+
+
+def _stays_here(link: str) -> bool:
+    """Whether ``link`` followed from a workspace page stays on the workspace, as a browser resolves it.
+
+    (The URL standard: tabs and line breaks are dropped, a backslash is a slash, and a link
+    starting with two or more slashes names a host: ``///evil.example`` is evil.example.)
+    """
+    text = re.sub(r"[\t\n\r]", "", link).strip("\x00 ").replace("\\", "/")
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", text):
+        return urlsplit(text).netloc == urlsplit(HERE).netloc
+    return (
+        not text.startswith("//") and urlsplit(urljoin(HERE, text)).netloc == urlsplit(HERE).netloc
+    )
+
+
+# ---------------------------------------------------------------------- 1: the error page's "back" link
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["/\t/evil.example/", "/\n/evil.example/", "/\r\n/evil.example/", "/\t\\evil.example/"],
+)
+def test_a_cross_site_forms_back_link_stays_on_the_workspace(tmp_path, target):
+    client, _ = _client(tmp_path, allowed_hosts=LOOPBACK_NAMES)
+    r = client.post(
+        "/decide",
+        data={
+            "next": target,
+            "series_id": HOSTILE_SERIES[0],
+            "commit": HOSTILE_COMMIT,
+            "decision": "true",
+        },
+    )
+    assert r.status_code == 403, r.text
+    back = re.search(r'<a href="([^"]*)">back to the page</a>', r.text)
+    assert back is not None, r.text
+    assert _stays_here(back.group(1)), back.group(1)
+    assert "evil.example" not in back.group(1)
+
+
+def test_a_stale_decisions_back_link_stays_on_the_workspace(tmp_path):
+    client, ws = _client(tmp_path, allowed_hosts=LOOPBACK_NAMES)
+    a = ws.alerts[0]
+    ws.store.record(
+        a.series_id, a.commit, "false", who="ann", note="", p_true=None, model_call=None, model=None
+    )
+    r = client.post(
+        "/decide",
+        data={
+            "csrf": ws.csrf,
+            "next": "/\t/evil.example/",
+            "series_id": a.series_id,
+            "commit": a.commit,
+            "decision": "true",
+            "seen": "0",
+        },
+    )
+    assert r.status_code == 409, r.text
+    back = re.search(r'<a href="([^"]*)">back to the alert</a>', r.text)
+    assert back is not None and _stays_here(back.group(1)), r.text
+
+
+def test_the_pages_own_next_still_comes_back_to_the_series(tmp_path):
+    client, ws = _client(tmp_path, allowed_hosts=LOOPBACK_NAMES)
+    page = client.get("/series", params={"id": HOSTILE_SERIES[1]})
+    assert page.status_code == 200
+    here = re.search(r'name="next" value="([^"]*)"', page.text).group(1)
+    a = ws.by_series[HOSTILE_SERIES[1]][0]
+    r = client.post(
+        "/decide",
+        data={
+            "csrf": ws.csrf,
+            "next": here.replace("&amp;", "&"),
+            "series_id": a.series_id,
+            "commit": a.commit,
+            "decision": "true",
+            "seen": "0",
+        },
+    )
+    assert r.status_code == 303, r.text
+    assert r.headers["location"].startswith("/series?id=%22%3E%3Cimg")
+    assert ws.store.current()[a.key].label == L.TRUE_POSITIVE
+
+
+# ---------------------------------------------------------------------- 2: the token's redirect
+
+
+@pytest.mark.parametrize("path", ["/%2Fevil.example/", "/%2F%2Fevil.example", "/%5Cevil.example"])
+def test_the_token_redirect_stays_on_the_workspace(tmp_path, path):
+    client, _ = _client(tmp_path, token="a-long-enough-token")
+    r = client.get(f"{path}?token=a-long-enough-token")
+    assert r.status_code == 303
+    assert _stays_here(r.headers["location"]), r.headers["location"]
+    assert (
+        client.get(r.headers["location"]).status_code == 404
+    )  # a path on this server: no such page
+
+
+def test_the_token_redirect_keeps_the_page_and_its_query(tmp_path):
+    client, _ = _client(tmp_path, token="a-long-enough-token")
+    r = client.get("/series", params={"id": HOSTILE_SERIES[0], "token": "a-long-enough-token"})
+    assert r.status_code == 303
+    assert r.headers["location"] == "/series?id=%3Cscript%3Ealert%281%29%3C%2Fscript%3E"
+    page = client.get(r.headers["location"])
+    assert page.status_code == 200 and "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+
+
+# ---------------------------------------------------------------------- what held (kept so)
+
+
+def test_hostile_ids_are_escaped_on_every_page_of_real_values(tmp_path, real_frame):
+    """A real history's values under hostile ids: queue, series pages, plots, agreement, errors."""
+    sid = real_frame["series_id"].iloc[0]
+    values = real_frame.loc[real_frame["series_id"] == sid, "value"].to_numpy(dtype=float)[:200]
+    client, ws = _client(tmp_path, values=values, allowed_hosts=LOOPBACK_NAMES)
+    a = ws.alerts[0]
+    ws.store.record(
+        a.series_id,
+        a.commit,
+        "true",
+        who="<script>alert(6)</script>",
+        note='"><img src=x onerror=alert(7)>',
+        p_true=None,
+        model_call=None,
+        model=None,
+    )
+    pages = [
+        client.get("/"),
+        client.get("/agreement"),
+        client.get("/no<script>alert(8)</script>"),
+        client.get("/series", params={"id": "<script>alert(9)</script>"}),
+    ]
+    for s in HOSTILE_SERIES:
+        pages.append(client.get("/series", params={"id": s}))
+        plot = client.get("/plot.png", params={"id": s})
+        assert plot.status_code == 200 and plot.headers["content-type"] == "image/png"
+    for page in pages:
+        assert page.status_code in (200, 404), page.text
+        assert re.findall(r"<script[^>]*>", page.text) == [
+            '<script src="/static/workspace.js" defer>'
+        ]
+        assert _injected(page.text) == [], page.text
+        assert "Traceback" not in page.text
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+    # A commit link is this host's template with the commit percent-encoded, never the commit as a URL.
+    links = re.findall(r'<td class="commit"><a href="([^"]*)"', pages[0].text)
+    assert links and all(
+        link.startswith("https://github.com/o/r/commit/%22%3E%3Csvg") for link in links
+    )
+
+
+def test_a_cross_site_decision_and_a_decision_over_get_change_nothing(tmp_path):
+    client, ws = _client(tmp_path, allowed_hosts=LOOPBACK_NAMES)
+    a = ws.alerts[0]
+    form = {"series_id": a.series_id, "commit": a.commit, "decision": "true"}
+    assert client.post("/decide", data=form).status_code == 403  # no CSRF token
+    assert client.post("/decide", data={**form, "csrf": "guessed"}).status_code == 403
+    assert client.get("/decide", params={**form, "csrf": ws.csrf}).status_code == 405
+    # DNS rebinding: the page is fetched under the attacker's name, re-pointed at 127.0.0.1.
+    assert client.get("/", headers={"host": "evil.example:8765"}).status_code == 421
+    assert len(ws.store) == 0
+
+
+def test_hostile_ids_are_escaped_in_the_report(tmp_path):
+    dataset = _dataset(_step())
+    rows = [
+        {
+            "series_id": s,
+            "commit": HOSTILE_COMMIT,
+            "p_true": 0.9 - 0.1 * k,
+            "p_false": 0.1 + 0.1 * k,
+            "classification": L.TRUE_POSITIVE,
+            "explanation": "<img src=x onerror=alert(5)>",
+        }
+        for k, s in enumerate(HOSTILE_SERIES[:3])
+    ]
+    decisions = tmp_path / "decisions.csv"
+    pd.DataFrame(rows).to_csv(decisions, index=False)
+    index = build_report(
+        dataset,
+        read_decisions(decisions, dataset),
+        tmp_path / "report",
+        title="<script>alert(10)</script>",
+    )
+    text = index.read_text(encoding="utf-8")
+    assert "<script" not in text and _injected(text) == []
+    assert (
+        "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "&lt;b&gt;ci-upload&lt;/b&gt;" in text
+    )
+    plots = sorted(p.name for p in (tmp_path / "report" / "plots").iterdir())
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+\.png", p) for p in plots), plots
+    assert re.findall(r'<img src="([^"]*)"', text) == [
+        f"plots/{p}"
+        for p in (
+            "script_alert_1_script.png",
+            "img_src_x_onerror_alert_2.png",
+            "HYPERLINK_http_evil.example_x.png",
+        )
+    ]
