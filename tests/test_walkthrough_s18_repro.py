@@ -53,6 +53,13 @@ Defects found (what a user did, what went wrong, what happens now):
    whole and without a word, as a killed writer's temporary directory (the
    name carries no pid, as older versions' did). Now only a directory holding
    nothing but a model's files is removed.
+10. Ran ``triage models list`` (or ``train``) on an ``mlruns.db`` a newer
+    MLflow had written: "Detected out-of-date database schema (found version
+    ..., but expected ...) ... run 'mlflow db upgrade'", which cannot upgrade
+    a schema this MLflow does not know. Now: the store was written by a newer
+    MLflow, upgrade mlflow or give another --tracking-uri; the file is left as
+    it was. (An older store keeps MLflow's advice to run ``mlflow db
+    upgrade``.)
 
 Checked and reproducible (guarded below where cheap): ``triage synth`` twice,
 under other PYTHONHASHSEED values and from another working directory gives
@@ -315,3 +322,40 @@ def test_a_users_folder_named_like_a_temporary_survives_training(rf_model, tmp_p
     assert (backup / "notes.txt").read_text() == "precious"
     assert (kept / "eval").is_dir()
     assert not stale.exists()  # a dead writer's, holding a model's files only: removed as before
+
+
+# ---------------------------------------------------------------------- 10: a tracking store of a newer MLflow
+
+
+def test_tracking_store_of_a_newer_mlflow_says_so(tmp_path):
+    # MLflow's own schema check on a store at a revision it never heard of (as a newer MLflow leaves
+    # it), through the mapping every tracking call goes through. Creating a real store first takes
+    # MLflow's migrations (seconds); `triage models list` on such a store was checked by hand.
+    import sqlite3
+
+    import sqlalchemy
+    from mlflow.store.db import utils
+
+    from triage.training.tracking import TrackingError, store_errors
+
+    def refusal(revision: str) -> str:
+        db = tmp_path / f"{revision}.db"
+        con = sqlite3.connect(db)
+        con.executescript(
+            f"CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL);"
+            f"INSERT INTO alembic_version VALUES ('{revision}');"
+        )
+        con.close()
+        engine = sqlalchemy.create_engine(f"sqlite:///{db}")
+        try:
+            with pytest.raises(TrackingError) as caught, store_errors(f"sqlite:///{db}"):
+                utils._verify_schema(engine)
+        finally:
+            engine.dispose()
+        return str(caught.value)
+
+    newer = refusal("ffffffffffff")
+    assert "written by a newer MLflow" in newer and "upgrade mlflow" in newer
+    assert "mlflow db upgrade" not in newer
+    older = refusal("0584bdc529eb")  # MLflow 1.x's: `mlflow db upgrade` is the way, as MLflow says
+    assert "mlflow db upgrade" in older and "newer MLflow" not in older

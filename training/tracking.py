@@ -117,7 +117,40 @@ def store_errors(uri: str) -> Iterator[None]:
         # Only the first line (SQLAlchemy puts the SQL below it), but all of it: MLflow 3
         # refuses a ./mlruns file store in one 560-character line whose way out
         # (MLFLOW_ALLOW_FILE_STORE=true, or migrating) comes last; cut at 300, it ended "See htt".
+        if (newer := _newer_schema(line)) is not None:
+            # MLflow calls any schema it does not expect "out-of-date" and says to run `mlflow db upgrade`,
+            # which cannot upgrade a store a newer MLflow wrote (it knows no way from that schema).
+            raise TrackingError(f"the tracking store was written by a newer MLflow (its schema {newer} is unknown "
+                                f"to MLflow {_mlflow_version()} installed here): upgrade mlflow to use it, or give "
+                                "--tracking-uri another store", uri) from None
         raise TrackingError(f"the tracking store cannot be used: {line[:2000]}", uri) from None
+
+
+def _newer_schema(message: str) -> str | None:
+    """The store's schema revision when MLflow refused it as out of date but knows no such revision, else None."""
+    import re
+
+    found = re.search(r"out-of-date database schema \(found version (\w+)", message)
+    if found is None:
+        return None
+    try:
+        from alembic.script import ScriptDirectory
+        from mlflow.store.db.utils import _get_alembic_config
+
+        script = ScriptDirectory.from_config(_get_alembic_config(""))
+        known = script.get_revision(found.group(1)) is not None
+    except Exception:  # alembic's "No such revision" (a ResolutionError) and whatever else: not one of ours
+        known = False
+    return None if known else found.group(1)
+
+
+def _mlflow_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("mlflow")
+    except metadata.PackageNotFoundError:
+        return "?"
 
 
 def _check_uri(uri: str, existing: bool = False) -> None:
