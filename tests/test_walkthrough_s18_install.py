@@ -23,7 +23,7 @@ did, what went wrong, what happens now):
    import (``ModuleNotFoundError: No module named 'helpers_cli'`` at
    collection), and without the documents README.md links to
    (``ARCHITECTURE.md``, ``BENCHMARKS.md``, the workspace screenshots in
-   ``docs/``). Now ``MANIFEST.in`` leaves the tests out (they need a checkout:
+   ``docs/`` and the script README names as their maker). Now ``MANIFEST.in`` leaves the tests out (they need a checkout:
    the links ``triage/features``, ``triage/training``, ``triage/models`` and
    ``../shared``) and puts the linked documents in.
 3. Read the package metadata (``pip show``, an index page): no classifiers at
@@ -191,6 +191,8 @@ def test_the_sdist_carries_the_documents_readme_links_and_no_partial_test_suite(
     assert links, "README.md links no file any more?"
     for link in links:
         assert link in names, f"README.md links {link}, the sdist lacks it"
+    # the screenshots README shows and the script that makes them (README names it)
+    assert {p for p in _tracked() if p.startswith("docs/")} <= names
     assert not [n for n in names if n.startswith("tests/")], (
         "tests need a checkout: all or none, here none"
     )
