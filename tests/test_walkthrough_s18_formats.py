@@ -36,9 +36,9 @@ Defects found (what a user did, what went wrong, what happens now):
    (``.xlsx``) or Excel's "Unicode Text" export (UTF-16): "row 1: not a
    UTF-8 text file", or a header shown with a NUL between its characters,
    naming neither what the file is nor what to do (README: gzip and zstd
-   are read). Now one line says what it is and how to read it (``xz -dc
-   FILE | triage ... --data -``; ``unzip -p FILE history.csv | ...`` naming
-   the zip's one member; save as 'CSV UTF-8').
+   are read). Now one line says what it is and how to read it (``xz -dk
+   FILE``; ``unzip FILE history.csv`` naming the zip's one member;
+   ``iconv -f UTF-16 -t UTF-8``).
 5. Exported from Excel's plain "CSV" on Windows (cp1252, ``säule``): "row
    2: not a UTF-8 text file", without what to do. The line now says how to
    convert it (save as 'CSV UTF-8', or ``iconv -f CP1252 -t UTF-8``).
@@ -69,7 +69,7 @@ Defects found (what a user did, what went wrong, what happens now):
 10. Downloaded a CI artifact as ``artifact.tar.gz`` (or ``.tar``) holding
     the history: read as a CSV whose header was the tar header, "no
     'series_id' column (found: history.csv 0000644 0000000 ...)". Now the
-    line says it is a tar archive and gives the ``tar -xOf`` command naming
+    line says it is a tar archive and gives the ``tar -xf`` command naming
     its one member. (A text export named ``.xls``, as web applications
     write them, is still read as text: workbooks are told by content.)
 11. Exported a sheet from Excel whose rows below the data had once been
@@ -313,7 +313,9 @@ def test_other_compressions_are_named_with_what_to_do(tmp_path, name, pack, word
     ):
         code, out = invoke(command)
         assert code == 2
-        assert f"{path}: {words}; only gzip and zstd" in flat(out) and "-dc" in flat(out)
+        assert f"{path}: {words}; only gzip and zstd" in flat(
+            out
+        ) and f"-dk {path}, then give the decompressed" in flat(out)
         assert "UTF-8" not in flat(out)
     assert not (tmp_path / "o.csv").exists()
 
@@ -326,7 +328,7 @@ def test_a_zip_holding_one_csv_names_the_member_to_extract(tmp_path):
         archive.writestr("history.csv", _history_text())
     code, out = invoke(["summary", "--data", path])
     assert code == 2 and f"{path}: is a zip archive" in flat(out)
-    assert f"unzip -p {path} history.csv" in flat(out)
+    assert f"extract it first (unzip {path} history.csv, then give history.csv)" in flat(out)
     code, out = invoke(["summary", "--data", "-"], stdin=path.read_bytes().decode("latin-1"))
     assert code == 2 and "<stdin>: is a zip archive" in flat(out)
 
@@ -338,6 +340,7 @@ def test_utf16_text_is_named_as_such(tmp_path, encoding):
     with pytest.raises(InputError) as err:
         load(path)
     assert "is UTF-16 text" in err.value.problem and "CSV UTF-8" in err.value.problem
+    assert f"iconv -f UTF-16 -t UTF-8 {path} > converted.txt" in err.value.problem
 
 
 def test_a_workbook_is_not_read_as_text(tmp_path):
@@ -530,7 +533,7 @@ def test_a_tar_archive_names_the_member_to_extract(tmp_path, mode):
     assert err.value.row is None
     assert (
         err.value.problem
-        == f"is a tar archive; extract the history from it first (tar -xOf {path} history.csv | triage ... --data -)"
+        == f"is a tar archive; extract the history from it first (tar -xf {path} history.csv, then give history.csv)"
     )
 
 
@@ -666,7 +669,7 @@ def test_an_archive_of_several_files_says_to_extract_it(tmp_path):
     with pytest.raises(InputError) as err:
         load(path)
     assert err.value.problem.endswith(
-        f"(unzip {path}, then give --data the extracted file or folder)"
+        f"(unzip {path}, then give the extracted file or folder)"
     )
 
 

@@ -172,12 +172,12 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
 
 #: Compressed files and archives the readers do not open, by their first bytes: (magic, what, how to read it).
 OTHER_COMPRESSION: tuple[tuple[bytes, str, str], ...] = (
-    (b"BZh", "bzip2-compressed", "bzip2 -dc {file} | triage ... --data -"),
-    (b"\xfd7zXZ\x00", "xz-compressed", "xz -dc {file} | triage ... --data -"),
-    (b"\x04\x22\x4d\x18", "lz4-compressed", "lz4 -dc {file} | triage ... --data -"),
-    (b"PK\x03\x04", "a zip archive", "unzip -p {file} history.csv | triage ... --data -"),
-    (b"PK\x05\x06", "an empty zip archive", "a history file itself"),
-    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "7z e -so {file} history.csv | triage ... --data -"),
+    (b"BZh", "bzip2-compressed", "bzip2 -dk {file}, then give the decompressed file"),
+    (b"\xfd7zXZ\x00", "xz-compressed", "xz -dk {file}, then give the decompressed file"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed", "lz4 -d {file}, then give the decompressed file"),
+    (b"PK\x03\x04", "a zip archive", "unzip {file}, then give the extracted file or folder"),
+    (b"PK\x05\x06", "an empty zip archive", "it holds no file; give the history file itself"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "7z x {file}, then give the extracted file or folder"),
 )
 #: Workbooks of a spreadsheet (zip files) by their suffix.
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods")
@@ -196,8 +196,8 @@ def _refuse_unreadable(path: Path, shown: str, *, decompressed: bool = False) ->
     file = "FILE" if shown == "<stdin>" else shown
     if head[257:262] == b"ustar":
         member = _tar_member(path)
-        how = (f"tar -xOf {file} {member} | triage ... --data -" if member
-               else f"tar -xf {file}, then give --data the extracted file or folder")
+        how = (f"tar -xf {file} {member}, then give {member}" if member
+               else f"tar -xf {file}, then give the extracted file or folder")
         raise InputError(shown, None, f"is a tar archive; extract the history from it first ({how})")
     if decompressed:
         file = "<the decompressed file>"
@@ -211,15 +211,20 @@ def _refuse_unreadable(path: Path, shown: str, *, decompressed: bool = False) ->
         if head.startswith(magic):
             if magic == b"BZh" and not (head[3:4].isdigit() and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90")):
                 continue  # a header that starts "BZh" (bzip2's block or end-of-stream magic follows its level)
-            if magic == b"PK\x03\x04":
-                member = _zip_member(path)
-                how = (how.replace("history.csv", member) if member
-                       else "unzip {file}, then give --data the extracted file or folder")
+            if magic == b"PK\x03\x04" and (member := _zip_member(path)):
+                how = f"unzip {{file}} {member}, then give {member}"
             raise InputError(shown, None, f"is {what}; only gzip and zstd files are decompressed: "
-                             f"decompress it first ({how.format(file=file)})")
+                             f"{'extract' if 'archive' in what else 'decompress'} it first ({how.format(file=file)})")
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or _utf16_without_bom(head):
-        raise InputError(shown, None, "is UTF-16 text (Excel's 'Unicode Text' export?); only UTF-8 is read: "
-                         f"save it as 'CSV UTF-8', or convert it (iconv -f UTF-16 -t UTF-8 {file} > converted.csv)")
+        raise InputError(shown, None, "is UTF-16 text (Excel's 'Unicode Text' export, or a Windows tool's?); only "
+                         f"UTF-8 is read: convert it (iconv -f UTF-16 -t UTF-8 {file} > converted{_text_suffix(path)}), "
+                         "or in Excel save it as 'CSV UTF-8'")
+
+
+def _text_suffix(path: Path) -> str:
+    """The suffix a converted copy of ``path`` keeps (``.json`` stays JSON), ``.csv`` by default."""
+    suffix = path.suffix.lower()
+    return suffix if suffix in (".csv", ".tsv", ".txt", ".json", ".jsonl", ".js", ".yaml", ".yml") else ".csv"
 
 
 def _starts_with(path: Path, magic: bytes) -> bool:
