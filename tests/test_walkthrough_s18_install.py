@@ -13,8 +13,8 @@ did, what went wrong, what happens now):
    two banners "Package would be ignored": ``triage.workspace.static`` and
    ``triage.workspace.templates`` are "importable" folders not listed as
    packages, whose files setuptools also took in from the sdist's file list
-   (``include-package-data``, on by default); the banner says a later
-   setuptools may leave such folders out. Now the package data is only what
+   (``include-package-data``, on by default); the banners call that "an
+   ambiguous overall configuration". Now the package data is only what
    ``pyproject.toml`` lists (``include-package-data = false``; every tracked
    data file of a package is listed there, checked below; the wheel holds the
    same files as before) and the build prints no such banner.
@@ -23,7 +23,8 @@ did, what went wrong, what happens now):
    import (``ModuleNotFoundError: No module named 'helpers_cli'`` at
    collection), and without the documents README.md links to
    (``ARCHITECTURE.md``, ``BENCHMARKS.md``, the workspace screenshots in
-   ``docs/`` and the script README names as their maker). Now ``MANIFEST.in`` leaves the tests out (they need a checkout:
+   ``docs/`` and the script README names as their maker). Now ``MANIFEST.in``
+   leaves the tests out (they need a checkout:
    the links ``triage/features``, ``triage/training``, ``triage/models`` and
    ``../shared``) and puts the linked documents in.
 3. Read the package metadata (``pip show``, an index page): no classifiers at
@@ -37,6 +38,17 @@ did, what went wrong, what happens now):
    checked to come from a declared distribution (which then also asked for
    ``alembic``, imported by ``training/tracking.py`` to read MLflow's store
    migrations: declared with mlflow's own bound, ``<2``).
+
+Found in modules that are not this walkthrough's (reported, not fixed here):
+``python -m triage`` fails (no ``triage/__main__.py``); with HOME read-only,
+every command that plots prints matplotlib's two-line MPLCONFIGDIR warning,
+and ``--model models:/NAME/VERSION`` fails with "the tracking store cannot be
+used: ... Read-only file system: '<HOME>/.cache'" (the registry cache of
+``training/tracking.py``; with HOME unset and no passwd entry, an internal
+error); numba's kernels are cached inside site-packages, where ``pip
+uninstall`` leaves them (7.8 MB after the demo, and an importable namespace
+package ``triage``); README's ``pip wheel --no-deps .`` in a checkout reuses
+``build/``, so a module deleted since the previous build is still in the wheel.
 """
 
 from __future__ import annotations
