@@ -24,6 +24,12 @@ Defects found (what a user did, what went wrong, what happens now):
    the cookie and the browser redirected to ``//evil.example``, another site.
    Now the redirect keeps one leading slash: ``/evil.example`` on this server
    (a 404 page).
+3. Ran two workspaces on one machine (two teams' data, ports 8765 and 8766,
+   each with its own ``--token``) and opened both in one browser: the second
+   one's access cookie replaced the first one's (a browser keeps one cookie of
+   a name per host, whatever the port), and the first answered 401 "Token
+   required" from then on. Now the cookie's name is the token's (a digest):
+   each workspace keeps its own.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 import re
 import warnings
 from html.parser import HTMLParser
+from http.cookies import SimpleCookie
 from urllib.parse import urljoin, urlsplit
 
 import numpy as np
@@ -232,6 +239,33 @@ def test_the_token_redirect_keeps_the_page_and_its_query(tmp_path):
     assert r.headers["location"] == "/series?id=%3Cscript%3Ealert%281%29%3C%2Fscript%3E"
     page = client.get(r.headers["location"])
     assert page.status_code == 200 and "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+
+
+# ---------------------------------------------------------------------- 3: two workspaces, one browser
+
+
+def test_two_workspaces_on_one_machine_keep_their_own_access_cookie(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    team_a, _ = _client(tmp_path / "a", token="team-a-token-0123")
+    team_b, _ = _client(tmp_path / "b", token="team-b-token-4567")
+    jar: dict[str, str] = {}  # a browser's cookies for this host: one per name, whatever the port
+
+    def visit(client: TestClient, url: str) -> int:
+        client.cookies.clear()
+        r = client.get(
+            url, headers={"cookie": "; ".join(f"{k}={v}" for k, v in jar.items())} if jar else {}
+        )
+        for morsel in SimpleCookie(r.headers.get("set-cookie", "")).values():
+            jar[morsel.key] = morsel.value
+        return r.status_code
+
+    assert visit(team_a, "/?token=team-a-token-0123") == 303
+    assert visit(team_a, "/") == 200
+    assert visit(team_b, "/?token=team-b-token-4567") == 303
+    assert visit(team_b, "/") == 200
+    assert visit(team_a, "/") == 200  # was 401: team B's cookie had replaced team A's
+    assert visit(team_b, "/") == 200
 
 
 # ---------------------------------------------------------------------- what held (kept so)

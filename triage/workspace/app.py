@@ -17,7 +17,8 @@ Safety:
   even if it slipped through;
 * with an access token (required off loopback, see :func:`check_host`) every
   request must present it: ``?token=`` once (then an HttpOnly, SameSite=Strict
-  cookie), or ``Authorization: Bearer``;
+  cookie named after the token, so two workspaces on one machine keep theirs), or
+  ``Authorization: Bearer``;
 * served on loopback without a token, only loopback host names are answered
   (421 otherwise): a page re-pointed at 127.0.0.1 by DNS rebinding cannot
   read the CSRF token;
@@ -31,6 +32,7 @@ Safety:
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import html
 import ipaddress
@@ -584,6 +586,13 @@ def _host_name(host: str) -> str:
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
+def cookie_name(token: str) -> str:
+    """The access cookie's name, one per token: a browser keeps one cookie of a name per host, whatever
+    the port, so a second workspace on the same machine (another port, its own token) replaced the
+    first one's cookie and that one answered 401 "Token required" from then on."""
+    return f"triage_token_{hashlib.sha256(token.encode()).hexdigest()[:16]}"
+
+
 class Guard(BaseHTTPMiddleware):
     """The access token (when set) and the security headers on every response."""
 
@@ -607,10 +616,10 @@ class Guard(BaseHTTPMiddleware):
                 path = "/" + request.url.path.lstrip("/\\")
                 target = path + (f"?{urlencode(rest)}" if rest else "")
                 response: Response = RedirectResponse(target, status_code=303)
-                response.set_cookie("triage_token", ws.token, httponly=True, samesite="strict")
+                response.set_cookie(cookie_name(ws.token), ws.token, httponly=True, samesite="strict")
                 return self._harden(response)
             bearer = request.headers.get("authorization", "")
-            presented = request.cookies.get("triage_token") or (bearer[7:] if bearer.startswith("Bearer ") else "")
+            presented = request.cookies.get(cookie_name(ws.token)) or (bearer[7:] if bearer.startswith("Bearer ") else "")
             if not hmac.compare_digest(presented.encode(), ws.token.encode()):
                 return self._harden(HTMLResponse(
                     "<!doctype html><title>Token required</title><p>This workspace needs its access token: "
