@@ -668,9 +668,7 @@ def test_an_archive_of_several_files_says_to_extract_it(tmp_path):
         archive.writestr("results/m1/machine.json", "{}")
     with pytest.raises(InputError) as err:
         load(path)
-    assert err.value.problem.endswith(
-        f"(unzip {path}, then give the extracted file or folder)"
-    )
+    assert err.value.problem.endswith(f"(unzip {path}, then give the extracted file or folder)")
 
 
 # --------------------------------------------------------------------------- 14. Excel's separator line; JSON values
@@ -700,3 +698,14 @@ def test_json_values_in_a_locale_spelling_say_what_to_change(tmp_path, name, tex
     with pytest.raises(InputError) as err:
         load(path)
     assert LOCALE_HINT in err.value.problem
+
+
+def test_r_write_table_row_names_are_still_read_as_row_names(tmp_path):
+    # write.table(df, sep = ","): a row number before each row, none in the header (pandas reads them as the index)
+    path = tmp_path / "r.csv"
+    lines = ['"series_id","commit","timestamp","value"']
+    lines += [f'"{i}","{s}","{c}","{t}",{v:.2f}' for i, (s, c, t, v) in enumerate(_rows(), start=1)]
+    path.write_text("\n".join(lines) + "\n")
+    expected = [r[3] for r in _rows()]
+    assert load(path)["s1"].values.tolist() == expected
+    assert [v for p in long_csv_parts(path, rows_per_part=7) for v in p["s1"].values] == expected

@@ -382,6 +382,10 @@ def without_implicit_index(
     """
     if isinstance(frame.index, pd.RangeIndex):
         return frame
+    if _row_names(frame.index):
+        # R's write.table (row.names = TRUE) writes a row number before each row and none in the header:
+        # pandas' reading (the numbers as the index) is the right one there.
+        return frame.reset_index(drop=True)
     levels = frame.index.nlevels
     names = list(frame.columns)
     cells = [frame.index.get_level_values(k).to_numpy() for k in range(levels)]
@@ -422,6 +426,17 @@ def trailing_blank_rows(frame: pd.DataFrame) -> int:
         return 0
     filled = np.flatnonzero(~blank(frame))
     return len(frame) - (int(filled[-1]) + 1 if len(filled) else 0)
+
+
+def _row_names(index: pd.Index) -> bool:
+    """An index of consecutive whole numbers (``"1"``, ``"2"``, ...): row names, as R writes them."""
+    if index.nlevels != 1 or not len(index):
+        return False
+    text = pd.Series(index.astype(str)).str.strip()
+    if not text.str.fullmatch(r"\d{1,18}").all():
+        return False
+    numbers = text.astype(np.int64).to_numpy()
+    return bool((np.diff(numbers) == 1).all()) and (len(numbers) > 1 or numbers[0] == 1)
 
 
 def header_names(path: str | Path, sep: str = ",", *, quotechar: str = '"') -> list[str]:
