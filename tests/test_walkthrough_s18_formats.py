@@ -13,7 +13,9 @@ Defects found (what a user did, what went wrong, what happens now):
    and candidate-file readers alike). Now cells that are all blank after the
    header's last column (trailing separators) are dropped, and a row with a
    non-blank cell there is refused naming its line and the cell counts (with
-   a hint about decimal commas in a comma-separated file).
+   a hint about decimal commas in a comma-separated file). R's
+   ``write.table`` files (a row number before each row, none in the header)
+   are still read as pandas read them.
 2. Exported a history from Excel on a German machine: timestamps written
    ``01.05.2024 12:00`` (day first, as every locale that writes dotted dates
    means them). They were read month first (dateutil's rule for slashed
@@ -30,7 +32,9 @@ Defects found (what a user did, what went wrong, what happens now):
    value written with a decimal comma or thousands separators (``100,25``,
    ``1.234,5``, ``1,234.5``, ``1 234,5``) is refused at its row saying so and
    how to export plain numbers (long layout, ``detect``'s parts, MongoDB demo
-   layout, Otava CSVs, directories and configs).
+   layout, Otava CSVs, directories and configs). In a comma-separated
+   Otava file only ``1,234.5`` counts so: a quoted ``"0,1"`` (a list of
+   CPUs) is still a text attribute.
 4. Gave ``--data`` (or ``--candidates``) a ``.bz2``, ``.xz`` or ``.zip`` file
    (a zip holding one CSV, as a CI artifact download is), a workbook
    (``.xlsx``) or Excel's "Unicode Text" export (UTF-16): "row 1: not a
@@ -709,3 +713,10 @@ def test_r_write_table_row_names_are_still_read_as_row_names(tmp_path):
     expected = [r[3] for r in _rows()]
     assert load(path)["s1"].values.tolist() == expected
     assert [v for p in long_csv_parts(path, rows_per_part=7) for v in p["s1"].values] == expected
+
+
+def test_a_quoted_list_in_a_comma_separated_otava_file_stays_an_attribute(tmp_path):
+    path = tmp_path / "otava.csv"
+    lines = ["time,commit,cpus,throughput"] + [f'{t},{c},"0,1",{v:.2f}' for _, c, t, v in _rows()]
+    path.write_text("\n".join(lines) + "\n")
+    assert load(path).series_ids == ["throughput"]

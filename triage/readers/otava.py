@@ -118,7 +118,7 @@ def otava_frame(
         written = header_names(path, sep, quotechar=quotechar)
         unnamed = {c for c, name in zip(frame.columns, written, strict=False) if not name}
         columns = {c: c for c in frame.columns
-                   if c not in reserved and c not in unnamed and looks_numeric(frame[c])}
+                   if c not in reserved and c not in unnamed and looks_numeric(frame[c], sep)}
     elif isinstance(metrics, Mapping):
         columns = dict(metrics)
     else:

@@ -479,12 +479,17 @@ def check_header(
         )
 
 
-def looks_numeric(col: pd.Series) -> bool:
+#: Thousands grouped by commas with an optional decimal point (``1,234.5``): the one locale spelling a
+#: comma-separated file holds (quoted); a quoted ``0,1`` there is more likely a list than a number.
+_COMMA_THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
+def looks_numeric(col: pd.Series, sep: str = ",") -> bool:
     """Mostly numbers: a metric (its odd bad cell is then reported, not hidden).
 
-    A number written with a locale's separators (``4,948``, ``1.234,5``) counts: a column of them is a
-    metric whose cells are refused naming their row (:func:`locale_hints`), not a text attribute
-    left out without a word.
+    A number written with a locale's separators (``4,948`` in a ``;``-separated file, ``1.234,5``;
+    ``1,234.5`` in any) counts: a column of them is a metric whose cells are refused naming their
+    row (:func:`locale_hints`), not a text attribute left out without a word.
     """
     text = col.astype(str).str.strip()
     text = text[text != ""]
@@ -493,7 +498,11 @@ def looks_numeric(col: pd.Series) -> bool:
     numbers = pd.to_numeric(text, errors="coerce").notna()
     if float(numbers.mean()) >= 0.5:
         return True
-    return float((numbers | text.map(lambda t: locale_number(t) is not None)).mean()) >= 0.5
+
+    def spelled(cell: str) -> bool:
+        return locale_number(cell) is not None and (sep != "," or bool(_COMMA_THOUSANDS.fullmatch(cell)))
+
+    return float((numbers | text.map(spelled)).mean()) >= 0.5
 
 
 @contextmanager
