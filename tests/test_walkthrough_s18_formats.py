@@ -88,7 +88,10 @@ Defects found (what a user did, what went wrong, what happens now):
     pipe; a Parquet file gzipped as ``upload.gz`` was refused so too. Now
     Parquet content on standard input or inside gzip / zstd is read as
     Parquet (``detect`` reads it whole); a regular file without the suffix
-    is still asked to be renamed.
+    is still asked to be renamed. A Parquet candidate file (``--candidates
+    cands.parquet``) was told "whose name does not end in .parquet: rename
+    it so", though it does and candidates are never read from Parquet; it
+    is now told to give that input as CSV.
 13. Brought a French export, dates written ``01/05/2024 12:00`` (day
     first). README's rule reads slashed dates month first, but one column
     got both readings: ``12/05/2024`` as 5 December and ``13/05/2024`` (no
@@ -720,3 +723,18 @@ def test_a_quoted_list_in_a_comma_separated_otava_file_stays_an_attribute(tmp_pa
     lines = ["time,commit,cpus,throughput"] + [f'{t},{c},"0,1",{v:.2f}' for _, c, t, v in _rows()]
     path.write_text("\n".join(lines) + "\n")
     assert load(path).series_ids == ["throughput"]
+
+
+def test_a_parquet_candidate_file_is_not_told_to_rename_itself(tmp_path):
+    data = _long_csv(tmp_path / "h.csv")
+    candidates = tmp_path / "cands.parquet"
+    pd.DataFrame({"series_id": ["s1"], "commit": ["c20"]}).to_parquet(candidates, index=False)
+    code, out = invoke(
+        ["score", "--data", data, "--candidates", candidates, "--out", tmp_path / "s.csv"]
+    )
+    assert code == 2
+    assert (
+        "cands.parquet: is a Parquet file, and only a history (--data) is read from Parquet"
+        in flat(out)
+    )
+    assert "rename" not in flat(out)

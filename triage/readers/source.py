@@ -311,6 +311,9 @@ def not_utf8(path: str | Path, shown: str | Path | None = None) -> InputError:
         head = b""
     for magic, what in KNOWN_BINARY:
         if head.startswith(magic):
+            if magic == b"PAR1" and Path(path).suffix.lower() == ".parquet":
+                # named so already: an input read as text only (candidates, decisions), not a history
+                what = "a Parquet file, and only a history (--data) is read from Parquet: give this input as CSV"
             return InputError(path if shown is None else shown, None, f"is {what}")
     name = path if shown is None else shown
     return InputError(
