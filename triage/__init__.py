@@ -26,7 +26,11 @@ import os as _os
 from pathlib import Path as _Path
 
 from triage.core.compile_cache import cache_dir as _cache_dir
+from triage.core.compile_cache import matplotlib_dir as _matplotlib_dir
 
 # before numba is first imported: it reads NUMBA_CACHE_DIR once, at import
 if (_folder := _cache_dir(_Path(__file__).resolve().parent)) is not None:
     _os.environ["NUMBA_CACHE_DIR"] = _folder
+# likewise MPLCONFIGDIR for matplotlib (a read-only home: no warning on every plot)
+if (_folder := _matplotlib_dir()) is not None:
+    _os.environ["MPLCONFIGDIR"] = _folder

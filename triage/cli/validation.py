@@ -33,7 +33,7 @@ from pathlib import Path
 import typer
 
 #: Where internal errors' tracebacks go, unless ``TRIAGE_ERROR_LOG`` says otherwise.
-ERROR_LOG_NAME = "triage-errors.log"
+ERROR_LOG_NAME = "triage-errors-{uid}.log"
 
 
 # ---------------------------------------------------------------------- option checks
@@ -281,8 +281,13 @@ def _resolved(path: Path) -> Path:
 
 
 def error_log_path() -> Path:
-    """``$TRIAGE_ERROR_LOG``, else ``triage-errors.log`` in the temporary folder."""
-    return Path(os.environ.get("TRIAGE_ERROR_LOG") or Path(tempfile.gettempdir()) / ERROR_LOG_NAME)
+    """``$TRIAGE_ERROR_LOG``, else ``triage-errors-<uid>.log`` in the temporary folder.
+
+    One file per user: with one name for everybody, the file the first user
+    made kept every other user's tracebacks out.
+    """
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    return Path(os.environ.get("TRIAGE_ERROR_LOG") or Path(tempfile.gettempdir()) / ERROR_LOG_NAME.format(uid=uid))
 
 
 def exit_code_for(exc: BaseException, print_line) -> int:
@@ -300,7 +305,10 @@ def exit_code_for(exc: BaseException, print_line) -> int:
     log = error_log_path()
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "a", encoding="utf-8") as fh:
+        # The default name in a shared temporary folder is predictable: never follow a link planted there.
+        follow = 0 if os.environ.get("TRIAGE_ERROR_LOG") else getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | follow, 0o600)
+        with open(fd, "a", encoding="utf-8") as fh:
             fh.write(f"--- triage {version()} pid {os.getpid()}\n")
             fh.write("".join(traceback.format_exception(exc)))
         logged = f"the traceback is in {log}"

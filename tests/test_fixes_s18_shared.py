@@ -1,0 +1,127 @@
+"""Defects the eighteenth session's helpers reported in shared modules, fixed there.
+
+1. ``python -m triage --version``: "No module named triage.__main__", exit 1.
+   Now it runs the ``triage`` command (``triage/__main__.py``).
+2. Installed from the wheel, numba cached its kernels beside the sources in
+   site-packages (116 files, 7.8 MB after the demo, outside the wheel's
+   record): ``pip uninstall`` left an importable ``triage/`` folder behind.
+   An installed package now caches in ``$XDG_CACHE_HOME/changepoint-triage/numba``.
+3. With no writable home, numba's fallback folder in the temporary directory
+   had a predictable name and was used whoever owned it (numba's cache files
+   are pickles: another user could plant one). It is made with mode 0700, and
+   one that is a link, or that others may write, or another user owns, is
+   not used (a fresh private folder is).
+4. With a read-only home, every command that plots printed matplotlib's two
+   lines "Matplotlib created a temporary cache directory ... highly
+   recommended to set the MPLCONFIGDIR". A private folder is set instead.
+5. The internal-error log had one name for every user
+   (``/tmp/triage-errors.log``): the second user's tracebacks could not be
+   written. It is ``triage-errors-<uid>.log`` now, and a link planted at that
+   name is not followed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from triage.cli import validation
+from triage.core.compile_cache import cache_dir, matplotlib_dir, private_temp_dir
+
+
+def test_python_dash_m_triage_runs_the_command():
+    res = subprocess.run([sys.executable, "-m", "triage", "--version"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "changepoint-triage" in res.stdout
+
+
+def test_an_installed_package_caches_its_kernels_in_the_users_cache_folder(tmp_path):
+    package = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "triage"
+    package.mkdir(parents=True)
+    got = cache_dir(package, {"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert got == str(tmp_path / "cache" / "changepoint-triage" / "numba")
+    # A checkout keeps numba's own choice, beside the sources.
+    checkout = tmp_path / "src" / "triage"
+    checkout.mkdir(parents=True)
+    assert cache_dir(checkout, {"XDG_CACHE_HOME": str(tmp_path / "cache")}) is None
+
+
+@pytest.fixture
+def own_tmp(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def test_the_private_folder_is_made_0700(own_tmp):
+    folder = Path(private_temp_dir("x"))
+    assert folder.parent == own_tmp and folder.name == f"x-{os.getuid()}"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert private_temp_dir("x") == str(folder)  # ours: used again
+
+
+def test_a_folder_others_may_write_or_a_link_is_not_used(own_tmp):
+    loose = own_tmp / f"x-{os.getuid()}"
+    loose.mkdir()
+    loose.chmod(0o777)
+    got = Path(private_temp_dir("x"))
+    assert got != loose and got.parent == own_tmp and stat.S_IMODE(got.stat().st_mode) == 0o700
+    target = own_tmp / "elsewhere"
+    target.mkdir(mode=0o700)
+    (own_tmp / f"y-{os.getuid()}").symlink_to(target)
+    got = Path(private_temp_dir("y"))
+    assert got.parent == own_tmp and not got.is_symlink() and got != target
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to give a folder to another user")
+def test_a_folder_another_user_owns_is_not_used(own_tmp):
+    theirs = own_tmp / f"x-{os.getuid()}"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 65534, 65534)
+    assert Path(private_temp_dir("x")) != theirs
+
+
+def test_matplotlib_gets_a_private_folder_only_without_a_writable_home(tmp_path, own_tmp):
+    assert matplotlib_dir({"HOME": str(tmp_path)}) is None
+    assert matplotlib_dir({"MPLCONFIGDIR": str(tmp_path / "m"), "HOME": "/dev/null"}) is None
+    got = matplotlib_dir({"HOME": "/dev/null"})
+    assert got is not None and "changepoint-triage-matplotlib" in got
+
+
+def test_a_plot_with_a_read_only_home_prints_no_matplotlib_warning(tmp_path):
+    data = tmp_path / "h.csv"
+    data.write_text("series_id,commit,value\n" + "".join(f"s,c{i},{1 + (i >= 10)}\n" for i in range(20)))
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    env.update(HOME="/dev/null", MPLBACKEND="Agg", NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    res = subprocess.run(
+        [sys.executable, "-c", "from triage.cli.app import main; main()", "plot", "--data", str(data),
+         "--series", "s", "--out", str(tmp_path / "p.png")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "MPLCONFIGDIR" not in res.stdout + res.stderr
+    assert (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_the_error_log_is_per_user_and_follows_no_planted_link(own_tmp, monkeypatch):
+    monkeypatch.delenv("TRIAGE_ERROR_LOG", raising=False)
+    log = validation.error_log_path()
+    assert log == own_tmp / f"triage-errors-{os.getuid()}.log"
+    victim = own_tmp / "victim.txt"
+    victim.write_text("keep\n")
+    log.symlink_to(victim)
+    lines: list[str] = []
+    assert validation.exit_code_for(RuntimeError("boom"), lines.append) == 1
+    assert victim.read_text() == "keep\n"
+    assert "could not be written" in lines[0]
+    log.unlink()
+    assert validation.exit_code_for(RuntimeError("boom"), lines.append) == 1
+    assert "RuntimeError: boom" in log.read_text()
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
