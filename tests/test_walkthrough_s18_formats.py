@@ -101,6 +101,9 @@ Defects found (what a user did, what went wrong, what happens now):
     Now a column holding a slashed date that cannot be month first is read
     day first throughout, and a date in it that cannot be day first is
     refused at its row; without such a date the column stays month first.
+    ``detect``, which reads a long CSV in parts, tells it from the whole
+    column too (a part of days 1-12 only is read day first when another
+    part shows the file's dates are).
 14. Gave a CSV written "for Excel", whose first line is Excel's separator
     hint ``sep=;``: "cannot tell the layout from the header ('sep=;')".
     Now the line says what that first line is and to delete it. And a JSON
@@ -738,3 +741,20 @@ def test_a_parquet_candidate_file_is_not_told_to_rename_itself(tmp_path):
         in flat(out)
     )
     assert "rename" not in flat(out)
+
+
+@pytest.mark.parametrize("rows_per_part", [3, 7, 50_000])
+def test_detect_parts_read_a_day_first_column_as_load_does(tmp_path, rows_per_part):
+    # series a: 1-12 May then 1 June (no day over 12 in its part); series b shows day first (13 May)
+    path = tmp_path / "fr.csv"
+    a = [f"a,a{i},{d:02d}/05/2024,{100 + i % 3}" for i, d in enumerate(range(1, 13))] + [
+        "a,a12,01/06/2024,101"
+    ]
+    b = [f"b,b{i},{d:02d}/05/2024,{100 + i % 3}" for i, d in enumerate(range(10, 16))]
+    path.write_text("series_id,commit,timestamp,value\n" + "\n".join(a + b) + "\n")
+    whole = load(path)
+    parts = list(long_csv_parts(path, rows_per_part=rows_per_part))
+    for sid in ("a", "b"):
+        streamed = next(p[sid] for p in parts if sid in p)
+        assert list(streamed.timestamps) == list(whole[sid].timestamps)
+    assert pd.Timestamp(whole["a"].timestamps[-1]) == pd.Timestamp("2024-06-01")

@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from triage.core import timestamps
 from triage.core.atomic import atomic_write, is_stdio, write_csv_atomic
 from triage.core.csv_lines import csv_record_lines, file_line
 from triage.core.errors import InputError
@@ -498,6 +499,7 @@ def _long_csv_parts(
         closed: set[str] = set()
         next_row = 2  # the header is line 1
         pending, pending_rows = pd.DataFrame(), np.empty(0, dtype=np.int64)  # rows of empty cells, for now last
+        day_first: bool | None = None  # the file's slashed dates are day first (told at the first part)
         any_rows = False
         parts = 0
         while True:
@@ -517,6 +519,8 @@ def _long_csv_parts(
                 raise InputError(path, 1, f"missing column {', '.join(map(repr, missing))} (found: {', '.join(chunk.columns)})")
             if not len(chunk):  # a header without rows: refused below, not an IndexError here
                 continue
+            if day_first is None and "timestamp" in chunk.columns:
+                day_first = _slashed_day_first(path, sep, chunk["timestamp"])
             rows = np.arange(next_row, next_row + len(chunk))
             next_row += len(chunk)
             # Rows of empty cells only (``;;;``) wait: at the end of the file they are dropped, as
@@ -553,16 +557,42 @@ def _long_csv_parts(
                 closed.update(done["series_id"].unique().tolist())
                 parts += 1
                 if parts > skip:
-                    yield _part(done.reset_index(drop=True), done_rows, path, float_value)
+                    yield _part(done.reset_index(drop=True), done_rows, path, float_value, day_first)
             carry = carry.reset_index(drop=True)
     if not any_rows:
         raise InputError(path, None, "file has a header but no data rows")
     if carry is not None and len(carry) and parts + 1 > skip:
-        yield _part(carry, carry_rows, path, float_value)
+        yield _part(carry, carry_rows, path, float_value, day_first)
 
 
-def _part(frame: pd.DataFrame, rows: np.ndarray, path: str | Path, float_value: str | None) -> Dataset:
+def _slashed_day_first(path: str | Path, sep: str, first: pd.Series) -> bool:
+    """Whether the file's slashed dates are day first, when its first part's timestamps are slashed dates.
+
+    load() tells it from the whole column (:func:`triage.core.timestamps.slashed_day_first`); a part
+    without a day over 12 would read its dates month first. Only such files (spreadsheet exports)
+    have their timestamp column read once more.
+    """
+    if not first.astype(str).str.strip().str.match(r"\d{1,2}/\d{1,2}/\d{2}").any():
+        return False
+    try:
+        with csv_errors(path):
+            column = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True,
+                                 usecols=lambda c: str(c).strip() == "timestamp")
+    except (InputError, ValueError):
+        return False  # the parts' own reading names what is wrong
+    return column.shape[1] == 1 and timestamps.slashed_day_first(column.iloc[:, 0])
+
+
+def _part(frame: pd.DataFrame, rows: np.ndarray, path: str | Path, float_value: str | None,
+          day_first: bool | None = None) -> Dataset:
     if float_value is not None and not _floats_as_text_gives(frame["value"]):
         raise _ValuesAsText()
+    if day_first and "timestamp" in frame.columns:
+        # The file's slashed dates are day first (one of them cannot be month first), maybe in another
+        # part: read this part's so too, as load() reads the whole column; a bad or missing one is left
+        # to the validator to name.
+        instants, missing, bad = timestamps.parse_column(frame["timestamp"], slashed_day_first=True)
+        if not missing.any() and not bad.any():
+            frame = frame.assign(timestamp=instants)
     with locale_hints(frame["value"], rows):
         return dataset_from_long(frame, rows, path)

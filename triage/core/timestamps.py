@@ -250,12 +250,22 @@ def epoch_ms_problem(value: object, writer: str, name: str = "date") -> str | No
     return None
 
 
-def parse_column(raw: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def slashed_day_first(texts: pd.Series) -> bool:
+    """Whether a column's slashed dates are day first: one of them cannot be month first (``13/05/2024``)."""
+    text = pd.Series(pd.unique(texts.astype(str).str.strip()), dtype=object).astype(str)
+    firsts = text.str.extract("^" + _SLASHED.pattern, expand=True)[0].dropna()
+    return bool(len(firsts)) and bool((firsts.astype(int) > 12).any())
+
+
+def parse_column(raw: pd.Series, slashed_day_first: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A column of timestamps by the module's rule.
 
     Returns ``(instants, missing, bad)``: ``datetime64[ns]`` (naive UTC, NaT
     where missing or bad), and two boolean masks, all shape (n,). Text of a
     bad element is ``raw.astype(str)`` (what an error message shows).
+    ``slashed_day_first``: how the column's slashed dates are written, when
+    the caller knows it from more of the column than ``raw`` (a file read in
+    parts); by default told from ``raw`` (:func:`slashed_day_first`).
     """
     n = len(raw)
     if pd.api.types.is_datetime64_any_dtype(raw):
@@ -281,11 +291,11 @@ def parse_column(raw: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # Each distinct text is read once (a long file repeats a commit's
     # timestamp in every series and measurement of it).
     codes, distinct = text_codes(raw, strip=True)
-    instants, missing, bad = _parse_texts(pd.Series(distinct, dtype=object).astype(str))
+    instants, missing, bad = _parse_texts(pd.Series(distinct, dtype=object).astype(str), slashed_day_first)
     return instants[codes], missing[codes], bad[codes]
 
 
-def _parse_texts(text: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _parse_texts(text: pd.Series, slashed_day_first: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`parse_column` of stripped text (a ``str`` Series)."""
     n = len(text)
     out = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)  # NaT
@@ -302,9 +312,12 @@ def _parse_texts(text: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # One convention per column: a slashed date whose first number is over 12 (13/05/2024) is day
     # first, and then so is every slashed date of the column; 12/05/2024 was read as 5 December
     # beside it (dateutil swaps only what cannot be a month), without a word.
-    day_first = any(
-        int(m.group(1)) > 12 for i in rest if (m := _SLASHED.match(text.iloc[i].strip())) is not None
-    )
+    if slashed_day_first is None:
+        day_first = any(
+            int(m.group(1)) > 12 for i in rest if (m := _SLASHED.match(text.iloc[i].strip())) is not None
+        )
+    else:
+        day_first = slashed_day_first
     for i in rest:
         try:
             ns = _text_to_ns(text.iloc[i], slashed_day_first=day_first)
