@@ -30,15 +30,23 @@ Defects found (what a user did, what went wrong, what happens now):
    a name per host, whatever the port), and the first answered 401 "Token
    required" from then on. Now the cookie's name is the token's (a digest):
    each workspace keeps its own.
+4. Visited another web site while the workspace ran (loopback, the default):
+   its page loaded ``<img src="http://localhost:8765/plot.png?id=NAME">`` for
+   names of its choice, and the image loaded or failed as the workspace held
+   the series or not (checked in headless chromium): any site could tell which
+   benchmarks the team's data has. Now every response says
+   ``Cross-Origin-Resource-Policy: same-origin``: another site's page cannot
+   load it at all.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from html.parser import HTMLParser
 from http.cookies import SimpleCookie
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 import numpy as np
 import pandas as pd
@@ -266,6 +274,69 @@ def test_two_workspaces_on_one_machine_keep_their_own_access_cookie(tmp_path):
     assert visit(team_b, "/") == 200
     assert visit(team_a, "/") == 200  # was 401: team B's cookie had replaced team A's
     assert visit(team_b, "/") == 200
+
+
+# ---------------------------------------------------------------------- 4: another site probing for series
+
+
+def test_no_other_site_may_load_a_workspace_response(tmp_path):
+    client, _ = _client(tmp_path, allowed_hosts=LOOPBACK_NAMES)
+    for url in [
+        "/",
+        f"/plot.png?id={quote(HOSTILE_SERIES[3], safe='')}",
+        "/plot.png?id=nope",
+        "/static/workspace.js",
+    ]:
+        assert client.get(url).headers["cross-origin-resource-policy"] == "same-origin", url
+
+
+@pytest.mark.slow
+def test_another_sites_page_cannot_tell_which_series_exist(tmp_path):
+    """In headless chromium: a page of another origin probes the plot of a series that exists and of one that
+    does not; both fail alike (before: the first loaded, the second failed)."""
+    pytest.importorskip("selenium", reason="selenium is a dev dependency: pip install -e '.[dev]'")
+    from test_workspace_browser import CHROMIUM, DRIVER, Server, browser
+
+    if CHROMIUM is None or DRIVER is None:
+        pytest.skip(
+            "needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)"
+        )
+    import functools
+    import http.server
+    import threading
+    import time
+
+    _, ws = _client(tmp_path, allowed_hosts=LOOPBACK_NAMES)
+    with Server(create_app(ws)) as server:
+        workspace = f"http://localhost:{server.port}"  # another site than the page's 127.0.0.1
+        probes = {"known": quote(HOSTILE_SERIES[3], safe=""), "unknown": "no-such-series"}
+        script = "".join(
+            f"probe('{name}', '{workspace}/plot.png?id={sid}');" for name, sid in probes.items()
+        )
+        (tmp_path / "elsewhere.html").write_text(
+            "<!doctype html><body><script>var seen = {};"
+            "function probe(name, url) { var i = new Image();"
+            " i.onload = function () { seen[name] = 'load'; done(); };"
+            " i.onerror = function () { seen[name] = 'error'; done(); }; i.src = url; }"
+            "function done() { if (Object.keys(seen).length == 2) document.title = JSON.stringify(seen); }"
+            f"{script}</script></body>"
+        )
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+        handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+        site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=site.serve_forever, daemon=True).start()
+        driver = browser(tmp_path / "profile")
+        try:
+            driver.get(f"http://127.0.0.1:{site.server_address[1]}/elsewhere.html")
+            deadline = time.monotonic() + 20
+            while not driver.title and time.monotonic() < deadline:
+                time.sleep(0.05)
+            outcome = driver.title
+        finally:
+            driver.quit()
+            site.shutdown()
+            site.server_close()
+    assert outcome and json.loads(outcome) == {"known": "error", "unknown": "error"}, outcome
 
 
 # ---------------------------------------------------------------------- what held (kept so)

@@ -14,7 +14,8 @@ Safety:
 * Jinja2 autoescapes every value (series names and notes are user data), and
   the Content-Security-Policy allows scripts, styles and images from this
   server only (no inline script), so an injected ``<script>`` would not run
-  even if it slipped through;
+  even if it slipped through; no other site may load a response as its image
+  or script (Cross-Origin-Resource-Policy), so none learns which series exist;
 * with an access token (required off loopback, see :func:`check_host`) every
   request must present it: ``?token=`` once (then an HttpOnly, SameSite=Strict
   cookie named after the token, so two workspaces on one machine keep theirs), or
@@ -633,6 +634,10 @@ class Guard(BaseHTTPMiddleware):
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["X-Frame-Options"] = "DENY"
         response.headers["Referrer-Policy"] = "no-referrer"
+        # No page of another site may load a response as its image, script or style: an
+        # <img src="http://localhost:8765/plot.png?id=..."> loaded or failed as the series existed,
+        # telling any site the sheriff visited which series the workspace holds.
+        response.headers["Cross-Origin-Resource-Policy"] = "same-origin"
         return response
 
 
