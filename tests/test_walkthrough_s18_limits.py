@@ -17,6 +17,20 @@ Defects found (what the user did, what went wrong, what happens now):
    saying what became of the output. Now the line names the output (or
    standard output), says it is as it was (or was not created, or got
    nothing) and what to do; exit 2 as before.
+3. Ran ``triage watch --state FILE`` under a memory limit (``ulimit -v``, a
+   container's) and piped it a backlog of many series: the memory ran out in
+   the middle (100,000 series states are kept by default) and the watcher
+   ended with a ``MemoryError`` traceback, exit 1, or with "internal error:
+   MemoryError: Out of memory while compressing data", or with a second
+   traceback because reporting the first needed memory too; nothing said
+   what was kept or what to change. Now: one line saying the memory ran out,
+   that every printed decision is stored (the batch being decided was not),
+   how many series states were held and to lower ``--cache-series``; exit 2,
+   the store whole. And ``--cache-series`` now bounds what it says: a piped
+   backlog was decided in batches of 16,384 lines whatever it was, every
+   series of a batch in memory (``--cache-series 2000`` still held 16,735
+   states when the memory ran out); with ``--state`` a batch is now at most
+   ``--cache-series`` lines, and the same backlog passes the same limit.
 """
 
 from __future__ import annotations
@@ -154,3 +168,71 @@ def test_detect_output_beyond_a_file_size_limit_names_the_output(tmp_path):
         "stdout",
         "steps.csv",
     ]  # no temporary left
+
+
+#: ``triage watch`` in a fresh interpreter whose address space is limited to what it holds after
+#: loading the model and compiling the loop's kernels, plus ``argv[1]`` bytes.
+OUT_OF_MEMORY = """
+import resource, sys
+from triage.cli.app import main
+from triage.model_lookup import resolve_model
+from triage.online.loop import OnlineTriage
+loop = OnlineTriage.from_model_dir(resolve_model("default", "online"))
+loop.process_many([{"series_id": "w", "commit": f"c{i}", "value": 1.0 + i % 3} for i in range(12)])
+del loop
+size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize"))
+resource.setrlimit(resource.RLIMIT_AS, (size + int(sys.argv.pop(1)), resource.RLIM_INFINITY))
+main()
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs /proc to size the limit")
+def test_watch_out_of_memory_says_what_is_stored_and_what_to_change(tmp_path):
+    """Defect 3: a MemoryError traceback (or an internal error), exit 1, nothing said about the store."""
+    import random
+
+    rng = random.Random(1)
+    feed = "".join(
+        json.dumps({"series_id": f"x{s}", "commit": f"c{c}", "value": 1 + rng.random()}) + "\n"
+        for c in range(2)
+        for s in range(30_000)
+    )
+    db = tmp_path / "state.db"
+
+    def run(*args: object) -> subprocess.CompletedProcess:
+        command = [
+            sys.executable,
+            "-c",
+            OUT_OF_MEMORY,
+            str(120 * 2**20),
+            "watch",
+            "--state",
+            db,
+            *args,
+        ]
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+        return subprocess.run(
+            list(map(str, command)),
+            input=feed,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+
+    res = run()
+    text = " ".join(res.stderr.split())
+    assert res.returncode == 2, text
+    assert "Traceback" not in text and "internal error" not in text, text
+    assert (
+        f"error: out of memory while deciding: every decision printed is stored in {db}" in text
+    ), text
+    assert "give a lower --cache-series or more memory" in text, text
+    with StateStore(db) as store:  # whole batches only: a series without its state would be refused
+        arrivals = store.n_arrivals()
+        assert arrivals < 60_000 and len(store.series_ids()) == min(arrivals, 30_000)
+
+    res = run("--cache-series", 2000)  # the advice: the same backlog through the same limit
+    assert res.returncode == 0, res.stderr
+    with StateStore(db) as store:
+        assert store.n_arrivals() == 60_000 and len(store.series_ids()) == 30_000

@@ -198,13 +198,13 @@ def _waiting_lines(stream: io.TextIOBase, limit: int = BATCH_LINES) -> Iterator[
             yield batch
 
 
-def _json_batches(stream: io.TextIOBase, source: str) -> Iterator[list[tuple[int, dict]]]:
-    """Batches of (line number, record) of the waiting JSON lines; a bad line ends the stream.
+def _json_batches(stream: io.TextIOBase, source: str, limit: int = BATCH_LINES) -> Iterator[list[tuple[int, dict]]]:
+    """Batches of (line number, record) of the waiting JSON lines (at most ``limit``); a bad line ends the stream.
 
     The good lines before a bad one are yielded first (they get decided), then
     the InputError naming the bad line is raised.
     """
-    for lines in _waiting_lines(stream):
+    for lines in _waiting_lines(stream, limit):
         batch: list[tuple[int, dict]] = []
         try:
             for number, line in lines:
@@ -381,7 +381,8 @@ def watch(
     ),
     poll: float = typer.Option(0.2, help="Seconds between checks for new lines with --follow."),
     cache_series: int = typer.Option(
-        100_000, "--cache-series", help="With --state: series states kept in memory (LRU)."
+        100_000, "--cache-series", help="With --state: series states kept in memory (LRU); a piped backlog is decided in "
+        "batches of at most this many lines."
     ),
 ) -> None:
     """Decide each new result as it arrives; one JSON line per commit on stdout."""
@@ -408,6 +409,14 @@ def watch(
         _fail(InputError("<stdin>", None, "standard input is closed: pipe JSON lines into watch, or give --csv FILE"))
     store = None
     thresholds = gc.get_threshold()
+    out_of_memory: int | None = None  # series states in memory when the memory ran out
+    loop: OnlineTriage | None = None
+    # Address space kept for the moment the memory runs out: released first, it lets the
+    # unwinding and the message run (without it, they ran out too: chained MemoryErrors, exit 1).
+    reserve: bytearray | None = bytearray(16 << 20)
+    unraisable_hook = sys.unraisablehook
+    # A finaliser's MemoryError on the way out printed "Exception ignored in: " and then ran out itself.
+    sys.unraisablehook = lambda u: None if isinstance(u.exc_value, MemoryError) else unraisable_hook(u)
     try:
         if state is not None:
             if reset_state and (kept := set_aside_if_damaged(state)) is not None:
@@ -434,7 +443,9 @@ def watch(
         batches = (
             ([r] for r in _csv_records(csv_file, follow, poll))
             if csv_file is not None
-            else _json_batches(sys.stdin, source)
+            # A batch's series states are all in memory until it is committed: with a store, no more
+            # lines than --cache-series (a backlog of 16,384 new series held 16,384 states whatever it said).
+            else _json_batches(sys.stdin, source, BATCH_LINES if store is None else min(BATCH_LINES, cache_series))
         )
         out = sys.stdout
         quarantined: set[str] = set()  # series whose values the loop cannot compute with (issue 14)
@@ -488,11 +499,58 @@ def watch(
         err_console.print("interrupted: every printed decision is stored; run watch again and re-send the "
                           "rest (re-sent commits are decided once)", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
+    except (MemoryError, SystemError) as exc:
+        # It was a MemoryError traceback, exit 1, or an "internal error" that itself ran out of memory
+        # while it was printed. The reserve and the states go first, so that the message can be printed.
+        # (Out of memory, C code can also fail without setting its MemoryError: "SystemError: error
+        # return without exception set", 2 in 4 runs of one backlog under `ulimit -v`.)
+        if isinstance(exc, SystemError) and not _near_memory_limit():
+            raise
+        reserve = None
+        out_of_memory = 0 if loop is None else len(loop.states)
+        if loop is not None:
+            loop.states.clear()
     finally:
         gc.unfreeze()
         gc.set_threshold(*thresholds)
         if store is not None:
             store.close()
+        sys.unraisablehook = unraisable_hook
+    del reserve
+    if out_of_memory is not None:
+        loop = None
+        gc.collect()
+        _out_of_memory(state, out_of_memory, cache_series)
+
+
+def _near_memory_limit(margin: int = 64 << 20) -> bool:
+    """True when this process's address space is within ``margin`` bytes of its limit (``ulimit -v``)."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return False
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            size = next(int(line.split()[1]) * 1024 for line in fh if line.startswith(b"VmSize:"))
+    except (OSError, StopIteration, ValueError):
+        return False
+    return size + margin >= limit
+
+
+def _out_of_memory(state: Path | None, held: int, cache_series: int) -> None:
+    """Say that the memory ran out, what is kept and what to change; exit 2."""
+    if state is None:
+        advice = (f"the in-memory state of {held:,} series is lost; give --state FILE (with it, --cache-series "
+                  "bounds the series states held in memory) or more memory, and send the stream again")
+    else:
+        advice = (f"every decision printed is stored in {state}, the lines being decided were not; {held:,} series "
+                  f"states were held in memory (--cache-series {cache_series:,}): give a lower --cache-series or "
+                  "more memory, run watch again and re-send from the first line whose decision was not printed "
+                  "(re-sent commits print their stored decision)")
+    err_console.print(f"error: out of memory while deciding: {advice}", markup=False, highlight=False,
+                      soft_wrap=True)
+    raise typer.Exit(2)
 
 
 def _series_of(record) -> str:
