@@ -25,7 +25,7 @@ Layers, bottom to top::
     triage.detectors, triage.features      (core only)
     triage.training                        (core, features)
     product modules                        (anything below triage.cli)
-    triage.cli
+    triage.cli                             (and triage.__main__, python -m triage)
 """
 
 from __future__ import annotations
@@ -233,6 +233,8 @@ def _describe_cycle(g: dict[str, dict[str, list[str]]], comp: list[str]) -> str:
 
 
 def _layer_of(mod: str) -> str:
+    if mod == "triage.__main__":  # ``python -m triage``: the command's other entry point
+        return "triage.cli"
     for layer in (
         "triage.core",
         "triage.detectors",
