@@ -37,6 +37,12 @@ Defects found (what a user did, what went wrong, what happens now):
    benchmarks the team's data has. Now every response says
    ``Cross-Origin-Resource-Policy: same-origin``: another site's page cannot
    load it at all.
+5. The same page put a thousand such images on itself: each request made the
+   workspace draw the plot (the answer was hidden from the page, but drawn
+   first), keeping a shared two-core machine busy while the tab was open. Now
+   a request that a page of another site makes as an image, script, fetch or
+   form post (browsers say so in ``Sec-Fetch-Site``) is refused (403) before
+   any work; a link followed from another site still opens the workspace.
 """
 
 from __future__ import annotations
@@ -291,9 +297,9 @@ def test_no_other_site_may_load_a_workspace_response(tmp_path):
 
 
 @pytest.mark.slow
-def test_another_sites_page_cannot_tell_which_series_exist(tmp_path):
+def test_another_sites_page_cannot_tell_which_series_exist(tmp_path, monkeypatch):
     """In headless chromium: a page of another origin probes the plot of a series that exists and of one that
-    does not; both fail alike (before: the first loaded, the second failed)."""
+    does not; both fail alike (before: the first loaded, the second failed), and nothing is drawn for it."""
     pytest.importorskip("selenium", reason="selenium is a dev dependency: pip install -e '.[dev]'")
     from test_workspace_browser import CHROMIUM, DRIVER, Server, browser
 
@@ -306,6 +312,7 @@ def test_another_sites_page_cannot_tell_which_series_exist(tmp_path):
     import threading
     import time
 
+    draws = _count_draws(monkeypatch)
     _, ws = _client(tmp_path, allowed_hosts=LOOPBACK_NAMES)
     with Server(create_app(ws)) as server:
         workspace = f"http://localhost:{server.port}"  # another site than the page's 127.0.0.1
@@ -337,6 +344,71 @@ def test_another_sites_page_cannot_tell_which_series_exist(tmp_path):
             site.shutdown()
             site.server_close()
     assert outcome and json.loads(outcome) == {"known": "error", "unknown": "error"}, outcome
+    assert draws == []
+
+
+def _count_draws(monkeypatch) -> list[str]:
+    """The titles of the plots the workspace draws from now on."""
+    import triage.workspace.app as workspace_app
+
+    draws: list[str] = []
+    drawn = workspace_app.series_png
+
+    def counted(*args, **kwargs):
+        draws.append(kwargs.get("title", ""))
+        return drawn(*args, **kwargs)
+
+    monkeypatch.setattr(workspace_app, "series_png", counted)
+    return draws
+
+
+# ---------------------------------------------------------------------- 5: another site's requests
+
+
+@pytest.mark.parametrize(
+    ("site", "mode", "dest"),
+    [
+        ("cross-site", "no-cors", "image"),
+        ("same-site", "no-cors", "image"),
+        ("cross-site", "cors", "empty"),
+    ],
+)
+def test_another_sites_page_makes_the_workspace_draw_nothing(
+    tmp_path, monkeypatch, site, mode, dest
+):
+    draws = _count_draws(monkeypatch)
+    client, _ = _client(tmp_path, allowed_hosts=LOOPBACK_NAMES)
+    headers = {"sec-fetch-site": site, "sec-fetch-mode": mode, "sec-fetch-dest": dest}
+    for k in range(3):
+        r = client.get(f"/plot.png?id={quote(HOSTILE_SERIES[3], safe='')}&n={k}", headers=headers)
+        assert r.status_code == 403 and "another site" in r.text
+    assert draws == []
+    assert (
+        client.get(f"/plot.png?id={quote(HOSTILE_SERIES[3], safe='')}").status_code == 200
+    )  # its own page's image
+    assert len(draws) == 1
+
+
+def test_a_link_from_another_site_still_opens_the_workspace(tmp_path):
+    client, ws = _client(tmp_path, allowed_hosts=LOOPBACK_NAMES)
+    link = {
+        "sec-fetch-site": "cross-site",
+        "sec-fetch-mode": "navigate",
+        "sec-fetch-dest": "document",
+    }
+    r = client.get(f"/series?id={quote(HOSTILE_SERIES[3], safe='')}", headers=link)
+    assert r.status_code == 200 and "etc/passwd" in r.text
+    # A form another site posts is refused before its body is read, even with the right form token.
+    a = ws.alerts[0]
+    form = {
+        "csrf": ws.csrf,
+        "series_id": a.series_id,
+        "commit": a.commit,
+        "decision": "true",
+        "next": "/",
+    }
+    assert client.post("/decide", data=form, headers=link).status_code == 403
+    assert len(ws.store) == 0
 
 
 # ---------------------------------------------------------------------- what held (kept so)

@@ -15,7 +15,10 @@ Safety:
   the Content-Security-Policy allows scripts, styles and images from this
   server only (no inline script), so an injected ``<script>`` would not run
   even if it slipped through; no other site may load a response as its image
-  or script (Cross-Origin-Resource-Policy), so none learns which series exist;
+  or script (Cross-Origin-Resource-Policy), so none learns which series exist,
+  and a request another site's page makes (``Sec-Fetch-Site``: an image, a
+  script, a fetch or a form post, anything but a link followed) is refused
+  before any work (403);
 * with an access token (required off loopback, see :func:`check_host`) every
   request must present it: ``?token=`` once (then an HttpOnly, SameSite=Strict
   cookie named after the token, so two workspaces on one machine keep theirs), or
@@ -594,6 +597,19 @@ def cookie_name(token: str) -> str:
     return f"triage_token_{hashlib.sha256(token.encode()).hexdigest()[:16]}"
 
 
+def _from_another_site(request: Request) -> bool:
+    """A request a page of another site (or another port) made as its image, script, fetch or form post.
+
+    Browsers say so (``Sec-Fetch-Site``): the workspace answers another site only a link followed
+    (a GET navigation). A page the sheriff visited could otherwise make the workspace draw plot after
+    plot (``<img src=".../plot.png?id=...">`` by the thousand) on a shared machine's two cores;
+    Cross-Origin-Resource-Policy hides the answers, but only after they were drawn.
+    """
+    if request.headers.get("sec-fetch-site") not in ("cross-site", "same-site"):
+        return False  # this workspace's own pages, an address typed or a bookmark, or a client that does not say
+    return request.headers.get("sec-fetch-mode") != "navigate" or request.method not in ("GET", "HEAD")
+
+
 class Guard(BaseHTTPMiddleware):
     """The access token (when set) and the security headers on every response."""
 
@@ -607,6 +623,11 @@ class Guard(BaseHTTPMiddleware):
                     f"{html.escape(', '.join(sorted(ws.allowed_hosts)))}, not to {html.escape(name[:100])!s}: "
                     "open the address <code>triage serve</code> printed (http://localhost:...).</p>",
                     status_code=421))
+        if _from_another_site(request):
+            return self._harden(HTMLResponse(
+                "<!doctype html><title>Refused</title><p>A page of another site asked for this workspace's "
+                f"{html.escape(request.url.path[:100])}: only a link to it opens it; open the workspace's own "
+                "address.</p>", status_code=403))
         if ws.token:
             given = request.query_params.get("token")
             if given is not None and hmac.compare_digest(given.encode(), ws.token.encode()):
