@@ -18,6 +18,10 @@
    (``/tmp/triage-errors.log``): the second user's tracebacks could not be
    written. It is ``triage-errors-<uid>.log`` now, and a link planted at that
    name is not followed.
+6. ``train --window K`` sampled its ordinary commits with seed 0 whatever
+   ``--seed`` said; the manifest recorded ``--data`` as typed (``s1``), which
+   names nothing once the folder is forgotten; ``evaluate --out`` recorded
+   neither the window nor the data, ``window-study`` wrote no settings at all.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers_cli import invoke
 from triage.cli import validation
 from triage.core.compile_cache import cache_dir, matplotlib_dir, private_temp_dir
 
@@ -125,3 +130,47 @@ def test_the_error_log_is_per_user_and_follows_no_planted_link(own_tmp, monkeypa
     assert "RuntimeError: boom" in log.read_text()
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
 
+
+
+@pytest.fixture(scope="module")
+def small_history(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("synth")
+    code, text = invoke(["synth", "--preset", "small", "--out", folder / "syn"])
+    assert code == 0, text
+    return folder / "syn" / "history.parquet"
+
+
+def test_train_window_k_samples_ordinary_commits_with_its_seed_and_records_absolute_paths(
+        small_history, tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.chdir(small_history.parent)
+    hashes = []
+    for seed in (0, 1):
+        out = tmp_path / f"m{seed}"
+        code, text = invoke(["train", "--data", small_history.name, "--window", "2", "--seed", seed, "--no-track",
+                             "--test-size", "0", "--out", out])
+        assert code == 0, text
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["extra"]["source"]["data"] == str(small_history)
+        assert manifest["extra"]["source"]["seed"] == seed
+        hashes.append(manifest["data_hash"])
+    assert hashes[0] != hashes[1]
+
+
+def test_evaluate_and_window_study_record_what_made_them(small_history, tmp_path):
+    import json
+
+    out = tmp_path / "ev"
+    code, text = invoke(["evaluate", "--data", small_history, "--window", "2", "--models", "rf", "--splits", "2",
+                         "--no-track", "--out", out])
+    assert code == 0, text
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["window"] == 2 and settings["source"]["data"] == str(small_history)
+    out = tmp_path / "ws"
+    code, text = invoke(["window-study", "--data", small_history, "--windows", "0,1", "--splits", "2",
+                         "--no-track", "--out", out])
+    assert code == 0, text
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["windows"] == "0,1" and settings["source"]["data"] == str(small_history)
+    assert "numpy" in settings["libraries"]

@@ -11,6 +11,7 @@ stays fast.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -119,12 +120,14 @@ def dataset_of(data: Path | None, preset: str | None, seed: int) -> Dataset:
     return load(data)
 
 
-def build_matrix(dataset, window: str | int, n_jobs: int, ordinary_per_series: int = 0, pair: bool = False):
+def build_matrix(dataset, window: str | int, n_jobs: int, ordinary_per_series: int = 0, pair: bool = False,
+                 seed: int = 0):
     """The feature matrix of every candidate of ``dataset`` for ``window``.
 
     With a fixed window K and ``ordinary_per_series`` > 0, the rows of an online model
     instead (:mod:`training.online_matrix`): it will be asked about every commit.
-    ``pair``: with the ``pair_*`` shift measures of the same windows (``--shift-measures``).
+    ``pair``: with the ``pair_*`` shift measures of the same windows (``--shift-measures``);
+    ``seed``: of the sample of ordinary commits (``--seed``).
     """
     try:
         from triage.features.extract import extract_features
@@ -134,10 +137,25 @@ def build_matrix(dataset, window: str | int, n_jobs: int, ordinary_per_series: i
         if isinstance(window, int) and ordinary_per_series > 0:
             from triage.training.online_matrix import online_matrix
 
-            return online_matrix(dataset, ordinary_per_series=ordinary_per_series, window=window, n_jobs=n_jobs)
+            return online_matrix(dataset, ordinary_per_series=ordinary_per_series, window=window, n_jobs=n_jobs,
+                                 seed=seed)
         return extract_features(dataset, window=window, pair=pair, n_jobs=n_jobs)
     except (ValueError, KeyError) as exc:  # a NaN inside a window, a bad candidate: name it, no traceback
         raise InputError(dataset.source, None, f"feature extraction failed: {exc}") from None
+
+
+def _source_record(data, preset, matrix, labels, seed: int) -> dict[str, object]:
+    """What a model or an evaluation was made from: files as absolute paths (``-`` stays ``-``), preset, seed.
+
+    A path as typed (``s1``) says nothing once the command's folder is forgotten.
+    """
+    def where(path) -> str | None:
+        if path is None:
+            return None
+        return "-" if str(path) == "-" else str(Path(path).absolute())
+
+    record = {"data": where(data), "preset": preset, "matrix": where(matrix), "labels": where(labels), "seed": seed}
+    return {k: v for k, v in record.items() if v is not None}
 
 
 def matrix_of(data, preset, matrix, window, seed, n_jobs, ordinary_per_series: int = 0, pair: bool = False):
@@ -148,7 +166,7 @@ def matrix_of(data, preset, matrix, window, seed, n_jobs, ordinary_per_series: i
             return read_matrix(matrix)
     dataset = dataset_of(data, preset, seed)
     with console.status(f"extracting features (window {window}) from {len(dataset):,} series"):
-        return build_matrix(dataset, window, n_jobs, ordinary_per_series, pair)
+        return build_matrix(dataset, window, n_jobs, ordinary_per_series, pair, seed)
 
 
 # ---------------------------------------------------------------------- commands
@@ -159,7 +177,7 @@ def train(
     data: Annotated[Path | None, typer.Option("--data", help=DATA_HELP)] = None,
     preset: Annotated[str | None, typer.Option("--preset", help=PRESET_HELP)] = None,
     matrix: Annotated[Path | None, typer.Option("--matrix", help=MATRIX_HELP)] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic preset, the split and the model.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic preset, the split, the model and (--window K) the sample of ordinary commits.")] = 0,
     model: Annotated[str, typer.Option("--model", help="rf, svm or xgb.")] = "rf",
     features: Annotated[Path | None, typer.Option("--features", help="Feature-set JSON (triage select-features); default all columns.")] = None,
     window: Annotated[str, typer.Option("--window", help=WINDOW_HELP)] = "adaptive",
@@ -238,7 +256,7 @@ def train(
         # cannot be reached went unnoticed, the extraction ran on this machine).
         with joblib_on(scheduler, n_jobs) as jobs, \
                 console.status(f"extracting features (window {w}) from {len(dataset):,} series"):
-            fm = build_matrix(dataset, w, jobs, online_rows, pair=shift_measures)
+            fm = build_matrix(dataset, w, jobs, online_rows, pair=shift_measures, seed=seed)
     elif candidate_windows:
         from triage.features.extract import extract_features
 
@@ -249,8 +267,9 @@ def train(
     else:
         with joblib_on(scheduler, n_jobs) as jobs:
             fm = matrix_of(data, preset, matrix, w, seed, jobs, online_rows, pair=shift_measures)
-    source = {"data": str(data) if data else None, "preset": preset, "matrix": str(matrix) if matrix else None,
-              "labels": str(labels) if labels else None, "seed": seed, "ordinary_per_series": online_rows or None}
+    source = _source_record(data, preset, matrix, labels, seed)
+    if online_rows:
+        source["ordinary_per_series"] = online_rows
     with console.status(f"training {model}"), _errors_name_the_data(data or matrix or preset), _param_values_checked():
         result = run_train(
             fm,
@@ -267,7 +286,7 @@ def train(
             track=not no_track,
             tracking_uri=tracking_uri,
             register_as=None if no_track else (register or registered_name(model, "candidates" if candidate_windows else w)),
-            extra={"source": {k: v for k, v in source.items() if v is not None},
+            extra={"source": source,
                    **({"online": {"confirm_after": w}} if online_rows else {}),
                    **({"windows": "candidates", "max_len": CANDIDATE_MAX_LEN, "pair": True, "context": True} if candidate_windows else {})},
         )
@@ -371,7 +390,7 @@ def evaluate(
     window: Annotated[str, typer.Option("--window", help=WINDOW_HELP)] = "adaptive",
     threshold: Annotated[str, typer.Option("--threshold", help="Threshold policy for accuracy/sensitivity/specificity.")] = "0.5",
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Directory for records.csv, summary.csv, differences.csv, summary.md.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Directory for records.csv, summary.csv, differences.csv, summary.md and settings.json (what made them).")] = None,
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP, envvar="MLFLOW_TRACKING_URI")] = None,
     no_track: Annotated[bool, typer.Option("--no-track", help="Do not log to MLflow.")] = False,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Parallel processes (joblib); -1 = all cores.")] = 1,
@@ -432,6 +451,7 @@ def evaluate(
     console.print(evaluation_table(result))
     console.print(differences_table(result))
     if out is not None:
+        result.settings.update(window=w, source=_source_record(data, preset, matrix, None, seed))
         paths = result.save(out)
         console.print(f"results written to [bold]{escape(str(paths['markdown'].parent))}[/]")
     if not no_track:
@@ -442,7 +462,7 @@ def evaluate(
 
 
 def window_study(
-    out: Annotated[Path, typer.Option("--out", help="Directory for window_study.csv, .md and .png.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for window_study.csv, .md, .png and settings.json (what made them).")],
     data: Annotated[Path | None, typer.Option("--data", help=DATA_HELP)] = None,
     preset: Annotated[str | None, typer.Option("--preset", help=PRESET_HELP)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic preset and of the first split.")] = 0,
@@ -497,6 +517,12 @@ def window_study(
     write_csv_atomic(table, out / "window_study.csv")
     write_text_atomic(window_markdown(table) + "\n", out / "window_study.md")
     window_png(table, out / "window_study.png")
+    from triage.training.model_files import library_versions
+
+    settings = {"model": model, "split": split, "n_splits": splits, "windows": windows, "seed": seed,
+                "params": model_params, "source": _source_record(data, preset, None, None, seed),
+                "libraries": library_versions()}
+    write_text_atomic(json.dumps(settings, indent=2, sort_keys=True, default=str) + "\n", out / "settings.json")
     rich_table = Table(title=f"{model}: AUC against window size ({split} splits x {splits})")
     for col in ("window", "candidates", "AUC", "95 % interval"):
         rich_table.add_column(col, justify="right")
@@ -504,7 +530,7 @@ def window_study(
         rich_table.add_row(str(r["window"]), f"{r['n_candidates']:,}", f"{r['auc_mean']:.3f}",
                            f"[{r['auc_ci_low']:.3f}, {r['auc_ci_high']:.3f}]")
     console.print(rich_table)
-    console.print(f"written to [bold]{escape(str(out))}[/] (window_study.csv, .md, .png)")
+    console.print(f"written to [bold]{escape(str(out))}[/] (window_study.csv, .md, .png, settings.json)")
     if not no_track:
         import mlflow
 
