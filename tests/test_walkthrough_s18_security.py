@@ -43,10 +43,19 @@ Defects found (what a user did, what went wrong, what happens now):
    a request that a page of another site makes as an image, script, fetch or
    form post (browsers say so in ``Sec-Fetch-Site``) is refused (403) before
    any work; a link followed from another site still opens the workspace.
+6. Pasted the printed ``http://host:8765/?token=...`` address into the team's
+   chat (or a wiki) and a teammate clicked it: "Token required", and again
+   after every reload (checked in chromium). The token was traded for a
+   SameSite=Strict cookie on a redirect, and a browser withholds such a cookie
+   from every navigation another site started, that redirect and reloads
+   included; only typing or pasting the address worked. Now a token link
+   followed from another site continues through a page of the workspace
+   (an immediate refresh, and a link), whose navigation carries the cookie.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import warnings
@@ -409,6 +418,87 @@ def test_a_link_from_another_site_still_opens_the_workspace(tmp_path):
     }
     assert client.post("/decide", data=form, headers=link).status_code == 403
     assert len(ws.store) == 0
+
+
+# ---------------------------------------------------------------------- 6: the token link in a chat
+
+
+@pytest.mark.parametrize("path", ["/", "/series", "/%09/evil.example", "/%2F%2Fevil.example"])
+def test_a_token_link_followed_from_another_site_continues_on_the_workspace(tmp_path, path):
+    client, _ = _client(tmp_path, token="a-long-enough-token")
+    link = {
+        "sec-fetch-site": "cross-site",
+        "sec-fetch-mode": "navigate",
+        "sec-fetch-dest": "document",
+    }
+    r = client.get(
+        f"{path}?token=a-long-enough-token&id={quote(HOSTILE_SERIES[0], safe='')}", headers=link
+    )
+    assert r.status_code == 200, r.text
+    assert "set-cookie" in r.headers and "token" not in re.sub(r"triage_token_\w+", "", r.text)
+    refresh = re.search(r'<meta http-equiv="refresh" content="0; url=([^"]*)">', r.text)
+    link_target = re.search(r'<a href="([^"]*)">Open the workspace</a>', r.text)
+    assert refresh and link_target and refresh.group(1) == link_target.group(1)
+    target = html.unescape(refresh.group(1))
+    assert _stays_here(target), target
+    assert client.get(target).status_code in (
+        200,
+        404,
+    )  # the cookie opens it (a 404 page: no such path)
+    # Opened by hand (typed, pasted, a bookmark): the redirect as before.
+    fresh, _ = _client(tmp_path / "again", token="a-long-enough-token")
+    assert fresh.get(f"{path}?token=a-long-enough-token").status_code == 303
+
+
+@pytest.mark.slow
+def test_a_token_link_in_a_chat_opens_the_workspace_in_a_real_browser(tmp_path):
+    pytest.importorskip("selenium", reason="selenium is a dev dependency: pip install -e '.[dev]'")
+    from test_workspace_browser import CHROMIUM, DRIVER, Server, browser
+
+    if CHROMIUM is None or DRIVER is None:
+        pytest.skip(
+            "needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)"
+        )
+    import functools
+    import http.server
+    import threading
+    import time
+
+    from selenium.webdriver.common.by import By
+
+    _, ws = _client(tmp_path, token="team-token-0123456")
+    with Server(create_app(ws)) as server:
+        address = f"http://localhost:{server.port}/?token=team-token-0123456"
+        (tmp_path / "chat.html").write_text(
+            f'<!doctype html><body><a id="link" href="{address}">workspace</a></body>'
+        )
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+        site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        site.RequestHandlerClass.log_message = lambda *args: None  # type: ignore[method-assign]
+        threading.Thread(target=site.serve_forever, daemon=True).start()
+        driver = browser(tmp_path / "profile")
+        titles = []
+        try:
+            driver.get(f"http://127.0.0.1:{site.server_address[1]}/chat.html")
+            driver.find_element(By.ID, "link").click()
+            for _ in range(2):  # as opened, then reloaded
+                deadline = time.monotonic() + 20
+                while (
+                    "workspace" not in driver.title.lower()
+                    and "required" not in driver.title.lower()
+                ):
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+                while driver.title == "Opening the workspace" and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                titles.append(driver.title)
+                driver.refresh()
+        finally:
+            driver.quit()
+            site.shutdown()
+            site.server_close()
+    assert titles == ["Alert queue - triage workspace"] * 2, titles
 
 
 # ---------------------------------------------------------------------- what held (kept so)

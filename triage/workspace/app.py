@@ -21,8 +21,9 @@ Safety:
   before any work (403);
 * with an access token (required off loopback, see :func:`check_host`) every
   request must present it: ``?token=`` once (then an HttpOnly, SameSite=Strict
-  cookie named after the token, so two workspaces on one machine keep theirs), or
-  ``Authorization: Bearer``;
+  cookie named after the token, so two workspaces on one machine keep theirs; a
+  token link followed from another site continues through a page of this one,
+  or the browser would withhold the cookie), or ``Authorization: Bearer``;
 * served on loopback without a token, only loopback host names are answered
   (421 otherwise): a page re-pointed at 127.0.0.1 by DNS rebinding cannot
   read the CSRF token;
@@ -635,9 +636,17 @@ class Guard(BaseHTTPMiddleware):
                 rest = {k: v for k, v in request.query_params.items() if k != "token"}
                 # One leading slash: the path of /%2Fevil.example decodes to //evil.example, which as
                 # a redirect's Location is another site.
-                path = "/" + request.url.path.lstrip("/\\")
+                path = "/" + quote(request.url.path.lstrip("/\\"), safe="/")
                 target = path + (f"?{urlencode(rest)}" if rest else "")
                 response: Response = RedirectResponse(target, status_code=303)
+                if request.headers.get("sec-fetch-site") in ("cross-site", "same-site"):
+                    # A link on another site (a chat, a wiki): the browser withholds a SameSite=Strict
+                    # cookie from every navigation that site started, the redirect and reloads
+                    # included ("Token required" for good). Continue from a page of this workspace.
+                    response = HTMLResponse(
+                        f'<!doctype html><meta http-equiv="refresh" content="0; url={html.escape(target)}">'
+                        f'<title>Opening the workspace</title><p><a href="{html.escape(target)}">Open the '
+                        "workspace</a></p>")
                 response.set_cookie(cookie_name(ws.token), ws.token, httponly=True, samesite="strict")
                 return self._harden(response)
             bearer = request.headers.get("authorization", "")
