@@ -51,6 +51,9 @@ Defects found (what a user did, what went wrong, what happens now):
    included; only typing or pasting the address worked. Now a token link
    followed from another site continues through a page of the workspace
    (an immediate refresh, and a link), whose navigation carries the cookie.
+7. A script sent ``Authorization: bearer <token>`` (the scheme in lower case,
+   which HTTP says is case-insensitive, as some clients write it): 401 "needs
+   its access token" with the right token. Now any case is accepted.
 """
 
 from __future__ import annotations
@@ -499,6 +502,25 @@ def test_a_token_link_in_a_chat_opens_the_workspace_in_a_real_browser(tmp_path):
             site.shutdown()
             site.server_close()
     assert titles == ["Alert queue - triage workspace"] * 2, titles
+
+
+# ---------------------------------------------------------------------- 7: the Authorization scheme
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_the_bearer_scheme_is_case_insensitive(tmp_path, scheme):
+    client, _ = _client(tmp_path, token="a-long-enough-token")
+    assert (
+        client.get("/", headers={"authorization": f"{scheme} a-long-enough-token"}).status_code
+        == 200
+    )
+    assert (
+        client.get("/", headers={"authorization": f"{scheme} a-wrong-long-token"}).status_code
+        == 401
+    )
+    assert (
+        client.get("/", headers={"authorization": "Basic a-long-enough-token"}).status_code == 401
+    )
 
 
 # ---------------------------------------------------------------------- what held (kept so)

@@ -649,8 +649,10 @@ class Guard(BaseHTTPMiddleware):
                         "workspace</a></p>")
                 response.set_cookie(cookie_name(ws.token), ws.token, httponly=True, samesite="strict")
                 return self._harden(response)
-            bearer = request.headers.get("authorization", "")
-            presented = request.cookies.get(cookie_name(ws.token)) or (bearer[7:] if bearer.startswith("Bearer ") else "")
+            # The scheme in any case ("bearer", as some clients write it: RFC 9110 says it is case-insensitive).
+            scheme, _, credentials = request.headers.get("authorization", "").strip().partition(" ")
+            bearer = credentials.strip() if scheme.lower() == "bearer" else ""
+            presented = request.cookies.get(cookie_name(ws.token)) or bearer
             if not hmac.compare_digest(presented.encode(), ws.token.encode()):
                 return self._harden(HTMLResponse(
                     "<!doctype html><title>Token required</title><p>This workspace needs its access token: "
