@@ -31,6 +31,17 @@ Defects found (what the user did, what went wrong, what happens now):
    series of a batch in memory (``--cache-series 2000`` still held 16,735
    states when the memory ran out); with ``--state`` a batch is now at most
    ``--cache-series`` lines, and the same backlog passes the same limit.
+4. Fed ``triage watch`` from two producers that spell one benchmark
+   differently, ``db.Insert`` and ``db.insert`` (ids taken as
+   case-insensitive), or one with a trailing space (``db.insert ``): each
+   spelling became a series of its own, each with part of the history,
+   without a word; the trailing space was a series here while ``detect`` on
+   the same feed (and ``watch --csv``) read it stripped, as ``db.insert``
+   (with a warning), so the two commands found different change points.
+   The ids stay apart (a store keys them as sent), but the first line of each
+   such new id now warns on stderr, naming both ids and how they differ
+   (case, surrounding spaces, Unicode form), also against a store's series
+   after a restart.
 """
 
 from __future__ import annotations
@@ -43,7 +54,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_cli import invoke
+from helpers_cli import flat, invoke
 
 from triage.online.state_store import StateStore
 
@@ -236,3 +247,47 @@ def test_watch_out_of_memory_says_what_is_stored_and_what_to_change(tmp_path):
     assert res.returncode == 0, res.stderr
     with StateStore(db) as store:
         assert store.n_arrivals() == 60_000 and len(store.series_ids()) == 30_000
+
+
+def test_watch_warns_of_series_ids_differing_only_by_case_or_spaces(tmp_path):
+    """Defect 4: ids differing by case or a trailing space split a series in two without a word."""
+    lines = []
+    for i in range(30):
+        for sid in ("db.Insert", "db.insert", "db.insert "):
+            lines.append(
+                json.dumps({"series_id": sid, "commit": f"c{i:02d}", "value": 1.0 + 0.01 * (i % 3)})
+            )
+    db = tmp_path / "state.db"
+    code, out = invoke(["watch", "--state", db, "--explain", "none"], stdin="\n".join(lines) + "\n")
+    assert code == 0, out
+    warnings = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: series 'db.insert' (<stdin>, line 2) differs from series 'db.Insert' only by case: watch "
+        "decides them as two series; if they are one, send one spelling",
+        "warning: series 'db.insert ' (<stdin>, line 3) differs from series 'db.insert' only by surrounding "
+        "spaces (detect and watch --csv read both as one series, stripped): watch decides them as two series; "
+        "if they are one, send one spelling",
+    ]
+    with StateStore(db) as store:  # the ids as sent, each its own series
+        assert store.series_ids() == ["db.Insert", "db.insert", "db.insert "]
+        assert store.n_arrivals() == 90
+
+    # A restart knows the store's series; a third spelling in a decomposed accent is named in ASCII.
+    more = [
+        {"series_id": "DB.INSERT", "commit": "c00", "value": 1.0},
+        {"series_id": "caf\u00e9", "commit": "c00", "value": 1.0},
+        {"series_id": "cafe\u0301", "commit": "c00", "value": 1.0},
+        {"series_id": "db.Insert", "commit": "c30", "value": 1.0},
+    ]
+    code, out = invoke(["watch", "--state", db], stdin="".join(json.dumps(r) + "\n" for r in more))
+    assert code == 0, out
+    text = flat(out)
+    assert (
+        "warning: series 'DB.INSERT' (<stdin>, line 1) differs from series 'db.Insert' only by case"
+        in text
+    )
+    assert (
+        "series 'cafe\\u0301' (<stdin>, line 3) differs from series 'caf\\xe9' only in Unicode form"
+        in text
+    )
+    assert text.count("warning:") == 2, text

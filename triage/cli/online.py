@@ -455,7 +455,9 @@ def watch(
                               f"{problem}; its later commits are skipped",
                               markup=False, highlight=False, soft_wrap=True)
 
+        alike = _AlikeIds(store.series_ids() if store is not None else ())
         for batch in batches:
+            alike.check(batch, source)
             if any(UNUSABLE in r for _, r in batch):
                 usable: list[tuple[int, dict]] = []
                 for n, r in batch:
@@ -551,6 +553,55 @@ def _out_of_memory(state: Path | None, held: int, cache_series: int) -> None:
     err_console.print(f"error: out of memory while deciding: {advice}", markup=False, highlight=False,
                       soft_wrap=True)
     raise typer.Exit(2)
+
+
+class _AlikeIds:
+    """Warn when a new series id differs from a known one only by case, surrounding spaces or Unicode form.
+
+    Ids are compared as sent: ``DB.insert`` and ``db.insert`` (two producers
+    spelling one benchmark) were two series, each with half the history,
+    without a word; ``db.insert `` was a series of its own here while
+    ``detect`` (and ``watch --csv``) read it stripped, as ``db.insert``. The
+    ids stay apart (a state store keys them as sent); the warning names both,
+    once for each new id.
+    """
+
+    def __init__(self, known) -> None:
+        self.seen: set[str] = set(known)
+        self.keys: dict[str, list[str]] = {}
+        for sid in sorted(self.seen):
+            self.keys.setdefault(self._key(sid), []).append(sid)
+
+    @staticmethod
+    def _key(sid: str) -> str:
+        import unicodedata
+
+        return unicodedata.normalize("NFC", sid.strip()).casefold()
+
+    def check(self, batch: list[tuple[int, dict]], source: str) -> None:
+        import unicodedata
+
+        for number, record in batch:
+            sid = _series_of(record)
+            if sid in self.seen:
+                continue
+            self.seen.add(sid)
+            others = self.keys.setdefault(self._key(sid), [])
+            others.append(sid)
+            if len(others) == 1:
+                continue
+            nfc = unicodedata.normalize("NFC", sid.strip())
+            if spaced := [o for o in others[:-1] if o.strip() == sid.strip()]:
+                first, what = spaced[0], ("only by surrounding spaces (detect and watch --csv read both as one "
+                                          "series, stripped)")
+            elif forms := [o for o in others[:-1] if unicodedata.normalize("NFC", o.strip()) == nfc]:
+                first, what = forms[0], "only in Unicode form (composed and decomposed accents): they print alike"
+            else:
+                first, what = others[0], "only by case"
+            shown = ascii if "Unicode" in what else repr
+            err_console.print(f"warning: series {shown(sid)} ({source}, line {number}) differs from series "
+                              f"{shown(first)} {what}: watch decides them as two series; if they are one, send "
+                              "one spelling", markup=False, highlight=False, soft_wrap=True)
 
 
 def _series_of(record) -> str:
