@@ -22,6 +22,12 @@
    ``--seed`` said; the manifest recorded ``--data`` as typed (``s1``), which
    names nothing once the folder is forgotten; ``evaluate --out`` recorded
    neither the window nor the data, ``window-study`` wrote no settings at all.
+7. ``--model models:/name/1`` with ``HOME=/dev/null`` (or a read-only home)
+   was refused as "the tracking store cannot be used: Not a directory:
+   '/dev/null/.cache/...'", blaming the store; with no home at all it was an
+   internal error (RuntimeError). The registry cache now follows
+   ``XDG_CACHE_HOME`` and falls back to a private temporary folder, and a cache
+   that cannot be written is named as such.
 """
 
 from __future__ import annotations
@@ -174,3 +180,17 @@ def test_evaluate_and_window_study_record_what_made_them(small_history, tmp_path
     settings = json.loads((out / "settings.json").read_text())
     assert settings["windows"] == "0,1" and settings["source"]["data"] == str(small_history)
     assert "numpy" in settings["libraries"]
+
+
+def test_the_registry_cache_needs_no_usable_home(tmp_path, own_tmp, monkeypatch):
+    from triage.training.tracking import _cache_root
+
+    monkeypatch.delenv("TRIAGE_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", "/dev/null")
+    root = _cache_root(None)
+    assert root.parent == own_tmp and "changepoint-triage-cache" in root.name
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _cache_root(None) == tmp_path / "xdg" / "changepoint-triage"
+    monkeypatch.setenv("TRIAGE_CACHE", str(tmp_path / "mine"))
+    assert _cache_root(None) == tmp_path / "mine"

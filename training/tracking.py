@@ -56,6 +56,7 @@ from typing import TypedDict, cast
 import numpy as np
 import pandas as pd
 
+from triage.core.compile_cache import private_temp_dir, user_cache_dir, writable
 from triage.core.errors import InputError
 from triage.training.model_files import process_alive
 
@@ -671,7 +672,7 @@ def resolve_registry_uri(uri: str, tracking_uri: str | None = None, cache: str |
     """The verified model directory behind ``models:/name@alias`` or ``models:/name/version``.
 
     The registered pyfunc model is downloaded once into ``cache`` (default
-    ``$TRIAGE_CACHE`` or ``~/.cache/changepoint-triage``) under
+    ``$TRIAGE_CACHE`` or the user's cache folder: :func:`_cache_root`) under
     ``models/<name>/<version>``; the model directory inside it is verified
     (:func:`training.model_files.verify_model_dir`) before it is returned.
     Raises :class:`TrackingError` for an unknown name, alias or version.
@@ -700,7 +701,7 @@ def resolve_registry_uri(uri: str, tracking_uri: str | None = None, cache: str |
                      for r in list_models(tracking_uri) if r["name"] == name]
             what = f"its versions: {', '.join(known)}" if known else "no such registered model"
             raise TrackingError(f"{uri}: not found ({what})", store) from None
-        root = Path(cache or os.environ.get("TRIAGE_CACHE") or Path.home() / ".cache" / "changepoint-triage")
+        root = _cache_root(cache)
         # Version numbers start at 1 in every store (and again in a store made anew):
         # keyed by name and version alone, the cache handed one store's model out for
         # another's version. The store, the run and the source name the version.
@@ -710,8 +711,12 @@ def resolve_registry_uri(uri: str, tracking_uri: str | None = None, cache: str |
             # A copy that no longer verifies (a cache file edited or truncated, a download
             # killed half-way) is ours to replace: it was refused for good, the advice naming
             # a cache folder. A fresh copy is fetched beside it and renamed into place whole.
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-", dir=dst.parent))
+            try:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                tmp = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-", dir=dst.parent))
+            except OSError as exc:  # the cache's problem, not the store's
+                raise InputError(dst.parent, None, f"cannot keep {uri}'s copy here ({exc.strerror}): set TRIAGE_CACHE "
+                                                   "to a writable folder") from None
             try:
                 try:
                     mlflow.artifacts.download_artifacts(artifact_uri=f"models:/{name}/{mv.version}", dst_path=str(tmp))
@@ -731,6 +736,24 @@ def resolve_registry_uri(uri: str, tracking_uri: str | None = None, cache: str |
     model_dir = _pyfunc_model_dir(dst)
     verify_model_dir(model_dir)
     return model_dir
+
+
+def _cache_root(cache: str | Path | None) -> Path:
+    """Where registry models are cached: ``cache``, ``$TRIAGE_CACHE``, the user's cache folder, else a private temporary one.
+
+    The user's cache folder is ``$XDG_CACHE_HOME/changepoint-triage`` (default
+    ``~/.cache/...``); with no usable home (``HOME=/dev/null``, a read-only
+    one, or none at all) a private folder in the temporary directory
+    (:func:`triage.core.compile_cache.private_temp_dir`): the model was refused
+    as "the tracking store cannot be used" or with a RuntimeError.
+    """
+    given = cache or os.environ.get("TRIAGE_CACHE")
+    if given:
+        return Path(given)
+    user = user_cache_dir()  # None without a HOME or a passwd entry (Path.home() raised RuntimeError)
+    if user is not None and writable(user / "changepoint-triage"):
+        return user / "changepoint-triage"
+    return Path(private_temp_dir("changepoint-triage-cache"))
 
 
 def _cached(pyfunc_dir: Path) -> Path | None:

@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 
-def _writable(folder: Path) -> bool:
+def writable(folder: Path) -> bool:
     """Whether ``folder`` exists and can be written, or can be created."""
     for parent in (folder, *folder.parents):
         if parent.exists():
@@ -43,8 +43,9 @@ def _writable(folder: Path) -> bool:
     return False
 
 
-def _user_cache(env: dict[str, str] | os._Environ[str]) -> Path | None:
-    """``$XDG_CACHE_HOME``, else ``~/.cache``; None when no home is known."""
+def user_cache_dir(env: dict[str, str] | os._Environ[str] | None = None) -> Path | None:
+    """``$XDG_CACHE_HOME``, else ``~/.cache``; None when no home is known (``env`` defaults to ``os.environ``)."""
+    env = os.environ if env is None else env
     home = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
     return None if not home or home.startswith("~") else Path(home)
 
@@ -94,12 +95,12 @@ def cache_dir(package: Path, environ: dict[str, str] | None = None) -> str | Non
     env = os.environ if environ is None else environ
     if env.get("NUMBA_CACHE_DIR"):
         return None
-    user = _user_cache(env)
-    if _installed(package) and user is not None and _writable(user / "changepoint-triage" / "numba"):
+    user = user_cache_dir(env)
+    if _installed(package) and user is not None and writable(user / "changepoint-triage" / "numba"):
         return str(user / "changepoint-triage" / "numba")
-    if _writable(package / "__pycache__"):
+    if writable(package / "__pycache__"):
         return None
-    if user is not None and _writable(user / "numba"):
+    if user is not None and writable(user / "numba"):
         return None
     return private_temp_dir("changepoint-triage-numba")
 
@@ -114,6 +115,6 @@ def matplotlib_dir(environ: dict[str, str] | None = None) -> str | None:
         # matplotlib wants both its configuration and its cache folder writable
         config = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
         cache = env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
-        if _writable(Path(config) / "matplotlib") and _writable(Path(cache) / "matplotlib"):
+        if writable(Path(config) / "matplotlib") and writable(Path(cache) / "matplotlib"):
             return None
     return private_temp_dir("changepoint-triage-matplotlib")
