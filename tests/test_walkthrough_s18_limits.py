@@ -42,6 +42,12 @@ Defects found (what the user did, what went wrong, what happens now):
    such new id now warns on stderr, naming both ids and how they differ
    (case, surrounding spaces, Unicode form), also against a store's series
    after a restart.
+5. Ran ``triage detect --jobs 2 --workers processes`` under a low open-files
+   limit (``ulimit -n 16``, a service unit's ``LimitNOFILE``): "error: Too
+   many open files", naming neither the limit nor what needed the files.
+   Now the line names ``--jobs 2 --workers processes``, the limit, that each
+   worker process needs pipes and locks (threads need none) and what to do;
+   exit 2 as before.
 """
 
 from __future__ import annotations
@@ -291,3 +297,39 @@ def test_watch_warns_of_series_ids_differing_only_by_case_or_spaces(tmp_path):
         in text
     )
     assert text.count("warning:") == 2, text
+
+
+def test_detect_worker_processes_beyond_the_open_files_limit(tmp_path):
+    """Defect 5: 'error: Too many open files', naming neither the limit nor what needed the files."""
+    data = _steps_csv(tmp_path / "steps.csv")
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from triage.cli.app import main; main()",
+            "detect",
+            "--data",
+            str(data),
+            "--out",
+            str(tmp_path / "cps.csv"),
+            "--jobs",
+            "2",
+            "--workers",
+            "processes",
+        ],
+        capture_output=True,
+        text=True,
+        preexec_fn=low_limit,
+        timeout=120,
+    )
+    text = " ".join(res.stderr.split())
+    assert res.returncode == 2, text
+    assert (
+        "error: --jobs 2 --workers processes: too many open files: this process may open 16 (ulimit -n); each "
+        "worker process needs pipes and locks (--workers threads needs none)" in text
+    ), text
+    assert not (tmp_path / "cps.csv").exists()

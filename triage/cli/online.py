@@ -40,6 +40,7 @@ of a wait for lines that never come.
 from __future__ import annotations
 
 import csv
+import errno
 import gc
 import io
 import json
@@ -781,6 +782,11 @@ def detect(
         _write_found(found, out, fmt)
     except (InputError, ValueError) as exc:
         _fail(exc)
+    except OSError as exc:
+        if exc.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        # It was "error: Too many open files", naming neither the limit nor what needed the files.
+        _fail(_too_many_files(exc, data, jobs, workers))
     n = dataset.n_commits()
     err_console.print(
         f"{_count(len(found), 'change point')} in {len(dataset):,} series ({_count(n, 'commit')}, "
@@ -789,6 +795,21 @@ def detect(
         highlight=False,
         soft_wrap=True,  # a long --out path stays one line (a CI log is 80 columns)
     )
+
+
+def _too_many_files(exc: OSError, data: Path, jobs: int, workers: str) -> InputError:
+    """The error for an open-files limit reached: the limit, what uses many files, what to do."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    which = "the system's open-files table is full" if exc.errno == errno.ENFILE else (
+        f"this process may open {limit} (ulimit -n)")
+    if jobs > 1 and workers != "threads":  # worker processes: pipes and locks each
+        return InputError(f"--jobs {jobs} --workers {workers}", None, f"too many open files: {which}; each worker "
+                          "process needs pipes and locks (--workers threads needs none): raise the limit "
+                          "(ulimit -n 1024) and run detect again")
+    return InputError(data, None, f"too many open files: {which}; raise the limit (ulimit -n 1024) and run "
+                      "detect again")
 
 
 def _count(n: int, noun: str) -> str:
