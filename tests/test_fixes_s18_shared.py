@@ -28,6 +28,10 @@
    internal error (RuntimeError). The registry cache now follows
    ``XDG_CACHE_HOME`` and falls back to a private temporary folder, and a cache
    that cannot be written is named as such.
+8. Every commit reports version 0.1.0, so two model manifests (or ``synth``
+   records) built from different code read alike. They record the
+   checkout's git commit now (``changepoint-triage-revision``, ``+dirty`` with
+   uncommitted changes; absent when installed).
 """
 
 from __future__ import annotations
@@ -194,3 +198,25 @@ def test_the_registry_cache_needs_no_usable_home(tmp_path, own_tmp, monkeypatch)
     assert _cache_root(None) == tmp_path / "xdg" / "changepoint-triage"
     monkeypatch.setenv("TRIAGE_CACHE", str(tmp_path / "mine"))
     assert _cache_root(None) == tmp_path / "mine"
+
+
+def test_the_code_revision_names_the_commit_and_uncommitted_changes(tmp_path):
+    import shutil
+
+    from triage.core.versions import REVISION, code_revision
+    from triage.training.model_files import library_versions
+
+    if shutil.which("git") is None:
+        pytest.skip("git is absent")
+    assert code_revision(tmp_path) is None
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    (tmp_path / "f.txt").write_text("a\n")
+    for args in (["init", "-q"], ["add", "f.txt"], ["commit", "-q", "-m", "x"]):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, env=env, capture_output=True)
+    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert code_revision(tmp_path) == head
+    (tmp_path / "f.txt").write_text("b\n")
+    assert code_revision(tmp_path) == head + "+dirty"
+    assert REVISION in library_versions()

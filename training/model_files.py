@@ -56,7 +56,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import shutil
 import stat
 import tempfile
@@ -70,6 +69,7 @@ import numpy as np
 
 from triage.core.atomic import directory_target, replace_dir
 from triage.core.errors import InputError
+from triage.core.versions import distribution_versions
 from triage.training.classifier import TriageClassifier
 
 # MANIFEST and CHECKSUMS live with the cheap check of what a model directory is.
@@ -427,13 +427,8 @@ def _manifest(clf, files, window, metrics, feature_set_file, extra) -> dict[str,
 
 
 def library_versions() -> dict[str, str | None]:
-    """Versions of the libraries a saved model depends on."""
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for dist in ("scikit-learn", "xgboost", "skops", "numpy", "changepoint-triage"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
+    """Versions of the libraries a saved model depends on, and the code's revision (:mod:`triage.core.versions`)."""
+    out = distribution_versions(("scikit-learn", "xgboost", "skops", "numpy", "changepoint-triage"))
     if out.get("xgboost") is None:
         try:
             out["xgboost"] = metadata.version("xgboost-cpu")

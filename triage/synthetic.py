@@ -44,9 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import platform
 from dataclasses import asdict, dataclass, replace
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +57,7 @@ from triage import noise_profiles
 from triage.core import labels
 from triage.core.atomic import atomic_write, write_csv_atomic, write_text_atomic
 from triage.core.history import Dataset
+from triage.core.versions import distribution_versions
 from triage.loaders import _build_dataset
 
 NOISE_KINDS = ("gaussian", "student_t", "bimodal")
@@ -539,13 +538,7 @@ def generate(config: SyntheticConfig | str = "small", seed: int = 0) -> Dataset:
 
 def _library_versions() -> dict[str, str | None]:
     """Versions of what the generated rows depend on (None: not installed as a distribution)."""
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for dist in ("numpy", "scipy", "pandas", "pyarrow", "changepoint-triage"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
-    return out
+    return distribution_versions(("numpy", "scipy", "pandas", "pyarrow", "changepoint-triage"))
 
 
 def _sha256(file: Path) -> str:

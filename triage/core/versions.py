@@ -1,0 +1,49 @@
+"""What code and libraries a result was made with: recorded in model manifests, ``synth``'s and ``evaluate``'s records.
+
+The distribution's version stays 0.1.0 from commit to commit, so two models
+built from different code read alike; :func:`code_revision` adds the git
+commit when the package runs from a checkout.
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+
+#: The key :func:`distribution_versions` gives the checkout's revision under.
+REVISION = "changepoint-triage-revision"
+
+
+def code_revision(root: Path | None = None) -> str | None:
+    """The git commit of the checkout the package runs from, ``+dirty`` when tracked files differ from it.
+
+    None when installed (no ``.git`` beside the package), when git is absent
+    or answers nothing within 5 s. ``root`` defaults to the checkout's top
+    folder (the parent of ``triage/``).
+    """
+    top = Path(__file__).resolve().parents[2] if root is None else Path(root)
+    if not (top / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(top), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=5, check=True).stdout.strip()
+        changed = subprocess.run(["git", "-C", str(top), "status", "--porcelain", "--untracked-files=no"],
+                                 capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+dirty" if changed else head or None
+
+
+def distribution_versions(names: Iterable[str]) -> dict[str, str | None]:
+    """Python's version, each distribution's (None: not installed) and the checkout's revision (:data:`REVISION`)."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in names:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    out[REVISION] = code_revision()
+    return out
