@@ -248,7 +248,7 @@ def test_user_data_is_escaped(client, ws):
         ("get", "/nowhere", {}, 404, "Not Found"),
         ("get", "/decide", {}, 405, "Method Not Allowed"),
         ("post", "/decide", {"content": b"{}", "headers": {"content-type": "application/json"}}, 415, "urlencoded"),
-        ("post", "/decide", {"content": b"x" * 20_000, "headers": {"content-type": "application/x-www-form-urlencoded"}}, 413, "larger than"),
+        ("post", "/decide", {"content": b"x" * 200_000, "headers": {"content-type": "application/x-www-form-urlencoded"}}, 413, "larger than"),
     ],
 )
 def test_bad_requests_get_a_clear_4xx(client, method, url, kwargs, status, message):

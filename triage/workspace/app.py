@@ -85,8 +85,23 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 STATUSES = ("untriaged", "true", "false", "unsure")
 CALLS = {"true": L.TRUE_POSITIVE, "false": L.FALSE_POSITIVE}
 DIRECTIONS = ("regression", "improvement", "change")
-#: Largest POST body accepted (a decision is a few hundred bytes).
-MAX_BODY = 16_384
+#: Largest POST body accepted, for a workspace of short ids (a decision is a few hundred bytes; a note of
+#: MAX_NOTE characters of Chinese, sent percent-encoded, is 18,000; at 16 KiB such a note was refused).
+MAX_BODY = 65_536
+#: What a form holds besides the alert's ids at most: the note and the sheriff's name, 4-byte characters
+#: percent-encoded (12 bytes each), the form token and field names, the queue's filters in ``next``.
+FORM_ROOM = 12 * (MAX_NOTE + 200) + 4_096
+
+
+def body_limit(alerts: list[Alert]) -> int:
+    """The largest POST body a page of these alerts sends, at least :data:`MAX_BODY`.
+
+    An alert's form sends its series id three times (as typed, percent-encoded in ``series_id_q``
+    and in ``next``, each of those encoded again by the browser: up to 12 + 20 + 20 bytes a
+    character) and its commit twice (12 + 20): a long id must not make its alert undecidable.
+    """
+    longest = max((52 * len(a.series_id) + 32 * len(a.commit) for a in alerts), default=0)
+    return max(MAX_BODY, FORM_ROOM + longest)
 #: Rows shown per queue page.
 PAGE = 200
 log = logging.getLogger("triage.workspace")
@@ -137,10 +152,13 @@ class Workspace:
     by_key: dict[tuple[str, str], Alert] = field(init=False)
     #: Each series' alerts, in the order of ``alerts``: a series page reads its own, not all of them.
     by_series: dict[str, list[Alert]] = field(init=False)
+    #: Largest POST body accepted (:func:`body_limit` of the alerts).
+    max_body: int = field(init=False)
     _plot_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
         check_commit_url(self.commit_url)
+        self.max_body = body_limit(self.alerts)
         self.by_key = {a.key: a for a in self.alerts}
         self.by_series = {}
         for a in self.alerts:
@@ -229,17 +247,18 @@ async def _form(request: Request) -> dict[str, str]:
     ctype = request.headers.get("content-type", "").split(";")[0].strip()
     if ctype != "application/x-www-form-urlencoded":
         raise BadRequest("send the form as application/x-www-form-urlencoded", 415)
+    limit = request.app.state.ws.max_body
     size = request.headers.get("content-length")
-    if size is not None and (not size.isdigit() or int(size) > MAX_BODY):
-        raise BadRequest(f"request body larger than {MAX_BODY} bytes", 413)
-    # Read at most MAX_BODY + 1 bytes: a chunked body has no Content-Length to refuse up
+    if size is not None and (not size.isdigit() or int(size) > limit):
+        raise BadRequest(f"request body larger than {limit} bytes", 413)
+    # Read at most the limit + 1 bytes: a chunked body has no Content-Length to refuse up
     # front, and request.body() would hold all of it in memory before the check.
     parts: list[bytes] = []
     received = 0
     async for chunk in request.stream():
         received += len(chunk)
-        if received > MAX_BODY:
-            raise BadRequest(f"request body larger than {MAX_BODY} bytes", 413)
+        if received > limit:
+            raise BadRequest(f"request body larger than {limit} bytes", 413)
         parts.append(chunk)
     body = b"".join(parts)
     try:
