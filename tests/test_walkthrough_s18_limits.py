@@ -48,6 +48,13 @@ Defects found (what the user did, what went wrong, what happens now):
    Now the line names ``--jobs 2 --workers processes``, the limit, that each
    worker process needs pipes and locks (threads need none) and what to do;
    exit 2 as before.
+6. Ran ``triage watch --state FILE`` under a file-size limit (``ulimit -f``,
+   ``LimitFSIZE``) that the store outgrew: "cannot write the state file
+   (disk I/O error) ...: free space or fix the file system", SQLite's word
+   for the refused write, which sent the operator looking for a broken disk.
+   The store was whole (every printed decision stored, the refused batch
+   not). Now the line also says this process may write files of at most N
+   bytes (ulimit -f) and to raise the limit.
 """
 
 from __future__ import annotations
@@ -333,3 +340,31 @@ def test_detect_worker_processes_beyond_the_open_files_limit(tmp_path):
         "worker process needs pipes and locks (--workers threads needs none)" in text
     ), text
     assert not (tmp_path / "cps.csv").exists()
+
+
+def test_state_store_beyond_a_file_size_limit_says_so_and_stays_whole(tmp_path):
+    """Defect 6: 'disk I/O error ...: free space or fix the file system' for a file-size limit."""
+    db, out = tmp_path / "state.db", tmp_path / "decisions.jsonl"
+    feed = "".join(_feed(40, series=f"s{k}") for k in range(60))  # 2,400 lines, 60 series
+    res = _run_limited(["watch", "--state", db, "--explain", "none"], feed, out, fsize=200_000)
+    text = _stderr(res)
+    assert res.returncode == 2, text
+    assert (
+        f"error: {db}: cannot write the state file (disk I/O error; this process may write files of at most "
+        in text
+    )
+    assert (
+        "200,000 bytes (ulimit -f)); nothing of this batch was stored" in text
+        and "raise the limit" in text
+    ), text
+    with StateStore(
+        db
+    ) as store:  # whole: opens, and holds no more than was decided before the refused batch
+        assert store.n_decisions() == out.read_text().count("\n")
+
+    res = _run_limited(
+        ["watch", "--state", db, "--explain", "none"], feed, out
+    )  # the limit raised: re-sent
+    assert res.returncode == 0, _stderr(res)
+    with StateStore(db) as store:
+        assert store.n_arrivals() == 2400 and store.n_decisions() == 60 * 36

@@ -123,6 +123,20 @@ def _decision(series_id: str, arrival: str, cols: tuple) -> Decision | None:
     )
 
 
+def _file_size_limit() -> str:
+    """``; files are limited to N bytes (ulimit -f)`` when this process has such a limit, else ``""``.
+
+    SQLite reports a write refused by the limit (EFBIG) as a bare "disk I/O
+    error", which sent the operator looking for a broken disk.
+    """
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return ""
+    return f"; this process may write files of at most {limit:,} bytes (ulimit -f)"
+
+
 def _named(name: str | None, model_id: str) -> str:
     """A model as a refusal names it: ``online-w4 (70bfe6037211)``, or the identity alone when no name was kept."""
     return model_id[:12] if name is None else f"{name} ({model_id[:12]})"
@@ -425,11 +439,12 @@ class StateStore:
 
     def _write_failed(self, exc: sqlite3.Error) -> StateStoreError:
         """The error for a transaction SQLite could not write: its cause, and that nothing of it was kept."""
+        limit = _file_size_limit()
         return StateStoreError(
             self.path,
-            f"cannot write the state file ({exc}); nothing of this batch was stored (the store is as it was "
-            "after the last stored commit): free space or fix the file system, then run watch again and re-send "
-            "from there",
+            f"cannot write the state file ({exc}{limit}); nothing of this batch was stored (the store is as it was "
+            f"after the last stored commit): free space{', raise the limit' if limit else ''} or fix the file "
+            "system, then run watch again and re-send from there",
         )
 
     def close(self) -> None:
