@@ -32,6 +32,11 @@
    records) built from different code read alike. They record the
    checkout's git commit now (``changepoint-triage-revision``, ``+dirty`` with
    uncommitted changes; absent when installed).
+9. A labels store written by a newer version (format ``triage-labels-2``)
+   was "not a triage labels store", or, holding a table of its own,
+   "another SQLite database ... give --labels a new file": advice that
+   loses the decisions. It is named as written by a newer changepoint-triage:
+   upgrade; the file is left as it is.
 """
 
 from __future__ import annotations
@@ -220,3 +225,23 @@ def test_the_code_revision_names_the_commit_and_uncommitted_changes(tmp_path):
     (tmp_path / "f.txt").write_text("b\n")
     assert code_revision(tmp_path) == head + "+dirty"
     assert REVISION in library_versions()
+
+
+@pytest.mark.parametrize("extra_table", [False, True])
+def test_a_labels_store_of_a_newer_version_says_to_upgrade(tmp_path, extra_table):
+    import hashlib
+    import sqlite3
+
+    from triage.workspace.store import LabelsStore
+
+    path = tmp_path / "labels.sqlite"
+    LabelsStore(path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE store_info SET value = 'triage-labels-2' WHERE key = 'format'")
+        if extra_table:
+            db.execute("CREATE TABLE added_later (x)")
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    code, text = invoke(["labels", "export", "--labels", path, "--out", tmp_path / "x.csv"])
+    assert code == 2
+    assert "written by a newer changepoint-triage" in text and "upgrade" in text
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before

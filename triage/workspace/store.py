@@ -72,6 +72,7 @@ CREATE INDEX IF NOT EXISTS decisions_alert ON decisions (series_id, commit_id, i
 CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 FORMAT = "triage-labels-1"
+_FORMAT_STEM = "triage-labels-"
 #: The tables and columns a labels store must have once it has any (checked on open).
 TABLES: dict[str, frozenset[str]] = {
     "decisions": frozenset({"id", "series_id", "commit_id", "label", "note", "who", "decided_at", "p_true",
@@ -164,16 +165,27 @@ def _other_database(path: Path) -> str | None:
         return None
     try:
         names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} - {"sqlite_sequence"}
-        ours = "store_info" in names and db.execute(_FORMAT_QUERY).fetchone() == (FORMAT,)
+        found = db.execute(_FORMAT_QUERY).fetchone() if "store_info" in names else None
     except sqlite3.Error:
         return None  # damaged or locked: check_sqlite_store and the open report it
     finally:
         db.close()
-    if ours or not names - set(TABLES):
+    if found is not None and str(found[0]).startswith(_FORMAT_STEM) and found != (FORMAT,):
+        return _other_format(str(found[0]))
+    if found == (FORMAT,) or not names - set(TABLES):
         return None
     what = " (it looks like a `triage watch --state` store)" if {"meta", "series"} <= names else ""
     return (f"not a triage labels store: another SQLite database{what}, with tables {', '.join(sorted(names)[:8])}; "
             "give --labels a new file or a labels store written by `triage serve`")
+
+
+def _other_format(value: str) -> str:
+    """Why a labels store of another format version is refused, and what to do (nothing is changed in it)."""
+    number = value.removeprefix(_FORMAT_STEM)
+    if number.isdigit() and int(number) > int(FORMAT.removeprefix(_FORMAT_STEM)):
+        return (f"written by a newer changepoint-triage (labels format {value!r}; this version reads {FORMAT!r}): "
+                "upgrade changepoint-triage to use it; the store is left as it is")
+    return f"not a triage labels store this version knows (format {value!r}, expected {FORMAT!r}); it is left as it is"
 
 
 def _make_folder(path: Path) -> None:
@@ -230,7 +242,7 @@ class LabelsStore:
             if row is None:
                 con.execute("INSERT OR IGNORE INTO store_info VALUES ('format', ?)", (FORMAT,))
             elif row[0] != FORMAT:
-                raise InputError(self.path, None, f"not a triage labels store (format {row[0]!r}, expected {FORMAT!r})")
+                raise InputError(self.path, None, _other_format(str(row[0])))
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
                 raise
