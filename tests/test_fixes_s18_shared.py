@@ -37,6 +37,18 @@
    "another SQLite database ... give --labels a new file": advice that
    loses the decisions. It is named as written by a newer changepoint-triage:
    upgrade; the file is left as it is.
+10. (formats walkthrough) ``triage sample`` on ``commit,value`` rows with a
+    trailing separator: "row 3: commit is missing" (pandas read the commits
+    as the index); a decimal comma there is named. A ``--commit-order`` file
+    saved with a BOM: "commit 'c00' is not in the given commit order". A
+    Parquet or JSON-lines column of booleans was read as 1.0 / 0.0 (CSV's
+    "True" is refused); a Parquet null value said "value 'nan' is not a
+    number". Naive local times across the autumn clock change got only the
+    advice to sort (which would reorder the commits). Commit ids differing
+    only in case were two commits without a word. ``--out o.zip`` (or .bz2,
+    .xz) wrote plain CSV under the archive's name. A candidate score ``2,5``
+    and a candidate commit differing from the data's only in case got no
+    hint.
 """
 
 from __future__ import annotations
@@ -48,9 +60,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from tests.helpers_cli import invoke
+from tests.helpers_cli import flat, invoke
 from triage.cli import validation
 from triage.core.compile_cache import cache_dir, matplotlib_dir, private_temp_dir
 
@@ -245,3 +258,73 @@ def test_a_labels_store_of_a_newer_version_says_to_upgrade(tmp_path, extra_table
     assert code == 2
     assert "written by a newer changepoint-triage" in text and "upgrade" in text
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+def test_sample_reads_trailing_separators_and_names_a_decimal_comma(tmp_path):
+    data = _write(tmp_path / "p.csv", "commit,value\nc1,100.5,\nc2,,\nc3,101.5,\n")
+    code, text = invoke(["sample", "--data", data, "--budget", "1", "--out", tmp_path / "e.csv"])
+    assert code == 0, text
+    comma = _write(tmp_path / "q.csv", "commit,value\nc1,100,5\nc2,,\n")
+    code, text = invoke(["sample", "--data", comma, "--budget", "1", "--out", tmp_path / "e2.csv"])
+    assert code == 2 and "q.csv" in text and "decimal comma" in text
+
+
+def test_a_commit_order_file_with_a_bom(tmp_path):
+    data = _write(tmp_path / "h.csv", "series_id,commit,value\n" + "".join(f"s,c{i:02d},{i}\n" for i in range(5)))
+    order = tmp_path / "order.txt"
+    order.write_bytes(b"\xef\xbb\xbf" + "".join(f"c{i:02d}\n" for i in range(5)).encode())
+    code, text = invoke(["summary", "--data", data, "--commit-order", order])
+    assert code == 0, text
+
+
+def test_boolean_and_null_values_in_parquet_and_json_lines(tmp_path):
+    pd.DataFrame({"series_id": ["s", "s"], "commit": ["a", "b"], "value": [True, False]}).to_parquet(tmp_path / "b.parquet")
+    code, text = invoke(["summary", "--data", tmp_path / "b.parquet"])
+    assert code == 2 and "boolean, not a measurement" in text
+    jl = _write(tmp_path / "b.jsonl", '{"series_id":"s","commit":"a","value":true}\n'
+                                      '{"series_id":"s","commit":"b","value":false}\n')
+    code, text = invoke(["summary", "--data", jl])
+    assert code == 2 and "boolean, not a measurement" in text
+    pd.DataFrame({"series_id": ["s", "s"], "commit": ["a", "b"], "value": [1.0, None]}).to_parquet(tmp_path / "n.parquet")
+    code, text = invoke(["summary", "--data", tmp_path / "n.parquet"])
+    assert code == 2 and "row 2: value is missing" in flat(text)
+
+
+def test_an_hour_back_names_the_clock_change(tmp_path):
+    data = _write(tmp_path / "d.csv", "series_id,commit,timestamp,value\ns,c1,2024-10-27 02:50:00,1\n"
+                                      "s,c2,2024-10-27 02:10:00,2\n")
+    code, text = invoke(["summary", "--data", data])
+    assert code == 2 and "daylight-saving" in flat(text) and "UTC offset" in flat(text)
+
+
+def test_commits_differing_only_in_case_are_warned_about(tmp_path):
+    data = _write(tmp_path / "c.csv", "series_id,commit,value\ns,ABC123,1\ns,abc123,2\ns,c3,3\nt,Q,1\nt,q2,1\n")
+    with pytest.warns(UserWarning, match="'ABC123' and 'abc123', which differ only in case"):
+        from triage.loaders import load
+
+        load(data)
+
+
+@pytest.mark.parametrize("suffix", [".zip", ".bz2", ".xz"])
+def test_an_archive_suffix_is_refused_not_written_as_plain_text(tmp_path, suffix):
+    data = _write(tmp_path / "h.csv", "series_id,commit,value\ns,c1,1\ns,c2,2\n")
+    out = tmp_path / f"o.csv{suffix}"
+    code, text = invoke(["convert", "--data", data, "--out", out])
+    assert code == 2 and f"cannot write {suffix} files" in text
+    assert not out.exists()
+
+
+def test_candidate_scores_with_a_decimal_comma_and_commits_in_another_case(tmp_path):
+    data = _write(tmp_path / "h.csv", "series_id,commit,value\n" + "".join(f"s,c{i},1\n" for i in range(30))
+                  + "s,ABC123,2\n")
+    cands = _write(tmp_path / "c.csv", 'series_id,commit,score\ns,c5,"2,5"\n')
+    code, text = invoke(["score", "--data", data, "--candidates", cands])
+    assert code == 2 and "score '2,5' is written with a decimal comma" in flat(text)
+    cands = _write(tmp_path / "c2.csv", "series_id,commit\ns,abc123\n")
+    code, text = invoke(["score", "--data", data, "--candidates", cands])
+    assert code == 2 and "it has 'ABC123', which differs only in case" in flat(text)

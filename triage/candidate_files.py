@@ -61,6 +61,7 @@ from triage.core.csv_lines import csv_record_lines
 from triage.core.errors import InputError
 from triage.core.history import Dataset
 from triage.core.json_input import read_json
+from triage.core.values import locale_number
 from triage.loaders import read_csv_text
 from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout, csv_delimiter
 
@@ -283,7 +284,9 @@ def _check_scores(frame: pd.DataFrame, path: Path, numbers: list[int]) -> None:
         except ValueError:
             number = math.nan
         if not math.isfinite(number):
-            raise InputError(path, row, f"score {text!r} is not a finite number")
+            locale = locale_number(text)  # the same advice as for a history's values
+            raise InputError(path, row, locale.replace("value ", "score ", 1) if locale
+                             else f"score {text!r} is not a finite number")
 
 
 def _candidates_csv(frame: pd.DataFrame, path: Path, numbers: list[int] | None = None) -> CandidateTable:
@@ -474,7 +477,10 @@ def resolve(dataset: Dataset, table: CandidateTable) -> tuple[list[str], np.ndar
             try:
                 pos = h.index_of(commit)
             except KeyError:
-                raise InputError(table.source, row, f"commit {commit!r} is not in series {sid!r}") from None
+                folded = str(commit).casefold()
+                alike = next((str(c) for c in h.commits if str(c).casefold() == folded), None)
+                hint = f" (it has {alike!r}, which differs only in case)" if alike is not None else ""
+                raise InputError(table.source, row, f"commit {commit!r} is not in series {sid!r}{hint}") from None
             if idx is not None and idx != pos and table.layout == "candidates":
                 raise InputError(
                     table.source, row, f"index {idx} disagrees with commit {commit!r}, which is at index {pos} of {sid!r}"

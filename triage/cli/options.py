@@ -100,7 +100,7 @@ def read_commit_order(path) -> list[str] | None:
 
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a BOM stuck to the first id
     except FileNotFoundError:
         raise InputError(path, None, "no such file") from None
     except UnicodeDecodeError:

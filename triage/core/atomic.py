@@ -185,6 +185,8 @@ def _umask() -> int:
 
 #: Output compression by the target's suffix: the kinds every reader of the project opens.
 COMPRESSION_BY_SUFFIX: dict[str, object] = {".gz": {"method": "gzip", "mtime": 0}, ".zst": {"method": "zstd"}}
+#: Compressed or archive suffixes an output is refused with (written, they held plain text).
+UNWRITTEN_COMPRESSED = frozenset({".bz2", ".xz", ".lzma", ".lz4", ".zip", ".7z", ".tar", ".tgz", ".tbz2", ".txz"})
 
 
 def _compression(path: str | Path) -> object:
@@ -200,7 +202,12 @@ def _compression(path: str | Path) -> object:
     """
     if str(path) == "-":
         return None
-    compression = COMPRESSION_BY_SUFFIX.get(Path(str(path)).suffix.lower())
+    suffix = Path(str(path)).suffix.lower()
+    if suffix in UNWRITTEN_COMPRESSED:
+        # It wrote plain text under the archive's name (`file o.zip`: "CSV text").
+        raise InputError(path, None, f"cannot write {suffix} files: name the output .csv, .csv.gz or .csv.zst "
+                                     "(.jsonl, .jsonl.gz, .jsonl.zst for JSON lines)")
+    compression = COMPRESSION_BY_SUFFIX.get(suffix)
     if isinstance(compression, dict) and compression.get("method") == "gzip":
         compression = {**compression, "filename": Path(str(path)).name[: -len(".gz")]}  # the suffix in any case
     return compression

@@ -290,6 +290,11 @@ def _first(mask: np.ndarray) -> int:
 
 
 def _parse_values(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
+    if pd.api.types.is_bool_dtype(raw):
+        # Parquet, JSON lines (`"value": true`) and Perfherder gave a column of booleans 1.0 / 0.0,
+        # where CSV's "True" is refused: a pass/fail flag is not a measurement.
+        raise InputError(path, int(rows[0]) if len(rows) else None,
+                         f"value {str(bool(raw.iloc[0])).lower()!r} is a boolean, not a measurement: give numbers")
     if pd.api.types.is_numeric_dtype(raw):
         values = raw.to_numpy(dtype=np.float64)
         text = None  # only an error shows it: numbers are not written out otherwise
@@ -300,7 +305,7 @@ def _parse_values(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
     if bad.any():
         i = _first(bad)
         shown = text[i] if text is not None else str(raw.astype(str).iloc[i])
-        if shown in ("", "None", "<NA>"):
+        if shown in ("", "None", "<NA>") or (text is None and pd.isna(raw.iloc[i])):  # a Parquet null: 'nan'
             problem = "value is missing"
         elif np.isinf(values[i]):
             problem = f"value {shown!r} is not finite"
@@ -408,6 +413,7 @@ def dataset_from_long(
     series_codes, series_order = _require_text(frame["series_id"], rows, path, "series_id")
     _warn_ids_alike(frame["series_id"], series_order, path)
     commit_codes, commit_text = _require_text(frame["commit"], rows, path, "commit")
+    _warn_commits_alike(series_codes, series_order, commit_codes, commit_text, path)
     values = _parse_values(frame["value"], rows, path)
     n = len(frame)
     row_labels = (
@@ -502,13 +508,19 @@ def dataset_from_long(
                 j = _first(back) + 1
                 row = int(rows[first_idx[a + j]])
                 if not sort_timestamps:
+                    # Naive local clock times across the autumn clock change step back up to an hour:
+                    # sorting would scramble the commits there; their offset is what is missing.
+                    clock = ("; if these are local clock times across a daylight-saving change, sorting would "
+                             "reorder the commits: write each time with its UTC offset (+02:00) or in UTC instead, "
+                             "as a time without an offset is read as UTC"
+                             if ts[j - 1] - ts[j] <= np.timedelta64(3600, "s") else "")
                     raise InputError(
                         path,
                         row,
                         f"timestamps of series {series_order[run_series[a]]!r} go backwards "
                         f"({pd.Timestamp(ts[j])} after {pd.Timestamp(ts[j - 1])}); "
                         "sort the file by timestamp (`triage convert --sort-timestamps` writes a sorted copy; "
-                        "summary, convert and plot also take --sort-timestamps)",
+                        f"summary, convert and plot also take --sort-timestamps){clock}",
                     )
                 warnings.warn(
                     f"{path}: series {series_order[run_series[a]]!r} sorted by timestamp "
@@ -594,6 +606,29 @@ def _warn_ids_alike(raw: pd.Series, ids: np.ndarray, path: Path) -> None:
             warnings.warn(f"{path}: series ids {first!r} and {sid!r} are the same text in two Unicode forms "
                           "(composed and decomposed accents): read as two series that print alike", stacklevel=4)
             break
+
+
+def _warn_commits_alike(series_codes: np.ndarray, series_order: np.ndarray, commit_codes: np.ndarray,
+                        commit_text: np.ndarray, path: Path) -> None:
+    """Warn when one series has two commit ids that differ only in case (``ABC123`` and ``abc123``).
+
+    They are read as two commits, as ids are case-sensitive; a hash written
+    once in capitals (a tool that upper-cases it) made a commit measured
+    twice into two commits without a word. Cheap when no two distinct ids of
+    the file fold alike, the usual case.
+    """
+    folded = pd.Series(commit_text, dtype=object).str.casefold()
+    if not folded.duplicated().any():
+        return
+    fold_codes, _ = pd.factorize(folded)
+    pairs = pd.DataFrame({"s": series_codes, "f": fold_codes[commit_codes], "c": commit_codes}).drop_duplicates()
+    clash = pairs.duplicated(["s", "f"], keep=False)
+    if clash.any():
+        hit = pairs[clash].sort_values(["s", "f"]).iloc[:2]
+        a, b = (str(commit_text[c]) for c in hit["c"])
+        warnings.warn(f"{path}: series {str(series_order[hit['s'].iloc[0]])!r} has commits {a!r} and {b!r}, which "
+                      "differ only in case: read as two commits (write one spelling to read them as one)",
+                      stacklevel=4)
 
 
 def _warn_misspelled_columns(columns: Iterable[object], path: Path) -> None:

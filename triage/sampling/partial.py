@@ -28,6 +28,7 @@ from triage.readers.source import (
     csv_errors,
     display_name,
     plain_file,
+    without_implicit_index,
 )
 from triage.sampling.gp import HistoryGP
 
@@ -162,6 +163,12 @@ def _read_cells(plain: Path, shown: str) -> pd.DataFrame:
     with csv_errors(plain, shown):
         frame = pd.read_csv(plain, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True,
                             compression=None)
+    # A trailing separator on every row (`c1,100.5,`) made pandas read the commits as the index,
+    # the values as commits: "row 3: commit is missing". Lines are counted in the plain copy.
+    try:
+        frame = without_implicit_index(frame, plain, sep=sep)
+    except InputError as exc:
+        raise InputError(shown, exc.row, exc.problem) from None
     # A column named twice (`commit,value,value`) is refused, as by every other CSV reader of the
     # project: pandas renamed the second `value.1` and the first was read without a word.
     check_header(shown, names=[str(c).strip() for c in next(csv.reader([header], delimiter=sep))])
