@@ -55,6 +55,15 @@ Defects found (what the user did, what went wrong, what happens now):
    The store was whole (every printed decision stored, the refused batch
    not). Now the line also says this process may write files of at most N
    bytes (ulimit -f) and to raise the limit.
+7. Ran ``triage detect`` under a memory limit (``ulimit -v``) too small for
+   its replay: a ``MemoryError`` traceback followed by a second one (the
+   report of the first ran out of memory too), exit 1; with ``--jobs 2``,
+   "internal error: RuntimeError: can't start new thread"; or, when it ran
+   out while the CSV was parsed, "not a valid CSV file: Error tokenizing
+   data. C error: out of memory", calling a good file invalid. Now: one line
+   saying the memory ran out while reading and replaying, the limit, that nothing was
+   written (the output as it was) and what to do; exit 2. (``watch``'s
+   message of defect 3 names the limit too.)
 """
 
 from __future__ import annotations
@@ -194,7 +203,7 @@ def test_detect_output_beyond_a_file_size_limit_names_the_output(tmp_path):
     ]  # no temporary left
 
 
-#: ``triage watch`` in a fresh interpreter whose address space is limited to what it holds after
+#: ``triage ARGS`` in a fresh interpreter whose address space is limited to what it holds after
 #: loading the model and compiling the loop's kernels, plus ``argv[1]`` bytes.
 OUT_OF_MEMORY = """
 import resource, sys
@@ -248,9 +257,10 @@ def test_watch_out_of_memory_says_what_is_stored_and_what_to_change(tmp_path):
     text = " ".join(res.stderr.split())
     assert res.returncode == 2, text
     assert "Traceback" not in text and "internal error" not in text, text
-    assert (
-        f"error: out of memory while deciding: every decision printed is stored in {db}" in text
-    ), text
+    assert "error: out of memory while deciding (this process may use " in text, text
+    assert f"MB of address space: ulimit -v): every decision printed is stored in {db}" in text, (
+        text
+    )
     assert "give a lower --cache-series or more memory" in text, text
     with StateStore(db) as store:  # whole batches only: a series without its state would be refused
         arrivals = store.n_arrivals()
@@ -368,3 +378,45 @@ def test_state_store_beyond_a_file_size_limit_says_so_and_stays_whole(tmp_path):
     assert res.returncode == 0, _stderr(res)
     with StateStore(db) as store:
         assert store.n_arrivals() == 2400 and store.n_decisions() == 60 * 36
+
+
+def test_detect_out_of_memory_is_one_line_and_writes_nothing(tmp_path):
+    """Defect 7: a MemoryError traceback, then another from reporting it; exit 1."""
+    data = tmp_path / "many.csv"
+    rows = (
+        f"svc{s:05d},c{c:02d},{100 + (s * 7 + c * 3) % 11 / 10}\n"
+        for s in range(25_000)
+        for c in range(12)
+    )
+    data.write_text("series_id,commit,value\n" + "".join(rows))
+    out = tmp_path / "cps.csv"
+    out.write_text("kept\n")
+    command = [
+        sys.executable,
+        "-c",
+        OUT_OF_MEMORY,
+        str(200 * 2**20),
+        "detect",
+        "--data",
+        data,
+        "--out",
+        out,
+    ]
+    res = subprocess.run(
+        list(map(str, command)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+    )
+    text = " ".join(res.stderr.split())
+    assert res.returncode == 2, text
+    assert "Traceback" not in text and "internal error" not in text, text
+    assert (
+        f"error: {data}: out of memory while reading and replaying (this process may use " in text
+    ), text
+    assert (
+        f"MB of address space: ulimit -v): nothing was written ({out} is as it was); raise the memory limit"
+        in text
+    )
+    assert out.read_text() == "kept\n"

@@ -526,6 +526,16 @@ def watch(
         _out_of_memory(state, out_of_memory, cache_series)
 
 
+def _memory_limit() -> str:
+    """`` (this process may use N MB of address space: ulimit -v)`` when it has such a limit, else ``""``."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return ""
+    return f" (this process may use {limit >> 20:,} MB of address space: ulimit -v)"
+
+
 def _near_memory_limit(margin: int = 64 << 20) -> bool:
     """True when this process's address space is within ``margin`` bytes of its limit (``ulimit -v``)."""
     import resource
@@ -551,7 +561,7 @@ def _out_of_memory(state: Path | None, held: int, cache_series: int) -> None:
                   f"states were held in memory (--cache-series {cache_series:,}): give a lower --cache-series or "
                   "more memory, run watch again and re-send from the first line whose decision was not printed "
                   "(re-sent commits print their stored decision)")
-    err_console.print(f"error: out of memory while deciding: {advice}", markup=False, highlight=False,
+    err_console.print(f"error: out of memory while deciding{_memory_limit()}: {advice}", markup=False, highlight=False,
                       soft_wrap=True)
     raise typer.Exit(2)
 
@@ -729,6 +739,8 @@ def detect(
     from triage.online.loop import OnlineTriage, RejectedCommit, replay_in_processes
 
     check_format(fmt)
+    out_of_memory = False
+    reserve: bytearray | None = bytearray(16 << 20)  # as watch's: released first when the memory runs out
     try:
         model_dir = resolve_model(model, "online")
         loop_kwargs: dict[str, object] = {"min_pre": min_pre, "confirm_after": confirm_after}
@@ -781,12 +793,30 @@ def detect(
         seconds = time.perf_counter() - started
         _write_found(found, out, fmt)
     except (InputError, ValueError) as exc:
-        _fail(exc)
+        if "C error: out of memory" not in str(exc):  # pandas' tokenizer: "not a valid CSV file"
+            _fail(exc)
+        reserve = None
+        out_of_memory = True
     except OSError as exc:
         if exc.errno not in (errno.EMFILE, errno.ENFILE):
             raise
         # It was "error: Too many open files", naming neither the limit nor what needed the files.
         _fail(_too_many_files(exc, data, jobs, workers))
+    except (MemoryError, SystemError, RuntimeError) as exc:
+        # It was a MemoryError traceback and a second one from reporting it (exit 1), or "internal error:
+        # RuntimeError: can't start new thread" for --jobs 2 under `ulimit -v`.
+        if isinstance(exc, SystemError) and not _near_memory_limit():
+            raise
+        if isinstance(exc, RuntimeError) and "can't start new thread" not in str(exc):
+            raise
+        reserve = None
+        out_of_memory = True
+    del reserve
+    if out_of_memory:
+        gc.collect()
+        _fail(InputError(data, None, f"out of memory while reading and replaying{_memory_limit()}: nothing was written "
+                         f"({_kept(out)}); raise the memory limit{' or give fewer --jobs' if jobs > 1 else ''} "
+                         "and run detect again"))
     n = dataset.n_commits()
     err_console.print(
         f"{_count(len(found), 'change point')} in {len(dataset):,} series ({_count(n, 'commit')}, "
@@ -836,10 +866,18 @@ def _write_found(found, out: Path, fmt: str) -> None:
         # naming no file and not saying what became of --out.
         from triage.cli.tables import writes_stdout
 
-        kept = ("nothing was written to standard output" if writes_stdout(out)
-                else f"{out} is as it was" if Path(out).exists() else f"{out} was not created")
-        raise InputError("<stdout>" if writes_stdout(out) else out, None, f"cannot write the change points ({exc.strerror or exc}); {kept}: free "
-                         "space or raise the file-size limit (ulimit -f), then run detect again") from None
+        raise InputError("<stdout>" if writes_stdout(out) else out, None, f"cannot write the change points "
+                         f"({exc.strerror or exc}); {_kept(out)}: free space or raise the file-size limit "
+                         "(ulimit -f), then run detect again") from None
+
+
+def _kept(out: Path) -> str:
+    """What became of a ``--out`` that was not written."""
+    from triage.cli.tables import writes_stdout
+
+    if writes_stdout(out):
+        return "nothing was written to standard output"
+    return f"{out} is as it was" if Path(out).exists() else f"{out} was not created"
 
 
 def _detect_streamed(data: Path, layout: str, model_dir, jobs: int, loop_kwargs, replay_kwargs, workers: str):
