@@ -64,6 +64,13 @@ Defects found (what the user did, what went wrong, what happens now):
    saying the memory ran out while reading and replaying, the limit, that nothing was
    written (the output as it was) and what to do; exit 2. (``watch``'s
    message of defect 3 names the limit too.)
+8. The producer piping into ``triage watch --state`` was killed in the
+   middle of writing a line, so standard input ended in half a record:
+   "error: <stdin>, line 101: not a JSON object: Unterminated string
+   starting at", which read as a garbled feed (and is itself cut short).
+   Now the line adds that the input ended in the middle of this line,
+   without a line end (was its producer cut off?), and that every line
+   before it is decided; exit 2 and the store as before.
 """
 
 from __future__ import annotations
@@ -76,7 +83,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_cli import flat, invoke
+from helpers_cli import flat, invoke, run_triage
 
 from triage.online.state_store import StateStore
 
@@ -420,3 +427,37 @@ def test_detect_out_of_memory_is_one_line_and_writes_nothing(tmp_path):
         in text
     )
     assert out.read_text() == "kept\n"
+
+
+def test_watch_input_cut_in_the_middle_of_a_line_says_so(tmp_path):
+    """Defect 8: a half-written last line read as a garbled feed."""
+    lines = _feed(30).splitlines()
+    cut = lines[29][:25]  # '{"series_id": "s1", "comm'
+    db = tmp_path / "state.db"
+    res = run_triage(
+        "watch", "--state", db, "--explain", "none", stdin="\n".join(lines[:29]) + "\n" + cut
+    )
+    text = " ".join(res.stderr.split())
+    assert res.returncode == 2, text
+    assert (
+        "error: <stdin>, line 30: not a JSON object: Unterminated string starting at (the input ended in the "
+        "middle of this line, without a line end: was its producer cut off? every line before it is decided)"
+        in text
+    )
+    assert res.stdout.count("\n") == 25
+    with StateStore(db) as store:
+        assert store.n_arrivals() == 29 and store.n_decisions() == 25
+
+    # The same through a stream without a file descriptor; a whole last line without a line end is no error.
+    code, out = invoke(["watch", "--explain", "none"], stdin="\n".join(lines[:29]) + "\n" + cut)
+    assert code == 2 and "the input ended in the middle of this line" in flat(out), flat(out)
+    code, out = invoke(["watch", "--explain", "none"], stdin="\n".join(lines))
+    assert code == 0 and out.count("\n") == 26, out
+    code, out = invoke(
+        ["watch", "--explain", "none"], stdin=lines[0] + "\n" + cut + "\n" + lines[1] + "\n"
+    )
+    assert (
+        code == 2
+        and "line 2: not a JSON object" in flat(out)
+        and "ended in the middle" not in flat(out)
+    )

@@ -151,8 +151,13 @@ UNUSABLE = "\0unusable"
 BATCH_LINES = 16384
 
 
-def _waiting_lines(stream: io.TextIOBase, limit: int = BATCH_LINES) -> Iterator[list[tuple[int, str]]]:
+def _waiting_lines(
+    stream: io.TextIOBase, limit: int = BATCH_LINES, cut: list[int] | None = None
+) -> Iterator[list[tuple[int, str]]]:
     """Batches of (line number, line) from ``stream``: each batch holds the lines already waiting.
+
+    ``cut`` gets the number of a last line that the input ended in the middle
+    of (no line end after it).
 
     A producer that writes faster than the loop decides leaves a backlog on
     the pipe; deciding it in one :meth:`OnlineTriage.process_many` (one
@@ -165,6 +170,8 @@ def _waiting_lines(stream: io.TextIOBase, limit: int = BATCH_LINES) -> Iterator[
         fd = stream.fileno()
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         for number, line in enumerate(stream, start=1):
+            if cut is not None and not line.endswith("\n"):
+                cut.append(number)
             yield [(number, line)]
         return
     import os
@@ -189,6 +196,8 @@ def _waiting_lines(stream: io.TextIOBase, limit: int = BATCH_LINES) -> Iterator[
         if eof and pending:
             lines.append(pending)
             pending = b""
+            if cut is not None:
+                cut.append(number + len(lines))
         for start in range(0, len(lines), limit):
             batch = []
             for raw in lines[start : start + limit]:
@@ -205,14 +214,19 @@ def _json_batches(stream: io.TextIOBase, source: str, limit: int = BATCH_LINES) 
     The good lines before a bad one are yielded first (they get decided), then
     the InputError naming the bad line is raised.
     """
-    for lines in _waiting_lines(stream, limit):
+    cut: list[int] = []
+    for lines in _waiting_lines(stream, limit, cut):
         batch: list[tuple[int, dict]] = []
         try:
             for number, line in lines:
                 batch.extend(_json_records(io.StringIO(line), source, first=number))
-        except InputError:
+        except InputError as exc:
             if batch:
                 yield batch
+            if cut and exc.source == f"{source}, line {cut[0]}":
+                # A producer killed mid-write: "not a JSON object: Unterminated string starting at" said nothing of it.
+                raise _bad(source, cut[0], f"{exc.problem} (the input ended in the middle of this line, without "
+                           "a line end: was its producer cut off? every line before it is decided)") from None
             raise
         if batch:
             yield batch
