@@ -71,6 +71,15 @@ Defects found (what the user did, what went wrong, what happens now):
    Now the line adds that the input ended in the middle of this line,
    without a line end (was its producer cut off?), and that every line
    before it is decided; exit 2 and the store as before.
+9. Started ``triage watch --state new.db`` with a new store on a full disk
+   (a 600 kB tmpfs filled) or under ``ulimit -f 1``: "cannot open the state
+   file: database or disk is full" (or "disk I/O error"), and an empty
+   ``new.db`` was left behind. Once space was freed, the next start called
+   that file damaged ("is empty (0 bytes): truncated, or not a store written
+   by triage; recover with ... --reset-state"), a recovery for a file no
+   store was ever written to. Now a new file whose creation fails is removed
+   again (a file that was there before never is), and the line names the
+   file-size limit when there is one.
 """
 
 from __future__ import annotations
@@ -461,3 +470,35 @@ def test_watch_input_cut_in_the_middle_of_a_line_says_so(tmp_path):
         and "line 2: not a JSON object" in flat(out)
         and "ended in the middle" not in flat(out)
     )
+
+
+def test_a_new_store_that_cannot_be_created_leaves_no_empty_file(tmp_path):
+    """Defect 9: the failed creation left an empty file that the next start called damaged."""
+    db = tmp_path / "new.db"
+    feed = _feed(10)
+    res = _run_limited(["watch", "--state", db], feed, tmp_path / "out", fsize=1024)
+    text = _stderr(res)
+    assert res.returncode == 2, text
+    assert (
+        f"error: {db}: cannot open the state file: disk I/O error; this process may write files of at most "
+        "1,024 bytes (ulimit -f)" in text
+    ), text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+    code, out = invoke(
+        ["watch", "--state", db, "--explain", "none"], stdin=feed
+    )  # the limit gone: a new store
+    assert code == 0 and "damaged" not in out, flat(out)
+    with StateStore(db) as store:
+        assert store.n_arrivals() == 10
+
+
+def test_a_store_that_was_there_is_never_removed_when_it_cannot_be_opened(tmp_path):
+    """Defect 9's fix removes only what it created: an existing store that cannot be written stays."""
+    db = tmp_path / "state.db"
+    code, out = invoke(["watch", "--state", db, "--explain", "none"], stdin=_feed(10))
+    assert code == 0, out
+    before = db.read_bytes()
+    res = _run_limited(["watch", "--state", db], _feed(40), tmp_path / "out", fsize=1024)
+    assert res.returncode == 2, _stderr(res)
+    assert db.read_bytes() == before

@@ -170,6 +170,9 @@ class StateStore:
                 raise StateStoreError(self.path, f"is a link to {real}, whose folder {real.parent} does not exist "
                                       "(create it first, or fix the link)")
         check_state_file(self.path)  # a damaged store is refused, never silently restarted
+        # A new file that cannot be set up (a full disk, a file-size limit) is removed again: left
+        # empty, the next start called it damaged ("is empty (0 bytes): truncated") and advised --reset-state.
+        created = self.path != ":memory:" and not os.path.exists(self.path)
         try:
             # A short wait for the lock: two watchers started together on a new file both
             # failed with timeout 0 (each held a read lock the other's first write waited on).
@@ -214,13 +217,28 @@ class StateStore:
                 raise StateStoreError(
                     self.path, "the state file is in use by another process"
                 ) from None
-            raise StateStoreError(self.path, f"cannot open the state file: {exc}") from None
+            self._remove_if_new(created)
+            raise StateStoreError(self.path, f"cannot open the state file: {exc}{_file_size_limit()}") from None
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
+            self._remove_if_new(created)
             raise StateStoreError(self.path, f"not a state file (SQLite says: {exc})") from None
         except BaseException:
             self._close_quietly()
+            self._remove_if_new(created)
             raise
+
+    def _remove_if_new(self, created: bool) -> None:
+        """Remove the empty file (and journal) this open created before it failed; never a file that was there."""
+        if not created:
+            return
+        real = os.path.realpath(self.path)  # through a link: the file it leads to (the link stays)
+        for name in (real, f"{real}-wal", f"{real}-journal"):
+            try:
+                if os.path.isfile(name) and os.path.getsize(name) == 0:
+                    os.unlink(name)
+            except OSError:  # nothing more to do: the error being raised says what failed
+                pass
 
     def _close_quietly(self) -> None:
         try:
