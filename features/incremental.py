@@ -792,6 +792,11 @@ class PrePool:
         """Commits in Pre of each member, shape (len(members),)."""
         return self.f[members, SLOT_N]
 
+    def flat(self, members: np.ndarray) -> np.ndarray:
+        """Whether each member's Pre is not empty and one repeated value (:meth:`PreState.flat_value`), shape (len(members),)."""
+        f = self.f[members]
+        return (f[:, SLOT_N] >= 1) & (f[:, SLOT_MIN] == f[:, SLOT_MAX])
+
     def rows_into(
         self, members: np.ndarray, rows: np.ndarray, values: np.ndarray, starts: np.ndarray, i: int, k: int,
         X: np.ndarray, defer: tuple[str, ...] = (),

@@ -5,7 +5,9 @@ Found by trying a binary-size-like series: ``triage score`` gave a flat
 false at `perfherder`'s threshold 0.27); the level-shift measures read every
 such step as "1 noise sd". Now a candidate with >= 20 equal values before and
 >= 2 equal values from it on is decided by :mod:`triage.features.noise_free`:
-P(true) 1 for a step, 0 for no change.
+P(true) 1 for a step, 0 for no change. The online loop (``watch``, ``detect``)
+missed both steps; it asks the same rule with Pre's running minimum and
+maximum and the K + 1 After values.
 """
 
 from __future__ import annotations
@@ -125,3 +127,40 @@ def test_stream_verdict():
     assert noise_free.stream_verdict(20, None, flat) == noise_free.NOT_NOISE_FREE
     assert noise_free.stream_verdict(20, 5.0, np.array([7.0])) == noise_free.NOT_NOISE_FREE
     assert noise_free.stream_verdict(20, 5.0, np.array([7.0, 7.5])) == noise_free.NOT_NOISE_FREE
+
+
+def test_detect_finds_flat_steps_at_their_commit(tmp_path):
+    history = _history(tmp_path / "h.csv", {
+        "size": [1000.0] * 60 + [1100.0] * 60,
+        "bytes": [52000.0] * 60 + [52016.0] * 60,
+        "flat": [7.0] * 120,
+    })
+    out = tmp_path / "cp.csv"
+    code, text = invoke(["detect", "--data", history, "--out", out])
+    assert code == 0, text
+    found = pd.read_csv(out)
+    assert sorted(zip(found["series_id"], found["commit"], found["probability"])) == [
+        ("bytes", "c60", 1.0), ("size", "c60", 1.0)]
+
+
+def test_watch_alarms_once_per_flat_step_and_says_why(tmp_path):
+    import json
+
+    values = [1000.0] * 40 + [1100.0] * 30 + [1050.0] * 30
+    lines = "".join(json.dumps({"series_id": "size", "commit": f"c{i}", "value": v}) + "\n"
+                    for i, v in enumerate(values))
+    code, text = invoke(["watch", "--state", tmp_path / "s.db"], stdin=lines)
+    assert code == 0, text
+    decisions = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    alarms = [d for d in decisions if d.get("decision") is True]
+    assert [a["commit"] for a in alarms] == ["c40", "c70"]
+    assert all(a["probability"] == 1.0 and a["top_features"][0].startswith("noise-free step") for a in alarms)
+
+
+def test_the_window_0_model_is_left_to_itself(tmp_path):
+    """K = 0: After is one value, one odd reading; the rule needs two."""
+    history = _history(tmp_path / "h.csv", {"size": [1000.0] * 60 + [1100.0] * 60})
+    out = tmp_path / "cp.csv"
+    code, text = invoke(["detect", "--data", history, "--model", "default-w0", "--out", out])
+    assert code == 0, text
+    assert (pd.read_csv(out)["probability"] < 1.0).all()

@@ -126,7 +126,7 @@ import numpy as np
 
 from triage.core import timestamps
 from triage.core.values import value_problem
-from triage.features import catalogue, level_shift
+from triage.features import catalogue, level_shift, noise_free
 from triage.features.incremental import PrePool, PreState
 from triage.online.records import (
     AlreadyDecided,
@@ -828,6 +828,21 @@ class OnlineTriage:
         else:
             X = np.array(rows) if rows else np.empty((0, len(self.feature_names)))
             proba = self._predict(X) if rows else np.empty(0)
+        ruled: dict[int, tuple[int, int]] = {}
+        if K + 1 >= noise_free.MIN_AFTER:
+            for row, at in enumerate(due):
+                pre_w: typing.Any = pres[at]
+                if not allowed[row] or pre_w.n < noise_free.MIN_PRE:
+                    continue
+                flat = pre_w.flat_value()
+                if flat is None:
+                    continue
+                after = np.array([v for _, v in states[at].pending] + [items[members[at]][2]], dtype=np.float64)
+                kind = noise_free.stream_verdict(pre_w.n, flat, after)
+                if kind != noise_free.NOT_NOISE_FREE:
+                    ruled[row] = (kind, pre_w.n)
+            if ruled:
+                proba = _ruled_proba(proba, ruled)
         positive = (proba >= self.threshold) & np.array(allowed, dtype=bool)
         held: set[int] = set()
         if K:
@@ -838,6 +853,9 @@ class OnlineTriage:
                     positive[row] = False
                     held.add(row)
         explained = self._explain(X, positive)
+        for row, (kind, n_pre) in ruled.items():
+            if self.explain == "all" or (self.explain == "positive" and positive[row]):
+                explained[row] = [noise_free.reason(kind, n_pre, K + 1)]
         row_of = {pos: r for r, pos in enumerate(due)}
         # Python floats and bools once per round, not a NumPy scalar per commit.
         probs, hits = proba.tolist(), positive.tolist()
@@ -1253,6 +1271,22 @@ class OnlineTriage:
                 proba = np.full(fast.size, np.nan)
                 if asked.size:
                     proba[asked] = self._predict(X[asked])
+            ruled: dict[int, tuple[int, int]] = {}
+            if K + 1 >= noise_free.MIN_AFTER and asked.size:
+                if pool is not None:
+                    flat_rows = asked[pool.flat(fast[asked]) & (pool.n(fast[asked]) >= noise_free.MIN_PRE)]
+                else:
+                    flat_rows = np.array([r for r in asked.tolist() if pres[r].n >= noise_free.MIN_PRE  # type: ignore[index]
+                                          and pres[r].flat_value() is not None], dtype=np.int64)  # type: ignore[index]
+                for r in flat_rows.tolist():
+                    g = int(fast[r])
+                    pre = pool.pres[g] if pool is not None else states[g].pre
+                    s = int(starts[g]) + i - K
+                    kind = noise_free.stream_verdict(pre.n, pre.flat_value(), values[s : s + K + 1])
+                    if kind != noise_free.NOT_NOISE_FREE:
+                        ruled[r] = (kind, pre.n)
+                if ruled:
+                    proba = _ruled_proba(proba, ruled)
             positive = proba >= self.threshold  # NaN (held back) is never positive
             if K:
                 for r in np.flatnonzero(positive).tolist():
@@ -1263,6 +1297,9 @@ class OnlineTriage:
                         positive[r] = False
             hits = np.flatnonzero(positive).tolist()
             explained = self._explain(X, positive) if hits else {}
+            for r, (kind, n_pre) in ruled.items():
+                if self.explain == "all" or (self.explain == "positive" and positive[r]):
+                    explained[r] = [noise_free.reason(kind, n_pre, K + 1)]
             for r in hits:
                 g = int(fast[r])
                 st = states[g]
@@ -1298,6 +1335,14 @@ class OnlineTriage:
 HOLD_BACK_PRE = 10
 #: The reason a held-back commit's decision gives (its probability reached the threshold).
 HELD_BACK = "held back: this commit is still at the level before it; the next commit is decided on its own"
+
+
+def _ruled_proba(proba: np.ndarray, ruled: dict[int, tuple[int, int]]) -> np.ndarray:
+    """``proba`` with the rows of a noise-free verdict (:mod:`triage.features.noise_free`) set: 1 a step, 0 no change."""
+    out = np.array(proba, dtype=np.float64)
+    for r, (kind, _) in ruled.items():
+        out[r] = 1.0 if kind == noise_free.STEP else 0.0
+    return out
 
 
 def held_back(pre_tail: np.ndarray, after: np.ndarray) -> bool:
