@@ -49,6 +49,10 @@
     .xz) wrote plain CSV under the archive's name. A candidate score ``2,5``
     and a candidate commit differing from the data's only in case got no
     hint.
+11. (reproducibility and limits walkthroughs) A state store of a newer
+    format version said only "written by a newer version"; a format version
+    ``x`` escaped as "invalid literal for int()", naming no file. A JSON line
+    cut mid-string ended its message "Unterminated string starting at".
 """
 
 from __future__ import annotations
@@ -328,3 +332,37 @@ def test_candidate_scores_with_a_decimal_comma_and_commits_in_another_case(tmp_p
     cands = _write(tmp_path / "c2.csv", "series_id,commit\ns,abc123\n")
     code, text = invoke(["score", "--data", data, "--candidates", cands])
     assert code == 2 and "it has 'ABC123', which differs only in case" in flat(text)
+
+
+def _store_with_version(path: Path, version: str) -> Path:
+    import sqlite3
+
+    code, text = invoke(["watch", "--state", path], stdin='{"series_id":"s1","commit":"c7","value":1}\n')
+    assert code == 0, text
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'format_version'", (version,))
+    return path
+
+
+def _rows(store: Path) -> list[tuple]:
+    import sqlite3
+
+    with sqlite3.connect(store) as db:
+        return [row for table in ("meta", "decisions", "series")
+                for row in db.execute(f"SELECT * FROM {table} ORDER BY 1")]  # noqa: S608 (our table names)
+
+
+def test_state_stores_of_a_newer_or_unknown_version(tmp_path):
+    for version, said in (("3", "upgrade changepoint-triage"), ("x", "unknown format version 'x'")):
+        store = _store_with_version(tmp_path / f"s{version}.db", version)
+        before = _rows(store)
+        code, text = invoke(["watch", "--state", store], stdin='{"series_id":"s1","commit":"c8","value":1}\n')
+        assert code == 2 and said in flat(text) and store.name in text
+        assert _rows(store) == before
+
+
+def test_a_json_line_cut_mid_string_says_where():
+    from triage.core.json_input import json_record
+
+    with pytest.raises(ValueError, match=r"Unterminated string starting at \(column 21\)"):
+        json_record('{"series_id": "s1", "commit')

@@ -449,7 +449,7 @@ def test_watch_input_cut_in_the_middle_of_a_line_says_so(tmp_path):
     text = " ".join(res.stderr.split())
     assert res.returncode == 2, text
     assert (
-        "error: <stdin>, line 30: not a JSON object: Unterminated string starting at (the input ended in the "
+        "error: <stdin>, line 30: not a JSON object: Unterminated string starting at (column 21) (the input ended in the "
         "middle of this line, without a line end: was its producer cut off? every line before it is decided)"
         in text
     )

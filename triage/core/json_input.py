@@ -48,7 +48,8 @@ def json_record(line: str) -> dict:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not a JSON object: {exc.msg}") from None
+        # exc.msg alone ended mid-phrase ("Unterminated string starting at"): the column says where
+        raise ValueError(f"not a JSON object: {exc.msg} (column {exc.colno})") from None
     except ValueError as exc:  # an integer of more digits than Python converts
         raise ValueError(f"not a usable JSON object: {exc}") from None
     except RecursionError:

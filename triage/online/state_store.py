@@ -199,12 +199,21 @@ class StateStore:
                 )
             elif fmt != FORMAT:
                 raise StateStoreError(self.path, "not an online-triage state file")
-            elif int(self._meta("format_version") or 0) > FORMAT_VERSION:
-                raise StateStoreError(
-                    self.path, "state file written by a newer version of changepoint-triage"
-                )
-            elif int(self._meta("format_version") or 0) < FORMAT_VERSION:
-                self.old_format = True
+            else:
+                version = str(self._meta("format_version") or "")
+                if not version.isdigit():
+                    # int('x') escaped as "invalid literal for int()", naming no file.
+                    raise StateStoreError(self.path, f"state file of an unknown format version {version!r} "
+                                                     f"(this changepoint-triage writes {FORMAT_VERSION}); it is left "
+                                                     "as it is")
+                if int(version) > FORMAT_VERSION:
+                    raise StateStoreError(
+                        self.path, f"state file written by a newer version of changepoint-triage (format "
+                        f"{version}, this one reads up to {FORMAT_VERSION}): upgrade changepoint-triage to "
+                        "go on with it; --reset-state would lose its stored decisions"
+                    )
+                if int(version) < FORMAT_VERSION:
+                    self.old_format = True
             columns = {r[1] for r in self._db.execute("PRAGMA table_info(decisions)")}
             if not self.old_format and "value" not in columns:
                 # A format-2 file from before arrival values were kept: its older rows hold NULL.
