@@ -10,10 +10,15 @@ are independent of every feature (any model's AUC should be near 0.5).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from triage.core import labels
+from triage.core.versions import file_sha256
+from triage.training.model_files import CHECKSUMS
 
 CHARACTERISTICS: tuple[str, ...] = ("mean", "sd", "median", "min", "max", "trend", "acf1")
 
@@ -82,3 +87,17 @@ def make_matrix(
         }
     )
     return pd.concat([meta, pd.DataFrame(cols)], axis=1)
+
+
+def rewrite_manifest(path: Path, change) -> None:
+    """Edit a model directory's manifest and recompute its checksum, as another version would have written it."""
+    manifest = json.loads((path / "manifest.json").read_text())
+    change(manifest)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    lines = []
+    for line in (path / CHECKSUMS).read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        if name == "manifest.json":
+            digest = file_sha256(path / name)
+        lines.append(f"{digest}  {name}")
+    (path / CHECKSUMS).write_text("\n".join(lines) + "\n")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from helpers_training import make_matrix
+from helpers_training import make_matrix, rewrite_manifest
 
 from triage.core import atomic
 from triage.core.errors import InputError
@@ -32,18 +31,6 @@ def fitted(matrix) -> dict[str, TriageClassifier]:
     }
 
 
-def _rewrite_manifest(path: Path, change) -> None:
-    """Edit the manifest and recompute its checksum, as a different version would have written it."""
-    manifest = json.loads((path / "manifest.json").read_text())
-    change(manifest)
-    (path / "manifest.json").write_text(json.dumps(manifest))
-    lines = []
-    for line in (path / CHECKSUMS).read_text().splitlines():
-        digest, _, name = line.partition("  ")
-        if name == "manifest.json":
-            digest = model_files._sha256(path / name)
-        lines.append(f"{digest}  {name}")
-    (path / CHECKSUMS).write_text("\n".join(lines) + "\n")
 
 
 @pytest.mark.parametrize("model", ["rf", "svm", "xgb"])
@@ -108,14 +95,14 @@ def test_added_or_missing_files_are_refused(fitted, tmp_path):
 )
 def test_incompatible_manifest_is_refused(change, message, fitted, tmp_path):
     path = save_model(fitted["rf"], tmp_path / "m")
-    _rewrite_manifest(path, change)
+    rewrite_manifest(path, change)
     with pytest.raises(ModelFileError, match=message):
         load_model(path)
 
 
 def test_newer_xgboost_model_is_refused(fitted, tmp_path):
     path = save_model(fitted["xgb"], tmp_path / "m")
-    _rewrite_manifest(path, lambda m: m["libraries"].update({"xgboost": "99.0.0"}))
+    rewrite_manifest(path, lambda m: m["libraries"].update({"xgboost": "99.0.0"}))
     with pytest.raises(ModelFileError, match="xgboost 99.0.0"):
         load_model(path)
 
@@ -129,7 +116,7 @@ def test_types_outside_the_allowlist_are_never_loaded(fitted, tmp_path):
     path = save_model(fitted["rf"], tmp_path / "m")
     # A transformer whose function is os.system: loading it would hand over the machine.
     sio.dump(FunctionTransformer(func=os.system), path / "model.skops")
-    _rewrite_manifest(path, lambda m: None)
+    rewrite_manifest(path, lambda m: None)
     lines = [
         f"{model_files._sha256(path / n)}  {n}" if n == "model.skops" else line
         for line in (path / CHECKSUMS).read_text().splitlines()
@@ -202,7 +189,7 @@ def test_errors_are_input_errors_and_unfitted_is_refused(tmp_path):
 def test_a_model_skops_that_is_not_a_zip_is_refused(fitted, tmp_path):
     path = save_model(fitted["rf"], tmp_path / "m")
     (path / "model.skops").write_bytes(b"\x80\x04pickle bytes")
-    _rewrite_manifest(path, lambda m: None)
+    rewrite_manifest(path, lambda m: None)
     lines = [
         f"{model_files._sha256(path / n)}  {n}" if n == "model.skops" else line
         for line in (path / CHECKSUMS).read_text().splitlines()
@@ -227,7 +214,7 @@ def _recover_checksums(path: Path) -> None:
 def test_a_manifest_pointing_outside_the_directory_is_refused(target, fitted, tmp_path):
     path = save_model(fitted["rf"], tmp_path / "m")
     (tmp_path / "outside.skops").write_bytes((path / "model.skops").read_bytes())
-    _rewrite_manifest(path, lambda m: m["files"].update({"estimator": target}))
+    rewrite_manifest(path, lambda m: m["files"].update({"estimator": target}))
     with pytest.raises(ModelFileError, match="not a plain name inside"):
         load_model(path)
 
@@ -272,7 +259,7 @@ def test_an_oversized_file_is_refused(fitted, tmp_path, monkeypatch):
 )
 def test_tampered_manifest_fields_are_refused(change, message, fitted, tmp_path):
     path = save_model(fitted["rf"], tmp_path / "m")
-    _rewrite_manifest(path, change)
+    rewrite_manifest(path, change)
     with pytest.raises(ModelFileError, match=message):
         load_model(path)
 
@@ -280,7 +267,7 @@ def test_tampered_manifest_fields_are_refused(change, message, fitted, tmp_path)
 def test_a_swapped_kind_with_a_matching_file_name_is_refused(fitted, tmp_path):
     """The svm's files under an rf manifest: file names match, the estimator inside does not."""
     path = save_model(fitted["svm"], tmp_path / "m")
-    _rewrite_manifest(path, lambda m: m.update({"model": "rf", "files": {"estimator": "model.skops"}}))
+    rewrite_manifest(path, lambda m: m.update({"model": "rf", "files": {"estimator": "model.skops"}}))
     (path / "calibrator.skops").unlink()
     _recover_checksums(path)
     with pytest.raises(ModelFileError, match="holds a Pipeline, not a rf model"):

@@ -139,7 +139,7 @@ def test_detect_finds_flat_steps_at_their_commit(tmp_path):
     code, text = invoke(["detect", "--data", history, "--out", out])
     assert code == 0, text
     found = pd.read_csv(out)
-    assert sorted(zip(found["series_id"], found["commit"], found["probability"])) == [
+    assert sorted(zip(found["series_id"], found["commit"], found["probability"], strict=True)) == [
         ("bytes", "c60", 1.0), ("size", "c60", 1.0)]
 
 

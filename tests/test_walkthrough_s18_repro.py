@@ -98,12 +98,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers_training import make_matrix
+from helpers_training import make_matrix, rewrite_manifest
 
-from triage.training import evaluation, model_files
+from triage.training import evaluation
 from triage.training.classifier import TriageClassifier
 from triage.training.evaluation import SplitError, evaluate, split_indices
-from triage.training.model_files import CHECKSUMS, ModelFileError, load_model, save_model
+from triage.training.model_files import ModelFileError, load_model, save_model
 
 
 @pytest.fixture(scope="module")
@@ -121,18 +121,6 @@ def xgb_model(matrix) -> TriageClassifier:
     return TriageClassifier(model="xgb", n_estimators=5).fit(matrix)
 
 
-def _rewrite_manifest(path: Path, change) -> None:
-    """Edit the manifest and redo its checksum, as another version would have written it."""
-    manifest = json.loads((path / "manifest.json").read_text())
-    change(manifest)
-    (path / "manifest.json").write_text(json.dumps(manifest))
-    lines = []
-    for line in (path / CHECKSUMS).read_text().splitlines():
-        digest, _, name = line.partition("  ")
-        if name == "manifest.json":
-            digest = model_files._sha256(path / name)
-        lines.append(f"{digest}  {name}")
-    (path / CHECKSUMS).write_text("\n".join(lines) + "\n")
 
 
 # ---------------------------------------------------------------------- 1: seeds at the end of the range
@@ -222,7 +210,7 @@ def test_synthetic_dataset_records_versions_profiles_and_digest(tmp_path):
 
 def test_model_of_a_newer_format_says_what_to_do(rf_model, tmp_path):
     path = save_model(rf_model, tmp_path / "m")
-    _rewrite_manifest(path, lambda m: m.update({"format_version": 2}))
+    rewrite_manifest(path, lambda m: m.update({"format_version": 2}))
     with pytest.raises(
         ModelFileError, match="newer changepoint-triage.*upgrade changepoint-triage"
     ):
@@ -232,30 +220,30 @@ def test_model_of_a_newer_format_says_what_to_do(rf_model, tmp_path):
 @pytest.mark.parametrize("version", [True, 0, -1, "1", None])
 def test_manifest_without_a_format_version_is_refused(version, rf_model, tmp_path):
     path = save_model(rf_model, tmp_path / "m")
-    _rewrite_manifest(path, lambda m: m.update({"format_version": version}))
+    rewrite_manifest(path, lambda m: m.update({"format_version": version}))
     with pytest.raises(ModelFileError, match="is not a model format version"):
         load_model(path)
 
 
 def test_manifest_without_the_library_version_says_so(rf_model, xgb_model, tmp_path):
     path = save_model(rf_model, tmp_path / "rf")
-    _rewrite_manifest(path, lambda m: m["libraries"].pop("scikit-learn"))
+    rewrite_manifest(path, lambda m: m["libraries"].pop("scikit-learn"))
     with pytest.raises(ModelFileError, match="does not record the scikit-learn version") as caught:
         load_model(path)
     assert "None" not in caught.value.problem
     path = save_model(xgb_model, tmp_path / "xgb")
-    _rewrite_manifest(path, lambda m: m["libraries"].update({"xgboost": None}))
+    rewrite_manifest(path, lambda m: m["libraries"].update({"xgboost": None}))
     with pytest.raises(ModelFileError, match="does not record the xgboost version"):
         load_model(path)
 
 
 def test_newer_xgboost_says_what_to_do_and_older_loads(xgb_model, matrix, tmp_path):
     path = save_model(xgb_model, tmp_path / "new")
-    _rewrite_manifest(path, lambda m: m["libraries"].update({"xgboost": "99.1.0"}))
+    rewrite_manifest(path, lambda m: m["libraries"].update({"xgboost": "99.1.0"}))
     with pytest.raises(ModelFileError, match="install xgboost 99.x, or retrain"):
         load_model(path)
     old = save_model(xgb_model, tmp_path / "old")
-    _rewrite_manifest(old, lambda m: m["libraries"].update({"xgboost": "2.1.4"}))
+    rewrite_manifest(old, lambda m: m["libraries"].update({"xgboost": "2.1.4"}))
     np.testing.assert_array_equal(
         load_model(old).predict_proba(matrix), xgb_model.predict_proba(matrix)
     )
@@ -264,7 +252,7 @@ def test_newer_xgboost_says_what_to_do_and_older_loads(xgb_model, matrix, tmp_pa
 def test_model_of_an_older_manifest_without_later_keys_loads(rf_model, matrix, tmp_path):
     # run_id (tracking), extra and metrics came with later writers or are optional: a manifest without them loads.
     path = save_model(rf_model, tmp_path / "m", window="adaptive")
-    _rewrite_manifest(
+    rewrite_manifest(
         path, lambda m: [m.pop(k, None) for k in ("run_id", "extra", "metrics", "created")]
     )
     np.testing.assert_array_equal(

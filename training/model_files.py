@@ -52,7 +52,6 @@ between the start and the end of the load) is loaded again, whole.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import math
 import os
@@ -69,7 +68,7 @@ import numpy as np
 
 from triage.core.atomic import directory_target, replace_dir
 from triage.core.errors import InputError
-from triage.core.versions import distribution_versions
+from triage.core.versions import distribution_versions, file_sha256
 from triage.training.classifier import TriageClassifier
 
 # MANIFEST and CHECKSUMS live with the cheap check of what a model directory is.
@@ -757,12 +756,7 @@ def _load_skops(path: Path, name: str) -> object:
 # ---------------------------------------------------------------------- low-level IO
 
 
-def _sha256(file: Path) -> str:
-    h = hashlib.sha256()
-    with open(file, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+_sha256 = file_sha256  # the one digest of a file (triage.core.versions)
 
 
 def _write_bytes(target: Path, data: bytes) -> None:

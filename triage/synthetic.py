@@ -42,7 +42,6 @@ series has its own child seed, so changing ``n_series`` keeps the first series.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -57,7 +56,7 @@ from triage import noise_profiles
 from triage.core import labels
 from triage.core.atomic import atomic_write, write_csv_atomic, write_text_atomic
 from triage.core.history import Dataset
-from triage.core.versions import distribution_versions
+from triage.core.versions import distribution_versions, file_sha256
 from triage.loaders import _build_dataset
 
 NOISE_KINDS = ("gaussian", "student_t", "bimodal")
@@ -541,12 +540,7 @@ def _library_versions() -> dict[str, str | None]:
     return distribution_versions(("numpy", "scipy", "pandas", "pyarrow", "changepoint-triage"))
 
 
-def _sha256(file: Path) -> str:
-    h = hashlib.sha256()
-    with open(file, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+_sha256 = file_sha256  # the one digest of a file (triage.core.versions)
 
 
 def write_synthetic(

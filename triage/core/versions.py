@@ -7,6 +7,7 @@ commit when the package runs from a checkout.
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import subprocess
 from collections.abc import Iterable
@@ -35,6 +36,15 @@ def code_revision(root: Path | None = None) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return f"{head}+dirty" if changed else head or None
+
+
+def file_sha256(file: Path) -> str:
+    """The SHA-256 of a file's bytes, hex (read in 1 MiB blocks)."""
+    h = hashlib.sha256()
+    with open(file, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def distribution_versions(names: Iterable[str]) -> dict[str, str | None]:
