@@ -257,12 +257,13 @@ def decide(
     out.loc[~unscorable, "p_false"] = proba[:, 0]
     out.loc[~unscorable, "p_true"] = proba[:, 1]
     out.loc[~unscorable, "classification"] = np.where(proba[:, 1] >= cut, labels.TRUE_POSITIVE, labels.FALSE_POSITIVE)
-    if explain_top > 0:
+    reasons = [""] * len(scorable)
+    if explain_top > 0 and not ruled.all():
         from triage.explain import explain  # on use: SHAP and the forest walkers are heavy
 
-        reasons = ["; ".join(r) for r in explain(classifier, scorable, top=explain_top)]
-    else:
-        reasons = [""] * len(scorable)
+        modelled = np.flatnonzero(~ruled)  # a rule-decided row is explained by its rule, below
+        for j, r in zip(modelled, explain(classifier, scorable.iloc[modelled], top=explain_top), strict=True):
+            reasons[j] = "; ".join(r)
     if ruled.any():
         pre = pd.to_numeric(scorable[PRE_LENGTH], errors="coerce").to_numpy()
         after = pd.to_numeric(scorable["after_series_length"], errors="coerce").to_numpy()
