@@ -66,7 +66,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from triage.core import labels as L
-from triage.core.history import Dataset
+from triage.core.history import Dataset, History
 from triage.inference import NOT_SCORABLE
 from triage.workspace.alerts import Alert, status_of
 from triage.workspace.plot import series_png
@@ -199,10 +199,32 @@ def _env() -> jinja2.Environment:
 ENV = _env()
 
 
-def _page(ws: Workspace, template: str, status: int = 200, **context) -> HTMLResponse:
+#: The cookie holding the sheriff's name set by the header's form (a browser without JavaScript).
+SHERIFF_COOKIE = "triage_sheriff"
+
+
+def _cookie_sheriff(request: Request | None) -> str:
+    """The name the header's form stored in this browser ('' when none or unreadable)."""
+    if request is None:
+        return ""
+    try:
+        name = unquote(request.cookies.get(SHERIFF_COOKIE, ""), errors="strict").strip()[:200]
+    except UnicodeDecodeError:
+        return ""
+    return "" if any(ord(c) < 32 or c == "\x7f" for c in name) else name
+
+
+def _who(ws: Workspace, form: dict[str, str], request: Request) -> str:
+    """Who decides: the page's field (filled by the script), else the name the header's form
+    stored (no JavaScript), else ``--sheriff``."""
+    return form.get("who", "").strip()[:200] or _cookie_sheriff(request) or ws.sheriff
+
+
+def _page(ws: Workspace, template: str, status: int = 200, request: Request | None = None, **context) -> HTMLResponse:
     if "status_code" in context:  # an error page: its status in words, not only a number
         context["phrase"] = HTTPStatus(context["status_code"]).phrase
-    text = ENV.get_template(template).render(csrf=ws.csrf, model_name=ws.model_name, **context)
+    text = ENV.get_template(template).render(csrf=ws.csrf, model_name=ws.model_name, sheriff_name=_cookie_sheriff(request),
+                                             default_sheriff=ws.sheriff, **context)
     return HTMLResponse(text, status_code=status)
 
 
@@ -446,9 +468,47 @@ async def queue(request: Request) -> Response:
     if len(kept) > limit:
         more = "/?" + urlencode({**{k: v for k, v in filters.items() if v}, "limit": 10_000})
     shown = _rows(ws, [a for a, _ in kept[:limit]], current)
-    return _page(ws, "queue.html", rows=shown, total=len(kept), all_total=len(ws.alerts), filters=filters, more=more,
+    return _page(ws, "queue.html", request=request, rows=shown, total=len(kept), all_total=len(ws.alerts), filters=filters, more=more,
                  here=here, counts=counts, statuses=STATUSES, has_model=any(a.p_true is not None for a in ws.alerts),
                  title="Alert queue")
+
+
+#: Alerts the plot's text alternative describes one by one; the table below the plot has every one.
+ALT_ALERTS = 10
+
+
+def plot_text(history: History, name: str, rows: list[dict]) -> str:
+    """The plot in words, for a reader who cannot see it: the series, its span, and at each
+    alert the commit, the shift (the alert's reason), the status and P(true).
+
+    It said only "values of NAME with its candidates and the model's calls": a screen reader
+    user learned nothing of where the candidates sit or how far the values moved.
+    """
+    n = len(history)
+    span = f"{n} commit{'' if n == 1 else 's'}"
+    ts = history.timestamps
+    if ts is not None and n:
+        days = pd.to_datetime(pd.Series(ts)).dropna()
+        if len(days):
+            span += f", {days.min():%Y-%m-%d} to {days.max():%Y-%m-%d}"
+    text = f"Plot of the values of {name} over its {span}"
+    parts = []
+    for r in rows[:ALT_ALERTS]:
+        a = r["a"]
+        when = f" ({a.date:%Y-%m-%d})" if a.date is not None and not pd.isna(a.date) else ""
+        p = f", P(true) {a.p_true:.2f}" if a.p_true is not None and not pd.isna(a.p_true) else ""
+        parts.append(f"commit {a.commit[:12]}{when}: {a.reason}; status {r['status']}{p}")
+    if not rows:
+        text += "; no alert."
+    else:
+        more = len(rows) - ALT_ALERTS
+        tail = f"; and {more} more in the table below" if more > 0 else ""
+        text += f". {len(rows)} alert{'' if len(rows) == 1 else 's'} marked: " + "; ".join(parts) + tail + "."
+    alerted = {r["a"].index for r in rows}
+    others = sum(1 for i in history.confirmed() if int(i) not in alerted)
+    if others:
+        text += f" {others} further change{'' if others == 1 else 's'} the data confirms, drawn as dashed lines."
+    return text
 
 
 def _folded(text: str) -> str:
@@ -479,8 +539,8 @@ async def series_page(request: Request) -> Response:
     rows.sort(key=lambda r: r["a"].index)
     h = ws.dataset[sid]
     name = rows[0]["a"].name if rows else sid
-    return _page(ws, "series.html", rows=rows, sid=sid, name=name, n_commits=len(h),
-                 here=f"/series?id={quote(sid, safe='')}", title=name)
+    return _page(ws, "series.html", request=request, rows=rows, sid=sid, name=name, n_commits=len(h),
+                 here=f"/series?id={quote(sid, safe='')}", title=name, alt=plot_text(h, name, rows))
 
 
 async def plot(request: Request) -> Response:
@@ -503,7 +563,7 @@ async def plot(request: Request) -> Response:
 async def agreement_page(request: Request) -> Response:
     ws: Workspace = request.app.state.ws
     table = await run_in_threadpool(agreement_by_week, ws.store)
-    return _page(ws, "agreement.html", weeks=table.to_dict("records"), title="Agreement by week",
+    return _page(ws, "agreement.html", request=request, here="/agreement", weeks=table.to_dict("records"), title="Agreement by week",
                  n_decisions=len(ws.store))
 
 
@@ -518,7 +578,7 @@ async def decide(request: Request) -> Response:
     note = form.get("note", "")
     if len(note) > MAX_NOTE:
         raise BadRequest(f"the note is longer than {MAX_NOTE} characters")
-    who = form.get("who", "").strip()[:200] or ws.sheriff
+    who = _who(ws, form, request)
     seen = _decision_id(form, "seen")
     try:
         await run_in_threadpool(
@@ -535,7 +595,7 @@ async def undo(request: Request) -> Response:
     form = await _form(request)
     _check_csrf(ws, form)
     alert = _alert_of(ws, form)
-    who = form.get("who", "").strip()[:200] or ws.sheriff
+    who = _who(ws, form, request)
     shown = _decision_id(form, "decision_id")
     try:
         done = await run_in_threadpool(lambda: ws.store.undo(alert.series_id, alert.commit, who=who,
@@ -547,6 +607,24 @@ async def undo(request: Request) -> Response:
     if done is None:
         raise BadRequest("this alert has no decision to undo", 409)
     return RedirectResponse(_next(form, alert), status_code=303)
+
+
+async def sheriff(request: Request) -> Response:
+    """Store the sheriff's name typed in the header (a cookie) and go back to the page.
+
+    The script sends the name with every decision; without JavaScript (a browser policy) the
+    name typed there went nowhere and the decisions were recorded as ``--sheriff``'s.
+    """
+    ws: Workspace = request.app.state.ws
+    form = await _form(request)
+    _check_csrf(ws, form)
+    name = form.get("who", "").strip()[:200]
+    response = RedirectResponse(_local(form), status_code=303)
+    if name:
+        response.set_cookie(SHERIFF_COOKIE, quote(name, safe=""), max_age=400 * 86400, httponly=True, samesite="strict")
+    else:
+        response.delete_cookie(SHERIFF_COOKIE)
+    return response
 
 
 async def favicon(request: Request) -> Response:
@@ -566,17 +644,17 @@ async def http_error(request: Request, exc: Exception) -> Response:
                       "(/series?id=...) and the agreement by week (/agreement)")
         elif status == 405:
             detail = f"{request.method} is not allowed on {path}"
-            if path in ("/decide", "/undo"):
+            if path in ("/decide", "/undo", "/sheriff"):
                 detail += " (decisions are sent by the buttons of the queue and the series pages)"
     ws: Workspace = request.app.state.ws
-    return _page(ws, "error.html", status=status, status_code=status, message=str(detail), title="Error",
+    return _page(ws, "error.html", status=status, request=request, status_code=status, message=str(detail), title="Error",
                  back=getattr(exc, "back", None), back_words=getattr(exc, "back_words", ""))
 
 
 async def server_error(request: Request, exc: Exception) -> Response:
     log.exception("unexpected error on %s", request.url.path)
     ws: Workspace = request.app.state.ws
-    return _page(ws, "error.html", status=500, status_code=500,
+    return _page(ws, "error.html", status=500, request=request, status_code=500,
                  message="the workspace could not handle this request (the server log has the details)", title="Error",
                  back=None)
 
@@ -591,7 +669,7 @@ async def store_error(request: Request, exc: Exception) -> Response:
         problem = f"{ws.store.path}: the labels store cannot be used (SQLite says: {exc})"
     # A POST that failed here changed nothing: say so, the sheriff must decide again.
     message = f"not recorded: {problem}" if request.method == "POST" else problem
-    return _page(ws, "error.html", status=503, status_code=503, message=message, title="Error", back=None)
+    return _page(ws, "error.html", status=503, request=request, status_code=503, message=message, title="Error", back=None)
 
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -701,6 +779,7 @@ def create_app(ws: Workspace) -> Starlette:
         Route("/agreement", agreement_page),
         Route("/decide", decide, methods=["POST"]),
         Route("/undo", undo, methods=["POST"]),
+        Route("/sheriff", sheriff, methods=["POST"]),
         Route("/favicon.ico", favicon),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]

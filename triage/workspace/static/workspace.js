@@ -1,5 +1,6 @@
 // The workspace's only script: remember the sheriff's name in this browser and
-// send it with every decision. Everything else works without JavaScript.
+// send it with every decision. Everything else works without JavaScript (the
+// header's form then stores the name, as a cookie, with its own button).
 "use strict";
 (function () {
   var KEY = "triage-sheriff";
@@ -7,7 +8,8 @@
   if (!input) { return; }
   var saved = "";
   try { saved = window.localStorage.getItem(KEY) || ""; } catch (e) { saved = ""; }
-  input.value = saved;
+  // Nothing saved here: keep the name the page came with (stored by the header's form, a cookie).
+  if (saved) { input.value = saved; }
   function fill() {
     var fields = document.querySelectorAll("input.who");
     for (var i = 0; i < fields.length; i++) { fields[i].value = input.value.trim(); }
