@@ -35,6 +35,15 @@ Defects found (what a user did, what went wrong, what happens now):
    "save name" button stores the name in a cookie, decisions and undos
    without a name from the page are recorded under it, and the field shows
    it on every page (with the script, the name is still kept as typed).
+6. A reviewer with a screen reader decided an alert: the queue came back
+   with no word of it (the decided row moved down; the reader announced the
+   page's title and the next alert's note), so nothing said the decision was
+   recorded. Now the page that follows a decision or undo says what was done
+   ("Recorded: false on commit ... of ..., by ...", "Undone: ..."), in its
+   title and in a status line at the top, once.
+7. Looking for the filters or the alerts by landmark or table: the filter
+   form is now a search landmark ("filter the queue") and each alert table
+   has a caption.
 
 Checked and found working: ``lang="en"``, header / nav / main landmarks and
 one h1 per page, labelled filter controls, text contrast (WCAG AA: the lowest
@@ -50,6 +59,7 @@ import shutil
 import warnings
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -196,6 +206,38 @@ def test_a_name_saved_without_javascript_goes_with_the_decisions(ws):
     # Clearing the field forgets the name: the server's default again.
     client.post("/sheriff", data={"csrf": ws.csrf, "who": ""})
     assert 'value=""' in client.get("/").text.split('id="sheriff"')[1][:60]
+
+
+def _title(page: str) -> str:
+    return re.search(r"<title>(.*?)</title>", page, re.S).group(1)
+
+
+def test_the_page_after_a_decision_says_what_was_recorded(ws):
+    client = TestClient(create_app(ws))
+    a = next(a for a in ws.alerts if a.series_id == LONG)
+    form = {"csrf": ws.csrf, "series_id": a.series_id, "commit": a.commit, "seen": "0", "who": "ann"}
+    page = client.post("/decide", data={**form, "decision": "false", "next": "/?status=untriaged"})
+    assert page.url.path == "/" and _title(page.text) == "Recorded false - Alert queue - triage workspace"
+    said = f"Recorded: false on commit {a.commit[:12]} of {LONG}, by ann."
+    assert f'<p class="done" role="status">{said}</p>' in page.text
+    again = client.get("/?status=untriaged").text  # said once
+    assert 'class="done"' not in again and _title(again) == "Alert queue - triage workspace"
+    (d,) = ws.store.history()
+    page = client.post("/undo", data={**form, "decision_id": str(d.id), "next": f"/series?id={quote(LONG)}"})
+    assert page.url.path == "/series" and _title(page.text).startswith("Undone - ")
+    assert f"Undone: the false decision on commit {a.commit[:12]} of {LONG}." in page.text
+    # A cookie naming no decision says nothing.
+    client.cookies.set("triage_done", "999")
+    assert 'class="done"' not in client.get("/").text
+
+
+def test_filters_and_tables_are_found_by_landmark_and_caption(ws):
+    client = TestClient(create_app(ws))
+    page = client.get("/").text
+    assert '<form method="get" action="/" class="filters" role="search" aria-label="filter the queue">' in page
+    assert re.search(r'<table class="alerts[^"]*">\s*<caption[^>]*>Alerts, untriaged first', page)
+    series = client.get("/series", params={"id": "s2"}).text
+    assert re.search(r'<table class="alerts[^"]*">\s*<caption[^>]*>Alerts of this series', series)
 
 
 def test_skip_link_leads_to_the_main_content(ws):

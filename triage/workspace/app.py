@@ -220,12 +220,47 @@ def _who(ws: Workspace, form: dict[str, str], request: Request) -> str:
     return form.get("who", "").strip()[:200] or _cookie_sheriff(request) or ws.sheriff
 
 
+#: The cookie telling the page a decision or undo redirects to what was just done (a decision's id; ``u`` + id: undone).
+DONE_COOKIE = "triage_done"
+
+
+def _done_cookie(response: Response, what: str) -> Response:
+    response.set_cookie(DONE_COOKIE, what, max_age=120, httponly=True, samesite="strict")
+    return response
+
+
+async def _done(request: Request, ws: Workspace) -> dict[str, str] | None:
+    """What the decision or undo that led here did, in words (None when nothing was just done).
+
+    After a decision the page came back with no word of it: the decided row moved down the
+    queue, and a screen reader announced only the page's title and the next alert's note,
+    so a reviewer who cannot see the table could not tell the decision was recorded.
+    """
+    value = request.cookies.get(DONE_COOKIE, "")
+    undone = value.startswith("u")
+    digits = value[1:] if undone else value
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 18:
+        return None
+    d = await run_in_threadpool(ws.store.get, int(digits))
+    if d is None:
+        return None
+    alert = ws.by_key.get((d.series_id, d.commit))
+    which = f"commit {d.commit[:12]} of {alert.name if alert else d.series_id}"
+    if undone:
+        return {"short": "Undone", "text": f"Undone: the {d.word} decision on {which}."}
+    return {"short": f"Recorded {d.word}", "text": f"Recorded: {d.word} on {which}, by {d.who}."}
+
+
 def _page(ws: Workspace, template: str, status: int = 200, request: Request | None = None, **context) -> HTMLResponse:
     if "status_code" in context:  # an error page: its status in words, not only a number
         context["phrase"] = HTTPStatus(context["status_code"]).phrase
+    context.setdefault("done", None)
     text = ENV.get_template(template).render(csrf=ws.csrf, model_name=ws.model_name, sheriff_name=_cookie_sheriff(request),
                                              default_sheriff=ws.sheriff, **context)
-    return HTMLResponse(text, status_code=status)
+    response = HTMLResponse(text, status_code=status)
+    if context["done"] is not None:  # said once: a reload or a later page does not say it again
+        response.delete_cookie(DONE_COOKIE)
+    return response
 
 
 def _date_param(params, name: str) -> pd.Timestamp | None:
@@ -468,7 +503,7 @@ async def queue(request: Request) -> Response:
     if len(kept) > limit:
         more = "/?" + urlencode({**{k: v for k, v in filters.items() if v}, "limit": 10_000})
     shown = _rows(ws, [a for a, _ in kept[:limit]], current)
-    return _page(ws, "queue.html", request=request, rows=shown, total=len(kept), all_total=len(ws.alerts), filters=filters, more=more,
+    return _page(ws, "queue.html", request=request, done=await _done(request, ws), rows=shown, total=len(kept), all_total=len(ws.alerts), filters=filters, more=more,
                  here=here, counts=counts, statuses=STATUSES, has_model=any(a.p_true is not None for a in ws.alerts),
                  title="Alert queue")
 
@@ -539,7 +574,7 @@ async def series_page(request: Request) -> Response:
     rows.sort(key=lambda r: r["a"].index)
     h = ws.dataset[sid]
     name = rows[0]["a"].name if rows else sid
-    return _page(ws, "series.html", request=request, rows=rows, sid=sid, name=name, n_commits=len(h),
+    return _page(ws, "series.html", request=request, done=await _done(request, ws), rows=rows, sid=sid, name=name, n_commits=len(h),
                  here=f"/series?id={quote(sid, safe='')}", title=name, alt=plot_text(h, name, rows))
 
 
@@ -581,13 +616,13 @@ async def decide(request: Request) -> Response:
     who = _who(ws, form, request)
     seen = _decision_id(form, "seen")
     try:
-        await run_in_threadpool(
+        recorded = await run_in_threadpool(
             lambda: ws.store.record(alert.series_id, alert.commit, decision, who=who, note=note, p_true=alert.p_true,
                                     model_call=alert.model_call, model=ws.model_name, seen=seen)
         )
     except Conflict as exc:
         raise _conflict(exc, form, alert) from None
-    return RedirectResponse(_next(form, alert), status_code=303)
+    return _done_cookie(RedirectResponse(_next(form, alert), status_code=303), str(recorded.id))
 
 
 async def undo(request: Request) -> Response:
@@ -606,7 +641,7 @@ async def undo(request: Request) -> Response:
         raise BadRequest(f"decision_id: {exc}") from None
     if done is None:
         raise BadRequest("this alert has no decision to undo", 409)
-    return RedirectResponse(_next(form, alert), status_code=303)
+    return _done_cookie(RedirectResponse(_next(form, alert), status_code=303), f"u{done.id}")
 
 
 async def sheriff(request: Request) -> Response:
