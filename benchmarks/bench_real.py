@@ -82,7 +82,9 @@ Protocol
    after every choice): ``perfherder``, ``ensemble`` and ``pelt`` alone and
    + triage on the test part, and which injected changes the two with
    triage and ``perfherder`` alone find, by shift size in noise units
-   (:func:`real_data.recall_by_size`).
+   (:func:`real_data.recall_by_size`). ``--part validation`` reads the
+   validation project instead; ``--ramp W`` spreads every injected shift
+   over W commits (changes that land gradually, never seen in training).
 
 Online rows: :data:`EXTRA_ROWS` is the hook another benchmark
 (``bench_real_online.py``) fills to add its rows to :func:`markdown`.
@@ -784,17 +786,26 @@ def dev_loso_markdown(rows: list[dict], seed: int, every: int, train_seeds: Sequ
 BY_SIZE_DETECTORS = ("perfherder", "ensemble", "pelt")
 
 
-def by_size(model: Path, mode: str, seed: int, every: int, n_jobs: int, log=print) -> str:
-    """Markdown: a saved scoring model on the test part (see ``--by-size`` in the module docstring)."""
+def by_size(model: Path, mode: str, seed: int, every: int, n_jobs: int, log=print, part: str = "test",
+            ramp: int = 0) -> str:
+    """Markdown: a saved scoring model on one part (see ``--by-size`` in the module docstring).
+
+    ``ramp`` > 1 spreads each injected shift over that many commits
+    (:class:`real_data.InjectionConfig`): changes that land gradually, which
+    the scoring model never saw in training.
+    """
     from triage.training.model_files import load_model
 
     clf = load_model(model)
     extra = clf.manifest_.get("extra") or {}
     thresholds, radius = extra["detector_thresholds"], int(extra.get("suppress_radius", 0))
-    test = real_data.subsample(real_data.benchmark_parts(mode=mode, seed=seed)["test"], every)
-    found = cached_detections(test, f"{mode}_s{seed}_e{every}_test", n_jobs, log)
-    lines = [f"`{model}` on the test part ({len(test)} base histories; thresholds and suppression radius {radius} "
-             "of the model)", "", "| method | F1 | precision | recall |", "| --- | ---: | ---: | ---: |"]
+    config = real_data.InjectionConfig(ramp=ramp)
+    test = real_data.subsample(real_data.benchmark_parts(mode=mode, seed=seed, config=config)[part], every)
+    shape = f"_r{ramp}" if ramp > 1 else ""
+    found = cached_detections(test, f"{mode}_s{seed}_e{every}_{part}{shape}", n_jobs, log)
+    spread = f"; each shift spread over {ramp} commits" if ramp > 1 else ""
+    lines = [f"`{model}` on the {part} part ({len(test)} base histories; thresholds and suppression radius {radius} "
+             f"of the model{spread})", "", "| method | F1 | precision | recall |", "| --- | ---: | ---: | ---: |"]
     perfherder = {sid: [int(i) for i in idx] for sid, (idx, _) in found["perfherder"].items()}
     picked = {}
     for det in BY_SIZE_DETECTORS:
@@ -969,6 +980,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--by-size", type=Path, default=None, metavar="MODEL",
                     help="only a diagnostic of a saved scoring model on the test part: F1 of perfherder, ensemble and "
                          "pelt alone and + triage, and the changes found by shift size")
+    ap.add_argument("--part", choices=real_data.PARTS[1:], default="test",
+                    help="with --by-size: the part it reads (default test)")
+    ap.add_argument("--ramp", type=int, default=0,
+                    help="with --by-size: spread each injected shift over this many commits (default 0: a step)")
     ap.add_argument("--oracle", action="store_true",
                     help="only a diagnostic: each detector's F1 with a perfect triage on the development parts")
     args = ap.parse_args(argv)
@@ -978,9 +993,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except real_data.RealDataMissing as exc:
         print(exc)
         return
+    if args.by_size is None and (args.part != "test" or args.ramp):
+        ap.error("--part and --ramp go with --by-size")
     if args.by_size is not None:
-        _publish(by_size(args.by_size, args.mode, args.seed, args.every, args.n_jobs),
-                 f"bench_real_bysize_{args.mode}_s{args.seed}_e{args.every}.md")
+        tag = ("" if args.part == "test" else f"_{args.part}") + (f"_r{args.ramp}" if args.ramp > 1 else "")
+        _publish(by_size(args.by_size, args.mode, args.seed, args.every, args.n_jobs, part=args.part, ramp=args.ramp),
+                 f"bench_real_bysize_{args.mode}_s{args.seed}_e{args.every}{tag}.md")
         return
     if args.oracle:
         _publish(oracle(args.mode, args.seed, args.every, args.n_jobs), f"bench_real_oracle_{args.mode}_s{args.seed}_e{args.every}.md")

@@ -75,7 +75,10 @@ Into each base history, 0-3 (uniform) multiplicative level shifts are
 injected: sizes log-uniform on [2 %, 30 %], sign + or - with equal odds
 (a shift of size s multiplies by ``1 + s`` or ``1 / (1 + s)``, symmetric in
 log), each at least ``min_gap`` (20) commits from the next one and from both
-ends; each shift multiplies the rest of the base history. The random stream of
+ends; each shift multiplies the rest of the base history. ``ramp`` (a
+diagnostic, default off) spreads each shift over that many commits, equal
+steps in log, the truth staying at the ramp's first commit: a change that
+lands gradually, which the scoring model never saw in training. The random stream of
 each series is seeded by ``(seed, crc32(series_id))``, so a subsample of
 series sees exactly the injections the full run sees.
 """
@@ -129,6 +132,9 @@ class InjectionConfig:
     outlier_clip: float = 4.0
     #: PELT penalty of ``stable-global`` (the first version), times log(n), in squared robust-sd units.
     global_penalty_factor: float = 10.0
+    #: Commits over which each shift is spread (geometrically; 0 or 1: a step). A diagnostic of
+    #: changes that land gradually; the truth stays at the first commit of the ramp.
+    ramp: int = 0
 
 
 def real_dir(path: str | Path | None = None) -> Path:
@@ -317,7 +323,9 @@ def inject_shifts(
     up = rng.random(k) < 0.5
     factors = np.where(up, 1.0 + sizes, 1.0 / (1.0 + sizes))
     for c, f in zip(at, factors, strict=True):
-        x[int(c):] *= f
+        w = max(1, config.ramp)
+        # the factor reached by each of the first w commits, then f for the rest
+        x[int(c):] *= np.concatenate([f ** (np.arange(1, w) / w), np.full(max(0, n - int(c) - w + 1), f)])[: n - int(c)]
     return x, at.astype(np.int64), factors - 1.0
 
 

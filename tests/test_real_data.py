@@ -109,6 +109,25 @@ def test_injection_respects_gaps_ends_and_sizes(R):
         assert len(at) <= 2 and (len(at) == 0 or (at[0] >= 20 and at[-1] <= 59 and np.all(np.diff(at) >= 20)))
 
 
+def test_ramp_injection_spreads_each_shift_and_keeps_the_step_draws(R):
+    for seed in range(50):
+        base = np.full(150, 10.0)
+        step, at, rel = R.inject_shifts(base, np.random.default_rng(seed), R.InjectionConfig())
+        ramped, at_r, rel_r = R.inject_shifts(base, np.random.default_rng(seed), R.InjectionConfig(ramp=5))
+        # the same changes are drawn; a ramp of 1 is the step itself, bit for bit
+        assert at_r.tolist() == at.tolist() and rel_r.tolist() == rel.tolist()
+        one, _, _ = R.inject_shifts(base, np.random.default_rng(seed), R.InjectionConfig(ramp=1))
+        assert one.tolist() == step.tolist()
+        for c, r in zip(at, rel, strict=True):
+            # from the ramp's first commit the level moves in 5 equal steps (in log) and then holds
+            before = ramped[c - 1]
+            logs = np.log(ramped[c - 1 : c + 6] / before)
+            assert np.allclose(np.diff(logs)[:5], np.log1p(r) / 5) and abs(logs[6] - logs[5]) < 1e-12
+        # after the last ramp both series stand at the same level
+        if len(at):
+            assert np.isclose(ramped[-1], step[-1])
+
+
 def test_stable_stretches_cut_at_clear_changes_not_at_outliers(R):
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.normal(100, 1, 200), rng.normal(110, 1, 200)])
