@@ -20,11 +20,15 @@ and usable on long histories:
 
 Written from Otava's published algorithm (``otava/analysis.py``,
 ``otava/change_point_divisive/``). It reproduces all nine TigerBeetle
-expectations of Otava's test suite (``tests/tigerbeetle_test.py``). Notes:
+expectations of Otava's test suite (``tests/tigerbeetle_test.py``), and on
+the 372 real histories of ``shared/data/real`` the same change points as
+Otava 0.8.0's ``compute_change_points``, both at these defaults and at
+Otava's own (2026-11-24). Notes:
 
-* weak change points are de-duplicated by index (Otava compares whole
-  objects, so one index found by two windows with different ``Q-hat`` can
-  appear twice; merging removes the twin first, so the result is the same);
+* weak change points are de-duplicated by index, as Otava 0.8's ``split``
+  does (versions that compared whole change-point objects could keep one
+  index found by two windows with different ``Q-hat`` twice; merging removes
+  the twin first, so the result is the same);
 * after a removal Otava recomputes the point *after* the removed one and the
   one after that, which leaves the point *before* it with stale statistics.
   ``merge_recompute="otava"`` (default) does the same, to match Otava;
@@ -168,16 +172,24 @@ class EDivisive(Detector):
 
     Parameters
     ----------
-    window : sliding window length in points (30; Otava's CLI default is 30,
-        its library default 50)
-    max_pvalue : final significance level (0.01)
+    window : sliding window length in points (30, the default of Otava's
+        ``split``; ``otava analyze --window`` and ``compute_change_points``
+        default to 50)
+    max_pvalue : final significance level (0.01; Otava's ``-P`` defaults to 0.001)
     min_magnitude : minimum relative change ``max(|b/a-1|, |a/b-1|)`` of the
-        side means, a fraction (0.05 = 5 %)
+        side means, a fraction (0.05 = 5 %; Otava's ``--magnitude`` defaults to 0)
     merge_recompute : ``"otava"`` (default) or ``"neighbours"``, see the module docstring
 
-    ``score`` is ``-log10(p)``; fields ``p_value``, ``t``, ``mean_before``,
-    ``mean_after``, ``std_before``, ``std_after``, ``magnitude``.
-    After :meth:`fit`, ``weak_change_points_`` holds the weak indices.
+    So ``otava analyze`` with its defaults is ``window=50 max_pvalue=0.001
+    min_magnitude=0``.
+
+    ``score`` is ``-log10(p)`` (an underflowed p scores ~307.7); fields
+    ``p_value``, ``t`` (Student's t of ``before`` against ``after``, so
+    *negative when the level rises*), ``mean_before``, ``mean_after``,
+    ``std_before``, ``std_after`` (population standard deviations, Otava's),
+    ``magnitude`` (the relative change above, a fraction, not a percentage).
+    The sides of each change point run from the previous change point to the
+    next one. After :meth:`fit`, ``weak_change_points_`` holds the weak indices.
     """
 
     name = "edivisive"

@@ -17,6 +17,12 @@ local refinement (our addition): each breakpoint moves to the best L2 split
 within ``jump - 1`` commits of it, between its neighbouring breakpoints, and
 two breakpoints the grid put on either side of one step become one at the
 step where that lowers the penalised cost (:func:`merge_straddling_l2`).
+
+Every segment holds at least ``min_size`` commits (ruptures' constraint, in
+the exact search too): a step fewer than ``min_size`` commits from either
+end of the series is reported ``min_size`` commits in (a step at
+commit 1 of 40 at 5, one at commit 39 at 35), and a one-commit spike becomes
+two change points ``min_size`` apart around it.
 """
 
 from __future__ import annotations
