@@ -20,7 +20,7 @@ Defects found (what a user did, what went wrong, what happens now):
    phone (320 px): the queue was 914 px wide, the series page 844, even an
    error page 563 (the header did not wrap); the page scrolled sideways and
    the decision buttons were off screen (the autofocused note field scrolled
-   the page sideways at load). Now below 56em the alert table is laid out as
+   the page sideways at load). Now below 60em (960 px) the alert table is laid out as
    one block per alert with "column: value" lines, the header wraps, and the
    agreement table scrolls inside its own focusable box: no page scrolls
    sideways at 320 px.
@@ -270,6 +270,7 @@ def test_narrow_windows_do_not_scroll_sideways_and_focus_is_visible(ws, tmp_path
     pytest.importorskip("selenium", reason="selenium is a dev dependency: pip install -e '.[dev]'")
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
     from test_workspace_browser import Server
 
     a = ws.alerts[0]
@@ -280,11 +281,14 @@ def test_narrow_windows_do_not_scroll_sideways_and_focus_is_visible(ws, tmp_path
         driver = _driver(tmp_path / "profile")
         try:
             base = f"http://127.0.0.1:{server.port}"
-            for width in (320, 640):
+            # A phone, a 1280 px laptop at 200 % zoom, and a window just narrower than the table.
+            for width, paths in ((320, pages), (640, pages[:3]), (930, pages[:1])):
                 driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                        {"width": width, "height": 700, "deviceScaleFactor": 1, "mobile": False})
-                for path in pages:
+                for path in paths:
                     driver.get(base + path)
+                    WebDriverWait(driver, 20).until(
+                        lambda d: d.execute_script("return Array.from(document.images).every(i => i.complete)"))
                     wide, shown = driver.execute_script(
                         "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
                     buttons = driver.find_elements(By.CSS_SELECTOR, "form.decide button:not([hidden])")
