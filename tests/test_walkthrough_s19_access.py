@@ -18,11 +18,13 @@ Defects found (what a user did, what went wrong, what happens now):
    and how many further changes the data confirms.
 3. A reviewer on a 1280x720 laptop at 200 % zoom (640 CSS px), and one on a
    phone (320 px): the queue was 914 px wide, the series page 844, even an
-   error page 563 (the header did not wrap); the page scrolled sideways and
+   error page 563 (the header did not wrap), and 980 when it named a
+   long series id; the page scrolled sideways and
    the decision buttons were off screen (the autofocused note field scrolled
    the page sideways at load). Now below 60em (960 px) the alert table is laid out as
    one block per alert with "column: value" lines, the header wraps, and the
-   agreement table scrolls inside its own focusable box: no page scrolls
+   agreement table scrolls inside its own focusable box, long ids in
+   messages wrap: no page scrolls
    sideways at 320 px.
 4. A keyboard-only reviewer tabbed onto the coloured decision buttons: the
    browser's 1 px focus ring was barely visible against their borders. Now
@@ -275,7 +277,8 @@ def test_narrow_windows_do_not_scroll_sideways_and_focus_is_visible(ws, tmp_path
 
     a = ws.alerts[0]
     ws.store.record(a.series_id, a.commit, "true", who="ann")  # an agreement row and an undo button
-    pages = ["/", "/series?id=s2", f"/series?id={LONG}", "/agreement", "/no-such-page"]
+    # The last: a 404 page naming a long series id, the kind a stale bookmark gives.
+    pages = ["/", "/series?id=s2", f"/series?id={LONG}", "/agreement", f"/series?id={LONG}.removed"]
     widths: dict[tuple[int, str], tuple[int, int, float]] = {}
     with Server(create_app(ws)) as server:
         driver = _driver(tmp_path / "profile")
