@@ -205,6 +205,8 @@ def test_a_name_saved_without_javascript_goes_with_the_decisions(ws):
     client.post("/decide", data={**form, "seen": "0", "who": "from-the-script", "decision": "true"})
     assert ws.store.history()[-1].who == "from-the-script"
     assert client.post("/sheriff", data={"csrf": "stale", "who": "x"}).status_code == 403
+    opened = client.get("/sheriff")  # the address typed, or a bookmark of it
+    assert opened.status_code == 405 and "the name is saved by the sheriff field at the top of every page" in opened.text
     # Clearing the field forgets the name: the server's default again.
     client.post("/sheriff", data={"csrf": ws.csrf, "who": ""})
     assert 'value=""' in client.get("/").text.split('id="sheriff"')[1][:60]

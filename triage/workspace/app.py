@@ -679,8 +679,10 @@ async def http_error(request: Request, exc: Exception) -> Response:
                       "(/series?id=...) and the agreement by week (/agreement)")
         elif status == 405:
             detail = f"{request.method} is not allowed on {path}"
-            if path in ("/decide", "/undo", "/sheriff"):
+            if path in ("/decide", "/undo"):
                 detail += " (decisions are sent by the buttons of the queue and the series pages)"
+            elif path == "/sheriff":
+                detail += " (the name is saved by the sheriff field at the top of every page)"
     ws: Workspace = request.app.state.ws
     return _page(ws, "error.html", status=status, request=request, status_code=status, message=str(detail), title="Error",
                  back=getattr(exc, "back", None), back_words=getattr(exc, "back_words", ""))
