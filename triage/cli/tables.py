@@ -67,7 +67,8 @@ def check_format(fmt: str, allowed: tuple[str, ...] = TABLE_FORMATS) -> str:
     import typer
 
     if fmt not in allowed:
-        raise typer.BadParameter(f"--format must be one of {', '.join(allowed)}, got {fmt!r}")
+        # named as every other option is ("Invalid value for --format: ...", not "Invalid value: --format ...")
+        raise typer.BadParameter(f"must be one of {', '.join(allowed)}, got {fmt!r}", param_hint="--format")
     return fmt
 
 
@@ -216,7 +217,9 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
     needs["model"] = len("not scorable") if (top["classification"] == NOT_SCORABLE).any() else len("false")
     series_width = SERIES_WIDTH
     min_widths: dict[str, int | None] = dict.fromkeys(needs)
+    exact: dict[str, int] = {}  # a terminal too narrow for the rules' padding: each column's width
     with_why = wide  # the reasons need room; on a narrow terminal they stay in the CSV only
+    padding = 1
     if width is not None:
         def room(why: bool) -> int:  # what is left for the series: 3 columns of rules and padding per column
             n_cols = 2 + len(extra) + 2 + why
@@ -226,16 +229,30 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
             with_why = False
         if room(with_why) >= SERIES_MIN_WIDTH:
             series_width, min_widths = min(SERIES_WIDTH, room(with_why)), dict(needs)
-        else:  # too narrow even so: every column gives up its share (rich's cut)
+        else:
+            # Too narrow even so (COLUMNS=40): rich shared the width out evenly and cut P(true)
+            # to "0.…" and the call to nothing, the two cells the table is read for. The cells
+            # lose their padding, P(true) and the call keep their width, and the identifiers
+            # share what is left.
             series_width = SERIES_MIN_WIDTH
+            ids = {"series": min(SERIES_WIDTH, max(len(str(s)) for s in top["series_id"]) if len(top) else 6),
+                   **{col: needs[col] for col in ("commit", *extra)}}
+            left = width - (len(ids) + 2 + 1) - needs["P(true)"] - needs["model"]
+            if left >= 3 * len(ids):  # a few characters of each identifier
+                shares = _fill(ids, left)
+                series_width, padding = shares.pop("series"), 0
+                exact = {**shares, "P(true)": needs["P(true)"], "model": needs["model"]}
     shown = shorten_ids(top["series_id"], series_width)
-    table = Table(title=Text(title))
+    if len(top) < len(frame):  # "21 candidates" over 20 rows read as if one had been lost
+        title = f"{title} ({len(top):,} most likely true shown: --show)"
+    table = Table(title=Text(title), padding=(0, padding))
     for col in ("series", "commit", *extra, "P(true)", "model"):
         # Identifiers on one line (cut with an ellipsis: a series id in its middle, by
         # shorten_ids, the others at their end); the reason takes what is left.
         table.add_column(col, justify="right" if col == "P(true)" else "left", no_wrap=True,
                          overflow="ellipsis", max_width=series_width if col == "series" else CELL_WIDTH,
-                         min_width=None if col == "series" else min_widths[col])
+                         min_width=None if col == "series" else min_widths[col],
+                         width=series_width if exact and col == "series" else exact.get(col))
     if with_why:
         table.add_column("why", overflow="fold", min_width=WHY_MIN_WIDTH)
     if unjudged:
@@ -258,6 +275,25 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
         ]
         table.add_row(*cells, *([Text(why)] if with_why else []))
     return table
+
+
+def _fill(needs: dict[str, int], room: int) -> dict[str, int]:
+    """``room`` columns shared out over ``needs``: a column that needs less than an even share keeps
+    its need, the others split the rest evenly (the first ones get the odd columns)."""
+    shares: dict[str, int] = {}
+    rest = dict(needs)
+    while rest:
+        even = room // len(rest)
+        small = {k: v for k, v in rest.items() if v <= even}
+        if not small:
+            for i, k in enumerate(rest):
+                shares[k] = even + (i < room - even * len(rest))
+            break
+        for k, v in small.items():
+            shares[k] = v
+            room -= v
+            del rest[k]
+    return {k: shares[k] for k in needs}
 
 
 def evaluation_table(result) -> Table:
