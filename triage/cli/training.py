@@ -28,6 +28,7 @@ from triage.cli.options import parse_model_params, parse_window, parse_windows
 from triage.cli.tables import differences_table, evaluation_table
 from triage.cli.validation import (
     check_choice,
+    check_folder_not_stdout,
     check_input_path,
     check_int,
     check_model_params,
@@ -213,6 +214,8 @@ def train(
     model_params = check_model_params("--param", model, parse_model_params(param))
     for option, given in (("--data", data), ("--matrix", matrix), ("--features", features)):
         check_input_path(option, given, directory_ok=option == "--data")
+    # "-" is standard output elsewhere; here it made a model folder named "-"
+    check_folder_not_stdout("--out", out)
     check_output_not_input(out, data, matrix, features)
     check_not_in_model_dir("--out", out)
     from triage.training.model_files import check_writable
