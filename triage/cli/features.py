@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from triage.cli.options import parse_window
-from triage.cli.tables import console_for
+from triage.cli.progress import JobProgress
+from triage.cli.tables import console_for, writes_stdout
 from triage.cli.validation import output_file
 from triage.core.errors import InputError
 from triage.loaders import load
@@ -70,38 +74,49 @@ def select_features_command(
             raise exc.located(data) from None
         except ValueError as exc:
             raise InputError(data, None, str(exc)) from None
-    progress = Progress(
-        TextColumn("[bold]generation"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("best {task.fields[best]:.4f}  subsets {task.fields[n_eval]}"),
-        TimeElapsedColumn(),
-        console=console,
-    )
-    with progress:
-        task = progress.add_task("ga", total=generations, best=0.0, n_eval=0)
-
-        def on_generation(gen: int, total: int, best: float, n_eval: int) -> None:
-            progress.update(task, completed=gen, best=best, n_eval=n_eval)
-
+    with _generations_progress(generations) as on_generation:
         try:
             feature_set = select_features(frame, selector=selector, callback=on_generation)
         except InputError as exc:
             raise exc.located(data) from None
         except ValueError as exc:
             raise InputError(data, None, str(exc)) from None
-        progress.update(task, total=feature_set.generations, completed=feature_set.generations)
     feature_set.extra["window"] = window
     save_feature_set(feature_set, out)
+    where = "standard output" if writes_stdout(out) else str(out)
     console.print(
         f"{len(feature_set.names)} of {feature_set.extra['n_candidates']} columns, "
         f"{feature_set.metric} {feature_set.fitness:.4f} after {feature_set.generations} "
         f"generation{'' if feature_set.generations == 1 else 's'} "
-        f"({feature_set.n_evaluated} subsets evaluated) -> {out}",
+        f"({feature_set.n_evaluated} subsets evaluated) -> {where}",
         markup=False,  # the path as it is: brackets in a file name are not markup
         soft_wrap=True,
     )
     console.print(", ".join(feature_set.names), highlight=False)
+
+
+@contextmanager
+def _generations_progress(generations: int) -> Iterator[Callable[[int, int, float, int], None]]:
+    """The genetic search's progress on stderr: on a terminal a bar with the best fitness so far,
+    elsewhere :class:`JobProgress`'s plain line per tenth. A rich bar on a pipe or a CI log was
+    printed once, drawn, at the end, and on stdout unless --out was standard output."""
+    err = Console(stderr=True)
+    if not err.is_interactive:
+        with JobProgress("select-features", generations, "generations", console=err) as plain:
+            yield lambda gen, total, best, n_eval: plain.advance(gen - plain.done)
+        return
+    bar = Progress(
+        TextColumn("[bold]generation"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("best {task.fields[best]:.4f}  subsets {task.fields[n_eval]}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    with bar:
+        task = bar.add_task("ga", total=generations, best=0.0, n_eval=0)
+        yield lambda gen, total, best, n_eval: bar.update(task, completed=gen, best=best, n_eval=n_eval)
 
 
 def register(app: typer.Typer) -> None:
