@@ -148,7 +148,7 @@ def summary(
 ) -> None:
     """Load a dataset and print series, commits and candidates by label."""
     if fmt not in ("table", "json"):
-        raise typer.BadParameter(f"--format must be table or json, got {fmt!r}")
+        raise typer.BadParameter(f"must be table or json, got {fmt!r}", param_hint="--format")
     _check_layout_options(data, layout, alerts, commit_order)
     dataset = load(
         data,

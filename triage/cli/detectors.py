@@ -92,14 +92,15 @@ def candidates(
     check_output_not_input(out, data)
     refuse_repeated_keys("--param", param)
     # scipy.stats and ruptures take seconds to import: only when a detector runs.
-    from triage.detectors import make, parse_params
+    from triage.detectors import make, names, parse_params
     from triage.distributed import map_frames
 
     try:
         params = parse_params(detector, param)
         make(detector, **params)  # constructor-level errors before loading data
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        # the option at fault, as every other usage error names it (was "Invalid value: unknown detector")
+        raise typer.BadParameter(str(exc), param_hint="--detector" if detector not in names() else "--param") from None
     check_format(fmt)
     check_out_suffix(out, fmt)
     say = console_for(out)
@@ -112,7 +113,7 @@ def candidates(
             frame = (candidates_frame(dataset, detector, params, progress=progress.advance) if scheduler is None
                      else map_frames(candidates_frame, dataset, scheduler, detector, params))
     except ValueError as exc:  # a parameter value the detector rejects when it runs
-        raise typer.BadParameter(str(exc)) from None
+        raise typer.BadParameter(str(exc), param_hint="--param") from None
     write_frame(frame, out, fmt)
     # soft_wrap: rich would break a long --out path at 80 columns, and a log reader could not copy it.
     say.print(f"{len(frame)} candidates from {detector} on {len(dataset)} series -> {output_name(out)}",
