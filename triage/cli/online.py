@@ -45,6 +45,7 @@ import gc
 import io
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -717,7 +718,8 @@ def detect(
         "--commits-per-batch",
         help="Commits of each series per batch (one predictor call each).",
     ),
-    jobs: int = typer.Option(1, "--jobs", min=1, help="Workers the series are partitioned over."),
+    jobs: int = typer.Option(1, "--jobs", "--n-jobs", help="Workers the series are partitioned over (-1 = all cores; "
+                             "--n-jobs, as the other commands spell it, is the same option)."),
     workers: str = typer.Option(
         "auto",
         "--workers",
@@ -735,7 +737,7 @@ def detect(
     ),
 ) -> None:
     """Replay whole histories through the online loop and write the change points it finds."""
-    from triage.cli.validation import check_choice, check_int, check_output_not_input
+    from triage.cli.validation import check_choice, check_int, check_n_jobs, check_output_not_input
     from triage.online.loop import WORKERS
 
     check_output_not_input(out, data)
@@ -743,6 +745,9 @@ def detect(
     _arrow_memory_to_the_system()
     check_int("--batch-series", batch_series, low=1)
     check_int("--commits-per-batch", commits_per_batch, low=1)
+    check_n_jobs(jobs, "--jobs")
+    if jobs == -1:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     _check_loop_options(min_pre, confirm_after)
     import pandas as pd
 
