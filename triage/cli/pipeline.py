@@ -444,7 +444,9 @@ def _ask(commit: str, pos: int, say: Console) -> float:
         except KeyboardInterrupt:
             line = ""
         if not line:
-            # stdin closed, ^D or ^C: the readings so far are kept by the caller.
+            # stdin closed, ^D or ^C: the readings so far are kept by the caller. The prompt's
+            # line ended first: the error was glued to it ("...(position 29): error: <stdin>: ...").
+            say.print()
             raise InputError(
                 "<stdin>", None, f"the input ended before commit {commit!r} was measured"
             )
