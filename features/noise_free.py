@@ -32,14 +32,22 @@ never fires on them and the real-data figures do not move (each Pre window
 it needs is a run of >= 20 equal values; the injected shifts multiply whole
 stretches, which keeps runs as they are). :data:`MIN_AFTER` is 2 so that one
 odd reading (the online loop at K = 0) is still the model's to judge. Any
-difference between the two values counts as a step, however small: a
-deterministic metric that changed did change.
+difference between the two values counts as a step, however small, down to
+the flatness tolerance of the whole feature catalogue
+(:data:`triage.features.catalogue.FLAT_RTOL`, 1e-10 of the value): windows
+that agree to ten significant digits are one value there, which is what the
+batch rule reads (``norm_*`` are all 0), so the online rule compares with
+the same tolerance. Without it a 16-byte step in 5e12 bytes was "no change"
+for ``score`` and ``label`` but a step for ``watch``, whose re-check then
+withdrew it (its robust scale of a flat Pre is 1e-9 of the level).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from triage.features.catalogue import is_flat
 
 #: Fewest Pre commits, all equal, for a noise-free verdict.
 MIN_PRE = 20
@@ -91,10 +99,11 @@ def stream_verdict(pre_n: int, pre_value: float | None, after: np.ndarray) -> in
     """:func:`verdict` for the online loop: Pre's length and its one value (None unless every Pre value is equal), After's values (shape (K + 1,))."""
     if pre_value is None or pre_n < MIN_PRE or after.size < MIN_AFTER:
         return NOT_NOISE_FREE
-    first = after[0]
-    if not (after == first).all():
+    if is_flat(np.append(after, pre_value)):
+        return NO_CHANGE
+    if not (after == after[0]).all():
         return NOT_NOISE_FREE
-    return NO_CHANGE if first == pre_value else STEP
+    return STEP
 
 
 def reason(kind: int, pre_length: float, after_length: float) -> str:
@@ -103,5 +112,6 @@ def reason(kind: int, pre_length: float, after_length: float) -> str:
     if kind == STEP:
         return (f"noise-free step: the {pre} commits before are one value and the {after} from this commit on "
                 "another (a deterministic metric changed; decided without the model)")
-    return (f"noise-free, no change: the {pre} commits before and the {after} from this commit on are all one "
-            "value (decided without the model)")
+    # "One value" to the catalogue's tolerance: values that differ past the tenth significant digit count as equal.
+    return (f"noise-free, no change: the {pre} commits before and the {after} from this commit on are one "
+            "value to 10 significant digits (decided without the model)")

@@ -1,0 +1,106 @@
+"""Walkthrough s19: a performance engineer's metrics of every magnitude and sign.
+
+Latencies in seconds (1e-9..1e-6), throughputs near 1e9 ops/s, binary sizes
+and instruction counts with small integer steps, counts 0-3, deltas that
+cross zero, values with 15-17 significant digits, series of 3 to 30,000
+commits and a unit change of 12 orders of magnitude, through ``candidates``,
+``score``, ``label``, ``detect``, ``watch``, ``report``, ``plot``, ``sample``
+and ``culprit``.
+
+Defects found (what a user did, what went wrong, what happens now):
+
+1. Fed an instruction count of 5e12 that rose by 16 (a deterministic metric:
+   every commit before it one value, every commit after another) to
+   ``score``, ``label`` and ``watch``. ``score`` and ``label`` said
+   "noise-free, no change: ... are all one value" with P(true) 0 (the
+   feature catalogue reads windows that agree to ten significant digits as
+   one value), while ``watch`` alarmed "noise-free step" at the same commit
+   and withdrew the alarm five commits later (its re-check's scale of a
+   flat Pre is 1e-9 of the level): three answers for one commit, one of
+   them saying unequal values were one value. Now the online rule compares
+   with the catalogue's tolerance too: all three say no change, and the
+   explanation says the values are one value to 10 significant digits. A
+   16-byte step in 5e8 bytes (3e-8 of the value) is still a step everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+from helpers_cli import invoke
+
+FLAT_PRE = 60
+
+
+def _flat_step(path, level: float, step: float, n_after: int = 20):
+    """One series ``m``: FLAT_PRE commits at ``level``, then ``n_after`` at ``level + step``; the step at c60."""
+    values = [level] * FLAT_PRE + [level + step] * n_after
+    rows = "".join(f"m,c{i},{v!r}\n" for i, v in enumerate(values))
+    path.write_text("series_id,commit,value\n" + rows)
+    return path, values
+
+
+def _score_step(tmp_path, history) -> pd.Series:
+    cand = tmp_path / "cand.csv"
+    cand.write_text(f"series_id,commit\nm,c{FLAT_PRE}\n")
+    out = tmp_path / "scored.csv"
+    code, text = invoke(["score", "--data", history, "--candidates", cand, "--out", out])
+    assert code == 0, text
+    return pd.read_csv(out).iloc[0]
+
+
+def _watch(values: list[float]) -> list[dict]:
+    feed = "".join(
+        json.dumps({"series_id": "m", "commit": f"c{i}", "value": v}) + "\n"
+        for i, v in enumerate(values)
+    )
+    code, text = invoke(["watch"], stdin=feed)
+    assert code == 0, text
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def test_a_step_below_ten_significant_digits_is_no_change_for_score_and_label(tmp_path):
+    history, values = _flat_step(tmp_path / "instructions.csv", 5e12, 16.0)
+    scored = _score_step(tmp_path, history)
+    assert scored["p_true"] == 0.0 and scored["classification"] == "false_positive"
+    assert "one value to 10 significant digits" in scored["explanation"]
+
+    labelled = tmp_path / "labelled.csv"
+    labels = [
+        "true_positive" if i == 10 else "not_triaged" if i == FLAT_PRE + 0 else ""
+        for i in range(len(values))
+    ]
+    labelled.write_text(
+        "series_id,commit,value,label\n"
+        + "".join(
+            f"m,c{i},{v!r},{lab}\n" for i, (v, lab) in enumerate(zip(values, labels, strict=True))
+        )
+    )
+    out = tmp_path / "decided.csv"
+    code, text = invoke(["label", "--data", labelled, "--out", out])
+    assert code == 0, text
+    decided = pd.read_csv(out).iloc[0]
+    assert decided["commit"] == f"c{FLAT_PRE}" and decided["p_true"] == 0.0
+    assert "one value to 10 significant digits" in decided["explanation"]
+
+
+def test_watch_agrees_that_a_step_below_ten_significant_digits_is_no_change(tmp_path):
+    _, values = _flat_step(tmp_path / "instructions.csv", 5e12, 16.0)
+    lines = _watch(values)
+    assert not any(r.get("decision") for r in lines), (
+        lines
+    )  # was: alarmed at c60 as a noise-free step ...
+    assert not any(r.get("withdrawn") for r in lines), lines  # ... and withdrawn at c65
+    (at_step,) = [r for r in lines if r.get("commit") == f"c{FLAT_PRE}"]
+    assert at_step["probability"] == 0.0
+
+
+def test_a_sixteen_byte_step_in_5e8_bytes_stays_a_step_for_score_and_watch(tmp_path):
+    history, values = _flat_step(tmp_path / "size.csv", 5e8, 16.0)
+    scored = _score_step(tmp_path, history)
+    assert scored["p_true"] == 1.0 and scored["explanation"].startswith("noise-free step")
+    lines = _watch(values)
+    alarms = [r for r in lines if r.get("decision")]
+    assert [r["commit"] for r in alarms] == [f"c{FLAT_PRE}"]
+    assert not any(r.get("withdrawn") for r in lines)
