@@ -34,6 +34,9 @@ Defects found (what a user did, what went wrong, what happens now):
    (``< /dev/null``): the error was glued to the unanswered prompt
    ("value of commit c29 (position 29): error: <stdin>: ..."). Now the
    prompt's line ends first.
+8. Piped ``triage sample --out -`` / ``triage steady ... --out -`` into the
+   next step: the summary line on stderr ended "-> -", read in a CI log as a
+   typo; the other commands say "-> standard output". Now these do too.
 """
 
 from __future__ import annotations
@@ -188,3 +191,20 @@ def test_culprit_prompt_line_ends_before_the_error(tmp_path):
     assert code == 2, text
     assert "the input ended before commit" in text
     assert not re.search(r"\): error", text), text
+
+
+# ---------------------------------------------------------------- 8. sample / steady say where the CSV went
+
+
+def test_sample_and_steady_to_stdout_say_standard_output(tmp_path):
+    rows = ["commit,value"] + [f"c{i},{'' if i % 3 else 100 + (i >= 15)}" for i in range(30)]
+    data = tmp_path / "partial.csv"
+    data.write_text("\n".join(rows) + "\n")
+    code, text = invoke(["sample", "--data", data, "--budget", "2", "--out", "-"])
+    assert code == 0, text
+    assert "-> standard output" in flat(text) and "-> -" not in text
+    runs = tmp_path / "r1.json"
+    runs.write_text(json.dumps([[1.0, 0.9, 0.8] + [0.5] * 7, [1.1, 0.6] + [0.5] * 8]))
+    code, text = invoke(["steady", runs, "--series", "parse", "--out", "-"])
+    assert code == 0, text
+    assert "steady iterations -> standard output" in flat(text)

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from triage.cli.tables import console_for
+from triage.cli.tables import console_for, writes_stdout
 from triage.cli.validation import check_choice, check_output_not_input, output_file
 from triage.core.atomic import destination, is_stdio, write_csv_atomic
 from triage.core.errors import InputError
@@ -154,7 +154,7 @@ def steady(
             highlight=False,
         )
     # soft_wrap: a long --out path stays one line (a CI log is 80 columns).
-    say.print(f"{len(long)} steady iterations -> {out}", markup=False, highlight=False, soft_wrap=True)
+    say.print(f"{len(long)} steady iterations -> {_where(out)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def sample(
@@ -212,7 +212,7 @@ def sample(
             f"{'is' if unmeasured == 1 else 'are'} not measured (--budget {budget})"
         )
     if out is not None:
-        say.print(f"estimated history of {_count(len(plan), 'commit')} -> {out}", markup=False, highlight=False,
+        say.print(f"estimated history of {_count(len(plan), 'commit')} -> {_where(out)}", markup=False, highlight=False,
                   soft_wrap=True)
 
 
@@ -422,6 +422,11 @@ def culprit(
         )
     if out is not None:
         write_csv_atomic(made, out)
+
+
+def _where(out: Path) -> str:
+    """Where a summary line says the CSV went: "-> -" read as a typo in a CI log, as in the other commands."""
+    return "standard output" if writes_stdout(out) else str(out)
 
 
 def _count(n: int, noun: str) -> str:
