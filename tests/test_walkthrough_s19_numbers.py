@@ -21,6 +21,12 @@ Defects found (what a user did, what went wrong, what happens now):
    with the catalogue's tolerance too: all three say no change, and the
    explanation says the values are one value to 10 significant digits. A
    16-byte step in 5e8 bytes (3e-8 of the value) is still a step everywhere.
+2. Scored ``pelt``'s candidates on a series that is 0 for 80 commits and
+   then noisy around 10: one false alert was explained "new level held over
+   the next 10 commits -0.902 (1 = held, 0 = went back)", a value off the
+   scale the phrase gives (the next commits went back past the old level).
+   Now such a value says so: "new level not held: the next 10 commits went
+   back past the old level (-0.902; ...)".
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ import json
 
 import pandas as pd
 from helpers_cli import invoke
+
+from triage.explain import describe
 
 FLAT_PRE = 60
 
@@ -104,3 +112,13 @@ def test_a_sixteen_byte_step_in_5e8_bytes_stays_a_step_for_score_and_watch(tmp_p
     alarms = [r for r in lines if r.get("decision")]
     assert [r["commit"] for r in alarms] == [f"c{FLAT_PRE}"]
     assert not any(r.get("withdrawn") for r in lines)
+
+
+def test_a_new_level_that_went_back_past_the_old_one_says_so():
+    assert describe("ctx_persist_after", -0.902) == (
+        "new level not held: the next 10 commits went back past the old level (-0.902; 1 = held, 0 = went back)"
+    )
+    assert (
+        describe("ctx_persist_after", 0.25)
+        == "new level held over the next 10 commits 0.25 (1 = held, 0 = went back)"
+    )

@@ -393,6 +393,10 @@ def describe(name: str, value: float, row: Mapping[str, float] | None = None) ->
         template, undefined = SCORING_PHRASES[name]
         if not np.isfinite(value):
             return undefined
+        if name == "ctx_persist_after" and value < 0:
+            # Off the phrase's 0..1 scale: the next commits sit beyond the old level, away from the new one.
+            return (f"new level not held: the next {context.RADIUS} commits went back past the old level "
+                    f"({_num(value)}; 1 = held, 0 = went back)")
         return template.format(v=_num(value), pct=f"{100 * value:.3g}%", s="" if value == 1 else "s")
     return f"{name} = {_num(value)}"
 
