@@ -37,6 +37,12 @@ Defects found (what a user did, what went wrong, what happens now):
 8. Piped ``triage sample --out -`` / ``triage steady ... --out -`` into the
    next step: the summary line on stderr ended "-> -", read in a CI log as a
    typo; the other commands say "-> standard output". Now these do too.
+9. Read ``triage detect --help`` (and ``train``, ``evaluate``,
+   ``window-study``, ``candidates``, ``select-features``, ``serve``) to
+   learn whether ``--data -`` works in a pipeline: the help said "any layout
+   triage.loaders reads" (a Python module) or "any supported layout", and
+   nothing about standard input, which each of them reads. Now every
+   ``--data`` says it takes a directory, gzip/zstd and ``-`` for stdin.
 """
 
 from __future__ import annotations
@@ -208,3 +214,22 @@ def test_sample_and_steady_to_stdout_say_standard_output(tmp_path):
     code, text = invoke(["steady", runs, "--series", "parse", "--out", "-"])
     assert code == 0, text
     assert "steady iterations -> standard output" in flat(text)
+
+
+# ---------------------------------------------------------------- 9. --data's help says what it takes
+
+
+def test_every_dataset_option_says_it_reads_stdin():
+    import typer
+
+    from triage.cli.app import app
+
+    root = typer.main.get_command(app)
+    checked = []
+    for name in ("candidates", "detect", "train", "evaluate", "window-study", "select-features", "serve",
+                 "label", "score", "report", "summary", "convert"):
+        command = root.commands[name]  # type: ignore[attr-defined]
+        (option,) = [p for p in command.params if "--data" in getattr(p, "opts", ())]
+        assert "- for stdin" in option.help and "triage.loaders" not in option.help, (name, option.help)
+        checked.append(name)
+    assert len(checked) == 12

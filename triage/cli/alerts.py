@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from triage.cli.options import DATA_HELP
 from triage.cli.progress import JobProgress, chunks
 from triage.cli.tables import check_format, console_for, decision_table, output_name
 from triage.cli.validation import output_file
@@ -27,7 +28,6 @@ from triage.cli.validation import output_file
 console = Console()
 
 SCHEDULER_HELP = "Run on a dask cluster, partitioned by series: local (a LocalCluster on this machine) or a scheduler address (tcp://host:8786)."
-DATA_HELP = "Dataset (any layout `triage summary` reads; gzip/zstd compressed or - for stdin)."
 MODEL_HELP = (
     "Model: `default` (the bundled adaptive-window model), a bundled name (default-adaptive, "
     "default-w0, ...), a directory written by `triage train` (checksums are verified) or "

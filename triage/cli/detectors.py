@@ -12,6 +12,7 @@ from rich.table import Table
 
 from triage.cli.options import (
     COMMIT_ORDER_HELP,
+    DATA_HELP,
     TRIM_WARMUP_HELP,
     read_commit_order,
     refuse_repeated_keys,
@@ -71,7 +72,7 @@ def candidates_frame(
 
 
 def candidates(
-    data: Path = typer.Option(..., "--data", help="Dataset file or directory (any supported layout)."),
+    data: Path = typer.Option(..., "--data", help=DATA_HELP),
     detector: str = typer.Option(..., "--detector", help="Detector name (list them with `triage detectors`)."),
     param: list[str] = typer.Option(
         [], "--param", help="Detector parameter key=value (repeatable); see `triage detectors`."

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from triage.cli.options import parse_window
+from triage.cli.options import DATA_HELP, parse_window
 from triage.cli.progress import JobProgress
 from triage.cli.tables import console_for, writes_stdout
 from triage.cli.validation import output_file
@@ -20,7 +20,7 @@ from triage.loaders import load
 
 
 def select_features_command(
-    data: Annotated[Path, typer.Option("--data", help="Dataset file or directory (any supported layout).")],
+    data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
     out: Annotated[Path, typer.Option("--out", parser=output_file, help="Feature-set JSON file to write.")],
     window: Annotated[str, typer.Option(help="Pre/After window: 'adaptive' or a number of commits.")] = "adaptive",
     metric: Annotated[str, typer.Option(help="Fitness: accuracy or auc (grouped cross-validation).")] = "accuracy",

@@ -54,6 +54,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from triage.cli.options import DATA_HELP
 from triage.cli.validation import output_file
 from triage.core.errors import InputError
 from triage.core.json_input import json_record
@@ -700,7 +701,7 @@ def _count_lines(path: Path) -> int:
 
 def detect(
     data: Path = typer.Option(
-        ..., "--data", help="Dataset file or directory (any layout triage.loaders reads)."
+        ..., "--data", help=DATA_HELP
     ),
     model: str = typer.Option("default", "--model", help=MODEL_HELP, envvar="TRIAGE_MODEL"),
     out: Path = typer.Option(

@@ -74,6 +74,10 @@ def refuse_repeated_keys(option: str, items: list[str] | None) -> None:
         if key:
             seen[key] = item
 
+#: ``--data`` of every command reading a dataset other than ``summary`` / ``convert`` / ``plot``, which list
+#: the layouts: four spellings named the module ``triage.loaders`` and left out that ``-`` reads stdin.
+DATA_HELP = "Dataset (any layout `triage summary` reads; a directory, gzip/zstd compressed or - for stdin)."
+
 TRIM_WARMUP_HELP = (
     "Aggregate only the steady part of each commit's measurements (each fork's, with a fork column): kbkssd, "
     "cpssd, kstep or none. A higher-is-better series is a rate, whose warm-up rises; any other is read as "

@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from triage.cli.options import parse_model_params, parse_window, parse_windows
+from triage.cli.options import DATA_HELP, parse_model_params, parse_window, parse_windows
 from triage.cli.tables import differences_table, evaluation_table
 from triage.cli.validation import (
     check_choice,
@@ -50,7 +50,6 @@ console = Console()
 err_console = Console(stderr=True)
 models_app = typer.Typer(help="The model registry (MLflow): list versions, promote one.", no_args_is_help=True)
 
-DATA_HELP = "Dataset file or directory (any layout triage.loaders reads)."
 PRESET_HELP = "Generate this synthetic preset (small, default, realnoise) instead of reading --data."
 MATRIX_HELP = "A precomputed feature matrix (Parquet or CSV) instead of --data/--preset."
 WINDOW_HELP = "Pre/After window: 'adaptive' or a fixed size w (0, 1, 2, ...)."

@@ -23,12 +23,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from triage.cli.options import DATA_HELP
 from triage.cli.validation import check_table_suffix, output_file
 
 console = Console()
 labels_app = typer.Typer(help="The workspace's labels store: export decisions, agreement by week.", no_args_is_help=True)
 
-DATA_HELP = "Dataset file or directory (any layout triage.loaders reads)."
 LABELS_HELP = "SQLite labels store the decisions go to (created when missing)."
 
 
