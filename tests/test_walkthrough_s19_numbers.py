@@ -27,12 +27,19 @@ Defects found (what a user did, what went wrong, what happens now):
    scale the phrase gives (the next commits went back past the old level).
    Now such a value says so: "new level not held: the next 10 commits went
    back past the old level (-0.902; ...)".
+3. Watched a delta metric (noise sd 0.1 around 0, then +0.5): the alarm's
+   reasons read "after median 8.13e+04% off pre median", an 81,300 % change
+   of a metric whose level was never away from 0 (relative change is not
+   defined there in any useful sense). Now a relative change of a Pre whose
+   level lies within its noise of 0 (``pair_rel_noise`` >= 1) says so: "...
+   off pre median (pre level within its noise of 0)".
 """
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 from helpers_cli import invoke
 
@@ -60,7 +67,7 @@ def _score_step(tmp_path, history) -> pd.Series:
 
 def _watch(values: list[float]) -> list[dict]:
     feed = "".join(
-        json.dumps({"series_id": "m", "commit": f"c{i}", "value": v}) + "\n"
+        json.dumps({"series_id": "m", "commit": f"c{i}", "value": float(v)}) + "\n"
         for i, v in enumerate(values)
     )
     code, text = invoke(["watch"], stdin=feed)
@@ -121,4 +128,19 @@ def test_a_new_level_that_went_back_past_the_old_one_says_so():
     assert (
         describe("ctx_persist_after", 0.25)
         == "new level held over the next 10 commits 0.25 (1 = held, 0 = went back)"
+    )
+
+
+def test_a_relative_change_of_a_level_near_zero_says_it_means_little():
+    rng = np.random.default_rng(19)
+    delta = 0.1 * rng.standard_normal(120)
+    delta[60:] += 0.5
+    (alarm,) = [r for r in _watch(list(delta)) if r.get("decision")]
+    assert alarm["commit"] == "c60"
+    (relative,) = [f for f in alarm["top_features"] if "off pre median" in f]
+    assert "(pre level within its noise of 0)" in relative
+    # A level well away from 0 keeps the plain phrase.
+    assert (
+        describe("pair_rel_change", 0.2, {"pair_rel_noise": 0.02})
+        == "after median 20% off pre median"
     )

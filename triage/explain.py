@@ -357,6 +357,20 @@ def _empty_window(row: Mapping[str, float] | None) -> str | None:
     return None
 
 
+#: The row's column saying how noisy Pre is against its level (``s(P) / |median(P)|``).
+LEVEL_NOISE_COLUMN = "pair_rel_noise"
+
+
+def _level_in_noise(row: Mapping[str, float] | None) -> bool:
+    """True when the row says Pre's level lies within one noise scale of 0 (``pair_rel_noise`` >= 1)."""
+    if row is None:
+        return False
+    try:
+        return bool(float(row[LEVEL_NOISE_COLUMN]) >= 1.0)
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 def describe(name: str, value: float, row: Mapping[str, float] | None = None) -> str:
     """Plain words for one feature column and its value.
 
@@ -393,6 +407,9 @@ def describe(name: str, value: float, row: Mapping[str, float] | None = None) ->
         template, undefined = SCORING_PHRASES[name]
         if not np.isfinite(value):
             return undefined
+        if name == "pair_rel_change" and _level_in_noise(row):
+            # A delta or score whose Pre sits within its noise of 0: any % off it is large and says little.
+            return template.format(v=_num(value), pct=f"{100 * value:.3g}%", s="") + " (pre level within its noise of 0)"
         if name == "ctx_persist_after" and value < 0:
             # Off the phrase's 0..1 scale: the next commits sit beyond the old level, away from the new one.
             return (f"new level not held: the next {context.RADIUS} commits went back past the old level "
@@ -459,10 +476,10 @@ def explain(classifier, X: pd.DataFrame, top: int = 3) -> list[list[str]]:
     part = np.argpartition(-np.abs(values), k - 1, axis=1)[:, :k]
     order = np.take_along_axis(part, np.argsort(-np.abs(np.take_along_axis(values, part, 1)), axis=1), 1)
     frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X), columns=contrib.names)
-    # The level/spread columns reword each other ("after mean 2.3 sd above pre"),
-    # so they travel with every row, model feature or not.
+    # The level/spread columns reword each other ("after mean 2.3 sd above pre"), and Pre's relative
+    # noise qualifies a relative change, so they travel with every row, model feature or not.
     norm = {c: pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=np.float64)
-            for c in (*NORM_PHRASE_COLUMNS, *LENGTH_COLUMNS) if c in frame.columns}
+            for c in (*NORM_PHRASE_COLUMNS, *LENGTH_COLUMNS, LEVEL_NOISE_COLUMN) if c in frame.columns}
     out: list[list[str]] = []
     for i in range(values.shape[0]):
         row = {c: v[i] for c, v in norm.items()}
