@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from triage.core.history import History
-from triage.plotting import fit_title, scale_values
+from triage.plotting import fit_title, scale_values, value_label
 
 # Status word -> (colour, marker): sheriff-true reads red, false grey, open orange.
 STATUS_STYLE: dict[str, tuple[str, str]] = {
@@ -94,7 +94,8 @@ def series_figure(history: History, points: Sequence[tuple[int, str, float | Non
     fig = Figure(figsize=(10, 3.4), dpi=96)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value")
+    # A line needs two points: the value of a one-commit series is drawn as a dot, or the plot is empty.
+    ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value", marker="o" if n == 1 else None, ms=4)
     # Only measured values set the scale (a missing one, NaN, would make the limits NaN), and
     # not a few far outliers either: they are drawn at its edge.
     shown, scale = scale_values(ax, x, history.values)
@@ -130,7 +131,14 @@ def series_figure(history: History, points: Sequence[tuple[int, str, float | Non
     # Broken into lines when wider than the figure: a long id (5,000 characters) lost both ends.
     fit_title(fig, ax.set_title(title, fontsize=9, parse_math=False))
     ax.set_xlabel("commit date" if has_dates else "commit (position in history)")
-    ax.set_ylabel("value")
+    ax.set_ylabel(value_label(history))
+    if n == 1:
+        # matplotlib widens a single x to +-2 years of dates (or +-0.05 commits): a week
+        # each side (whole dates on the ticks), or one position.
+        width = np.timedelta64(7, "D") if has_dates else 1
+        ax.set_xlim(x[0] - width, x[0] + width)
+        if not has_dates:
+            ax.set_xticks([0])
     if has_dates:
         fig.autofmt_xdate()
     # Beside the axes, not in them: inside, it covered the P(true) labels written along the top
