@@ -58,7 +58,7 @@ from triage.core.errors import InputError
 from triage.core.history import Dataset, History
 from triage.features.windows import adaptive_bounds
 from triage.inference import NOT_SCORABLE, NOT_SCORABLE_WHY
-from triage.plotting import scale_values
+from triage.plotting import fit_title, scale_values, value_label
 
 #: The file that marks a directory as a report this module wrote (and may replace).
 REPORT_MARKER = ".triage-report"
@@ -87,6 +87,7 @@ tr.true td.decision { color: #b00020; font-weight: 600; }
 tr.false td.decision { color: #666; }
 tr.unscored td.decision { color: #8a5a00; font-style: italic; }
 td.why { color: #444; font-size: 12px; }
+td.id, h2 { overflow-wrap: anywhere; }
 span.differs { color: #8a5a00; font-weight: 400; font-size: 11px; }
 .bar { display: inline-block; height: 8px; background: #b00020; vertical-align: middle; margin-right: 4px; }
 img { max-width: 100%; border: 1px solid #eee; }
@@ -307,7 +308,7 @@ def plot_series(
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     x = np.arange(len(history))
-    fig, ax = plt.subplots(figsize=(11, 3.2), dpi=100)
+    fig, ax = plt.subplots(figsize=(11, 3.5), dpi=100)
     # A line needs two points: a one-commit series' value is drawn as a dot.
     ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value", zorder=2,
             marker="o" if len(x) == 1 else None, ms=4)
@@ -356,11 +357,16 @@ def plot_series(
 
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("commit (position in history)")
-    ax.set_ylabel("value")
+    ax.set_ylabel(value_label(history))
     ax.grid(alpha=0.25)
     # Above the axes: inside, it would hide the start of the series.
-    ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=7, frameon=False,
-              borderaxespad=0.2)
+    legend = ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=7, frameon=False,
+                       borderaxespad=0.2)
+    # Above the legend (one row or two): a plot pasted into a ticket (or opened from plots/) said
+    # nothing of its series. parse_math=False: a '$' of a JMH name is a character, not TeX.
+    fig.canvas.draw()
+    pad = legend.get_window_extent().height * 72 / fig.dpi + 6
+    fit_title(fig, ax.set_title(history.series_id, fontsize=9, parse_math=False, pad=pad))
     fig.tight_layout()
     _offset_into_label(fig, ax)
     fig.savefig(out)
@@ -408,7 +414,8 @@ def _offset_into_label(fig, ax) -> None:
     offset = ax.yaxis.get_offset_text().get_text()
     if offset:
         ax.yaxis.get_offset_text().set_visible(False)
-        ax.set_ylabel(f"value ({offset})" if offset.startswith(("+", "-", "\u2212")) else f"value (x {offset})")
+        shown = offset if offset.startswith(("+", "-", "\u2212")) else f"x {offset}"
+        ax.set_ylabel(ax.get_ylabel().replace("value", f"value ({shown})", 1))
         fig.tight_layout()
 
 
@@ -478,8 +485,10 @@ def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str], dataset: Dat
                 f'<span class="bar" style="width:{40 * p:.0f}px"></span>{p:.3f}')
         cells = [
             f'<td class="num">{rank}</td>',
-            f'<td><a href="#{anchors[sid]}">{html.escape(sid)}</a></td>',
-            f"<td>{html.escape(str(rec.get('commit', '')))}</td>",
+            # Ids break anywhere: a 300-character series id or a 64-character SHA with no
+            # break point stretched the table to several screens and squeezed every other column.
+            f'<td class="id"><a href="#{anchors[sid]}">{html.escape(sid)}</a></td>',
+            f"<td class=\"id\">{html.escape(str(rec.get('commit', '')))}</td>",
             f'<td class="num">{int(rec["index"])}</td>',
             f"<td>{html.escape(_step(dataset, sid, int(rec['index']), confirmed)) if dataset is not None else ''}</td>",
             f"<td>{html.escape(str(rec.get('label', '') or '-'))}</td>",
@@ -554,6 +563,16 @@ def render_html(
         parts.append(f'<p class="meta">{omitted} more series with decisions are in the table but not plotted (--max-plots).</p>')
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _data_name(source: object) -> str:
+    """The data's name as the page shows it: a file's absolute path, anything else (``<stdin>``) as it is.
+
+    The page is read elsewhere (mailed, opened from another folder): a path relative to
+    wherever ``triage report`` ran (``data: ../small/history.parquet``) named no file there.
+    """
+    text = str(source or "")
+    return os.path.abspath(text) if text and os.path.exists(text) else text
 
 
 def check_replaceable(out: Path) -> None:
@@ -658,7 +677,7 @@ def build_report(
             if progress is not None:
                 progress(1)
         n_cand = int(sum(len(v) for v in candidates.values())) if candidates is not None else None
-        page = render_html(ordered, sections, title=title, source=str(dataset.source or ""),
+        page = render_html(ordered, sections, title=title, source=_data_name(dataset.source),
                            n_candidates=n_cand, omitted=omitted, dataset=dataset)
         (tmp / "index.html").write_text(page, encoding="utf-8")
         (tmp / REPORT_MARKER).write_text(MARKER_TEXT, encoding="utf-8")
