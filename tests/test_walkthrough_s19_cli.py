@@ -43,6 +43,10 @@ Defects found (what a user did, what went wrong, what happens now):
    triage.loaders reads" (a Python module) or "any supported layout", and
    nothing about standard input, which each of them reads. Now every
    ``--data`` says it takes a directory, gzip/zstd and ``-`` for stdin.
+10. Listed ``triage detectors`` in a 40-column pane to copy a default:
+    "min_back_window…" (the value cut off) and "mozilla_or_ensem…" (a name
+    ``--detector`` then refused). Now both columns fold: every name and
+    ``key=value`` is there whole.
 """
 
 from __future__ import annotations
@@ -233,3 +237,20 @@ def test_every_dataset_option_says_it_reads_stdin():
         assert "- for stdin" in option.help and "triage.loaders" not in option.help, (name, option.help)
         checked.append(name)
     assert len(checked) == 12
+
+
+# ---------------------------------------------------------------- 10. triage detectors in a narrow pane
+
+
+def test_detectors_at_40_columns_keep_every_name_and_value(monkeypatch):
+    from triage.detectors import defaults, names
+
+    monkeypatch.setenv("COLUMNS", "40")
+    code, text = invoke(["detectors"])
+    assert code == 0, text
+    assert "…" not in text
+    cells = "".join(line[1:-1].split("│")[1].replace(" ", "") for line in text.splitlines()
+                    if line.startswith("│") and line.count("│") == 3)
+    for name in names():
+        for key, value in defaults(name).items():
+            assert f"{key}={value}".replace(" ", "") in cells, (name, key)

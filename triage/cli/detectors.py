@@ -125,7 +125,11 @@ def list_detectors() -> None:
     """List the detectors and their default parameters."""
     from triage.detectors import defaults, names
 
-    table = Table("detector", "default parameters")
+    # Folded, never cut: at COLUMNS=40 "min_back_window=12," read "min_back_window…" (the value lost)
+    # and "mozilla_or_ensemble" read "mozilla_or_ensem…", a name `--detector` then refused.
+    table = Table()
+    table.add_column("detector", overflow="fold")
+    table.add_column("default parameters", overflow="fold")
     for name in names():
         table.add_row(name, ", ".join(f"{k}={v}" for k, v in defaults(name).items()))
     console.print(table)
