@@ -44,6 +44,12 @@ Deviations that would change candidates, documented in
    replayed server loop, 7 others raised by it instead.
 6. Perfherder's percentage divides by the signed mean before the alert, so a
    series of negative values never alerts there; ``perfherder`` alerts.
+7. ``pelt`` / ``binseg`` search a grid of every 5th commit (ruptures'
+   ``jump=5``) and refine; with steps at 6 and 12 of 40 the grid gives 5, 10,
+   15, the merge of 5 and 10 gives 6, and 15 is never refined again against
+   its new neighbour: [6, 15] where the exact search (``jump=1``) gives
+   [6, 12]. ``penalised.py`` now says the result is an approximation and how
+   far it is on the real histories; the strict xfail shows this case.
 """
 
 from __future__ import annotations
@@ -215,6 +221,22 @@ def test_penalised_search_keeps_min_size_commits_per_segment_as_documented(detec
     one = make(detector, min_size=1, jump=1)
     assert [c.index for c in one.detect(noisy(40, {1: 10.0}))] == [1]
     assert [c.index for c in one.detect(noisy(40, {39: 10.0}))] == [39]
+
+
+@pytest.mark.parametrize("detector", ["pelt", "binseg"])
+def test_penalised_jump_1_is_the_exact_search(detector):
+    # steps at 6 and 12 of 40: ruptures' exact search (jump=1, the same penalty) puts them there
+    assert [c.index for c in make(detector, jump=1).detect(noisy(40, {6: 10.0, 12: 10.0}))] == [6, 12]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the jump=5 grid gives 5, 10, 15; the merge makes 5 and 10 one change at 6, but 15 is not refined "
+    "again against its new neighbour (one more refine_l2 pass would find 12)",
+)
+@pytest.mark.parametrize("detector", ["pelt", "binseg"])
+def test_penalised_default_grid_finds_what_the_exact_search_finds(detector):
+    assert [c.index for c in make(detector).detect(noisy(40, {6: 10.0, 12: 10.0}))] == [6, 12]
 
 
 def test_candidates_are_the_same_run_after_run(tmp_path):

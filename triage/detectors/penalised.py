@@ -17,6 +17,10 @@ local refinement (our addition): each breakpoint moves to the best L2 split
 within ``jump - 1`` commits of it, between its neighbouring breakpoints, and
 two breakpoints the grid put on either side of one step become one at the
 step where that lowers the penalised cost (:func:`merge_straddling_l2`).
+So the result is near, not at, the search's optimum: on the 372 real
+histories ruptures with ``jump=1`` and the same penalty finds about a quarter
+more change points (``binseg``: 8,606 against 6,905; ``pelt``, on every sixth
+series: 1,500 against 1,170). ``jump=1`` searches every commit, at its cost.
 
 Every segment holds at least ``min_size`` commits (ruptures' constraint, in
 the exact search too): a step fewer than ``min_size`` commits from either
