@@ -28,6 +28,12 @@ Defects found (what a user did, what went wrong, what happens now):
    it said ``data: ../small/history.parquet``, a path relative to a folder
    the reader does not know. Now the page names the data by its absolute path
    (standard input still as ``<stdin>``).
+6. Opened a report of 2,000 series (``--max-plots 2000``, 95 MB of PNGs) and
+   clicked a series far down the table: the browser fetched every plot at
+   once, and the page landed on another series, pushed down as the plots
+   above it arrived (the ``<img>`` had no size). Now each ``<img>`` carries
+   its PNG's width and height (scaled down keeping its proportions) and
+   ``loading="lazy"``.
 """
 
 from __future__ import annotations
@@ -157,3 +163,22 @@ def test_the_page_names_its_data_by_an_absolute_path(tmp_path: Path, monkeypatch
     assert code == 0, text
     page = (tmp_path / "r" / "index.html").read_text()
     assert f"data: {data.resolve()} " in page  # was "data: ../data/h.csv"
+
+
+def test_report_images_are_sized_and_lazy(tmp_path: Path) -> None:
+    from PIL import Image
+
+    data = _history_csv(tmp_path / "h.csv", ["a", "b", "c"])
+    code, text = invoke(["report", "--data", data, "--decisions", _decisions(data, tmp_path / "d.csv"),
+                         "--out", tmp_path / "r"])
+    assert code == 0, text
+    page = (tmp_path / "r" / "index.html").read_text()
+    images = re.findall(r"<img [^>]*>", page)
+    assert len(images) == 3
+    for tag in images:
+        attrs = dict(re.findall(r'(\w+)="([^"]*)"', tag))
+        with Image.open(tmp_path / "r" / attrs["src"]) as im:
+            # Was neither: 2,000 plots were all fetched at once, and the page jumped as they came.
+            assert (int(attrs["width"]), int(attrs["height"])) == im.size, tag
+        assert attrs["loading"] == "lazy"
+    assert re.search(r"img \{[^}]*height: auto", page)  # scaled down, the plot keeps its proportions

@@ -90,7 +90,7 @@ td.why { color: #444; font-size: 12px; }
 td.id, h2 { overflow-wrap: anywhere; }
 span.differs { color: #8a5a00; font-weight: 400; font-size: 11px; }
 .bar { display: inline-block; height: 8px; background: #b00020; vertical-align: middle; margin-right: 4px; }
-img { max-width: 100%; border: 1px solid #eee; }
+img { max-width: 100%; height: auto; border: 1px solid #eee; }
 .counts span { display: inline-block; margin-right: 1.5em; }
 """
 
@@ -282,6 +282,11 @@ def candidate_points(path: str | Path, dataset: Dataset) -> dict[str, np.ndarray
 # --------------------------------------------------------------------------- plots
 
 
+#: A series plot's size (inches) and resolution: 1100 x 350 pixels, which the page's <img> says.
+PLOT_INCHES = (11.0, 3.5)
+PLOT_DPI = 100
+
+
 def plot_series(
     history: History,
     out: str | Path,
@@ -308,7 +313,7 @@ def plot_series(
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     x = np.arange(len(history))
-    fig, ax = plt.subplots(figsize=(11, 3.5), dpi=100)
+    fig, ax = plt.subplots(figsize=PLOT_INCHES, dpi=PLOT_DPI)
     # A line needs two points: a one-commit series' value is drawn as a dot.
     ax.plot(x, history.values, lw=0.9, color="tab:blue", label="value", zorder=2,
             marker="o" if len(x) == 1 else None, ms=4)
@@ -558,7 +563,11 @@ def render_html(
     for sid, anchor, png, n_dec, n_true_s in sections:
         parts.append(f'<h2 id="{anchor}">{html.escape(sid)}</h2>')
         parts.append(f'<p class="meta">{n_dec} decisions, {n_true_s} likely true &middot; <a href="#summary">back to the table</a></p>')
-        parts.append(f'<img src="{html.escape(png)}" alt="{html.escape(sid)}: values, candidates and decisions">')
+        # Sized and lazy: a page of 2,000 plots (95 MB) fetched every one at once, and a link from the
+        # table landed on the wrong series as the plots above it arrived and pushed it down.
+        parts.append(f'<img src="{html.escape(png)}" width="{round(PLOT_INCHES[0] * PLOT_DPI)}" '
+                     f'height="{round(PLOT_INCHES[1] * PLOT_DPI)}" loading="lazy" '
+                     f'alt="{html.escape(sid)}: values, candidates and decisions">')
     if omitted:
         parts.append(f'<p class="meta">{omitted} more series with decisions are in the table but not plotted (--max-plots).</p>')
     parts.append("</body></html>")
