@@ -439,10 +439,14 @@ class HybridTest(_MovingWindowScan):
     neighbour has a strictly smaller p, then the 2 % magnitude filter applies.
 
     Strong changes make p underflow to exactly 0 on several adjacent
-    revisions, which all survive the "no neighbour strictly smaller" rule; as
-    in the study, only the *last* of such a run of equal p-values is kept.
-    (That places a very strong step up to a few commits late; Perfherder's
-    own t does not saturate and has no such tie.)
+    revisions, and discrete tests (``ks``) give equal p-values to neighbours;
+    all of them survive the "no neighbour strictly smaller" rule. Here only
+    the *last* of such a run of equal p-values is kept. (That places a very
+    strong step up to a few commits late; Perfherder's own t does not
+    saturate and has no such tie.) The study's published scripts and
+    treeherder's ``perf/methods`` detectors keep every revision of the run:
+    on the 372 real histories they would give ``hybrid_ks`` 10,911
+    candidates where this gives 8,837 (``hybrid_welch``: 8,131 and 8,130).
 
     Parameters
     ----------
