@@ -34,6 +34,11 @@ Defects found (what a user did, what went wrong, what happens now):
    above it arrived (the ``<img>`` had no size). Now each ``<img>`` carries
    its PNG's width and height (scaled down keeping its proportions) and
    ``loading="lazy"``.
+7. Gave ``--candidates`` for more series than the decisions cover, with
+   ``--max-plots``: the page said "2 more series with decisions are in the
+   table but not plotted" of series with neither decisions nor a table row.
+   Now those are counted apart ("2 more series with detector candidates but
+   no decision are not plotted").
 """
 
 from __future__ import annotations
@@ -182,3 +187,19 @@ def test_report_images_are_sized_and_lazy(tmp_path: Path) -> None:
             assert (int(attrs["width"]), int(attrs["height"])) == im.size, tag
         assert attrs["loading"] == "lazy"
     assert re.search(r"img \{[^}]*height: auto", page)  # scaled down, the plot keeps its proportions
+
+
+def test_unplotted_series_with_candidates_only_are_not_said_to_be_in_the_table(tmp_path: Path) -> None:
+    data = _history_csv(tmp_path / "h.csv", ["a", "b", "c"])
+    decisions = tmp_path / "d.csv"
+    pd.read_csv(_decisions(data, decisions)).head(1).to_csv(decisions, index=False)  # series a only
+    frame = pd.read_csv(data)
+    cands = tmp_path / "c.csv"
+    frame.groupby("series_id").nth(30)[["series_id", "commit"]].to_csv(cands, index=False)
+    code, text = invoke(["report", "--data", data, "--decisions", decisions, "--candidates", cands,
+                         "--out", tmp_path / "r", "--max-plots", "1"])
+    assert code == 0, text
+    page = (tmp_path / "r" / "index.html").read_text()
+    # Was "2 more series with decisions are in the table but not plotted": b and c have neither.
+    assert "more series with decisions" not in page
+    assert "2 more series with detector candidates but no decision are not plotted" in page

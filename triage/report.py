@@ -523,10 +523,13 @@ def render_html(
     n_candidates: int | None,
     omitted: int,
     dataset: Dataset | None = None,
+    omitted_candidates: int = 0,
 ) -> str:
     """The page. ``sections``: (series id, anchor, png path, decisions, true alerts) in page order.
 
     A table row of a series without a section links back to the table.
+    ``omitted``: series with decisions left unplotted (``--max-plots``);
+    ``omitted_candidates``: series with detector candidates only left unplotted.
     """
     anchors = {sid: "summary" for sid in decisions["series_id"].astype(str)}
     anchors.update({sid: anchor for sid, anchor, *_ in sections})
@@ -570,6 +573,10 @@ def render_html(
                      f'alt="{html.escape(sid)}: values, candidates and decisions">')
     if omitted:
         parts.append(f'<p class="meta">{omitted} more series with decisions are in the table but not plotted (--max-plots).</p>')
+    if omitted_candidates:
+        # Not in the table either: the line above counted them among its series "in the table".
+        parts.append(f'<p class="meta">{omitted_candidates} more series with detector candidates but no decision '
+                     "are not plotted (--max-plots).</p>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -661,6 +668,7 @@ def build_report(
     check_replaceable(out)  # before minutes of plotting, not after
     ordered = decisions.sort_values(["p_true", "series_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
     series_order = list(dict.fromkeys(ordered["series_id"].astype(str)))
+    n_decided = len(series_order)
     # Series with candidates but no decision still get a plot, after the others.
     if candidates:
         decided = set(series_order)  # once: a set per candidate series was quadratic in the series
@@ -687,7 +695,8 @@ def build_report(
                 progress(1)
         n_cand = int(sum(len(v) for v in candidates.values())) if candidates is not None else None
         page = render_html(ordered, sections, title=title, source=_data_name(dataset.source),
-                           n_candidates=n_cand, omitted=omitted, dataset=dataset)
+                           n_candidates=n_cand, omitted=max(0, n_decided - max_plots), dataset=dataset,
+                           omitted_candidates=omitted - max(0, n_decided - max_plots))
         (tmp / "index.html").write_text(page, encoding="utf-8")
         (tmp / REPORT_MARKER).write_text(MARKER_TEXT, encoding="utf-8")
         check_replaceable(out)  # again: the plots took a while, someone may have filled it since
