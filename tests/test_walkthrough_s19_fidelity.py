@@ -7,7 +7,7 @@ out by hand (a clean step, two close steps, a spike, a step at either end, a
 series shorter than the windows, equal values, a regression and its fix) and
 compared. ``perfherder`` gave the same alerts, t-values and percentages as a
 literal transcription of ``detect_changes`` plus the 2 % filter, on those
-series and on all 372 real histories; ``edivisive`` gave the same change
+series and on all 372 real histories (the same per-commit values); ``edivisive`` gave the same change
 points and p-values as Otava 0.8.0's ``compute_change_points`` on those series
 and on all 372 real histories, at our defaults and at Otava's.
 
