@@ -121,7 +121,33 @@ def detector_score_rank(table: CandidateTable) -> np.ndarray:
     if "score" not in table.fields.columns:
         return np.full(len(table), np.nan)
     score = pd.to_numeric(table.fields["score"], errors="coerce").reset_index(drop=True)
-    return score.rank(pct=True).to_numpy(dtype=float)
+    return _merge_near_ties(score).rank(pct=True).to_numpy(dtype=float)
+
+
+#: Scores this close (relative to their size) are one score to the rank.
+SCORE_TIE_RTOL = 1e-12
+
+
+def _merge_near_ties(score: pd.Series) -> pd.Series:
+    """``score`` with values within :data:`SCORE_TIE_RTOL` of the next smaller one set to it (NaN kept).
+
+    The same series in another unit (seconds for nanoseconds, x 1e9) gets the
+    detector's score again up to its last digits; ranked apart, those copies
+    got different ``det_score_rank`` and so different P(true) in one file.
+    """
+    values = score.to_numpy(dtype=np.float64, copy=True)
+    finite = np.flatnonzero(np.isfinite(values))
+    if finite.size < 2:
+        return score
+    order = finite[np.argsort(values[finite], kind="stable")]
+    ranked = values[order]
+    close = np.diff(ranked) <= SCORE_TIE_RTOL * np.maximum(np.abs(ranked[1:]), np.abs(ranked[:-1]))
+    if not close.any():
+        return score
+    # Each run of near-equal neighbours takes its first (smallest) value.
+    starts = np.concatenate([[True], ~close])
+    values[order] = ranked[np.flatnonzero(starts)[np.cumsum(starts) - 1]]
+    return pd.Series(values, index=score.index)
 
 
 def model_rows(
