@@ -60,6 +60,7 @@ Deviations that would change candidates, documented in
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 from pathlib import Path
@@ -69,6 +70,9 @@ import pytest
 from helpers_cli import invoke
 
 from triage.detectors import make
+from triage.detectors.base import robust_sigma
+from triage.detectors.bocpd import _student_logpdf
+from triage.detectors.edivisive import qhat_candidate
 from triage.detectors.windowed import perfherder_t
 
 #: Ten fixed noise values (mean 0.01), repeated: series whose outcome can be checked by hand.
@@ -259,6 +263,58 @@ QUANTISED = [
 )
 def test_hybrid_ks_keeps_every_revision_of_a_run_of_equal_p_values_like_the_study():
     assert [c.index for c in make("hybrid_ks").detect(np.array(QUANTISED, dtype=float))] == [24, 25, 30]
+
+
+def test_edivisive_qhat_is_matteson_and_james_statistic_by_brute_force():
+    z = np.array([1.0, 1.2, 0.9, 3.0, 3.3, 2.8, 3.1])
+    best = (-math.inf, 0)
+    for tau in range(1, len(z)):
+        for kappa in range(tau + 1, len(z) + 1):
+            x, y = z[:tau], z[tau:kappa]
+            n, m = len(x), len(y)
+            within_x = sum(abs(a - b) for i, a in enumerate(x) for b in x[i + 1 :])
+            within_y = sum(abs(a - b) for i, a in enumerate(y) for b in y[i + 1 :])
+            q = 2 / (n + m) * sum(abs(a - b) for a in x for b in y)
+            q -= 2 * m / ((n + m) * (n - 1)) * within_x if n > 1 else 0.0
+            q -= 2 * n / ((n + m) * (m - 1)) * within_y if m > 1 else 0.0
+            best = max(best, (q, -tau))  # ties to the smallest tau, as Otava's argmax
+    tau, q = qhat_candidate(z)
+    assert (tau, q) == (-best[1], pytest.approx(best[0]))
+    assert tau == 3
+
+
+def test_bocpd_start_probability_is_the_exact_posterior_by_enumeration():
+    # Adams & MacKay with a constant hazard is a product-partition model: enumerate every
+    # segmentation of 7 values, weigh it by the hazard terms and each segment's marginal likelihood
+    # (the product of its sequential Student-t predictives), and compare P(a segment starts at s | x[:s+lag+1]).
+    x = np.array([0.1, 2.0, 2.2, -1.0, 5.0, 5.3, 5.1])
+    z = (x - np.median(x)) / robust_sigma(x)
+    h = 1 / 3.0
+
+    def segment_log_ml(seg: np.ndarray) -> float:
+        mu, kappa, alpha, beta = np.zeros(1), np.array([0.01]), np.array([2.0]), np.array([1.0])
+        total = 0.0
+        for v in seg:
+            total += float(_student_logpdf(v, mu, kappa, alpha, beta)[0])
+            beta = beta + kappa * (v - mu) ** 2 / (2 * (kappa + 1))
+            mu = (kappa * mu + v) / (kappa + 1)
+            kappa, alpha = kappa + 1, alpha + 0.5
+        return total
+
+    def last_start_posterior(t: int) -> np.ndarray:
+        log_post = np.full(t + 1, -np.inf)
+        for changes in itertools.product([0, 1], repeat=t):
+            starts = [0] + [j + 1 for j in range(t) if changes[j]]
+            bounds = [*starts, t + 1]
+            lw = sum(math.log(h) if c else math.log1p(-h) for c in changes)
+            lw += sum(segment_log_ml(z[a:b]) for a, b in itertools.pairwise(bounds))
+            log_post[starts[-1]] = np.logaddexp(log_post[starts[-1]], lw)
+        return np.exp(log_post - np.logaddexp.reduce(log_post))
+
+    for lag in (0, 2):
+        prob, _ = make("bocpd", expected_run=3.0, lag=lag).start_probabilities(x)
+        for start in range(1, len(x)):
+            assert prob[start] == pytest.approx(last_start_posterior(min(start + lag, len(x) - 1))[start], abs=1e-12)
 
 
 def test_candidates_are_the_same_run_after_run(tmp_path):
