@@ -39,6 +39,12 @@ Defects found (what a user did, what went wrong, what happens now):
    table but not plotted" of series with neither decisions nor a table row.
    Now those are counted apart ("2 more series with detector candidates but
    no decision are not plotted").
+8. Reported on a series named ``Größe/測定/🚀`` (or with a tab in its id):
+   every plot printed "warning: Glyph 23450 (...) missing from font(s)
+   DejaVu Sans" twice on stderr and drew empty boxes (``triage plot``, the
+   workspace, and the report once its plots had titles). Now a character no
+   installed font can draw is ``?`` in a plot title (a control character a
+   space), without warnings; the HTML still shows the id as it is.
 """
 
 from __future__ import annotations
@@ -203,3 +209,22 @@ def test_unplotted_series_with_candidates_only_are_not_said_to_be_in_the_table(t
     # Was "2 more series with decisions are in the table but not plotted": b and c have neither.
     assert "more series with decisions" not in page
     assert "2 more series with detector candidates but no decision are not plotted" in page
+
+
+def test_a_series_named_in_characters_no_font_draws_plots_without_warnings(tmp_path: Path) -> None:
+    import warnings
+
+    from triage.report import plot_series
+    from triage.workspace.plot import series_figure
+
+    name = "Größe/測定/\U0001f680\tümlaut"
+    h = History(name, [f"c{i}" for i in range(40)], 100.0 + (np.arange(40) >= 20), None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plot_series(h, tmp_path / "p.png")
+        fig = series_figure(h, [], title=name)
+        fig.canvas.draw()
+    # Was two "Glyph ... missing from font(s)" warnings a plot (stderr lines on every report plot).
+    assert not [w for w in caught if "missing from font" in str(w.message)], [str(w.message) for w in caught]
+    title = fig.axes[0].title.get_text()
+    assert title.startswith("Größe/") and title.endswith(" ümlaut")  # what can be drawn is kept

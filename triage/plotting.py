@@ -120,8 +120,41 @@ def title_lines(text: str, width: int, max_lines: int = TITLE_LINES) -> list[str
     return [*lines, text]
 
 
+def drawable(text: str, prop=None) -> str:
+    """``text`` with each character no font of ``prop`` (matplotlib's default) can draw as ``?``.
+
+    Such a character was an empty box anyway, and matplotlib warned once per plot
+    ("Glyph 23450 missing from font(s) DejaVu Sans"): two stderr lines a plot for a
+    series named in CJK or with an emoji, a tab or a carriage return (a control
+    character is a space).
+    """
+    import unicodedata
+
+    from matplotlib import font_manager
+
+    props = prop if prop is not None else font_manager.FontProperties()
+    try:
+        paths = font_manager.fontManager._find_fonts_by_props(props)  # the fallback chain matplotlib draws with
+    except AttributeError:  # older matplotlib: one font
+        paths = [font_manager.findfont(props)]
+    fonts = [font_manager.get_font([path]) for path in paths]
+    shown = []
+    for c in text:
+        if unicodedata.category(c) == "Cc":
+            shown.append(" ")
+        elif c.isascii() or any(font.get_char_index(ord(c)) for font in fonts):
+            shown.append(c)
+        else:
+            shown.append("?")
+    return "".join(shown)
+
+
 def fit_title(fig, title) -> None:
-    """Break a title wider than the figure into lines (:func:`title_lines`) instead of cutting both ends off."""
+    """Break a title wider than the figure into lines (:func:`title_lines`) instead of cutting both ends off.
+
+    Characters no font can draw are ``?`` first (:func:`drawable`).
+    """
+    title.set_text(drawable(title.get_text(), title.get_fontproperties()))
     text = title.get_text()
     renderer = fig.canvas.get_renderer()
     room = 0.85 * fig.bbox.width  # centred over the axes, which the y label pushes right of the figure's middle
