@@ -47,6 +47,12 @@ Defects found (what a user did, what went wrong, what happens now):
     "min_back_window…" (the value cut off) and "mozilla_or_ensem…" (a name
     ``--detector`` then refused). Now both columns fold: every name and
     ``key=value`` is there whole.
+11. Piped a results CSV into ``triage watch --csv -`` (``-`` is standard
+    input for ``--data`` and ``--candidates``): "error: -: no such file",
+    and ``--csv /dev/stdin`` on a pipe is refused as "not a regular file".
+    Now ``--csv -`` reads the CSV from standard input, line by line, with
+    the same checks and the same decisions as the file (``--follow`` with it
+    is a usage error: stdin cannot be waited on as a file).
 """
 
 from __future__ import annotations
@@ -254,3 +260,21 @@ def test_detectors_at_40_columns_keep_every_name_and_value(monkeypatch):
     for name in names():
         for key, value in defaults(name).items():
             assert f"{key}={value}".replace(" ", "") in cells, (name, key)
+
+
+# ---------------------------------------------------------------- 11. watch --csv -
+
+
+def test_watch_reads_a_csv_piped_in_as_dash(tmp_path):
+    rows = "".join(f"s1,c{i},{100 + 20 * (i >= 30) + (i % 3) * 0.5}\n" for i in range(40))
+    feed = tmp_path / "feed.csv"
+    feed.write_text("series_id,commit,value\n" + rows)
+    code, from_file = invoke(["watch", "--csv", feed])
+    assert code == 0, from_file
+    code, piped = invoke(["watch", "--csv", "-"], stdin=feed.read_text())
+    assert code == 0, piped
+    assert piped == from_file and len(piped.splitlines()) == 36  # K = 4: the last four wait
+    code, text = invoke(["watch", "--csv", "-"], stdin="series_id,commit,value\ns1,c0,1\ns1,c1,x\n")
+    assert code == 2 and "<stdin>, line 3: value 'x' is not a number" in text, text
+    code, text = invoke(["watch", "--csv", "-", "--follow"], stdin="")
+    assert code == 2 and "Invalid value for --follow" in flat(text), text

@@ -49,7 +49,9 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
+from typing import IO
 
 import typer
 from rich.console import Console
@@ -62,6 +64,8 @@ from triage.core.values import beyond_float
 from triage.model_lookup import resolve_model
 
 err_console = Console(stderr=True)
+#: How messages name standard input (``--csv -``, JSON lines piped in).
+STDIN = "<stdin>"
 
 MODEL_HELP = (
     "Online model: `default` (the bundled `online-w4`, confirmation delay 4), a bundled name, a directory with a fixed "
@@ -234,13 +238,14 @@ def _json_batches(stream: io.TextIOBase, source: str, limit: int = BATCH_LINES) 
             yield batch
 
 
-def _csv_lines(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, str]]:
-    """(line number, complete line) of a growing text file; waits at the end when ``follow``."""
+def _csv_lines(path: Path, follow: bool, poll: float, stream: IO[bytes] | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, complete line) of a growing text file (or of ``stream``, named ``path``); waits
+    at the end when ``follow``."""
     number = 0
     pending = b""
     # Bytes, decoded line by line: a text-mode file decodes a whole buffer at a
     # time, and its error could not say which line is not UTF-8.
-    with open(path, "rb") as fh:
+    with open(path, "rb") if stream is None else nullcontext(stream) as fh:
         while True:
             chunk = fh.readline()
             if chunk:
@@ -286,34 +291,19 @@ def _decoded(path: Path, number: int, line: bytes) -> str:
 
 
 def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, dict]]:
-    if path.is_dir():
-        raise InputError(path, None, "is a directory, expected a CSV file")
-    if path.exists() and not path.is_file():
-        # Its first bytes would be consumed by the compression check, and a
-        # pipe cannot be followed; JSON lines on stdin are the streaming input.
-        raise InputError(path, None, "is not a regular file (a pipe or a device): give a CSV file, "
-                         "or pipe JSON lines into `triage watch`")
-    if not path.is_file():
-        raise InputError(path, None, "no such file")
-    from triage.readers.source import compression
-
-    kind = compression(path)
-    if kind is not None:  # a growing plain-text file is what --csv follows
-        raise InputError(path, None, f"is {kind}-compressed; --csv reads plain text (decompress it first, "
-                         "or pipe it as JSON lines)")
-    with open(path, "rb") as fh:
-        head = fh.read(16)
-    # Binary files were "line 1: not UTF-8 text (invalid start byte at byte 103 of the line)".
-    if head.startswith(b"SQLite format 3\x00"):
-        raise InputError(path, None, "is an SQLite database (a watch state? give it as --state), not a CSV")
-    if head.startswith(b"PAR1"):
-        raise InputError(path, None, "is a Parquet file, not a CSV: replay it with `triage detect --data FILE`, "
-                         "or write it as CSV for --csv")
+    if str(path) == "-":
+        # `... | triage watch --csv -`: "-" is standard input for every other input option; here it was
+        # "-: no such file", and a pipe given as /dev/stdin is refused (it cannot be followed).
+        path = Path(STDIN)
+        lines = _csv_lines(path, False, poll, sys.stdin.buffer)
+    else:
+        _check_csv_file(path)
+        lines = _csv_lines(path, follow, poll)
     from triage.readers.otava import sniff_delimiter
 
     columns: list[str] | None = None
     delimiter = ","
-    for number, line in _csv_lines(path, follow, poll):
+    for number, line in lines:
         if number == 1 and line.startswith("\ufeff"):
             line = line[1:]  # a UTF-8 byte order mark (spreadsheet exports) is no part of the first column's name
         if columns is None:
@@ -362,6 +352,33 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
         raise InputError(path, None, "is empty: no header line (series_id, commit, value)")
 
 
+def _check_csv_file(path: Path) -> None:
+    """Refuse a --csv that is no plain-text file watch can read line by line (and follow)."""
+    if path.is_dir():
+        raise InputError(path, None, "is a directory, expected a CSV file")
+    if path.exists() and not path.is_file():
+        # Its first bytes would be consumed by the compression check, and a
+        # pipe cannot be followed; JSON lines on stdin are the streaming input.
+        raise InputError(path, None, "is not a regular file (a pipe or a device): give a CSV file, "
+                         "or pipe JSON lines into `triage watch`")
+    if not path.is_file():
+        raise InputError(path, None, "no such file")
+    from triage.readers.source import compression
+
+    kind = compression(path)
+    if kind is not None:  # a growing plain-text file is what --csv follows
+        raise InputError(path, None, f"is {kind}-compressed; --csv reads plain text (decompress it first, "
+                         "or pipe it as JSON lines)")
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    # Binary files were "line 1: not UTF-8 text (invalid start byte at byte 103 of the line)".
+    if head.startswith(b"SQLite format 3\x00"):
+        raise InputError(path, None, "is an SQLite database (a watch state? give it as --state), not a CSV")
+    if head.startswith(b"PAR1"):
+        raise InputError(path, None, "is a Parquet file, not a CSV: replay it with `triage detect --data FILE`, "
+                         "or write it as CSV for --csv")
+
+
 def _check_loop_options(min_pre: int | None, confirm_after: int | None) -> None:
     """The loop's own checks name its parameters (``min_pre``); the user typed options."""
     from triage.cli.validation import check_int
@@ -380,7 +397,7 @@ def watch(
         None, "--state", help="SQLite state file (created if absent); default: in memory."
     ),
     csv_file: Path = typer.Option(
-        None, "--csv", help="Read results from this CSV (series_id, commit, value[, timestamp]; `,` `;` tab or `|`, as its header shows) instead of JSON lines on stdin."
+        None, "--csv", help="Read results from this CSV (series_id, commit, value[, timestamp]; `,` `;` tab or `|`, as its header shows; - = stdin) instead of JSON lines on stdin."
     ),
     follow: bool = typer.Option(
         False, "--follow", help="With --csv: keep reading as lines are appended."
@@ -419,10 +436,13 @@ def watch(
 
     if follow and csv_file is None:  # the message named "<input>" as if it were a file
         raise typer.BadParameter("needs --csv FILE (JSON lines on stdin are read as they come)", param_hint="--follow")
+    if follow and str(csv_file) == "-":
+        raise typer.BadParameter("needs --csv FILE, a file it can wait on (a CSV on stdin is read as it comes)",
+                                 param_hint="--follow")
     if reset_state and state is None:  # nothing to reset: an operator who meant a file learned nothing
         raise typer.BadParameter("needs --state FILE (without it the state is in memory and starts empty)",
                                  param_hint="--reset-state")
-    if csv_file is None and sys.stdin is None:  # `triage watch <&-`: it was an internal error (TypeError)
+    if (csv_file is None or str(csv_file) == "-") and sys.stdin is None:  # `triage watch <&-`: it was an internal error (TypeError)
         _fail(InputError("<stdin>", None, "standard input is closed: pipe JSON lines into watch, or give --csv FILE"))
     store = None
     thresholds = gc.get_threshold()
@@ -456,7 +476,7 @@ def watch(
         # (Undone on the way out: a test may run the command in its process.)
         gc.freeze()
         gc.set_threshold(50_000, 20, 100)
-        source = str(csv_file) if csv_file is not None else "<stdin>"
+        source = str(csv_file) if csv_file is not None and str(csv_file) != "-" else STDIN
         batches = (
             ([r] for r in _csv_records(csv_file, follow, poll))
             if csv_file is not None
