@@ -53,6 +53,10 @@ Defects found (what a user did, what went wrong, what happens now):
     Now ``--csv -`` reads the CSV from standard input, line by line, with
     the same checks and the same decisions as the file (``--follow`` with it
     is a usage error: stdin cannot be waited on as a file).
+12. Ran ``triage demo --seed -1`` (``synth``, ``train`` and ``evaluate``
+    refuse it naming ``--seed``): "internal error: ValueError: expected
+    non-negative integer", exit 1, after the demo had begun writing. Now a
+    usage error naming ``--seed``, exit 2, before anything is written.
 """
 
 from __future__ import annotations
@@ -278,3 +282,13 @@ def test_watch_reads_a_csv_piped_in_as_dash(tmp_path):
     assert code == 2 and "<stdin>, line 3: value 'x' is not a number" in text, text
     code, text = invoke(["watch", "--csv", "-", "--follow"], stdin="")
     assert code == 2 and "Invalid value for --follow" in flat(text), text
+
+
+# ---------------------------------------------------------------- 12. demo --seed -1
+
+
+def test_demo_refuses_a_negative_seed_as_a_usage_error(tmp_path):
+    code, text = invoke(["demo", "--seed", "-1", "--out", tmp_path / "d"])
+    assert code == 2, text
+    assert "Invalid value for --seed: must be in [0, 4294967295], got -1" in flat(text)
+    assert not (tmp_path / "d").exists()

@@ -259,7 +259,10 @@ def demo(
 ) -> None:
     """Every job once: synthetic data, bundled models, batch labelling, scoring, online loop, report."""
     from triage.cli.demo import run_demo
+    from triage.cli.validation import check_int
 
+    # as synth checks it: a negative seed was an internal error from numpy, exit 1
+    check_int("--seed", seed, low=0, high=2**32 - 1)
     _check_not_a_model_dir(out)
     run_demo(out, seed=seed, console=console)
 
