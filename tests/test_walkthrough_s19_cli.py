@@ -57,6 +57,9 @@ Defects found (what a user did, what went wrong, what happens now):
     refuse it naming ``--seed``): "internal error: ValueError: expected
     non-negative integer", exit 1, after the demo had begun writing. Now a
     usage error naming ``--seed``, exit 2, before anything is written.
+13. Gave ``label`` / ``score`` ``--show 0`` in a cron job to keep only the
+    "N of M called true" line: an empty table (headers, no row) was printed
+    above it. Now ``--show 0`` prints no table (the help says so).
 """
 
 from __future__ import annotations
@@ -292,3 +295,14 @@ def test_demo_refuses_a_negative_seed_as_a_usage_error(tmp_path):
     assert code == 2, text
     assert "Invalid value for --seed: must be in [0, 4294967295], got -1" in flat(text)
     assert not (tmp_path / "d").exists()
+
+
+# ---------------------------------------------------------------- 13. --show 0
+
+
+def test_show_0_prints_the_summary_line_without_an_empty_table(tmp_path):
+    data = _triaged_history(tmp_path / "h.csv")
+    code, text = invoke(["label", "--data", data, "--show", "0"])
+    assert code == 0, text
+    assert "called true at threshold" in text
+    assert not any(line.startswith(("┏", "┃", "└")) for line in text.splitlines()), text

@@ -45,7 +45,7 @@ def label(
     threshold: Annotated[float | None, typer.Option("--threshold", help="Override the model's decision threshold on P(true).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="csv (series_id, commit, label, p_false, p_true, classification, explanation), json (the same as JSON lines) or published (the ICPE 2022 replication package's ;-separated layout; it has no series column, so a commit alerted in several series is refused).")] = "csv",
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
-    show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first.")] = 20,
+    show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first (0: no table, the summary line only).")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
 ) -> None:
@@ -107,8 +107,9 @@ def label(
     cut = clf.threshold_ if threshold is None else threshold
     n_true = int((decisions["classification"] == "true_positive").sum())
     if len(decisions):
-        console.print(decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",), wide=console.width >= 110,
-                                     width=console.width))
+        if show:  # --show 0 in a script: the summary line only (it printed a table of headers and no row)
+            console.print(decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",),
+                                         wide=console.width >= 110, width=console.width))
         console.print(f"{n_true:,} of {len(decisions):,} called true at threshold {cut:.3f}"
                       f"{_not_scorable_note(decisions['p_true'], cut)}", soft_wrap=True)
     else:
@@ -148,7 +149,7 @@ def score(
     threshold: Annotated[float | None, typer.Option("--threshold", help="Fixed threshold on P(true) (default: the model's).")] = None,
     layout: Annotated[str, typer.Option("--layout", help="Candidate layout: auto, candidates, candidates-json, otava-json, otava-csv, perfherder-json, perfherder-csv.")] = "auto",
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
-    show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first.")] = 20,
+    show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first (0: no table, the summary line only).")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
 ) -> None:
@@ -211,8 +212,9 @@ def score(
     # renamed beside it, the table's sort met two columns called p_true (an internal error).
     ours = {f"triage_{c}": c for c in ("p_true", "classification", "explanation") if f"triage_{c}" in scored}
     view = scored.drop(columns=list(ours.values())).rename(columns=ours)
-    console.print(decision_table(view, f"{len(scored):,} candidates{source}", show, extra=("index",), wide=console.width >= 110,
-                                 width=console.width))
+    if show:  # --show 0: the summary line only, as for label
+        console.print(decision_table(view, f"{len(scored):,} candidates{source}", show, extra=("index",),
+                                     wide=console.width >= 110, width=console.width))
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})"
                   f"{_not_scorable_note(scored['triage_p_true' if 'triage_p_true' in scored else 'p_true'], cut)}", soft_wrap=True)
     if out is not None:

@@ -243,7 +243,7 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
                 series_width, padding = shares.pop("series"), 0
                 exact = {**shares, "P(true)": needs["P(true)"], "model": needs["model"]}
     shown = shorten_ids(top["series_id"], series_width)
-    if len(top) < len(frame):  # "21 candidates" over 20 rows read as if one had been lost
+    if 0 < len(top) < len(frame):  # "21 candidates" over 20 rows read as if one had been lost
         title = f"{title} ({len(top):,} most likely true shown: --show)"
     table = Table(title=Text(title), padding=(0, padding))
     for col in ("series", "commit", *extra, "P(true)", "model"):
