@@ -60,6 +60,9 @@ Defects found (what a user did, what went wrong, what happens now):
 13. Gave ``label`` / ``score`` ``--show 0`` in a cron job to keep only the
     "N of M called true" line: an empty table (headers, no row) was printed
     above it. Now ``--show 0`` prints no table (the help says so).
+14. Tried ``triage plot --out -`` to pipe the PNG on: "Invalid value for
+    --out: must be one of .png, got ''". Now it says that plot writes a
+    .png file, not standard output.
 """
 
 from __future__ import annotations
@@ -306,3 +309,13 @@ def test_show_0_prints_the_summary_line_without_an_empty_table(tmp_path):
     assert code == 0, text
     assert "called true at threshold" in text
     assert not any(line.startswith(("┏", "┃", "└")) for line in text.splitlines()), text
+
+
+# ---------------------------------------------------------------- 14. plot --out -
+
+
+def test_plot_to_standard_output_says_it_writes_a_png_file(tmp_path):
+    data = step_history(tmp_path / "h.csv")
+    code, text = invoke(["plot", "--data", data, "--out", "-"])
+    assert code == 2, text
+    assert "Invalid value for --out: plot writes a .png file, not standard output ('-')" in flat(text)

@@ -229,6 +229,8 @@ def plot(
     from triage.cli.validation import check_choice, check_output_not_input
 
     check_output_not_input(out, data)
+    if str(out) == "-":  # it was "must be one of .png, got ''", which told a pipeline user nothing
+        raise typer.BadParameter("plot writes a .png file, not standard output ('-'): name a file", param_hint="--out")
     # plot_history writes PNG whatever the name: a .svg or .pdf would hold PNG bytes.
     check_choice("--out", out.suffix.lower(), (".png",))
     from triage.plotting import plot_history
