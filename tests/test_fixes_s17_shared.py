@@ -54,8 +54,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from tests.helpers_cli import flat, invoke, step_history
+from helpers_cli import flat, invoke, step_history
 
 
 @pytest.mark.parametrize("command", ["summary", "convert", "candidates"])

@@ -66,8 +66,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers_cli import flat, invoke
 
-from tests.helpers_cli import flat, invoke
 from triage.cli import validation
 from triage.core.compile_cache import cache_dir, matplotlib_dir, private_temp_dir
 

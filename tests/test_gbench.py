@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_cli import flat, invoke
 
-from tests.helpers_cli import flat, invoke
 from triage.core.errors import InputError
 from triage.loaders import load
 from triage.readers.jmh import read_jmh

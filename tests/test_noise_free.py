@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_cli import invoke
 
-from tests.helpers_cli import invoke
 from triage.features import noise_free
 from triage.features.incremental import PreState
 from triage.features.recomputed import RecomputedPre

@@ -205,16 +205,14 @@ def _check_online_rule(manifest: dict, path: Path) -> None:
 
 
 def _robust(x: np.ndarray) -> tuple[float, float]:
-    """Median and robust scale (1.4826 MAD; the sd, then 1e-9 of the level, when the MAD is 0)."""
+    """Median and robust scale (1.4826 MAD; the sd when the MAD is 0; 0 for a window of one value)."""
     if x.size == 0:
         return 0.0, 0.0
     med = float(np.median(x))
     scale = 1.4826 * float(np.median(np.abs(x - med)))
     if scale <= 0 and x.size > 1:
         scale = float(np.std(x, ddof=1))
-    if scale <= 0:
-        scale = 1e-9 * max(abs(med), 1e-300)
-    return med, scale
+    return med, max(scale, 0.0)
 
 
 # ---------------------------------------------------------------------- input checks
@@ -1031,7 +1029,15 @@ class OnlineTriage:
         if alarm is None or len(alarm.after) + 1 < self.confirm_after + self.recheck_after + 1:
             return None
         after = np.array([*alarm.after, value])
-        score = abs(float(np.median(after)) - alarm.median) / alarm.scale if alarm.scale > 0 else math.inf
+        shift = abs(float(np.median(after)) - alarm.median)
+        if alarm.scale > 0:
+            score = shift / alarm.scale
+        else:
+            # Pre held one value (a noise-free metric): any change beyond the values'
+            # resolution holds, as the noise-free rule that raised the alarm reads it.
+            # A scale of 1e-9 of the level withdrew a 16-unit step on 5e10.
+            level = max(abs(float(np.median(after))), abs(alarm.median))
+            score = 0.0 if shift <= catalogue.FLAT_RTOL * level else math.inf
         return (score < self.withdraw_below, score)
 
     def _withdrawn_pre(self, st: SeriesState):
