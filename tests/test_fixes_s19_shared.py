@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 from helpers_cli import invoke
 
 from triage.model_lookup import resolve_model
@@ -58,3 +59,46 @@ def test_no_test_file_imports_the_tests_package():
     offenders = [p.name for p in sorted(tests.glob("*.py"))
                  if any(line.startswith(("from tests.", "import tests.")) for line in p.read_text().splitlines())]
     assert offenders == []
+
+
+def _window_table(windows: list[object]) -> pd.DataFrame:
+    return pd.DataFrame({"window": windows, "auc_mean": 0.8, "auc_ci_low": 0.75, "auc_ci_high": 0.85})
+
+
+def test_window_study_plot_has_whole_commit_ticks_and_says_what_made_it():
+    """(reports walkthrough) ticks fell at 0.5, 1.5, ...; the title named no data, model or split."""
+    from triage.training.plots import window_figure
+
+    fig = window_figure(_window_table([0, 1, 2, 3, "adaptive"]), subtitle="history.csv; rf, random split x 20")
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+    assert "history.csv; rf, random split x 20" in ax.get_title()
+
+
+def test_window_study_plot_of_the_adaptive_window_alone_has_no_fixed_window_entry():
+    """(reports walkthrough) ``--windows adaptive``: an x axis from -0.04 to 0.04 and an empty legend entry."""
+    from triage.training.plots import window_figure
+
+    ax = window_figure(_window_table(["adaptive"])).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["adaptive window"]
+    assert list(ax.get_xticks()) == []
+
+
+def test_window_study_writes_its_settings_into_the_plot_title(tmp_path, monkeypatch):
+    from triage.training import plots
+
+    seen = {}
+    real = plots.window_figure
+
+    def spy(table, metric="auc", subtitle=""):
+        seen["subtitle"] = subtitle
+        return real(table, metric, subtitle)
+
+    monkeypatch.setattr(plots, "window_figure", spy)
+    code, text = invoke(["window-study", "--preset", "small", "--splits", 2, "--windows", "0,1,adaptive",
+                         "--out", tmp_path / "w", "--no-track"])
+    assert code == 0, text
+    assert seen["subtitle"] == "preset small, seed 0; rf, random split x 2"
+    assert (tmp_path / "w" / "window_study.png").stat().st_size > 0

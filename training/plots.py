@@ -34,7 +34,7 @@ def roc_png(y_true: np.ndarray, proba: np.ndarray, path: str | Path, title: str 
     ax.set_ylabel("true positive rate (sensitivity)")
     ax.set_title(title)
     ax.legend(loc="lower right")
-    return _save(fig, path)
+    return fig
 
 
 def confusion_png(y_true: np.ndarray, y_pred: np.ndarray, path: str | Path, title: str = "Confusion matrix") -> Path:
@@ -58,28 +58,47 @@ def confusion_png(y_true: np.ndarray, y_pred: np.ndarray, path: str | Path, titl
     return _save(fig, path)
 
 
-def window_png(table: pd.DataFrame, path: str | Path, metric: str = "auc") -> Path:
+def window_png(table: pd.DataFrame, path: str | Path, metric: str = "auc", subtitle: str = "") -> Path:
     """AUC (mean and 95 % interval) against the fixed window w; adaptive as a band.
 
-    ``table`` is :func:`training.evaluation.window_study`'s result.
+    ``table`` is :func:`training.evaluation.window_study`'s result;
+    ``subtitle`` (data, model, split, repetitions) goes under the title, so
+    that a plot pasted into a ticket says what made it.
     """
+    return _save(window_figure(table, metric, subtitle), path)
+
+
+def window_figure(table: pd.DataFrame, metric: str = "auc", subtitle: str = ""):
+    """The matplotlib figure :func:`window_png` writes."""
+    from matplotlib.ticker import MaxNLocator
+
     fig = _figure((6.0, 4.0))
     ax = fig.add_subplot()
     fixed = table[table["window"].astype(str) != "adaptive"].copy()
     fixed["w"] = fixed["window"].astype(int)
     fixed = fixed.sort_values("w")
-    mean, lo, hi = (fixed[f"{metric}_{k}"].to_numpy() for k in ("mean", "ci_low", "ci_high"))
-    ax.errorbar(fixed["w"], mean, yerr=[mean - lo, hi - mean], marker="o", capsize=3, label="fixed window w")
+    if len(fixed):
+        mean, lo, hi = (fixed[f"{metric}_{k}"].to_numpy() for k in ("mean", "ci_low", "ci_high"))
+        ax.errorbar(fixed["w"], mean, yerr=[mean - lo, hi - mean], marker="o", capsize=3, label="fixed window w")
+        # windows are whole commits: no ticks at 0.5, 1.5, ...
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("window size w (commits)")
+    else:
+        # adaptive alone: no w axis to speak of (it ran from -0.04 to 0.04)
+        ax.set_xticks([])
     adaptive = table[table["window"].astype(str) == "adaptive"]
     if len(adaptive):
         row = adaptive.iloc[0]
         ax.axhline(row[f"{metric}_mean"], color="C1", ls="--", label="adaptive window")
         ax.axhspan(row[f"{metric}_ci_low"], row[f"{metric}_ci_high"], color="C1", alpha=0.15)
-    ax.set_xlabel("window size w")
     ax.set_ylabel(metric.upper())
-    ax.set_title(f"{metric.upper()} against window size")
+    title = f"{metric.upper()} against window size"
+    if subtitle:
+        ax.set_title(f"{title}\n{subtitle}", fontsize=10)
+    else:
+        ax.set_title(title)
     ax.legend(loc="lower right")
-    return _save(fig, path)
+    return fig
 
 
 def _save(fig, path: str | Path) -> Path:

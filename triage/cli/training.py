@@ -518,7 +518,8 @@ def window_study(
     out.mkdir(parents=True, exist_ok=True)
     write_csv_atomic(table, out / "window_study.csv")
     write_text_atomic(window_markdown(table) + "\n", out / "window_study.md")
-    window_png(table, out / "window_study.png")
+    what = Path(data).name if data is not None else f"preset {preset}, seed {seed}"
+    window_png(table, out / "window_study.png", subtitle=f"{what}; {model}, {split} split x {splits}")
     from triage.training.model_files import library_versions
 
     settings = {"model": model, "split": split, "n_splits": splits, "windows": windows, "seed": seed,
