@@ -102,3 +102,22 @@ def test_window_study_writes_its_settings_into_the_plot_title(tmp_path, monkeypa
     assert code == 0, text
     assert seen["subtitle"] == "preset small, seed 0; rf, random split x 2"
     assert (tmp_path / "w" / "window_study.png").stat().st_size > 0
+
+
+def test_the_report_names_its_decisions_and_candidates_files(tmp_path, monkeypatch):
+    """(reports walkthrough) the page named only its data: a report mailed on did not say which scored file made it."""
+    rows = "".join(f"s1,c{i},{100.0 + 10.0 * (i >= 30) + 0.1 * (i % 3)}\n" for i in range(60))
+    (tmp_path / "h.csv").write_text("series_id,commit,value\n" + rows)
+    (tmp_path / "cands.csv").write_text("series_id,commit\ns1,c30\n")
+    (tmp_path / "scored.csv").write_text("series_id,commit,p_true,classification\ns1,c30,0.9,true_positive\n")
+    monkeypatch.chdir(tmp_path)
+    code, text = invoke(["report", "--data", "h.csv", "--decisions", "scored.csv", "--candidates", "cands.csv",
+                         "--out", "r"])
+    assert code == 0, text
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert f"decisions: {tmp_path / 'scored.csv'} &middot; candidates: {tmp_path / 'cands.csv'} &middot;" in page
+    code, text = invoke(["report", "--data", "h.csv", "--decisions", "-", "--out", "r"],
+                        stdin=(tmp_path / "scored.csv").read_text())
+    assert code == 0, text
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "decisions: &lt;stdin&gt; &middot; generated" in page and "candidates:" not in page

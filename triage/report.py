@@ -42,7 +42,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -548,8 +548,12 @@ def render_html(
     omitted: int,
     dataset: Dataset | None = None,
     omitted_candidates: int = 0,
+    inputs: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The page. ``sections``: (series id, anchor, png path, decisions, true alerts) in page order.
+
+    ``inputs``: (what, file) pairs the meta line names after the data
+    (``("decisions", "scored.csv")``), so that a page mailed on says what made it.
 
     A table row of a series without a section links back to the table.
     ``omitted``: series with decisions left unplotted (``--max-plots``);
@@ -578,7 +582,9 @@ def render_html(
         f"<title>{html.escape(title)}</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
-        f'<p class="meta">data: {html.escape(source)} &middot; generated '
+        f'<p class="meta">data: {html.escape(source)} &middot; '
+        + "".join(f"{html.escape(what)}: {html.escape(_data_name(name))} &middot; " for what, name in inputs)
+        + "generated "
         f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>",
         f'<p class="counts">{"".join(counts)}</p>',
         "<h2 id=\"summary\">Alerts, most likely true first</h2>",
@@ -679,6 +685,7 @@ def build_report(
     title: str = "Change-point triage report",
     max_plots: int = 100,
     progress: Callable[[int], None] | None = None,
+    inputs: Sequence[tuple[str, str]] = (),
 ) -> Path:
     """Write the report directory ``out``; returns the path of ``index.html``.
 
@@ -720,7 +727,7 @@ def build_report(
         n_cand = int(sum(len(v) for v in candidates.values())) if candidates is not None else None
         page = render_html(ordered, sections, title=title, source=_data_name(dataset.source),
                            n_candidates=n_cand, omitted=max(0, n_decided - max_plots), dataset=dataset,
-                           omitted_candidates=omitted - max(0, n_decided - max_plots))
+                           omitted_candidates=omitted - max(0, n_decided - max_plots), inputs=inputs)
         (tmp / "index.html").write_text(page, encoding="utf-8")
         (tmp / REPORT_MARKER).write_text(MARKER_TEXT, encoding="utf-8")
         check_replaceable(out)  # again: the plots took a while, someone may have filled it since

@@ -324,8 +324,10 @@ def report(
             points = candidate_points(plain, dataset)
     n_plots = min(max_plots, len(set(frame["series_id"]) | set(points or {})))
     with JobProgress("report", n_plots, "plots") as progress:
+        named = [("decisions", decisions), *([("candidates", candidates)] if candidates is not None else [])]
         page = build_report(dataset, frame, out, candidates=points, title=title, max_plots=max_plots,
-                            progress=progress.advance)
+                            progress=progress.advance,
+                            inputs=[(what, "<stdin>" if str(f) == "-" else str(f)) for what, f in named])
     console.print(f"report written to [bold]{escape(str(page))}[/] ({len(frame):,} decisions)", soft_wrap=True)
 
 
