@@ -121,3 +121,20 @@ def test_the_report_names_its_decisions_and_candidates_files(tmp_path, monkeypat
     assert code == 0, text
     page = (tmp_path / "r" / "index.html").read_text()
     assert "decisions: &lt;stdin&gt; &middot; generated" in page and "candidates:" not in page
+
+
+def test_the_step_column_of_a_tiny_change_and_of_a_level_near_zero():
+    """(numbers walkthrough) 16 bytes on 5e8 read "+0.0%"; a delta series around 0 read "+19196.9%"."""
+    import numpy as np
+
+    from triage.core.history import History
+    from triage.report import step_text
+
+    commits = [str(i) for i in range(20)]
+    size = History("bytes", commits, np.r_[np.full(10, 5e8), np.full(10, 5e8 + 16)], None, higher_is_better=False)
+    assert step_text(size, 10) == "regression +16 (+3.2e-06%)"
+    delta = History("delta", commits, np.r_[[0.3, -0.2, 0.1, -0.1, 0.2, -0.3, 0.1, 0.0, -0.1, 0.05], np.full(10, 5.0)],
+                    None)
+    assert step_text(delta, 10) == "change +4.995 (level near 0)"
+    ordinary = History("t", commits, np.r_[np.full(10, 100.0), np.full(10, 120.0)], None, higher_is_better=False)
+    assert step_text(ordinary, 10) == "regression +20.0%"

@@ -472,6 +472,10 @@ STEP_WINDOW = 10
 def step_text(history: History, index: int, window: int = STEP_WINDOW, *, confirmed: np.ndarray | None = None) -> str:
     """``regression +12.3%``, ``improvement -8.0%`` or ``change +5.0%`` (direction unknown).
 
+    A change under 0.05 % gives its size and share (``regression +16 (+3.2e-06%)``);
+    around a level within its noise (sd of the commits before) of 0, the
+    change alone (``change +5.2 (level near 0)``).
+
     The step is the mean of up to ``window`` commits from ``index`` on against
     the mean of up to ``window`` commits before it; whether up is better comes
     from the history's unit (:attr:`History.higher_is_better`). Neither side
@@ -493,7 +497,16 @@ def step_text(history: History, index: int, window: int = STEP_WINDOW, *, confir
         return ""
     b, a = float(np.mean(before)), float(np.mean(after))
     kind = history.change_kind(b, a)
-    return f"{kind} {100 * (a - b) / abs(b):+.1f}%" if b else kind
+    noise = float(np.std(before, ddof=1)) if len(before) > 1 else 0.0
+    if not b or abs(b) <= noise:
+        # a level within its noise of 0 (a delta, a score around 0): a percentage
+        # of it means nothing ("+19196.9%"); the change itself does
+        return f"{kind} {a - b:+.4g} (level near 0)" if a != b else kind
+    pct = 100 * (a - b) / abs(b)
+    if a != b and abs(pct) < 0.05:
+        # 16 bytes on 5e8 read "+0.0%": say the change and enough digits of its share
+        return f"{kind} {a - b:+.4g} ({pct:+.2g}%)"
+    return f"{kind} {pct:+.1f}%"
 
 
 def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str], dataset: Dataset | None = None) -> list[str]:
