@@ -138,3 +138,25 @@ def test_the_step_column_of_a_tiny_change_and_of_a_level_near_zero():
     assert step_text(delta, 10) == "change +4.995 (level near 0)"
     ordinary = History("t", commits, np.r_[np.full(10, 100.0), np.full(10, 120.0)], None, higher_is_better=False)
     assert step_text(ordinary, 10) == "regression +20.0%"
+
+
+def test_sample_prints_band_ends_that_differ_as_different_numbers(tmp_path):
+    """(numbers walkthrough) a binary's size around 5e8 printed its band as "5e+08 .. 5e+08"."""
+    data = tmp_path / "part.csv"
+    data.write_text("commit,value\nc0,500000000\nc1,\nc2,500000300\nc3,\nc4,500000100\nc5,\nc6,500000200\n")
+    code, text = invoke(["sample", "--data", data, "--budget", 2])
+    assert code == 0, text
+    assert "5e+08" not in text
+    bands = [line for line in text.splitlines() if " .. " in line]
+    assert len(bands) == 2
+    for line in bands:
+        lower, upper = line.split("│")[-2].split(" .. ")
+        assert float(lower) < float(upper)
+
+
+def test_distinct_numbers_adds_digits_only_where_values_would_print_alike():
+    from triage.cli.tables import distinct_numbers
+
+    assert distinct_numbers([1.5, 2.25]) == ["1.5", "2.25"]
+    assert distinct_numbers([5e8, 5e8 + 16]) == ["500000000", "500000016"]
+    assert distinct_numbers([3.0, 3.0]) == ["3", "3"]

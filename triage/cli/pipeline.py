@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from triage.cli.tables import console_for, writes_stdout
+from triage.cli.tables import console_for, distinct_numbers, writes_stdout
 from triage.cli.validation import check_choice, check_output_not_input, output_file
 from triage.core.atomic import destination, is_stdio, write_csv_atomic
 from triage.core.errors import InputError
@@ -193,14 +193,11 @@ def sample(
         # The whole commit id (folded if need be): it is what the user goes and measures.
         table.add_column(col, justify="left" if col == "commit" else "right",
                          overflow="fold" if col == "commit" else "ellipsis")
+    # one precision for the whole table, enough to tell every estimate and band end apart
+    shown = iter(distinct_numbers([x for _, r in chosen.iterrows() for x in (r["estimate"], r["lower"], r["upper"])]))
     for _, r in chosen.iterrows():
-        table.add_row(
-            str(r["next"]),
-            Text(str(r["commit"])),
-            str(r["position"]),
-            f"{r['estimate']:.4g}",
-            f"{r['lower']:.4g} .. {r['upper']:.4g}",
-        )
+        estimate, lower, upper = next(shown), next(shown), next(shown)
+        table.add_row(str(r["next"]), Text(str(r["commit"])), str(r["position"]), estimate, f"{lower} .. {upper}")
     say.print(table)
     unmeasured = len(plan) - len(history.measured)
     if unmeasured < budget:
@@ -359,16 +356,17 @@ def culprit(
         raise InputError(exc.source, exc.row, f"{exc.problem}; {made_so_far} {where}") from None
     except ValueError as exc:
         raise InputError(data, None, str(exc)) from None
-    title = f"{history.series_id}: change between {before} (level {old:.4g}) and {after} (level {new:.4g})"
+    made = steps(search.measured)
+    old_text, new_text, *values = distinct_numbers([old, new, *made["value"]])
+    title = f"{history.series_id}: change between {before} (level {old_text}) and {after} (level {new_text})"
     # As wide as the title needs (up to the terminal): a title is wrapped to its table's width, and a
     # table of short ids, or of no rows, cut the levels and commit ids over a dozen centred lines.
     table = Table(title=Text(title), min_width=min(len(title), say.width))
     for col in ("#", "commit", "position", "value", "nearer"):
         table.add_column(col, justify="left" if col == "commit" else "right",
                          overflow="fold" if col == "commit" else "ellipsis")
-    made = steps(search.measured)
-    for r in made.itertuples():
-        table.add_row(str(r.step), Text(str(r.commit)), str(r.position), f"{r.value:.4g}", r.nearer)
+    for r, value in zip(made.itertuples(), values, strict=True):
+        table.add_row(str(r.step), Text(str(r.commit)), str(r.position), value, r.nearer)
     say.print(table)
     assert search.culprit is not None
     within = f", within {_count(tolerance, 'commit')}" if tolerance and strategy == "bayes" else ""

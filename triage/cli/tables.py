@@ -113,6 +113,33 @@ SERIES_WIDTH, SERIES_MIN_WIDTH = 28, 8
 CELL_WIDTH, WHY_MIN_WIDTH = 14, 30
 
 
+def distinct_numbers(values: Iterable[float], digits: int = 4) -> list[str]:
+    """``values`` with ``digits`` significant digits, more where that would print two different values alike.
+
+    ``5e+08 .. 5e+08`` named a band on a binary's size whose ends differ by a
+    few hundred bytes; up to 15 digits are used, then the values are equal
+    to the precision a float carries.
+    """
+    numbers = [float(v) for v in values]
+    distinct = sorted(set(numbers))
+    start = digits
+    if len(distinct) > 1:
+        # the digits that resolve the closest two values (fewer leave a rounded
+        # mantissa such as 5.0000002e+08 for 500000016)
+        gap = min(b - a for a, b in zip(distinct, distinct[1:], strict=False))
+        top = max(abs(distinct[0]), abs(distinct[-1]))
+        if gap > 0 and top > 0:
+            start = max(digits, min(15, math.ceil(math.log10(top / gap)) + 1))
+            if start > digits:
+                # whole numbers in full (500000153, not 5.0000015e+08) once digits are added
+                start = max(start, min(15, math.floor(math.log10(top)) + 1))
+    for d in range(start, 16):
+        texts = [f"{v:.{d}g}" for v in numbers]
+        if len(set(texts)) == len(distinct):
+            return texts
+    return [f"{v:.15g}" for v in numbers]
+
+
 def shorten_ids(ids: Iterable[object], width: int) -> dict[str, str]:
     """Each of ``ids`` as a table shows it in ``width`` columns: a longer one cut in the middle.
 
