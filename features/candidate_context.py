@@ -107,6 +107,10 @@ SHIFT_SIZE_COLUMNS: tuple[str, ...] = (
 )
 #: Fewest commits a later / earlier window needs for the persistence ratios.
 _MIN_RATIO_POINTS = 3
+#: Commits from a candidate on (itself included) that ``ctx_persist_after`` needs; with
+#: fewer (the newest candidates of a series) it is NaN, which the bundled scoring model
+#: learnt to read as "false" (every training change lies >= 20 commits from an end).
+HOLD_HORIZON = RADIUS + _MIN_RATIO_POINTS
 
 
 def local_shift(values: np.ndarray, p: int, radius: int = RADIUS, res: float = 0.0) -> float:

@@ -160,3 +160,45 @@ def test_distinct_numbers_adds_digits_only_where_values_would_print_alike():
     assert distinct_numbers([1.5, 2.25]) == ["1.5", "2.25"]
     assert distinct_numbers([5e8, 5e8 + 16]) == ["500000000", "500000016"]
     assert distinct_numbers([3.0, 3.0]) == ["3", "3"]
+
+
+def _two_steps(tmp_path, detector: str):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    v = 100 + rng.normal(0, 2, 100)
+    v[40:] += 30
+    v[95:] -= 30
+    (tmp_path / "h.csv").write_text("series_id,commit,value\n" + "".join(f"s,c{i},{x}\n" for i, x in enumerate(v)))
+    (tmp_path / "c.csv").write_text(f"series_id,commit,detector\ns,c40,{detector}\ns,c95,{detector}\n")
+    return tmp_path / "h.csv", tmp_path / "c.csv"
+
+
+def test_score_says_when_a_candidate_called_false_is_too_recent_to_see_its_level_hold(tmp_path):
+    """(numbers walkthrough) a 15-noise-sd step 5 commits from the end got P(true) 0.17, called false
+    at cusum's threshold, and nothing but one reason among three said it was only too recent."""
+    data, cands = _two_steps(tmp_path, "cusum")
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", tmp_path / "o.csv"])
+    assert code == 0, text
+    scored = pd.read_csv(tmp_path / "o.csv")
+    assert scored.set_index("commit").loc["c95", "classification"] == "false_positive"
+    assert ("1 of the candidates not called true lies fewer than 13 commits from the end of its series: too recent"
+            in " ".join(text.split()))
+
+
+def test_no_recent_note_where_every_recent_candidate_is_called_true_or_the_model_reads_no_hold(tmp_path):
+    from triage.inference import load_classifier
+    from triage.model_lookup import bundled_model
+    from triage.scoring import too_recent_to_hold
+
+    data, cands = _two_steps(tmp_path, "pelt")  # pelt's threshold (0.12) calls the recent step true
+    code, text = invoke(["score", "--data", data, "--candidates", cands])
+    assert code == 0, text
+    assert "too recent" not in text
+    from triage.loaders import load
+
+    dataset = load(data)
+    assert too_recent_to_hold(dataset, load_classifier(bundled_model("default-scoring")), ["s", "s"], [40, 95]).tolist() \
+        == [False, True]
+    assert too_recent_to_hold(dataset, load_classifier(bundled_model("default-adaptive")), ["s", "s"], [40, 95]).tolist() \
+        == [False, False]

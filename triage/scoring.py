@@ -195,6 +195,23 @@ def model_rows(
     return matrix
 
 
+def too_recent_to_hold(dataset: Dataset, classifier, series, index) -> np.ndarray:
+    """Bool per candidate: the model reads whether the new level held, and too few commits follow to tell.
+
+    Such candidates (fewer than :data:`~triage.features.candidate_context.HOLD_HORIZON`
+    commits from the candidate to the series' end) are scored low whatever
+    their size: README, "Scoring a detector's fresh alerts".
+    """
+    from triage.features.candidate_context import HOLD_HORIZON
+
+    index = np.asarray(index, dtype=np.int64)
+    if "ctx_persist_after" not in model_features(classifier):
+        return np.zeros(index.size, dtype=bool)
+    lengths = {h.series_id: len(h.values) for h in dataset}
+    ends = np.array([lengths.get(str(s), 0) for s in series], dtype=np.int64)
+    return (ends - index) < HOLD_HORIZON
+
+
 def threshold_for_recall(dataset: Dataset, classifier, recall: float, *, n_jobs: int = 1) -> tuple[float, int]:
     """The highest threshold reaching ``recall`` on the triaged candidates of ``dataset``.
 

@@ -217,6 +217,7 @@ def score(
                                      wide=console.width >= 110, width=console.width))
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})"
                   f"{_not_scorable_note(scored['triage_p_true' if 'triage_p_true' in scored else 'p_true'], cut)}", soft_wrap=True)
+    _recent_note(console, dataset, clf, scored)
     if out is not None:
         # Candidate files are read as text; JSON should carry their numbers as numbers.
         if fmt == "json":
@@ -291,6 +292,23 @@ def _check_scoring_features(clf) -> None:
         raise InputError(source, None, f"this model needs features {shown}, which `triage score` builds only for a "
                          "model trained on candidate-bounded windows: an online model is for `triage detect` / `triage watch`; "
                          "score with default-scoring or an alerts model")
+
+
+def _recent_note(console, dataset, clf, scored) -> None:
+    """Say how many candidates called false are too recent for the model to see their new level hold."""
+    from triage.features.candidate_context import HOLD_HORIZON
+    from triage.scoring import too_recent_to_hold
+
+    if scored.empty:
+        return
+    called = scored["triage_classification" if "triage_classification" in scored else "classification"]
+    recent = too_recent_to_hold(dataset, clf, scored["series_id"].astype(str).to_numpy(), scored["index"].to_numpy())
+    n = int((recent & (called != "true_positive").to_numpy()).sum())
+    if n:
+        console.print(f"{n:,} of the candidates not called true lie{'s' if n == 1 else ''} fewer than {HOLD_HORIZON} "
+                      f"commits from the end of {'its' if n == 1 else 'their'} series: too recent to see the new level "
+                      "hold, which this model scores low whatever the step's size; score again when more commits "
+                      "have arrived", soft_wrap=True)
 
 
 def report(
