@@ -18,15 +18,23 @@ Two stricter splits, side by side with the paper's:
     Test candidates come from series never seen in training (20 % of the
     series, :class:`~sklearn.model_selection.GroupShuffleSplit`; validation
     likewise grouped). Random splits let neighbouring candidates of one history
-    sit on both sides, which flatters the score.
+    sit on both sides, which flatters the score. A series is its
+    ``series_id``: one history under two ids (a copy, a re-run loaded as
+    another series) is two groups, and its candidates' identical feature rows
+    land on both sides; each record's ``test_twins`` counts the test rows
+    whose feature row a train or validation row of another series repeats
+    (:func:`cross_series_twins`).
 ``time``
     Train on earlier candidates, test on later ones: rows are sorted by
     timestamp when every row has one, else by ``index`` (the commit position;
     this assumes series advance together, see
     :func:`features.matrix.time_key`), ties by series id. The latest 20 % are
-    the test part and the latest 10 % of the rest the validation part. The
+    the test part and the latest 10 % of the rest the validation part (at
+    least 2 candidates each, the fewest that can hold both classes). The
     split is the same for every repetition; repetitions vary only the model's
-    seed, so its interval shows model variance, not data variance.
+    seed, so its interval shows model variance, not data variance. It is
+    checked before any model is fitted: a part of one class ends the run at
+    once, not after the other splits' repetitions.
 
 :func:`window_study` repeats the protocol for each window size (paper Fig. 2)
 given a function that builds the feature matrix for a window, e.g.
@@ -102,9 +110,11 @@ def split_indices(
     idx = np.arange(len(y))
     if kind == "time":
         ranked = np.lexsort((groups, order))
-        n_test = max(1, int(round(test_size * len(y))))
+        # Two at least: a part of one candidate can never hold both classes, and
+        # the time split has no other draw; it failed on every history under 15 candidates.
+        n_test = max(2, int(round(test_size * len(y))))
         rest, test = ranked[:-n_test], ranked[-n_test:]
-        n_val = max(1, int(round(val_size * len(rest))))
+        n_val = max(2, int(round(val_size * len(rest))))
         parts = np.sort(rest[:-n_val]), np.sort(rest[-n_val:]), np.sort(test)
         # The time split has no other draw to try: a part of one class (false alerts
         # labelled only early in the history) failed deep in the fit (Platt scaling
@@ -152,6 +162,25 @@ def split_indices(
     )
 
 
+def cross_series_twins(X: np.ndarray, groups: np.ndarray, seen: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """The rows of ``test`` whose feature row equals one of ``seen`` from another series.
+
+    ``X`` (n, p) features, ``groups`` (n,) series ids, ``seen`` / ``test``
+    row indices. Rows are compared bit for bit, NaN equal to NaN and -0.0 to
+    0.0. Noisy measurements make two histories' windows equal only when one
+    is a copy of the other, which a split by series id does not see.
+    """
+    rows = np.array(X, dtype=np.float64) + 0.0  # + 0.0: -0.0 becomes 0.0
+    rows[np.isnan(rows)] = np.nan  # one NaN bit pattern
+    keys = [r.tobytes() for r in rows]
+    seen_in: dict[bytes, set[str]] = {}
+    for i in np.asarray(seen, dtype=np.int64):
+        seen_in.setdefault(keys[i], set()).add(str(groups[i]))
+    test = np.asarray(test, dtype=np.int64)
+    hit = [bool(seen_in.get(keys[i], set()) - {str(groups[i])}) for i in test]
+    return test[np.asarray(hit, dtype=bool)]
+
+
 # ---------------------------------------------------------------------- one run
 
 
@@ -174,6 +203,7 @@ def _run_one(X, y, groups, order, model, kind, rep, seed, threshold, params, tes
         "threshold": float(clf.threshold_),
         "n_train": int(len(train)),
         "n_test": int(len(test)),
+        "test_twins": int(len(cross_series_twins(X, groups, np.r_[train, val], test))),
         "fit_seconds": fit_seconds,
         "cpu_seconds": cpu_seconds,
     }
@@ -187,8 +217,9 @@ class EvaluationResult:
     """Per-split records and the settings that produced them.
 
     ``records`` has one row per (model, split, rep): the four metrics,
-    ``threshold``, ``n_train``, ``n_test``, ``fit_seconds`` (wall) and
-    ``cpu_seconds`` (fit + predict, CPU time of the worker).
+    ``threshold``, ``n_train``, ``n_test``, ``test_twins`` (test rows repeated
+    by a train or validation row of another series, :func:`cross_series_twins`),
+    ``fit_seconds`` (wall) and ``cpu_seconds`` (fit + predict, CPU time of the worker).
     """
 
     records: pd.DataFrame
@@ -331,6 +362,10 @@ def evaluate(
             raise ValueError(f"unknown split {s!r} (use {', '.join(SPLITS)})")
     model_params = model_params or {}
     y = td.y.astype(np.int64)
+    if "time" in splits:
+        # One split for every repetition: a part of one class is known now, before
+        # minutes of random and grouped repetitions whose results it would throw away.
+        split_indices("time", y, td.groups, td.order, seed=random_state, test_size=test_size, val_size=val_size)
     tasks = [
         (model, kind, rep, derived_seed(random_state, rep)) for kind in splits for model in models
         for rep in range(n_splits)
@@ -355,6 +390,8 @@ def evaluate(
         "n_candidates": len(td),
         "n_positive": int(y.sum()),
         "n_series": int(len(np.unique(td.groups))),
+        # Candidates another series repeats row for row: each can leak across a grouped split.
+        "twin_candidates": int(len(cross_series_twins(td.X, td.groups, np.arange(len(y)), np.arange(len(y))))),
         "features": td.columns,
         "data_hash": td.data_hash(),
         "model_params": model_params,
