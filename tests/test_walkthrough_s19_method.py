@@ -25,6 +25,12 @@ Defects found (what a user did, what went wrong, what happens now):
    ran first, and the time split's error then threw their results away. The
    time split, the same in every repetition, is now checked before any model
    is fitted.
+5. Chose features with ``triage select-features --data H`` and trained with
+   ``triage train --data H --features fs.json``: the selection's
+   cross-validation had seen the series the hold-out then took, so the
+   held-out figures measured neither the choice nor the model on unseen
+   series, and nothing said so. Now ``train`` warns when the feature set was
+   chosen on the same candidates (its recorded data hash is theirs).
 """
 
 from __future__ import annotations
@@ -206,3 +212,38 @@ def test_evaluate_refuses_an_impossible_time_split_before_fitting(monkeypatch):
             model_params={"rf": {"n_estimators": 10}},
         )
     assert fitted == []
+
+
+# 5 ------------------------------------------------------------------ feature set chosen on the hold-out
+
+
+def test_train_warns_when_the_feature_set_saw_the_held_out_series(tmp_path):
+    data = _noise_history(tmp_path / "h.csv")
+    fs = tmp_path / "fs.json"
+    code, out = invoke(
+        [
+            "select-features",
+            "--data",
+            data,
+            "--out",
+            fs,
+            "--population",
+            4,
+            "--generations",
+            0,
+            "--trees",
+            5,
+        ]
+    )
+    assert code == 0, out
+    code, out = invoke(
+        ["train", "--data", data, "--features", fs, "--out", tmp_path / "m", "--no-track"]
+    )
+    assert code == 0, out
+    assert "was chosen (select-features) on these same candidates" in flat(out)
+    other = _noise_history(tmp_path / "other.csv", seed=1)
+    code, out = invoke(
+        ["train", "--data", other, "--features", fs, "--out", tmp_path / "m2", "--no-track"]
+    )
+    assert code == 0, out
+    assert "select-features" not in flat(out)

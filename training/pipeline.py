@@ -8,7 +8,9 @@
    gave intervals that held the AUC of fresh series about 70 % of the time,
    not 95 %). Grouping is by ``series_id`` alone: one history under two ids
    sits on both sides, so :func:`data_warnings` names held-out candidates
-   whose feature row a training candidate of another series repeats.
+   whose feature row a training candidate of another series repeats, and a
+   feature set chosen on these same candidates (``select-features`` saw the
+   held-out series too).
 2. The final classifier is refitted on *all* triaged rows (the held-out
    measurement is an estimate for it, slightly pessimistic).
 3. It is saved as a model directory (:mod:`training.model_files`) with the
@@ -86,16 +88,27 @@ class ManifestArgs(TypedDict):
 
 
 def data_warnings(
-    metrics: Mapping[str, float], test: tuple[np.ndarray, np.ndarray] | None, *, twins: int = 0
+    metrics: Mapping[str, float],
+    test: tuple[np.ndarray, np.ndarray] | None,
+    *,
+    twins: int = 0,
+    selected_here: str | None = None,
 ) -> list[str]:
     """Plain-words warnings when the held-out figures cannot mean much (see the module docstring).
 
     ``twins``: held-out candidates whose feature row a training candidate of another series repeats.
+    ``selected_here``: the feature-set file, when it was chosen on these same candidates.
     """
     if test is None:
         return ["no hold-out (test size 0): the model's accuracy was not measured"]
     y = test[0]
     out = []
+    if selected_here:
+        out.append(
+            f"the feature set {selected_here} was chosen (select-features) on these same candidates, the "
+            "held-out ones included: the held-out figures are optimistic; choose features on other series "
+            "to measure the choice too"
+        )
     if twins:
         out.append(
             f"{twins} of the {len(y)} held-out candidates have a feature row identical to a training "
@@ -114,6 +127,26 @@ def data_warnings(
         out.append(f"the held-out AUC's 95 % interval [{lo:.2f}, {hi:.2f}] is wider than {MAX_AUC_INTERVAL}: "
                    "the AUC is not known to better than that")
     return out
+
+
+def _selected_on(features: object, matrix: pd.DataFrame) -> str | None:
+    """``features`` as text when it is a feature-set file chosen on ``matrix``'s triaged rows, else None.
+
+    ``select-features`` records the hash of the rows and columns it saw; the
+    same hash here means its cross-validation saw the rows the hold-out takes.
+    """
+    if not isinstance(features, str | Path):
+        return None
+    from triage.features.feature_sets import load_feature_set
+
+    try:
+        recorded = load_feature_set(features).data_hash
+    except InputError:  # a bare list of names records no data
+        return None
+    try:
+        return str(features) if recorded == training_data(matrix).data_hash() else None
+    except InputError:
+        return None
 
 
 def bootstrap_metrics(
@@ -244,7 +277,7 @@ def train(
         feature_set_file=feature_set_file,
         extra=dict(extra or {}),
     )
-    warnings = data_warnings(metrics, test, twins=twins)
+    warnings = data_warnings(metrics, test, twins=twins, selected_here=_selected_on(features, matrix))
     if not track:
         model_dir = save_model(clf, out, **manifest_args)
         return TrainResult(classifier=clf, model_dir=model_dir, metrics=metrics, test=test, run=None,
