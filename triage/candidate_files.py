@@ -63,6 +63,7 @@ from triage.core.history import Dataset
 from triage.core.json_input import read_json
 from triage.core.values import locale_number
 from triage.loaders import read_csv_text
+from triage.readers.source import overlong_integer
 from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout, csv_delimiter
 
 #: Input layouts :func:`read_candidates` knows.
@@ -150,14 +151,14 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
             layout = "candidates-json"
         elif _starts_like_json(path):
             # By content, whatever the name: standard input, alerts.gz, a .txt download, a BOM.
-            payload = read_json(path)
+            payload = _read_json(path)
             layout = _json_layout(payload)
         else:
             layout = candidate_layout(path)
     if layout == "candidates-json":
         return _refuse_repeats(_candidates_csv(*_json_lines(path)))
     if layout.endswith("json"):
-        payload = read_json(path) if payload is None else payload
+        payload = _read_json(path) if payload is None else payload
         if layout == "otava-json":
             return _refuse_repeats(_otava_json(payload, path))
         return _perfherder_json(payload, path)
@@ -171,6 +172,17 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
     if layout == "otava-csv":
         return _refuse_repeats(_otava_csv(frame, path, numbers))
     return _perfherder_csv(frame, path, numbers)
+
+
+def _read_json(path: Path) -> object:
+    """:func:`read_json`, with an integer of more digits than Python converts (a ValueError it lets
+    through, an internal error) refused at its line."""
+    try:
+        return read_json(path)
+    except InputError:
+        raise
+    except ValueError:
+        raise overlong_integer(path, path.read_text(encoding="utf-8-sig")) from None
 
 
 def _starts_like_json(path: Path) -> bool:
@@ -326,6 +338,9 @@ def _otava_json(payload: object, path: Path) -> CandidateTable:
             if not isinstance(group, dict) or not isinstance(group.get("changes"), list):
                 raise InputError(path, n + 1, f"test {test!r}: a change point group without 'changes'")
             attributes = group.get("attributes") or {}
+            if not isinstance(attributes, dict):
+                raise InputError(path, n + 1, f"test {test!r}: a change point group whose 'attributes' is "
+                                 f"{json.dumps(attributes)[:40]}, not an object of commit, branch, ...")
             for change in group["changes"]:
                 n += 1
                 if not isinstance(change, dict) or "metric" not in change:

@@ -66,6 +66,9 @@ from triage.core.csv_lines import csv_record_lines, file_line
 from triage.core.errors import InputError
 from triage.core.history import (
     AGGREGATES,
+    FORK,
+    LONG_COLUMNS,
+    LOWER_IS_BETTER,
     REQUIRED_COLUMNS,
     Dataset,
     UnsortedTimestampsWarning,
@@ -229,13 +232,18 @@ def read_long(
 
         try:
             # Its columns first: pyarrow refuses a name given twice only in its own words.
-            names = [str(name).strip() for name in pq.read_schema(path).names]
+            schema = pq.read_schema(path)
+            names = [str(name).strip() for name in schema.names]
             check_header(path, names=names, row=None)
+            _refuse_nested_columns(schema, path)
             frame = pd.read_parquet(path)
         except InputError:
             raise
         except Exception as exc:  # pyarrow raises many types for a broken file
-            raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
+            # Its messages run over lines (thrift's reason, then what failed): one line names the file.
+            reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+            raise InputError(path, None, f"not a readable Parquet file: {reason}") from None
+        _refuse_bytes_that_are_not_utf8(frame, path)
         if frame.empty:
             raise InputError(path, None, "file has no rows")
         rows = np.arange(1, len(frame) + 1)
@@ -261,6 +269,51 @@ def read_long(
             frame, rows, path, aggregate=aggregate, sort_timestamps=sort_timestamps, trim=trim,
             commit_order=commit_order,
         )
+
+
+def _refuse_bytes_that_are_not_utf8(frame: pd.DataFrame, path: Path) -> None:
+    """A Parquet text or binary column is read without checking that it is UTF-8; a bad cell failed only
+    when used (pyarrow's "Wrapping ... failed", a UnicodeDecodeError: internal errors). Refused here at its record."""
+    import pyarrow as pa
+
+    for name in frame.columns:
+        cells = frame[name].array
+        if frame[name].dtype == object:  # binary columns: Python bytes
+            raw = cells
+        elif hasattr(cells, "__arrow_array__"):
+            arrow = pa.chunked_array(pa.array(cells))  # the column's own buffers, not a copy
+            if not (pa.types.is_string(arrow.type) or pa.types.is_large_string(arrow.type)):
+                continue
+            try:
+                arrow.validate(full=True)
+                continue
+            except pa.ArrowInvalid:
+                raw = arrow.cast(pa.large_binary()).to_pylist()
+        else:
+            continue
+        bad = next((i for i, cell in enumerate(raw, start=1) if isinstance(cell, bytes) and not _is_utf8(cell)), None)
+        if bad is not None:
+            raise InputError(path, bad, f"column {name!r} holds bytes that are not UTF-8 text")
+
+
+def _refuse_nested_columns(schema, path: Path) -> None:
+    """A list, struct or map column where the long layout reads one text or number a cell: a series id
+    of lists failed as "unhashable type" (an internal error), a commit was read as its printed list."""
+    import pyarrow as pa
+
+    read = {*LONG_COLUMNS, LOWER_IS_BETTER, FORK}
+    for field in schema:
+        if str(field.name).strip() in read and pa.types.is_nested(field.type):
+            raise InputError(path, None, f"column {str(field.name).strip()!r} holds {field.type} cells,"
+                             " not one text or number a cell")
+
+
+def _is_utf8(cell: bytes) -> bool:
+    try:
+        cell.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def read_mongodb_demo(path: str | Path) -> Dataset:

@@ -35,7 +35,7 @@ from triage.readers.gbench import is_gbench
 from triage.readers.jmh import is_jmh
 from triage.readers.otava import CSV_SUFFIXES, sniff_delimiter
 from triage.readers.perfherder import is_perfherder_data
-from triage.readers.source import not_utf8
+from triage.readers.source import not_utf8, overlong_integer
 
 #: The ICPE 2022 data-challenge demo layout's columns (``;``-separated).
 MONGODB_COLUMNS: tuple[str, ...] = ("Value", "MongoDB.Label")
@@ -133,6 +133,8 @@ def data_layout(path: Path) -> str:
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             # JSON lines of records (what `triage watch` reads) are no one JSON document.
             return "jsonl" if _first_line_is_record(path) else "json"  # the reader reports the exact problem
+        except ValueError:  # an integer of more digits than Python converts, in any layout
+            raise overlong_integer(path, path.read_text(encoding="utf-8-sig")) from None
         if is_record(payload):
             return "jsonl"  # a single record
         if isinstance(payload, dict) and "entries" in payload:
@@ -215,6 +217,8 @@ def candidate_layout(path: Path) -> str:
             payload = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             return "perfherder-json"  # the reader reports the exact problem
+        except ValueError:  # an integer of more digits than Python converts
+            raise overlong_integer(path, path.read_text(encoding="utf-8")) from None
         if isinstance(payload, dict) and ("results" in payload or "alerts" in payload):
             return "perfherder-json"
         if isinstance(payload, list) and (not payload or isinstance(payload[0], dict) and "alerts" in payload[0]):

@@ -35,7 +35,7 @@ import pandas as pd
 from triage.core import timestamps
 from triage.core.errors import InputError
 from triage.core.history import Dataset, Trim, dataset_from_long
-from triage.readers.source import not_utf8
+from triage.readers.source import not_utf8, overlong_integer
 
 PREFIX = re.compile(r"^\s*window\.BENCHMARK_DATA\s*=\s*")
 BIGGER_IS_BETTER_TOOLS = frozenset({"customBiggerIsBetter", "benchmarkjs", "pytest"})
@@ -82,6 +82,8 @@ def read_gab(
         payload = json.loads(body)
     except json.JSONDecodeError as exc:
         raise InputError(path, exc.lineno, f"not a github-action-benchmark data file: {exc.msg}") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise overlong_integer(path, body) from None
     entries = payload.get("entries") if isinstance(payload, dict) else None
     if not isinstance(entries, dict) or not entries:
         raise InputError(path, None, "no 'entries' object (expected window.BENCHMARK_DATA = {entries: {...}})")
@@ -109,6 +111,9 @@ def read_gab(
                 value = bench["value"]
                 if not isinstance(value, int | float) or isinstance(value, bool):
                     raise InputError(path, None, f"{where}, bench {bench['name']!r}: value {value!r} is not a number")
+                if isinstance(value, int) and not -1e308 < value < 1e308:  # float() would overflow
+                    raise InputError(path, None, f"{where}, bench {bench['name']!r}: value of {len(str(abs(value)))} digits "
+                                     "is too large to be a measurement")
                 sid = f"{suite}/{bench['name']}"
                 # Stripped, as the series id is read: bench "x" and "x " are one id too.
                 first = origin.setdefault(sid.strip(), (suite, str(bench["name"])))

@@ -119,6 +119,8 @@ def gbench_frame(payload: dict, path: str | Path, metric: str = "real_time") -> 
             if len(units) > 1:
                 raise InputError(path, pos, f"{name}: its repetitions are in several time units ({', '.join(sorted(units))})")
             index = item.get("repetition_index", i)
+            if isinstance(index, bool) or not isinstance(index, int):
+                raise InputError(path, pos, f"{name}: repetition_index is {json.dumps(index)[:40]}, not a whole number")
             if index in seen:
                 # Two runs of one name with one index: two benchmarks registered under one name.
                 raise InputError(path, pos, f"{name}: repetition {index} again (first in row {seen[index]})")

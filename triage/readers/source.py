@@ -466,6 +466,14 @@ def check_header(
     """
     if names is None:
         names = header_names(path, sep, quotechar=quotechar)
+        for position, name in enumerate(names, start=1):
+            if "\n" in name or "\r" in name:
+                # A quote opened in the header and never closed takes the lines below into one name:
+                # the columns were "missing", with the whole file printed as the name found.
+                raise InputError(
+                    path, row, f"column {position}'s name {name[:30]!r}... runs over several lines:"
+                    f" a {quotechar} in the header that is not closed?",
+                )
     positions: dict[str, list[int]] = {}
     for position, name in enumerate(names, start=1):
         if name:
@@ -528,3 +536,14 @@ def locale_hints(cells: pd.Series, rows: np.ndarray | None = None) -> Iterator[N
             if repr(text) in exc.problem and (problem := locale_number(text)) is not None:
                 raise InputError(exc.source, exc.row, problem) from None
         raise
+
+
+def overlong_integer(path: str | Path, text: str) -> InputError:
+    """The error for JSON ``text`` that Python refuses to parse for an integer of more digits than it
+    converts (``sys.get_int_max_str_digits()``, 4300): a ValueError that no reader's JSON error handling
+    caught, an internal error. Names the line of the first such integer."""
+    limit = sys.get_int_max_str_digits() or 4300
+    found = re.search(rf"\d{{{limit + 1},}}", text)
+    line = text.count("\n", 0, found.start()) + 1 if found else None
+    digits = f" of {len(found.group())} digits" if found else ""
+    return InputError(path, line, f"a number{digits}: no measurement has so many; a damaged file?")
