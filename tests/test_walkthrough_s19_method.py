@@ -15,7 +15,10 @@ Defects found (what a user did, what went wrong, what happens now):
    held-out candidates one by one, though the hold-out is a sample of series
    and the candidates of one history go together: on simulated series with a
    series effect they held the AUC of fresh series about 70 % of the time.
-   Now the bootstrap resamples whole held-out series.
+   Now the bootstrap resamples whole held-out series; a hold-out of fewer
+   than 5 series (``train`` on 5 series holds out one) gets no interval and
+   a warning saying why, where resampling one series would have printed an
+   interval of width 0.
 3. Ran ``triage evaluate`` on a small history (fewer than 15 triaged
    candidates): the time split's validation (and, below 8, test) part was one
    candidate, which can never hold both classes, so the run always failed,
@@ -164,7 +167,7 @@ def test_held_out_interval_resamples_whole_series():
 
 
 def test_train_reports_the_series_bootstrap_interval(tmp_path):
-    data = _noise_history(tmp_path / "plain.csv")
+    data = _noise_history(tmp_path / "plain.csv", n_series=30)  # 6 held-out series
     from triage.features.extract import extract_features
     from triage.features.matrix import training_data
     from triage.loaders import load
@@ -247,3 +250,14 @@ def test_train_warns_when_the_feature_set_saw_the_held_out_series(tmp_path):
     )
     assert code == 0, out
     assert "select-features" not in flat(out)
+
+
+def test_a_hold_out_of_one_series_gets_no_interval_but_a_warning(tmp_path):
+    data = _noise_history(tmp_path / "five.csv", n_series=5)
+    code, out = invoke(["train", "--data", data, "--out", tmp_path / "m", "--no-track"])
+    assert code == 0, out
+    text = flat(out)
+    assert (
+        "the hold-out is 1 series (fewer than 5): too few to give its figures an interval" in text
+    )
+    assert "[" not in text.split("auc", 1)[1].split("accuracy", 1)[0]  # no interval beside the AUC

@@ -64,6 +64,9 @@ if TYPE_CHECKING:
 MIN_HELDOUT_PER_CLASS = 30
 #: An AUC interval wider than this does not tell a useful model from chance.
 MAX_AUC_INTERVAL = 0.2
+#: Fewer held-out series than this and resampling them gives no interval worth printing
+#: (one series: every draw is the same, an interval of width 0).
+MIN_HELDOUT_SERIES = 5
 
 
 @dataclass
@@ -123,6 +126,10 @@ def data_warnings(
             "train on more triaged series"
         )
     lo, hi = metrics.get("auc_ci_low"), metrics.get("auc_ci_high")
+    n_series = metrics.get("heldout_series")
+    if n_series is not None and n_series < MIN_HELDOUT_SERIES:
+        out.append(f"the hold-out is {int(n_series)} series (fewer than {MIN_HELDOUT_SERIES}): too few to give "
+                   "its figures an interval; train on more series")
     if lo is not None and hi is not None and hi - lo > MAX_AUC_INTERVAL:
         out.append(f"the held-out AUC's 95 % interval [{lo:.2f}, {hi:.2f}] is wider than {MAX_AUC_INTERVAL}: "
                    "the AUC is not known to better than that")
@@ -162,7 +169,8 @@ def bootstrap_metrics(
 
     With ``groups`` (series ids, shape (n,)) each draw takes as many series as
     there are, with replacement, and all their candidates (a cluster
-    bootstrap); without, candidates are drawn one by one.
+    bootstrap; fewer than :data:`MIN_HELDOUT_SERIES` series give no interval);
+    without, candidates are drawn one by one.
     """
     point = classification_report(y, proba, threshold)
     rng = np.random.default_rng(seed)
@@ -171,6 +179,8 @@ def bootstrap_metrics(
     if groups is not None:
         _, series_of = np.unique(np.asarray(groups), return_inverse=True)
         members = [np.flatnonzero(series_of == i) for i in range(int(series_of.max()) + 1)]
+        if len(members) < MIN_HELDOUT_SERIES:
+            return dict(point)
     for _ in range(n_boot):
         if members:
             idx = np.concatenate([members[i] for i in rng.integers(0, len(members), len(members))])
@@ -264,6 +274,7 @@ def train(
         y_test = td.y[test_idx].astype(np.int64)
         metrics = bootstrap_metrics(y_test, proba, held.threshold_, groups=td.groups[test_idx], seed=random_state)
         metrics["heldout_threshold"] = float(held.threshold_)
+        metrics["heldout_series"] = float(len(np.unique(td.groups[test_idx])))
         test = (y_test, proba)
         twins = len(cross_series_twins(td.X, td.groups, np.r_[train_idx, val_idx], test_idx))
 
