@@ -36,6 +36,16 @@ Defects found (what a user did, what went wrong, what happens now):
 8. Read a ``data.js`` whose bench value is an integer beyond a float's range
    (``1`` followed by 400 zeros): "internal error: OverflowError: int too large
    to convert to float". Now exit 2 naming the suite, run and bench.
+9. Read an asv results directory with one damaged file: a ``result`` that is
+   an empty list where ``benchmarks.json`` names two parameter combinations
+   ("internal error: ValueError: zip() argument 2 is shorter"), a
+   ``result_columns`` entry that is a list ("unhashable type: 'list'"),
+   ``params`` that are numbers, not lists of values ("'float' object is not
+   iterable"), or a benchmark ``type`` in ``benchmarks.json`` that is an
+   object ("unhashable type: 'dict'"). Now the empty result is no
+   measurement, the bad columns and params are refused naming the result
+   file and the benchmark, and a type that is no text is left to asv's rule
+   on the benchmark's name.
 """
 
 from __future__ import annotations
@@ -252,3 +262,40 @@ def test_a_cut_candidates_file_places_its_candidates_or_is_refused(tmp_path, cut
         assert "cands.csv" in str(exc) and "\n" not in str(exc), str(exc)
         return
     assert len(series) == len(indices)
+
+
+def _asv(root: Path, *, result=None, columns=None, params=None, kind="time") -> Path:
+    results = root / "results"
+    machine = results / "ci"
+    machine.mkdir(parents=True)
+    (results / "benchmarks.json").write_text(json.dumps({"b.S.time_sort": {
+        "name": "b.S.time_sort", "type": kind, "param_names": ["n"], "params": [["10", "1000"]]}}))
+    (machine / "machine.json").write_text(json.dumps({"machine": "ci"}))
+    for i, sha in enumerate(["aaaa", "bbbb", "cccc"]):
+        row = [[0.1 + i, 2.0 + i], params if params is not None and sha == "bbbb" else [["10", "1000"]]]
+        if result is not None and sha == "bbbb":
+            row[0] = result
+        (machine / f"{sha}-py.json").write_text(json.dumps({
+            "commit_hash": sha, "env_name": "py", "date": (1000 + i) * 86_400_000, "version": 2,
+            "result_columns": columns if columns is not None and sha == "bbbb" else ["result", "params"],
+            "results": {"b.S.time_sort": row}}))
+    return results
+
+
+def test_asv_empty_result_is_no_measurement(tmp_path):
+    small = load(_asv(tmp_path, result=[]))["ci/py/b.S.time_sort(10)"]
+    assert list(small.commits) == ["aaaa", "cccc"] and list(small.values) == [0.1, 2.1]
+
+
+def test_asv_benchmark_type_that_is_no_text_follows_asv_rule_on_the_name(tmp_path):
+    small = load(_asv(tmp_path, kind={"t": "time"}))["ci/py/b.S.time_sort(10)"]
+    assert list(small.values) == [0.1, 1.1, 2.1]
+    assert small.higher_is_better is False  # time_* by asv's rule on the name
+
+
+@pytest.mark.parametrize(("damage", "said"), [({"columns": [["result"], "params"]}, "'result_columns'"),
+                                              ({"params": [1.5]}, "params [1.5]")])
+def test_asv_damaged_result_file_is_refused_naming_it_and_the_benchmark(tmp_path, damage, said):
+    code, out = invoke(["summary", "--data", _asv(tmp_path, **damage)])
+    _lines_ok(code, out, "bbbb-py.json")
+    assert "benchmark 'b.S.time_sort'" in flat(out) and said in flat(out), out

@@ -45,6 +45,8 @@ LOWER_IS_BETTER_PREFIXES = ("time_", "timeraw_", "mem_", "peakmem_")
 def _lower_is_better(name: str, meta: dict) -> bool | None:
     """False (lower is better) for a time or memory benchmark, None when asv leaves it open (track)."""
     kind = meta.get("type")
+    if not isinstance(kind, str):  # absent, or not asv's (a damaged file): the name tells, as asv does
+        kind = None
     if kind is None:  # asv tells the type by the function's name: bench.Suite.time_sort
         kind = "time" if name.rsplit(".", 1)[-1].startswith(LOWER_IS_BETTER_PREFIXES) else None
     return False if kind in LOWER_IS_BETTER_TYPES else None
@@ -79,6 +81,9 @@ def _combos(params: object) -> list[str]:
     """One label per parameter combination, in asv's order (the cartesian product)."""
     if not isinstance(params, list) or not params:
         return [""]
+    if not all(isinstance(values, list) for values in params):
+        # "ab" would be the parameter values a and b; a number is no list of values at all.
+        raise ValueError(f"params {str(params)[:40]} is not a list of each parameter's values")
     return ["(" + ", ".join(map(str, combo)) + ")" for combo in itertools.product(*params)]
 
 
@@ -86,6 +91,8 @@ def _values_and_params(entry: object, columns: list[str] | None) -> tuple[list, 
     if columns is not None:  # version 2: a row of result_columns
         if not isinstance(entry, list):
             raise ValueError("expected a list of result columns")
+        if not isinstance(columns, list) or not all(isinstance(column, str) for column in columns):
+            raise ValueError(f"'result_columns' {str(columns)[:40]} is not a list of column names")
         row = dict(zip(columns, entry, strict=False))
         result, params = row.get("result"), row.get("params")
     elif isinstance(entry, dict):  # version 1, parametrised
@@ -120,12 +127,12 @@ def read_asv(path: str | Path, *, aggregate: str = "mean", trim: Trim = None) ->
             for name, entry in payload["results"].items():
                 try:
                     values, params = _values_and_params(entry, columns)
+                    meta = benchmarks.get(name, {})
+                    labels = _combos(params if params else meta.get("params"))
                 except ValueError as exc:
                     raise InputError(file, None, f"benchmark {name!r}: {exc}") from None
-                meta = benchmarks.get(name, {})
-                labels = _combos(params if params else meta.get("params"))
                 if len(labels) != len(values):
-                    labels = [f"[{i}]" for i in range(len(values))] if len(values) > 1 else [""]
+                    labels = [f"[{i}]" for i in range(len(values))] if len(values) > 1 else [""] * len(values)
                 for label, value in zip(labels, values, strict=True):
                     if value is None or (isinstance(value, float) and math.isnan(value)):
                         continue  # asv writes null for a failed or skipped combination
