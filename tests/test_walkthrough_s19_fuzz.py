@@ -46,6 +46,13 @@ Defects found (what a user did, what went wrong, what happens now):
    measurement, the bad columns and params are refused naming the result
    file and the benchmark, and a type that is no text is left to asv's rule
    on the benchmark's name.
+10. Read an Otava YAML config with a typo: the error ran over four lines
+    (PyYAML's context, a copy of the line, a caret). Now one line with the
+    problem, its row and column. A test whose ``file`` is a folder (``.``)
+    gave "error: .: Is a directory", naming neither the config nor the
+    test; ``csv_options`` written as a list, or a ``delimiter`` that is a
+    number, were internal errors (AttributeError, TypeError). Now each is
+    refused naming the config and the test.
 """
 
 from __future__ import annotations
@@ -299,3 +306,18 @@ def test_asv_damaged_result_file_is_refused_naming_it_and_the_benchmark(tmp_path
     code, out = invoke(["summary", "--data", _asv(tmp_path, **damage)])
     _lines_ok(code, out, "bbbb-py.json")
     assert "benchmark 'b.S.time_sort'" in flat(out) and said in flat(out), out
+
+
+@pytest.mark.parametrize(("test_lines", "said"), [
+    ("    file: alpha.csv\n  metrics: [\n", "otava.yaml, row 6: not valid YAML: expected the node content"),
+    ("    file: alpha.csv\n    csv_options: [1]\n", "test 't': csv_options is not a mapping"),
+    ("    file: alpha.csv\n    csv_options: {delimiter: 5}\n", "test 't': csv_options delimiter 5 is not one character"),
+    ("    file: .\n", "test 't': file '.' is a directory"),
+])
+def test_otava_config_mistakes_are_one_line_naming_the_config(tmp_path, test_lines, said):
+    _otava_data(tmp_path).rename(tmp_path / "alpha.csv")
+    config = tmp_path / "otava.yaml"
+    config.write_text("tests:\n  t:\n    type: csv\n" + test_lines)
+    code, out = invoke(["summary", "--data", config])
+    _lines_ok(code, out, "otava.yaml")
+    assert said in flat(out) and len(out.strip().splitlines()) == 1, out

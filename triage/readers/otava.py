@@ -225,7 +225,10 @@ def read_otava_config(
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, mark.line + 1 if mark else None, f"not valid YAML: {exc}") from None
+        # PyYAML's own text runs over lines (the context, a copy of the line, a caret): its problem says it.
+        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        where = f" (column {mark.column + 1})" if mark else ""
+        raise InputError(path, mark.line + 1 if mark else None, f"not valid YAML: {problem}{where}") from None
     except UnicodeDecodeError:
         raise not_utf8(path) from None
     tests = config.get("tests") if isinstance(config, dict) else None
@@ -244,8 +247,15 @@ def read_otava_config(
         file = Path(str(test["file"]))
         if not file.is_absolute() and not file.exists():
             file = path.parent / file
+        if file.is_dir():  # read as a file it was "error: .: Is a directory", naming neither config nor test
+            raise InputError(path, None, f"test {name!r}: file {str(test['file'])!r} is a directory, not a CSV")
         metrics, directions = _config_metrics(test.get("metrics"), path, str(name))
         options = test.get("csv_options") or {}
+        if not isinstance(options, dict):
+            raise InputError(path, None, f"test {name!r}: csv_options is not a mapping (delimiter, quote_char)")
+        for key in ("delimiter", "quote_char"):
+            if options.get(key) is not None and not (isinstance(options[key], str) and len(options[key]) == 1):
+                raise InputError(path, None, f"test {name!r}: csv_options {key} {options[key]!r} is not one character")
         with plain_file(file) as plain:
             long, rows = otava_frame(
                 plain,
