@@ -202,3 +202,13 @@ def test_no_recent_note_where_every_recent_candidate_is_called_true_or_the_model
         == [False, True]
     assert too_recent_to_hold(dataset, load_classifier(bundled_model("default-adaptive")), ["s", "s"], [40, 95]).tolist() \
         == [False, False]
+
+
+def test_the_roc_plot_is_written(tmp_path):
+    """This session's window-study change returned the ROC figure unwritten: every tracked `train` failed."""
+    import numpy as np
+
+    from triage.training.plots import roc_png
+
+    path = roc_png(np.array([0, 1, 0, 1]), np.array([0.1, 0.9, 0.4, 0.6]), tmp_path / "roc.png")
+    assert path == tmp_path / "roc.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -34,7 +34,7 @@ def roc_png(y_true: np.ndarray, proba: np.ndarray, path: str | Path, title: str 
     ax.set_ylabel("true positive rate (sensitivity)")
     ax.set_title(title)
     ax.legend(loc="lower right")
-    return fig
+    return _save(fig, path)
 
 
 def confusion_png(y_true: np.ndarray, y_pred: np.ndarray, path: str | Path, title: str = "Confusion matrix") -> Path:
