@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
-from helpers_cli import invoke
+from helpers_cli import flat, invoke
 
 from triage.model_lookup import resolve_model
 from triage.online.loop import OnlineTriage
@@ -212,3 +212,37 @@ def test_the_roc_plot_is_written(tmp_path):
 
     path = roc_png(np.array([0, 1, 0, 1]), np.array([0.1, 0.9, 0.4, 0.6]), tmp_path / "roc.png")
     assert path == tmp_path / "roc.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _synth_small(tmp_path):
+    code, text = invoke(["synth", "--preset", "small", "--out", tmp_path / "sm"])
+    assert code == 0, text
+    return tmp_path / "sm"
+
+
+def test_train_shows_the_threshold_its_held_out_figures_were_measured_at(tmp_path):
+    """(method walkthrough) `--target-recall` printed the final model's threshold beside figures measured at another."""
+    import json
+
+    data = _synth_small(tmp_path)
+    code, text = invoke(["train", "--data", data, "--no-track", "--model", "xgb", "--target-recall", 0.9,
+                         "--out", tmp_path / "m"])
+    assert code == 0, text
+    manifest = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    held, final = manifest["metrics"]["heldout_threshold"], manifest["threshold"]["value"]
+    assert abs(held - final) > 5e-4  # the small preset's hold-out learns another threshold (0.458 against 0.130)
+    words = flat(text)
+    assert f"held-out threshold {held:.3f}" in words
+    assert f"threshold (final fit) {final:.3f} (recall:0.9)" in words
+
+
+def test_a_one_series_split_error_advises_test_size_0(tmp_path):
+    """(method walkthrough) "lower --test-size" was the advice where only --test-size 0 helps."""
+    history = pd.read_parquet(_synth_small(tmp_path) / "history.parquet")
+    one = history[history["series_id"] == "linux-standalone.query.t00030"]
+    one.to_csv(tmp_path / "one.csv", index=False)
+    code, text = invoke(["train", "--data", tmp_path / "one.csv", "--no-track", "--out", tmp_path / "m"])
+    assert code == 2
+    assert "or --test-size 0, which skips the held-out figures" in flat(text)
+    code, text = invoke(["train", "--data", tmp_path / "one.csv", "--no-track", "--test-size", 0, "--out", tmp_path / "m"])
+    assert code == 0, text

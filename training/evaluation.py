@@ -155,10 +155,12 @@ def split_indices(
         if all(len(np.unique(y[part])) == 2 for part in (train, val, test)):
             return np.sort(train), np.sort(val), np.sort(test)
     groups_of = {c: len(np.unique(groups[y == c])) for c in (0, 1)}
+    # three parts need three series: no --test-size short of 0 splits fewer
+    lower = "or lower --test-size" if len(np.unique(groups)) >= 3 else "or --test-size 0, which skips the held-out figures"
     raise SplitError(
         f"{kind} split: could not put both classes in train, validation and test in 20 tries "
         f"({int((y == 1).sum())} positive rows in {groups_of[1]} series, {int((y == 0).sum())} negative rows in "
-        f"{groups_of[0]} series); label more candidates or add series (train: or lower --test-size)"
+        f"{groups_of[0]} series); label more candidates or add series (train: {lower})"
     )
 
 

@@ -302,7 +302,13 @@ def train(
         if m in result.metrics:
             lo, hi = result.metrics.get(f"{m}_ci_low"), result.metrics.get(f"{m}_ci_high")
             table.add_row(m, f"{result.metrics[m]:.3f}", f"[{lo:.3f}, {hi:.3f}]" if lo is not None else "")
-    table.add_row("threshold", f"{clf.threshold_:.3f} ({_policy_words(clf.threshold_policy_)})", "")
+    held = result.metrics.get("heldout_threshold")
+    if held is not None and abs(float(held) - clf.threshold_) > 5e-4:
+        # a learned policy chose another threshold for the held-out fit: the figures above are at that one
+        table.add_row("held-out threshold", f"{float(held):.3f}", "")
+        table.add_row("threshold (final fit)", f"{clf.threshold_:.3f} ({_policy_words(clf.threshold_policy_)})", "")
+    else:
+        table.add_row("threshold", f"{clf.threshold_:.3f} ({_policy_words(clf.threshold_policy_)})", "")
     table.add_row("final fit", f"{clf.fit_seconds_:.1f} s", "")
     console.print(table)
     for warning in result.warnings:
