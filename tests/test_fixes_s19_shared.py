@@ -246,3 +246,19 @@ def test_a_one_series_split_error_advises_test_size_0(tmp_path):
     assert "or --test-size 0, which skips the held-out figures" in flat(text)
     code, text = invoke(["train", "--data", tmp_path / "one.csv", "--no-track", "--test-size", 0, "--out", tmp_path / "m"])
     assert code == 0, text
+
+
+def test_evaluate_warns_when_series_are_copied_under_other_names(tmp_path):
+    """(method walkthrough) the counts of copied candidates were in the results only; the command said nothing."""
+    history = pd.read_parquet(_synth_small(tmp_path) / "history.parquet")
+    copies = history.assign(series_id=history["series_id"] + "-copy")
+    pd.concat([history, copies]).to_csv(tmp_path / "twice.csv", index=False)
+    args = ["evaluate", "--models", "rf", "--split-kinds", "grouped", "--splits", 2, "--no-track",
+            "--param", "rf.n_estimators=10"]
+    code, text = invoke([*args, "--data", tmp_path / "twice.csv"])
+    assert code == 0, text
+    assert "candidates repeat, feature for feature, a candidate of another series" in flat(text)
+    history.to_csv(tmp_path / "once.csv", index=False)
+    code, text = invoke([*args, "--data", tmp_path / "once.csv"])
+    assert code == 0, text
+    assert "repeat, feature for feature" not in flat(text)

@@ -458,6 +458,12 @@ def evaluate(
         raise typer.BadParameter(str(exc)) from None
     console.print(evaluation_table(result))
     console.print(differences_table(result))
+    twins = int(result.settings.get("twin_candidates", 0))
+    if twins:
+        err_console.print(f"warning: {twins:,} of the {int(result.settings['n_candidates']):,} candidates repeat, "
+                          "feature for feature, a candidate of another series (a series copied under two names?): "
+                          "the grouped split keeps series apart, not such copies, and its figures may be optimistic "
+                          "(test_twins per split in the results)", markup=False, highlight=False)
     if out is not None:
         result.settings.update(window=w, source=_source_record(data, preset, matrix, None, seed))
         paths = result.save(out)
