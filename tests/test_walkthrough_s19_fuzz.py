@@ -53,6 +53,11 @@ Defects found (what a user did, what went wrong, what happens now):
     test; ``csv_options`` written as a list, or a ``delimiter`` that is a
     number, were internal errors (AttributeError, TypeError). Now each is
     refused naming the config and the test.
+11. Gave a ``data.js``, or a candidates JSON-lines file, nested deeper than
+    Python's recursion limit (``[[[[...]]]]``, a damaged or hostile file):
+    "internal error: RecursionError", where the other JSON readers say
+    "nested too deeply". Now the same one line, naming the file (and, in
+    JSON lines, the line).
 """
 
 from __future__ import annotations
@@ -321,3 +326,17 @@ def test_otava_config_mistakes_are_one_line_naming_the_config(tmp_path, test_lin
     code, out = invoke(["summary", "--data", config])
     _lines_ok(code, out, "otava.yaml")
     assert said in flat(out) and len(out.strip().splitlines()) == 1, out
+
+
+def test_json_nested_past_the_recursion_limit_is_refused(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    gab = tmp_path / "data.js"
+    gab.write_text("window.BENCHMARK_DATA = " + deep)
+    _lines_ok(*invoke(["summary", "--data", gab]), "data.js: JSON nested too deeply")
+    data = tmp_path / "long.csv"
+    data.write_text(_VALID["long.csv"])
+    cands = tmp_path / "cands.jsonl"
+    cands.write_text('{"series_id": "s0", "commit": "c6"}\n{"series_id": ' + deep + "}\n")
+    _lines_ok(*invoke(["score", "--data", data, "--candidates", cands]), "cands.jsonl, row 2")
+    cands.write_text('{"series_id": ' + deep + "}\n")
+    _lines_ok(*invoke(["score", "--data", data, "--candidates", cands]), "cands.jsonl")

@@ -216,7 +216,7 @@ def _starts_with_a_candidate_object(path: Path) -> bool:
         first = next((line for line in fh if line.strip()), b"")
     try:
         record = json.loads(first)
-    except ValueError:  # not JSON, or a document spread over lines (Otava, Perfherder)
+    except (ValueError, RecursionError):  # not JSON, a document spread over lines (Otava, Perfherder), too deep
         return False
     return isinstance(record, dict) and "series_id" in record
 
@@ -235,6 +235,8 @@ def _json_lines(path: Path) -> tuple[pd.DataFrame, Path, list[int]]:
                 raise InputError(path, number, "not UTF-8 text") from None
             except ValueError as exc:
                 raise InputError(path, number, f"not a JSON object: {getattr(exc, 'msg', exc)}") from None
+            except RecursionError:
+                raise InputError(path, number, "not a candidate: JSON nested too deeply") from None
             if not isinstance(record, dict):
                 raise InputError(path, number, "expected a JSON object with series_id and commit or index")
             records.append({k: "" if v is None else str(v) for k, v in record.items()})

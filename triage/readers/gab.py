@@ -84,6 +84,8 @@ def read_gab(
         raise InputError(path, exc.lineno, f"not a github-action-benchmark data file: {exc.msg}") from None
     except ValueError:  # an integer of more digits than Python converts
         raise overlong_integer(path, body) from None
+    except RecursionError:
+        raise InputError(path, None, "JSON nested too deeply to be a github-action-benchmark data file") from None
     entries = payload.get("entries") if isinstance(payload, dict) else None
     if not isinstance(entries, dict) or not entries:
         raise InputError(path, None, "no 'entries' object (expected window.BENCHMARK_DATA = {entries: {...}})")
