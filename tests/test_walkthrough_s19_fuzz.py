@@ -53,7 +53,7 @@ Defects found (what a user did, what went wrong, what happens now):
     test; ``csv_options`` written as a list, or a ``delimiter`` that is a
     number, were internal errors (AttributeError, TypeError). Now each is
     refused naming the config and the test.
-11. Gave a ``data.js``, or a candidates JSON-lines file, nested deeper than
+11. Gave a ``data.js``, a candidates JSON-lines file or a ``.json`` report, nested deeper than
     Python's recursion limit (``[[[[...]]]]``, a damaged or hostile file):
     "internal error: RecursionError", where the other JSON readers say
     "nested too deeply". Now the same one line, naming the file (and, in
@@ -340,3 +340,6 @@ def test_json_nested_past_the_recursion_limit_is_refused(tmp_path):
     _lines_ok(*invoke(["score", "--data", data, "--candidates", cands]), "cands.jsonl, row 2")
     cands.write_text('{"series_id": ' + deep + "}\n")
     _lines_ok(*invoke(["score", "--data", data, "--candidates", cands]), "cands.jsonl")
+    report = tmp_path / "report.json"
+    report.write_text(" " * 300 + deep)  # past the first bytes that tell JSON by its content: told by the suffix
+    _lines_ok(*invoke(["score", "--data", data, "--candidates", report]), "report.json")

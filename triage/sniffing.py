@@ -215,7 +215,7 @@ def candidate_layout(path: Path) -> str:
     if path.suffix.lower() == ".json":
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             return "perfherder-json"  # the reader reports the exact problem
         except ValueError:  # an integer of more digits than Python converts
             raise overlong_integer(path, path.read_text(encoding="utf-8")) from None
