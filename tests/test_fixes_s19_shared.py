@@ -19,8 +19,10 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from helpers_cli import flat, invoke
 
+from triage.core.errors import InputError
 from triage.model_lookup import resolve_model
 from triage.online.loop import OnlineTriage
 
@@ -262,3 +264,56 @@ def test_evaluate_warns_when_series_are_copied_under_other_names(tmp_path):
     code, text = invoke([*args, "--data", tmp_path / "once.csv"])
     assert code == 0, text
     assert "repeat, feature for feature" not in flat(text)
+
+
+# ---------------------------------------------------------------- the fuzz walkthrough's reports
+
+
+def test_a_timestamp_of_1e308_seconds_is_refused_at_its_row(tmp_path):
+    """A finite float whose nanoseconds are not was an OverflowError (exit 1)."""
+    data = tmp_path / "t.csv"
+    data.write_text("series_id,commit,timestamp,value\ns,a,1e308,1\ns,b,1e308,2\n")
+    code, text = invoke(["summary", "--data", data])
+    assert code == 2, text
+    assert "row 2" in flat(text) and "outside 1677-09-21 .. 2262-04-11" in flat(text)
+
+
+def test_a_json_file_with_an_overlong_integer_is_refused_naming_it(tmp_path):
+    """``--layout json``: an integer of more digits than Python converts was a ValueError (exit 1)."""
+    data = tmp_path / "big.json"
+    data.write_text('[{"series_id": "s", "commit": "c0", "value": ' + "9" * 5000 + "}]")
+    code, text = invoke(["summary", "--data", data, "--layout", "json"])
+    assert code == 2, text
+    assert "big.json" in flat(text)
+
+
+def test_a_json_object_naming_a_key_twice_is_refused(tmp_path):
+    """``{"value": 1, "value": 2}`` was read as 2 without a word (a CSV naming a column twice is refused)."""
+    from triage.core.json_input import json_record, read_json
+
+    path = tmp_path / "dup.json"
+    path.write_text('{"a": 1, "a": 2}')
+    with pytest.raises(InputError, match="key 'a' is given twice"):
+        read_json(path)
+    with pytest.raises(ValueError, match="key 'value' is given twice"):
+        json_record('{"series_id": "s", "commit": "c0", "value": 1, "value": 2}')
+    assert json_record('{"series_id": "s", "commit": "c0", "value": 1}')["value"] == 1
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text('{"series_id":"s","commit":"c0","value":1,"value":2}\n')
+    code, text = invoke(["summary", "--data", feed])
+    assert code == 2 and "given twice" in flat(text), text
+
+
+def test_a_gzipped_commit_order_is_read_and_a_bad_byte_names_its_line(tmp_path):
+    """README: any input may be gzip or zstd; --commit-order was refused as "not a UTF-8 text file"."""
+    import gzip
+
+    data = tmp_path / "h.csv"
+    data.write_text("series_id,commit,value\ns,c1,1\ns,c0,2\ns,c2,3\n")
+    (tmp_path / "order.gz").write_bytes(gzip.compress(b"c0\nc1\nc2\n"))
+    code, text = invoke(["convert", "--data", data, "--commit-order", tmp_path / "order.gz", "--out", tmp_path / "o.csv"])
+    assert code == 0, text
+    assert pd.read_csv(tmp_path / "o.csv")["commit"].tolist() == ["c0", "c1", "c2"]
+    (tmp_path / "bad.txt").write_bytes(b"\xef\xbb\xbfc0\nc\xff1\nc2\n")
+    code, text = invoke(["summary", "--data", data, "--commit-order", tmp_path / "bad.txt"])
+    assert code == 2 and "bad.txt, row 2: not UTF-8 text" in flat(text), text

@@ -60,10 +60,9 @@ import pandas as pd
 from triage.core.csv_lines import csv_record_lines
 from triage.core.errors import InputError
 from triage.core.history import Dataset
-from triage.core.json_input import read_json
+from triage.core.json_input import overlong_integer, read_json
 from triage.core.values import locale_number
 from triage.loaders import read_csv_text
-from triage.readers.source import overlong_integer
 from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout, csv_delimiter
 
 #: Input layouts :func:`read_candidates` knows.

@@ -29,13 +29,14 @@ import json
 from pathlib import Path
 
 from triage.core.errors import InputError
+from triage.core.json_input import overlong_integer
 from triage.readers.asv import is_asv_results
 from triage.readers.gab import is_gab
 from triage.readers.gbench import is_gbench
 from triage.readers.jmh import is_jmh
 from triage.readers.otava import CSV_SUFFIXES, sniff_delimiter
 from triage.readers.perfherder import is_perfherder_data
-from triage.readers.source import not_utf8, overlong_integer
+from triage.readers.source import not_utf8
 
 #: The ICPE 2022 data-challenge demo layout's columns (``;``-separated).
 MONGODB_COLUMNS: tuple[str, ...] = ("Value", "MongoDB.Label")

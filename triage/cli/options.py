@@ -101,16 +101,22 @@ def read_commit_order(path) -> list[str] | None:
     from pathlib import Path
 
     from triage.core.errors import InputError
+    from triage.readers.source import plain_file
 
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a BOM stuck to the first id
+        # compressed like every input (gzip / zstd), by its bytes
+        with plain_file(path, directory_ok=False) as plain:
+            raw = plain.read_bytes()
     except FileNotFoundError:
         raise InputError(path, None, "no such file") from None
-    except UnicodeDecodeError:
-        raise InputError(path, None, "not a UTF-8 text file") from None
     except OSError as exc:
         raise InputError(path, None, f"cannot read it: {exc.strerror}") from None
+    try:
+        lines = raw.decode("utf-8-sig").splitlines()  # a BOM stuck to the first id
+    except UnicodeDecodeError as exc:
+        start = exc.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
+        raise InputError(path, raw[:start].count(b"\n") + 1, "not UTF-8 text") from None
     order: list[str] = []
     seen: dict[str, int] = {}
     for number, line in enumerate(lines, start=1):

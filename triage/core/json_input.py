@@ -3,9 +3,26 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 
 from triage.core.errors import InputError
+
+
+class RepeatedKey(ValueError):
+    """A JSON object naming one key twice: which value was meant cannot be told."""
+
+
+def _no_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
+    # json keeps the last of repeated keys without a word ({"value": 1, "value": 2} read as 2),
+    # where a CSV header naming a column twice is refused
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise RepeatedKey(f"key {key!r} is given twice in one object")
+        out[key] = value
+    return out
 
 
 def read_json(path: str | Path, what: str = "JSON") -> object:
@@ -29,10 +46,14 @@ def read_json(path: str | Path, what: str = "JSON") -> object:
     if not text.strip():
         raise InputError(path, None, f"file is empty, expected {what}")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_repeated_keys)
     except json.JSONDecodeError as exc:
         prefix = "not valid JSON" if what == "JSON" else f"not {what}: not valid JSON"
         raise InputError(path, exc.lineno, f"{prefix}: {exc.msg}") from None
+    except RepeatedKey as exc:
+        raise InputError(path, None, f"not usable {what}: {exc}") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise overlong_integer(path, text) from None
     except RecursionError:
         raise InputError(path, None, f"JSON nested too deeply to be {what}") from None
 
@@ -46,7 +67,9 @@ def json_record(line: str) -> dict:
     file and the line to: not JSON, not an object, a key missing.
     """
     try:
-        record = json.loads(line)
+        record = json.loads(line, object_pairs_hook=_no_repeated_keys)
+    except RepeatedKey as exc:
+        raise ValueError(f"not a usable JSON object: {exc}") from None
     except json.JSONDecodeError as exc:
         # exc.msg alone ended mid-phrase ("Unterminated string starting at"): the column says where
         raise ValueError(f"not a JSON object: {exc.msg} (column {exc.colno})") from None
@@ -69,3 +92,14 @@ def json_record(line: str) -> dict:
     if missing:
         raise ValueError(f"missing key(s) {', '.join(missing)}")
     return record
+
+
+def overlong_integer(path: str | Path, text: str) -> InputError:
+    """The error for JSON ``text`` that Python refuses to parse for an integer of more digits than it
+    converts (``sys.get_int_max_str_digits()``, 4300): a ValueError that no reader's JSON error handling
+    caught, an internal error. Names the line of the first such integer."""
+    limit = sys.get_int_max_str_digits() or 4300
+    found = re.search(rf"\d{{{limit + 1},}}", text)
+    line = text.count("\n", 0, found.start()) + 1 if found else None
+    digits = f" of {len(found.group())} digits" if found else ""
+    return InputError(path, line, f"a number{digits}: no measurement has so many; a damaged file?")

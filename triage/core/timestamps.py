@@ -89,8 +89,10 @@ def _seconds_to_ns(value: int | float) -> int:
     if isinstance(value, int):
         ns = value * 1_000_000_000
     else:
-        if not math.isfinite(value):
-            raise ValueError(f"timestamp {value!r} is not finite")
+        if not math.isfinite(value) or not math.isfinite(value * 1e9):
+            # 1e308 s is finite, its nanoseconds are not (int(inf): an OverflowError escaped)
+            raise ValueError(f"timestamp {value!r} is not finite" if not math.isfinite(value)
+                             else f"timestamp {value!r} is outside 1677-09-21 .. 2262-04-11")
         ns = int(round(value * 1e9))
     lo, hi = pd.Timestamp.min.value, pd.Timestamp.max.value
     if not lo <= ns <= hi:

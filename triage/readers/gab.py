@@ -35,7 +35,8 @@ import pandas as pd
 from triage.core import timestamps
 from triage.core.errors import InputError
 from triage.core.history import Dataset, Trim, dataset_from_long
-from triage.readers.source import not_utf8, overlong_integer
+from triage.core.json_input import overlong_integer
+from triage.readers.source import not_utf8
 
 PREFIX = re.compile(r"^\s*window\.BENCHMARK_DATA\s*=\s*")
 BIGGER_IS_BETTER_TOOLS = frozenset({"customBiggerIsBetter", "benchmarkjs", "pytest"})

@@ -538,12 +538,3 @@ def locale_hints(cells: pd.Series, rows: np.ndarray | None = None) -> Iterator[N
         raise
 
 
-def overlong_integer(path: str | Path, text: str) -> InputError:
-    """The error for JSON ``text`` that Python refuses to parse for an integer of more digits than it
-    converts (``sys.get_int_max_str_digits()``, 4300): a ValueError that no reader's JSON error handling
-    caught, an internal error. Names the line of the first such integer."""
-    limit = sys.get_int_max_str_digits() or 4300
-    found = re.search(rf"\d{{{limit + 1},}}", text)
-    line = text.count("\n", 0, found.start()) + 1 if found else None
-    digits = f" of {len(found.group())} digits" if found else ""
-    return InputError(path, line, f"a number{digits}: no measurement has so many; a damaged file?")
