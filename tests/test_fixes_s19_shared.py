@@ -1,16 +1,32 @@
 """Defects the nineteenth session's helpers reported in shared modules, fixed there.
 
-1. (numbers walkthrough) ``triage watch`` on an instruction count of 5e10
-   that rose by 16 and stayed: the noise-free rule raised the alarm at the
-   step's commit, and the re-check withdrew it five commits later (score
-   0.32): a window of one value was given a noise scale of 1e-9 of its
-   level, 50 here, against ``withdraw_below`` 2. A Pre of one value now has
-   no scale: the re-check keeps the alarm when the later commits stand
-   beyond the values' resolution (1e-10 of the level, as the rule reads
-   it) and withdraws it when they came back to Pre's value.
+1. (numbers) ``triage watch`` on an instruction count of 5e10 that rose by
+   16 and stayed: the noise-free rule raised the alarm, and the re-check
+   withdrew it five commits later (a window of one value had a noise scale
+   of 1e-9 of its level, 50 here, against ``withdraw_below`` 2). A Pre of one
+   value now has no scale: the re-check keeps the alarm unless the later
+   commits came back to Pre's value.
 2. ``pytest tests/test_noise_free.py`` (and three more files) failed at
-   collection, "No module named 'tests'": they imported ``tests.helpers_cli``,
-   which only ``python -m pytest`` finds. Every test imports ``helpers_cli``.
+   collection, "No module named 'tests'": every test imports ``helpers_cli``.
+3. (reports) ``window-study``'s plot had ticks at 0.5, 1.5, ..., an axis from
+   -0.04 to 0.04 and an empty legend entry for ``--windows adaptive``, and
+   named no data, model or split. (This session's first fix of it left the
+   ROC plot unwritten, so every tracked ``train`` failed: tested too.)
+4. (reports) the report named its data only, not the decisions and
+   candidates files that made it.
+5. (numbers) the report's step column read "+0.0%" for 16 bytes on 5e8 and
+   "+19196.9%" around a level near 0.
+6. (numbers) ``sample``'s band around 5e8 read "5e+08 .. 5e+08".
+7. (numbers) a clear step fewer than 13 commits from its series' end is
+   scored low (the model cannot yet see the level hold); ``score`` now says
+   how many candidates it did not call true are that recent.
+8. (method) ``train --target-recall`` showed the final fit's threshold beside
+   held-out figures measured at another; a split error on fewer than 3
+   series advised a lower ``--test-size`` where only 0 helps; ``evaluate``
+   kept its count of copied series' candidates in its results only.
+9. (fuzz) a timestamp of 1e308 s and a ``--layout json`` integer of 5,000
+   digits were internal errors; a JSON object naming a key twice was read as
+   its last value; a gzipped ``--commit-order`` was refused as not UTF-8.
 """
 
 from __future__ import annotations
