@@ -458,9 +458,9 @@ def evaluate(
         raise typer.BadParameter(str(exc)) from None
     console.print(evaluation_table(result))
     console.print(differences_table(result))
-    twins = int(result.settings.get("twin_candidates", 0))
-    if twins:
-        err_console.print(f"warning: {twins:,} of the {int(result.settings['n_candidates']):,} candidates repeat, "
+    twins, total = result.settings.get("twin_candidates", 0), result.settings.get("n_candidates", 0)
+    if isinstance(twins, int) and twins:
+        err_console.print(f"warning: {twins:,} of the {total:,} candidates repeat, "
                           "feature for feature, a candidate of another series (a series copied under two names?): "
                           "the grouped split keeps series apart, not such copies, and its figures may be optimistic "
                           "(test_twins per split in the results)", markup=False, highlight=False)
