@@ -333,3 +333,10 @@ def test_a_gzipped_commit_order_is_read_and_a_bad_byte_names_its_line(tmp_path):
     (tmp_path / "bad.txt").write_bytes(b"\xef\xbb\xbfc0\nc\xff1\nc2\n")
     code, text = invoke(["summary", "--data", data, "--commit-order", tmp_path / "bad.txt"])
     assert code == 2 and "bad.txt, row 2: not UTF-8 text" in flat(text), text
+
+
+def test_evaluate_param_error_names_the_option():
+    """(cli walkthrough, evaluate left out) "Invalid value: evaluate --param expects ..." named no option."""
+    code, text = invoke(["evaluate", "--preset", "small", "--param", "rf:n_estimators=3", "--no-track"])
+    assert code == 2
+    assert "Invalid value for --param: expects MODEL.KEY=VALUE (e.g. rf.n_estimators=10), got 'rf:n_estimators'" in flat(text)

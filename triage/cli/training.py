@@ -421,7 +421,8 @@ def evaluate(
     for key, value in parse_model_params(param).items():
         name, sep, p = key.partition(".")
         if not sep:
-            raise typer.BadParameter(f"evaluate --param expects MODEL.KEY=VALUE, got {key!r}")
+            raise typer.BadParameter(f"expects MODEL.KEY=VALUE (e.g. rf.n_estimators=10), got {key!r}",
+                                     param_hint="--param")
         check_choice("--param", name, model_names)
         per_model.setdefault(name, {})[p] = value
     for name, given in per_model.items():
