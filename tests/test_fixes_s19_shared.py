@@ -27,6 +27,7 @@
 9. (fuzz) a timestamp of 1e308 s and a ``--layout json`` integer of 5,000
    digits were internal errors; a JSON object naming a key twice was read as
    its last value; a gzipped ``--commit-order`` was refused as not UTF-8.
+10. (cli) ``evaluate --param`` without ``MODEL.`` named no option in its error.
 """
 
 from __future__ import annotations
