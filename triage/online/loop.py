@@ -212,7 +212,7 @@ def _robust(x: np.ndarray) -> tuple[float, float]:
     scale = 1.4826 * float(np.median(np.abs(x - med)))
     if scale <= 0 and x.size > 1:
         scale = float(np.std(x, ddof=1))
-    return med, max(scale, 0.0)
+    return med, scale
 
 
 # ---------------------------------------------------------------------- input checks
