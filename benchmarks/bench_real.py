@@ -570,10 +570,75 @@ def extra_seed_rows(real: Dataset, mode: str, seeds: Sequence[int], every: int, 
     return out
 
 
+def fresh_rows(data: Dataset, key: str, n_jobs: int, log=print, max_len: int = CANDIDATE_MAX_LEN,
+               seed: int = 0) -> pd.DataFrame:
+    """Rows of the newest candidates: those of :func:`real_data.truncate_fresh` copies of ``data``.
+
+    Every registry detector runs on the copies (cached under ``key``), and
+    only candidates fewer than :data:`~triage.features.candidate_context.HOLD_HORIZON`
+    commits from their copy's end are kept: the alerts ``triage score`` sees
+    when it runs right after the newest results, whose ``ctx_persist_after``
+    cannot be measured yet. Labels as :func:`candidate_rows` gives them.
+    """
+    from triage.features.candidate_context import HOLD_HORIZON
+
+    cut = real_data.truncate_fresh(data, seed)
+    found = cached_detections(cut, f"{key}_fresh{seed}", n_jobs, log)
+    rows = all_rows(cut, found, max_len)
+    ends = rows["series_id"].map({h.series_id: len(h) for h in cut}).to_numpy()
+    return rows[(ends - rows["index"].to_numpy()) < HOLD_HORIZON].reset_index(drop=True)
+
+
+def fresh_train_rows(real: Dataset, mode: str, seeds: Sequence[int], every: int, n_jobs: int, log=print,
+                     max_len: int = CANDIDATE_MAX_LEN) -> list[pd.DataFrame]:
+    """:func:`fresh_rows` of the fit part for injection ``seeds`` (``--fresh-train``): training rows only."""
+    out = []
+    for s in seeds:
+        fit = real_data.subsample(real_data.split(real_data.inject(real, mode=mode, seed=s))["fit"], every)
+        rows = fresh_rows(fit, f"{mode}_s{s}_e{every}_fit", n_jobs, log, max_len)
+        rows["series_id"] = rows["series_id"].astype(str) + f"#s{s}"
+        out.append(rows)
+    return out
+
+
+def fresh_look(clf, thresholds: dict[str, float], data: Dataset, key: str, n_jobs: int, log=print) -> dict:
+    """How a scoring model calls the newest candidates of ``data`` (the validation part; the test part never).
+
+    Candidate-level, per detector at its threshold (0: all kept): precision,
+    recall and F1 of the kept candidates against the true ones, for the
+    detector alone (all kept) and + triage; and the AUC of all detectors'
+    fresh candidates pooled. Returns ``{"detectors": {name: (F1 alone, F1 +
+    triage, recall + triage, candidates, true)}, "auc": float, "mean": mean
+    F1 + triage over detectors}``.
+    """
+    rows = fresh_rows(data, key, n_jobs, log)
+    p = proba_of(clf, rows)
+    y = rows["y"].to_numpy().astype(bool)
+    out: dict[str, tuple[float, float, float, int, int]] = {}
+    for d in SELECTED:
+        sel = (rows["detector"] == d).to_numpy()
+        yd, pd_ = y[sel], p[sel]
+
+        def f1(keep: np.ndarray, yd=yd) -> tuple[float, float]:
+            tp = int((keep & yd).sum())
+            prec = tp / keep.sum() if keep.sum() else 0.0
+            rec = tp / yd.sum() if yd.sum() else 0.0
+            return (2 * prec * rec / (prec + rec) if prec + rec else 0.0), rec
+
+        alone, _ = f1(np.ones(sel.sum(), dtype=bool))
+        with_t, rec = f1(pd_ >= thresholds.get(d, 0.0))
+        out[d] = (alone, with_t, rec, int(sel.sum()), int(yd.sum()))
+    return {"detectors": out, "auc": auc(y, p), "mean": float(np.mean([v[1] for v in out.values()]))}
+
+
 def development(mode: str, seed: int, every: int, n_jobs: int, log=print, train_seeds: Sequence[int] = (),
                 kind: str = "rf", max_len: int = CANDIDATE_MAX_LEN, model_seed: int | None = None,
-                train_on: str = "fit") -> dict:
+                train_on: str = "fit", fresh_seeds: Sequence[int] = ()) -> dict:
     """Steps 1-5 only (``--dev-only``): the development looks of a training choice; the test part is never read.
+
+    Also :func:`fresh_look` on the validation part. ``fresh_seeds``
+    (``--fresh-train``): add the fit part's newest candidates of these
+    injection seeds to the training rows (:func:`fresh_train_rows`).
 
     ``max_len``: the honest windows' length cap; ``model_seed``: the models' random
     state (default ``seed``), to see how much of a difference the forest's own draw makes.
@@ -585,11 +650,15 @@ def development(mode: str, seed: int, every: int, n_jobs: int, log=print, train_
              if p != "test"}
     found = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
     extra_fit = extra_seed_rows(real, mode, train_seeds, every, "fit", n_jobs, log, max_len)
+    extra_fit += fresh_train_rows(real, mode, fresh_seeds, every, n_jobs, log, max_len)
     extra_val = extra_seed_rows(real, mode, train_seeds, every, "validation", n_jobs, log, max_len) if train_on == "dev" else []
-    *_, dev = scoring_model(parts, found, model_seed, n_jobs, log, "pooled", extra_fit, kind, max_len, train_on, extra_val)
+    clf, thresholds, *_, dev = scoring_model(parts, found, model_seed, n_jobs, log, "pooled", extra_fit, kind, max_len,
+                                             train_on, extra_val)
+    fresh = fresh_look(clf, thresholds, parts["validation"], f"{mode}_s{seed}_e{every}_validation", n_jobs, log)
     return {"config": {"mode": mode, "seed": seed, "every": every, "train_seeds": list(train_seeds), "kind": kind,
-                       "max_len": max_len, "model_seed": model_seed, "train_on": train_on},
-            "dev": dev, "seconds": time.perf_counter() - started}
+                       "max_len": max_len, "model_seed": model_seed, "train_on": train_on,
+                       "fresh_seeds": list(fresh_seeds)},
+            "dev": dev, "fresh": fresh, "seconds": time.perf_counter() - started}
 
 
 def development_markdown(result: dict) -> str:
@@ -610,13 +679,28 @@ def development_markdown(result: dict) -> str:
             cells.append(f"{f0:.3f} -> {f:.3f} ({100 * kept_:.0f} %)")
         lines.append(f"| {d} | " + " | ".join(cells) + " |")
     lines += ["", f"Mean F1 over detectors and looks: **{dev['mean']:.4f}**. Run time {result['seconds'] / 60:.1f} min."]
+    if result.get("fresh"):
+        fr = result["fresh"]
+        lines += ["", "Newest candidates of the validation part (`fresh_look`: copies cut 1-12 commits after each "
+                  "injected change and at one random commit; candidates fewer than 13 commits from the end), "
+                  f"candidate-level F1 alone -> + triage (recall + triage); pooled AUC {fr['auc']:.3f}, "
+                  f"mean F1 + triage over detectors **{fr['mean']:.4f}**"
+                  + (f"; fresh training rows of seeds {c['fresh_seeds']}" if c.get("fresh_seeds") else "") + ":", "",
+                  "| detector | candidates (true) | F1 alone -> + triage (recall) |", "| --- | ---: | ---: |"]
+        for d, (f0, f, r, n, t) in fr["detectors"].items():
+            lines.append(f"| {d} | {n} ({t}) | {f0:.3f} -> {f:.3f} ({r:.3f}) |")
     return "\n".join(lines) + "\n"
 
 
 def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: Path | None, log=print,
         choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf", model_seed: int | None = None,
-        train_on: str = "fit") -> dict:
-    """Steps 1-8 (the published table); ``model_seed``: the scoring model's random state (default ``seed``)."""
+        train_on: str = "fit", fresh_seeds: Sequence[int] = ()) -> dict:
+    """Steps 1-8 (the published table); ``model_seed``: the scoring model's random state (default ``seed``).
+
+    ``fresh_seeds``: the fit part's newest candidates of these injection seeds
+    join the training rows (:func:`fresh_train_rows`); :func:`fresh_look` on
+    the validation part is reported either way.
+    """
     started = time.perf_counter()
     model_seed = seed if model_seed is None else model_seed
     real = real_data.load_real()
@@ -626,10 +710,12 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
         log(f"{p}: {len(d)} base histories, {sum(len(h) for h in d)} commits, {sum(int(h.true_change.sum()) for h in d)} injected changes")
     found = {p: cached_detections(d, f"{mode}_s{seed}_e{every}_{p}", n_jobs, log) for p, d in parts.items()}
     extra_fit = extra_seed_rows(real, mode, train_seeds, every, "fit", n_jobs, log)
+    extra_fit += fresh_train_rows(real, mode, fresh_seeds, every, n_jobs, log)
     extra_val = extra_seed_rows(real, mode, train_seeds, every, "validation", n_jobs, log) if train_on == "dev" else []
     clf, thresholds, by_choice, _, _, dev = scoring_model(parts, found, model_seed, n_jobs, log, choice, extra_fit, kind,
                                                           train_on=train_on, extra_val=extra_val)
     radius = int(clf.suppress_radius_)
+    fresh = fresh_look(clf, thresholds, parts["validation"], f"{mode}_s{seed}_e{every}_validation", n_jobs, log)
 
     test = parts["test"]
     test_rows = all_rows(test, found["test"])
@@ -666,13 +752,15 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
         })
     if save_model is not None:
         save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows, choice, train_seeds, kind,
-                           None if model_seed == seed else model_seed, train_on)
+                           None if model_seed == seed else model_seed, train_on, fresh_seeds)
         log(f"model saved to {save_model}")
     return {
         "config": {"mode": mode, "seed": seed, "model_seed": model_seed, "max_len": CANDIDATE_MAX_LEN, "every": every,
                    "thresholds": choice, "radius": radius,
-                   "train_seeds": list(train_seeds), "kind": kind, "train_on": train_on},
+                   "train_seeds": list(train_seeds), "kind": kind, "train_on": train_on,
+                   "fresh_seeds": list(fresh_seeds)},
         "dev": dev,
+        "fresh": fresh,
         "compare": compare,
         "parts": {p: (len(d), sum(len(h) for h in d), sum(int(h.true_change.sum()) for h in d)) for p, d in parts.items()},
         "test": rows + EXTRA_ROWS,
@@ -862,7 +950,7 @@ def oracle(mode: str, seed: int, every: int, n_jobs: int, log=print) -> str:
 
 def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows,
                        choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf",
-                       model_seed: int | None = None, train_on: str = "fit") -> None:
+                       model_seed: int | None = None, train_on: str = "fit", fresh_seeds: Sequence[int] = ()) -> None:
     from triage.training.model_files import save_model
 
     test = {r["method"]: r for r in rows}
@@ -887,7 +975,8 @@ def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str,
                           + (f" --train-seeds {','.join(str(t) for t in train_seeds)}" if train_seeds else "")
                           + (f" --model-kind {kind}" if kind != "rf" else "")
                           + (f" --model-seed {model_seed}" if model_seed is not None else "")
-                          + (f" --train-on {train_on}" if train_on != "fit" else ""),
+                          + (f" --train-on {train_on}" if train_on != "fit" else "")
+                          + (f" --fresh-train {','.join(str(t) for t in fresh_seeds)}" if fresh_seeds else ""),
         },
     )
 
@@ -942,7 +1031,8 @@ def markdown(result: dict) -> str:
     lines += [f"| {r['detector']} | {r['alone']:.2f} | {r['triage']:.2f} |" for r in result["alarms"]]
     if result.get("dev"):
         lines += ["", development_markdown({"config": {**c, "kind": c.get("kind", "rf")}, "dev": result["dev"],
-                                            "seconds": result["seconds"]}).rsplit(" Run time", 1)[0]]
+                                            "fresh": result.get("fresh"), "seconds": result["seconds"]})
+                  .replace(f" Run time {result['seconds'] / 60:.1f} min.", "")]
     lines += ["", f"Run time {result['seconds'] / 60:.1f} min."]
     return "\n".join(lines) + "\n"
 
@@ -968,6 +1058,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--dev-only", action="store_true",
                     help="only the development looks of a training choice (--train-seeds, --model-kind): fit, "
                          "out-of-fold and validation; the test part is not read")
+    ap.add_argument("--fresh-train", default="",
+                    help="comma-separated injection seeds whose fit-part newest candidates (copies cut short after "
+                         "the changes, fresh_train_rows) are added to the training rows, e.g. 0,1,2")
     ap.add_argument("--model-kind", choices=MODEL_KINDS, default="rf", help="scoring model kind (default rf)")
     ap.add_argument("--max-len", type=int, default=CANDIDATE_MAX_LEN,
                     help=f"with --dev-only: most commits of each honest window (default {CANDIDATE_MAX_LEN})")
@@ -988,6 +1081,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="only a diagnostic: each detector's F1 with a perfect triage on the development parts")
     args = ap.parse_args(argv)
     train_seeds = [int(t) for t in args.train_seeds.split(",") if t.strip()]
+    fresh_seeds = [int(t) for t in args.fresh_train.split(",") if t.strip()]
     try:
         real_data.real_dir()
     except real_data.RealDataMissing as exc:
@@ -1013,14 +1107,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.max_len != CANDIDATE_MAX_LEN and not args.dev_only:
         ap.error("--max-len is a development choice: it goes with --dev-only")
     aug += (f"_l{args.max_len}" if args.max_len != CANDIDATE_MAX_LEN else "") + (
-        f"_m{args.model_seed}" if args.model_seed is not None else "") + ("_dev" if args.train_on == "dev" else "")
+        f"_m{args.model_seed}" if args.model_seed is not None else "") + ("_dev" if args.train_on == "dev" else "") + (
+        f"_f{'-'.join(str(t) for t in fresh_seeds)}" if fresh_seeds else "")
     if args.dev_only:
         dev = development(args.mode, args.seed, args.every, args.n_jobs, train_seeds=train_seeds, kind=args.model_kind,
-                          max_len=args.max_len, model_seed=args.model_seed, train_on=args.train_on)
+                          max_len=args.max_len, model_seed=args.model_seed, train_on=args.train_on,
+                          fresh_seeds=fresh_seeds)
         _publish(development_markdown(dev), f"bench_real_dev_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
         return
     result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds,
-                 train_seeds=train_seeds, kind=args.model_kind, model_seed=args.model_seed, train_on=args.train_on)
+                 train_seeds=train_seeds, kind=args.model_kind, model_seed=args.model_seed, train_on=args.train_on,
+                 fresh_seeds=fresh_seeds)
     _publish(markdown(result), f"bench_real_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
 
 

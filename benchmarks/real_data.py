@@ -360,6 +360,43 @@ def inject(
     return Dataset(out, source=f"{real.source} ({mode} injection, seed {seed})")
 
 
+#: Commits from an injected change to the end of a :func:`truncate_fresh` copy: 1 (the change is
+#: the newest commit) to 12, the commits before ``ctx_persist_after`` can be measured
+#: (:data:`triage.features.candidate_context.HOLD_HORIZON` - 1).
+FRESH_REACH: tuple[int, int] = (1, 12)
+
+
+def truncate_fresh(data: Dataset, seed: int = 0, reach: tuple[int, int] = FRESH_REACH) -> Dataset:
+    """Copies of ``data``'s histories cut short, so that changes and candidates are the newest commits.
+
+    Per history: one copy ending ``r`` commits after each injected change
+    (``r`` drawn in ``reach``, the change itself counted: ``r = 1`` makes it
+    the last commit), and one ending at a random commit at least 40 commits
+    in (ordinary fresh commits). A copy keeps every earlier commit and its
+    truth. Its id is the history's with ``#end<stop>`` appended. What a
+    user's series looks like when ``triage detect`` and ``triage score`` run
+    right after the newest results arrive (the scoring model's fresh alerts).
+    """
+    out = []
+    for h in data:
+        rng = _rng(seed, f"{h.series_id}#fresh")
+        n = len(h)
+        stops = {int(c) + int(rng.integers(reach[0], reach[1] + 1)) for c in h.true_change_points()}
+        if n > 40:
+            stops.add(int(rng.integers(40, n + 1)))
+        for stop in sorted(s for s in stops if s <= n):
+            out.append(History(
+                series_id=f"{h.series_id}#end{stop}",
+                commits=h.commits[:stop],
+                values=h.values[:stop],
+                labels=None,  # type: ignore[arg-type]
+                timestamps=None if h.timestamps is None else h.timestamps[:stop],
+                true_change=None if h.true_change is None else h.true_change[:stop],
+                n_measurements=None if h.n_measurements is None else h.n_measurements[:stop],
+            ))
+    return Dataset(out, source=f"{data.source} (cut short after changes, seed {seed})")
+
+
 def split(data: Dataset) -> dict[str, Dataset]:
     """The fixed split by source project: ``{"fit": ..., "validation": ..., "test": ...}``."""
     parts: dict[str, list[History]] = {p: [] for p in PARTS}

@@ -128,6 +128,26 @@ def test_ramp_injection_spreads_each_shift_and_keeps_the_step_draws(R):
             assert np.isclose(ramped[-1], step[-1])
 
 
+def test_fresh_copies_end_soon_after_each_change_and_keep_the_truth(R):
+    from triage.core.history import Dataset, History
+
+    n = 200
+    truth = np.zeros(n, dtype=bool)
+    truth[[60, 150]] = True
+    h = History("p/s@0-200", np.array([f"c{i}" for i in range(n)]), np.arange(n, dtype=float),
+                np.array([""] * n, dtype=object), true_change=truth)
+    cut = R.truncate_fresh(Dataset([h]), seed=4)
+    ends = sorted(len(c) for c in cut)
+    # one copy 1-12 commits after each change (the change itself counted), one at a random commit
+    assert any(61 <= e <= 72 for e in ends) and any(151 <= e <= 162 for e in ends) and 3 >= len(cut) >= 2
+    for c in cut:
+        stop = len(c)
+        assert c.series_id == f"p/s@0-200#end{stop}" and R.source_of(c.series_id) == "p"
+        assert c.values.tolist() == h.values[:stop].tolist() and c.true_change.tolist() == truth[:stop].tolist()
+    # the same seed draws the same copies; another seed may not
+    assert [c.series_id for c in R.truncate_fresh(Dataset([h]), seed=4)] == [c.series_id for c in cut]
+
+
 def test_stable_stretches_cut_at_clear_changes_not_at_outliers(R):
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.normal(100, 1, 200), rng.normal(110, 1, 200)])
@@ -235,6 +255,42 @@ def test_bench_real_table_renders_every_block(bench):
     assert "| perfherder | 0.900 | 0.300 | 0.900 | 100 % | 0.400 | 0.900 | 100 % |" in text
     assert "| perfherder | 0.28 | 0.25 |" in text
     assert "model seed 1" in text and "| perfherder | 0.600 -> 0.650 (100 %) |" in text
+
+
+def test_bench_real_fresh_rows_are_the_newest_candidates_labelled(bench, tmp_path, monkeypatch):
+    """``fresh_rows``: detectors on copies cut short; only candidates < HOLD_HORIZON from the end, labelled by the truth."""
+    from triage.core.history import Dataset, History
+    from triage.features.candidate_context import HOLD_HORIZON
+
+    monkeypatch.setattr(bench, "OUT", tmp_path)
+    monkeypatch.setattr(bench, "SELECTED", ["pelt", "cusum"])
+    rng = np.random.default_rng(1)
+    n = 180
+    values = 100 + rng.normal(0, 1, n)
+    values[120:] += 12
+    truth = np.zeros(n, dtype=bool)
+    truth[120] = True
+    data = Dataset([History("p/s@0-180", np.array([f"c{i}" for i in range(n)]), values,
+                            np.array([""] * n, dtype=object), true_change=truth)])
+    rows = bench.fresh_rows(data, "t", n_jobs=1, log=lambda *_: None)
+    assert len(rows) and set(rows["detector"]) <= {"pelt", "cusum"}
+    ends = rows["series_id"].str.extract(r"#end(\d+)$")[0].astype(int).to_numpy()
+    assert ((ends - rows["index"].to_numpy()) < HOLD_HORIZON).all()
+    # the candidate at the change is true wherever its copy holds it, and its persistence is not measured yet
+    at = rows[(rows["index"] - 120).abs() <= 2]
+    assert len(at) and at["y"].all() and at["ctx_persist_after"].isna().all()
+    assert (tmp_path / "real_detections_t_fresh0.pkl").is_file()
+
+
+def test_bench_real_development_table_shows_the_fresh_look(bench):
+    result = {"config": {"mode": "stable", "seed": 0, "every": 1, "train_seeds": [], "kind": "rf",
+                         "fresh_seeds": [0, 1]},
+              "dev": {"radius_scores": {0: 0.7}, "mean": 0.7, "looks": {"rhai": {"pelt": (0.6, 0.65, 1.0)}}},
+              "fresh": {"detectors": {"pelt": (0.4, 0.55, 0.8, 30, 12)}, "auc": 0.81, "mean": 0.55},
+              "seconds": 60.0}
+    text = bench.development_markdown(result)
+    assert "| pelt | 30 (12) | 0.400 -> 0.550 (0.800) |" in text
+    assert "pooled AUC 0.810" in text and "seeds [0, 1]" in text
 
 
 def test_bench_real_trains_on_every_development_project(bench):
