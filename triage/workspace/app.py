@@ -440,13 +440,11 @@ def _rows(ws: Workspace, alerts: list[Alert], current: dict[tuple[str, str], Dec
     return rows
 
 
-def _sort_key(row: dict) -> tuple:
-    """Untriaged first, then the most likely true (no model: the biggest change) first."""
-    return _order(row["a"], row["status"])
-
-
 def _order(a: Alert, status: str) -> tuple:
-    """:func:`_sort_key` of an alert and its status word."""
+    """The queue's sort key of an alert and its status word.
+
+    Untriaged first, then the most likely true (no model: the biggest change) first.
+    """
     p = a.p_true if a.p_true is not None else -1.0
     size = abs(a.change_pct) if a.change_pct == a.change_pct else 0.0
     return (status != "untriaged", -p, -size, a.series_id, a.index)
