@@ -267,8 +267,11 @@ def extract_features(
         Columns :func:`matrix_columns` (``names``): ``series_id`` (str),
         ``commit`` (str), ``index`` (int64), ``timestamp`` (datetime64[ns],
         NaT when unknown), ``label``, ``truth_label`` (str, ``""`` when
-        unknown), then float64 features. Rows: dataset order, ascending
-        index within a series. Every feature is finite.
+        unknown), then float64 features, then the ``pair_*`` columns with
+        ``pair`` and the ``ctx_*`` columns with ``context``. Rows: dataset
+        order, ascending index within a series. Every catalogue feature is
+        finite; a ``pair_*`` or ``ctx_*`` value is NaN where it is undefined
+        (e.g. ``pair_rel_change`` when Pre's median is 0).
 
     Raises
     ------

@@ -10,10 +10,11 @@ through this module, so both see the same rows, columns and values.
 
 Feature columns
     The contract's: ``pre_*``, ``after_*``, the four ``norm_*`` columns, the
-    scale-free pair measures ``pair_*`` (:mod:`triage.features.level_shift`)
-    and the detector's own fields ``det_*`` (``det_score``: the score the
-    candidate file carried). Any other column (metadata, a note) is not a
-    feature.
+    scale-free pair measures ``pair_*`` (:mod:`triage.features.level_shift`),
+    the candidate context ``ctx_*`` (:mod:`triage.features.candidate_context`)
+    and the detector's own fields ``det_*`` (``det_score_rank``: the score the
+    candidate file carried, ranked among the file's). Any other column
+    (metadata, a note) is not a feature.
 Values
     Float64. NaN is kept (a characteristic undefined on a short window; every
     model here handles missing values). Infinities become NaN: an infinite
@@ -47,7 +48,7 @@ from triage.features.catalogue import feature_columns as catalogue_columns
 from triage.features.feature_sets import read_feature_set
 from triage.features.level_shift import PREFIX as PAIR_PREFIX
 
-#: Prefix of a detector's own fields used as features (``det_score``).
+#: Prefix of a detector's own fields used as features (``det_score_rank``).
 DETECTOR_PREFIX = "det_"
 
 #: Class names in ``classes_`` order: y = 1 is the positive class (a real change).

@@ -16,7 +16,8 @@ and hands them to :func:`feature_row`, which places them:
   :func:`triage.features.recomputed.batch_features` (from scratch).
 
 :class:`RowLayout` resolves the columns once (which position of which vector
-goes where), so assembling a row is three indexed copies.
+goes where), so assembling a row is at most four indexed copies (Pre,
+After, the norm pair, the ``pair_*`` measures).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ class RowLayout:
     Parameters
     ----------
     columns : sequence of str
-        Feature columns (``pre_<name>``, ``after_<name>``, ``norm_*``), in the
-        order of the row; any order, no metadata columns.
+        Feature columns (``pre_<name>``, ``after_<name>``, ``norm_*``,
+        ``pair_*``), in the order of the row; any order, no metadata columns.
 
     Attributes
     ----------

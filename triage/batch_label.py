@@ -150,9 +150,10 @@ def agreement(decisions: pd.DataFrame, reference: str = "label") -> dict[str, fl
 def write_decisions(decisions: pd.DataFrame, path: str | Path, *, fmt: str = "csv") -> Path:
     """Write batch-labelling decisions: ``csv`` (:data:`OUTPUT_COLUMNS`) or ``published``.
 
-    Probabilities are rounded to 4 decimals (the published file used 3). In
-    ``published``, a missing probability and the call of a ``not_scorable``
-    alert are :data:`PUBLISHED_MISSING` (``NA``), never ``FALSE``.
+    Probabilities are rounded to 4 decimals in ``csv`` and to 3 in
+    ``published`` (as the replication package's file). In ``published``, a
+    missing probability and the call of a ``not_scorable`` alert are
+    :data:`PUBLISHED_MISSING` (``NA``), never ``FALSE``.
     """
     if fmt == "csv":
         frame = decisions[list(OUTPUT_COLUMNS)].copy()

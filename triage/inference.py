@@ -220,7 +220,9 @@ def decide(
 
     Returns a DataFrame with the same index as ``matrix`` and columns
     ``p_false, p_true, classification, explanation`` (explanation ``""`` when
-    ``explain_top`` is 0). ``threshold`` overrides the model's own.
+    ``explain_top`` is 0, except for the not-scorable and noise-free rows
+    below, whose explanation always says why the model was not asked).
+    ``threshold`` overrides the model's own.
 
     A row :func:`not_scorable` (an alert with an empty Pre: at its series'
     first commit or right after a confirmed change point) is not given to the
