@@ -394,3 +394,12 @@ def test_write_decisions_rounds_to_4_in_csv_and_3_in_published(tmp_path):
     assert csv.loc[0, "p_true"] == 0.8765
     published = (write_decisions(decisions, tmp_path / "p.csv", fmt="published")).read_text()
     assert published.splitlines()[1] == "c;not_triaged;0.123;0.877;TRUE"
+
+
+def test_the_model_manifest_name_has_one_home():
+    from triage import model_lookup
+    from triage.training import model_dirs
+
+    assert model_lookup.MANIFEST is model_dirs.MANIFEST
+    for name in model_lookup.bundled_names():
+        assert model_dirs.is_model_dir(model_lookup.bundled_model(name)), name

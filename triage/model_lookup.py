@@ -30,11 +30,11 @@ from importlib import resources
 from pathlib import Path
 
 from triage.core.errors import InputError
+from triage.training.model_dirs import MANIFEST
 
 #: The bundled model each kind of job uses when the user says ``default`` (or nothing).
 DEFAULTS: dict[str, str] = {"alerts": "default-adaptive", "online": "online-w4", "scoring": "default-scoring"}
 REGISTRY_PREFIX = "models:/"
-MANIFEST = "manifest.json"
 
 
 def bundled_models_dir() -> Path:
