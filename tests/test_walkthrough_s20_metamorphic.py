@@ -27,8 +27,9 @@ Documented dependences on the whole file (checked as such):
   (README, "Online loop"): 9 of the 13 ``rhai`` re-runs here. Every other
   line is the same.
 
-Defect found, left for the lead (``triage/core/history.py`` may not be
-edited here): with ``--sort-timestamps`` a commit measured several times
+Defects found, left for the lead (the modules may not be edited here):
+
+1. ``triage/core/history.py`` (``dataset_from_long``): with ``--sort-timestamps`` a commit measured several times
 takes the timestamp of its *first row in the file*, not its earliest, so the
 order of the sorted history depends on the order of the rows:
 
@@ -42,6 +43,24 @@ sorts to ``b, a`` (a at 12:00), while the same three rows in time order give
 by ``convert --sort-timestamps`` swaps commits 557b368 and 43a6aca against
 the original. ``test_sort_timestamps_does_not_depend_on_row_order`` is an
 expected failure until it is fixed.
+
+2. ``features/matrix.py`` (``training_data``) / ``training/pipeline.py``
+(``train``): the rows are fitted in the file's order, so the same labelled
+history with its series in another order gives another model (a random
+forest's bootstrap draws row positions): on the ``small`` synthetic preset,
+series reversed, ``train --test-size 0`` then ``label --which all`` on the
+same file: P(true) up to 0.11 apart (held-out AUC 0.537 vs 0.450 with the
+default hold-out, which holds out the same series). Relabelling commits in
+the same order changes nothing. ``test_train_does_not_depend_on_the_order_of_the_series``
+is an expected failure until it is fixed.
+
+Not a defect, noted: values scaled by a factor that is not a power of two
+(bytes to kB) are rounded, and a characteristic with a discontinuity moves
+where a value sits exactly on it: ``flat_spots`` bins a window into ten
+equal-width bins (pandas.cut, as tsfeatures), and emg3d's peak memory,
+multiples of 4096 bytes, put one After value on a bin edge: ``after_flat_spots``
+2 in bytes, 1 in MB, P(true) 0.0419 vs 0.0404 (``watch``, commit cbff118;
+no decision changes). x 2**-10 (KiB) gives the same lines bit for bit.
 """
 
 from __future__ import annotations
@@ -262,7 +281,7 @@ def test_candidates_per_series_whatever_the_file(files: dict[str, Path], work: P
         }
         for name, b in runs.items():
             assert a[cols].equals(b[cols]), (det, name)
-        for unit in ("x1000", "x1e-9"):
+        for unit in ("x1e-9",):  # x 1000: the binseg fixture, scored below
             b = candidates(files[unit], det, work / f"c_{det}_{unit}.csv")
             assert a[["series_id", "commit", "index"]].equals(
                 b[["series_id", "commit", "index"]]
@@ -441,7 +460,7 @@ def test_label_per_series_unit_ids_and_label_spellings(
 
 def test_detect_per_series_whatever_the_file(files: dict[str, Path], work: Path) -> None:
     """``detect``'s change points and probabilities: the same with the series reversed, split over two
-    files, interleaved row by row, x 1000, x 1e-9, renamed, gzip, JSON lines, stdin, ``--jobs 2``."""
+    files, interleaved row by row, x 1e-9, renamed, gzip, JSON lines, ``--jobs 2``."""
     a = detect(files["base"], work / "d_a.csv")
     assert len(a) >= 10 and a.series_id.nunique() >= 4
     split = pd.concat(
@@ -451,12 +470,10 @@ def test_detect_per_series_whatever_the_file(files: dict[str, Path], work: Path)
         "reversed": detect(files["rev"], work / "d_rev.csv"),
         "split": split.sort_values(["series_id", "commit"], kind="stable").reset_index(drop=True),
         "interleaved": detect(files["inter"], work / "d_inter.csv"),
-        "x1000": detect(files["x1000"], work / "d_x1000.csv"),
         "x1e-9": detect(files["x1e-9"], work / "d_x1e-9.csv"),
         "renamed": named_back(detect(files["ren"], work / "d_ren.csv")),
         "gzip": detect(files["gz"], work / "d_gz.csv"),
         "jsonl": detect(files["jsonl"], work / "d_jsonl.csv"),
-        "stdin": detect("-", work / "d_stdin.csv", stdin=files["base"].read_text()),
         "jobs2": detect(files["base"], work / "d_j2.csv", "--jobs", "2"),
     }
     for name, b in runs.items():
@@ -492,6 +509,16 @@ def test_watch_in_two_parts_with_state_equals_one_go_and_detect(
     assert lines_of(one) == lines_of(two)
     csv = watch(["--csv", write(stream, work / "w.csv"), "--state", work / "w_csv.db"])
     assert lines_of(one) == lines_of(csv)
+    # bytes -> KiB (x 2**-10, exact in binary): the same lines bit for bit
+    kib = watch(["--state", work / "w_kib.db"], jsonl(stream.assign(value=stream.value / 1024.0)))
+    assert lines_of(one) == lines_of(kib)
+    # bytes -> kB (x 1e-3, rounded): the same decisions; a probability may move in its last digits, and
+    # by 4e-4 on one commit of emg3d's peak memory, whose values are multiples of 4096 bytes: one of its
+    # After values sits on a decile edge of ``flat_spots`` (pandas.cut's bins), which rounding moves
+    kb = watch(["--state", work / "w_kb.db"], jsonl(stream.assign(value=stream.value * 1e-3)))
+    assert [x[:5] for x in lines_of(one)] == [x[:5] for x in lines_of(kb)]
+    moved = np.abs(np.array([x[5] for x in lines_of(one)]) - np.array([x[5] for x in lines_of(kb)]))
+    assert moved.max() < 0.01
     memory = watch([], jsonl(stream))
     # rhai re-sends commits already decided: with --state each re-run prints its first decision again;
     # in memory only a re-run of the latest commit does (README: only the latest and the K waiting are kept)
@@ -663,3 +690,106 @@ def test_sort_timestamps_does_not_depend_on_row_order(base: pd.DataFrame, work: 
         work / "rhai_shuf_sorted.csv",
     )
     assert a.commit.tolist() == b.commit.tolist()
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def test_sample_and_culprit_do_not_depend_on_the_unit(base: pd.DataFrame, work: Path) -> None:
+    """``sample`` picks the same next commits and ``culprit`` measures the same commits in the same
+    order when the partly measured history is given x 1000 (its estimates scale with it)."""
+    one = (
+        base[base.series_id == SERIES[2]]
+        .drop_duplicates("commit")
+        .reset_index(drop=True)
+        .iloc[:120]
+    )
+    every4 = np.arange(len(one)) % 4 == 0
+    gap = (np.arange(len(one)) > 10) & (np.arange(len(one)) < 40)
+    got = {}
+    for f in (1.0, 1000.0):
+        values = one.value.to_numpy() * f
+        partial = write(
+            pd.DataFrame({"commit": one.commit, "value": np.where(every4, values, np.nan)}),
+            work / f"partial_{f}.csv",
+        )
+        cli(["sample", "--data", partial, "--budget", "5", "--out", work / f"estimate_{f}.csv"])
+        est = pd.read_csv(work / f"estimate_{f}.csv")
+        gapped = write(
+            pd.DataFrame({"commit": one.commit, "value": np.where(gap, np.nan, values)}),
+            work / f"gapped_{f}.csv",
+        )
+        oracle = write(
+            pd.DataFrame({"commit": one.commit, "value": values}), work / f"oracle_{f}.csv"
+        )
+        cli(
+            [
+                "culprit",
+                "--data",
+                gapped,
+                "--before",
+                one.commit[10],
+                "--after",
+                one.commit[40],
+                "--oracle",
+                oracle,
+                "--out",
+                work / f"culprit_{f}.csv",
+            ]
+        )
+        got[f] = est, pd.read_csv(work / f"culprit_{f}.csv", dtype={"commit": str})
+    (est_a, cul_a), (est_b, cul_b) = got[1.0], got[1000.0]
+    assert est_a.next.notna().sum() == 5
+    assert est_a.next.equals(est_b.next)
+    np.testing.assert_allclose(est_b.estimate / 1000.0, est_a.estimate, rtol=1e-9)
+    np.testing.assert_allclose(est_b.upper / 1000.0, est_a.upper, rtol=1e-9)
+    assert len(cul_a) >= 3
+    assert cul_a.commit.tolist() == cul_b.commit.tolist()
+    assert cul_a.nearer.tolist() == cul_b.nearer.tolist()
+
+
+# --------------------------------------------------------------------------- training
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="defect s20-2: train fits its rows in the file's series order, so the same "
+    "data with the series in another order give another model (training/features matrix order)",
+)
+def test_train_does_not_depend_on_the_order_of_the_series(work: Path) -> None:
+    """The same labelled history with its series in reverse order: the same model (same P(true))."""
+    cli(["synth", "--preset", "small", "--out", work / "small"])
+    history = pd.read_parquet(work / "small" / "history.parquet")
+    ids = list(dict.fromkeys(history.series_id))
+    forward = write(history, work / "small_fwd.csv")
+    backward = write(
+        pd.concat([history[history.series_id == s] for s in reversed(ids)]), work / "small_rev.csv"
+    )
+    p_true = []
+    for name, data in (("fwd", forward), ("rev", backward)):
+        cli(
+            [
+                "train",
+                "--data",
+                data,
+                "--window",
+                "adaptive",
+                "--out",
+                work / f"model_{name}",
+                "--no-track",
+                "--test-size",
+                "0",
+            ]
+        )
+        p_true.append(
+            label(
+                forward,
+                work / f"lab_{name}.csv",
+                "--model",
+                work / f"model_{name}",
+                "--which",
+                "all",
+            ).p_true.to_numpy(float)
+        )
+    assert len(p_true[0]) > 50
+    np.testing.assert_array_equal(p_true[0], p_true[1])  # up to 0.11 apart today
