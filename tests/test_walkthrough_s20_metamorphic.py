@@ -460,7 +460,7 @@ def test_label_per_series_unit_ids_and_label_spellings(
 
 def test_detect_per_series_whatever_the_file(files: dict[str, Path], work: Path) -> None:
     """``detect``'s change points and probabilities: the same with the series reversed, split over two
-    files, interleaved row by row, x 1e-9, renamed, gzip, JSON lines, ``--jobs 2``."""
+    files, interleaved row by row, x 1e-9, renamed, gzip, JSON lines, ``--jobs 2``, ``--batch-series 1``."""
     a = detect(files["base"], work / "d_a.csv")
     assert len(a) >= 10 and a.series_id.nunique() >= 4
     split = pd.concat(
@@ -475,6 +475,7 @@ def test_detect_per_series_whatever_the_file(files: dict[str, Path], work: Path)
         "gzip": detect(files["gz"], work / "d_gz.csv"),
         "jsonl": detect(files["jsonl"], work / "d_jsonl.csv"),
         "jobs2": detect(files["base"], work / "d_j2.csv", "--jobs", "2"),
+        "batch1": detect(files["base"], work / "d_b1.csv", "--batch-series", "1"),
     }
     for name, b in runs.items():
         assert a.equals(b), name
@@ -519,6 +520,18 @@ def test_watch_in_two_parts_with_state_equals_one_go_and_detect(
     assert [x[:5] for x in lines_of(one)] == [x[:5] for x in lines_of(kb)]
     moved = np.abs(np.array([x[5] for x in lines_of(one)]) - np.array([x[5] for x in lines_of(kb)]))
     assert moved.max() < 0.01
+    # the series interleaved, fed in 8 runs of the command, one series' state cached at a time
+    k = stream.groupby("series_id", sort=False).cumcount()
+    mixed = jsonl(stream.assign(k=k).sort_values("k", kind="stable")).splitlines(keepends=True)
+    step = len(mixed) // 8 + 1
+    restarted = [
+        r
+        for i in range(0, len(mixed), step)
+        for r in watch(
+            ["--state", work / "w_restart.db", "--cache-series", "1"], "".join(mixed[i : i + step])
+        )
+    ]
+    assert lines_of(one) == lines_of(restarted)
     memory = watch([], jsonl(stream))
     # rhai re-sends commits already decided: with --state each re-run prints its first decision again;
     # in memory only a re-run of the latest commit does (README: only the latest and the K waiting are kept)
