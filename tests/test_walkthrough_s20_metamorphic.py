@@ -560,7 +560,8 @@ def test_watch_in_two_parts_with_state_equals_one_go_and_detect(
 
 def test_one_series_in_every_layout_gives_the_same_results(base: pd.DataFrame, work: Path) -> None:
     """One real series as long CSV, Parquet, Otava CSV, a JSON list and the MongoDB layout:
-    the same candidates, scores, P(true) and change points (by commit position)."""
+    the same candidates, scores, P(true) and change points (by commit position); and a detector's
+    candidates as Otava's JSON report or as our CSV."""
     one = base[base.series_id == SERIES[2]].assign(series_id="lat").reset_index(drop=True)
     forms = {
         "long": write(one, work / "lat_long.csv"),
@@ -602,6 +603,36 @@ def test_one_series_in_every_layout_gives_the_same_results(base: pd.DataFrame, w
     assert len(seen["long"][0]) >= 3 and len(seen["long"][3]) >= 1
     for name, got in seen.items():
         assert got == seen["long"], name
+
+    # edivisive's candidates as Otava's JSON report (``otava analyze --output json``) = as our CSV
+    # without its score column (a report has no score to rank): the same P(true) and calls
+    ours = candidates(forms["otava"], "edivisive", work / "lat_ed.csv")
+    assert len(ours) >= 3
+    report = {
+        "lat_otava": [
+            {
+                "time": 0,
+                "attributes": {"commit": c},
+                "changes": [
+                    {
+                        "metric": "lat",
+                        "index": int(i),
+                        "forward_change_percent": 1.0,
+                        "pvalue": 0.001,
+                    }
+                ],
+            }
+            for c, i in zip(ours.commit, ours["index"], strict=True)
+        ]
+    }
+    (work / "lat_report.json").write_text(json.dumps(report))
+    write(ours.drop(columns=["score"]), work / "lat_ed_noscore.csv")
+    from_report = score(forms["otava"], work / "lat_report.json", work / "lat_s_report.csv")
+    from_csv = score(forms["otava"], work / "lat_ed_noscore.csv", work / "lat_s_ed.csv")
+    np.testing.assert_array_equal(
+        from_report.p_true.to_numpy(float), from_csv.p_true.to_numpy(float)
+    )
+    assert from_report.classification.tolist() == from_csv.classification.tolist()
 
 
 def test_ids_that_look_like_numbers_or_missing_values_are_kept(
