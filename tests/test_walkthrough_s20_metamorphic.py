@@ -413,7 +413,8 @@ def test_label_per_series_unit_ids_and_label_spellings(
     base: pd.DataFrame, binseg: dict[str, Path], work: Path
 ) -> None:
     """``label`` on a half-triaged history: each alert's P(true) the same with the series split
-    over two files, reversed, x 1e-3, renamed, and with Perfherder's status names or codes."""
+    over two files, reversed, x 1e-3, renamed, with Perfherder's status names or codes, with more
+    false alerts triaged elsewhere, and with its untriaged alerts under investigation."""
     cands = pd.read_csv(binseg["base"], dtype={"commit": str})
     status = np.random.default_rng(0).choice(
         ["true_positive", "false_positive", "not_triaged"], size=len(cands), p=[0.3, 0.3, 0.4]
@@ -453,6 +454,15 @@ def test_label_per_series_unit_ids_and_label_spellings(
     same(label(write(lab.assign(label=lab.label.map(names)), work / "Lp.csv"), work / "l_p.csv"))
     codes = {"true_positive": "7", "false_positive": "3", "not_triaged": "0", "": ""}
     same(label(write(lab.assign(label=lab.label.map(codes)), work / "Lc.csv"), work / "l_c.csv"))
+    # Pre and After reach to the neighbouring alerts triaged *true*: false alerts added elsewhere and
+    # untriaged ones spelt under_investigation change nothing
+    rows = np.flatnonzero((lab.label == "").to_numpy() & (np.arange(len(lab)) % 37 == 0))
+    more_false = lab.copy()
+    more_false.iloc[rows, more_false.columns.get_loc("label")] = "false_positive"
+    assert len(rows) > 30
+    same(label(write(more_false, work / "Lf.csv"), work / "l_f.csv"))
+    investigating = lab.assign(label=lab.label.replace("not_triaged", "under_investigation"))
+    same(label(write(investigating, work / "Lu.csv"), work / "l_u.csv"))
 
 
 # --------------------------------------------------------------------------- detect and watch
