@@ -66,7 +66,7 @@ from typing import Any, NotRequired, TypedDict, cast
 
 import numpy as np
 
-from triage.core.atomic import directory_target, replace_dir
+from triage.core.atomic import current_umask, directory_target, replace_dir
 from triage.core.errors import InputError
 from triage.core.versions import distribution_versions, file_sha256
 from triage.training.classifier import TriageClassifier
@@ -211,9 +211,7 @@ def stage_model(
     try:
         # mkdtemp makes the directory private (0700); a model directory should
         # get the usual permissions, as ``mkdir`` would give it.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)
+        os.chmod(tmp, 0o777 & ~current_umask())
         files = _write_model(clf, tmp)
         manifest = _manifest(clf, files, window, metrics, feature_set_file, extra)
         if run_id is not None:

@@ -56,6 +56,7 @@ from typing import TypedDict, cast
 import numpy as np
 import pandas as pd
 
+from triage.core.atomic import SQLITE_MAGIC
 from triage.core.compile_cache import private_temp_dir, user_cache_dir, writable
 from triage.core.errors import InputError
 from triage.training.model_files import process_alive
@@ -84,7 +85,6 @@ def resolve_tracking_uri(uri: str | None = None) -> str:
 
 #: Tags a training run carries so that a later start can tell whether it was interrupted.
 PID_TAG, HOST_TAG, TARGET_TAG, STATE_TAG = "triage.pid", "triage.host", "triage.model_dir", "triage.state"
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def registered_name(model: str, window: str | int | None) -> str:

@@ -63,7 +63,7 @@ from triage.core.history import Dataset
 from triage.core.json_input import overlong_integer, read_json
 from triage.core.values import locale_number
 from triage.loaders import read_csv_text
-from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout, csv_delimiter
+from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout, csv_delimiter, starts_like_json
 
 #: Input layouts :func:`read_candidates` knows.
 LAYOUTS: tuple[str, ...] = (
@@ -148,7 +148,7 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
     if layout == "auto":
         if _starts_with_a_candidate_object(path):
             layout = "candidates-json"
-        elif _starts_like_json(path):
+        elif starts_like_json(path):
             # By content, whatever the name: standard input, alerts.gz, a .txt download, a BOM.
             payload = _read_json(path)
             layout = _json_layout(payload)
@@ -183,12 +183,6 @@ def _read_json(path: Path) -> object:
     except ValueError:
         raise overlong_integer(path, path.read_text(encoding="utf-8-sig")) from None
 
-
-def _starts_like_json(path: Path) -> bool:
-    """An object or array first (after a BOM and white space): no CSV header starts so."""
-    with open(path, "rb") as fh:
-        head = fh.read(256).lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head[:1] in (b"{", b"[")
 
 
 def _json_layout(payload: object) -> str:

@@ -52,7 +52,7 @@ import pandas as pd
 from triage.batch_label import PUBLISHED_HEADER
 from triage.candidate_files import is_blank, read_candidates, resolve
 from triage.core import labels
-from triage.core.atomic import directory_target, replace_dir
+from triage.core.atomic import current_umask, directory_target, replace_dir
 from triage.core.csv_lines import csv_record_lines
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
@@ -721,9 +721,7 @@ def build_report(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     # mkdtemp makes the directory private (0700); a report is meant to be served and shared.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)
+    os.chmod(tmp, 0o777 & ~current_umask())
     try:
         used: set[str] = {"summary", "decisions"}  # ids the page itself uses
         sections = []

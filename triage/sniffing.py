@@ -85,7 +85,7 @@ def csv_delimiter(path: Path) -> str:
     return sniff_delimiter(read_header(path))
 
 
-def _starts_like_json(path: Path) -> bool:
+def starts_like_json(path: Path) -> bool:
     """An object or array first: JSON whatever the name (stdin, a decompressed copy).
 
     No CSV header starts with ``{`` or ``[``.
@@ -128,7 +128,7 @@ def data_layout(path: Path) -> str:
         return "otava-config"
     if suffix == ".js" or is_gab(path):
         return "gab"
-    if suffix == ".json" or _starts_like_json(path):
+    if suffix == ".json" or starts_like_json(path):
         try:
             payload = json.loads(path.read_text(encoding="utf-8-sig"))  # a Windows tool's BOM, as everywhere
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):

@@ -225,13 +225,11 @@ def output_file(value: str) -> Path:
     return Path(value)
 
 
-#: The first bytes of every SQLite database (https://sqlite.org/fileformat.html).
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
 def _refuse_a_store(path: Path) -> None:
     """A table written over a SQLite file would replace a watch state, a labels store or the
     MLflow tracking database (``--out state.db`` for ``state.csv``): no command writes one as --out."""
+    from triage.core.atomic import SQLITE_MAGIC
+
     if not path.is_file():  # absent, or a device / pipe: written into, never replaced (and never opened here)
         return
     try:

@@ -166,10 +166,10 @@ def _mode_for(path: Path) -> int:
     try:
         return stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
-        return 0o666 & ~_umask()
+        return 0o666 & ~current_umask()
 
 
-def _umask() -> int:
+def current_umask() -> int:
     """The process's umask, read without setting it (os.umask(0) and back races with other threads)."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
@@ -183,6 +183,9 @@ def _umask() -> int:
     return umask
 
 
+#: The first bytes of every SQLite database (https://sqlite.org/fileformat.html): how a watch
+#: state, a labels store or an MLflow tracking database is told from a table, to never replace one.
+SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Output compression by the target's suffix: the kinds every reader of the project opens.
 COMPRESSION_BY_SUFFIX: dict[str, object] = {".gz": {"method": "gzip", "mtime": 0}, ".zst": {"method": "zstd"}}
 #: Compressed or archive suffixes an output is refused with (written, they held plain text).

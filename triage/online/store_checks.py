@@ -36,9 +36,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+from triage.core.atomic import SQLITE_MAGIC
 from triage.core.errors import InputError
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 #: The online state store's tables and the columns the loop reads.
 STATE_TABLES: dict[str, frozenset[str]] = {

@@ -51,7 +51,7 @@ from triage.core.history import Dataset, dataset_from_long
 from triage.core.json_input import read_json
 from triage.core.values import unusable, value_problem
 from triage.readers.gbench import gbench_frame, is_gbench
-from triage.readers.source import COMPRESSED_SUFFIXES, display_name, plain_file
+from triage.readers.source import display_name, plain_file, stem
 
 COLUMNS = ["series_id", "mode", "unit", "fork", "iteration", "value"]
 
@@ -287,7 +287,7 @@ def steady_long(
     """
     if runs_series is not None and not runs_series.strip():
         raise ValueError("the series id for arrays of runs is empty")
-    commits = [_stem(f) for f in files] if commits is None else list(commits)
+    commits = [stem(f) for f in files] if commits is None else list(commits)
     if len(commits) != len(files):
         raise ValueError(f"{len(files)} files but {len(commits)} commit ids")
     first: dict[str, str | Path] = {}
@@ -314,7 +314,7 @@ def steady_long(
                 # Standard input has no stem to name a series of runs after.
                 stdin = is_stdio(path)
                 frame = read_jmh(
-                    plain, runs_series or (None if stdin else _stem(path)), runs_need_series=stdin
+                    plain, runs_series or (None if stdin else stem(path)), runs_need_series=stdin
                 )
             except NoResults as exc:
                 # A build whose every benchmark failed is a commit without measurements, as a
@@ -450,15 +450,6 @@ def _in_unit(unit: str) -> str:
     """``in ns/op``; a result without ``scoreUnit`` read "B.a is in , c1.json has it in ns/op"."""
     return f"in {unit}" if unit else "without a unit (no 'scoreUnit')"
 
-
-def _stem(path: str | Path) -> str:
-    """A file's name without its suffixes of compression and format: ``c1`` for ``c1.json.gz``."""
-    name = Path(path).name
-    for suffix in COMPRESSED_SUFFIXES:
-        if name.lower().endswith(suffix) and len(name) > len(suffix):
-            name = name[: -len(suffix)]
-            break
-    return Path(name).stem
 
 
 #: JMH modes whose scores are rates (higher is better).

@@ -65,6 +65,19 @@ def compression(path: Path) -> str | None:
     return None
 
 
+def stem(path: str | Path) -> str:
+    """A file's name without its suffixes of compression and format: ``c1`` for ``c1.json.gz``.
+
+    The default series id of a file that holds one series (a JMH result, a partial history).
+    """
+    name = Path(path).name
+    for suffix in COMPRESSED_SUFFIXES:
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    return Path(name).stem
+
+
 def _inner_name(name: str) -> str:
     for suffix in COMPRESSED_SUFFIXES:
         if name.lower().endswith(suffix):

@@ -23,11 +23,11 @@ from triage.core.errors import InputError
 from triage.core.values import check_values
 from triage.readers.otava import sniff_delimiter
 from triage.readers.source import (
-    COMPRESSED_SUFFIXES,
     check_header,
     csv_errors,
     display_name,
     plain_file,
+    stem,
     without_implicit_index,
 )
 from triage.sampling.gp import HistoryGP
@@ -106,13 +106,13 @@ def read_partial(
                     # repr: an id holding a line break or a tab broke the one-line error
                     f"({', '.join(map(repr, names[:5]))}{', ...' if len(names) > 5 else ''})",
                 )
-            series = names[0] if names else _stem(path)
+            series = names[0] if names else stem(path)
         keep = (ids == series).to_numpy()
         if not keep.any():
             raise InputError(path, None, f"no series {series!r} in the file")
         frame, lines = frame[keep], lines[keep]
     elif series is None:
-        series = _stem(path)
+        series = stem(path)
     if frame.empty:
         raise InputError(path, None, "no rows")
     commits = frame["commit"].str.strip().to_numpy(dtype=object)
@@ -141,15 +141,6 @@ def read_partial(
         str(series), per.index.to_numpy(dtype=object).astype(str), per.to_numpy(dtype=float)
     )
 
-
-def _stem(path: Path) -> str:
-    """The default series id: the file's name without compression and format suffixes."""
-    name = path.name
-    for suffix in COMPRESSED_SUFFIXES:
-        if name.lower().endswith(suffix) and len(name) > len(suffix):
-            name = name[: -len(suffix)]
-            break
-    return Path(name).stem
 
 
 def _read_cells(plain: Path, shown: str) -> pd.DataFrame:
