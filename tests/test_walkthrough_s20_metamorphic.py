@@ -716,11 +716,6 @@ def test_sort_timestamps_restores_shuffled_rows_of_series_without_reruns(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect s20-1: --sort-timestamps places a re-measured commit by its first row's "
-    "timestamp in the file, not its earliest (triage/core/history.py, dataset_from_long)",
-)
 def test_sort_timestamps_does_not_depend_on_row_order(base: pd.DataFrame, work: Path) -> None:
     """A commit measured twice: the same sorted history whichever of its rows comes first in the file."""
     tiny = pd.DataFrame(

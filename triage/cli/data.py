@@ -27,7 +27,8 @@ DATA_HELP = (
 BRANCH_HELP = "Otava CSVs with a branch column: only this branch (default: every branch, series <metric>@<branch>)."
 ALERTS_HELP = "Perfherder alerts export (JSON) labelling Perfherder performance data."
 # Every command that loads timestamped rows takes it: the loader's error advises it.
-SORT_HELP = "Sort rows by timestamp (with a warning) instead of failing."
+SORT_HELP = ("Sort rows by timestamp (with a warning) instead of failing; a commit measured more than once "
+             "stands at its earliest timestamp.")
 
 
 def _check_layout_options(data: Path, layout: str, alerts: Path | None, commit_order: Path | None) -> None:

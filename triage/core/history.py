@@ -390,6 +390,9 @@ def dataset_from_long(
     (default: 1-based record numbers). Several measurements of one commit
     (consecutive or not) are aggregated with ``aggregate``; commits keep the
     order of their first appearance unless ``commit_order`` lists them.
+    ``sort_timestamps``: order each series' commits by time instead of
+    refusing timestamps that go backwards; a commit measured more than once
+    then stands at (and keeps) its earliest timestamp.
     With a ``fork`` column, ``trim`` cuts each (series, commit, fork) on its
     own: each fork (a JMH fork, a CI re-run) has its own warm-up.
     ``higher_is_better`` maps series ids to their direction (default unknown).
@@ -492,6 +495,10 @@ def dataset_from_long(
         else None
     )
     run_ts = timestamps[first_idx] if timestamps is not None else None
+    if run_ts is not None and sort_timestamps and n_runs < n:
+        # Sorted by time, a commit measured again later stands at its first measurement, whatever
+        # the rows' order in the file (its first row in the file may be the later re-run).
+        run_ts = pd.Series(timestamps[order]).groupby(run_id).min().to_numpy(dtype=run_ts.dtype)
     run_series = series_codes[first_idx]
     # What History.__post_init__ makes of a commit id, once per distinct id.
     run_commits = commit_text.astype(str).astype(object)[commit_codes[first_idx]]
