@@ -146,7 +146,8 @@ class TrainingData:
     X : float64, shape (n, p); y : int8 in {0, 1}, shape (n,) (1 = true_positive);
     groups : series ids, shape (n,); order : float64 time key, shape (n,) (see
     :func:`time_key`); columns : the p feature names; rows : positions of the
-    rows in the original matrix, shape (n,).
+    rows in the original matrix, shape (n,), ordered by series then index
+    (:func:`training_data`).
     """
 
     X: np.ndarray
@@ -179,6 +180,9 @@ def training_data(
 ) -> TrainingData:
     """X, y, groups and time order of the triaged rows of a feature matrix.
 
+    The rows come ordered by ``series_id``, then ``index`` (ties: the
+    matrix's order), so the same rows give the same model whatever the order
+    of the series in the file; ``rows`` maps them back to the matrix.
     ``features``: the columns (a list, or a feature-set file); default every
     contract feature column. Raises :class:`InputError` when a column is
     missing or not numeric, no row is triaged, only one class is present
@@ -191,6 +195,13 @@ def training_data(
     if not mask.any():
         raise InputError(source, None, "no triaged candidates (label true_positive or false_positive) to train on")
     rows = np.flatnonzero(mask)
+    if "series_id" in matrix.columns:
+        # One model for one set of rows, whatever the order of the series in the file: a forest's
+        # bootstrap and a booster's subsampling draw row positions. By series, then position.
+        series = matrix["series_id"].astype(str).to_numpy()[rows]
+        position = (pd.to_numeric(matrix["index"].iloc[rows], errors="coerce").fillna(-1).to_numpy(dtype=np.float64)
+                    if "index" in matrix.columns else np.zeros(rows.size))
+        rows = rows[np.lexsort((position, series))]
     sub = matrix.iloc[rows]
     X = feature_array(sub, columns, source)
     y = (sub["label"].astype(str).to_numpy() == labels.TRUE_POSITIVE).astype(np.int8)

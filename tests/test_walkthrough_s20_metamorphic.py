@@ -800,11 +800,6 @@ def test_sample_and_culprit_do_not_depend_on_the_unit(base: pd.DataFrame, work: 
 # --------------------------------------------------------------------------- training
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect s20-2: train fits its rows in the file's series order, so the same "
-    "data with the series in another order give another model (training/features matrix order)",
-)
 def test_train_does_not_depend_on_the_order_of_the_series(work: Path) -> None:
     """The same labelled history with its series in reverse order: the same model (same P(true))."""
     cli(["synth", "--preset", "small", "--out", work / "small"])
