@@ -190,7 +190,7 @@ def training_data(
     """
     columns = resolve_features(features, matrix)
     if not columns:
-        raise InputError(source, None, "feature matrix has no feature columns (pre_*, after_*, norm_*)")
+        raise InputError(source, None, "feature matrix has no feature columns (pre_*, after_*, norm_*, pair_*, ctx_*, det_*)")
     mask = triaged_mask(matrix)
     if not mask.any():
         raise InputError(source, None, "no triaged candidates (label true_positive or false_positive) to train on")

@@ -1,23 +1,8 @@
 """changepoint-triage: learn the triage of performance change-point alerts (Bauer et al., ICPE 2022).
 
-Layers, each importing only from the layers before it:
-
-1. ``triage.core`` -- the data model every package stands on: series and
-   datasets (``history``), the label vocabulary (``labels``), the one
-   user-facing error (``errors``), atomic writes (``atomic``), metrics
-   (``metrics``), the timestamp rule (``timestamps``), the ``key=value``
-   parameter grammar (``params``) and where numba's compiled kernels are
-   cached on a read-only installation (``compile_cache``).
-2. ``triage.detectors`` (statistical change-point detectors, one registry of
-   names) and ``triage.features`` (Pre/After windows and their
-   characteristics, the feature matrix).
-3. ``triage.training`` -- classifiers, evaluation, tracking and model files.
-4. The product: ``loaders`` and ``sniffing`` (reading users' files),
-   ``synthetic`` (generated histories), ``inference`` (applying a model to
-   feature rows), ``batch_label``, ``candidate_files`` and ``scoring``
-   (detector candidates), ``explain``, ``online`` (the streaming loop and its
-   state store), ``report`` and ``plotting``.
-5. ``triage.cli`` -- the ``triage`` command, one module per group of commands.
+Layers (``triage.core``; ``triage.detectors`` and ``triage.features``;
+``triage.training``; the product modules; ``triage.cli``), each importing only
+from the layers before it: ARCHITECTURE.md draws them and lists every module.
 """
 
 __version__ = "0.1.0"
