@@ -37,6 +37,10 @@ jmh
 gbench
     Google Benchmark's JSON output: one run of one build, read as JMH results
     are (:mod:`triage.readers.gbench`; a repetition is an iteration).
+pytest-benchmark
+    pytest-benchmark's saved runs (a ``.benchmarks`` folder, one machine
+    folder or one ``--benchmark-json`` file), each run placed at its commit's
+    time: :mod:`triage.readers.pytest_benchmark`.
 
 Any file may be gzip- or zstd-compressed, and ``-`` reads standard input
 (:mod:`triage.readers.source`).
@@ -81,6 +85,7 @@ from triage.readers.jmh import read_jmh_dataset
 from triage.readers.otava import read_otava_config, read_otava_dir, sniff_delimiter
 from triage.readers.otava import read_otava_csv as _read_otava_csv
 from triage.readers.perfherder import read_perfherder_data
+from triage.readers.pytest_benchmark import read_pytest_benchmark
 from triage.readers.source import (
     check_header,
     csv_errors,
@@ -95,7 +100,7 @@ from triage.sniffing import MONGODB_COLUMNS, data_layout
 
 LAYOUTS = (
     "auto", "long", "mongodb", "otava", "json", "jsonl", "asv", "gab", "perfherder", "jmh", "gbench",
-    "otava-dir",
+    "pytest-benchmark", "otava-dir",
     "otava-config",
 )
 DATASET_FILES = ("history.parquet", "history.csv")
@@ -200,6 +205,8 @@ def _load_plain(plain: Path, path: Path, layout: str, aggregate: str, sort_times
         return read_gab(plain, trim=trim, **options)
     if layout == "perfherder":
         return read_perfherder_data(plain, alerts=alerts, trim=trim, **options)
+    if layout == "pytest-benchmark" and alerts is None:
+        return read_pytest_benchmark(plain, aggregate=aggregate, trim=trim)
     if alerts is not None:
         raise InputError(display_name(path), None, "--alerts labels Perfherder performance data only")
     if layout in ("jmh", "gbench"):

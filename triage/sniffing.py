@@ -10,7 +10,8 @@ quotes dropped) and on the errors that come from it
   (JSON lines of records, what ``triage watch`` reads), ``asv``
   (a results directory), ``gab`` (github-action-benchmark ``data.js``),
   ``perfherder`` (performance-data JSON), ``jmh`` (JMH's ``-rf json``
-  results), ``gbench`` (one Google Benchmark run's JSON), ``otava-dir`` (a directory of
+  results), ``gbench`` (one Google Benchmark run's JSON), ``pytest-benchmark`` (a
+  ``.benchmarks`` folder, one machine folder or one run's JSON), ``otava-dir`` (a directory of
   Otava CSVs) or ``otava-config`` (Otava's YAML test config). Compressed
   files are decompressed before sniffing (:mod:`triage.readers.source`).
 * :func:`candidate_layout` -- detector output for
@@ -36,6 +37,7 @@ from triage.readers.gbench import is_gbench
 from triage.readers.jmh import is_jmh
 from triage.readers.otava import CSV_SUFFIXES, sniff_delimiter
 from triage.readers.perfherder import is_perfherder_data
+from triage.readers.pytest_benchmark import is_pytest_benchmark, is_pytest_benchmark_dir
 from triage.readers.source import not_utf8
 
 #: The ICPE 2022 data-challenge demo layout's columns (``;``-separated).
@@ -116,11 +118,13 @@ def data_layout(path: Path) -> str:
     if path.is_dir():
         if is_asv_results(path):
             return "asv"
+        if is_pytest_benchmark_dir(path):
+            return "pytest-benchmark"
         if any(p.name.lower().endswith(CSV_SUFFIXES) for p in path.iterdir()):
             return "otava-dir"
         raise InputError(path, None, "cannot tell the layout of this directory; expected an asv results "
-                         "directory, a directory of Otava CSVs or one written by `triage synth` "
-                         "(history.parquet or history.csv)")
+                         "directory, pytest-benchmark's .benchmarks (or one machine folder of it), "
+                         "a directory of Otava CSVs or one written by `triage synth` (history.parquet or history.csv)")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         return "long"
@@ -140,6 +144,8 @@ def data_layout(path: Path) -> str:
             return "jsonl"  # a single record
         if isinstance(payload, dict) and "entries" in payload:
             return "gab"
+        if is_pytest_benchmark(payload):
+            return "pytest-benchmark"
         if is_perfherder_data(payload):
             return "perfherder"
         if is_jmh(payload):
