@@ -322,6 +322,11 @@ def test_detect_and_candidates_read_a_benchmarks_folder(tmp_path):
             "neither 'commit_info.time' nor 'datetime'",
         ),
         (
+            _run("c0", "2024-03-01T10:00:00", {"t.py::a": 1e-3}),  # type: ignore[arg-type]
+            "run.json:",
+            "'benchmarks' is {\"t.py::a\": 0.001}, not a list of benchmark objects",
+        ),
+        (
             _run("c0", "2024-03-01T10:00:00", ["t.py::a"]),
             "run.json, row 1:",
             'benchmark 1 is "t.py::a": expected a benchmark object',

@@ -84,7 +84,11 @@ WHAT = "pytest-benchmark results"
 
 def is_pytest_benchmark(payload: object) -> TypeGuard[dict]:
     """A parsed JSON document that looks like one pytest-benchmark run."""
-    if not isinstance(payload, dict) or not isinstance(payload.get("benchmarks"), list):
+    if not isinstance(payload, dict) or "benchmarks" not in payload:
+        return False
+    if "machine_info" in payload and "commit_info" in payload:
+        return True  # whatever its benchmarks are: the reader names what is wrong with them
+    if not isinstance(payload["benchmarks"], list):
         return False
     if "machine_info" in payload or "commit_info" in payload:
         return True
@@ -296,6 +300,12 @@ def read_pytest_benchmark(
                 None,
                 "not a pytest-benchmark run: expected a JSON object with 'machine_info', "
                 "'commit_info' and a 'benchmarks' list",
+            )
+        if not isinstance(payload["benchmarks"], list):
+            raise InputError(
+                file,
+                None,
+                f"'benchmarks' is {json.dumps(payload['benchmarks'])[:40]}, not a list of benchmark objects",
             )
         commit = _commit(payload, file)
         at = _time_ns(payload, file)
