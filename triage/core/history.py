@@ -495,10 +495,10 @@ def dataset_from_long(
         else None
     )
     run_ts = timestamps[first_idx] if timestamps is not None else None
-    if run_ts is not None and sort_timestamps and n_runs < n:
+    if timestamps is not None and sort_timestamps and n_runs < n:
         # Sorted by time, a commit measured again later stands at its first measurement, whatever
         # the rows' order in the file (its first row in the file may be the later re-run).
-        run_ts = pd.Series(timestamps[order]).groupby(run_id).min().to_numpy(dtype=run_ts.dtype)
+        run_ts = pd.Series(timestamps[order]).groupby(run_id).min().to_numpy(dtype=timestamps.dtype)
     run_series = series_codes[first_idx]
     # What History.__post_init__ makes of a commit id, once per distinct id.
     run_commits = commit_text.astype(str).astype(object)[commit_codes[first_idx]]
