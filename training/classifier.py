@@ -217,6 +217,7 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         self.n_train_ = {
             "fit": int(len(y_fit)),
             "validation": int(len(y_val)) if y_val is not None else 0,
+            "validation_positives": int(np.sum(y_val)) if y_val is not None else 0,
             "positives": int(y01.sum()),
             "negatives": int(len(y01) - y01.sum()),
         }

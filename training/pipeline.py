@@ -67,6 +67,11 @@ MAX_AUC_INTERVAL = 0.2
 #: Fewer held-out series than this and resampling them gives no interval worth printing
 #: (one series: every draw is the same, an interval of width 0).
 MIN_HELDOUT_SERIES = 5
+#: Fewer true alerts than this in the validation part a learned threshold (``fbeta:B``,
+#: ``recall:R``) is chosen on, and another seed moves it far: on the ``small`` preset's
+#: window-0 rows (about 5 true alerts there) seeds 0-5 gave thresholds 0.11-0.61 and 8-865
+#: alarms on 26 true changes (measured 2026-11-24).
+MIN_THRESHOLD_POSITIVES = 20
 
 
 @dataclass
@@ -90,22 +95,42 @@ class ManifestArgs(TypedDict):
     extra: dict[str, object]
 
 
+def _fixed_threshold(policy: str) -> bool:
+    """Whether a threshold policy's text is a number (given), not a rule learned on validation data."""
+    try:
+        float(policy)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def data_warnings(
     metrics: Mapping[str, float],
     test: tuple[np.ndarray, np.ndarray] | None,
     *,
     twins: int = 0,
     selected_here: str | None = None,
+    learned_threshold: tuple[str, float, int] | None = None,
 ) -> list[str]:
     """Plain-words warnings when the held-out figures cannot mean much (see the module docstring).
 
     ``twins``: held-out candidates whose feature row a training candidate of another series repeats.
     ``selected_here``: the feature-set file, when it was chosen on these same candidates.
+    ``learned_threshold``: (policy, threshold, true alerts in the validation part it was chosen
+    on) when the threshold was learned, not given.
     """
-    if test is None:
-        return ["no hold-out (test size 0): the model's accuracy was not measured"]
-    y = test[0]
     out = []
+    if learned_threshold is not None and learned_threshold[2] < MIN_THRESHOLD_POSITIVES:
+        policy, value, n_pos = learned_threshold
+        out.append(
+            f"the {policy} threshold ({value:.3g}) was chosen on a validation part holding {n_pos} true "
+            f"alert{'' if n_pos == 1 else 's'} (fewer than {MIN_THRESHOLD_POSITIVES}): another --seed can move "
+            "it far and with it how many alerts are called true; give a fixed --threshold (e.g. 0.5) or "
+            "train on more triaged series"
+        )
+    if test is None:
+        return [*out, "no hold-out (test size 0): the model's accuracy was not measured"]
+    y = test[0]
     if selected_here:
         out.append(
             f"the feature set {selected_here} was chosen (select-features) on these same candidates, the "
@@ -288,7 +313,11 @@ def train(
         feature_set_file=feature_set_file,
         extra=dict(extra or {}),
     )
-    warnings = data_warnings(metrics, test, twins=twins, selected_here=_selected_on(features, matrix))
+    learned = None
+    if clf.n_train_.get("validation_positives") is not None and not _fixed_threshold(clf.threshold_policy_):
+        learned = (clf.threshold_policy_, float(clf.threshold_), int(clf.n_train_["validation_positives"]))
+    warnings = data_warnings(metrics, test, twins=twins, selected_here=_selected_on(features, matrix),
+                             learned_threshold=learned)
     if not track:
         model_dir = save_model(clf, out, **manifest_args)
         return TrainResult(classifier=clf, model_dir=model_dir, metrics=metrics, test=test, run=None,
