@@ -38,8 +38,10 @@ The MAD floor: a nearly deterministic series (memory in bytes) has MAD 0 on
 quiet windows; dividing by it would make any one-byte change infinite. The
 floor is the series' *resolution* (:func:`resolution`, the smallest step
 between its distinct values), and at least ``1e-9 * |median(P)|``.
-A window with fewer than :data:`MIN_POINTS` values gives NaN (undefined, read
-as missing by every model here).
+A Pre of fewer than :data:`MIN_POINTS` values (or an empty After) gives NaN
+in every column (undefined, read as missing by every model here); an After
+of one commit leaves only the two that need its spread NaN
+(``pair_welch_d`` and ``pair_noise_ratio``).
 
 Implementation: :func:`pair_features` runs one compiled kernel (numba,
 ``cache=True``) per candidate, for the batch feature matrix and the online
