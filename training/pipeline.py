@@ -56,6 +56,7 @@ from triage.training.model_files import (
     save_model,
     stage_model,
 )
+from triage.training.thresholds import parse_policy
 
 if TYPE_CHECKING:
     from triage.training.tracking import TrainingRun
@@ -93,15 +94,6 @@ class ManifestArgs(TypedDict):
     metrics: dict[str, object]
     feature_set_file: str | None
     extra: dict[str, object]
-
-
-def _fixed_threshold(policy: str) -> bool:
-    """Whether a threshold policy's text is a number (given), not a rule learned on validation data."""
-    try:
-        float(policy)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def data_warnings(
@@ -314,7 +306,7 @@ def train(
         extra=dict(extra or {}),
     )
     learned = None
-    if clf.n_train_.get("validation_positives") is not None and not _fixed_threshold(clf.threshold_policy_):
+    if clf.n_train_.get("validation_positives") is not None and parse_policy(clf.threshold_policy_).needs_validation:
         learned = (clf.threshold_policy_, float(clf.threshold_), int(clf.n_train_["validation_positives"]))
     warnings = data_warnings(metrics, test, twins=twins, selected_here=_selected_on(features, matrix),
                              learned_threshold=learned)
