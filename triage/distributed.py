@@ -74,9 +74,16 @@ def client(scheduler: str | None) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     if scheduler == LOCAL:
+        _refuse_while_spawning()
         workers = _local_workers()
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as c:
+        try:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   # a port of its own: two runs at once warned "Port 8787 is already in use"
+                                   dashboard_address="127.0.0.1:0",
+                                   preload=[__name__])  # dask_setup below: the workers leave Ctrl-C to us
+        except Exception as exc:  # noqa: BLE001 (dask says only "Nanny failed to start.")
+            raise _local_cluster_failed(exc) from None
+        with cluster, Client(cluster) as c:
             yield c
     else:
         try:
@@ -110,6 +117,53 @@ def client(scheduler: str | None) -> Iterator[Any]:
                 if not _lost(c, exc):
                     raise
                 raise _connection_lost(scheduler, exc) from None
+
+
+def dask_setup(worker: Any) -> None:
+    """Set up a worker of the local cluster (a dask preload): it ignores SIGINT.
+
+    Ctrl-C in a terminal reaches the whole process group: each worker of
+    ``--scheduler local`` printed a KeyboardInterrupt traceback of its own
+    (50-120 lines in all) while this process stopped the cluster anyway.
+    """
+    import signal
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _refuse_while_spawning() -> None:
+    """Refuse a local cluster asked for by a worker process of a local cluster as it starts.
+
+    The local cluster's workers are spawned processes, which first run the
+    calling script again as ``__mp_main__``: a script that calls triage
+    without an ``if __name__ == "__main__":`` guard asked, in each worker, for
+    a cluster of its own, and every run ended in "internal error:
+    RuntimeError: Nanny failed to start." with multiprocessing's
+    bootstrapping traceback once per worker.
+    """
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise InputError("--scheduler", None, "local: asked for again while a worker process of the local dask cluster "
+                         "was starting, which runs the calling script again; put the code that calls triage under "
+                         "`if __name__ == \"__main__\":`")
+
+
+def _local_cluster_failed(exc: BaseException) -> InputError:
+    """The error for a ``LocalCluster`` that did not start, with what to do about it."""
+    import multiprocessing
+
+    try:
+        multiprocessing.get_context("spawn").Lock()
+    except OSError as lock:  # a sandbox without a writable /dev/shm: no process can be started
+        cause = (f"this machine lets no process lock be made ({_first_line(lock)}; Python's multiprocessing needs "
+                 "a writable /dev/shm)")
+    else:
+        cause = ("from a Python script, put the code that calls triage under `if __name__ == \"__main__\":` "
+                 "(the workers are spawned processes, which run the script again)")
+    return InputError("--scheduler", None, f"local: the local dask cluster did not start ({_first_line(exc)}); "
+                      f"{cause}; or give the address of a running dask scheduler, or no --scheduler")
 
 
 def _lost(c: Any, exc: BaseException) -> bool:
@@ -224,8 +278,108 @@ def map_series(
     with client(scheduler) as c:
         k = n_partitions or 4 * max(1, len(c.scheduler_info().get("workers", {})))
         parts = split(dataset, min(k, max(1, len(dataset))))
-        futures = [c.submit(fn, part, *args, pure=False, **kwargs) for part in parts]
+        futures = [c.submit(_on_worker, fn, part, *args, pure=False, **kwargs) for part in parts]
+        _wait_for(c, futures, scheduler)
         return c.gather(futures)
+
+
+#: Seconds between two looks at the futures of :func:`map_series` (and at the cluster's workers).
+POLL = 0.1
+
+
+def _wait_for(c: Any, futures: list[Any], scheduler: str) -> None:
+    """Return when every future is done (result or error); refuse a cluster left without workers.
+
+    Tasks whose workers all died (killed, their machines gone) wait for a new
+    worker for ever: the command hung without a word. It now ends with an
+    error once the cluster has had no worker for :data:`WORKER_TIMEOUT`
+    seconds. Waiting by looking (not in ``gather``) also lets Ctrl-C end the
+    command without asyncio's "Task exception was never retrieved ...
+    AllExit" tracebacks, one per part left.
+    """
+    import time
+
+    alone_since: float | None = None
+    last_look = time.monotonic()
+    while not all(f.done() for f in futures):
+        time.sleep(POLL)
+        now = time.monotonic()
+        if now - last_look < 1.0:
+            continue
+        last_look = now
+        if c.nthreads():
+            alone_since = None
+            continue
+        alone_since = now if alone_since is None else alone_since
+        if now - alone_since >= WORKER_TIMEOUT:
+            c.cancel(futures)
+            raise InputError(
+                "--scheduler",
+                None,
+                f"the dask scheduler at {scheduler!r} lost every worker during the run (none for "
+                f"{WORKER_TIMEOUT:g} s); start some (`dask worker ADDRESS`) and run again, or give --scheduler local",
+            )
+
+
+#: Per thread: whether it runs a part of :func:`map_series` on a dask worker (``active``), and
+#: whether that part holds :data:`_OWN_PROCESS` (``owns``).
+_IN_PART = threading.local()
+#: Held by a part that behaves as if it had its worker process to itself (see :func:`_on_worker`).
+_OWN_PROCESS = threading.RLock()
+
+
+def _on_worker(fn: Callable[..., Any], part: Dataset, *args: Any, **kwargs: Any) -> Any:
+    """``fn(part, *args, **kwargs)`` in a dask worker's task thread.
+
+    A dask task runs in a thread of the worker, where ``signal.signal`` raises
+    ``ValueError: signal only works in main thread``: ``triage detect
+    --scheduler`` failed on every part so (the replay's ``_init_worker`` sets
+    SIGINT to be ignored, as a pool worker process needs; a dask worker's
+    Ctrl-C is its nanny's business). Within a part, a handler set from a
+    thread other than the main one is therefore left as it is.
+
+    Code that sets a process-wide signal handler was written to own its
+    process, and the replay also keeps its model in a module-wide dict that
+    each part clears: two parts at once in one worker process (``dask worker``
+    runs as many threads as cores by default) ended in ``KeyError: 'model'``.
+    Such a part runs alone in its process from its first ``signal.signal``
+    call to its end; other parts (detectors, labelling) still share the
+    worker's threads.
+    """
+    _tolerate_signals_off_main_thread()
+    _IN_PART.active = True
+    try:
+        return fn(part, *args, **kwargs)
+    finally:
+        _IN_PART.active = False
+        if getattr(_IN_PART, "owns", False):
+            _IN_PART.owns = False
+            _OWN_PROCESS.release()
+
+
+def _tolerate_signals_off_main_thread() -> None:
+    """Wrap ``signal.signal`` (once per process) for parts running off the main thread.
+
+    Such a call from a thread running :func:`_on_worker` changes no handler
+    and takes :data:`_OWN_PROCESS` for the rest of the part; any other call,
+    and every call in the main thread, goes to ``signal.signal`` as before.
+    """
+    import signal
+
+    original = signal.signal
+    if getattr(original, "_triage_part_tolerant", False):
+        return
+
+    def tolerant(signalnum: Any, handler: Any) -> Any:
+        if getattr(_IN_PART, "active", False) and threading.current_thread() is not threading.main_thread():
+            if not getattr(_IN_PART, "owns", False):
+                _OWN_PROCESS.acquire()
+                _IN_PART.owns = True
+            return signal.getsignal(signalnum)
+        return original(signalnum, handler)
+
+    tolerant._triage_part_tolerant = True  # type: ignore[attr-defined]
+    signal.signal = tolerant
 
 
 def map_frames(
