@@ -4,11 +4,12 @@
    a validation part of a handful of true alerts said nothing, though another ``--seed``
    moved the threshold from 0.11 to 0.61 and the alarms of the model from 8 to 865 (26 true
    changes) on the ``small`` preset: it now warns, and a given threshold does not.
+2. ``candidates`` caught the scheduler's InputError as a detector's parameter error.
 """
 
 from __future__ import annotations
 
-from helpers_cli import flat, invoke
+from helpers_cli import flat, invoke, step_history
 
 
 def test_train_warns_when_its_learned_threshold_rests_on_few_true_alerts(tmp_path):
@@ -24,3 +25,13 @@ def test_train_warns_when_its_learned_threshold_rests_on_few_true_alerts(tmp_pat
     code, text = invoke([*common, "--threshold", "0.5", "--out", tmp_path / "fixed"])
     assert code == 0, text
     assert "threshold (" not in flat(text)
+
+
+def test_candidates_names_an_unreachable_scheduler_as_such_not_as_a_param(tmp_path):
+    """2. ``candidates --scheduler`` with nothing listening read "Invalid value for --param: --scheduler: ..."."""
+    data = step_history(tmp_path / "h.csv")
+    code, text = invoke(["candidates", "--data", data, "--detector", "binseg", "--out", tmp_path / "c.csv",
+                         "--scheduler", "127.0.0.1:18786x"])
+    text = flat(text)
+    assert code == 2 and "--scheduler" in text and "--param" not in text, text
+    assert not (tmp_path / "c.csv").exists()

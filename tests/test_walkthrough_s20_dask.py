@@ -8,6 +8,9 @@ Defects found, fixed in ``triage/distributed.py``:
 2. On a worker with several threads (``dask worker`` runs one per core by
    default) two replay parts at once cleared each other's module-wide state:
    "internal error: KeyError: 'model'" (or 'replay_kwargs').
+   Both were mended where they came from (``triage/online/loop.py``,
+   ``replay_parts`` with ``jobs=1``: no pool-worker set-up in the caller),
+   which also gave ``triage detect`` its Ctrl-C back.
 3. A Python script calling triage with ``--scheduler local`` and no
    ``if __name__ == "__main__":`` guard ended in "internal error:
    RuntimeError: Nanny failed to start." (the spawned workers run the script
@@ -80,13 +83,7 @@ def _same_file(tmp_path, address, args) -> str:
     outs = []
     for extra in ([], ["--scheduler", address]):
         out = tmp_path / f"out{len(extra)}"
-        handler = signal.getsignal(signal.SIGINT)
-        try:
-            code, output = invoke([*args, "--out", out, *extra])
-        finally:
-            # The single-process `detect` leaves SIGINT ignored in this process (replay_parts with
-            # jobs=1 calls its pool-worker _init_worker here): reported, not ours to fix.
-            signal.signal(signal.SIGINT, handler)
+        code, output = invoke([*args, "--out", out, *extra])
         assert code == 0, output
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
@@ -139,36 +136,34 @@ def test_candidates_label_and_score_on_the_cluster_write_the_single_process_file
     )
 
 
-def test_parts_that_set_signal_handlers_run_one_at_a_time_in_a_worker_process():
-    inside: list[int] = []
-    overlap: list[int] = []
+def test_a_replay_in_the_callers_thread_leaves_its_signal_handlers_alone(real7):
+    """``replay_parts(jobs=1)`` (every part of ``detect --scheduler``, and ``detect`` itself) set SIGINT
+    to be ignored in the calling process with the pool workers' initializer: Ctrl-C no longer stopped
+    ``triage detect``, and in a dask task thread the call raised "signal only works in main thread"."""
+    from triage.loaders import load
+    from triage.online.loop import _SHARED, replay_parts
+
+    model = Path(__file__).resolve().parents[1] / "models" / "online-w4"
+    data = load(real7["csv"])
+    before = signal.getsignal(signal.SIGINT)
+    seen: list[object] = []
+    found = replay_parts(model, [data], jobs=1, on_part=lambda _: seen.append(
+        signal.getsignal(signal.SIGINT)))
+    assert found and seen == [before] and signal.getsignal(signal.SIGINT) is before and not _SHARED
     errors: list[BaseException] = []
 
-    def part(name, *_):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # what the replay's _init_worker does
-        inside.append(1)
-        overlap.append(len(inside))
-        time.sleep(0.2)
-        inside.pop()
-        return name
-
-    def run(name):
+    def in_thread():
         try:
-            assert distributed._on_worker(part, name) == name
+            replay_parts(model, [data], jobs=1)
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
-    before = signal.getsignal(signal.SIGINT)
-    threads = [threading.Thread(target=run, args=(f"p{i}",)) for i in range(3)]
+    threads = [threading.Thread(target=in_thread) for _ in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert not errors, errors  # was ValueError: signal only works in main thread
-    assert overlap == [1, 1, 1]
-    assert signal.getsignal(signal.SIGINT) is before  # the process's handler left as it was
-    signal.signal(signal.SIGINT, before)  # in the main thread: still changes it
-    assert not getattr(distributed._IN_PART, "active", False)
+    assert not errors, errors  # was ValueError: signal only works in main thread; then KeyError: 'model'
 
 
 # -- 3. a local cluster that does not start ------------------------------------------------------------------

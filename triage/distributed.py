@@ -278,7 +278,7 @@ def map_series(
     with client(scheduler) as c:
         k = n_partitions or 4 * max(1, len(c.scheduler_info().get("workers", {})))
         parts = split(dataset, min(k, max(1, len(dataset))))
-        futures = [c.submit(_on_worker, fn, part, *args, pure=False, **kwargs) for part in parts]
+        futures = [c.submit(fn, part, *args, pure=False, **kwargs) for part in parts]
         _wait_for(c, futures, scheduler)
         return c.gather(futures)
 
@@ -319,67 +319,6 @@ def _wait_for(c: Any, futures: list[Any], scheduler: str) -> None:
                 f"the dask scheduler at {scheduler!r} lost every worker during the run (none for "
                 f"{WORKER_TIMEOUT:g} s); start some (`dask worker ADDRESS`) and run again, or give --scheduler local",
             )
-
-
-#: Per thread: whether it runs a part of :func:`map_series` on a dask worker (``active``), and
-#: whether that part holds :data:`_OWN_PROCESS` (``owns``).
-_IN_PART = threading.local()
-#: Held by a part that behaves as if it had its worker process to itself (see :func:`_on_worker`).
-_OWN_PROCESS = threading.RLock()
-
-
-def _on_worker(fn: Callable[..., Any], part: Dataset, *args: Any, **kwargs: Any) -> Any:
-    """``fn(part, *args, **kwargs)`` in a dask worker's task thread.
-
-    A dask task runs in a thread of the worker, where ``signal.signal`` raises
-    ``ValueError: signal only works in main thread``: ``triage detect
-    --scheduler`` failed on every part so (the replay's ``_init_worker`` sets
-    SIGINT to be ignored, as a pool worker process needs; a dask worker's
-    Ctrl-C is its nanny's business). Within a part, a handler set from a
-    thread other than the main one is therefore left as it is.
-
-    Code that sets a process-wide signal handler was written to own its
-    process, and the replay also keeps its model in a module-wide dict that
-    each part clears: two parts at once in one worker process (``dask worker``
-    runs as many threads as cores by default) ended in ``KeyError: 'model'``.
-    Such a part runs alone in its process from its first ``signal.signal``
-    call to its end; other parts (detectors, labelling) still share the
-    worker's threads.
-    """
-    _tolerate_signals_off_main_thread()
-    _IN_PART.active = True
-    try:
-        return fn(part, *args, **kwargs)
-    finally:
-        _IN_PART.active = False
-        if getattr(_IN_PART, "owns", False):
-            _IN_PART.owns = False
-            _OWN_PROCESS.release()
-
-
-def _tolerate_signals_off_main_thread() -> None:
-    """Wrap ``signal.signal`` (once per process) for parts running off the main thread.
-
-    Such a call from a thread running :func:`_on_worker` changes no handler
-    and takes :data:`_OWN_PROCESS` for the rest of the part; any other call,
-    and every call in the main thread, goes to ``signal.signal`` as before.
-    """
-    import signal
-
-    original = signal.signal
-    if getattr(original, "_triage_part_tolerant", False):
-        return
-
-    def tolerant(signalnum: Any, handler: Any) -> Any:
-        if getattr(_IN_PART, "active", False) and threading.current_thread() is not threading.main_thread():
-            if not getattr(_IN_PART, "owns", False):
-                _OWN_PROCESS.acquire()
-                _IN_PART.owns = True
-            return signal.getsignal(signalnum)
-        return original(signalnum, handler)
-
-    tolerant._triage_part_tolerant = True  # type: ignore[attr-defined]
-    signal.signal = tolerant
 
 
 def map_frames(

@@ -109,10 +109,14 @@ def candidates(
                          "the long layout and JSON lines")
     dataset = load(data, layout=layout, aggregate=aggregate, trim_warmup=trim_warmup, branch=branch,
                    commit_order=read_commit_order(commit_order))
+    from triage.core.errors import InputError
+
     try:
         with JobProgress(f"candidates ({detector})", len(dataset), "series") as progress:
             frame = (candidates_frame(dataset, detector, params, progress=progress.advance) if scheduler is None
                      else map_frames(candidates_frame, dataset, scheduler, detector, params))
+    except InputError:  # a ValueError too, but the data's or the cluster's (--scheduler), not --param's
+        raise
     except ValueError as exc:  # a parameter value the detector rejects when it runs
         raise typer.BadParameter(str(exc), param_hint="--param") from None
     write_frame(frame, out, fmt)

@@ -1553,9 +1553,11 @@ def replay_parts(
 
     try:
         if jobs <= 1:
-            _init_worker(*settings)
+            # In the caller's own thread: no worker set-up, so Ctrl-C still stops it (the
+            # initializer ignores SIGINT for pool workers) and nothing is left in _SHARED.
+            loop = OnlineTriage.from_model_dir(settings[0], **settings[1])
             for part in parts:
-                out.extend(_replay_dataset(part))
+                out.extend(_found_tuples(loop.replay(part, keep_states=False, **settings[2])))
                 if on_part is not None:
                     on_part(part)
             return out
