@@ -83,7 +83,8 @@ Protocol
    + triage on the test part, and which injected changes the two with
    triage and ``perfherder`` alone find, by shift size in noise units
    (:func:`real_data.recall_by_size`). ``--part validation`` reads the
-   validation project instead; ``--ramp W`` spreads every injected shift
+   validation project instead, and then also the newest candidates
+   (:func:`fresh_look`); ``--ramp W`` spreads every injected shift
    over W commits (changes that land gradually, never seen in training).
 
 Online rows: :data:`EXTRA_ROWS` is the hook another benchmark
@@ -680,16 +681,21 @@ def development_markdown(result: dict) -> str:
         lines.append(f"| {d} | " + " | ".join(cells) + " |")
     lines += ["", f"Mean F1 over detectors and looks: **{dev['mean']:.4f}**. Run time {result['seconds'] / 60:.1f} min."]
     if result.get("fresh"):
-        fr = result["fresh"]
-        lines += ["", "Newest candidates of the validation part (`fresh_look`: copies cut 1-12 commits after each "
-                  "injected change and at one random commit; candidates fewer than 13 commits from the end), "
-                  f"candidate-level F1 alone -> + triage (recall + triage); pooled AUC {fr['auc']:.3f}, "
-                  f"mean F1 + triage over detectors **{fr['mean']:.4f}**"
-                  + (f"; fresh training rows of seeds {c['fresh_seeds']}" if c.get("fresh_seeds") else "") + ":", "",
-                  "| detector | candidates (true) | F1 alone -> + triage (recall) |", "| --- | ---: | ---: |"]
-        for d, (f0, f, r, n, t) in fr["detectors"].items():
-            lines.append(f"| {d} | {n} ({t}) | {f0:.3f} -> {f:.3f} ({r:.3f}) |")
+        lines += ["", fresh_markdown(result["fresh"], c.get("fresh_seeds", ()))]
     return "\n".join(lines) + "\n"
+
+
+def fresh_markdown(fresh: dict, fresh_seeds: Sequence[int] = ()) -> str:
+    """The table of a :func:`fresh_look`."""
+    lines = ["Newest candidates of the validation part (`fresh_look`: copies cut 1-12 commits after each "
+             "injected change and at one random commit; candidates fewer than 13 commits from the end), "
+             f"candidate-level F1 alone -> + triage (recall + triage); pooled AUC {fresh['auc']:.3f}, "
+             f"mean F1 + triage over detectors **{fresh['mean']:.4f}**"
+             + (f"; fresh training rows of seeds {list(fresh_seeds)}" if fresh_seeds else "") + ":", "",
+             "| detector | candidates (true) | F1 alone -> + triage (recall) |", "| --- | ---: | ---: |"]
+    for d, (f0, f, r, n, t) in fresh["detectors"].items():
+        lines.append(f"| {d} | {n} ({t}) | {f0:.3f} -> {f:.3f} ({r:.3f}) |")
+    return "\n".join(lines)
 
 
 def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: Path | None, log=print,
@@ -908,6 +914,9 @@ def by_size(model: Path, mode: str, seed: int, every: int, n_jobs: int, log=prin
         lines += ["", f"Injected changes found within {MARGIN} commits, by shift size in noise units:", "",
                   f"| size | changes | {det} + triage | `perfherder` alone |", "| --- | ---: | ---: | ---: |"]
         lines += [f"| {b} | {n} | {a:.2f} | {q:.2f} |" for b, n, a, q in real_data.recall_by_size(test, tri, perfherder)]
+    if part == "validation" and ramp <= 1:
+        # the newest candidates (copies cut short after each change): read on validation only
+        lines += ["", fresh_markdown(fresh_look(clf, thresholds, test, f"{mode}_s{seed}_e{every}_{part}", n_jobs, log))]
     return "\n".join(lines) + "\n"
 
 
