@@ -5,6 +5,8 @@
    moved the threshold from 0.11 to 0.61 and the alarms of the model from 8 to 865 (26 true
    changes) on the ``small`` preset: it now warns, and a given threshold does not.
 2. ``candidates`` caught the scheduler's InputError as a detector's parameter error.
+3. A scheduler host name that does not resolve took 13 s and was reported as "no dask
+   handshake ... is it the dashboard's port?".
 """
 
 from __future__ import annotations
@@ -34,4 +36,13 @@ def test_candidates_names_an_unreachable_scheduler_as_such_not_as_a_param(tmp_pa
                          "--scheduler", "127.0.0.1:18786x"])
     text = flat(text)
     assert code == 2 and "--scheduler" in text and "--param" not in text, text
+    assert not (tmp_path / "c.csv").exists()
+
+
+def test_a_scheduler_host_that_does_not_resolve_is_named_at_once(tmp_path):
+    data = step_history(tmp_path / "h.csv")
+    code, text = invoke(["candidates", "--data", data, "--detector", "binseg", "--out", tmp_path / "c.csv",
+                         "--scheduler", "tcp://no-such-host.invalid:8786"])
+    text = flat(text)
+    assert code == 2 and "'no-such-host.invalid' does not resolve" in text and "handshake" not in text, text
     assert not (tmp_path / "c.csv").exists()

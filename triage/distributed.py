@@ -188,6 +188,26 @@ class _NotAScheduler(Exception):
     """Something answered at the address, but not as a dask scheduler does."""
 
 
+def _resolve(address: str) -> None:
+    """Raise OSError at once when the address's host name does not resolve.
+
+    dask's ``connect`` retried such a name for its whole timeout (13 s) and the
+    error then asked whether the port was the dashboard's.
+    """
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    scheme, location = parse_address(address)
+    if scheme not in ("tcp", "tls"):
+        return
+    host, port = parse_host_port(location)
+    try:
+        socket.getaddrinfo(host, port)
+    except socket.gaierror as exc:
+        raise OSError(f"the host name {host!r} does not resolve: {exc.strerror or exc}") from None
+
+
 def _probe(address: str, timeout: float) -> None:
     """Connect to ``address`` and exchange dask's handshake, all within ``timeout`` seconds.
 
@@ -200,6 +220,7 @@ def _probe(address: str, timeout: float) -> None:
     from distributed.comm import connect
     from distributed.security import Security
 
+    _resolve(address)
     # The connection arguments the Client will use (TLS certificates from dask's configuration).
     args = Security().get_connection_args("client")
 
