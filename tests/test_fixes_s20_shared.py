@@ -29,20 +29,20 @@ def test_train_warns_when_its_learned_threshold_rests_on_few_true_alerts(tmp_pat
     assert "threshold (" not in flat(text)
 
 
+def _refused_scheduler(tmp_path, address: str) -> str:
+    """``candidates --scheduler ADDRESS`` on a small history: exit 2, no output; its message, flattened."""
+    code, text = invoke(["candidates", "--data", step_history(tmp_path / "h.csv"), "--detector", "binseg",
+                         "--out", tmp_path / "c.csv", "--scheduler", address])
+    assert code == 2 and not (tmp_path / "c.csv").exists(), text
+    return flat(text)
+
+
 def test_candidates_names_an_unreachable_scheduler_as_such_not_as_a_param(tmp_path):
     """2. ``candidates --scheduler`` with nothing listening read "Invalid value for --param: --scheduler: ..."."""
-    data = step_history(tmp_path / "h.csv")
-    code, text = invoke(["candidates", "--data", data, "--detector", "binseg", "--out", tmp_path / "c.csv",
-                         "--scheduler", "127.0.0.1:18786x"])
-    text = flat(text)
-    assert code == 2 and "--scheduler" in text and "--param" not in text, text
-    assert not (tmp_path / "c.csv").exists()
+    text = _refused_scheduler(tmp_path, "127.0.0.1:18786x")
+    assert "--scheduler" in text and "--param" not in text, text
 
 
 def test_a_scheduler_host_that_does_not_resolve_is_named_at_once(tmp_path):
-    data = step_history(tmp_path / "h.csv")
-    code, text = invoke(["candidates", "--data", data, "--detector", "binseg", "--out", tmp_path / "c.csv",
-                         "--scheduler", "tcp://no-such-host.invalid:8786"])
-    text = flat(text)
-    assert code == 2 and "'no-such-host.invalid' does not resolve" in text and "handshake" not in text, text
-    assert not (tmp_path / "c.csv").exists()
+    text = _refused_scheduler(tmp_path, "tcp://no-such-host.invalid:8786")
+    assert "'no-such-host.invalid' does not resolve" in text and "handshake" not in text, text
