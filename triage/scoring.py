@@ -28,6 +28,20 @@ Candidate files (ours, Otava's, Perfherder's) are read and placed in the
 dataset by :mod:`triage.candidate_files`; the model is applied by
 :mod:`triage.inference`, as in batch labelling.
 
+The newest candidates
+---------------------
+A candidate fewer than ``horizon`` (13) commits from its series' end has
+too few commits after it for the model to see its new level hold
+(``ctx_persist_after`` is missing), and a model trained only on changes
+far from an end scores it low whatever its size. A scoring model whose
+manifest names a *newest-candidates model* (``extra.newest_model``:
+``{"model": NAME, "horizon": 13}``; the bundled ``default-scoring`` names
+``default-scoring-newest``, trained with such candidates) hands those
+candidates to it: P(true), call and threshold (its own per-detector one
+unless ``--threshold`` is given) come from that model, and the explanation
+says so (:func:`newest_route`). NAME is a model directory beside the
+scoring model's, else a bundled model.
+
 Threshold for ``--target-recall``
 ---------------------------------
 A target recall needs labelled validation data. The model directory keeps
@@ -49,6 +63,10 @@ held-out validation split.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -207,9 +225,80 @@ def too_recent_to_hold(dataset: Dataset, classifier, series, index) -> np.ndarra
     index = np.asarray(index, dtype=np.int64)
     if "ctx_persist_after" not in model_features(classifier):
         return np.zeros(index.size, dtype=bool)
+    return near_end(dataset, series, index, HOLD_HORIZON)
+
+
+#: The manifest entry (in ``extra``) naming a scoring model's newest-candidates model.
+NEWEST_KEY = "newest_model"
+
+
+@dataclass(frozen=True)
+class NewestRoute:
+    """The model that decides the candidates fewer than ``horizon`` commits from their series' end.
+
+    ``name``: how it was named (a bundled name or a path), for the
+    explanation and the summary; ``classifier``: the loaded model.
+    """
+
+    classifier: object
+    horizon: int
+    name: str
+
+
+def newest_route(classifier, spec: str | Path | None = None) -> NewestRoute | None:
+    """The newest-candidates model for ``classifier`` (module docstring, "The newest candidates").
+
+    ``spec`` None: the one the scoring model's manifest names (None when it
+    names none); ``"none"``: no routing; anything else: a model directory or
+    bundled name, with the manifest's horizon (else
+    :data:`~triage.features.candidate_context.HOLD_HORIZON`). The named
+    model must build its rows as the scoring model does (same windows, its
+    features among the scoring model's rows); :class:`InputError` otherwise
+    or when it cannot be found.
+    """
+    from triage.features.candidate_context import HOLD_HORIZON
+    from triage.inference import load_classifier
+    from triage.model_lookup import bundled_model, resolve_model
+    from triage.training.model_dirs import MANIFEST
+
+    manifest = getattr(classifier, "manifest_", None) or {}
+    entry = (manifest.get("extra") or {}).get(NEWEST_KEY)
+    source = manifest.get("_path")
+    if spec is not None and str(spec).strip().lower() == "none":
+        return None
+    horizon = HOLD_HORIZON
+    if isinstance(entry, dict):
+        try:
+            horizon = int(entry.get("horizon", HOLD_HORIZON))
+        except (TypeError, ValueError):
+            raise InputError(source, None, f"manifest: extra.{NEWEST_KEY}.horizon is not a whole number") from None
+        if horizon < 1:
+            raise InputError(source, None, f"manifest: extra.{NEWEST_KEY}.horizon must be at least 1")
+    if spec is None:
+        if entry is None:
+            return None
+        name = entry.get("model") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name.strip() or "/" in name or name.startswith("."):
+            raise InputError(source, None, f"manifest: extra.{NEWEST_KEY} names no model (want "
+                             '{"model": NAME, "horizon": 13}, NAME a directory beside this model or a bundled model)')
+        beside = Path(source).parent / name if source else None
+        path = beside if beside is not None and (beside / MANIFEST).is_file() else bundled_model(name)
+    else:
+        name = str(spec)
+        path = resolve_model(name, "scoring")
+    newest = load_classifier(path)
+    if candidate_windowing(newest) != candidate_windowing(classifier) or model_window(newest) != model_window(classifier):
+        raise InputError(path, None, "this newest-candidates model builds other windows than the scoring model "
+                         f"{source or ''}: it must be trained on the same windows (e.g. both `--candidate-windows`)")
+    return NewestRoute(newest, horizon, name)
+
+
+def near_end(dataset: Dataset, series, index, horizon: int) -> np.ndarray:
+    """Bool per candidate (``series[k]``, ``index[k]``): fewer than ``horizon`` commits from it to its series' end."""
+    index = np.asarray(index, dtype=np.int64)
     lengths = {h.series_id: len(h.values) for h in dataset}
     ends = np.array([lengths.get(str(s), 0) for s in series], dtype=np.int64)
-    return (ends - index) < HOLD_HORIZON
+    return (ends - index) < horizon
 
 
 def threshold_for_recall(dataset: Dataset, classifier, recall: float, *, n_jobs: int = 1) -> tuple[float, int]:
@@ -251,6 +340,8 @@ def score_candidates(
     threshold: float | None = None,
     explain_top: int = 3,
     n_jobs: int = 1,
+    newest: NewestRoute | None | Literal["manifest"] = "manifest",
+    newest_threshold: float | None = None,
 ) -> pd.DataFrame:
     """P(true change) and a decision for every candidate of ``table``.
 
@@ -265,10 +356,21 @@ def score_candidates(
     ``det_score_rank`` (its rank among the file's scores; missing otherwise).
     Returns the detector's fields plus the columns of the module docstring,
     in input order. ``n_jobs``: processes for feature extraction.
+
+    ``newest``: the model for the candidates near their series' end
+    (module docstring, "The newest candidates"); ``"manifest"`` (default):
+    the one ``classifier``'s manifest names (:func:`newest_route`), None:
+    none. ``newest_threshold``: its cut (default: its own for the file's
+    detector, :func:`default_threshold`).
     """
     series, index = resolve(dataset, table)
     matrix = model_rows(dataset, classifier, series, index, table=table, n_jobs=n_jobs)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
+    route = newest_route(classifier) if isinstance(newest, str) else newest
+    if route is not None and len(decided):
+        recent = near_end(dataset, series, index, route.horizon)
+        if recent.any():
+            decided = _decide_newest(route, table, matrix, decided, recent, newest_threshold, explain_top)
     cut = float(classifier.threshold_ if threshold is None else threshold)
     radius = suppress_radius(classifier)
     if radius > 0 and cut > 0 and len(decided):
@@ -302,3 +404,21 @@ def score_candidates(
         target = name if name not in out.columns else f"triage_{name}"
         out[target] = decided[name].to_numpy()
     return out
+
+
+def _decide_newest(route: NewestRoute, table: CandidateTable, matrix: pd.DataFrame, decided: pd.DataFrame,
+                   recent: np.ndarray, threshold: float | None, explain_top: int) -> pd.DataFrame:
+    """``decided`` with the ``recent`` rows decided by ``route``'s model instead (same feature rows)."""
+    missing = [n for n in model_features(route.classifier) if n not in matrix.columns]
+    if missing:
+        raise InputError(route.name, None, f"this newest-candidates model needs features the scoring model's rows lack: "
+                         f"{', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}")
+    cut = default_threshold(route.classifier, table)[0] if threshold is None else float(threshold)
+    rows = matrix[recent]
+    theirs = decide(route.classifier, rows, threshold=cut, explain_top=explain_top)
+    note = f"newest-candidates model {route.name} (fewer than {route.horizon} commits from the series' end)"
+    theirs["explanation"] = [f"{note}; {e}" if e else note for e in theirs["explanation"]]
+    decided = decided.copy()
+    for col in SCORE_COLUMNS:
+        decided.loc[rows.index, col] = theirs[col].to_numpy()
+    return decided

@@ -152,6 +152,7 @@ def score(
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first (0: no table, the summary line only).")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
+    newest_model: Annotated[str | None, typer.Option("--newest-model", help="Model for the candidates fewer than 13 commits from their series' end (a model directory or bundled name; none: --model scores them too). Default: the one --model's manifest names (default-scoring: default-scoring-newest). --threshold applies to it too; otherwise its own per-detector threshold.")] = None,
 ) -> None:
     """Score detector candidates with P(true change) and a decision.
 
@@ -176,7 +177,12 @@ def score(
     from triage.loaders import load
     from triage.model_lookup import resolve_model
     from triage.readers.source import display_name, plain_file
-    from triage.scoring import default_threshold, score_candidates, threshold_for_recall
+    from triage.scoring import (
+        default_threshold,
+        newest_route,
+        score_candidates,
+        threshold_for_recall,
+    )
 
     check_format(fmt)
     check_out_suffix(out, fmt)
@@ -191,6 +197,7 @@ def score(
         raise typer.BadParameter("--target-recall must be in (0, 1]")
     clf = load_classifier(resolve_model(model, "scoring"))
     _check_scoring_features(clf)
+    route = newest_route(clf, newest_model)
     dataset = load(data)
     with plain_file(candidates, directory_ok=False) as plain:
         table = read_candidates(plain, layout)
@@ -206,7 +213,8 @@ def score(
     # the file's layout is news only when it is another tool's ("56 candidates (candidates)" read as a stutter)
     source = "" if table.layout == "candidates" else f" ({table.layout} file)"
     with console.status(f"scoring {len(table):,} candidates{source}"), joblib_on(scheduler, n_jobs) as jobs:
-        scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top, n_jobs=jobs)
+        scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top, n_jobs=jobs,
+                                  newest=route, newest_threshold=threshold)
     n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
     # Ours for the table, where the detector's file had a column of the same name (its own p_true):
     # renamed beside it, the table's sort met two columns called p_true (an internal error).
@@ -217,7 +225,9 @@ def score(
                                      wide=console.width >= 110, width=console.width))
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})"
                   f"{_not_scorable_note(scored['triage_p_true' if 'triage_p_true' in scored else 'p_true'], cut)}", soft_wrap=True)
-    _recent_note(console, dataset, clf, scored)
+    _recent_note(console, dataset, clf, scored, route,
+                 None if route is None else threshold if threshold is not None
+                 else default_threshold(route.classifier, table)[0])
     if out is not None:
         # Candidate files are read as text; JSON should carry their numbers as numbers.
         if fmt == "json":
@@ -294,12 +304,26 @@ def _check_scoring_features(clf) -> None:
                          "score with default-scoring or an alerts model")
 
 
-def _recent_note(console, dataset, clf, scored) -> None:
-    """Say how many candidates called false are too recent for the model to see their new level hold."""
+def _recent_note(console, dataset, clf, scored, route=None, route_cut: float | None = None) -> None:
+    """Say how many candidates are too recent for the model to see their new level hold, and who scored them.
+
+    With a newest-candidates model (``route``, :func:`triage.scoring.newest_route`):
+    how many it scored. Without: how many of those called false the scoring
+    model may have scored low for want of later commits.
+    """
     from triage.features.candidate_context import HOLD_HORIZON
-    from triage.scoring import too_recent_to_hold
+    from triage.scoring import near_end, too_recent_to_hold
 
     if scored.empty:
+        return
+    if route is not None:
+        n = int(near_end(dataset, scored["series_id"].astype(str).to_numpy(), scored["index"].to_numpy(),
+                         route.horizon).sum())
+        if n:
+            console.print(f"{n:,} of the candidates lie{'s' if n == 1 else ''} fewer than {route.horizon} commits "
+                          f"from the end of {'its' if n == 1 else 'their'} series: scored by the newest-candidates "
+                          f"model {route.name} at its threshold {route_cut or 0.0:.3f} (trained on such candidates; "
+                          "--newest-model none scores them with --model)", soft_wrap=True)
         return
     called = scored["triage_classification" if "triage_classification" in scored else "classification"]
     recent = too_recent_to_hold(dataset, clf, scored["series_id"].astype(str).to_numpy(), scored["index"].to_numpy())
