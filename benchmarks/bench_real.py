@@ -343,6 +343,51 @@ def kept(rows: pd.DataFrame, proba: np.ndarray, threshold: float, radius: int = 
     return {str(sid): g["index"].to_numpy() for sid, g in sel.groupby("series_id")}
 
 
+def near_end(data: Dataset, rows: pd.DataFrame) -> np.ndarray:
+    """Bool per row: fewer than ``HOLD_HORIZON`` commits from its series' end in ``data``.
+
+    The newest candidates: ``ctx_persist_after`` cannot be measured for them
+    yet, and a routed model (``--newest-model``) decides them.
+    """
+    from triage.features.candidate_context import HOLD_HORIZON
+
+    if rows.empty:
+        return np.zeros(0, dtype=bool)
+    ends = rows["series_id"].astype(str).map({h.series_id: len(h) for h in data}).to_numpy(dtype=np.int64)
+    return (ends - rows["index"].to_numpy(dtype=np.int64)) < HOLD_HORIZON
+
+
+def kept_routed(rows: pd.DataFrame, p_main: np.ndarray, t_main: float, p_new: np.ndarray, t_new: float,
+                recent: np.ndarray, radius: int = 0) -> dict[str, np.ndarray]:
+    """:func:`kept` with the ``recent`` rows decided by a second model (its P(true) ``p_new``, threshold ``t_new``).
+
+    As ``triage score`` routes a model with a newest-candidates model: each
+    model's threshold on its own rows (0 keeps all of them), then one alert
+    per ``radius`` commits on the P(true) each row got, when the main
+    threshold is above 0.
+    """
+    keep = np.where(recent, p_new >= t_new, p_main >= t_main)
+    if t_main > 0 and radius > 0:
+        keep = suppress_duplicates(rows["series_id"].to_numpy(), rows["index"].to_numpy(),
+                                   np.where(recent, p_new, p_main), keep, radius)
+    sel = rows[keep]
+    return {str(sid): g["index"].to_numpy() for sid, g in sel.groupby("series_id")}
+
+
+def routed_look(data: Dataset, rows: pd.DataFrame, p_main: np.ndarray, thresholds: dict[str, float], radius: int,
+                p_new: np.ndarray, new_thresholds: dict[str, float]) -> dict[str, tuple[float, float, int]]:
+    """Detector -> (TCPDBench F1 + triage by the main model alone, F1 routed, candidates routed) on ``data``."""
+    recent = near_end(data, rows)
+    out: dict[str, tuple[float, float, int]] = {}
+    for d in SELECTED:
+        sel = (rows["detector"] == d).to_numpy()
+        main = tcpd(data, kept(rows[sel], p_main[sel], thresholds[d], radius))["f1"]
+        routed = tcpd(data, kept_routed(rows[sel], p_main[sel], thresholds[d], p_new[sel], new_thresholds[d],
+                                        recent[sel], radius))["f1"]
+        out[d] = (main, routed, int(recent[sel].sum()))
+    return out
+
+
 def auc(y: np.ndarray, p: np.ndarray) -> float:
     from sklearn.metrics import roc_auc_score
 
@@ -581,13 +626,10 @@ def fresh_rows(data: Dataset, key: str, n_jobs: int, log=print, max_len: int = C
     when it runs right after the newest results, whose ``ctx_persist_after``
     cannot be measured yet. Labels as :func:`candidate_rows` gives them.
     """
-    from triage.features.candidate_context import HOLD_HORIZON
-
     cut = real_data.truncate_fresh(data, seed)
     found = cached_detections(cut, f"{key}_fresh{seed}", n_jobs, log)
     rows = all_rows(cut, found, max_len)
-    ends = rows["series_id"].map({h.series_id: len(h) for h in cut}).to_numpy()
-    return rows[(ends - rows["index"].to_numpy()) < HOLD_HORIZON].reset_index(drop=True)
+    return rows[near_end(cut, rows)].reset_index(drop=True)
 
 
 def fresh_train_rows(real: Dataset, mode: str, seeds: Sequence[int], every: int, n_jobs: int, log=print,
@@ -634,12 +676,16 @@ def fresh_look(clf, thresholds: dict[str, float], data: Dataset, key: str, n_job
 
 def development(mode: str, seed: int, every: int, n_jobs: int, log=print, train_seeds: Sequence[int] = (),
                 kind: str = "rf", max_len: int = CANDIDATE_MAX_LEN, model_seed: int | None = None,
-                train_on: str = "fit", fresh_seeds: Sequence[int] = ()) -> dict:
+                train_on: str = "fit", fresh_seeds: Sequence[int] = (), newest_seeds: Sequence[int] = ()) -> dict:
     """Steps 1-5 only (``--dev-only``): the development looks of a training choice; the test part is never read.
 
     Also :func:`fresh_look` on the validation part. ``fresh_seeds``
     (``--fresh-train``): add the fit part's newest candidates of these
     injection seeds to the training rows (:func:`fresh_train_rows`).
+    ``newest_seeds`` (``--newest-model``): also fit a second model, the
+    recipe plus those rows, with its own thresholds (:func:`newest_model`),
+    and report the validation project routed (:func:`routed_look`) and the
+    newest model's fresh look.
 
     ``max_len``: the honest windows' length cap; ``model_seed``: the models' random
     state (default ``seed``), to see how much of a difference the forest's own draw makes.
@@ -656,10 +702,54 @@ def development(mode: str, seed: int, every: int, n_jobs: int, log=print, train_
     clf, thresholds, *_, dev = scoring_model(parts, found, model_seed, n_jobs, log, "pooled", extra_fit, kind, max_len,
                                              train_on, extra_val)
     fresh = fresh_look(clf, thresholds, parts["validation"], f"{mode}_s{seed}_e{every}_validation", n_jobs, log)
+    routed = None
+    if newest_seeds:
+        nclf, nthresholds = newest_model(real, parts, found, mode, every, model_seed, n_jobs, log, extra_fit,
+                                         newest_seeds, kind, max_len, train_on, extra_val)
+        val_rows = all_rows(parts["validation"], found["validation"], max_len)
+        routed = {
+            "seeds": list(newest_seeds),
+            "validation": routed_look(parts["validation"], val_rows, proba_of(clf, val_rows), thresholds,
+                                      int(clf.suppress_radius_), proba_of(nclf, val_rows), nthresholds),
+            "fresh": fresh_look(nclf, nthresholds, parts["validation"], f"{mode}_s{seed}_e{every}_validation",
+                                n_jobs, log),
+        }
     return {"config": {"mode": mode, "seed": seed, "every": every, "train_seeds": list(train_seeds), "kind": kind,
                        "max_len": max_len, "model_seed": model_seed, "train_on": train_on,
                        "fresh_seeds": list(fresh_seeds)},
-            "dev": dev, "fresh": fresh, "seconds": time.perf_counter() - started}
+            "dev": dev, "fresh": fresh, "routed": routed, "seconds": time.perf_counter() - started}
+
+
+def newest_model(real: Dataset, parts: dict[str, Dataset], found: dict[str, Candidates], mode: str, every: int,
+                 model_seed: int, n_jobs: int, log, extra_fit: Sequence[pd.DataFrame], newest_seeds: Sequence[int],
+                 kind: str, max_len: int = CANDIDATE_MAX_LEN, train_on: str = "fit",
+                 extra_val: Sequence[pd.DataFrame] = ()):
+    """The model routed the newest candidates (``--newest-model``): the recipe plus the fit part's fresh rows.
+
+    :func:`scoring_model` with :func:`fresh_train_rows` of ``newest_seeds``
+    added to ``extra_fit``; its own ``pooled`` thresholds and radius.
+    Returns ``(clf, thresholds)``.
+    """
+    log(f"newest-candidates model: fresh rows of seeds {list(newest_seeds)}")
+    rows = [*extra_fit, *fresh_train_rows(real, mode, newest_seeds, every, n_jobs, log, max_len)]
+    nclf, nthresholds, *_ = scoring_model(parts, found, model_seed, n_jobs, log, "pooled", rows, kind, max_len,
+                                          train_on, extra_val)
+    return nclf, nthresholds
+
+
+def routed_markdown(routed: dict) -> str:
+    """The validation project routed and main alone, and the newest model's fresh look (``--newest-model``)."""
+    look = routed["validation"]
+    main = float(np.mean([v[0] for v in look.values()]))
+    both = float(np.mean([v[1] for v in look.values()]))
+    lines = [f"Routing the newest candidates (fewer than 13 commits from the end) to a second model trained with "
+             f"the fresh rows of seeds {routed['seeds']}: the validation project over all its candidates, "
+             f"TCPDBench F1 + triage by the main model alone -> routed; mean over detectors {main:.4f} -> "
+             f"**{both:.4f}** ({both - main:+.4f}):", "",
+             "| detector | candidates routed | main alone -> routed |", "| --- | ---: | ---: |"]
+    lines += [f"| {d} | {n} | {a:.3f} -> {b:.3f} |" for d, (a, b, n) in look.items()]
+    lines += ["", "The newest model on the newest candidates:", "", fresh_markdown(routed["fresh"])]
+    return "\n".join(lines)
 
 
 def development_markdown(result: dict) -> str:
@@ -682,6 +772,8 @@ def development_markdown(result: dict) -> str:
     lines += ["", f"Mean F1 over detectors and looks: **{dev['mean']:.4f}**. Run time {result['seconds'] / 60:.1f} min."]
     if result.get("fresh"):
         lines += ["", fresh_markdown(result["fresh"], c.get("fresh_seeds", ()))]
+    if result.get("routed"):
+        lines += ["", routed_markdown(result["routed"])]
     return "\n".join(lines) + "\n"
 
 
@@ -700,8 +792,14 @@ def fresh_markdown(fresh: dict, fresh_seeds: Sequence[int] = ()) -> str:
 
 def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: Path | None, log=print,
         choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf", model_seed: int | None = None,
-        train_on: str = "fit", fresh_seeds: Sequence[int] = ()) -> dict:
+        train_on: str = "fit", fresh_seeds: Sequence[int] = (), newest_seeds: Sequence[int] = ()) -> dict:
     """Steps 1-8 (the published table); ``model_seed``: the scoring model's random state (default ``seed``).
+
+    ``newest_seeds`` (``--newest-model``): also the model routed the newest
+    candidates (:func:`newest_model`); the test part, the alarm rates and the
+    newest candidates of validation and test are then also reported routed,
+    and ``save_model`` saves it beside the scoring model (``<name>-newest``,
+    named in the scoring model's manifest).
 
     ``fresh_seeds``: the fit part's newest candidates of these injection seeds
     join the training rows (:func:`fresh_train_rows`); :func:`fresh_look` on
@@ -722,10 +820,28 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
                                                           train_on=train_on, extra_val=extra_val)
     radius = int(clf.suppress_radius_)
     fresh = fresh_look(clf, thresholds, parts["validation"], f"{mode}_s{seed}_e{every}_validation", n_jobs, log)
+    nclf = None
+    if newest_seeds:
+        nclf, nthresholds = newest_model(real, parts, found, mode, every, model_seed, n_jobs, log, extra_fit,
+                                         newest_seeds, kind, train_on=train_on, extra_val=extra_val)
 
     test = parts["test"]
     test_rows = all_rows(test, found["test"])
     test_p = proba_of(clf, test_rows)
+    routed = None
+    if nclf is not None:
+        val_rows = all_rows(parts["validation"], found["validation"])
+        routed = {
+            "seeds": list(newest_seeds),
+            "validation": routed_look(parts["validation"], val_rows, proba_of(clf, val_rows), thresholds, radius,
+                                      proba_of(nclf, val_rows), nthresholds),
+            "fresh": fresh_look(nclf, nthresholds, parts["validation"], f"{mode}_s{seed}_e{every}_validation",
+                                n_jobs, log),
+            # measured once the rule had adopted routing; nothing is chosen on these
+            "test": routed_look(test, test_rows, test_p, thresholds, radius, proba_of(nclf, test_rows), nthresholds),
+            "test_fresh_main": fresh_look(clf, thresholds, test, f"{mode}_s{seed}_e{every}_test", n_jobs, log),
+            "test_fresh": fresh_look(nclf, nthresholds, test, f"{mode}_s{seed}_e{every}_test", n_jobs, log),
+        }
     rows = [{"method": "no detection (floor)", **tcpd(test, {}), "threshold": float("nan")}]
     compare: list[dict] = []
     for d in SELECTED:
@@ -756,9 +872,23 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
             "alone": 100.0 * len(cands) / n_commits,
             "triage": 100.0 * float(n_kept) / n_commits,
         })
+        if nclf is not None:
+            n_routed = sum(len(v) for v in kept_routed(cands, p, thresholds[d], proba_of(nclf, cands), nthresholds[d],
+                                                       near_end(untouched, cands), radius).values())
+            alarm_rows[-1]["routed"] = 100.0 * float(n_routed) / n_commits
     if save_model is not None:
+        newest_entry = None
+        if nclf is not None:
+            from triage.features.candidate_context import HOLD_HORIZON
+
+            newest_path = save_model.parent / f"{save_model.name}-newest"
+            save_scoring_model(nclf, nthresholds, newest_path, mode, seed, every, rows, choice, train_seeds, kind,
+                               None if model_seed == seed else model_seed, train_on, fresh_seeds,
+                               newest_seeds=newest_seeds)
+            newest_entry = {"model": newest_path.name, "horizon": HOLD_HORIZON}
+            log(f"newest-candidates model saved to {newest_path}")
         save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows, choice, train_seeds, kind,
-                           None if model_seed == seed else model_seed, train_on, fresh_seeds)
+                           None if model_seed == seed else model_seed, train_on, fresh_seeds, newest=newest_entry)
         log(f"model saved to {save_model}")
     return {
         "config": {"mode": mode, "seed": seed, "model_seed": model_seed, "max_len": CANDIDATE_MAX_LEN, "every": every,
@@ -767,6 +897,7 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
                    "fresh_seeds": list(fresh_seeds)},
         "dev": dev,
         "fresh": fresh,
+        "routed": routed,
         "compare": compare,
         "parts": {p: (len(d), sum(len(h) for h in d), sum(int(h.true_change.sum()) for h in d)) for p, d in parts.items()},
         "test": rows + EXTRA_ROWS,
@@ -959,7 +1090,15 @@ def oracle(mode: str, seed: int, every: int, n_jobs: int, log=print) -> str:
 
 def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows,
                        choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf",
-                       model_seed: int | None = None, train_on: str = "fit", fresh_seeds: Sequence[int] = ()) -> None:
+                       model_seed: int | None = None, train_on: str = "fit", fresh_seeds: Sequence[int] = (),
+                       newest: dict[str, object] | None = None, newest_seeds: Sequence[int] = ()) -> None:
+    """Save a scoring model with its thresholds, radius and how it was made in the manifest's ``extra``.
+
+    ``newest``: the manifest entry naming its newest-candidates model
+    (:data:`triage.scoring.NEWEST_KEY`); ``newest_seeds``: this *is* that
+    model, trained with the fresh rows of these seeds.
+    """
+    from triage.scoring import NEWEST_KEY
     from triage.training.model_files import save_model
 
     test = {r["method"]: r for r in rows}
@@ -985,7 +1124,12 @@ def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str,
                           + (f" --model-kind {kind}" if kind != "rf" else "")
                           + (f" --model-seed {model_seed}" if model_seed is not None else "")
                           + (f" --train-on {train_on}" if train_on != "fit" else "")
-                          + (f" --fresh-train {','.join(str(t) for t in fresh_seeds)}" if fresh_seeds else ""),
+                          + (f" --fresh-train {','.join(str(t) for t in fresh_seeds)}" if fresh_seeds else "")
+                          + (f" --newest-model {','.join(str(t) for t in newest_seeds)} (the routed model)"
+                             if newest_seeds else ""),
+            **({NEWEST_KEY: newest} if newest else {}),
+            **({"fresh_rows": f"the fit part's candidates fewer than 13 commits from the end of copies cut short "
+                              f"after each change, injection seeds {list(newest_seeds)}"} if newest_seeds else {}),
         },
     )
 
@@ -1038,9 +1182,26 @@ def markdown(result: dict) -> str:
     lines += ["", f"Alarms per 100 commits on {n} untouched real histories ({m:,} commits):", "",
               "| detector | alone | + triage |", "| --- | ---: | ---: |"]
     lines += [f"| {r['detector']} | {r['alone']:.2f} | {r['triage']:.2f} |" for r in result["alarms"]]
+    if (routed := result.get("routed")) is not None:
+        test = routed["test"]
+        main = float(np.mean([v[0] for v in test.values()]))
+        both = float(np.mean([v[1] for v in test.values()]))
+        lines += ["", f"Routed (the newest candidates decided by the second model): the test part, TCPDBench F1 + "
+                  f"triage by the main model alone -> routed, mean over detectors {main:.4f} -> **{both:.4f}**; "
+                  "alarms per 100 untouched commits + triage routed:", "",
+                  "| detector | candidates routed (test) | test F1 main -> routed | alarms + triage routed |",
+                  "| --- | ---: | ---: | ---: |"]
+        alarms = {r["detector"]: r.get("routed", float("nan")) for r in result["alarms"]}
+        lines += [f"| {d} | {n} | {a:.3f} -> {b:.3f} | {alarms.get(d, float('nan')):.2f} |"
+                  for d, (a, b, n) in test.items()]
+        lines += ["", "The newest candidates of the **test** part, main model:", "",
+                  fresh_markdown(routed["test_fresh_main"]).replace("of the validation part", "of the test part"),
+                  "", "and the newest-candidates model:", "",
+                  fresh_markdown(routed["test_fresh"]).replace("of the validation part", "of the test part")]
     if result.get("dev"):
         lines += ["", development_markdown({"config": {**c, "kind": c.get("kind", "rf")}, "dev": result["dev"],
-                                            "fresh": result.get("fresh"), "seconds": result["seconds"]})
+                                            "fresh": result.get("fresh"), "routed": result.get("routed"),
+                                            "seconds": result["seconds"]})
                   .replace(f" Run time {result['seconds'] / 60:.1f} min.", "")]
     lines += ["", f"Run time {result['seconds'] / 60:.1f} min."]
     return "\n".join(lines) + "\n"
@@ -1070,6 +1231,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--fresh-train", default="",
                     help="comma-separated injection seeds whose fit-part newest candidates (copies cut short after "
                          "the changes, fresh_train_rows) are added to the training rows, e.g. 0,1,2")
+    ap.add_argument("--newest-model", default="",
+                    help="comma-separated injection seeds: also fit a second model (the recipe plus the fit part's "
+                         "newest candidates of these seeds) and route the candidates fewer than 13 commits from "
+                         "their series' end to it, e.g. 0,1,2")
     ap.add_argument("--model-kind", choices=MODEL_KINDS, default="rf", help="scoring model kind (default rf)")
     ap.add_argument("--max-len", type=int, default=CANDIDATE_MAX_LEN,
                     help=f"with --dev-only: most commits of each honest window (default {CANDIDATE_MAX_LEN})")
@@ -1091,6 +1256,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     train_seeds = [int(t) for t in args.train_seeds.split(",") if t.strip()]
     fresh_seeds = [int(t) for t in args.fresh_train.split(",") if t.strip()]
+    newest_seeds = [int(t) for t in args.newest_model.split(",") if t.strip()]
     try:
         real_data.real_dir()
     except real_data.RealDataMissing as exc:
@@ -1117,16 +1283,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         ap.error("--max-len is a development choice: it goes with --dev-only")
     aug += (f"_l{args.max_len}" if args.max_len != CANDIDATE_MAX_LEN else "") + (
         f"_m{args.model_seed}" if args.model_seed is not None else "") + ("_dev" if args.train_on == "dev" else "") + (
-        f"_f{'-'.join(str(t) for t in fresh_seeds)}" if fresh_seeds else "")
+        f"_f{'-'.join(str(t) for t in fresh_seeds)}" if fresh_seeds else "") + (
+        f"_n{'-'.join(str(t) for t in newest_seeds)}" if newest_seeds else "")
     if args.dev_only:
         dev = development(args.mode, args.seed, args.every, args.n_jobs, train_seeds=train_seeds, kind=args.model_kind,
                           max_len=args.max_len, model_seed=args.model_seed, train_on=args.train_on,
-                          fresh_seeds=fresh_seeds)
+                          fresh_seeds=fresh_seeds, newest_seeds=newest_seeds)
         _publish(development_markdown(dev), f"bench_real_dev_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
         return
     result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds,
                  train_seeds=train_seeds, kind=args.model_kind, model_seed=args.model_seed, train_on=args.train_on,
-                 fresh_seeds=fresh_seeds)
+                 fresh_seeds=fresh_seeds, newest_seeds=newest_seeds)
     _publish(markdown(result), f"bench_real_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
 
 
