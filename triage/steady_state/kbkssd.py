@@ -18,7 +18,9 @@ is a run that starts high and **falls** to its steady level. A rate (JMH's
    with the largest drop of the means, a CUSUM split) and a short one of
    ``short_kernel`` iterations per side (the steepest local drop). Each
    proposes the last iteration before a fall (none when nothing falls, as in
-   a constant run). When they disagree, the later
+   a constant run; the short kernel none in a run shorter than its two sides,
+   30 iterations by default, where the whole-run kernel's proposal stands
+   alone). When they disagree, the later
    one is taken only if the stretch between them still sits above the final
    level by more than twice the drop at the later one (medians of
    ``step_window`` iterations each side); a step is kept only when the median
@@ -104,6 +106,13 @@ def find_warmup_end(x: np.ndarray, short: int, window: int) -> int | None:
     """Index of the last warm-up iteration (a fall follows it), or ``None`` when no step is significant."""
     d = x - x.mean()
     long_step, short_step = drop_positions(x, short)
+    if short_step < 0:
+        # The short kernel proposes nothing (a run shorter than its two sides, 30 iterations by
+        # default, as a JMH fork of -i 20 or 12 Google Benchmark repetitions are): the whole-run
+        # kernel's proposal stands alone. It was weighed against a proposal at -1 instead and
+        # always lost, so no warm-up was ever found in such a run (a first iteration 2.5x the
+        # level was "steady from 0").
+        short_step = long_step
     if long_step > -1 and abs(long_step - short_step) <= 1:
         long_step = -1  # both kernels agree: the short one places it
     if long_step > -1:
