@@ -51,6 +51,7 @@ from triage.core.history import Dataset, dataset_from_long
 from triage.core.json_input import read_json
 from triage.core.values import unusable, value_problem
 from triage.readers.gbench import gbench_frame, is_gbench
+from triage.readers.pytest_benchmark import is_pytest_benchmark
 from triage.readers.source import display_name, plain_file, stem
 
 COLUMNS = ["series_id", "mode", "unit", "fork", "iteration", "value"]
@@ -104,6 +105,16 @@ def read_jmh(
             path,
             None,
             f"{EMPTY_RUN}; expected a non-empty list of benchmark objects (or of runs, arrays of numbers)",
+        )
+    if is_pytest_benchmark(payload):
+        # "not JMH JSON results" left a pytest-benchmark user to guess where such runs are read.
+        raise InputError(
+            path,
+            None,
+            "a pytest-benchmark run, not JMH or Google Benchmark results: read pytest-benchmark runs with "
+            "--data (their .benchmarks folder, a machine folder or the file), e.g. `triage convert --data "
+            ".benchmarks --trim-warmup kbkssd --out per-commit.csv`, which cuts the rounds of runs saved "
+            "with --benchmark-save-data",
         )
     if not isinstance(payload, list) or not payload:
         raise InputError(
@@ -495,7 +506,20 @@ def read_jmh_dataset(
     path = Path(path)
     commit = path.stem if commit is None else commit
     frame = read_jmh(path)
-    long, _ = steady_long([path], [commit], trim_warmup=trim_warmup)
+    long, starts = steady_long([path], [commit], trim_warmup=trim_warmup)
+    if trim_warmup.strip().lower() != "none":
+        from triage.steady_state import trim_report
+
+        # What the long layout's trimming says (summary / convert read this file so): forks never
+        # steady are kept whole, and single-shot forks have nothing to cut.
+        message = trim_report(
+            trim_warmup.strip().lower(),
+            starts["iterations"].to_numpy(),
+            [None if pd.isna(v) else int(v) for v in starts["steady_start"]],
+            runs="forks",
+        )
+        if message is not None:
+            warnings.warn(f"{display_name(source or path)}: {message}", stacklevel=2)
     modes = frame.groupby("series_id", sort=False)["mode"].first()
     higher = {str(s): higher_is_better(m) for s, m in modes.items()}
     return dataset_from_long(

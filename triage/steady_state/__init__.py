@@ -11,7 +11,16 @@ users type are in :data:`METHODS`; :func:`make` builds one, and
 
 from __future__ import annotations
 
-from triage.steady_state.base import NONE, SteadyStateDetector, steady_mask
+import warnings
+
+from triage.steady_state.base import (
+    NONE,
+    SteadyStateDetector,
+    steady_mask,
+    steady_mask_starts,
+    steady_starts,
+    trim_report,
+)
 from triage.steady_state.cpssd import CPSSD
 from triage.steady_state.kbkssd import KBKSSD
 from triage.steady_state.kstep import KernelStepSSD
@@ -42,15 +51,24 @@ def trim_for(name: str):
 
     ``trim(values, run_id, rising)``: each run cut by ``make(name)``, a run of
     a higher-is-better series (a rate, whose warm-up rises) by ``make(name,
-    rates=True)``; a series of unknown direction is read as times.
+    rates=True)``; a series of unknown direction is read as times. It warns
+    (:func:`~triage.steady_state.base.trim_report`) when every run is one
+    measurement (nothing to trim: the option did nothing, silently) and when
+    runs never became steady (kept whole, which summary, convert and
+    candidates never said).
     """
     detector = make(name)
     if detector is None:
         return None
     rate_detector = make(name, rates=True)
+    method = name.strip().lower()
 
     def trim(values, run_id, rising):
-        return steady_mask(values, run_id, detector, rising, rate_detector)
+        keep, lengths, starts = steady_mask_starts(values, run_id, detector, rising, rate_detector)
+        message = trim_report(method, lengths, starts)
+        if message is not None:
+            warnings.warn(message, stacklevel=2)
+        return keep
 
     return trim
 
@@ -66,4 +84,6 @@ __all__ = [
     "SteadyStateDetector",
     "make",
     "steady_mask",
+    "steady_starts",
+    "trim_report",
 ]

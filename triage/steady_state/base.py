@@ -88,6 +88,33 @@ def noise_level(x: np.ndarray) -> float:
     return max(s, floor)
 
 
+def steady_starts(
+    values: np.ndarray,
+    run_id: np.ndarray,
+    detector: SteadyStateDetector,
+    rising: np.ndarray | None = None,
+    rising_detector: SteadyStateDetector | None = None,
+) -> tuple[np.ndarray, list[int | None]]:
+    """``(lengths, starts)`` of the runs of a measurement table: each run's length and steady start.
+
+    ``values[i]`` belongs to run ``run_id[i]`` (runs are contiguous, in
+    iteration order, numbered 0, 1, ...); ``starts[r]`` is ``None`` when run
+    ``r`` never becomes steady. A run whose ``rising[run]`` is true (a rate,
+    higher is better) is cut by ``rising_detector`` when one is given.
+    """
+    if len(run_id) != len(values):
+        # A shorter run_id cut only its first values and kept the rest untouched, silently.
+        raise ValueError(f"values and run_id must be as long: {len(values)} and {len(run_id)}")
+    if len(values) == 0:
+        return np.zeros(0, dtype=int), []
+    bounds = np.flatnonzero(np.r_[True, run_id[1:] != run_id[:-1], True])
+    starts: list[int | None] = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        rate = rising is not None and rising_detector is not None and bool(rising[run_id[a]])
+        starts.append((rising_detector if rate else detector).fit(values[a:b]).start_)  # type: ignore[union-attr]
+    return np.diff(bounds), starts
+
+
 def steady_mask(
     values: np.ndarray,
     run_id: np.ndarray,
@@ -104,16 +131,61 @@ def steady_mask(
     whose ``rising[run]`` is true (a rate, higher is better) is cut by
     ``rising_detector`` when one is given.
     """
+    return steady_mask_starts(values, run_id, detector, rising, rising_detector)[0]
+
+
+def steady_mask_starts(
+    values: np.ndarray,
+    run_id: np.ndarray,
+    detector: SteadyStateDetector | None,
+    rising: np.ndarray | None,
+    rising_detector: SteadyStateDetector | None,
+) -> tuple[np.ndarray, np.ndarray, list[int | None]]:
+    """:func:`steady_mask` with the runs' lengths and starts (:func:`steady_starts`; none without a detector)."""
     if len(run_id) != len(values):
-        # A shorter run_id cut only its first values and kept the rest untouched, silently.
         raise ValueError(f"values and run_id must be as long: {len(values)} and {len(run_id)}")
     keep = np.ones(len(values), dtype=bool)
     if detector is None or len(values) == 0:
-        return keep
-    bounds = np.flatnonzero(np.r_[True, run_id[1:] != run_id[:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        rate = rising is not None and rising_detector is not None and bool(rising[run_id[a]])
-        start = (rising_detector if rate else detector).fit(values[a:b]).start_  # type: ignore[union-attr]
+        return keep, np.zeros(0, dtype=int), []
+    lengths, starts = steady_starts(values, run_id, detector, rising, rising_detector)
+    first = np.r_[0, np.cumsum(lengths)[:-1]]
+    for a, start in zip(first, starts, strict=True):
         if start:
             keep[a : a + start] = False
-    return keep
+    return keep, lengths, starts
+
+
+def trim_report(
+    method: str,
+    lengths: np.ndarray,
+    starts: list[int | None],
+    runs: str = "runs (a commit's measurements; each fork's apart with a fork column)",
+) -> str | None:
+    """What a user of ``--trim-warmup METHOD`` must be told about these runs, or ``None``.
+
+    Two things the values alone do not show: the data was one value per commit
+    already (every run one measurement: nothing can be cut, the option did
+    nothing), and runs that never became steady, which are kept whole (every
+    measurement of them is in their commit's value). ``runs`` names what a
+    run is for the reader (``forks`` for JMH results).
+    """
+    lengths = np.asarray(lengths)
+    if len(lengths) == 0:
+        return None
+    several = lengths > 1
+    one = runs.split(" (")[0].removesuffix("s")  # "run", "fork"
+    if not several.any():
+        return (
+            f"--trim-warmup {method}: every {one} holds a single measurement (the data is "
+            "one value per commit already, or single-shot forks): there is no warm-up to cut, nothing was trimmed"
+        )
+    never = sum(1 for n, s in zip(lengths, starts, strict=True) if n > 1 and s is None)
+    if not never:
+        return None
+    single = int((~several).sum())
+    return (
+        f"--trim-warmup {method}: {never:,} of {int(several.sum()):,} {runs} never steady by {method} "
+        "(still moving, or too short to tell): kept whole, every measurement of them in their commit's value"
+        + (f" ({single:,} more {'holds' if single == 1 else 'hold'} a single measurement: nothing to cut)"
+           if single else "")
+    )

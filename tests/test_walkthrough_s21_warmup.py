@@ -1,0 +1,346 @@
+"""Walkthrough s21: a JVM / Python performance engineer brings raw iterations and trims the warm-up.
+
+Files written as the tools write them (JMH ``-rf json`` with several forks,
+params, secondary metrics and the modes thrpt / avgt / sample / ss in ops/ms,
+us/op and ms/op; Google Benchmark repetitions; pytest-benchmark runs saved
+with their rounds; asv results), over several commits, then ``triage steady``,
+``convert`` / ``summary`` ``--trim-warmup kbkssd|cpssd|kstep|none`` and a hand
+computation of every commit's value.
+
+Defects found (what the user did, what went wrong, what happens now):
+
+1. KB-KSSD on short runs. ``triage steady`` (or ``--trim-warmup kbkssd``) on
+   JMH forks of ``-i 20`` iterations (sample mode, 20 iterations), 12 Google
+   Benchmark repetitions or 10 single-shot iterations: a first iteration 2.5x
+   the steady level was reported "steady from 0" (median start 0, nothing
+   cut), so every commit's value carried the whole warm-up. Below 30
+   iterations (two sides of the 15-iteration short kernel) the short kernel
+   proposes nothing, and the whole-run kernel's proposal was weighed against a
+   proposal at -1 and always lost. Now the whole-run kernel's proposal stands
+   alone there; runs of 30 iterations or more are cut as before (every start
+   on the steady-state benchmark's 3,000 generated runs, both directions, is
+   unchanged).
+2. ``--trim-warmup`` on data that is one value per commit already (asv
+   results, a converted history, pytest-benchmark runs saved without their
+   rounds) did nothing and said nothing: the user believed the values were
+   trimmed. Now a warning says there is no warm-up to cut.
+3. Runs that never became steady were kept whole (the documented rule) but
+   ``summary`` / ``convert`` / ``candidates --trim-warmup`` never said so, and
+   ``triage steady``'s table only counted them per series: which fork of which
+   commit was left to ``--starts``. Now ``--trim-warmup`` warns with their
+   count (a JMH file read with ``--data`` names the file), and ``triage steady``
+   names the series, commit and fork of each (the first five) and that they
+   are kept whole.
+4. ``triage steady``'s output (already cut, default ``kbkssd``) keeps its
+   ``fork`` column, and the README said ``--trim-warmup`` on it later "still
+   cuts each fork on its own": doing so cut the steady parts a second time and
+   moved every commit's value by 0.3-5 % on JMH forks of 10-40 iterations
+   (KB-KSSD cuts a flat run at its largest fall). Now ``steady`` says the
+   file is cut already and is to be read without ``--trim-warmup``; the
+   README says so, and that ``--trim-warmup none`` writes every iteration.
+5. A pytest-benchmark run given to ``triage steady`` was refused as "not JMH
+   JSON results: expected a non-empty list of benchmark objects", leaving the
+   user to guess where such runs are read. Now the error names it a
+   pytest-benchmark run and gives the ``--data`` command that trims its rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers_cli import flat, invoke
+
+from triage import steady_state
+from triage.loaders import load
+from triage.readers.jmh import read_jmh, steady_long
+
+
+def _warm(level: float, n: int, rng: np.random.Generator, rising: bool = False) -> list[float]:
+    """``n`` iterations at ``level`` (1 % noise) after a warm-up: 2.5x the level at first (rates: 0.4x)."""
+    t = np.arange(n)
+    x = level * (1 + 0.01 * rng.standard_normal(n))
+    x = x * (1 - 0.6 * np.exp(-t / 2)) if rising else x * (1 + 1.5 * np.exp(-t / 2))
+    return [round(float(v), 4) for v in x]
+
+
+def _jmh(path: Path, forks: int = 3, n: int = 20, level: float = 250.0, seed: int = 0) -> Path:
+    """One build's JMH results as JMH writes them: an avgt benchmark (us/op) with params and a
+    secondary metric, and a thrpt one (ops/ms), ``forks`` forks of ``n`` iterations, no JMH warm-up."""
+    rng = np.random.default_rng(seed)
+
+    def entry(bench: str, mode: str, unit: str, params: dict | None, raw: list) -> dict:
+        e = {
+            "jmhVersion": "1.37",
+            "benchmark": bench,
+            "mode": mode,
+            "threads": 1,
+            "forks": forks,
+            "warmupIterations": 0,
+            "measurementIterations": n,
+            "primaryMetric": {
+                "score": float(np.mean(raw)),
+                "scoreError": 1.0,
+                "scoreUnit": unit,
+                "rawData": raw,
+            },
+            "secondaryMetrics": {
+                "·gc.alloc.rate": {
+                    "score": 512.0,
+                    "scoreUnit": "MB/sec",
+                    "rawData": [[512.0] * n for _ in range(forks)],
+                }
+            },
+        }
+        if params:
+            e["params"] = params
+        return e
+
+    path.write_text(
+        json.dumps(
+            [
+                entry(
+                    "org.acme.ParserBench.tokenize",
+                    "avgt",
+                    "us/op",
+                    {"size": "1024"},
+                    [_warm(level, n, rng) for _ in range(forks)],
+                ),
+                entry(
+                    "org.acme.ParserBench.parse",
+                    "thrpt",
+                    "ops/ms",
+                    None,
+                    [_warm(5000.0, n, rng, rising=True) for _ in range(forks)],
+                ),
+            ],
+            indent=4,
+        )
+    )
+    return path
+
+
+# ---------------------------------------------------------------- 1. KB-KSSD on runs under 30 iterations
+
+
+def test_kbkssd_cuts_the_warm_up_of_20_iteration_jmh_forks_and_the_value_is_the_steady_mean(
+    tmp_path,
+):
+    files = [_jmh(tmp_path / f"c{i}.json", seed=i) for i in range(2)]
+    long, starts = steady_long(files, trim_warmup="kbkssd")
+    # Every fork starts high (avgt) or low (thrpt): none is "steady from 0" (all 12 were), most
+    # are cut; KB-KSSD's one Kelly window may still see the warm-up's tail (never steady, kept whole).
+    assert (starts["steady_start"] != 0).all(), starts
+    assert (starts["steady_start"] > 0).sum() >= 9, starts
+    # The commit's value, read back as every command reads it, is the mean of the forks' steady parts.
+    ds = load(_write(long, tmp_path / "steady.csv"))
+    for path, commit in zip(files, ("c0", "c1"), strict=True):
+        raw = read_jmh(path)
+        for series, grp in raw.groupby("series_id", sort=False):
+            kept = []
+            for _, fork in grp.groupby("fork"):
+                x = fork["value"].to_numpy()
+                start = (
+                    steady_state.make("kbkssd", rates=fork["mode"].iloc[0] == "thrpt").fit(x).start_
+                )
+                kept.extend(x if start is None else x[start:])
+            history = ds[str(series)]
+            value = history.values[list(history.commits).index(commit)]
+            assert value == pytest.approx(np.mean(kept), rel=1e-12)
+            level = 250.0 if "tokenize" in str(series) else 5000.0
+            # Nearer the steady level than every iteration's mean (10-20 % off it).
+            assert (
+                abs(value / level - 1)
+                < abs(raw[raw.series_id == series]["value"].mean() / level - 1) / 2
+            )
+
+
+def test_kbkssd_cuts_the_first_google_benchmark_repetitions(tmp_path):
+    rng = np.random.default_rng(3)
+    reps = _warm(1210.0, 12, rng)
+    doc = {
+        "context": {"date": "2024-03-01T10:00:00+00:00", "library_build_type": "release"},
+        "benchmarks": [
+            {
+                "name": "BM_parse/1024",
+                "run_name": "BM_parse/1024",
+                "run_type": "iteration",
+                "repetitions": 12,
+                "repetition_index": i,
+                "threads": 1,
+                "iterations": 1000,
+                "real_time": v,
+                "cpu_time": v,
+                "time_unit": "ns",
+            }
+            for i, v in enumerate(reps)
+        ],
+    }
+    path = tmp_path / "1111aaa.json"
+    path.write_text(json.dumps(doc))
+    _, starts = steady_long([path], trim_warmup="kbkssd")
+    assert starts["steady_start"].iloc[0] >= 1, starts
+
+
+# ---------------------------------------------------------------- 2. one value per commit: nothing to trim
+
+
+def test_trim_warmup_on_one_value_per_commit_says_nothing_was_trimmed(tmp_path):
+    data = tmp_path / "per-commit.csv"
+    data.write_text(
+        "series_id,commit,value\n" + "".join(f"s,c{i},{100 + i % 3}\n" for i in range(12))
+    )
+    with pytest.warns(
+        UserWarning, match="every run holds a single measurement.*nothing was trimmed"
+    ):
+        load(data, trim_warmup="cpssd")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load(data)  # without --trim-warmup: nothing to say
+
+
+# ---------------------------------------------------------------- 3. never-steady runs are reported
+
+
+def _drifting_history(path: Path) -> Path:
+    """A long file with a fork column: three forks per commit, fork 2 of commit c1 drifting."""
+    rng = np.random.default_rng(1)
+    t = np.arange(40)
+    rows = ["series_id,commit,fork,value"]
+    for commit in ("c0", "c1"):
+        for fork in range(3):
+            x = (
+                _warm(50.0, 40, rng)
+                if (commit, fork) != ("c1", 2)
+                else list(50 + 0.5 * t + 0.3 * rng.standard_normal(40))
+            )
+            rows += [f"get,{commit},{fork},{v}" for v in x]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_trim_warmup_counts_runs_that_never_became_steady(tmp_path):
+    data = _drifting_history(tmp_path / "runs.csv")
+    with pytest.warns(UserWarning, match=r"1 of 6 runs .* never steady by kbkssd .* kept whole"):
+        ds = load(data, trim_warmup="kbkssd")
+    frame = pd.read_csv(data)
+    drift = frame[(frame.commit == "c1") & (frame.fork == 2)]["value"].to_numpy()
+    # Kept whole: all 40 of its iterations are in c1's value.
+    kept = [drift]
+    for fork in (0, 1):
+        x = frame[(frame.commit == "c1") & (frame.fork == fork)]["value"].to_numpy()
+        kept.append(x[steady_state.make("kbkssd").fit(x).start_ :])
+    assert ds["get"].values[1] == pytest.approx(np.mean(np.concatenate(kept)), rel=1e-12)
+
+
+def test_a_jmh_file_read_with_trim_warmup_names_itself_and_its_never_steady_forks(tmp_path):
+    rng = np.random.default_rng(1)
+    t = np.arange(40)
+    raw = [_warm(50.0, 40, rng), [round(50 + 0.5 * i + 0.3 * rng.standard_normal(), 3) for i in t]]
+    path = tmp_path / "3f2a9c1.json"
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "benchmark": "org.acme.CacheBench.get",
+                    "mode": "avgt",
+                    "params": {"entries": "100000"},
+                    "primaryMetric": {"scoreUnit": "ns/op", "rawData": raw},
+                }
+            ]
+        )
+    )
+    with pytest.warns(
+        UserWarning, match=r"3f2a9c1.json: --trim-warmup kbkssd: 1 of 2 forks never steady"
+    ):
+        load(path, trim_warmup="kbkssd")
+
+
+def test_steady_names_the_fork_and_commit_never_steady(tmp_path):
+    data = _drifting_history(tmp_path / "runs.csv")
+    frame = pd.read_csv(data)
+    for commit, grp in frame.groupby("commit"):
+        raw = [g["value"].tolist() for _, g in grp.groupby("fork")]
+        (tmp_path / f"{commit}.json").write_text(
+            json.dumps(
+                [
+                    {
+                        "benchmark": "org.acme.CacheBench.get",
+                        "mode": "avgt",
+                        "params": {"entries": "100000"},
+                        "primaryMetric": {"scoreUnit": "ns/op", "rawData": raw},
+                    }
+                ]
+            )
+        )
+    code, text = invoke(
+        ["steady", tmp_path / "c0.json", tmp_path / "c1.json", "--out", tmp_path / "s.csv"]
+    )
+    assert code == 0, text
+    assert (
+        "never steady, kept whole (every iteration in its commit's value): "
+        "org.acme.CacheBench.get[entries=100000] commit c1 fork 2 (40 iterations)"
+    ) in flat(text), text
+
+
+# ---------------------------------------------------------------- 4. steady's output is cut already
+
+
+def test_steady_says_its_output_is_cut_already(tmp_path):
+    path = _jmh(tmp_path / "c0.json", n=40)
+    code, text = invoke(["steady", path, "--out", tmp_path / "s.csv"])
+    assert code == 0, text
+    assert "steady iterations -> " in flat(text)
+    assert "(cut by kbkssd already: read it without --trim-warmup)" in flat(text), text
+    code, text = invoke(["steady", path, "--out", tmp_path / "all.csv", "--trim-warmup", "none"])
+    assert code == 0, text
+    assert "iterations (none cut) -> " in flat(text) and "already" not in text, text
+
+
+# ---------------------------------------------------------------- 5. a pytest-benchmark run given to steady
+
+
+def test_steady_on_a_pytest_benchmark_run_says_where_such_runs_are_read(tmp_path):
+    run = tmp_path / "0001_9a8b7c6.json"
+    run.write_text(
+        json.dumps(
+            {
+                "machine_info": {"node": "ci-1", "system": "Linux", "python_version": "3.12.1"},
+                "commit_info": {
+                    "id": "9a8b7c6d5e4f",
+                    "time": "2024-03-01T10:00:00+01:00",
+                    "dirty": False,
+                },
+                "benchmarks": [
+                    {
+                        "name": "test_parse[1024]",
+                        "fullname": "tests/test_parse.py::test_parse[1024]",
+                        "stats": {
+                            "median": 0.00121,
+                            "mean": 0.00125,
+                            "rounds": 3,
+                            "data": [0.0031, 0.0013, 0.00121],
+                        },
+                    }
+                ],
+                "datetime": "2024-03-01T12:00:00+00:00",
+                "version": "4.0.0",
+            }
+        )
+    )
+    code, text = invoke(["steady", run, "--out", tmp_path / "s.csv"])
+    assert code == 2, text
+    line = flat(text)
+    assert (
+        "0001_9a8b7c6.json: a pytest-benchmark run, not JMH or Google Benchmark results" in line
+    ), text
+    assert "--data" in line and "--trim-warmup" in line, text
+
+
+def _write(frame: pd.DataFrame, path: Path) -> Path:
+    frame.to_csv(path, index=False)
+    return path
