@@ -42,6 +42,16 @@ Defects found (what the user did, what went wrong, what happens now):
    JSON results: expected a non-empty list of benchmark objects", leaving the
    user to guess where such runs are read. Now the error names it a
    pytest-benchmark run and gives the ``--data`` command that trims its rounds.
+6. A Google Benchmark file whose third repetition says ``"time_unit": "ps"``
+   was refused at row 1 as "its repetitions are in several time units (ns,
+   ps)"; now at row 3, as a unit Google Benchmark does not write. A negative
+   ``real_time`` (a damaged file) was read as a time and trimmed and averaged
+   with the rest (the pytest-benchmark reader refuses negative times); now
+   refused at its row.
+7. A JMH file with a negative thrpt / avgt / sample / ss score (a damaged
+   file: JMH never writes one) was read, trimmed and averaged as it stood;
+   now refused naming the file, the benchmark's row, the fork and iteration.
+   Plain arrays of runs, whose values may be anything, are read as before.
 """
 
 from __future__ import annotations
@@ -344,3 +354,50 @@ def test_steady_on_a_pytest_benchmark_run_says_where_such_runs_are_read(tmp_path
 def _write(frame: pd.DataFrame, path: Path) -> Path:
     frame.to_csv(path, index=False)
     return path
+
+
+# ---------------------------------------------------------------- 6. damaged files: the row and the problem
+
+
+def test_a_google_benchmark_repetition_in_no_unit_is_named_at_its_own_row(tmp_path):
+    def rep(i: int, unit: str, value: float = 1210.0) -> dict:
+        return {
+            "name": "BM_parse/1024",
+            "run_name": "BM_parse/1024",
+            "run_type": "iteration",
+            "repetition_index": i,
+            "real_time": value,
+            "time_unit": unit,
+        }
+
+    path = tmp_path / "1111aaa.json"
+    path.write_text(
+        json.dumps({"context": {}, "benchmarks": [rep(0, "ns"), rep(1, "ns"), rep(2, "ps")]})
+    )
+    code, text = invoke(["steady", path, "--out", tmp_path / "s.csv"])
+    assert code == 2, text
+    assert "1111aaa.json, row 3: BM_parse/1024: time_unit 'ps' is not one of ns, us, ms, s" in flat(
+        text
+    ), text
+    path.write_text(
+        json.dumps({"context": {}, "benchmarks": [rep(0, "ns"), rep(1, "ns", -1210.0)]})
+    )
+    code, text = invoke(["summary", "--data", path, "--trim-warmup", "kbkssd"])
+    assert code == 2, text
+    assert (
+        "1111aaa.json, row 2: BM_parse/1024: real_time is -1210.0: a time cannot be negative"
+        in flat(text)
+    ), text
+
+
+def test_a_negative_jmh_score_is_refused_naming_fork_and_iteration(tmp_path):
+    path = _jmh(tmp_path / "c0.json", forks=2, n=10)
+    entries = json.loads(path.read_text())
+    entries[1]["primaryMetric"]["rawData"][1][4] = -4990.0  # thrpt, fork 1, iteration 4
+    path.write_text(json.dumps(entries))
+    code, text = invoke(["steady", path, "--out", tmp_path / "s.csv"])
+    assert code == 2, text
+    assert (
+        "c0.json, row 2: org.acme.ParserBench.parse: fork 1: iteration 4 is -4990.0: a thrpt score "
+        "(operations per time) cannot be negative"
+    ) in flat(text), text

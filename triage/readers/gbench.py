@@ -110,12 +110,16 @@ def gbench_frame(payload: dict, path: str | Path, metric: str = "real_time") -> 
         raise InputError(path, None, "one run of Google Benchmark in which every benchmark failed: nothing measured")
     rows: list[tuple] = []
     for name, items in measured.items():
+        # Each unit checked before they are compared: a repetition in "ps" was reported at the first
+        # row, as "several time units (ns, ps)", not at its own row as no unit at all.
+        for pos, item in items:
+            unit = str(item.get("time_unit", "ns"))
+            if unit not in TIME_UNITS:
+                raise InputError(path, pos, f"{name}: time_unit {unit!r} is not one of {', '.join(TIME_UNITS)}")
         units = {str(item.get("time_unit", "ns")) for _, item in items}
         seen: dict[object, int] = {}
         for i, (pos, item) in enumerate(items):
             unit = str(item.get("time_unit", "ns"))
-            if unit not in TIME_UNITS:
-                raise InputError(path, pos, f"{name}: time_unit {unit!r} is not one of {', '.join(TIME_UNITS)}")
             if len(units) > 1:
                 raise InputError(path, pos, f"{name}: its repetitions are in several time units ({', '.join(sorted(units))})")
             index = item.get("repetition_index", i)
@@ -131,5 +135,8 @@ def gbench_frame(payload: dict, path: str | Path, metric: str = "real_time") -> 
             problem = value_problem(value)
             if problem is not None:
                 raise InputError(path, pos, f"{name}: {metric}: {problem}")
+            if value < 0:
+                # Google Benchmark never writes one: a damaged file, whose value was read as a time.
+                raise InputError(path, pos, f"{name}: {metric} is {value!r}: a time cannot be negative")
             rows.append((name, MODE, f"{unit}/op", FORK, i, float(value)))
     return pd.DataFrame(rows, columns=["series_id", "mode", "unit", "fork", "iteration", "value"])

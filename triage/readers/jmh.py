@@ -187,6 +187,19 @@ def read_jmh(
             raise InputError(path, pos, f"{name}: no 'primaryMetric'")
         forks = _forks(metric, path, pos, name)
         mode, unit = str(item.get("mode", "")), str(metric.get("scoreUnit", ""))
+        if mode in RATE_MODES + TIME_MODES:
+            for f, scores in enumerate(forks):
+                negative = next((i for i, v in enumerate(scores) if v < 0), None)
+                if negative is not None:
+                    # JMH never writes one (a rate or a time per operation): a damaged file, which
+                    # was read, trimmed and averaged as it stood.
+                    raise InputError(
+                        path,
+                        pos,
+                        f"{name}: fork {f}: iteration {negative} is {scores[negative]!r}: "
+                        f"a {mode} score ({'operations per time' if mode in RATE_MODES else 'time per operation'}) "
+                        "cannot be negative",
+                    )
         for f, scores in enumerate(forks):
             for i, v in enumerate(scores):
                 rows.append((name, mode, unit, f, i, v))
