@@ -52,6 +52,14 @@ Defects found (what the user did, what went wrong, what happens now):
    file: JMH never writes one) was read, trimmed and averaged as it stood;
    now refused naming the file, the benchmark's row, the fork and iteration.
    Plain arrays of runs, whose values may be anything, are read as before.
+8. ``triage summary --data 2222bbb.json.gz`` (a Google Benchmark run with a
+   failed benchmark, compressed as CI archives keep them): the warning named
+   ``/tmp/triage-input-.../2222bbb.json``, a temporary copy the user never gave
+   and that was gone when the line was read (errors were already translated,
+   warnings not), and came twice, as a JMH / Google Benchmark file given to
+   ``--data`` was read twice (its values, then its modes). Now every reader's
+   warning names ``2222bbb.json.gz`` (``display_name`` knows the copies
+   ``plain_file`` holds), and the file is read once.
 """
 
 from __future__ import annotations
@@ -401,3 +409,47 @@ def test_a_negative_jmh_score_is_refused_naming_fork_and_iteration(tmp_path):
         "c0.json, row 2: org.acme.ParserBench.parse: fork 1: iteration 4 is -4990.0: a thrpt score "
         "(operations per time) cannot be negative"
     ) in flat(text), text
+
+
+# ---------------------------------------------------------------- 8. warnings name the file the user gave, once
+
+
+def test_warnings_about_a_compressed_result_file_name_it_and_come_once(tmp_path):
+    import gzip
+
+    run = {
+        "context": {},
+        "benchmarks": [
+            {
+                "name": "BM_io",
+                "run_type": "iteration",
+                "error_occurred": True,
+                "error_message": "no disk",
+            },
+            *(
+                {
+                    "name": "BM_parse",
+                    "run_type": "iteration",
+                    "repetition_index": i,
+                    "real_time": v,
+                    "time_unit": "ns",
+                }
+                for i, v in enumerate(_warm(1210.0, 12, np.random.default_rng(0)))
+            ),
+        ],
+    }
+    path = tmp_path / "2222bbb.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(run).encode()))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = load(path, trim_warmup="kbkssd")
+    failed = [str(w.message) for w in caught if "failed in this run" in str(w.message)]
+    # Once (the file was read twice, for its values and again for its modes), and under its own name
+    # (it was the temporary copy's, /tmp/triage-input-.../2222bbb.json).
+    assert failed == [
+        f"{path}: 1 benchmark(s) failed in this run and have no measurement: BM_io (no disk)"
+    ], failed
+    assert all("triage-input-" not in str(w.message) for w in caught), [
+        str(w.message) for w in caught
+    ]
+    assert ds["BM_parse"].commits[0] == "2222bbb" and ds["BM_parse"].higher_is_better is False

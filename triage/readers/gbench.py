@@ -43,6 +43,7 @@ import pandas as pd
 
 from triage.core.errors import InputError
 from triage.core.values import value_problem
+from triage.readers.source import display_name
 
 #: The time per iteration read by default, and the other one on request.
 METRICS = ("real_time", "cpu_time")
@@ -102,7 +103,7 @@ def gbench_frame(payload: dict, path: str | Path, metric: str = "real_time") -> 
             measured[name] = [next(kinds[k] for k in STAND_INS if k in kinds)]
     if failed:
         warnings.warn(
-            f"{path}: {len(failed)} benchmark(s) failed in this run and have no measurement: "
+            f"{display_name(path)}: {len(failed)} benchmark(s) failed in this run and have no measurement: "
             + "; ".join(failed[:3]) + (" ..." if len(failed) > 3 else ""),
             stacklevel=3,
         )

@@ -518,7 +518,8 @@ def read_jmh_dataset(
     """
     path = Path(path)
     commit = path.stem if commit is None else commit
-    frame = read_jmh(path)
+    # One reading: the direction of each series travels in the long frame's higher_is_better column
+    # (a second read_jmh for the modes printed each of the file's warnings twice).
     long, starts = steady_long([path], [commit], trim_warmup=trim_warmup)
     if trim_warmup.strip().lower() != "none":
         from triage.steady_state import trim_report
@@ -533,8 +534,4 @@ def read_jmh_dataset(
         )
         if message is not None:
             warnings.warn(f"{display_name(source or path)}: {message}", stacklevel=2)
-    modes = frame.groupby("series_id", sort=False)["mode"].first()
-    higher = {str(s): higher_is_better(m) for s, m in modes.items()}
-    return dataset_from_long(
-        long, None, source or str(path), aggregate=aggregate, higher_is_better=higher
-    )
+    return dataset_from_long(long, None, source or str(path), aggregate=aggregate)

@@ -37,6 +37,7 @@ from triage.core.csv_lines import csv_record_lines
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History, Trim, dataset_from_long
 from triage.readers.source import (
+    display_name,
     header_names,
     locale_hints,
     looks_numeric,
@@ -240,7 +241,7 @@ def read_otava_config(
             raise InputError(path, None, f"test {name!r} is not a mapping")
         kind = test.get("type", "csv")
         if kind != "csv":
-            warnings.warn(f"{path}: test {name!r} of type {kind!r} reads a server; skipped", stacklevel=2)
+            warnings.warn(f"{display_name(path)}: test {name!r} of type {kind!r} reads a server; skipped", stacklevel=2)
             continue
         if "file" not in test:
             raise InputError(path, None, f"test {name!r} has no 'file'")

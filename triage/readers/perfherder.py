@@ -29,7 +29,7 @@ from triage.core import labels
 from triage.core.errors import InputError
 from triage.core.history import Dataset, Trim, dataset_from_long
 from triage.core.json_input import read_json
-from triage.readers.source import plain_file
+from triage.readers.source import display_name, plain_file
 
 POINT_FIELDS = ("revision", "value")
 
@@ -65,7 +65,7 @@ def read_perfherder_data(
         if not points:
             # The API returns an empty list for a signature without data in the
             # interval asked for: nothing to read, and the other series still are.
-            warnings.warn(f"{path}: signature {key!r} has no data points; skipped", stacklevel=2)
+            warnings.warn(f"{display_name(path)}: signature {key!r} has no data points; skipped", stacklevel=2)
             continue
         for number, p in enumerate(points, start=1):
             if not isinstance(p, dict) or "revision" not in p or "value" not in p:

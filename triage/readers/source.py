@@ -49,9 +49,21 @@ ZSTD_CHUNK = 1 << 20  # compressed bytes fed to the decompressor at a time
 UTF8_CHUNK = 1 << 20  # bytes decoded at a time when looking for a non-UTF-8 byte
 
 
+#: The temporary copies :func:`plain_file` holds (a decompressed file, standard input), each with
+#: the name its user gave: what :func:`display_name` says for the copy while it exists.
+_COPIES: dict[str, str] = {}
+
+
 def display_name(path: str | Path) -> str:
-    """How errors name an input: ``<stdin>`` for ``-``, else the path as given."""
-    return "<stdin>" if is_stdio(path) else str(path)
+    """How errors and warnings name an input: ``<stdin>`` for ``-``, the name the user gave for
+    :func:`plain_file`'s temporary copy of it, else the path as given.
+
+    A reader's warning about ``results.json.gz`` named ``/tmp/triage-input-x1y2/results.json``,
+    a copy the user never gave and that is gone when the warning is read.
+    """
+    if is_stdio(path):
+        return "<stdin>"
+    return _COPIES.get(str(path), str(path))
 
 
 def compression(path: Path) -> str | None:
@@ -175,12 +187,15 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
             # Parquet on a pipe (`--data -`) or in a gzip file has no name that says so; the
             # readers tell Parquet by its suffix ("rename it so" could not be done to a pipe).
             target = target.rename(target.with_name(target.name + ".parquet"))
+        _COPIES[str(target)] = shown
         try:
             yield target
         except InputError as exc:
             if exc.source == str(target) or exc.source.startswith(str(target)):
                 raise InputError(shown + exc.source[len(str(target)):], exc.row, exc.problem) from None
             raise
+        finally:
+            _COPIES.pop(str(target), None)
 
 
 #: Compressed files and archives the readers do not open, by their first bytes: (magic, what, how to read it).
