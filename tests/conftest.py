@@ -42,3 +42,14 @@ def real_frame() -> pd.DataFrame:
 def real_frame_text() -> pd.DataFrame:
     """The real histories with the values as written (text), for writing them back out exactly."""
     return _real_histories(dtype={"value": str})
+
+
+#: Test files holding the suite's longest tests (the installed wheel's demo and tour, 2-6 min; kill -9
+#: at each step of train, about 1 min). Collected first: with ``pytest -n 2`` one worker starts on them
+#: while the other works through the rest, instead of one running alone at the end of the run.
+LONGEST_FIRST: tuple[str, ...] = ("test_wheel.py", "test_train_crash.py")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
