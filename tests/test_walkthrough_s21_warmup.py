@@ -300,8 +300,8 @@ def test_steady_names_the_fork_and_commit_never_steady(tmp_path):
     )
     assert code == 0, text
     assert (
-        "never steady, kept whole (every iteration in its commit's value): "
-        "org.acme.CacheBench.get[entries=100000] commit c1 fork 2 (40 iterations)"
+        "never steady by kbkssd (still moving, or too short to tell), kept whole (every iteration "
+        "in its commit's value): org.acme.CacheBench.get[entries=100000] commit c1 fork 2 (40 iterations)"
     ) in flat(text), text
 
 

@@ -165,7 +165,8 @@ def steady(
         )
         more = len(never) - NEVER_ROWS
         say.print(
-            f"never steady, kept whole (every iteration in its commit's value): {shown}"
+            f"never steady by {method} (still moving, or too short to tell), kept whole "
+            f"(every iteration in its commit's value): {shown}"
             + (f"; ... and {more:,} more (--starts FILE lists every fork)" if more > 0 else ""),
             markup=False,
             highlight=False,
