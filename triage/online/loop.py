@@ -187,6 +187,18 @@ def _is_real(v: object) -> TypeGuard[float]:
     return isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
 
 
+def _as_int(v: Any) -> Any:
+    """A count a caller gave, numpy's integers included (``for k in np.arange(6)``), as an ``int``; anything else as is.
+
+    ``np.int64(3)`` was refused as "confirm_after must be an integer in [0, 20],
+    got np.int64(3)", while the probabilities' options took numpy's floats. A
+    bool stays a bool (refused by the checks).
+    """
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool | np.bool_):
+        return int(v)
+    return v
+
+
 def _check_online_rule(manifest: dict, path: Path) -> None:
     """Refuse a manifest whose online rule the loop cannot use, naming the model and the field.
 
@@ -382,6 +394,7 @@ class OnlineTriage:
         rule = (manifest.get("extra") or {}).get("online") or {}
         if confirm_after is None:
             confirm_after = _model_window(manifest.get("window", 0))
+        confirm_after = _as_int(confirm_after)
         if isinstance(confirm_after, bool) or not isinstance(confirm_after, int) or not 0 <= confirm_after <= MAX_CONFIRM:
             raise ValueError(f"confirm_after must be an integer in [0, {MAX_CONFIRM}], got {confirm_after!r}")
         self.confirm_after = confirm_after
@@ -395,6 +408,7 @@ class OnlineTriage:
             min_pre = int(rule.get("min_pre", DEFAULT_MIN_PRE))
         if recheck_after is None:
             recheck_after = int(rule.get("recheck_after", DEFAULT_RECHECK))
+        recheck_after = _as_int(recheck_after)
         if isinstance(recheck_after, bool) or not isinstance(recheck_after, int) or recheck_after < 1:
             raise ValueError(f"recheck_after must be an integer >= 1, got {recheck_after!r}")
         self.recheck_after = recheck_after
@@ -425,6 +439,7 @@ class OnlineTriage:
         # (see _replay): a negative decision is then seen by nobody, so
         # _round builds no Decision (nor its last_output dict) for it.
         self._lean = False
+        min_pre = _as_int(min_pre)
         if isinstance(min_pre, bool) or not isinstance(min_pre, int) or min_pre < 0:
             raise ValueError(f"min_pre must be an integer >= 0, got {min_pre!r}")
         self.min_pre = min_pre
@@ -432,6 +447,7 @@ class OnlineTriage:
         self.explain = explain
         self.pre_class = pre_class or PreState
         self.store = store
+        max_cached_series = _as_int(max_cached_series)
         if max_cached_series is not None and (
             isinstance(max_cached_series, bool) or not isinstance(max_cached_series, int) or max_cached_series < 1
         ):
@@ -541,6 +557,19 @@ class OnlineTriage:
                     f"the state of series {sid!r} is unreadable ({type(exc).__name__}: {exc}); "
                     "give what state_dict() returned"
                 ) from None
+            st = states[sid]
+            if len(st.pending) != min(st.n, self.confirm_after):
+                # A loop with confirmation delay K keeps min(n, K) commits waiting. A state saved
+                # with a larger K decided nothing here, ever (its waiting list only grew); one
+                # saved with a smaller K built the next After windows of two delays.
+                saved = (f"confirm_after={len(st.pending)}" if len(st.pending) < st.n
+                         else f"confirm_after >= {st.n}")
+                raise ValueError(
+                    f"the state of series {sid!r} holds {len(st.pending)} commit(s) waiting for their decision "
+                    f"after {st.n} commit(s): it was saved by a loop with {saved}, this loop's is "
+                    f"confirm_after={self.confirm_after}; load it into a loop with the confirmation delay it was "
+                    "saved with"
+                )
         self.states = states
 
     # Every series of one loop computes the model's columns, so the Pre state's
@@ -632,13 +661,19 @@ class OnlineTriage:
         depth_at: dict[int, int] = {}  # a new commit's position among its series' new commits of the batch
         for i, (sid, commit, value, ts) in enumerate(items):
             key = (sid, commit)
-            if key in seen_in_batch:
+            # Without a store only the series' latest arrival (with its output) and the K
+            # waiting for their decision are remembered (_latest), and a batch remembers no
+            # more than the same commits one by one: a re-run further back is a new commit
+            # either way (in a batch it decided nothing, one by one it was decided again, so
+            # the decisions depended on how the lines reached the watcher).
+            if key in seen_in_batch and (
+                self.store is not None or depth[sid] - depth_at[seen_in_batch[key]] < max(self.confirm_after, 1)
+            ):
                 j = seen_in_batch[key]
                 if items[j][2] != value:
                     _conflict(sid, commit, items[j][2], value)
-                # Without a store only the series' latest arrival is remembered with its output
-                # (_latest): a re-run after a later commit of its series decides and prints nothing,
-                # whether the two came in one batch or not (the output depended on the pipe's timing).
+                # A re-run after a later commit of its series decides and prints nothing, whether
+                # the two came in one batch or not (the output depended on the pipe's timing).
                 if self.store is not None or depth[sid] == depth_at[j]:
                     duplicates.append((i, j))
                 continue
@@ -647,10 +682,10 @@ class OnlineTriage:
                 pending_ts[sid] if sid in pending_ts else (st.last_ts if st is not None else None)
             )
             found, old, first = False, None, None
-            if self.store is None:
-                found, old, first = self._latest(sid, commit, st)
-                if old is not None and depth.get(sid):
-                    old = None  # no longer the latest: a later commit of its series came first in this batch
+            if key in seen_in_batch:
+                pass  # store None: forgotten since its arrival earlier in this batch, a new commit
+            elif self.store is None:
+                found, old, first = self._latest(sid, commit, st, later=depth.get(sid, 0))
             elif stored is not None:
                 found = key in stored
                 old, first = stored.get(key, (None, None))
@@ -750,22 +785,26 @@ class OnlineTriage:
             raise RejectedCommit(sid, commit, str(exc)) from None
         return sid, commit, v, ns
 
-    @staticmethod
-    def _latest(sid: str, commit: str, st: SeriesState | None) -> tuple[bool, Decision | None, float | None]:
+    def _latest(
+        self, sid: str, commit: str, st: SeriesState | None, later: int = 0
+    ) -> tuple[bool, Decision | None, float | None]:
         """Without a store: whether ``commit`` is known, what its arrival decided and its first value.
 
         Only the latest commit of a series and its undecided ones (the K
         waiting in ``pending``) are remembered. A re-run of a waiting commit
         (real histories re-measure commits a few arrivals later) decides
         nothing, as with a store; taken as a new commit it was decided twice
-        and its second value entered Pre and After.
+        and its second value entered Pre and After. ``later``: new commits of
+        the series that came before it in the same batch, which one by one
+        would have moved ``st`` on (the latest is then another commit, and the
+        oldest waiting ones are decided and forgotten).
         """
         if st is None:
             return False, None, None
-        if st.last_commit == commit:
+        if later == 0 and st.last_commit == commit:
             return True, decision_from_dict(sid, st.last_output, replayed=True), st.last_value
-        for waiting, value in st.pending:
-            if waiting == commit:
+        for back, (waiting, value) in enumerate(reversed(st.pending)):
+            if waiting == commit and back + later < self.confirm_after:
                 return True, None, float(value)
         return False, None, None
 
