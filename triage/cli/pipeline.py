@@ -62,7 +62,7 @@ def steady(
     """Cut each JMH fork (each Google Benchmark run, each run of a JSON array of runs) to its steady state and write the long layout."""
     from triage.cli.tables import writes_stdout
     from triage.readers.jmh import steady_long
-    from triage.steady_state import CHOICES, NONE
+    from triage.steady_state import CHOICES, NONE, make, too_short_note
 
     # Any case, as convert and summary take it (steady_state.make lowers it too).
     method = check_choice("--trim-warmup", method.strip().lower(), CHOICES)
@@ -167,7 +167,8 @@ def steady(
         say.print(
             f"never steady by {method} (still moving, or too short to tell), kept whole "
             f"(every iteration in its commit's value): {shown}"
-            + (f"; ... and {more:,} more (--starts FILE lists every fork)" if more > 0 else ""),
+            + (f"; ... and {more:,} more (--starts FILE lists every fork)" if more > 0 else "")
+            + too_short_note(method, never["iterations"].to_numpy(), getattr(make(method), "min_run", None)),
             markup=False,
             highlight=False,
             soft_wrap=True,

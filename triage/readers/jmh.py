@@ -522,7 +522,7 @@ def read_jmh_dataset(
     # (a second read_jmh for the modes printed each of the file's warnings twice).
     long, starts = steady_long([path], [commit], trim_warmup=trim_warmup)
     if trim_warmup.strip().lower() != "none":
-        from triage.steady_state import trim_report
+        from triage.steady_state import make, trim_report
 
         # What the long layout's trimming says (summary / convert read this file so): forks never
         # steady are kept whole, and single-shot forks have nothing to cut.
@@ -531,6 +531,7 @@ def read_jmh_dataset(
             starts["iterations"].to_numpy(),
             [None if pd.isna(v) else int(v) for v in starts["steady_start"]],
             runs="forks",
+            min_run=getattr(make(trim_warmup), "min_run", None),
         )
         if message is not None:
             warnings.warn(f"{display_name(source or path)}: {message}", stacklevel=2)

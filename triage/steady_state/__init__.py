@@ -19,6 +19,7 @@ from triage.steady_state.base import (
     steady_mask,
     steady_mask_starts,
     steady_starts,
+    too_short_note,
     trim_report,
 )
 from triage.steady_state.cpssd import CPSSD
@@ -65,7 +66,7 @@ def trim_for(name: str):
 
     def trim(values, run_id, rising):
         keep, lengths, starts = steady_mask_starts(values, run_id, detector, rising, rate_detector)
-        message = trim_report(method, lengths, starts)
+        message = trim_report(method, lengths, starts, min_run=getattr(detector, "min_run", None))
         if message is not None:
             warnings.warn(message, stacklevel=2)
         return keep
@@ -85,5 +86,6 @@ __all__ = [
     "make",
     "steady_mask",
     "steady_starts",
+    "too_short_note",
     "trim_report",
 ]

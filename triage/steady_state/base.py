@@ -155,19 +155,36 @@ def steady_mask_starts(
     return keep, lengths, starts
 
 
+def too_short_note(method: str, lengths: np.ndarray, min_run: int | None) -> str:
+    """``"; N of them ..."`` when never-steady runs of these ``lengths`` are shorter than ``min_run``
+    (the fewest iterations ``method`` judges, :attr:`KBKSSD.min_run`), else ``""``."""
+    if not min_run:
+        return ""
+    short = int(np.sum((np.asarray(lengths) > 1) & (np.asarray(lengths) < min_run)))
+    if not short:
+        return ""
+    return (
+        f"; {short:,} of them shorter than the {min_run} iterations {method} needs "
+        "(not judged; cpssd judges short runs)"
+    )
+
+
 def trim_report(
     method: str,
     lengths: np.ndarray,
     starts: list[int | None],
     runs: str = "runs (a commit's measurements; each fork's apart with a fork column)",
+    min_run: int | None = None,
 ) -> str | None:
     """What a user of ``--trim-warmup METHOD`` must be told about these runs, or ``None``.
 
     Two things the values alone do not show: the data was one value per commit
     already (every run one measurement: nothing can be cut, the option did
     nothing), and runs that never became steady, which are kept whole (every
-    measurement of them is in their commit's value). ``runs`` names what a
-    run is for the reader (``forks`` for JMH results).
+    measurement of them is in their commit's value), with how many of them
+    were too short for the method to judge (``min_run``: its fewest
+    iterations, KB-KSSD's :attr:`~triage.steady_state.kbkssd.KBKSSD.min_run`).
+    ``runs`` names what a run is for the reader (``forks`` for JMH results).
     """
     lengths = np.asarray(lengths)
     if len(lengths) == 0:
@@ -179,13 +196,14 @@ def trim_report(
             f"--trim-warmup {method}: every {one} holds a single measurement (the data is "
             "one value per commit already, or single-shot forks): there is no warm-up to cut, nothing was trimmed"
         )
-    never = sum(1 for n, s in zip(lengths, starts, strict=True) if n > 1 and s is None)
+    never = [int(n) for n, s in zip(lengths, starts, strict=True) if n > 1 and s is None]
     if not never:
         return None
     single = int((~several).sum())
     return (
-        f"--trim-warmup {method}: {never:,} of {int(several.sum()):,} {runs} never steady by {method} "
+        f"--trim-warmup {method}: {len(never):,} of {int(several.sum()):,} {runs} never steady by {method} "
         "(still moving, or too short to tell): kept whole, every measurement of them in their commit's value"
+        + too_short_note(method, np.array(never), min_run)
         + (f" ({single:,} more {'holds' if single == 1 else 'hold'} a single measurement: nothing to cut)"
            if single else "")
     )
