@@ -63,9 +63,12 @@ Defects found (what the user did, what went wrong, what happens now):
    ``/tmp/triage-input-.../2222bbb.json``, a temporary copy the user never gave
    and that was gone when the line was read (errors were already translated,
    warnings not), and came twice, as a JMH / Google Benchmark file given to
-   ``--data`` was read twice (its values, then its modes). Now every reader's
-   warning names ``2222bbb.json.gz`` (``display_name`` knows the copies
-   ``plain_file`` holds), and the file is read once.
+   ``--data`` was read twice (its values, then its modes). Now the readers'
+   warnings (Google Benchmark, JMH, Otava config, Perfherder) name
+   ``2222bbb.json.gz`` (``display_name`` knows the copies ``plain_file``
+   holds), and the file is read once. (The long layout's own warnings, from
+   ``triage.core.history``, e.g. "sorted by timestamp" for ``u.csv.gz``, still
+   name the copy: outside this walkthrough's files, reported.)
 """
 
 from __future__ import annotations
