@@ -69,6 +69,14 @@ Defects found (what the user did, what went wrong, what happens now):
    holds), and the file is read once. (The long layout's own warnings, from
    ``triage.core.history``, e.g. "sorted by timestamp" for ``u.csv.gz``, still
    name the copy: outside this walkthrough's files, reported.)
+9. Google Benchmark output older than v1.5 (CI archives from before 2019),
+   which the reader says it reads (``name`` where ``run_name`` is missing),
+   has no ``run_type``: its ``BM_x_mean`` / ``_median`` / ``_stddev`` runs
+   were read as three more series (the standard deviation as a benchmark's
+   time), and with ``--benchmark_report_aggregates_only`` only those. Now a
+   run named ``<benchmark>_<aggregate>`` beside its benchmark (or a sibling
+   aggregate) is an aggregate, left out or standing in as the new output's
+   are; a benchmark merely named ``BM_running_mean`` stays one.
 """
 
 from __future__ import annotations
@@ -487,3 +495,51 @@ def test_warnings_about_a_compressed_result_file_name_it_and_come_once(tmp_path)
         str(w.message) for w in caught
     ]
     assert ds["BM_parse"].commits[0] == "2222bbb" and ds["BM_parse"].higher_is_better is False
+
+
+# ---------------------------------------------------------------- 9. Google Benchmark output older than v1.5
+
+
+def test_google_benchmark_output_before_v1_5_leaves_its_aggregates_out(tmp_path):
+    """v1.4 and older write no run_type / run_name: an aggregate is a run named ``<name>_mean``."""
+    reps = [
+        {
+            "name": "BM_parse/1024",
+            "iterations": 1000,
+            "real_time": v,
+            "cpu_time": v,
+            "time_unit": "ns",
+        }
+        for v in (3000.0, 1300.0, 1210.0, 1205.0, 1212.0)
+    ]
+    aggregates = [
+        {
+            "name": f"BM_parse/1024_{a}",
+            "iterations": 5,
+            "real_time": v,
+            "cpu_time": v,
+            "time_unit": "ns",
+        }
+        for a, v in (("mean", 1585.4), ("median", 1210.0), ("stddev", 798.0))
+    ]
+    lone = {
+        "name": "BM_running_mean",
+        "iterations": 10,
+        "real_time": 5.0,
+        "cpu_time": 5.0,
+        "time_unit": "ns",
+    }
+    path = tmp_path / "3f2a9c1.json"
+    path.write_text(
+        json.dumps(
+            {"context": {"date": "2019-03-01 10:00:00"}, "benchmarks": [*reps, *aggregates, lone]}
+        )
+    )
+    ds = load(path, trim_warmup="cpssd")
+    # Were five series: the stddev (798 ns) read as a benchmark's time, the mean and median too.
+    assert sorted(h.series_id for h in ds) == ["BM_parse/1024", "BM_running_mean"]
+    kept = steady_long([path], trim_warmup="cpssd")[1]
+    assert kept[kept.series_id == "BM_parse/1024"]["iterations"].tolist() == [5]
+    only = tmp_path / "4b3c2d1.json"  # --benchmark_report_aggregates_only: the mean stands in
+    only.write_text(json.dumps({"context": {}, "benchmarks": aggregates}))
+    assert [(h.series_id, list(h.values)) for h in load(only)] == [("BM_parse/1024", [1585.4])]

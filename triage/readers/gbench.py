@@ -12,7 +12,10 @@ benchmark. What this reader uses of each object:
   ``_stddev``, ``_cv``, complexity fits) are left out, since the
   repetitions they summarise are read themselves. A benchmark reported by
   its aggregates only (``--benchmark_report_aggregates_only``) is read from
-  its ``mean`` aggregate (its ``median`` without one): one measurement;
+  its ``mean`` aggregate (its ``median`` without one): one measurement.
+  Output older than v1.5 has no ``run_type``: a run named
+  ``<benchmark>_<aggregate>`` (``mean``, ``median``, ``stddev``, ``BigO``,
+  ``RMS``) beside its benchmark or a sibling aggregate is that aggregate;
 * ``real_time`` (the default ``metric``; ``cpu_time`` on request): the time
   per iteration in ``time_unit`` (``ns``, ``us``, ``ms``, ``s``), so every
   series is a time, lower is better;
@@ -64,6 +67,25 @@ def is_gbench(payload: object) -> TypeGuard[dict]:
     )
 
 
+#: The aggregates Google Benchmark before v1.5 wrote as runs named ``<benchmark>_<aggregate>``.
+OLD_AGGREGATES = ("mean", "median", "stddev", "BigO", "RMS")
+
+
+def _old_aggregate(name: str, names: set[str]) -> tuple[str, str] | None:
+    """``(benchmark, aggregate)`` when ``name`` is an aggregate of output older than v1.5 (no
+    ``run_type``): ``<benchmark>_<aggregate>`` beside its benchmark's repetitions, or beside a
+    sibling aggregate (``--benchmark_report_aggregates_only``). A benchmark that is merely named
+    ``BM_running_mean`` has neither, and stays a benchmark."""
+    for aggregate in OLD_AGGREGATES:
+        suffix = f"_{aggregate}"
+        if name.endswith(suffix) and len(name) > len(suffix):
+            base = name[: -len(suffix)]
+            siblings = sum(f"{base}_{other}" in names for other in OLD_AGGREGATES if other != aggregate)
+            if base in names or siblings:
+                return base, aggregate
+    return None
+
+
 def gbench_frame(payload: dict, path: str | Path, metric: str = "real_time") -> pd.DataFrame:
     """One row per (benchmark, repetition): ``series_id, mode, unit, fork, iteration, value``.
 
@@ -80,6 +102,9 @@ def gbench_frame(payload: dict, path: str | Path, metric: str = "real_time") -> 
     measured: dict[str, list[tuple[int, dict]]] = {}
     stand_ins: dict[str, dict[str, tuple[int, dict]]] = {}
     failed: list[str] = []
+    names = {
+        str(item.get("run_name", item.get("name"))).strip() for item in benchmarks if isinstance(item, dict)
+    }
     for pos, item in enumerate(benchmarks, start=1):
         if not isinstance(item, dict):
             raise InputError(path, pos, f"is {json.dumps(item)[:40]}: expected a benchmark object")
@@ -92,6 +117,11 @@ def gbench_frame(payload: dict, path: str | Path, metric: str = "real_time") -> 
         if item.get("error_occurred"):
             failed.append(f"{name} ({item.get('error_message') or 'no message'})")
             continue
+        old = None if "run_type" in item else _old_aggregate(name, names)
+        if old is not None:
+            # Output older than v1.5 has no run_type: an aggregate is told by its name's suffix
+            # (BM_x_mean, BM_x_stddev), and each was read as a series of its own.
+            name, item = old[0], {**item, "run_type": "aggregate", "aggregate_name": old[1]}
         if item.get("run_type", "iteration") == "aggregate":
             aggregate = str(item.get("aggregate_name", ""))
             if aggregate in STAND_INS and item.get("aggregate_unit", "time") == "time":
