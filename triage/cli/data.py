@@ -148,8 +148,11 @@ def summary(
     ),
 ) -> None:
     """Load a dataset and print series, commits and candidates by label."""
+    from triage.cli.validation import check_aggregation
+
     if fmt not in ("table", "json"):
         raise typer.BadParameter(f"must be table or json, got {fmt!r}", param_hint="--format")
+    check_aggregation(aggregate, trim_warmup)
     _check_layout_options(data, layout, alerts, commit_order)
     dataset = load(
         data,
@@ -190,13 +193,9 @@ def convert(
     sort_timestamps: bool = typer.Option(False, "--sort-timestamps", help=SORT_HELP),
 ) -> None:
     """Write any readable input in the long layout, one value per commit (e.g. Perfherder data + alerts -> labelled training data)."""
-    from triage.cli.validation import check_choice, check_output_not_input
-    from triage.core.history import AGGREGATES
-    from triage.steady_state import CHOICES
+    from triage.cli.validation import check_aggregation, check_output_not_input
 
-    # Option errors name the option, not the data file (load() would blame --data).
-    check_choice("--aggregate", aggregate, tuple(AGGREGATES))
-    check_choice("--trim-warmup", trim_warmup.strip().lower(), CHOICES)
+    check_aggregation(aggregate, trim_warmup)
     check_output_not_input(out, data, alerts, commit_order)
     check_table_suffix(out, "convert writes a long CSV")
     _check_layout_options(data, layout, alerts, commit_order)

@@ -88,9 +88,10 @@ def candidates(
 ) -> None:
     """Run a change-point detector on every series and write the candidates as CSV or JSON lines."""
     from triage.cli.alerts import check_out_suffix
-    from triage.cli.validation import check_output_not_input
+    from triage.cli.validation import check_aggregation, check_output_not_input
 
     check_output_not_input(out, data)
+    check_aggregation(aggregate, trim_warmup)
     refuse_repeated_keys("--param", param)
     # scipy.stats and ruptures take seconds to import: only when a detector runs.
     from triage.detectors import make, names, parse_params

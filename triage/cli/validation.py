@@ -83,6 +83,15 @@ def check_choice(option: str, value: str, choices: tuple[str, ...] | list[str]) 
     return value
 
 
+def check_aggregation(aggregate: str, trim_warmup: str) -> None:
+    """``--aggregate`` and ``--trim-warmup`` checked as options (else loading blamed the data file for them)."""
+    from triage.core.history import AGGREGATES
+    from triage.steady_state import CHOICES
+
+    check_choice("--aggregate", aggregate, tuple(AGGREGATES))
+    check_choice("--trim-warmup", trim_warmup.strip().lower(), CHOICES)
+
+
 def check_names(option: str, text: str, choices: tuple[str, ...] | list[str]) -> list[str]:
     """A comma-separated list of names from ``choices``, at least one."""
     names = [part.strip() for part in text.split(",") if part.strip()]
