@@ -9,8 +9,9 @@ for K, the refractory period and the re-check).
 ``triage watch`` input, one result per line:
 
 * JSON lines on stdin: ``{"series_id": ..., "commit": ..., "value": ...,
-  "timestamp": ...}`` (timestamp optional: ISO-8601 or seconds since the epoch);
-  blank lines are skipped;
+  "timestamp": ...}`` (timestamp optional: ISO-8601 or seconds since the epoch;
+  the value a JSON number or a number written as text, ``"101.5"``, as the
+  loaders read a JSON-lines feed); blank lines are skipped;
 * or ``--csv FILE``: a CSV with a header naming at least ``series_id``,
   ``commit``, ``value`` (``timestamp`` optional, other columns ignored);
   ``--follow`` keeps reading as lines are appended, like ``tail -f``.
@@ -60,7 +61,7 @@ from triage.cli.options import DATA_HELP
 from triage.cli.validation import output_file
 from triage.core.errors import InputError
 from triage.core.json_input import json_record
-from triage.core.values import beyond_float
+from triage.core.values import beyond_float, locale_number
 from triage.model_lookup import resolve_model
 
 err_console = Console(stderr=True)
@@ -125,12 +126,36 @@ def _json_records(stream: io.TextIOBase, source: str, first: int = 1) -> Iterato
         if "\\ud" in line or "\\uD" in line:  # an escaped surrogate: valid JSON, but maybe no Unicode text
             _check_unicode(record, source, number)
         value = record.get("value")
-        if isinstance(value, float) and (value == 0.0 or math.isinf(value)):
+        if isinstance(value, str):
+            # A number sent as text ("value": "101.5", as some producers quote every field): the
+            # loaders read it so (`detect --data feed.jsonl` replayed the feed), `watch --csv` too,
+            # but piped in, the same line stopped the watcher as "value '101.5' is not a number".
+            try:
+                record["value"] = parsed = _text_number(value)
+            except ValueError:
+                if (locale := locale_number(value)) is not None:  # "100,5": say what to change, as the loaders do
+                    raise _bad(source, number, locale) from None
+                # any other text: the loop refuses it, naming the line
+            else:
+                if (parsed == 0.0 or math.isinf(parsed)) and (problem := beyond_float(value)) is not None:
+                    record[UNUSABLE] = problem
+        elif isinstance(value, float) and (value == 0.0 or math.isinf(value)):
             # 1e400 parses as inf, 1e-400 as 0.0: the literal tells a unit problem from a real 0.
             literal = json.loads(line.lstrip("\ufeff"), parse_float=str).get("value")
             if isinstance(literal, str) and (problem := beyond_float(literal)) is not None:
                 record[UNUSABLE] = problem
         yield number, record
+
+
+def _text_number(text: str) -> float:
+    """A value written as text, read as the loaders read it (``ValueError`` when it is no number).
+
+    ``float()`` also reads ``"1_000"`` and ``"１２"`` (full-width digits), which
+    ``detect`` and the other loaders refuse: refused here too.
+    """
+    if "_" in text or not text.strip().isascii():
+        raise ValueError(text)
+    return float(text)
 
 
 def _check_unicode(record: dict, source: str, number: int) -> None:
@@ -336,11 +361,9 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
             raise _bad(path, number, f"{len(fields)} fields, the header has {len(columns)}")
         row = dict(zip(columns, fields, strict=True))
         try:
-            if "_" in row["value"] or not row["value"].strip().isascii():  # float() reads "1_000", "１２"; detect does not
-                raise ValueError(row["value"])
-            value = float(row["value"])
+            value = _text_number(row["value"])
         except ValueError:
-            raise _bad(path, number, f"value {row['value']!r} is not a number") from None
+            raise _bad(path, number, locale_number(row["value"]) or f"value {row['value']!r} is not a number") from None
         # Ids as every long-layout reader takes them (`s1, c00` is commit `c00`, not ` c00`).
         record = {"series_id": row["series_id"].strip(), "commit": row["commit"].strip(), "value": value}
         if (value == 0.0 or math.isinf(value)) and (problem := beyond_float(row["value"])) is not None:

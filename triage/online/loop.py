@@ -544,7 +544,9 @@ class OnlineTriage:
     def load_state_dict(self, data: dict[str, dict[str, object]]) -> None:
         """Replace the in-memory states by ``data`` (from :meth:`state_dict`).
 
-        ``ValueError`` naming the series whose state is unreadable; the states
+        ``ValueError`` naming the series whose state is unreadable, or was
+        saved by a loop with another confirmation delay (its waiting commits
+        are not this loop's K; such a state decided nothing, ever); the states
         in memory are then left as they were.
         """
         states: dict[str, SeriesState] = {}
