@@ -3,6 +3,9 @@
 1. (warm-up) ``summary`` and ``candidates`` blamed the data file for a bad
    ``--trim-warmup`` or ``--aggregate`` ("x.csv: unknown steady-state
    method") where ``convert`` and ``steady`` named the option.
+2. (warm-up) a JSON array of runs given to ``--data`` was refused with the
+   whole array in the message (1,117 characters) and no word of the layout
+   that reads it.
 """
 
 from __future__ import annotations
@@ -19,3 +22,19 @@ def test_a_bad_aggregation_option_is_named_not_the_data_file(tmp_path, command, 
     code, text = invoke([command[0], "--data", data, *command[1:], option, value])
     assert code == 2, text
     assert option in flat(text) and "x.csv" not in flat(text)
+
+
+def test_an_array_of_runs_under_data_is_shown_short_and_pointed_to_its_layout(tmp_path):
+    """(warm-up) a plain JSON array of runs (what `steady` reads) given to --data was 'row 1: value
+    '[0.9017, ... all 120 numbers]' is not a number', a 1,117-character line."""
+    import json
+
+    runs = tmp_path / "c1.json"
+    runs.write_text(json.dumps([[1.0 + 0.001 * (i % 7) for i in range(60)] for _ in range(2)]))
+    code, text = invoke(["summary", "--data", runs])
+    assert code == 2, text
+    line = flat(text)
+    assert len(line) < 300 and "characters)" in line
+    assert "read by `--layout jmh` (one file per commit) or `triage steady`" in line
+    code, text = invoke(["summary", "--data", runs, "--layout", "jmh"])
+    assert code == 0, text

@@ -25,7 +25,7 @@ from triage.core import labels as L
 from triage.core import timestamps
 from triage.core.errors import InputError
 from triage.core.text_cells import text_codes
-from triage.core.values import beyond_float, check_values
+from triage.core.values import beyond_float, check_values, shown_value
 
 # The loaders' validation below calls the label module ``labels``.
 labels = L
@@ -308,11 +308,15 @@ def _parse_values(raw: pd.Series, rows: np.ndarray, path: Path) -> np.ndarray:
         if shown in ("", "None", "<NA>") or (text is None and pd.isna(raw.iloc[i])):  # a Parquet null: 'nan'
             problem = "value is missing"
         elif np.isinf(values[i]):
-            problem = f"value {shown!r} is not finite"
+            problem = f"value {shown_value(shown)} is not finite"
         elif np.isnan(values[i]) and pd.to_numeric(pd.Series([shown]), errors="coerce").notna().all():
-            problem = f"value {shown!r} is not a number (NaN)"
+            problem = f"value {shown_value(shown)} is not a number (NaN)"
         else:
-            problem = f"value {shown!r} is not a number"
+            problem = f"value {shown_value(shown)} is not a number"
+            if str(shown).lstrip().startswith("["):
+                # a JSON array of runs (iterations per fork): a layout of its own
+                problem += ("; a list of iterations per run is read by `--layout jmh` (one file per commit) "
+                            "or `triage steady`")
         raise InputError(path, int(rows[i]), problem)
     if text is not None and (zero := values == 0.0).any():
         # "1e-400" parses as 0.0: only the text tells it from a real 0

@@ -39,7 +39,7 @@ def value_problem(value: object) -> str | None:
         x = float(value)  # type: ignore[arg-type]  # anything: what float() refuses is the answer
     except (TypeError, ValueError, OverflowError):
         # OverflowError: an integer too large for a float (10**400).
-        return f"value {_shown(value)} is not a number that fits a float"
+        return f"value {shown_value(value)} is not a number that fits a float"
     if not math.isfinite(x):
         return f"value {x!r} is not a finite number"
     if x != 0.0 and not (MIN_ABS <= abs(x) <= MAX_ABS):
@@ -103,7 +103,8 @@ def _row(rows: Sequence[int] | np.ndarray | None, i: int) -> int:
     return int(rows[i]) if rows is not None else i + 1
 
 
-def _shown(value: object) -> str:
+def shown_value(value: object) -> str:
+    """``repr(value)`` for an error message, cut to about 40 characters (a whole JSON array was 1,117)."""
     text = repr(value)
     return text if len(text) <= 40 else text[:30] + f"... ({len(text)} characters)"
 
