@@ -55,6 +55,9 @@ Defects found and fixed (what a user did, what went wrong, what happens now):
    still refused), and the same feed gives ``detect``'s change points; a
    decimal comma (``"100,5"``) is named as such on both of watch's inputs, as
    the loaders name it.
+5. A benchmark run failed and its producer sent ``"value": null``: watch
+   stopped with "value None is not a number", Python's word for JSON's
+   null. Now "value is missing (null): send the commit once it is measured".
 
 Found, not fixed here (outside ``triage/online`` and watch / detect's CLI;
 reproductions in the session's report):
@@ -230,3 +233,24 @@ def test_a_feed_with_values_written_as_text_is_watched_as_detect_replays_it(
     comma = runner.invoke(app, ["watch"], input=lines[0] + "\n" + bad + "\n")
     assert comma.exit_code == 2 and "decimal comma" in comma.output
     assert len(comma.stdout.splitlines()) == 0  # K = 4: the first line decided nothing yet
+
+
+def test_a_missing_value_in_the_feed_is_named_missing(real_frame):
+    from typer.testing import CliRunner
+
+    from triage.cli.app import app
+
+    sid = sorted(s for s in real_frame.series_id.unique() if s.startswith("otel-java/"))[0]
+    rows = real_frame[real_frame.series_id == sid].iloc[:6]
+    lines = [
+        json.dumps({"series_id": sid, "commit": c, "value": float(v)})
+        for c, v in zip(rows.commit, rows.value, strict=True)
+    ]
+    lines[5] = json.dumps(
+        {"series_id": sid, "commit": rows.commit.iloc[5], "value": None}
+    )  # a failed run
+    result = CliRunner().invoke(app, ["watch"], input="\n".join(lines) + "\n")
+    assert result.exit_code == 2
+    assert "line 6" in result.stderr and "value is missing (null)" in result.stderr
+    assert "None" not in result.stderr
+    assert len(result.stdout.splitlines()) == 1  # K = 4: the fifth line decided the first commit

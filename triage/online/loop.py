@@ -266,6 +266,8 @@ def _check(series_id: object, commit: object, value: object) -> tuple[str, str, 
     if isinstance(commit, bool | np.bool_) or not isinstance(commit, str | int) or commit == "":
         raise RejectedCommit(series_id, str(commit), _id_problem("commit id", commit))
     commit = str(commit)
+    if value is None:  # JSON's null (a failed run's result): it read "value None is not a number"
+        raise RejectedCommit(series_id, commit, "value is missing (null): send the commit once it is measured")
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise RejectedCommit(series_id, commit, f"value {value!r} is not a number")
     if (problem := value_problem(value)) is not None:  # NaN, inf, 10**400, |x| near 1e308 or 1e-308
