@@ -57,7 +57,10 @@ Defects found and fixed (what a user did, what went wrong, what happens now):
    the loaders name it.
 5. A benchmark run failed and its producer sent ``"value": null``: watch
    stopped with "value None is not a number", Python's word for JSON's
-   null. Now "value is missing (null): send the commit once it is measured".
+   null; the same failed run as an empty cell for ``watch --csv`` said
+   "value '' is not a number". Now "value is missing (null): send the commit
+   once it is measured", and "value is missing (an empty cell)", as the
+   loaders say "value is missing".
 
 Found, not fixed here (outside ``triage/online`` and watch / detect's CLI;
 reproductions in the session's report):
@@ -235,7 +238,7 @@ def test_a_feed_with_values_written_as_text_is_watched_as_detect_replays_it(
     assert len(comma.stdout.splitlines()) == 0  # K = 4: the first line decided nothing yet
 
 
-def test_a_missing_value_in_the_feed_is_named_missing(real_frame):
+def test_a_missing_value_in_the_feed_is_named_missing(real_frame, tmp_path):
     from typer.testing import CliRunner
 
     from triage.cli.app import app
@@ -254,3 +257,16 @@ def test_a_missing_value_in_the_feed_is_named_missing(real_frame):
     assert "line 6" in result.stderr and "value is missing (null)" in result.stderr
     assert "None" not in result.stderr
     assert len(result.stdout.splitlines()) == 1  # K = 4: the fifth line decided the first commit
+    # The same failed run in a CSV for --csv: an empty cell (it read "value '' is not a number").
+    table = tmp_path / "feed.csv"
+    table.write_text(
+        "series_id,commit,value\n"
+        + "".join(
+            f'"{sid}",{c},{v!r}\n' for c, v in zip(rows.commit[:5], rows.value[:5], strict=True)
+        )
+        + f'"{sid}",{rows.commit.iloc[5]},\n'
+    )
+    result = CliRunner().invoke(app, ["watch", "--csv", str(table)])
+    assert result.exit_code == 2
+    assert "line 7: value is missing (an empty cell)" in result.stderr, result.stderr
+    assert len(result.stdout.splitlines()) == 1

@@ -363,7 +363,9 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
         try:
             value = _text_number(row["value"])
         except ValueError:
-            raise _bad(path, number, locale_number(row["value"]) or f"value {row['value']!r} is not a number") from None
+            why = "value is missing (an empty cell)" if not row["value"].strip() else (
+                locale_number(row["value"]) or f"value {row['value']!r} is not a number")
+            raise _bad(path, number, why) from None
         # Ids as every long-layout reader takes them (`s1, c00` is commit `c00`, not ` c00`).
         record = {"series_id": row["series_id"].strip(), "commit": row["commit"].strip(), "value": value}
         if (value == 0.0 or math.isinf(value)) and (problem := beyond_float(row["value"])) is not None:
