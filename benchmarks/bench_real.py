@@ -792,7 +792,8 @@ def fresh_markdown(fresh: dict, fresh_seeds: Sequence[int] = ()) -> str:
 
 def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: Path | None, log=print,
         choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf", model_seed: int | None = None,
-        train_on: str = "fit", fresh_seeds: Sequence[int] = (), newest_seeds: Sequence[int] = ()) -> dict:
+        train_on: str = "fit", fresh_seeds: Sequence[int] = (), newest_seeds: Sequence[int] = (),
+        save_newest: Path | None = None) -> dict:
     """Steps 1-8 (the published table); ``model_seed``: the scoring model's random state (default ``seed``).
 
     ``newest_seeds`` (``--newest-model``): also the model routed the newest
@@ -876,6 +877,11 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
             n_routed = sum(len(v) for v in kept_routed(cands, p, thresholds[d], proba_of(nclf, cands), nthresholds[d],
                                                        near_end(untouched, cands), radius).values())
             alarm_rows[-1]["routed"] = 100.0 * float(n_routed) / n_commits
+    if save_newest is not None and nclf is not None:
+        save_scoring_model(nclf, nthresholds, save_newest, mode, seed, every, rows, choice, train_seeds, kind,
+                           None if model_seed == seed else model_seed, train_on, fresh_seeds, newest_seeds=newest_seeds,
+                           routed=routed)
+        log(f"newest-candidates model saved to {save_newest}")
     if save_model is not None:
         newest_entry = None
         if nclf is not None:
@@ -884,7 +890,7 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
             newest_path = save_model.parent / f"{save_model.name}-newest"
             save_scoring_model(nclf, nthresholds, newest_path, mode, seed, every, rows, choice, train_seeds, kind,
                                None if model_seed == seed else model_seed, train_on, fresh_seeds,
-                               newest_seeds=newest_seeds)
+                               newest_seeds=newest_seeds, routed=routed)
             newest_entry = {"model": newest_path.name, "horizon": HOLD_HORIZON}
             log(f"newest-candidates model saved to {newest_path}")
         save_scoring_model(clf, thresholds, save_model, mode, seed, every, rows, choice, train_seeds, kind,
@@ -1091,19 +1097,26 @@ def oracle(mode: str, seed: int, every: int, n_jobs: int, log=print) -> str:
 def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str, seed: int, every: int, rows,
                        choice: str = "pooled", train_seeds: Sequence[int] = (), kind: str = "rf",
                        model_seed: int | None = None, train_on: str = "fit", fresh_seeds: Sequence[int] = (),
-                       newest: dict[str, object] | None = None, newest_seeds: Sequence[int] = ()) -> None:
+                       newest: dict[str, object] | None = None, newest_seeds: Sequence[int] = (),
+                       routed: dict | None = None) -> None:
     """Save a scoring model with its thresholds, radius and how it was made in the manifest's ``extra``.
 
     ``newest``: the manifest entry naming its newest-candidates model
     (:data:`triage.scoring.NEWEST_KEY`); ``newest_seeds``: this *is* that
-    model, trained with the fresh rows of these seeds.
+    model, trained with the fresh rows of these seeds; ``routed``: its
+    figures (:func:`run`'s ``routed``), which become its manifest's metrics.
     """
     from triage.scoring import NEWEST_KEY
     from triage.training.model_files import save_model
 
     test = {r["method"]: r for r in rows}
     metrics = {f"test_f1_{d}": test[d]["f1"] for d in SELECTED}
-    metrics.update({f"test_f1_{d}_triage": test[f"{d} + triage"]["f1"] for d in SELECTED})
+    if routed is None:
+        metrics.update({f"test_f1_{d}_triage": test[f"{d} + triage"]["f1"] for d in SELECTED})
+    else:
+        # the newest-candidates model: the test part routed through it, and its newest candidates alone
+        metrics.update({f"test_f1_{d}_triage_routed": routed["test"][d][1] for d in SELECTED})
+        metrics.update({f"test_newest_f1_{d}_triage": routed["test_fresh"]["detectors"][d][1] for d in SELECTED})
     save_model(
         clf,
         path,
@@ -1125,7 +1138,7 @@ def save_scoring_model(clf, thresholds: dict[str, float], path: Path, mode: str,
                           + (f" --model-seed {model_seed}" if model_seed is not None else "")
                           + (f" --train-on {train_on}" if train_on != "fit" else "")
                           + (f" --fresh-train {','.join(str(t) for t in fresh_seeds)}" if fresh_seeds else "")
-                          + (f" --newest-model {','.join(str(t) for t in newest_seeds)} (the routed model)"
+                          + (f" --newest-model {','.join(str(t) for t in newest_seeds)} (the newest-candidates model)"
                              if newest_seeds else ""),
             **({NEWEST_KEY: newest} if newest else {}),
             **({"fresh_rows": f"the fit part's candidates fewer than 13 commits from the end of copies cut short "
@@ -1235,6 +1248,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="comma-separated injection seeds: also fit a second model (the recipe plus the fit part's "
                          "newest candidates of these seeds) and route the candidates fewer than 13 commits from "
                          "their series' end to it, e.g. 0,1,2")
+    ap.add_argument("--save-newest", type=Path, default=None,
+                    help="with --newest-model: also save the newest-candidates model alone to this directory (an "
+                         "opt-in model for `triage score --newest-model`; --save-model's manifest does not name it)")
     ap.add_argument("--model-kind", choices=MODEL_KINDS, default="rf", help="scoring model kind (default rf)")
     ap.add_argument("--max-len", type=int, default=CANDIDATE_MAX_LEN,
                     help=f"with --dev-only: most commits of each honest window (default {CANDIDATE_MAX_LEN})")
@@ -1291,9 +1307,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                           fresh_seeds=fresh_seeds, newest_seeds=newest_seeds)
         _publish(development_markdown(dev), f"bench_real_dev_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
         return
+    if args.save_newest is not None and (not newest_seeds or args.dev_only):
+        ap.error("--save-newest goes with --newest-model, in a full run")
     result = run(args.mode, args.seed, args.every, args.n_jobs, not args.no_loso, args.save_model, choice=args.thresholds,
                  train_seeds=train_seeds, kind=args.model_kind, model_seed=args.model_seed, train_on=args.train_on,
-                 fresh_seeds=fresh_seeds, newest_seeds=newest_seeds)
+                 fresh_seeds=fresh_seeds, newest_seeds=newest_seeds, save_newest=args.save_newest)
     _publish(markdown(result), f"bench_real_{args.mode}_s{args.seed}_e{args.every}{aug}.md")
 
 
