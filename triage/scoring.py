@@ -33,14 +33,16 @@ The newest candidates
 A candidate fewer than ``horizon`` (13) commits from its series' end has
 too few commits after it for the model to see its new level hold
 (``ctx_persist_after`` is missing), and a model trained only on changes
-far from an end scores it low whatever its size. A scoring model whose
-manifest names a *newest-candidates model* (``extra.newest_model``:
-``{"model": NAME, "horizon": 13}``; the bundled ``default-scoring`` names
-``default-scoring-newest``, trained with such candidates) hands those
-candidates to it: P(true), call and threshold (its own per-detector one
-unless ``--threshold`` is given) come from that model, and the explanation
-says so (:func:`newest_route`). NAME is a model directory beside the
-scoring model's, else a bundled model.
+far from an end scores it low whatever its size. ``triage score
+--newest-model NAME`` (or a scoring model whose manifest names one:
+``extra.newest_model = {"model": NAME, "horizon": 13}``, NAME a directory
+beside the scoring model's, else a bundled model) hands those candidates
+to a *newest-candidates model*: P(true), call and threshold (its own
+per-detector one unless ``--threshold`` is given) come from that model,
+and the explanation says so (:func:`newest_route`). The bundled
+``scoring-newest`` is such a model, trained with such candidates; the
+bundled ``default-scoring`` names none (the trade it makes on real data:
+README, "Scoring a detector's fresh alerts").
 
 Threshold for ``--target-recall``
 ---------------------------------

@@ -152,7 +152,7 @@ def score(
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first (0: no table, the summary line only).")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
-    newest_model: Annotated[str | None, typer.Option("--newest-model", help="Model for the candidates fewer than 13 commits from their series' end (a model directory or bundled name; none: --model scores them too). Default: the one --model's manifest names (default-scoring: default-scoring-newest). --threshold applies to it too; otherwise its own per-detector threshold.")] = None,
+    newest_model: Annotated[str | None, typer.Option("--newest-model", help="Model for the candidates fewer than 13 commits from their series' end (a model directory or bundled name; none: --model scores them too). Default: the one --model's manifest names, if any (default-scoring names none; the bundled scoring-newest is trained for them). --threshold applies to it too; otherwise its own per-detector threshold.")] = None,
 ) -> None:
     """Score detector candidates with P(true change) and a decision.
 
