@@ -338,7 +338,13 @@ def exact_characteristics(f, groups, out):
         else:
             out[_STABILITY] = f[SLOT_BLOCK_MEANS_M2] / (f[SLOT_N_BLOCKS] - 1.0) / var
             scaled = var * block_var_scale(f[SLOT_FIRST_VALUE])  # as the block variances are
-            out[_LUMPINESS] = f[SLOT_BLOCK_VARS_M2] / (f[SLOT_N_BLOCKS] - 1.0) / (scaled * scaled)
+            square = scaled * scaled
+            if square != 0.0:
+                out[_LUMPINESS] = f[SLOT_BLOCK_VARS_M2] / (f[SLOT_N_BLOCKS] - 1.0) / square
+            else:
+                # values below ~1e-77 after a first value of 0 (no scale): the square underflows to 0
+                # (a ZeroDivisionError), one division at a time does not
+                out[_LUMPINESS] = f[SLOT_BLOCK_VARS_M2] / (f[SLOT_N_BLOCKS] - 1.0) / scaled / scaled
     if groups[GROUP_SHIFTS]:
         out[_MAX_LEVEL_SHIFT] = f[SLOT_MAX_LEVEL_SHIFT_RAW] / sd
         out[_MAX_VAR_SHIFT] = f[SLOT_MAX_VAR_SHIFT_RAW] / var

@@ -6,6 +6,9 @@
 2. (warm-up) a JSON array of runs given to ``--data`` was refused with the
    whole array in the message (1,117 characters) and no word of the layout
    that reads it.
+3. (online) ``detect`` and ``watch`` ended in an internal error
+   (ZeroDivisionError) on a Pre of zeros and values near 1e-100: the
+   incremental lumpiness squared a variance that underflowed.
 """
 
 from __future__ import annotations
@@ -38,3 +41,16 @@ def test_an_array_of_runs_under_data_is_shown_short_and_pointed_to_its_layout(tm
     assert "read by `--layout jmh` (one file per commit) or `triage steady`" in line
     code, text = invoke(["summary", "--data", runs, "--layout", "jmh"])
     assert code == 0, text
+
+
+def test_detect_and_watch_take_zeros_mixed_with_values_near_1e_100(tmp_path):
+    """(online) Pre holding 0 and 1e-100 (both in the usable range) squared its variance to 0 in the
+    incremental lumpiness: ZeroDivisionError, an internal error of `detect` and `watch --csv`."""
+    data = tmp_path / "alt.csv"
+    data.write_text("series_id,commit,value\n" + "".join(f"s,c{i},{0 if i % 2 == 0 else 1e-100}\n" for i in range(40)))
+    code, text = invoke(["detect", "--data", data, "--out", tmp_path / "cp.csv"])
+    assert code == 0, text
+    assert (tmp_path / "cp.csv").read_text().startswith("series_id,commit,index,probability")
+    code, text = invoke(["watch", "--csv", data])
+    assert code == 0, text
+    assert '"commit": "c35"' in text  # decided at c39, K = 4
