@@ -252,8 +252,10 @@ def bundle(source: Path, out: Path, k: int, threshold: float, withdraw: float, m
     """Save model ``source`` as ``out`` with the stream rule chosen on validation in its manifest.
 
     The classifier, its features and its training-time threshold are kept;
-    ``extra.online`` gains ``threshold``, ``withdraw_below``, ``min_pre`` (and
-    ``confirm_after``), which :class:`OnlineTriage` reads when not told otherwise.
+    ``extra.online`` gains ``threshold``, ``withdraw_below`` and ``min_pre``,
+    which :class:`OnlineTriage` reads when not told otherwise, and
+    ``confirm_after``, a record only: the loop takes K from the manifest's
+    ``window`` (the two are saved equal).
     """
     from triage.training.model_files import load_model, save_model
 
