@@ -106,15 +106,30 @@ SCORING_PHRASES: dict[str, tuple[str, str]] = {
     "ctx_persist_after": (f"new level held over the next {context.RADIUS} commits {{v}} (1 = held, 0 = went back)",
                           "too few commits after it to see the new level hold"),
     "ctx_pre_drift": ("drift before it {v} of the shift (0 = flat)", "too few commits before it to see a drift"),
-    "ctx_after_seen_before": ("new level {v} shifts from any earlier level (0 = seen before)",
+    "ctx_after_seen_before": ("new level {v} shifts from the nearest earlier level (0 = seen before)",
                               "no earlier stretch to compare the new level with"),
-    "ctx_pre_returns": ("old level {v} shifts from any later level (0 = it comes back)",
+    "ctx_pre_returns": ("old level {v} shifts from the nearest later level (0 = it comes back)",
                         "no later stretch to see the old level come back"),
     "det_score_rank": ("detector score at or above {pct} of the file's", "no detector score in the file"),
 }
 
 #: Columns the level and spread phrases read from the whole row.
 NORM_PHRASE_COLUMNS: tuple[str, ...] = catalogue.NORM_COLUMNS
+
+#: The row's column holding the shift on fixed windows of ``RADIUS`` commits
+#: (``|median(after) - median(before)| / s``): NaN with fewer than 2 commits
+#: before the candidate, exactly 0 when the two medians are equal.
+LOCAL_SHIFT_COLUMN = "ctx_local_shift"
+
+#: The ratios to that shift (:mod:`triage.features.candidate_context`): NaN
+#: when a window is short, but also when the shift is 0 or undefined, where
+#: "too few commits after it" would be untrue. What each then lacks.
+RATIO_SUBJECTS: dict[str, str] = {
+    "ctx_persist_after": "no new level to see hold",
+    "ctx_pre_drift": "no shift to measure a drift before it by",
+    "ctx_after_seen_before": "no new level to compare with earlier ones",
+    "ctx_pre_returns": "no shift to see the old level come back from",
+}
 
 
 @dataclass
@@ -371,6 +386,41 @@ def _level_in_noise(row: Mapping[str, float] | None) -> bool:
         return False
 
 
+def _row_value(row: Mapping[str, float] | None, column: str) -> float | None:
+    """The row's value of ``column`` as a float (NaN kept), None when the row lacks it."""
+    if row is None:
+        return None
+    try:
+        return float(row[column])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _undefined(name: str, words: str, row: Mapping[str, float] | None) -> str:
+    """The words for an undefined (NaN) scoring column, naming the cause the row shows.
+
+    ``words`` (:data:`SCORING_PHRASES`) name the usual cause; the row may show
+    another: every ``pair_*`` measure is NaN when Pre holds fewer than 2
+    commits (the first commits of a series online, whose Pre median is not
+    0), and the :data:`RATIO_SUBJECTS` ratios when the shift they divide by
+    is 0 or undefined (a candidate at the series' second commit, or with
+    equal medians on ``RADIUS`` commits each side, whatever follows it).
+    """
+    if name.startswith("pair_"):
+        pre = _row_value(row, "pre_series_length")
+        if pre is not None and pre < 2:
+            return f"{words.split(' (')[0]} (pre window under 2 commits)"
+        return words
+    if name in RATIO_SUBJECTS:
+        local = _row_value(row, LOCAL_SHIFT_COLUMN)
+        if local is not None and not np.isfinite(local):
+            return f"{RATIO_SUBJECTS[name]}: fewer than 2 commits before it"
+        if local == 0:
+            return (f"{RATIO_SUBJECTS[name]}: the {context.RADIUS} commits from it on have the median of the "
+                    f"{context.RADIUS} before")
+    return words
+
+
 def describe(name: str, value: float, row: Mapping[str, float] | None = None) -> str:
     """Plain words for one feature column and its value.
 
@@ -406,13 +456,17 @@ def describe(name: str, value: float, row: Mapping[str, float] | None = None) ->
     if name in SCORING_PHRASES:
         template, undefined = SCORING_PHRASES[name]
         if not np.isfinite(value):
-            return undefined
+            return _undefined(name, undefined, row)
         if name == "pair_rel_change" and _level_in_noise(row):
             # A delta or score whose Pre sits within its noise of 0: any % off it is large and says little.
             return template.format(v=_num(value), pct=f"{100 * value:.3g}%", s="") + " (pre level within its noise of 0)"
         if name == "ctx_persist_after" and value < 0:
             # Off the phrase's 0..1 scale: the next commits sit beyond the old level, away from the new one.
             return (f"new level not held: the next {context.RADIUS} commits went back past the old level "
+                    f"({_num(value)}; 1 = held, 0 = went back)")
+        if name == "ctx_persist_after" and value > 2:
+            # Off the scale the other way: the next commits sit further past the new level than the step itself.
+            return (f"new level not held: the next {context.RADIUS} commits moved on past it, further than the step "
                     f"({_num(value)}; 1 = held, 0 = went back)")
         return template.format(v=_num(value), pct=f"{100 * value:.3g}%", s="" if value == 1 else "s")
     return f"{name} = {_num(value)}"
@@ -477,9 +531,11 @@ def explain(classifier, X: pd.DataFrame, top: int = 3) -> list[list[str]]:
     order = np.take_along_axis(part, np.argsort(-np.abs(np.take_along_axis(values, part, 1)), axis=1), 1)
     frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X), columns=contrib.names)
     # The level/spread columns reword each other ("after mean 2.3 sd above pre"), and Pre's relative
-    # noise qualifies a relative change, so they travel with every row, model feature or not.
+    # noise qualifies a relative change, and the fixed-window shift tells why a ratio to it is undefined,
+    # so they travel with every row, model feature or not.
     norm = {c: pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=np.float64)
-            for c in (*NORM_PHRASE_COLUMNS, *LENGTH_COLUMNS, LEVEL_NOISE_COLUMN) if c in frame.columns}
+            for c in (*NORM_PHRASE_COLUMNS, *LENGTH_COLUMNS, LEVEL_NOISE_COLUMN, LOCAL_SHIFT_COLUMN)
+            if c in frame.columns}
     out: list[list[str]] = []
     for i in range(values.shape[0]):
         row = {c: v[i] for c, v in norm.items()}
