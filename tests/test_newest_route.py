@@ -119,3 +119,22 @@ def test_a_manifest_entry_without_a_model_name_is_an_error():
     with pytest.raises(InputError, match="horizon is not a whole number"):
         newest_route(clf)
     assert newest_route(clf, "none") is None
+
+
+def test_the_bundled_scoring_newest_calls_a_clear_step_five_commits_from_the_end(tmp_path):
+    """The step of README's "newest alerts" paragraph (30 in noise sd 2, 5 commits from the end): the
+    bundled default-scoring gives it P(true) 0.12, under cusum's threshold; scoring-newest 0.87."""
+    data, cands = _two_steps(tmp_path)
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", tmp_path / "a.csv"])
+    assert code == 0, text
+    alone = pd.read_csv(tmp_path / "a.csv").set_index("commit")
+    assert alone.loc["c95", "classification"] == "false_positive" and alone.loc["c95", "p_true"] < 0.2
+    assert "or with --newest-model scoring-newest (trained on such candidates)" in flat(text)
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", tmp_path / "b.csv",
+                         "--newest-model", "scoring-newest"])
+    assert code == 0, text
+    routed = pd.read_csv(tmp_path / "b.csv").set_index("commit")
+    assert routed.loc["c95", "classification"] == "true_positive" and routed.loc["c95", "p_true"] > 0.8
+    assert routed.loc["c92", "classification"] == "false_positive"  # noise 8 commits from the end stays false
+    pd.testing.assert_frame_equal(routed.loc[["c40", "c70"]], alone.loc[["c40", "c70"]])
+    assert "scored by the newest-candidates model scoring-newest at its threshold 0.229" in flat(text)

@@ -312,6 +312,7 @@ def _recent_note(console, dataset, clf, scored, route=None, route_cut: float | N
     model may have scored low for want of later commits.
     """
     from triage.features.candidate_context import HOLD_HORIZON
+    from triage.inference import candidate_windowing
     from triage.scoring import near_end, too_recent_to_hold
 
     if scored.empty:
@@ -332,7 +333,9 @@ def _recent_note(console, dataset, clf, scored, route=None, route_cut: float | N
         console.print(f"{n:,} of the candidates not called true lie{'s' if n == 1 else ''} fewer than {HOLD_HORIZON} "
                       f"commits from the end of {'its' if n == 1 else 'their'} series: too recent to see the new level "
                       "hold, which this model scores low whatever the step's size; score again when more commits "
-                      "have arrived", soft_wrap=True)
+                      "have arrived" + ("" if candidate_windowing(clf) is None else
+                                        ", or with --newest-model scoring-newest (trained on such candidates)"),
+                      soft_wrap=True)
 
 
 def report(
