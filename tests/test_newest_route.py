@@ -138,3 +138,16 @@ def test_the_bundled_scoring_newest_calls_a_clear_step_five_commits_from_the_end
     assert routed.loc["c92", "classification"] == "false_positive"  # noise 8 commits from the end stays false
     pd.testing.assert_frame_equal(routed.loc[["c40", "c70"]], alone.loc[["c40", "c70"]])
     assert "scored by the newest-candidates model scoring-newest at its threshold 0.229" in flat(text)
+
+
+def test_the_scoring_newest_card_quotes_its_thresholds_and_says_it_is_opt_in():
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    manifest = json.loads((root / "models" / "scoring-newest" / "manifest.json").read_text())
+    card = " ".join((root / "models" / "README.md").read_text().split())
+    for detector in ("bocpd", "perfherder", "cusum", "binseg", "pelt", "ensemble", "edivisive"):
+        assert f"{detector} {manifest['extra']['detector_thresholds'][detector]:.3f}" in card, detector
+    assert "newest_model" not in load_classifier(bundled_model("default-scoring")).manifest_["extra"]
+    assert "`triage score --newest-model scoring-newest` hands the candidates" in card
