@@ -151,3 +151,20 @@ def test_the_scoring_newest_card_quotes_its_thresholds_and_says_it_is_opt_in():
         assert f"{detector} {manifest['extra']['detector_thresholds'][detector]:.3f}" in card, detector
     assert "newest_model" not in load_classifier(bundled_model("default-scoring")).manifest_["extra"]
     assert "`triage score --newest-model scoring-newest` hands the candidates" in card
+
+
+def test_the_workspace_takes_the_newest_model_as_score_does(tmp_path):
+    from triage.cli.workspace import build_workspace
+
+    data, cands = _two_steps(tmp_path)
+    kwargs = {"commit_url": None, "sheriff": "me", "token": None}
+    alone = build_workspace(data, tmp_path / "a.db", cands, "default", **kwargs)
+    routed = build_workspace(data, tmp_path / "b.db", cands, "default", newest_model="scoring-newest", **kwargs)
+    p = {name: {a.commit: a.p_true for a in ws.alerts} for name, ws in (("alone", alone), ("routed", routed))}
+    assert p["alone"]["c95"] < 0.2 < 0.8 < p["routed"]["c95"]
+    assert p["alone"]["c40"] == p["routed"]["c40"] and p["alone"]["c70"] == p["routed"]["c70"]
+    code, text = invoke(["serve", "--data", data, "--labels", tmp_path / "c.db", "--newest-model", "scoring-newest",
+                         "--model", "none", "--port", "0"])
+    assert code == 2 and "--newest-model goes with --model" in flat(text)
+    # `--model none`, as its help says: no model column (was "no bundled model of this name")
+    assert all(a.p_true is None for a in build_workspace(data, tmp_path / "d.db", cands, "none", **kwargs).alerts)

@@ -43,12 +43,13 @@ def serve(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
     labels: Annotated[Path, typer.Option("--labels", help=LABELS_HELP)],
     candidates: Annotated[Path | None, typer.Option("--candidates", help="Detector candidates (any layout `triage score` reads); default: the candidates labelled in --data.")] = None,
-    model: Annotated[str | None, typer.Option("--model", envvar="TRIAGE_MODEL", help="Model for P(true) and the model's call on every alert: `default` (the bundled scoring model), a bundled name, a directory written by `triage train` or models:/name@alias from the registry; none: no model column.")] = None,
+    model: Annotated[str | None, typer.Option("--model", envvar="TRIAGE_MODEL", help="Model for P(true) and the model's call on every alert: `default` (the bundled scoring model), a bundled name, a directory written by `triage train` or models:/name@alias from the registry; omitted or none: no model column.")] = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind; anything but loopback needs --token.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8765,
     token: Annotated[str | None, typer.Option("--token", envvar="TRIAGE_TOKEN", help="Access token every request must carry (required off loopback; or $TRIAGE_TOKEN).")] = None,
     commit_url: Annotated[str | None, typer.Option("--commit-url", help="Commit link template, e.g. https://github.com/o/r/commit/{commit}.")] = None,
     sheriff: Annotated[str | None, typer.Option("--sheriff", help="Name recorded with decisions when the page gives none (default: your user name).")] = None,
+    newest_model: Annotated[str | None, typer.Option("--newest-model", help="Model for the alerts fewer than 13 commits from their series' end, as `triage score --newest-model` (e.g. scoring-newest; none: --model scores them too). Default: the one --model's manifest names, if any.")] = None,
 ) -> None:
     """Serve the triage workspace: the alert queue, series plots, one-click decisions, agreement by week."""
     from triage.core.atomic import is_stdio
@@ -73,7 +74,7 @@ def serve(
     sock = _listening_socket(host, port)
     try:
         ws = build_workspace(data, labels, candidates, model, commit_url=commit_url,
-                             sheriff=sheriff or _default_sheriff(), token=token)
+                             sheriff=sheriff or _default_sheriff(), token=token, newest_model=newest_model)
     except BaseException:
         sock.close()
         raise
@@ -134,7 +135,7 @@ def _listening_socket(host: str, port: int):
 
 
 def build_workspace(data: Path, labels: Path, candidates: Path | None, model: str | Path | None, *,
-                    commit_url: str | None, sheriff: str, token: str | None):
+                    commit_url: str | None, sheriff: str, token: str | None, newest_model: str | None = None):
     """Load the data, score the alerts, open the store: everything ``serve`` needs before listening."""
     from triage.inference import load_classifier
     from triage.loaders import load
@@ -147,6 +148,11 @@ def build_workspace(data: Path, labels: Path, candidates: Path | None, model: st
     # typo in --data leaves no empty store behind.
     check_path(labels)
     clf = None
+    route: object = "manifest"
+    if model is not None and str(model).strip().lower() == "none":
+        model = None  # as the help says (was looked up as a bundled model called "none")
+    if newest_model is not None and model is None:
+        raise typer.BadParameter("--newest-model goes with --model (the model scoring the other alerts)")
     if model is not None:
         from triage.cli.alerts import _check_scoring_features
 
@@ -154,9 +160,13 @@ def build_workspace(data: Path, labels: Path, candidates: Path | None, model: st
         # `default` is its model (default-scoring), and an online model is refused by name.
         clf = load_classifier(resolve_model(model, "scoring"))
         _check_scoring_features(clf)
+        if newest_model is not None:
+            from triage.scoring import newest_route
+
+            route = newest_route(clf, newest_model)
     dataset = load(data)
     with console.status(f"building the alerts of {len(dataset):,} series"):
-        alerts = build_alerts(dataset, candidates, clf)
+        alerts = build_alerts(dataset, candidates, clf, newest=route)
     store = LabelsStore(labels)
     return Workspace(dataset=dataset, alerts=alerts, store=store,
                          model_name=str(model) if model is not None else None,

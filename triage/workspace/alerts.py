@@ -182,6 +182,7 @@ def build_alerts(
     dataset: Dataset,
     candidates: str | Path | None = None,
     classifier=None,
+    newest="manifest",
     *,
     model_name: str | None = None,
 ) -> list[Alert]:
@@ -191,7 +192,9 @@ def build_alerts(
     reads); without it, the candidates labelled in the data (any non-empty
     label). ``classifier``: when given, P(true) and the model's call per
     alert (:func:`triage.scoring.score_candidates`, at the threshold ``triage
-    score`` uses: :func:`triage.scoring.default_threshold`).
+    score`` uses: :func:`triage.scoring.default_threshold`); ``newest``: the
+    model for the candidates near their series' end, as ``triage score
+    --newest-model`` gives it (:func:`triage.scoring.score_candidates`).
     """
     if candidates is not None:
         # Compressed (told by its bytes) or `-`, as `triage score` reads the same file; errors
@@ -217,7 +220,7 @@ def build_alerts(
 
         # The call `triage score` makes: a scoring model's threshold for the file's detector.
         cut, _ = default_threshold(classifier, table)
-        scored = score_candidates(dataset, table, classifier, threshold=cut, explain_top=0)
+        scored = score_candidates(dataset, table, classifier, threshold=cut, explain_top=0, newest=newest)
         pcol = "triage_p_true" if "triage_p_true" in scored.columns else "p_true"
         ccol = "triage_classification" if "triage_classification" in scored.columns else "classification"
         # An alert with no commit before it in its window has no P(true) (not_scorable): None, as without
