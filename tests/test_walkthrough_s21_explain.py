@@ -48,6 +48,15 @@ Defects found and fixed (what a user did, what went wrong, what happens now):
    level were that close; the number is the distance to the *nearest* one
    (a minimum). Now "from the nearest earlier level" (and "nearest later
    level" for the old level coming back).
+5. Scored ``hybrid_levene``'s candidates on a real ``rhai`` series: one
+   whose Pre is eleven commits of 31 ns (after the candidate at 1428) was
+   explained "after mean 174769166643615232.0 sd above pre": the sd of
+   eleven equal values came out of the min-max normalisation as rounding
+   (9e-19), and the explanation divided by it (its spread phrase read "after
+   sd 1.6e+17x pre sd"). Now a normalised sd of at most 1e-12 is a window of
+   equal values: "after mean 1.1 sd above pre" (After's sd, as for any flat
+   Pre), "after sd 15% of the Pre+After range"; a shift of 1000 sd or more is
+   written with three significant digits.
 
 Found, not fixed here (outside triage/explain.py; reproductions in the
 session's report): ``watch`` gives the commits of an empty Pre a probability
@@ -206,3 +215,21 @@ def test_watch_does_not_say_pre_median_is_0_for_the_first_commits(real, tmp_path
     reasons = [r for d in first_two for r in d["top_features"]]
     assert reasons and not any("pre median is 0" in r for r in reasons)
     assert any(r.startswith("no relative change (pre window under 2 commits)") for r in reasons)
+
+
+def test_a_flat_pre_is_not_said_to_be_left_behind_by_1e17_sd(real, tmp_path):
+    x = _values(real, RHAI)
+    p = 1440
+    assert (
+        np.ptp(x[1429:p]) == 0 and np.ptp(x[p : p + 60]) > 0
+    )  # Pre (after the candidate at 1428): 11 x 31 ns
+    reasons = _score(real, tmp_path, RHAI, [1428, p])[p]
+    (level,) = [r for r in reasons if r.startswith("after mean")]
+    after = x[p : p + 60]
+    assert (
+        level == f"after mean {(after.mean() - x[p - 1]) / after.std(ddof=1):.1f} sd above pre"
+    )  # in After's sd
+    spread = after.std(ddof=1) / np.ptp(np.concatenate([x[1429:p], after]))
+    assert (
+        f"after sd {spread:.0%} of the Pre+After range" in reasons
+    )  # not "after sd 1.6e+17x pre sd"

@@ -337,6 +337,17 @@ def _num(v: float) -> str:
     return f"{v:.3g}"
 
 
+#: A ``norm_sd_*`` at most this (the Pre+After range is 1) is a window of equal values: the sd of
+#: identical values that are not the merged minimum or maximum comes out as rounding (9e-19 for eleven
+#: equal values of a real ``rhai`` series), and dividing by it gave "after mean 174769166643615232.0 sd".
+NORM_SD_ROUNDING = 1e-12
+
+
+def _sd_ratio(value: float) -> str:
+    """A level shift in sd: one decimal (``"2.4"``), three significant digits from 1000 on."""
+    return f"{value:.1f}" if value < 1000 else _num(value)
+
+
 def _shift_phrase(row: Mapping[str, float] | None) -> str | None:
     """``"after mean 2.3 sd above pre"`` from the norm_* columns, when they are all there."""
     if row is None:
@@ -349,9 +360,9 @@ def _shift_phrase(row: Mapping[str, float] | None) -> str | None:
     if not all(np.isfinite([mp, ma, sp_, sa])):
         return None
     side = "above" if ma >= mp else "below"
-    sd = sp_ if sp_ > 0 else sa
-    if sd > 0:
-        return f"after mean {abs(ma - mp) / sd:.1f} sd {side} pre"
+    sd = sp_ if sp_ > NORM_SD_ROUNDING else sa
+    if sd > NORM_SD_ROUNDING:
+        return f"after mean {_sd_ratio(abs(ma - mp) / sd)} sd {side} pre"
     return f"after mean {abs(ma - mp):.0%} of the range {side} pre"
 
 
@@ -445,8 +456,8 @@ def describe(name: str, value: float, row: Mapping[str, float] | None = None) ->
             o = float(row[f"norm_sd_{other}"]) if row is not None else float("nan")
         except (KeyError, TypeError, ValueError):
             o = float("nan")
-        if np.isfinite(o) and o > 0 and np.isfinite(value):
-            return f"{w} sd {value / o:.2g}x {other} sd"
+        if np.isfinite(o) and o > NORM_SD_ROUNDING and np.isfinite(value):
+            return f"{w} sd {(value if value > NORM_SD_ROUNDING else 0.0) / o:.2g}x {other} sd"
         return f"{w} sd {value:.0%} of the Pre+After range"
     window, _, characteristic = name.partition("_")
     if window in ("pre", "after") and characteristic in PHRASES:
