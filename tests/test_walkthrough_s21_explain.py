@@ -28,16 +28,20 @@ Defects found and fixed (what a user did, what went wrong, what happens now):
    commits after it to see the new level hold" (946 commits follow it) and
    "no relative change (pre median is 0)" (the Pre median is 4.2e-5); ``watch
    --explain all`` said "pre median is 0" for the first two commits of every
-   series. Both measures are undefined because Pre holds fewer than 2
-   commits. Now: "no relative change (pre window under 2 commits)" and "no
-   new level to see hold: fewer than 2 commits before it".
+   series; and "shift 1 of the strongest candidate's within 10 commits (1 =
+   strongest)" (0 with a neighbour) of a shift that is undefined. All are
+   undefined because Pre holds fewer than 2 commits. Now: "no relative
+   change (pre window under 2 commits)", "no new level to see hold: fewer
+   than 2 commits before it", "no shift on 10 commits each side to rank
+   among its neighbours: fewer than 2 commits before it".
 2. Scored ``edivisive`` / ``hybrid_levene`` candidates on real ``rhai``
    series (integer ns/iter): candidates whose 10-commit medians before and
    after are equal (a zero step on the fixed windows) were explained "too few
    commits after it to see the new level hold", "too few commits before it to
    see a drift" and "no earlier stretch to compare the new level with" at
    commit 878 of 1,640: all three untrue; the ratios are undefined because
-   the step they divide by is 0. Now "no new level to see hold: the 10
+   the step they divide by is 0 (and a zero shift, alone, was "shift 1 of
+   the strongest candidate's"). Now "no new level to see hold: the 10
    commits from it on have the median of the 10 before" (and the like).
 3. A ``django-asv`` candidate whose next 10 commits moved 28.5 steps further
    the same way was explained "new level held over the next 10 commits 28.5
@@ -150,6 +154,10 @@ def test_an_alert_at_the_second_commit_is_not_said_to_lack_later_commits_or_a_no
     assert "pre median is 0" not in text and "too few commits after it" not in text
     assert "no relative change (pre window under 2 commits)" in reasons
     assert "no new level to see hold: fewer than 2 commits before it" in reasons
+    assert (
+        "no shift on 10 commits each side to rank among its neighbours: fewer than 2 commits before it"
+        in reasons
+    )
 
 
 def test_a_zero_step_on_the_fixed_windows_is_not_said_to_lack_commits(real, tmp_path):
@@ -170,6 +178,7 @@ def test_a_zero_step_on_the_fixed_windows_is_not_said_to_lack_commits(real, tmp_
     assert f"no new level to see hold: {same}" in reasons
     assert f"no shift to measure a drift before it by: {same}" in reasons
     assert "shift on 10 commits each side 0 noise sd" in reasons
+    assert f"no shift on 10 commits each side to rank among its neighbours: {same}" in reasons
 
 
 def test_a_level_that_moved_on_far_past_the_step_is_not_said_to_have_held(real, tmp_path):

@@ -422,14 +422,19 @@ def _undefined(name: str, words: str, row: Mapping[str, float] | None) -> str:
         if pre is not None and pre < 2:
             return f"{words.split(' (')[0]} (pre window under 2 commits)"
         return words
-    if name in RATIO_SUBJECTS:
-        local = _row_value(row, LOCAL_SHIFT_COLUMN)
-        if local is not None and not np.isfinite(local):
-            return f"{RATIO_SUBJECTS[name]}: fewer than 2 commits before it"
-        if local == 0:
-            return (f"{RATIO_SUBJECTS[name]}: the {context.RADIUS} commits from it on have the median of the "
-                    f"{context.RADIUS} before")
+    if name in RATIO_SUBJECTS and (why := _no_local_shift(row)) is not None:
+        return f"{RATIO_SUBJECTS[name]}: {why}"
     return words
+
+
+def _no_local_shift(row: Mapping[str, float] | None) -> str | None:
+    """Why the row's shift on ``RADIUS`` commits each side is undefined or 0, None when it is neither (or unknown)."""
+    local = _row_value(row, LOCAL_SHIFT_COLUMN)
+    if local is not None and not np.isfinite(local):
+        return "fewer than 2 commits before it"
+    if local == 0:
+        return f"the {context.RADIUS} commits from it on have the median of the {context.RADIUS} before"
+    return None
 
 
 def describe(name: str, value: float, row: Mapping[str, float] | None = None) -> str:
@@ -471,6 +476,9 @@ def describe(name: str, value: float, row: Mapping[str, float] | None = None) ->
         if name == "pair_rel_change" and _level_in_noise(row):
             # A delta or score whose Pre sits within its noise of 0: any % off it is large and says little.
             return template.format(v=_num(value), pct=f"{100 * value:.3g}%", s="") + " (pre level within its noise of 0)"
+        if name == "ctx_dominance" and (why := _no_local_shift(row)) is not None:
+            # Its own shift is undefined or 0: it is then the weakest (0) or, alone, the "strongest" (1) of nothing.
+            return f"no shift on {context.RADIUS} commits each side to rank among its neighbours: {why}"
         if name == "ctx_persist_after" and value < 0:
             # Off the phrase's 0..1 scale: the next commits sit beyond the old level, away from the new one.
             return (f"new level not held: the next {context.RADIUS} commits went back past the old level "
