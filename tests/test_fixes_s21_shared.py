@@ -54,3 +54,11 @@ def test_detect_and_watch_take_zeros_mixed_with_values_near_1e_100(tmp_path):
     code, text = invoke(["watch", "--csv", data])
     assert code == 0, text
     assert '"commit": "c35"' in text  # decided at c39, K = 4
+
+
+def test_a_contribution_that_rounds_to_zero_points_neither_way():
+    """(explain) a contribution of -0.001 printed '-0.00 toward false'."""
+    from triage.explain import _direction
+
+    assert _direction(-0.001) == _direction(0.004) == "0.00, neither way"
+    assert _direction(-0.3) == "-0.30 toward false" and _direction(0.21) == "+0.21 toward true"

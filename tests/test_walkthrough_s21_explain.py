@@ -89,7 +89,7 @@ OTEL = (
 #: Every feature of the bundled scoring model explained (it has 64).
 ALL = 80
 #: One explained reason: the phrase and its signed contribution.
-PIECE = re.compile(r"(.*?) \(([+-])(\d+\.\d\d) toward (true|false)\)(?:; |$)")
+PIECE = re.compile(r"(.*?) \((?:([+-])(\d+\.\d\d) toward (true|false)|(0\.00), (neither way))\)(?:; |$)")
 
 
 @pytest.fixture(scope="module")
@@ -136,9 +136,9 @@ def _score(real: pd.DataFrame, tmp_path, sid: str, indices: list[int]) -> dict[i
     reasons = {}
     for i, e in zip(scored["index"], scored["explanation"], strict=True):
         pieces = PIECE.findall(e)
-        assert "; ".join(f"{a} ({b}{c} toward {d})" for a, b, c, d in pieces) == e
-        assert all((b == "+") == (d == "true") for _, b, _, d in pieces)
-        reasons[int(i)] = [a for a, _, _, _ in pieces]
+        assert "; ".join(f"{a} ({b}{c} toward {d})" if d else f"{a} ({z}, {w})" for a, b, c, d, z, w in pieces) == e
+        assert all((b == "+") == (d == "true") for _, b, _, d, _, _ in pieces if d)
+        reasons[int(i)] = [a for a, *_ in pieces]
     return reasons
 
 

@@ -515,6 +515,8 @@ def grouped_contributions(contrib: Contributions) -> tuple[np.ndarray, list[str]
 
 
 def _direction(c: float) -> str:
+    if round(abs(c), 2) == 0.0:
+        return "0.00, neither way"  # was "-0.00 toward false" for a contribution of -0.001
     sign = "+" if c >= 0 else "-"
     toward = "true" if c >= 0 else "false"
     return f"{sign}{abs(c):.2f} toward {toward}"
