@@ -9,6 +9,9 @@
 3. (online) ``detect`` and ``watch`` ended in an internal error
    (ZeroDivisionError) on a Pre of zeros and values near 1e-100: the
    incremental lumpiness squared a variance that underflowed.
+4. (explain) a contribution rounding to 0 read "-0.00 toward false"; a
+   commit the stream rule holds back (min_pre, an alarm awaiting its
+   re-check) had reasons toward true and no word of the rule.
 """
 
 from __future__ import annotations
@@ -62,3 +65,20 @@ def test_a_contribution_that_rounds_to_zero_points_neither_way():
 
     assert _direction(-0.001) == _direction(0.004) == "0.00, neither way"
     assert _direction(-0.3) == "-0.30 toward false" and _direction(0.21) == "+0.21 toward true"
+
+
+def test_watch_says_why_a_commit_above_the_threshold_raised_no_alarm(tmp_path):
+    """(explain) `watch --explain all` gave the first commits of a series reasons all toward true (P(true)
+    0.80 for the first) and decision false, without a word of the stream rule (min_pre: no alarm while Pre
+    holds fewer than 5 commits) that decides them false whatever the model says."""
+    import json
+
+    data = tmp_path / "f.csv"
+    data.write_text("series_id,commit,value\n" + "".join(f"s,c{i},{208732160 if i < 30 else 250000000}\n"
+                                                         for i in range(40)))
+    code, text = invoke(["watch", "--csv", data, "--explain", "all"])
+    assert code == 0, text
+    records = {r["commit"]: r for r in map(json.loads, (t for t in text.splitlines() if t.startswith("{")))}
+    assert records["c0"]["top_features"][0] == "held back by the stream rule: 0 commits before it, fewer than min_pre 5"
+    assert records["c1"]["top_features"][0].startswith("held back by the stream rule: 1 commit before it")
+    assert not any(f.startswith("held back by the stream rule") for f in records["c20"]["top_features"])

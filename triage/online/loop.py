@@ -894,6 +894,14 @@ class OnlineTriage:
                     positive[row] = False
                     held.add(row)
         explained = self._explain(X, positive)
+        if self.explain == "all":
+            # the probability may clear the threshold and its reasons lean toward true: say why no alarm
+            for row in np.flatnonzero(~np.array(allowed, dtype=bool)).tolist():
+                n_pre = int(pres[due[row]].n)  # type: ignore[attr-defined]
+                why = (f"held back by the stream rule: {n_pre} commit{'' if n_pre == 1 else 's'} before it, "
+                       f"fewer than min_pre {min_pre}" if n_pre < min_pre else
+                       "held back by the stream rule: an alarm of this series awaits its re-check")
+                explained[row] = [why, *explained.get(row, [])]
         for row, (kind, n_pre) in ruled.items():
             if self.explain == "all" or (self.explain == "positive" and positive[row]):
                 explained[row] = [noise_free.reason(kind, n_pre, K + 1)]
