@@ -361,15 +361,23 @@ def kept_routed(rows: pd.DataFrame, p_main: np.ndarray, t_main: float, p_new: np
                 recent: np.ndarray, radius: int = 0) -> dict[str, np.ndarray]:
     """:func:`kept` with the ``recent`` rows decided by a second model (its P(true) ``p_new``, threshold ``t_new``).
 
-    As ``triage score`` routes a model with a newest-candidates model: each
-    model's threshold on its own rows (0 keeps all of them), then one alert
-    per ``radius`` commits on the P(true) each row got, when the main
-    threshold is above 0.
+    As ``triage score`` routes (:func:`triage.scoring.score_candidates`): the
+    other rows keep the calls they get without routing (the main threshold,
+    one alert per ``radius`` commits on the main P(true)); a ``recent`` row
+    is called by ``t_new`` (0 keeps it) and, when the main threshold is above
+    0, dropped as a duplicate near a kept other row or a stronger kept
+    recent one. (Until 2026-11-25 03:20 UTC, and in the rule's two
+    development runs, one suppression ran over both models' P(true), which
+    let a routed row demote an other one.)
     """
-    keep = np.where(recent, p_new >= t_new, p_main >= t_main)
-    if t_main > 0 and radius > 0:
-        keep = suppress_duplicates(rows["series_id"].to_numpy(), rows["index"].to_numpy(),
-                                   np.where(recent, p_new, p_main), keep, radius)
+    sid, idx = rows["series_id"].to_numpy(), rows["index"].to_numpy()
+    suppress = t_main > 0 and radius > 0
+    keep_main = p_main >= t_main
+    if suppress:
+        keep_main = suppress_duplicates(sid, idx, p_main, keep_main, radius)
+    keep = np.where(recent, p_new >= t_new, keep_main)
+    if suppress and recent.any():
+        keep = suppress_duplicates(sid, idx, np.where(recent, p_new, 2.0 + p_main), keep, radius)
     sel = rows[keep]
     return {str(sid): g["index"].to_numpy() for sid, g in sel.groupby("series_id")}
 

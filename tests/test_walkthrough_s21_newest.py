@@ -26,8 +26,13 @@ output (CSV or JSON lines) give the same P(true); ``--newest-model none`` /
 and a missing path are refused naming the model; ``TRIAGE_MODEL`` is read for
 ``--model``; the workspace gives each alert the P(true) ``score`` gives it.
 
-Defects found (what a user did, what went wrong); not fixed here (owner of
-triage/scoring.py and the CLI), each pinned by a strict xfail:
+Defects found (what a user did, what went wrong), all fixed in
+triage/scoring.py and triage/cli/alerts.py after the walkthrough (the tests
+were strict xfails until then): far candidates now keep the call they have
+without routing (a routed one near them is the duplicate); the counts read
+where a candidate is in the data; a not-scorable alert is routed to no
+model; an empty ``--newest-model`` and the scoring model itself are refused;
+the windows error names ``$TRIAGE_MODEL`` and the fix.
 
 1. Scored ``binseg``'s candidates of a real ``emg3d-bench`` memory series
    cut at 158 commits with ``--newest-model scoring-newest``: the candidate
@@ -268,11 +273,6 @@ def test_triage_model_from_the_environment_and_serve_agree_with_score(real, tmp_
     assert again.equals(scored)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect 1: a far candidate's decision changes with --newest-model (duplicate "
-    "suppression compares the two models' P(true))",
-)
 def test_a_candidate_far_from_the_end_keeps_default_scorings_decision(real, tmp_path):
     data, _ = _cut(real, EMG3D, 158, tmp_path / "h.csv")
     cands = tmp_path / "c.csv"
@@ -281,18 +281,14 @@ def test_a_candidate_far_from_the_end_keeps_default_scorings_decision(real, tmp_
     )
     plain, _ = _score(data, cands, tmp_path / "p.csv")
     routed, _ = _score(data, cands, tmp_path / "r.csv", *NEWEST)
+    # 149, 9 commits from the end: scored by scoring-newest, and now the duplicate of 140
     assert routed.loc[1, "explanation"].startswith(
-        "newest-candidates model"
-    )  # 149: 9 commits from the end
+        "duplicate: a stronger candidate is within 10 commits; newest-candidates model"
+    )
     assert plain.loc[0, "classification"] == "true_positive"  # 140: 18 commits from the end
     assert routed.loc[0].equals(plain.loc[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect 2: the newest-model count reads the detector's index column "
-    "(an Otava index), not the candidate's place in the data",
-)
 def test_an_otava_report_counted_from_its_own_start_is_counted_right(real, tmp_path):
     data, commits = _cut(real, DJANGO, 300, tmp_path / "h.csv", name="form_clean")
     start = 200  # `otava analyze --since`: its index counts from here
@@ -315,11 +311,6 @@ def test_an_otava_report_counted_from_its_own_start_is_counted_right(real, tmp_p
     assert "2 of the candidates lie fewer than 13 commits from the end of their series" in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect 3: a not-scorable alert near the end is warned about twice and "
-    "said to be scored by the newest-candidates model",
-)
 def test_a_not_scorable_alert_near_the_end_is_not_said_to_be_scored(real, tmp_path):
     data, _ = _cut(real, DJANGO, 10, tmp_path / "h.csv")
     cands = tmp_path / "c.csv"
@@ -336,26 +327,17 @@ def test_a_not_scorable_alert_near_the_end_is_not_said_to_be_scored(real, tmp_pa
     assert not routed.loc[0, "explanation"].startswith("newest-candidates model")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect 4: --newest-model default-scoring is said to be trained on the "
-    "newest candidates",
-)
 def test_the_scoring_model_named_as_newest_model_is_not_said_to_be_trained_for_it(real, tmp_path):
     data, _ = _cut(real, EMG3D, 158, tmp_path / "h.csv")
     cands = tmp_path / "c.csv"
     pd.DataFrame({"series_id": EMG3D, "index": [149], "detector": "binseg"}).to_csv(
         cands, index=False
     )
-    _, text = _score(data, cands, tmp_path / "o.csv", "--newest-model", "default-scoring")
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--newest-model", "default-scoring"])
+    assert code == 2 and "this is the scoring model itself, not a newest-candidates model" in flat(text)
     assert "trained on such candidates" not in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect 4: an empty --newest-model routes to default-scoring silently and "
-    "the summary names a model ''",
-)
 def test_an_empty_newest_model_is_refused_or_named(real, tmp_path):
     data, _ = _cut(real, EMG3D, 158, tmp_path / "h.csv")
     cands = tmp_path / "c.csv"
@@ -365,4 +347,4 @@ def test_an_empty_newest_model_is_refused_or_named(real, tmp_path):
     code, text = invoke(
         ["score", "--data", data, "--candidates", cands, "--newest-model", "", "--show", 0]
     )
-    assert code == 2 or "newest-candidates model default-scoring" in flat(text), flat(text)
+    assert code == 2 and "--newest-model is empty" in flat(text), flat(text)

@@ -286,12 +286,19 @@ def newest_route(classifier, spec: str | Path | None = None) -> NewestRoute | No
         beside = Path(source).parent / name if source else None
         path = beside if beside is not None and (beside / MANIFEST).is_file() else bundled_model(name)
     else:
-        name = str(spec)
+        name = str(spec).strip()
+        if not name:
+            raise InputError(None, None, "--newest-model is empty: give a newest-candidates model "
+                             "(e.g. scoring-newest), or none")
         path = resolve_model(name, "scoring")
+    if source and Path(path).resolve() == Path(source).resolve():
+        raise InputError(path, None, "this is the scoring model itself, not a newest-candidates model: give one "
+                         "trained on candidates near a series' end (e.g. scoring-newest), or none")
     newest = load_classifier(path)
     if candidate_windowing(newest) != candidate_windowing(classifier) or model_window(newest) != model_window(classifier):
         raise InputError(path, None, "this newest-candidates model builds other windows than the scoring model "
-                         f"{source or ''}: it must be trained on the same windows (e.g. both `--candidate-windows`)")
+                         f"{source or ''} (the one --model or $TRIAGE_MODEL names): both must be trained on the "
+                         "same windows (e.g. --model default-scoring with scoring-newest)")
     return NewestRoute(newest, horizon, name)
 
 
@@ -368,28 +375,20 @@ def score_candidates(
     series, index = resolve(dataset, table)
     matrix = model_rows(dataset, classifier, series, index, table=table, n_jobs=n_jobs)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
-    route = newest_route(classifier) if isinstance(newest, str) else newest
-    if route is not None and len(decided):
-        recent = near_end(dataset, series, index, route.horizon)
-        if recent.any():
-            decided = _decide_newest(route, table, matrix, decided, recent, newest_threshold, explain_top)
     cut = float(classifier.threshold_ if threshold is None else threshold)
     radius = suppress_radius(classifier)
-    if radius > 0 and cut > 0 and len(decided):
-        true = decided["classification"].to_numpy() == labels.TRUE_POSITIVE
-        keep = suppress_duplicates(np.asarray(series), np.asarray(index), decided["p_true"].to_numpy(), true, radius)
-        # One alert listed twice (a Perfherder alert in two summaries) is one candidate, not its own
-        # duplicate: every copy keeps the call of the one kept (else one row true, the other false).
-        kept = {(str(s), int(i)) for s, i, k in zip(series, index.tolist(), keep, strict=True) if k}
-        keep = keep | np.array([(str(s), int(i)) in kept for s, i in zip(series, index.tolist(), strict=True)])
-        dropped = np.flatnonzero(true & ~keep)
-        if dropped.size:
-            decided = decided.copy()
-            decided.loc[decided.index[dropped], "classification"] = labels.FALSE_POSITIVE
-            note = f"duplicate: a stronger candidate is within {radius} commits"
-            decided.loc[decided.index[dropped], "explanation"] = [
-                f"{note}; {e}" if e else note for e in decided["explanation"].iloc[dropped]
-            ]
+    suppress = radius > 0 and cut > 0 and len(decided) > 0
+    if suppress:
+        decided = _one_alert_per_change(decided, series, index, radius)
+    route = newest_route(classifier) if isinstance(newest, str) else newest
+    if route is not None and len(decided):
+        recent = routed_rows(dataset, series, index, route, matrix)
+        if recent.any():
+            decided = _decide_newest(route, table, matrix, decided, recent, newest_threshold, explain_top)
+            if suppress:
+                # Every other candidate keeps the call it had without routing: a routed one called
+                # true near one of them (or near a stronger routed one) is the duplicate.
+                decided = _one_alert_per_change(decided, series, index, radius, fixed=~recent)
     out = table.fields.reset_index(drop=True).copy()
     if set(SCORE_COLUMNS) <= set(out.columns):
         # Our own earlier output fed back (re-scoring): its scores are replaced, not kept beside the new ones.
@@ -406,6 +405,40 @@ def score_candidates(
         target = name if name not in out.columns else f"triage_{name}"
         out[target] = decided[name].to_numpy()
     return out
+
+
+def _one_alert_per_change(decided: pd.DataFrame, series, index: np.ndarray, radius: int,
+                          fixed: np.ndarray | None = None) -> pd.DataFrame:
+    """``decided`` with each true call that a stronger one is within ``radius`` commits of made a duplicate.
+
+    ``fixed``: rows whose calls stand (they outrank every other row).
+    """
+    true = decided["classification"].to_numpy() == labels.TRUE_POSITIVE
+    strength = decided["p_true"].to_numpy(dtype=np.float64)
+    if fixed is not None:
+        strength = np.where(fixed, 2.0 + np.nan_to_num(strength), strength)
+    keep = suppress_duplicates(np.asarray(series), np.asarray(index), strength, true, radius)
+    # One alert listed twice (a Perfherder alert in two summaries) is one candidate, not its own
+    # duplicate: every copy keeps the call of the one kept (else one row true, the other false).
+    kept = {(str(s), int(i)) for s, i, k in zip(series, index.tolist(), keep, strict=True) if k}
+    keep = keep | np.array([(str(s), int(i)) in kept for s, i in zip(series, index.tolist(), strict=True)])
+    dropped = np.flatnonzero(true & ~keep)
+    if dropped.size:
+        decided = decided.copy()
+        decided.loc[decided.index[dropped], "classification"] = labels.FALSE_POSITIVE
+        note = f"duplicate: a stronger candidate is within {radius} commits"
+        decided.loc[decided.index[dropped], "explanation"] = [
+            f"{note}; {e}" if e else note for e in decided["explanation"].iloc[dropped]
+        ]
+    return decided
+
+
+def routed_rows(dataset: Dataset, series, index, route: NewestRoute, matrix: pd.DataFrame | None = None) -> np.ndarray:
+    """Bool per candidate: decided by ``route``'s model (near its series' end and, given ``matrix``, scorable)."""
+    recent = near_end(dataset, series, index, route.horizon)
+    if matrix is not None:
+        recent &= ~not_scorable(matrix)  # no model judges those: no second warning, no "scored by"
+    return recent
 
 
 def _decide_newest(route: NewestRoute, table: CandidateTable, matrix: pd.DataFrame, decided: pd.DataFrame,

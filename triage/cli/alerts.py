@@ -317,9 +317,13 @@ def _recent_note(console, dataset, clf, scored, route=None, route_cut: float | N
 
     if scored.empty:
         return
+    # where the candidates are in --data (a detector's own index, e.g. Otava's, is kept beside as given)
+    series = scored["triage_series_id" if "triage_series_id" in scored else "series_id"].astype(str).to_numpy()
+    index = scored["triage_index" if "triage_index" in scored else "index"].to_numpy()
     if route is not None:
-        n = int(near_end(dataset, scored["series_id"].astype(str).to_numpy(), scored["index"].to_numpy(),
-                         route.horizon).sum())
+        p_true = scored["triage_p_true" if "triage_p_true" in scored else "p_true"]
+        # a not-scorable alert is left to no model (routed_rows)
+        n = int((near_end(dataset, series, index, route.horizon) & p_true.notna().to_numpy()).sum())
         if n:
             console.print(f"{n:,} of the candidates lie{'s' if n == 1 else ''} fewer than {route.horizon} commits "
                           f"from the end of {'its' if n == 1 else 'their'} series: scored by the newest-candidates "
@@ -327,7 +331,7 @@ def _recent_note(console, dataset, clf, scored, route=None, route_cut: float | N
                           "--newest-model none scores them with --model)", soft_wrap=True)
         return
     called = scored["triage_classification" if "triage_classification" in scored else "classification"]
-    recent = too_recent_to_hold(dataset, clf, scored["series_id"].astype(str).to_numpy(), scored["index"].to_numpy())
+    recent = too_recent_to_hold(dataset, clf, series, index)
     n = int((recent & (called != "true_positive").to_numpy()).sum())
     if n:
         console.print(f"{n:,} of the candidates not called true lie{'s' if n == 1 else ''} fewer than {HOLD_HORIZON} "
