@@ -255,8 +255,9 @@ def newest_route(classifier, spec: str | Path | None = None) -> NewestRoute | No
     bundled name, with the manifest's horizon (else
     :data:`~triage.features.candidate_context.HOLD_HORIZON`). The named
     model must build its rows as the scoring model does (same windows, its
-    features among the scoring model's rows); :class:`InputError` otherwise
-    or when it cannot be found.
+    features among the scoring model's rows); :class:`InputError` otherwise,
+    when it cannot be found, when ``spec`` is empty (an unset variable) or
+    when it names the scoring model itself.
     """
     from triage.features.candidate_context import HOLD_HORIZON
     from triage.inference import load_classifier
