@@ -93,13 +93,8 @@ PIECE = re.compile(r"(.*?) \((?:([+-])(\d+\.\d\d) toward (true|false)|(0\.00), (
 
 
 @pytest.fixture(scope="module")
-def real() -> pd.DataFrame:
-    from conftest import SHARED_DATA
-
-    path = SHARED_DATA / "real" / "histories.csv.gz"
-    if not path.is_file():
-        pytest.skip(f"real histories {path} are absent (../shared beside the checkout)")
-    frame = pd.read_csv(path, usecols=["series_id", "commit", "timestamp", "value"])
+def real(real_frame) -> pd.DataFrame:
+    frame = real_frame[["series_id", "commit", "timestamp", "value"]]
     return frame[frame["series_id"].isin([DJANGO, RHAI, OTEL])].drop_duplicates(
         ["series_id", "commit"]
     )

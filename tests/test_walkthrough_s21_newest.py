@@ -89,13 +89,8 @@ NEWEST = ("--newest-model", "scoring-newest")
 
 
 @pytest.fixture(scope="module")
-def real() -> pd.DataFrame:
-    from conftest import SHARED_DATA
-
-    path = SHARED_DATA / "real" / "histories.csv.gz"
-    if not path.is_file():
-        pytest.skip(f"real histories {path} are absent (../shared beside the checkout)")
-    frame = pd.read_csv(path, usecols=["series_id", "commit", "timestamp", "value"])
+def real(real_frame) -> pd.DataFrame:
+    frame = real_frame[["series_id", "commit", "timestamp", "value"]]
     return frame[frame["series_id"].isin([RHAI, DJANGO, EMG3D])]
 
 
