@@ -21,9 +21,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/triage demo --out demo-out
 
-# The whole check: lint (ruff, mypy), then the full test suite.
+# The whole check: lint (ruff, mypy), then the full test suite. worksteal: a worker that runs
+# out of tests takes some of the other's (the installed wheel's tour alone takes minutes).
 test: lint
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal
 
 # ruff, then mypy on the packages listed under [tool.mypy] in pyproject.toml.
 lint: $(VENV)/.installed-dev
