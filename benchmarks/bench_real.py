@@ -350,11 +350,9 @@ def near_end(data: Dataset, rows: pd.DataFrame) -> np.ndarray:
     yet, and a routed model (``--newest-model``) decides them.
     """
     from triage.features.candidate_context import HOLD_HORIZON
+    from triage.scoring import near_end as candidates_near_end
 
-    if rows.empty:
-        return np.zeros(0, dtype=bool)
-    ends = rows["series_id"].astype(str).map({h.series_id: len(h) for h in data}).to_numpy(dtype=np.int64)
-    return (ends - rows["index"].to_numpy(dtype=np.int64)) < HOLD_HORIZON
+    return candidates_near_end(data, rows["series_id"].astype(str).to_numpy(), rows["index"].to_numpy(), HOLD_HORIZON)
 
 
 def kept_routed(rows: pd.DataFrame, p_main: np.ndarray, t_main: float, p_new: np.ndarray, t_new: float,
