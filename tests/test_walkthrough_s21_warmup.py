@@ -337,14 +337,18 @@ def test_steady_names_the_fork_and_commit_never_steady(tmp_path):
                 ]
             )
         )
-    code, text = invoke(
-        ["steady", tmp_path / "c0.json", tmp_path / "c1.json", "--out", tmp_path / "s.csv"]
-    )
-    assert code == 0, text
-    assert (
+    _exits_saying(
+        ["steady", tmp_path / "c0.json", tmp_path / "c1.json", "--out", tmp_path / "s.csv"],
+        0,
         "never steady by kbkssd (still moving, or too short to tell), kept whole (every iteration "
-        "in its commit's value): org.acme.CacheBench.get[entries=100000] commit c1 fork 2 (40 iterations)"
-    ) in flat(text), text
+        "in its commit's value): org.acme.CacheBench.get[entries=100000] commit c1 fork 2 (40 iterations)",
+    )
+
+
+def _exits_saying(args: list, code: int, message: str) -> None:
+    got, text = invoke(args)
+    assert got == code, text
+    assert message in flat(text), text
 
 
 # ---------------------------------------------------------------- 4. steady's output is cut already
@@ -445,12 +449,12 @@ def test_a_negative_jmh_score_is_refused_naming_fork_and_iteration(tmp_path):
     entries = json.loads(path.read_text())
     entries[1]["primaryMetric"]["rawData"][1][4] = -4990.0  # thrpt, fork 1, iteration 4
     path.write_text(json.dumps(entries))
-    code, text = invoke(["steady", path, "--out", tmp_path / "s.csv"])
-    assert code == 2, text
-    assert (
+    _exits_saying(
+        ["steady", path, "--out", tmp_path / "s.csv"],
+        2,
         "c0.json, row 2: org.acme.ParserBench.parse: fork 1: iteration 4 is -4990.0: a thrpt score "
-        "(operations per time) cannot be negative"
-    ) in flat(text), text
+        "(operations per time) cannot be negative",
+    )
 
 
 # ---------------------------------------------------------------- 8. warnings name the file the user gave, once
