@@ -79,13 +79,10 @@ def stored_rows(state: Path) -> list[tuple]:
         db.close()  # an open connection would make the next watch see the store in use
 
 
-@pytest.mark.parametrize(
-    "other", [["--confirm-after", "0"], ["--confirm-after", "6"], ["--min-pre", "30"]]
-)
-def test_a_state_built_with_other_loop_settings_is_refused_and_kept(tmp_path, other):
-    # Decided with K = 4, a store holds four commits waiting for their confirmation;
-    # with K = 0 they were never decided, and nothing was printed for the new ones.
-    state = tmp_path / "state.db"
+@pytest.fixture(scope="module")
+def k4_state(tmp_path_factory) -> Path:
+    """A store decided by the default loop (K = 4) on 40 commits, built once for the module."""
+    state = tmp_path_factory.mktemp("k4") / "state.db"
     first = subprocess.run(
         [str(TRIAGE), "watch", "--state", str(state)],
         input=results(0, 40),
@@ -93,6 +90,19 @@ def test_a_state_built_with_other_loop_settings_is_refused_and_kept(tmp_path, ot
         timeout=300,
     )
     assert first.returncode == 0, first.stderr.decode()
+    return state
+
+
+@pytest.mark.parametrize(
+    "other", [["--confirm-after", "0"], ["--confirm-after", "6"], ["--min-pre", "30"]]
+)
+def test_a_state_built_with_other_loop_settings_is_refused_and_kept(tmp_path, k4_state, other):
+    # Decided with K = 4, a store holds four commits waiting for their confirmation;
+    # with K = 0 they were never decided, and nothing was printed for the new ones.
+    import shutil
+
+    state = tmp_path / "state.db"
+    shutil.copyfile(k4_state, state)  # each case its own copy of the store built once
     before = stored_rows(state)
     again = subprocess.run(
         [str(TRIAGE), "watch", "--state", str(state), *other],
