@@ -434,6 +434,11 @@ def _one_alert_per_change(decided: pd.DataFrame, series, index: np.ndarray, radi
     return decided
 
 
+def route_threshold(route: NewestRoute, table: CandidateTable, threshold: float | None = None) -> float:
+    """The cut for the routed candidates: ``threshold`` when given, else the newest model's for ``table``."""
+    return default_threshold(route.classifier, table)[0] if threshold is None else float(threshold)
+
+
 def routed_rows(dataset: Dataset, series, index, route: NewestRoute, matrix: pd.DataFrame | None = None) -> np.ndarray:
     """Bool per candidate: decided by ``route``'s model (near its series' end and, given ``matrix``, scorable)."""
     recent = near_end(dataset, series, index, route.horizon)
@@ -449,7 +454,7 @@ def _decide_newest(route: NewestRoute, table: CandidateTable, matrix: pd.DataFra
     if missing:
         raise InputError(route.name, None, f"this newest-candidates model needs features the scoring model's rows lack: "
                          f"{', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}")
-    cut = default_threshold(route.classifier, table)[0] if threshold is None else float(threshold)
+    cut = route_threshold(route, table, threshold)
     rows = matrix[recent]
     theirs = decide(route.classifier, rows, threshold=cut, explain_top=explain_top)
     note = f"newest-candidates model {route.name} (fewer than {route.horizon} commits from the series' end)"

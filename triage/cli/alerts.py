@@ -180,6 +180,7 @@ def score(
     from triage.scoring import (
         default_threshold,
         newest_route,
+        route_threshold,
         score_candidates,
         threshold_for_recall,
     )
@@ -226,8 +227,7 @@ def score(
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})"
                   f"{_not_scorable_note(scored['triage_p_true' if 'triage_p_true' in scored else 'p_true'], cut)}", soft_wrap=True)
     _recent_note(console, dataset, clf, scored, route,
-                 None if route is None else threshold if threshold is not None
-                 else default_threshold(route.classifier, table)[0])
+                 None if route is None else route_threshold(route, table, threshold))
     if out is not None:
         # Candidate files are read as text; JSON should carry their numbers as numbers.
         if fmt == "json":
