@@ -24,6 +24,7 @@ import pandas as pd
 from triage.core import labels as L
 from triage.core import timestamps
 from triage.core.errors import InputError
+from triage.core.input_names import display_name
 from triage.core.text_cells import text_codes
 from triage.core.values import beyond_float, check_values, shown_value
 
@@ -405,7 +406,8 @@ def dataset_from_long(
     per run: its series is higher-is-better, a rate whose warm-up rises); it
     must keep at least one measurement of every run.
     """
-    path = Path(path)
+    # A decompressed copy's warnings name the file the user gave (errors are renamed by the reader too).
+    path = Path(display_name(path))
     if aggregate not in AGGREGATES:
         raise InputError(path, None, f"unknown aggregate {aggregate!r} (use one of {', '.join(AGGREGATES)})")
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]

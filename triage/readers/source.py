@@ -40,6 +40,7 @@ import pandas as pd
 
 from triage.core.atomic import is_stdio
 from triage.core.errors import InputError
+from triage.core.input_names import display_name, forget_copy, register_copy
 from triage.core.values import locale_number
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -47,23 +48,6 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd")
 ZSTD_CHUNK = 1 << 20  # compressed bytes fed to the decompressor at a time
 UTF8_CHUNK = 1 << 20  # bytes decoded at a time when looking for a non-UTF-8 byte
-
-
-#: The temporary copies :func:`plain_file` holds (a decompressed file, standard input), each with
-#: the name its user gave: what :func:`display_name` says for the copy while it exists.
-_COPIES: dict[str, str] = {}
-
-
-def display_name(path: str | Path) -> str:
-    """How errors and warnings name an input: ``<stdin>`` for ``-``, the name the user gave for
-    :func:`plain_file`'s temporary copy of it, else the path as given.
-
-    A reader's warning about ``results.json.gz`` named ``/tmp/triage-input-x1y2/results.json``,
-    a copy the user never gave and that is gone when the warning is read.
-    """
-    if is_stdio(path):
-        return "<stdin>"
-    return _COPIES.get(str(path), str(path))
 
 
 def compression(path: Path) -> str | None:
@@ -187,7 +171,7 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
             # Parquet on a pipe (`--data -`) or in a gzip file has no name that says so; the
             # readers tell Parquet by its suffix ("rename it so" could not be done to a pipe).
             target = target.rename(target.with_name(target.name + ".parquet"))
-        _COPIES[str(target)] = shown
+        register_copy(target, shown)
         try:
             yield target
         except InputError as exc:
@@ -195,7 +179,7 @@ def plain_file(path: str | Path, *, directory_ok: bool = True) -> Iterator[Path]
                 raise InputError(shown + exc.source[len(str(target)):], exc.row, exc.problem) from None
             raise
         finally:
-            _COPIES.pop(str(target), None)
+            forget_copy(target)
 
 
 #: Compressed files and archives the readers do not open, by their first bytes: (magic, what, how to read it).
