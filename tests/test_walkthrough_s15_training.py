@@ -607,10 +607,13 @@ def test_a_scoring_model_is_not_a_version_of_the_adaptive_alerts_model(labelled,
 
 
 @pytest.mark.parametrize("extra", [["--labels", "{labels}"], ["--candidate-windows"]])
-def test_scheduler_is_not_ignored_with_labels_or_candidate_windows(labelled, tmp_path, extra):
+def test_scheduler_is_not_ignored_with_labels_or_candidate_windows(labelled, tmp_path, extra, monkeypatch):
     import socket
 
+    from triage import distributed
     from triage.workspace.store import LabelsStore
+
+    monkeypatch.setattr(distributed, "CONNECT_TIMEOUT", 1.0)  # nobody listens: no need to wait the 10 s
 
     store = LabelsStore(tmp_path / "labels.sqlite")
     store.record(SERIES[0], pd.read_csv(labelled, nrows=30)["commit"].iloc[20], "true", who="ann")

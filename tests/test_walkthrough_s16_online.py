@@ -212,26 +212,33 @@ def test_watch_piped_backlog_prints_what_csv_prints(rhai_all, tmp_path):
     assert len(from_csv) == 1648
 
 
-@pytest.mark.parametrize("literal", ["1e-400", "-2.5E+400"])
-def test_value_beyond_a_float_quarantines_its_series(rhai_lines, tmp_path, literal):
+def test_value_beyond_a_float_quarantines_its_series(rhai_lines, tmp_path):
+    """Both kinds of literal (below the smallest float, above the largest) in one feed, each in its own
+    series; the real series' decisions are those of a feed without them (in-process: the same loop)."""
     real = [json.loads(line) for line in rhai_lines[:30]]
-    # (series, commit, value as sent): the real series, and one more whose second value no float holds
+    # (series, commit, value as sent): the real series, and two more whose second value no float holds
     feed = [(r["series_id"], r["commit"], repr(r["value"])) for r in real[:10]]
-    feed += [("other", "o1", "2.0"), ("other", "o2", literal)]
+    feed += [("other", "o1", "2.0"), ("other", "o2", "1e-400")]
     feed += [(r["series_id"], r["commit"], repr(r["value"])) for r in real[10:20]]
-    feed += [("other", "o3", "3.0")]
+    feed += [("other", "o3", "3.0"), ("another", "a1", "2.0"), ("another", "a2", "-2.5E+400")]
     feed += [(r["series_id"], r["commit"], repr(r["value"])) for r in real[20:]]
     as_json = "".join(f'{{"series_id": "{s}", "commit": "{c}", "value": {v}}}\n' for s, c, v in feed)
     csv_file = tmp_path / "feed.csv"
     csv_file.write_text("series_id,commit,value\n" + "".join(f"{s},{c},{v}\n" for s, c, v in feed))
-    expected = run_triage("watch", "--explain", "none", stdin="".join(
+    code, out = invoke(["watch", "--explain", "none"], stdin="".join(
         f'{{"series_id": "{s}", "commit": "{c}", "value": {v}}}\n' for s, c, v in feed if s == SERIES))
-    for got, where in ((run_triage("watch", "--explain", "none", stdin=as_json), "<stdin>, line 12"),
-                       (run_triage("watch", "--explain", "none", "--csv", csv_file), f"{csv_file}, line 13")):
+    assert code == 0, out
+    expected = [line for line in out.splitlines() if line.startswith("{")]
+    assert len(expected) == 30 - 4  # the last 4 wait for their confirmation
+    for got, at in ((run_triage("watch", "--explain", "none", stdin=as_json), "<stdin>, line {}"),
+                    (run_triage("watch", "--explain", "none", "--csv", csv_file), f"{csv_file}, line {{}}")):
         assert got.returncode == 0, got.stderr
-        assert f"quarantined series 'other' ({where}): value {literal} is outside the usable range" in got.stderr
-        assert '"other"' not in got.stdout
-        assert got.stdout.splitlines() == expected.stdout.splitlines()
+        for series, literal, line in (("other", "1e-400", 12), ("another", "-2.5E+400", 25)):
+            where = at.format(line + (at != "<stdin>, line {}"))  # the CSV's header is its line 1
+            assert (f"quarantined series {series!r} ({where}): value {literal} is outside the usable range"
+                    in got.stderr), got.stderr
+            assert f'"{series}"' not in got.stdout
+        assert got.stdout.splitlines() == expected
 
 
 def test_another_model_refusal_names_both_models(rhai_lines, tmp_path):

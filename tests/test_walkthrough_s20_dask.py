@@ -287,7 +287,9 @@ def test_ctrl_c_during_a_local_cluster_run_stops_it_quietly(tmp_path, real_frame
     assert proc.returncode == 130, said
     assert "Traceback" not in said and "never retrieved" not in said, said
     assert not out.exists()
-    time.sleep(2.0)
+    deadline = time.monotonic() + 10
+    while _group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert _group(proc.pid) == []  # no worker, nanny or resource tracker left
 
 
