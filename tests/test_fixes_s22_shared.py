@@ -4,11 +4,17 @@
    ``--sort-timestamps``: the warning named the reader's temporary
    decompressed copy (``/tmp/triage-input-.../h.csv``), gone by the time it
    is read, not the file the user gave.
+2. ``train`` / ``evaluate`` with ``--scheduler`` (joblib's dask backend) went
+   on waiting when the cluster lost every worker: ``map_series`` ended with
+   an error after ``WORKER_TIMEOUT`` seconds without workers, joblib's wait
+   had no such look.
 """
 
 from __future__ import annotations
 
 import gzip
+import threading
+import time
 import warnings
 
 import pytest
@@ -39,3 +45,28 @@ def test_the_command_line_names_the_gzipped_file_and_stdin(tmp_path):
             code, text = invoke(["summary", "--data", data, "--sort-timestamps"], stdin=stdin)
         assert code == 0, text
         assert [str(w.message).split(": series")[0] for w in caught] == [name]
+
+
+def _slow(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def test_joblib_on_a_cluster_that_loses_every_worker_ends_with_an_error(monkeypatch):
+    import joblib
+    from distributed import Client, LocalCluster
+
+    from triage import distributed
+    from triage.core.errors import InputError
+
+    monkeypatch.setattr(distributed, "WORKER_TIMEOUT", 2.0)
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as cluster,
+        Client(cluster) as c,
+    ):
+        threading.Timer(1.0, lambda: cluster.scale(0)).start()
+        started = time.monotonic()
+        with pytest.raises(InputError, match="lost every worker during the run"), \
+                distributed.joblib_on(c.scheduler.address, 1) as jobs:
+            joblib.Parallel(n_jobs=jobs)(joblib.delayed(_slow)(10.0) for _ in range(4))
+        assert time.monotonic() - started < 9.0  # not the 40 s of the tasks, nor for ever

@@ -334,12 +334,16 @@ def _wait_for(c: Any, futures: list[Any], scheduler: str) -> None:
         alone_since = now if alone_since is None else alone_since
         if now - alone_since >= WORKER_TIMEOUT:
             c.cancel(futures)
-            raise InputError(
-                "--scheduler",
-                None,
-                f"the dask scheduler at {scheduler!r} lost every worker during the run (none for "
-                f"{WORKER_TIMEOUT:g} s); start some (`dask worker ADDRESS`) and run again, or give --scheduler local",
-            )
+            raise _every_worker_lost(scheduler)
+
+
+def _every_worker_lost(scheduler: str) -> InputError:
+    return InputError(
+        "--scheduler",
+        None,
+        f"the dask scheduler at {scheduler!r} lost every worker during the run (none for "
+        f"{WORKER_TIMEOUT:g} s); start some (`dask worker ADDRESS`) and run again, or give --scheduler local",
+    )
 
 
 def map_frames(
@@ -376,5 +380,62 @@ def joblib_on(scheduler: str | None, n_jobs: int) -> Iterator[int]:
         return
     import joblib
 
-    with client(scheduler), joblib.parallel_config(backend="dask"):
+    with client(scheduler) as c, joblib.parallel_config(backend="dask"), _workers_watched(c, scheduler):
         yield -1
+
+
+@contextmanager
+def _workers_watched(c: Any, scheduler: str) -> Iterator[None]:
+    """End the block with :func:`_wait_for`'s error once the cluster has had no worker for
+    :data:`WORKER_TIMEOUT` seconds.
+
+    joblib's dask backend waits for its tasks inside joblib, where no loop of
+    ours can look at the workers: when every worker died, ``train`` and
+    ``evaluate`` with ``--scheduler`` waited for ever. A thread looks instead
+    and interrupts the main thread (a real SIGINT: a simulated one waits until
+    joblib's wait returns), whose KeyboardInterrupt becomes the error.
+    """
+    import signal
+    import threading
+    import time
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield  # the signal would land elsewhere (another thread, a handler of the caller's)
+        return
+    main = threading.get_ident()
+    done = threading.Event()
+    lost = threading.Event()
+    lock = threading.Lock()  # the block's end and the interrupt never cross
+
+    def look() -> None:
+        alone_since: float | None = None
+        while not done.wait(1.0):
+            try:
+                alone = not c.nthreads()
+            except Exception:  # noqa: BLE001 (the scheduler gone: the block's own error says so)
+                return
+            now = time.monotonic()
+            if not alone:
+                alone_since = None
+            elif alone_since is None:
+                alone_since = now
+            elif now - alone_since >= WORKER_TIMEOUT:
+                with lock:
+                    if not done.is_set():
+                        lost.set()
+                        signal.pthread_kill(main, signal.SIGINT)
+                return
+
+    watcher = threading.Thread(target=look, name="triage-workers-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not lost.is_set():
+            raise
+        raise _every_worker_lost(scheduler) from None
+    finally:
+        with lock:
+            done.set()
+        watcher.join()
