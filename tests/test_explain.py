@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -124,16 +122,14 @@ def test_plain_phrases():
     assert set(PHRASES) == {c.split("_", 1)[1] for c in ALL_FEATURES if c.startswith("pre_")}
 
 
-def test_explain_is_fast_enough_for_batches(matrix):
+def test_explain_gives_every_row_of_a_batch_its_reasons(matrix):
+    # Its speed is a benchmark figure (benchmarks/bench_explain.py, BENCHMARKS.md "Explanations").
     clf = load_model(trained_model("rf"))
     rows = pd.concat([matrix] * 2, ignore_index=True).iloc[:1000]
-    explain(clf, rows.iloc[:10])  # warm-up
-    started = time.perf_counter()
     reasons = explain(clf, rows, top=3)
-    elapsed = time.perf_counter() - started
     assert len(reasons) == 1000
-    # Measured ~0.3 s for 1,000 rows x 100 trees; generous for a loaded CI machine.
-    assert elapsed < 5.0, elapsed
+    assert all(len(r) == 3 for r in reasons)
+    assert reasons[: len(matrix)] == explain(clf, rows.iloc[: len(matrix)], top=3)  # a row's reasons are its own
 
 
 def test_empty_input():
