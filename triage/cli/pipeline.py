@@ -194,7 +194,7 @@ def sample(
         None,
         "--out",
         parser=output_file,
-        help="CSV to write: every commit with estimate, 95% band and the next-measurement rank.",
+        help="CSV to write: every commit with estimate, 95% band (where a reading of the commit would fall, its noise included) and the next-measurement rank.",
     ),
 ) -> None:
     """The next commits to measure (those removing the most uncertainty over the whole history), with the estimated history and its band."""

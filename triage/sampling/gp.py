@@ -141,7 +141,14 @@ class HistoryGP:
         return self
 
     def predict(self, positions=None) -> tuple[np.ndarray, np.ndarray]:
-        """(mean, standard deviation) at ``positions`` (default: every commit)."""
+        """(mean, standard deviation) at ``positions`` (default: every commit).
+
+        The standard deviation is that of a reading there (the white noise
+        included), not of the noise-free level alone: with ``normalize_y`` the
+        fitted constant term takes the readings' mean as known, and the level's
+        own band came out 16 times narrower than the mean's standard error on a
+        noisy real history (a `rhai` series, 1 commit in 10 measured).
+        """
         self._check_fitted()
         positions = np.arange(self.n_) if positions is None else self._checked_positions(positions)
         mean, std = self.gp_.predict(self._x(positions), return_std=True)

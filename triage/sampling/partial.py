@@ -170,8 +170,11 @@ def sample_plan(history: PartialHistory, budget: int, kernel: str = "brownian") 
     """The estimated history with its band and the next ``budget`` commits to measure.
 
     Columns: ``commit, position, measured, estimate, lower, upper, next``
-    (``lower``/``upper``: mean -/+ 1.96 posterior sd; ``next``: 1 for the first
-    commit to measure, 2 for the second, ...; empty otherwise).
+    (``lower``/``upper``: mean -/+ 1.96 posterior predictive sd, where a
+    reading of that commit would fall: the history's uncertainty plus the
+    fitted measurement noise, so on a noisy series the band is about as wide
+    at a measured commit as between two; ``next``: 1 for the first commit to
+    measure, 2 for the second, ...; empty otherwise).
     """
     n = len(history.commits)
     pos = history.measured
