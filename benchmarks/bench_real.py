@@ -284,13 +284,17 @@ def feature_names(rows: pd.DataFrame) -> list[str]:
     return feature_columns(rows)
 
 
+#: ``--xgb-params``: boosting settings over the bundled recipe's (a development probe; empty = the recipe).
+XGB_PARAMS: dict[str, object] = {}
+
+
 def fit_model(rows: pd.DataFrame, validation: pd.DataFrame | None, seed: int, n_jobs: int, kind: str = "rf"):
     from triage.training.classifier import TriageClassifier
 
     cols = feature_names(rows)
     if kind in ("xgb", "xgb-mono"):
         # The online models' boosting settings (400 trees of depth 6): about 1 MB on disk.
-        params: dict[str, object] = {"n_estimators": 400, "max_depth": 6, "learning_rate": 0.05}
+        params: dict[str, object] = {"n_estimators": 400, "max_depth": 6, "learning_rate": 0.05, **XGB_PARAMS}
         if kind == "xgb-mono":
             from triage.training.model_kinds import monotone_increasing
 
@@ -1258,6 +1262,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="with --newest-model: also save the newest-candidates model alone to this directory (an "
                          "opt-in model for `triage score --newest-model`; --save-model's manifest does not name it)")
     ap.add_argument("--model-kind", choices=MODEL_KINDS, default="rf", help="scoring model kind (default rf)")
+    ap.add_argument("--xgb-params", default="",
+                    help="with --dev-only and an xgb kind: boosting settings over the recipe's, e.g. "
+                         "max_depth=4,n_estimators=800 (numbers only; a development probe)")
     ap.add_argument("--max-len", type=int, default=CANDIDATE_MAX_LEN,
                     help=f"with --dev-only: most commits of each honest window (default {CANDIDATE_MAX_LEN})")
     ap.add_argument("--model-seed", type=int, default=None,
@@ -1303,6 +1310,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"_{args.model_kind}" if args.model_kind != "rf" else "")
     if args.max_len != CANDIDATE_MAX_LEN and not args.dev_only:
         ap.error("--max-len is a development choice: it goes with --dev-only")
+    if args.xgb_params:
+        if not args.dev_only or not args.model_kind.startswith("xgb"):
+            ap.error("--xgb-params is a development probe of an xgb kind: it goes with --dev-only")
+        try:
+            XGB_PARAMS.update({k.strip(): float(v) if "." in v or "e" in v else int(v)
+                               for k, v in (item.split("=", 1) for item in args.xgb_params.split(","))})
+        except ValueError:
+            ap.error(f"--xgb-params: expected name=number,... got {args.xgb_params!r}")
+        aug += "_x" + "-".join(f"{k}{v}" for k, v in XGB_PARAMS.items())
     aug += (f"_l{args.max_len}" if args.max_len != CANDIDATE_MAX_LEN else "") + (
         f"_m{args.model_seed}" if args.model_seed is not None else "") + ("_dev" if args.train_on == "dev" else "") + (
         f"_f{'-'.join(str(t) for t in fresh_seeds)}" if fresh_seeds else "") + (
