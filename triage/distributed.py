@@ -320,7 +320,7 @@ def _wait_for(c: Any, futures: list[Any], scheduler: str) -> None:
     """
     import time
 
-    alone_since: float | None = None
+    workerless = _Workerless()
     last_look = time.monotonic()
     while not all(f.done() for f in futures):
         time.sleep(POLL)
@@ -328,13 +328,25 @@ def _wait_for(c: Any, futures: list[Any], scheduler: str) -> None:
         if now - last_look < 1.0:
             continue
         last_look = now
-        if c.nthreads():
-            alone_since = None
-            continue
-        alone_since = now if alone_since is None else alone_since
-        if now - alone_since >= WORKER_TIMEOUT:
+        if workerless.too_long(c, now):
             c.cancel(futures)
             raise _every_worker_lost(scheduler)
+
+
+class _Workerless:
+    """How long a cluster has been without any worker, from one look at it per call."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    def too_long(self, c: Any, now: float) -> bool:
+        """Whether the cluster has had no worker for :data:`WORKER_TIMEOUT` seconds at ``now``."""
+        if c.nthreads():
+            self.since = None
+            return False
+        if self.since is None:
+            self.since = now
+        return now - self.since >= WORKER_TIMEOUT
 
 
 def _every_worker_lost(scheduler: str) -> InputError:
@@ -409,18 +421,13 @@ def _workers_watched(c: Any, scheduler: str) -> Iterator[None]:
     lock = threading.Lock()  # the block's end and the interrupt never cross
 
     def look() -> None:
-        alone_since: float | None = None
+        workerless = _Workerless()
         while not done.wait(1.0):
             try:
-                alone = not c.nthreads()
+                lost_them = workerless.too_long(c, time.monotonic())
             except Exception:  # noqa: BLE001 (the scheduler gone: the block's own error says so)
                 return
-            now = time.monotonic()
-            if not alone:
-                alone_since = None
-            elif alone_since is None:
-                alone_since = now
-            elif now - alone_since >= WORKER_TIMEOUT:
+            if lost_them:
                 with lock:
                     if not done.is_set():
                         lost.set()
