@@ -1,14 +1,18 @@
-"""``triage steady`` on runs a sweep found mishandled; one test per defect."""
+"""``triage steady`` on runs a sweep found mishandled; one test per defect.
+
+Checks of an option or a value run in-process through main()'s boundary (``invoke``, standard input
+included); a warning that must reach standard error, apart from the output, runs in a fresh
+interpreter (``run_triage``).
+"""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_cli import invoke
 from helpers_cli import run_triage as triage
 
 from triage.steady_state import KBKSSD
@@ -30,8 +34,8 @@ def test_steady_keeps_every_iteration_of_a_constant_fork(tmp_path):
     data = tmp_path / "c1.json"
     data.write_text(json.dumps([bench]))
     starts = tmp_path / "starts.csv"
-    res = triage("steady", str(data), "--out", str(tmp_path / "o.csv"), "--starts", str(starts))
-    assert res.returncode == 0, res.stderr
+    code, text = invoke(["steady", data, "--out", tmp_path / "o.csv", "--starts", starts])
+    assert code == 0, text
     assert pd.read_csv(starts)["steady_start"].tolist() == [0]
     assert len(pd.read_csv(tmp_path / "o.csv")) == 60
 
@@ -48,57 +52,22 @@ def test_steady_from_stdin_needs_a_commit_id(tmp_path):
     # Was: `triage steady - --out o.csv` wrote every row with commit "-";
     # `- -` read stdin twice.
     out = tmp_path / "o.csv"
-    cmd = [
-        sys.executable,
-        "-c",
-        "from triage.cli.app import main; main()",
-        "steady",
-        "-",
-        "--out",
-        str(out),
-    ]
-    res = subprocess.run(cmd, input=_bench_json(), capture_output=True, text=True, timeout=300)
-    assert res.returncode == 2 and "--commits" in res.stderr and not out.exists()
-    res = subprocess.run(
-        [*cmd, "--commits", "abc123"],
-        input=_bench_json(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr
+    code, text = invoke(["steady", "-", "--out", out], stdin=_bench_json())
+    assert code == 2 and "--commits" in text and not out.exists()
+    code, text = invoke(["steady", "-", "--out", out, "--commits", "abc123"], stdin=_bench_json())
+    assert code == 0, text
     assert set(pd.read_csv(out)["commit"]) == {"abc123"}
-    res = subprocess.run(
-        [*cmd[:-3], "-", "-", "--out", str(tmp_path / "o2.csv"), "--commits", "a,b"],
-        input=_bench_json(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert res.returncode == 2 and "once" in res.stderr
+    code, text = invoke(["steady", "-", "-", "--out", tmp_path / "o2.csv", "--commits", "a,b"], stdin=_bench_json())
+    assert code == 2 and "once" in text
 
 
 def test_runs_from_stdin_need_a_series_id(tmp_path):
     out = tmp_path / "o.csv"
-    cmd = [
-        sys.executable,
-        "-c",
-        "from triage.cli.app import main; main()",
-        "steady",
-        "-",
-        "--out",
-        str(out),
-    ]
     runs = json.dumps([[1.0, 2.0, 3.0], [1.5, 2.5, 3.5]])
-    res = subprocess.run(
-        [*cmd, "--commits", "c1"], input=runs, capture_output=True, text=True, timeout=300
-    )
-    assert res.returncode == 2 and "--series" in res.stderr and not out.exists()
-    res = subprocess.run(
-        [*cmd, "--commits", "c1", "--series", "parse"],
-        input=runs,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr
+    code, text = invoke(["steady", "-", "--out", out, "--commits", "c1"], stdin=runs)
+    assert code == 2 and "--series" in text and not out.exists()
+    code, text = invoke(["steady", "-", "--out", out, "--commits", "c1", "--series", "parse"], stdin=runs)
+    assert code == 0, text
     assert set(pd.read_csv(out)["series_id"]) == {"parse"}
 
 
