@@ -1,8 +1,12 @@
-"""``triage convert``, ``summary`` and ``plot`` on input a sweep found mishandled; one test per defect."""
+"""``triage convert``, ``summary`` and ``plot`` on input a sweep found mishandled; one test per defect.
+
+Each checks a refusal's message or a file written, so the commands run in-process through main()'s
+boundary (``invoke``): a fresh interpreter per run cost 2-3 s of imports and checked nothing more.
+"""
 
 from __future__ import annotations
 
-from helpers_cli import run_triage as triage
+from helpers_cli import flat, invoke
 from helpers_cli import step_history as _long_csv
 
 
@@ -12,9 +16,9 @@ def test_convert_refuses_to_write_over_its_commit_order_file(tmp_path):
     order = tmp_path / "order.txt"
     order.write_text("".join(f"c{i}\n" for i in range(40)))
     before = order.read_bytes()
-    res = triage("convert", "--data", str(data), "--out", str(order), "--commit-order", str(order))
-    assert res.returncode == 2, res.stdout + res.stderr
-    assert "--out" in res.stderr and "input" in res.stderr
+    code, text = invoke(["convert", "--data", data, "--out", order, "--commit-order", order])
+    assert code == 2, text
+    assert "--out" in text and "input" in text
     assert order.read_bytes() == before
 
 
@@ -27,13 +31,13 @@ def test_convert_and_plot_take_the_sort_their_error_advises(tmp_path):
         "s,c1,2024-01-02T00:00:00Z,1\ns,c2,2024-01-03T00:00:00Z,2\ns,c3,2024-01-01T00:00:00Z,3\n"
     )
     out = tmp_path / "o.csv"
-    res = triage("convert", "--data", str(data), "--out", str(out))
-    assert res.returncode == 2 and "--sort-timestamps" in res.stderr
-    res = triage("convert", "--data", str(data), "--out", str(out), "--sort-timestamps")
-    assert res.returncode == 0, res.stderr
+    code, text = invoke(["convert", "--data", data, "--out", out])
+    assert code == 2 and "--sort-timestamps" in text
+    code, text = invoke(["convert", "--data", data, "--out", out, "--sort-timestamps"])
+    assert code == 0, text
     assert [line.split(",")[1] for line in out.read_text().splitlines()[1:]] == ["c3", "c1", "c2"]
-    res = triage("plot", "--data", str(data), "--out", str(tmp_path / "p.png"), "--sort-timestamps")
-    assert res.returncode == 0, res.stderr
+    code, text = invoke(["plot", "--data", data, "--out", tmp_path / "p.png", "--sort-timestamps"])
+    assert code == 0, text
 
 
 def test_plot_names_the_series_nearest_an_unknown_one(tmp_path):
@@ -46,17 +50,6 @@ def test_plot_names_the_series_nearest_an_unknown_one(tmp_path):
     )
     data = tmp_path / "h.csv"
     data.write_text("series_id,commit,value\n" + rows)
-    res = triage(
-        "plot",
-        "--data",
-        str(data),
-        "--out",
-        str(tmp_path / "p.png"),
-        "--series",
-        "rhai/bench_evel/gha",
-    )
-    assert res.returncode == 2
-    assert (
-        "unknown series 'rhai/bench_evel/gha'" in res.stderr
-        and "'rhai/bench_eval/gha'" in res.stderr
-    )
+    code, text = invoke(["plot", "--data", data, "--out", tmp_path / "p.png", "--series", "rhai/bench_evel/gha"])
+    assert code == 2
+    assert "unknown series 'rhai/bench_evel/gha'" in flat(text) and "'rhai/bench_eval/gha'" in flat(text)
