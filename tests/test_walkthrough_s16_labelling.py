@@ -55,6 +55,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers_cli import flat, invoke
 from typer.testing import CliRunner
 
 from triage.cli.app import app
@@ -117,10 +118,10 @@ def test_report_refuses_edited_probability(history, decisions, tmp_path):
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    res = subprocess.run([TRIAGE, "report", "--data", str(history), "--decisions", str(edited),
-                          "--out", str(tmp_path / "rep")], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2, res.stderr
-    assert "edited.csv, row" in res.stderr and "do not add up to 1" in res.stderr, res.stderr
+    code, err = invoke(["report", "--data", str(history), "--decisions", str(edited), "--out", str(tmp_path / "rep")])
+    err = flat(err)
+    assert code == 2, err
+    assert "edited.csv, row" in err and "do not add up to 1" in err, err
     assert not (tmp_path / "rep" / "index.html").exists()
 
 
@@ -135,11 +136,11 @@ def test_report_names_the_published_layout(history, tmp_path):
                               "--out", str(pub), "--show", "0"])
     assert res.exit_code == 0, res.output
     assert pub.read_text().startswith('"Commit Hash";')
-    res = subprocess.run([TRIAGE, "report", "--data", str(data), "--decisions", str(pub),
-                          "--out", str(tmp_path / "rep")], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2, res.stderr
-    assert "published.csv, row 1" in res.stderr and "--format published" in res.stderr, res.stderr
-    assert "--format csv" in res.stderr and "Prob. False" not in res.stderr, res.stderr
+    code, err = invoke(["report", "--data", str(data), "--decisions", str(pub), "--out", str(tmp_path / "rep")])
+    err = flat(err)
+    assert code == 2, err
+    assert "published.csv, row 1" in err and "--format published" in err, err
+    assert "--format csv" in err and "Prob. False" not in err, err
 
 
 def test_report_checks_the_human_label(history, decisions, tmp_path):
@@ -157,10 +158,10 @@ def test_report_checks_the_human_label(history, decisions, tmp_path):
     bad = frame.copy()
     bad.loc[1, "label"] = "<b>foo</b>"
     bad.to_csv(tmp_path / "bad.csv", index=False)
-    res = subprocess.run([TRIAGE, "report", "--data", str(history), "--decisions", str(tmp_path / "bad.csv"),
-                          "--out", str(tmp_path / "rep2")], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2, res.stderr
-    assert "bad.csv, row 3: unknown label '<b>foo</b>'" in res.stderr, res.stderr
+    code, err = invoke(["report", "--data", str(history), "--decisions", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "rep2")])
+    err = flat(err)
+    assert code == 2, err
+    assert "bad.csv, row 3: unknown label '<b>foo</b>'" in err, err
     assert not (tmp_path / "rep2").exists()
 
 
@@ -189,11 +190,11 @@ def test_report_refuses_a_call_no_threshold_makes(history, decisions, tmp_path):
     flipped = frame.copy()
     flipped.loc[victim, "classification"] = "true_positive"
     flipped.to_csv(tmp_path / "flipped.csv", index=False)
-    res = subprocess.run([TRIAGE, "report", "--data", str(history), "--decisions", str(tmp_path / "flipped.csv"),
-                          "--out", str(tmp_path / "rep")], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2, res.stderr
-    assert f"flipped.csv, row {victim + 2}: called true_positive at p_true" in res.stderr, res.stderr
-    assert "no one threshold makes both calls" in res.stderr, res.stderr
+    code, err = invoke(["report", "--data", str(history), "--decisions", str(tmp_path / "flipped.csv"), "--out", str(tmp_path / "rep")])
+    err = flat(err)
+    assert code == 2, err
+    assert f"flipped.csv, row {victim + 2}: called true_positive at p_true" in err, err
+    assert "no one threshold makes both calls" in err, err
 
 
 def test_report_step_stops_at_a_confirmed_change(history):
