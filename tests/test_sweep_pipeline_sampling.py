@@ -3,21 +3,48 @@
 The rules: bad input is one line naming the file, the row and the problem,
 exit 2, no traceback; an output that cannot be written is refused before
 any measurement is asked for, so that no typed-in reading is lost.
+
+The commands run in-process through main()'s boundary, standard output and
+standard error apart (``triage``): a fresh interpreter per run cost 2-3 s of
+imports and checked nothing more. Where the point is what a shell's pipe gets
+(``--out -``: only the CSV on standard output), they run in a fresh
+interpreter (``run_triage``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers_cli import flat
-from helpers_cli import run_triage as triage
+from helpers_cli import flat, run_triage
+from typer.testing import CliRunner
 
+from triage.cli.app import app
+from triage.cli.validation import exit_code_for
 from triage.core.errors import InputError
 from triage.sampling.culprit import culprit_posterior
 from triage.sampling.partial import PartialHistory
+
+
+def triage(*args: object, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """``triage ARGS`` in-process through main()'s boundary: exit code, stdout and stderr apart.
+
+    As ``main()`` reports an exception that escaped the command: an InputError as one
+    ``error:`` line on stderr, exit 2; anything else as :func:`exit_code_for` says.
+    """
+    res = CliRunner().invoke(app, [str(a) for a in args], input=stdin)
+    code, stderr, exc = res.exit_code, res.stderr, res.exception
+    if exc is not None and not isinstance(exc, SystemExit):
+        if isinstance(exc, InputError):
+            code, stderr = 2, f"{stderr}error: {exc}\n"
+        else:
+            lines: list[str] = []
+            code = exit_code_for(exc, lines.append)
+            stderr += "".join(f"{line}\n" for line in lines)
+    return subprocess.CompletedProcess(list(args), code, res.stdout, stderr)
 
 
 def _partial(path: Path, scale: float = 1.0, extra: tuple[int, ...] = (29, 32, 33), every: int = 5) -> Path:
@@ -193,7 +220,7 @@ def test_sample_and_culprit_keep_stdout_for_the_csv_when_out_is_stdout(tmp_path)
     # with the CSV of --out -, so `triage sample ... --out - > plan.csv` was not a CSV.
     data = _partial(tmp_path / "p.csv")
     oracle = _oracle(tmp_path / "oracle.csv", {i: 1.0 + 0.5 * (i >= 31) for i in range(60)})
-    res = triage("sample", "--data", str(data), "--budget", "2", "--out", "-")
+    res = run_triage("sample", "--data", str(data), "--budget", "2", "--out", "-")
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert lines[0] == "commit,position,measured,estimate,lower,upper,next" and len(lines) == 61
@@ -203,7 +230,7 @@ def test_sample_and_culprit_keep_stdout_for_the_csv_when_out_is_stdout(tmp_path)
         (["--oracle", str(oracle)], None),
         (["--strategy", "bisect"], "1.0\n1.5\n" * 6),
     ):
-        res = triage(*find, *extra, stdin=stdin)
+        res = run_triage(*find, *extra, stdin=stdin)
         assert res.returncode == 0, res.stderr
         lines = res.stdout.splitlines()
         assert lines[0] == "step,commit,position,value,nearer", res.stdout
