@@ -36,6 +36,27 @@ def invoke(args: list[object], stdin: str | None = None) -> tuple[int, str]:
     return code, res.output + "\n".join(lines)
 
 
+def invoke_apart(*args: object, stdin: str | bytes | None = None) -> subprocess.CompletedProcess:
+    """``triage ARGS`` in this interpreter through main()'s boundary, stdout and stderr apart.
+
+    The in-process twin of :func:`run_triage` (same result type), without its 2-5 s of
+    imports: an InputError is one ``error:`` line on stderr and exit 2, anything else
+    escaping the command is what ``main()`` makes of it (:func:`exit_code_for`). What
+    needs a real process (signals, pipes closed or shared with a shell, the environment
+    read at start-up, resource limits) keeps :func:`run_triage`.
+    """
+    res = CliRunner().invoke(app, [str(a) for a in args], input=stdin)
+    code, stderr, exc = res.exit_code, res.stderr, res.exception
+    if exc is not None and not isinstance(exc, SystemExit):
+        if isinstance(exc, InputError):
+            code, stderr = 2, f"{stderr}error: {exc}\n"
+        else:
+            lines: list[str] = []
+            code = exit_code_for(exc, lines.append)
+            stderr += "".join(f"{line}\n" for line in lines)
+    return subprocess.CompletedProcess([str(a) for a in args], code, res.stdout, stderr)
+
+
 def flat(text: str) -> str:
     """``text`` as one line: rich's boxes and line wrapping removed."""
     return " ".join(text.translate(BOX).split())

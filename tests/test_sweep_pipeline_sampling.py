@@ -5,7 +5,7 @@ exit 2, no traceback; an output that cannot be written is refused before
 any measurement is asked for, so that no typed-in reading is lost.
 
 The commands run in-process through main()'s boundary, standard output and
-standard error apart (``triage``): a fresh interpreter per run cost 2-3 s of
+standard error apart (``helpers_cli.invoke_apart``): a fresh interpreter per run cost 2-3 s of
 imports and checked nothing more. Where the point is what a shell's pipe gets
 (``--out -``: only the CSV on standard output), they run in a fresh
 interpreter (``run_triage``).
@@ -14,37 +14,16 @@ interpreter (``run_triage``).
 from __future__ import annotations
 
 import hashlib
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers_cli import flat, run_triage
-from typer.testing import CliRunner
+from helpers_cli import invoke_apart as triage
 
-from triage.cli.app import app
-from triage.cli.validation import exit_code_for
 from triage.core.errors import InputError
 from triage.sampling.culprit import culprit_posterior
 from triage.sampling.partial import PartialHistory
-
-
-def triage(*args: object, stdin: str | None = None) -> subprocess.CompletedProcess:
-    """``triage ARGS`` in-process through main()'s boundary: exit code, stdout and stderr apart.
-
-    As ``main()`` reports an exception that escaped the command: an InputError as one
-    ``error:`` line on stderr, exit 2; anything else as :func:`exit_code_for` says.
-    """
-    res = CliRunner().invoke(app, [str(a) for a in args], input=stdin)
-    code, stderr, exc = res.exit_code, res.stderr, res.exception
-    if exc is not None and not isinstance(exc, SystemExit):
-        if isinstance(exc, InputError):
-            code, stderr = 2, f"{stderr}error: {exc}\n"
-        else:
-            lines: list[str] = []
-            code = exit_code_for(exc, lines.append)
-            stderr += "".join(f"{line}\n" for line in lines)
-    return subprocess.CompletedProcess(list(args), code, res.stdout, stderr)
 
 
 def _partial(path: Path, scale: float = 1.0, extra: tuple[int, ...] = (29, 32, 33), every: int = 5) -> Path:
