@@ -16,11 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from triage.cli.app import app
-from triage.cli.validation import exit_code_for
-from triage.core.errors import InputError
+from helpers_cli import invoke_apart
 
 TRIAGE = Path(sys.executable).parent / "triage"
 
@@ -31,21 +27,10 @@ pytestmark = pytest.mark.skipif(
 FAST = ["--confirm-after", "0", "--min-pre", "0"]
 
 
-def watch(args: list[object], stdin: str | None = None) -> tuple[int, str, str]:
-    """Exit code, stdout and stderr of ``triage watch ARGS`` run in this interpreter.
-
-    As ``helpers_cli.invoke`` (an InputError exits 2 with its line, anything else is
-    an internal error, 1), with the decisions on stdout apart from the error on stderr.
-    """
-    res = CliRunner().invoke(app, ["watch", *map(str, args)], input=stdin)
-    exc = res.exception
-    if exc is None or isinstance(exc, SystemExit):
-        return res.exit_code, res.stdout, res.stderr
-    if isinstance(exc, InputError):
-        return 2, res.stdout, f"{res.stderr}error: {exc}"
-    lines: list[str] = []
-    code = exit_code_for(exc, lines.append)
-    return code, res.stdout, res.stderr + "\n".join(lines)
+def watch(args: list[object], stdin: str | bytes | None = None) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of ``triage watch ARGS`` run in this interpreter (``helpers_cli.invoke_apart``)."""
+    done = invoke_apart("watch", *args, stdin=stdin)
+    return done.returncode, done.stdout, done.stderr
 
 
 def stored(state: Path) -> list[tuple[str, str]]:
