@@ -91,6 +91,7 @@ before, in units of the commit-to-commit noise), then ``triage train``,
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -247,19 +248,36 @@ def test_one_false_alert_with_a_learned_threshold_is_a_clear_error(labelled, tmp
 # ---------------------------------------------------------------- 3. the registry cache knows which store a version is of
 
 
+@pytest.fixture(scope="module")
+def tracked_rf(feature_matrix, tmp_path_factory) -> tuple[str, Path]:
+    """A tracking store holding one model, ``triage-rf-adaptive`` v1 (``train --matrix`` with
+    MLFLOW_TRACKING_URI set), and that model's folder; built once, only read by the tests."""
+    folder = tmp_path_factory.mktemp("tracked")
+    matrix = folder / "fm.parquet"
+    feature_matrix.to_parquet(matrix)
+    store = f"sqlite:///{folder / 'mlruns.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", store)
+        code, text = invoke(["train", "--matrix", matrix, "--out", folder / "m"])
+    assert code == 0, text
+    return store, folder / "m"
+
+
 def _train_tracked(data: Path, model: str, store: str, out: Path) -> str:
     code, text = invoke(["train", "--data", data, "--model", model, "--tracking-uri", store, "--out", out])
     assert code == 0, text
     return json.loads((out / "manifest.json").read_text())["run_id"]
 
 
-def test_the_same_version_of_two_stores_resolves_to_each_stores_model(labelled, tmp_path, monkeypatch):
+def test_the_same_version_of_two_stores_resolves_to_each_stores_model(labelled, tracked_rf, tmp_path, monkeypatch):
     from triage.model_lookup import resolve_model
 
     monkeypatch.setenv("TRIAGE_CACHE", str(tmp_path / "cache"))
-    store_a, store_b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
-    run_a = _train_tracked(labelled, "rf", store_a, tmp_path / "ma")
+    store_a, model_a = tracked_rf  # triage-rf-adaptive v1
+    run_a = json.loads((model_a / "manifest.json").read_text())["run_id"]
+    store_b = f"sqlite:///{tmp_path / 'b.db'}"
     run_b = _train_tracked(labelled, "rf", store_b, tmp_path / "mb")  # also triage-rf-adaptive v1
+    assert run_a != run_b
     for store, run in ((store_a, run_a), (store_b, run_b)):
         monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
         for uri in ("models:/triage-rf-adaptive/1", "models:/triage-rf-adaptive/1"):  # downloaded, then cached
@@ -321,12 +339,8 @@ def test_register_refuses_a_name_no_models_uri_can_address_before_training(featu
 
 
 @pytest.mark.parametrize(("alias", "why"), [("v3", "reserved"), ("latest", "reserved"), ("on call", "Invalid alias")])
-def test_promote_names_the_alias_not_the_store(feature_matrix, tmp_path, monkeypatch, alias, why):
-    matrix = tmp_path / "fm.parquet"
-    feature_matrix.to_parquet(matrix)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
-    code, text = invoke(["train", "--matrix", matrix, "--out", tmp_path / "m"])
-    assert code == 0, text
+def test_promote_names_the_alias_not_the_store(tracked_rf, monkeypatch, alias, why):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracked_rf[0])  # triage-rf-adaptive v1, trained with it set
     code, text = invoke(["models", "promote", "triage-rf-adaptive", "1", "--alias", alias])
     shown = flat(text)
     assert code == 2, text
@@ -381,13 +395,23 @@ def test_window_study_with_a_bad_xgboost_value_is_a_usage_error(labelled, tmp_pa
 # ---------------------------------------------------------------- 9. an --out folder that is a model directory
 
 
-@pytest.fixture
-def model_dir(feature_matrix, tmp_path) -> Path:
-    matrix = tmp_path / "fm.parquet"
+@pytest.fixture(scope="module")
+def trained_model_dir(feature_matrix, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("model")
+    matrix = folder / "fm.parquet"
     feature_matrix.to_parquet(matrix)
-    out = tmp_path / "my-model"
+    out = folder / "my-model"
     code, text = invoke(["train", "--matrix", matrix, "--no-track", "--out", out])
     assert code == 0, text
+    return out
+
+
+@pytest.fixture
+def model_dir(trained_model_dir, tmp_path) -> Path:
+    """Each test's own copy of the model trained once (some tests change it), fm.parquet beside it."""
+    shutil.copy2(trained_model_dir.parent / "fm.parquet", tmp_path / "fm.parquet")
+    out = tmp_path / "my-model"
+    shutil.copytree(trained_model_dir, out)
     return out
 
 
@@ -451,7 +475,7 @@ def test_select_features_to_stdout_writes_only_the_feature_set_there(labelled, t
 # ---------------------------------------------------------------- 12. models list --labels without a model's call
 
 
-def test_models_list_says_why_there_is_no_agreement(labelled, feature_matrix, tmp_path, monkeypatch):
+def test_models_list_says_why_there_is_no_agreement(labelled, tracked_rf, tmp_path, monkeypatch):
     from triage.workspace.store import LabelsStore
 
     history = pd.read_csv(labelled, keep_default_na=False)
@@ -461,11 +485,7 @@ def test_models_list_says_why_there_is_no_agreement(labelled, feature_matrix, tm
     for sid, commit, label in decided.itertuples(index=False):
         store.record(sid, commit, label, who="ann")  # decided without a model on the page
     store.close()
-    matrix = tmp_path / "fm.parquet"
-    feature_matrix.to_parquet(matrix)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
-    code, text = invoke(["train", "--matrix", matrix, "--out", tmp_path / "m"])
-    assert code == 0, text
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracked_rf[0])  # triage-rf-adaptive v1, trained with it set
     code, text = invoke(["models", "list", "--labels", tmp_path / "labels.sqlite"])
     assert code == 0, text
     assert "triage-rf-adaptive" in text
