@@ -257,6 +257,18 @@ def binseg(files: dict[str, Path], work: Path) -> dict[str, Path]:
     return out
 
 
+@pytest.fixture(scope="module")
+def detected(files: dict[str, Path], work: Path) -> pd.DataFrame:
+    """``detect``'s change points of the slice: the reference of the detect relations (read, never changed)."""
+    return detect(files["base"], work / "d_a.csv")
+
+
+@pytest.fixture(scope="module")
+def scored(files: dict[str, Path], binseg: dict[str, Path], work: Path) -> pd.DataFrame:
+    """``score`` of the slice's ``binseg`` candidates: the reference of the score relations (read, never changed)."""
+    return score(files["base"], binseg["base"], work / "s_a.csv")
+
+
 # --------------------------------------------------------------------------- candidates
 
 
@@ -311,11 +323,11 @@ def test_commit_order_file_restores_shuffled_rows(base: pd.DataFrame, work: Path
 
 
 def test_score_per_series_apart_from_the_documented_file_rank(
-    binseg: dict[str, Path], files: dict[str, Path], work: Path
+    binseg: dict[str, Path], files: dict[str, Path], work: Path, scored: pd.DataFrame
 ) -> None:
     """Split data and candidates in two files: without a ``score`` column every P(true) is the
     same; with it some move (the file-wide rank of the detector's score, documented) but no call."""
-    whole = score(files["base"], binseg["base"], work / "s_whole.csv")
+    whole = scored
     split = pd.concat(
         [
             score(files["h1"], binseg["h1"], work / "s_h1.csv"),
@@ -347,12 +359,16 @@ def test_score_per_series_apart_from_the_documented_file_rank(
 
 
 def test_score_invariant_to_order_unit_ids_and_candidate_file_form(
-    base: pd.DataFrame, binseg: dict[str, Path], files: dict[str, Path], work: Path
+    base: pd.DataFrame,
+    binseg: dict[str, Path],
+    files: dict[str, Path],
+    work: Path,
+    scored: pd.DataFrame,
 ) -> None:
     """P(true) and the call of each candidate: the same with the series reversed, the values
     x 1000 (scale-free features, the detector run on the new unit), the ids renamed, the
     candidate rows shuffled, the candidates as JSON lines or on stdin, the data as JSON lines."""
-    a = score(files["base"], binseg["base"], work / "s_a.csv")
+    a = scored
     assert (a.classification == "true_positive").sum() > 0 and (
         a.classification == "false_positive"
     ).sum() > 0
@@ -468,10 +484,12 @@ def test_label_per_series_unit_ids_and_label_spellings(
 # --------------------------------------------------------------------------- detect and watch
 
 
-def test_detect_per_series_whatever_the_file(files: dict[str, Path], work: Path) -> None:
+def test_detect_per_series_whatever_the_file(
+    files: dict[str, Path], work: Path, detected: pd.DataFrame
+) -> None:
     """``detect``'s change points and probabilities: the same with the series reversed, split over two
     files, interleaved row by row, x 1e-9, renamed, gzip, JSON lines, ``--jobs 2``, ``--batch-series 1``."""
-    a = detect(files["base"], work / "d_a.csv")
+    a = detected
     assert len(a) >= 10 and a.series_id.nunique() >= 4
     split = pd.concat(
         [detect(files["h1"], work / "d_h1.csv"), detect(files["h2"], work / "d_h2.csv")]
@@ -491,11 +509,13 @@ def test_detect_per_series_whatever_the_file(files: dict[str, Path], work: Path)
         assert a.equals(b), name
 
 
-def test_detect_on_a_prefix_is_the_full_run_cut_short(base: pd.DataFrame, work: Path) -> None:
+def test_detect_on_a_prefix_is_the_full_run_cut_short(
+    base: pd.DataFrame, work: Path, detected: pd.DataFrame
+) -> None:
     """Online means causal: on each series' first 60 %, ``detect`` finds exactly the change points
     of the full run that were decided (K = 4 commits later) before the cut."""
     head, _ = per_series_cut(base, 0.6)
-    full = detect(write(base, work / "pfull.csv"), work / "d_pfull.csv")
+    full = detected  # detect on the whole slice
     cut = detect(write(head, work / "phead.csv"), work / "d_phead.csv")
     # the rhai re-runs make "row count" and "commit count" differ: count distinct commits
     n_commits = head.drop_duplicates(["series_id", "commit"]).groupby("series_id").size()
@@ -646,7 +666,11 @@ def test_one_series_in_every_layout_gives_the_same_results(base: pd.DataFrame, w
 
 
 def test_ids_that_look_like_numbers_or_missing_values_are_kept(
-    base: pd.DataFrame, files: dict[str, Path], work: Path
+    base: pd.DataFrame,
+    files: dict[str, Path],
+    work: Path,
+    detected: pd.DataFrame,
+    scored: pd.DataFrame,
 ) -> None:
     """Series named ``NA``, ``None``, ``007``, ``1e5``, ``nan``, ``TRUE``, ``null`` and commits
     ``000123``, ``NaN``, ``N/A``, ``1.0``, ``1``: the same results under those names."""
@@ -664,12 +688,11 @@ def test_ids_that_look_like_numbers_or_missing_values_are_kept(
         return out.sort_values(["series_id", "commit"], kind="stable").reset_index(drop=True)
 
     path = write(odd, work / "odd.csv")
-    a = detect(files["base"], work / "d_a2.csv")
+    a = detected
     assert a.equals(back(detect(path, work / "d_odd.csv")))
     c = candidates(path, "binseg", work / "c_odd.csv")
     s_odd = back(score(path, work / "c_odd.csv", work / "s_odd.csv"))
-    candidates(files["base"], "binseg", work / "c_a2.csv")
-    s_a = score(files["base"], work / "c_a2.csv", work / "s_a2.csv")
+    s_a = scored  # the slice's binseg candidates, scored
     assert len(c) == len(s_a) > 20
     assert_same_scores(s_a, s_odd)
 
