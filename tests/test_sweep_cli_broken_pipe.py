@@ -3,8 +3,7 @@
 Real processes and real pipes: the ``triage`` script beside this Python writes
 into a pipe whose read end is already closed (every write fails with EPIPE),
 or into one read by a process that takes the first line and leaves, as
-``head -1`` does. (Only the replay after a closed pipe, which reads the store
-the real process left, runs in this interpreter.)
+``head -1`` does.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_cli import invoke
 
 from triage.synthetic import generate, preset_config
 
@@ -157,8 +155,12 @@ def test_watch_into_a_closed_pipe_keeps_its_state_and_replays_on_the_next_run(tm
         os.close(write_end)
     assert done.returncode == BROKEN_PIPE_EXIT, done.stderr.decode()
     assert done.stderr == b""
-    # The next run reads the store the real process left: no pipe, in this interpreter.
-    code, text = invoke(["watch", "--state", state], stdin=lines)
-    assert code == 0, text
-    records = [json.loads(line) for line in text.splitlines()]
+    again = subprocess.run(
+        [str(TRIAGE), "watch", "--state", str(state)],
+        input=lines.encode(),
+        capture_output=True,
+        timeout=300,
+    )
+    assert again.returncode == 0, again.stderr.decode()
+    records = [json.loads(line) for line in again.stdout.decode().splitlines()]
     assert records and all(r.get("replayed") for r in records)
