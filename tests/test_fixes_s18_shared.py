@@ -366,3 +366,28 @@ def test_a_json_line_cut_mid_string_says_where():
 
     with pytest.raises(ValueError, match=r"Unterminated string starting at \(column 21\)"):
         json_record('{"series_id": "s1", "commit')
+
+
+def test_the_code_revision_writes_nothing_in_the_checkouts_git_folder(tmp_path):
+    # Was: `git status` refreshed the index's stat cache, so every command that records the code's
+    # revision wrote .git/index (through .git/index.lock) in the user's checkout; killed under a
+    # file-size limit, it left the lock behind and the user's next `git commit` failed.
+    import shutil
+
+    from triage.core.versions import code_revision
+
+    if shutil.which("git") is None:
+        pytest.skip("git is absent")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    (tmp_path / "f.txt").write_text("a\n")
+    for args in (["init", "-q"], ["add", "f.txt"], ["commit", "-q", "-m", "x"]):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, env=env, capture_output=True)
+    index = tmp_path / ".git" / "index"
+    before = index.read_bytes()
+    stamp = (tmp_path / "f.txt").stat().st_mtime_ns + 5_000_000_000
+    os.utime(tmp_path / "f.txt", ns=(stamp, stamp))  # same content, new stat: git status would refresh
+    assert code_revision(tmp_path) is not None
+    assert not code_revision(tmp_path).endswith("+dirty")
+    assert index.read_bytes() == before
+    assert not (tmp_path / ".git" / "index.lock").exists()

@@ -123,9 +123,8 @@ def _run_limited(
 ) -> subprocess.CompletedProcess:
     """``triage ARGS`` in a fresh interpreter, standard output into ``stdout``, at most ``fsize`` bytes a file.
 
-    ``GIT_OPTIONAL_LOCKS=0``: the checkout's revision is read with ``git status``, which would
-    refresh the checkout's index under the same limit, be killed by SIGXFSZ and leave
-    ``.git/index.lock`` behind (every later git command in the checkout then fails).
+    (The checkout's revision is read under the same limit: ``triage.core.versions`` asks git for
+    no optional locks, so git writes nothing there; these runs once left ``.git/index.lock``.)
     """
 
     def limit() -> None:
@@ -140,7 +139,7 @@ def _run_limited(
             stderr=subprocess.PIPE,
             preexec_fn=limit,
             timeout=300,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", **(env or {})},
+            env={**os.environ, **(env or {})},
         )
 
 

@@ -28,10 +28,13 @@ def code_revision(root: Path | None = None) -> str | None:
     top = Path(__file__).resolve().parents[2] if root is None else Path(root)
     if not (top / ".git").exists():
         return None
+    # --no-optional-locks: `git status` would otherwise refresh the index's stat cache, writing
+    # .git/index of the user's checkout (and leaving index.lock if killed, e.g. under ulimit -f).
+    git = ["git", "--no-optional-locks", "-C", str(top)]
     try:
-        head = subprocess.run(["git", "-C", str(top), "rev-parse", "HEAD"], capture_output=True, text=True,
+        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=5, check=True).stdout.strip()
-        changed = subprocess.run(["git", "-C", str(top), "status", "--porcelain", "--untracked-files=no"],
+        changed = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
                                  capture_output=True, text=True, timeout=5, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
