@@ -57,6 +57,16 @@ def invoke_apart(*args: object, stdin: str | bytes | None = None) -> subprocess.
     return subprocess.CompletedProcess([str(a) for a in args], code, res.stdout, stderr)
 
 
+def watch_apart(args: list[object], stdin: str | bytes | None = None) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of ``triage watch ARGS`` in this interpreter (:func:`invoke_apart`).
+
+    Standard input has no file descriptor here, so ``watch`` reads it one line a batch: a check
+    of what a real pipe's batches do needs the installed script.
+    """
+    done = invoke_apart("watch", *args, stdin=stdin)
+    return done.returncode, done.stdout, done.stderr
+
+
 def flat(text: str) -> str:
     """``text`` as one line: rich's boxes and line wrapping removed."""
     return " ".join(text.translate(BOX).split())

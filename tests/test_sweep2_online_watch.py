@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_cli import invoke_apart
+from helpers_cli import watch_apart as watch
 
 TRIAGE = Path(sys.executable).parent / "triage"
 
@@ -27,12 +27,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 FAST = ["--confirm-after", "0", "--min-pre", "0"]
-
-
-def watch(args: list[object], stdin: str | bytes | None = None) -> tuple[int, str, str]:
-    """Exit code, stdout and stderr of ``triage watch ARGS`` run in this interpreter (``helpers_cli.invoke_apart``)."""
-    done = invoke_apart("watch", *args, stdin=stdin)
-    return done.returncode, done.stdout, done.stderr
 
 
 def stored(state: Path) -> list[tuple[str, str]]:

@@ -20,19 +20,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_cli import invoke_apart
+from helpers_cli import watch_apart as watch
 
 TRIAGE = Path(sys.executable).parent / "triage"
 
 pytestmark = pytest.mark.skipif(
     not TRIAGE.exists(), reason="the triage script is not installed beside this Python"
 )
-
-
-def watch(args: list[object], stdin: str | bytes | None = None) -> tuple[int, str, str]:
-    """Exit code, stdout and stderr of ``triage watch ARGS`` run in this interpreter (``helpers_cli.invoke_apart``)."""
-    done = invoke_apart("watch", *args, stdin=stdin)
-    return done.returncode, done.stdout, done.stderr
 
 
 @contextlib.contextmanager
