@@ -83,8 +83,12 @@ def client(scheduler: str | None) -> Iterator[Any]:
                                    preload=[__name__])  # dask_setup below: the workers leave Ctrl-C to us
         except Exception as exc:  # noqa: BLE001 (dask says only "Nanny failed to start.")
             raise _local_cluster_failed(exc) from None
-        with cluster, Client(cluster) as c:
-            yield c
+        with _quiet_when_interrupted(cluster) as interrupted, cluster, Client(cluster) as c:
+            try:
+                yield c
+            except KeyboardInterrupt:
+                interrupted()
+                raise
     else:
         try:
             # The handshake first, with a deadline: dask's own has none (a service that accepts
@@ -120,16 +124,62 @@ def client(scheduler: str | None) -> Iterator[Any]:
 
 
 def dask_setup(worker: Any) -> None:
-    """Set up a worker of the local cluster (a dask preload): it ignores SIGINT.
+    """Set up a worker of the local cluster (a dask preload): SIGINT only silences its logging.
 
     Ctrl-C in a terminal reaches the whole process group: each worker of
     ``--scheduler local`` printed a KeyboardInterrupt traceback of its own
-    (50-120 lines in all) while this process stopped the cluster anyway.
+    (50-120 lines in all) while this process stopped the cluster anyway. The
+    process that owns the cluster stops it; a worker that receives SIGINT (from
+    the terminal, or from :func:`_quiet_when_interrupted`) only stops logging,
+    because what dask says while that cluster is taken down under a running
+    task (a cancelled instruction, a heartbeat to a scheduler already gone,
+    with its traceback) is noise to the user who asked it to stop.
     """
     import signal
 
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, _silence_logging)
+
+
+def _silence_logging(signum: int, frame: Any) -> None:
+    import logging
+
+    logging.disable(logging.CRITICAL)
+
+
+@contextmanager
+def _quiet_when_interrupted(cluster: Any) -> Iterator[Callable[[], None]]:
+    """Yield the call that makes ``cluster``'s stop after an interruption quiet.
+
+    The call sends SIGINT to each worker process (see :func:`dask_setup`; it
+    reaches them when only this process was signalled, as by SIGTERM) and
+    silences dask's logging here until the block ends: the nannies said
+    "Worker process still alive after 4.0 seconds, killing" of a worker busy
+    in a task. Logging is as before once the block has ended.
+    """
+    import logging
+    import signal
+
+    before = logging.root.manager.disable
+    silenced = False
+
+    def interrupted() -> None:
+        nonlocal silenced
+        for nanny in list(getattr(cluster, "workers", {}).values()):
+            pid = getattr(nanny, "pid", None)
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGINT)
+                except OSError:  # gone already
+                    pass
+        logging.disable(logging.CRITICAL)
+        silenced = True
+
+    try:
+        yield interrupted
+    finally:
+        if silenced:
+            logging.disable(before)
 
 
 def _refuse_while_spawning() -> None:
