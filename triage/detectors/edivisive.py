@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from scipy import stats
 
 from triage.detectors.base import NONNEG, PROBABILITY, ChangePoint, Detector, Range, as_series
 
@@ -125,6 +124,9 @@ def ttest_sides(left: np.ndarray, right: np.ndarray) -> TTestStats:
     s2 = float(np.std(right)) if len(right) > 1 else 0.0
     t, p = 0.0, 1.0
     if len(left) + len(right) > 2:
+        # Imported here: scipy.stats takes about 1 s to import, which every command paid.
+        from scipy import stats
+
         with np.errstate(divide="ignore", invalid="ignore"):
             res = stats.ttest_ind_from_stats(m1, s1, len(left), m2, s2, len(right))
         t, p = float(res.statistic), float(res.pvalue)

@@ -35,7 +35,6 @@ import math
 from typing import ClassVar
 
 import numpy as np
-import ruptures as rpt
 
 from triage.detectors.base import COUNT, NONNEG, ChangePoint, Detector, Range, robust_sigma
 from triage.detectors.costs import CostL2
@@ -101,7 +100,7 @@ MODELS: tuple[str, ...] = ("l2", "l1", "normal", "rbf", "rank", "mahalanobis", "
 
 
 class PenalisedSearch(Detector):
-    """Penalised segmentation with one of ruptures' search methods (:attr:`algorithm`).
+    """Penalised segmentation with one of ruptures' search methods (:attr:`search`).
 
     Parameters
     ----------
@@ -115,8 +114,9 @@ class PenalisedSearch(Detector):
     Subclasses only name the search (:class:`Pelt`, :class:`BinSeg`).
     """
 
-    #: The ruptures search class (``rpt.Pelt``, ``rpt.Binseg``), set by subclasses.
-    algorithm: type
+    #: The name of the ruptures search class (``"Pelt"``, ``"Binseg"``), set by subclasses;
+    #: ruptures itself (about 1 s to import, with scipy.signal) is imported when a search runs.
+    search: ClassVar[str]
     ranges: ClassVar[dict[str, Range]] = {"penalty": NONNEG, "min_size": COUNT, "jump": COUNT}
     choices: ClassVar[dict[str, tuple[str, ...]]] = {"model": MODELS}
 
@@ -144,7 +144,10 @@ class PenalisedSearch(Detector):
             # series in noise units, where the penalty is penalty * log n.
             pen = self.penalty * math.log(n)
             signal = (x - float(np.median(x))) / sigma
-        bkps = self.algorithm(model=self.model, min_size=self.min_size, jump=self.jump).fit(signal).predict(pen=pen)
+        import ruptures
+
+        algorithm = getattr(ruptures, self.search)
+        bkps = algorithm(model=self.model, min_size=self.min_size, jump=self.jump).fit(signal).predict(pen=pen)
         ends = [b for b in bkps if b < n]  # ruptures appends n
         if self.jump > 1 and self.model == "l2":
             ends = refine_l2(x, ends, self.jump - 1, self.min_size)
@@ -168,11 +171,11 @@ class Pelt(PenalisedSearch):
     """PELT (Killick et al. 2012) via ``ruptures.Pelt``; parameters and score as :class:`PenalisedSearch`."""
 
     name = "pelt"
-    algorithm = rpt.Pelt
+    search = "Pelt"
 
 
 class BinSeg(PenalisedSearch):
     """Binary segmentation via ``ruptures.Binseg``; parameters and score as :class:`PenalisedSearch`."""
 
     name = "binseg"
-    algorithm = rpt.Binseg
+    search = "Binseg"

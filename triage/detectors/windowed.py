@@ -46,10 +46,9 @@ import functools
 import math
 import warnings
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
-from scipy import special, stats
 
 from triage.detectors.base import COUNT, NONNEG, PROBABILITY, ChangePoint, Detector, Range
 
@@ -274,6 +273,8 @@ def welch_pvalue(a: np.ndarray, b: np.ndarray) -> float:
         # the same degrees of freedom from the variances' shares, which are scale-free.
         r1, r2 = v1 / se2, v2 / se2
         df = 1.0 / (r1 * r1 / (n1 - 1) + r2 * r2 / (n2 - 1))
+    from scipy import special
+
     return float(2.0 * special.stdtr(df, -abs(diff) / math.sqrt(se2)))
 
 
@@ -391,6 +392,8 @@ _CVM_CACHE_MAX = 200_000
 
 
 def _scipy_cvm_pvalue(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy import stats
+
     return float(stats.cramervonmises_2samp(a, b).pvalue)
 
 
@@ -422,13 +425,21 @@ def cvm_pvalue(a: np.ndarray, b: np.ndarray) -> float:
     return p
 
 
+def _stats() -> Any:
+    """``scipy.stats``, imported on first use: it takes about 1 s, which every command that
+    imports the detectors paid, though only these tests and E-Divisive use it."""
+    from scipy import stats
+
+    return stats
+
+
 #: The two-sample tests of the Mozilla change-point study, as p-value functions.
 HYBRID_TESTS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
     "welch": _pvalue(welch_pvalue),
-    "mwu": _pvalue(lambda a, b: stats.mannwhitneyu(a, b, alternative="two-sided").pvalue),
-    "ks": _pvalue(lambda a, b: stats.ks_2samp(a, b).pvalue),
+    "mwu": _pvalue(lambda a, b: _stats().mannwhitneyu(a, b, alternative="two-sided").pvalue),
+    "ks": _pvalue(lambda a, b: _stats().ks_2samp(a, b).pvalue),
     "cvm": _pvalue(cvm_pvalue),
-    "levene": _pvalue(lambda a, b: stats.levene(a, b).pvalue),
+    "levene": _pvalue(lambda a, b: _stats().levene(a, b).pvalue),
 }
 
 

@@ -59,7 +59,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from scipy import signal
 
 from triage.detectors.base import Range
 from triage.steady_state.base import COUNT, NONNEG_INT, PERCENTILE, POSITIVE, as_run, check_params
@@ -256,6 +255,8 @@ class KBKSSD:
         clean, self.outliers_ = substitute_outliers(
             run, self.outlier_window, self.outlier_lower, self.outlier_upper
         )
+        from scipy import signal  # imported on first use: scipy.signal takes about 1 s
+
         smooth = (
             signal.medfilt(clean, self.median_kernel) if self.median_kernel > 1 and n else clean
         )

@@ -40,7 +40,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from scipy import stats
 
 from triage.detectors.base import Range
 from triage.steady_state.base import (
@@ -188,6 +187,8 @@ class KernelStepSSD:
         both = np.r_[a, b]
         centre, spread = float(np.median(both)), float(np.ptp(both))
         a, b = (a - centre) / spread, (b - centre) / spread
+        from scipy import stats  # imported on first use (about 1 s)
+
         return bool(stats.ttest_ind(a, b, equal_var=False).pvalue < self.alpha)
 
     def _candidate(self, r: np.ndarray) -> int:
