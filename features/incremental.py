@@ -127,6 +127,7 @@ import numpy as np
 
 from triage.core.values import unusable, value_problem
 from triage.features import catalogue, fast, level_shift, pre_state_kernels
+from triage.features.kernel_arrays import kernel_array
 from triage.features.pre_state_kernels import (
     PLAN_AFTER,
     PLAN_EXACT,
@@ -242,7 +243,7 @@ def window_characteristics(x: np.ndarray) -> np.ndarray:
     :mod:`triage.features.fast`'s kernel runs: for the handful of values of
     After or a short Pre, numpy's call overhead was most of the cost.
     """
-    z = pre_state_kernels.prepare_window(x)
+    z = pre_state_kernels.prepare_window(kernel_array(x))
     if z.size == 0:
         return catalogue.degenerate_values(x.size)
     out = np.empty(catalogue.N_CHARACTERISTICS)
@@ -590,6 +591,8 @@ class PreState:
 
     def _row(self, after: np.ndarray, defer: tuple[str, ...], out: np.ndarray | None) -> np.ndarray:
         layout = self._layout
+        if not after.flags.writeable:  # a read-only After compiled every kernel below again
+            after = kernel_array(after)
         if self._pre_cache is None and self._pre_partial is None and layout.needs_pre:
             # A fresh Pre: the whole row in one compiled call (the same kernels
             # as below; pre_state_kernels.row_kernel), which declines a Pre of

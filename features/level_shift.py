@@ -62,6 +62,7 @@ import math
 import numba
 import numpy as np
 
+from triage.features.kernel_arrays import kernel_array
 from triage.features.pairwise_sum import pairwise_leaf
 
 #: Most commits of each window a pair measure reads (the nearest ones to the candidate).
@@ -97,7 +98,7 @@ def resolution(values: np.ndarray) -> float:
     """Smallest positive step between distinct values of the series (0 when constant)."""
     x = np.asarray(values, dtype=np.float64)
     if x.ndim == 1 and x.size and np.isfinite(x).all():
-        return float(_resolution(np.ascontiguousarray(x)))
+        return float(_resolution(kernel_array(x)))
     u = np.unique(x)
     if u.size < 2:
         return 0.0
@@ -137,7 +138,7 @@ def pair_features(
         p, a = p[-cap:], a[:cap]
     out = np.empty(len(PAIR_COLUMNS))
     if p.ndim == 1 and a.ndim == 1 and p.size <= KERNEL_MAX and a.size <= KERNEL_MAX:
-        p, a = np.ascontiguousarray(p), np.ascontiguousarray(a)
+        p, a = kernel_array(p), kernel_array(a)
         if res is None:
             if _pair_own_floor(p, a, out):
                 return out
