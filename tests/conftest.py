@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import settings
+
+# `make test` draws the same examples in every run: a random draw that meets a rare edge case failed
+# one run in many (CI's verdict by chance). HYPOTHESIS_PROFILE=explore draws new examples each run,
+# to look for such cases on purpose; what it finds becomes an explicit test.
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -69,6 +69,14 @@ def test_tiny_windows(values):
     assert_agree(np.array(values, dtype=np.float64))
 
 
+@pytest.mark.xfail(strict=True, reason="found by a random draw of hypothesis (2026-11-29): the "
+                   "prepared window's lagged values differ by 1.6e-10 of their scale, so unitroot_pp's OLS slope has "
+                   "a condition number near 1e10; the closed form (fast) and statsmodels (reference) give -8578584168 "
+                   "and -8578593303, 1.06e-6 apart, beyond the 1e-6 the other windows keep")
+def test_a_tiny_window_whose_lag_is_all_but_flat():
+    assert_agree(np.array([0.0, 0.0, -6.103515625e-05, 0.0, -392696.375]))
+
+
 @settings(SETTINGS, max_examples=15)
 @given(finite, st.integers(0, 60))
 def test_constant_windows(value, n):
