@@ -575,7 +575,9 @@ def bounded_into(ring, n, horizon, want, any_fast, pre):
         if want[_ENTROPY]:
             pre[_ENTROPY] = entropy(z)
         if any_fast:
-            fast.bounded_characteristics(z, LAGS, want, pre)
+            # np.int64: a bare global reaches the callee as Literal[int](10), a second compilation of the
+            # kernel (and of max_kl_shift under it) beside the one PreState's Python path makes.
+            fast.bounded_characteristics(z, np.int64(LAGS), want, pre)
 
 
 def _make_row_kernel(cache_key: str):
@@ -602,7 +604,7 @@ def _make_row_kernel(cache_key: str):
         src = np.empty(SOURCE_SIZE)
         if plan[PLAN_PAIR]:
             pair = np.empty(_N_PAIR)
-            if not level_shift._pair_own_floor(ring_tail(ring, n, _PAIR_CAP), after, pair):
+            if not level_shift._pair_own_floor(ring_tail(ring, n, np.int64(_PAIR_CAP)), after, pair):
                 return False
             for k in range(_N_PAIR):
                 src[SOURCE_PAIR + k] = pair[k]

@@ -50,3 +50,4 @@ def test_read_only_windows_reach_the_kernels_as_writable_ones():
         level_shift._robust_scale, pre_state_kernels.row_kernel, pre_state_kernels.prepare_window,
         pre_state_kernels.normalised_moments,
     ) == []
+
