@@ -3,9 +3,10 @@
 numba compiles a kernel once per argument type, and a read-only array is a
 type of its own. pandas hands out read-only arrays (copy-on-write), so the
 same window reached the row kernel, the pair kernels and the window
-preparation both ways, and each compiled twice: 2.6 MB more machine code
-(about a quarter of the kernels' compile time) in a fresh checkout's test
-suite, and for a user whose first run met both. Windows are short (After is a
+preparation both ways, and each compiled twice: in a cold `triage demo`, and
+2.6 MB more machine code in a fresh checkout's test suite (BENCHMARKS.md,
+"Test suite": with the literal constants of pre_state_kernels, a cold demo
+went from 107.7 to 70.4 s of CPU). Windows are short (After is a
 handful of commits, Pre's pair columns read at most 30), so a copy of a
 read-only one costs less than the second compilation ever could.
 """
