@@ -6,7 +6,6 @@ machine code in a fresh checkout's test suite)."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from numba.core import types
 
 from triage.features import level_shift, pre_state_kernels
@@ -16,9 +15,8 @@ from triage.training.model_files import load_model
 
 
 def _read_only(values) -> np.ndarray:
-    a = pd.Series(np.asarray(values, dtype=np.float64)).to_numpy()
-    a = a.copy()
-    a.flags.writeable = False
+    a = np.array(values, dtype=np.float64)
+    a.flags.writeable = False  # as pandas hands out arrays under copy-on-write
     return a
 
 

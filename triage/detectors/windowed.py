@@ -391,10 +391,16 @@ _CVM_CACHE: dict[tuple[int, int, int], float] = {}
 _CVM_CACHE_MAX = 200_000
 
 
-def _scipy_cvm_pvalue(a: np.ndarray, b: np.ndarray) -> float:
+def _stats() -> Any:
+    """``scipy.stats``, imported on first use: it takes about 1 s, which every command that
+    imports the detectors paid, though only these tests and E-Divisive use it."""
     from scipy import stats
 
-    return float(stats.cramervonmises_2samp(a, b).pvalue)
+    return stats
+
+
+def _scipy_cvm_pvalue(a: np.ndarray, b: np.ndarray) -> float:
+    return float(_stats().cramervonmises_2samp(a, b).pvalue)
 
 
 def cvm_pvalue(a: np.ndarray, b: np.ndarray) -> float:
@@ -423,14 +429,6 @@ def cvm_pvalue(a: np.ndarray, b: np.ndarray) -> float:
             _CVM_CACHE.clear()
         _CVM_CACHE[key] = p
     return p
-
-
-def _stats() -> Any:
-    """``scipy.stats``, imported on first use: it takes about 1 s, which every command that
-    imports the detectors paid, though only these tests and E-Divisive use it."""
-    from scipy import stats
-
-    return stats
 
 
 #: The two-sample tests of the Mozilla change-point study, as p-value functions.
