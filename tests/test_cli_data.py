@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 from helpers_cli import run_triage as triage
 from typer.testing import CliRunner
+from warm_start import warm_triage
 
 from triage.cli.app import app
 from triage.loaders import load
@@ -134,9 +134,7 @@ def test_summary_as_json_from_compressed_stdin(tmp_path):
     raw = gzip.compress(b"series_id,commit,value,label\ns,a,1,\ns,b,2,3\ns,a,5,\nt,a,1,\n")
     proc = subprocess.run(
         [
-            sys.executable,
-            "-c",
-            "from triage.cli.app import main; main()",
+            *warm_triage(),
             "summary",
             "--data",
             "-",

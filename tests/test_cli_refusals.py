@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from helpers_cli import flat
 from helpers_cli import invoke as run_cli
+from warm_start import warm_triage
 
 from triage.core.errors import InputError
 
@@ -231,11 +232,10 @@ def test_a_hand_edited_series_state_names_the_store_and_the_series(tmp_path: Pat
 
 def test_a_library_warning_is_one_line_naming_the_input(tmp_path: Path) -> None:
     import subprocess
-    import sys
 
     data = tmp_path / "uns.csv"
     data.write_text("series_id,commit,timestamp,value\ns,a,2024-01-02,1\ns,b,2024-01-01,2\ns,c,2024-01-03,3\n")
-    res = subprocess.run([sys.executable, "-m", "triage.cli.app", "summary", "--data", str(data), "--sort-timestamps"],
+    res = subprocess.run([*warm_triage(), "summary", "--data", str(data), "--sort-timestamps"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stderr.strip() == f"warning: {data}: series 's' sorted by timestamp (first out-of-order row 3)"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
+from warm_start import warm_triage
 
 from triage.cli.app import app
 from triage.cli.detectors import CANDIDATE_COLUMNS, candidates_frame
@@ -83,7 +83,7 @@ def test_unknown_detector_or_parameter_is_a_clear_error(tmp_path):
 def test_console_entry_point_exits_non_zero_without_traceback(tmp_path):
     data = write_long(_dataset(), tmp_path / "history.csv")
     proc = subprocess.run(
-        [sys.executable, "-c", "from triage.cli.app import main; main()", "candidates", "--data", str(data),
+        [*warm_triage(), "candidates", "--data", str(data),
          "--out", str(tmp_path / "c.csv"), "--detector", "nope"],
         capture_output=True,
         text=True,

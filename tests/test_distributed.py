@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from warm_start import warm_triage
 
 from triage.distributed import joblib_on, map_frames, map_series, partition_of, split
 from triage.synthetic import generate
@@ -67,7 +68,6 @@ def test_local_cluster_gives_the_single_process_results(dataset):
 def test_cli_candidates_with_scheduler_local_writes_the_same_file(tmp_path, dataset):
     import os
     import subprocess
-    import sys
 
     from triage.loaders import write_long
 
@@ -76,7 +76,7 @@ def test_cli_candidates_with_scheduler_local_writes_the_same_file(tmp_path, data
     for extra in ([], ["--scheduler", "local"]):
         out = tmp_path / f"c{len(extra)}.csv"
         res = subprocess.run(
-            [sys.executable, "-c", "from triage.cli.app import main; main()", "candidates", "--data", str(data),
+            [*warm_triage(), "candidates", "--data", str(data),
              "--detector", "edivisive", "--out", str(out), *extra],
             capture_output=True, text=True, env={**os.environ, "TRIAGE_DASK_WORKERS": "2"}, timeout=120,
         )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 from helpers_cli import flat, invoke, run_triage, step_history
+from warm_start import warm_triage
 
 
 def _strict(line: str) -> dict:
@@ -97,7 +97,7 @@ def test_detect_replays_the_json_lines_that_watch_reads(tmp_path):
         outs.append(pd.read_csv(out))
     assert outs[0].equals(outs[1]) and len(outs[0]) == 1
     piped = subprocess.run(
-        [sys.executable, "-c", "from triage.cli.app import main; main()", "watch"], input=feed.read_text(),
+        [*warm_triage(), "watch"], input=feed.read_text(),
         capture_output=True, text=True, timeout=300,
     )
     watched = [json.loads(x) for x in piped.stdout.splitlines()]

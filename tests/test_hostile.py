@@ -22,7 +22,6 @@ import math
 import os
 import sqlite3
 import subprocess
-import sys
 import time
 from collections import Counter
 from contextlib import closing
@@ -34,6 +33,7 @@ from helpers_cli import BOX, invoke
 from helpers_training import make_matrix
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from warm_start import warm_triage
 
 from triage.cli.validation import exit_code_for
 from triage.core.errors import InputError
@@ -409,7 +409,7 @@ def test_the_online_loop_refuses_or_decides_finitely(online_loop, x, scale):
 @pytest.mark.slow
 def test_two_watch_processes_on_one_store_one_refuses_and_the_store_stays_intact(tmp_path):
     db = tmp_path / "shared.db"
-    cmd = [sys.executable, "-c", "from triage.cli.app import main; main()", "watch", "--state", str(db)]
+    cmd = [*warm_triage(), "watch", "--state", str(db)]
     first = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first.stdin.write(json.dumps({"series_id": "s", "commit": "c0", "value": 1.0}) + "\n")

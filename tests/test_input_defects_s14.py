@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from warm_start import warm_triage
 
 from triage.core import timestamps
 from triage.core.errors import InputError
@@ -181,12 +182,12 @@ def test_the_command_line_names_file_line_and_problem(tmp_path):
     result = runner.invoke(app, ["watch", "--csv", str(watched)])
     assert result.exit_code == 2 and f"{watched}, line 2" in result.stderr
     assert "looks like milliseconds since the epoch" in result.stderr and "divide by 1000" in result.stderr
-    # The reading commands' errors go through the console script's main (exit 2, one line).
+    # The reading commands' errors go through main() in a process of its own (exit 2, one line).
     triage = Path(sys.executable).with_name("triage")
     data = _csv(tmp_path, "series_id,commit,value,value\ns,a,1,5\ns,b,2,6\n", "dup.csv")
-    done = subprocess.run([str(triage), "summary", "--data", str(data)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([*warm_triage(str(triage)), "summary", "--data", str(data)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert f"error: {data}, row 1: column 'value' (columns 3 and 4) is named more than once" in done.stderr
     data = _csv(tmp_path, HEADER + "s,a,23:59,1\n", "time.csv")
-    done = subprocess.run([str(triage), "summary", "--data", str(data)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([*warm_triage(str(triage)), "summary", "--data", str(data)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and f"error: {data}, row 2: timestamp '23:59'" in done.stderr

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers_training import make_matrix
+from warm_start import warm_triage
 
 from triage.core.atomic import directory_target, replace_dir, write_text_atomic
 from triage.core.errors import InputError
@@ -50,7 +51,7 @@ def test_cli_out_dev_stdout_piped(tmp_path):
     ds = generate(preset_config("small", n_series=2), seed=1)
     ds.to_frame().to_csv(history, index=False)
     done = subprocess.run(
-        [str(TRIAGE), "candidates", "--data", str(history), "--detector", "perfherder", "--out", "/dev/stdout"],
+        [*warm_triage(str(TRIAGE)), "candidates", "--data", str(history), "--detector", "perfherder", "--out", "/dev/stdout"],
         capture_output=True, timeout=120, cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr.decode()
@@ -189,7 +190,7 @@ def test_a_user_directory_with_an_index_html_is_refused(report_input, tmp_path):
         build_report(dataset, frame, site, max_plots=1)
     if TRIAGE.exists():  # the real entry point: its exit code and its one-line error
         done = subprocess.run(
-            [str(TRIAGE), "report", "--data", str(where / "history.csv"),
+            [*warm_triage(str(TRIAGE)), "report", "--data", str(where / "history.csv"),
              "--decisions", str(where / "decisions.csv"), "--out", str(site)],
             capture_output=True, timeout=120, text=True,
         )

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 import zstandard
+from warm_start import warm_triage
 
 from triage.core import labels
 from triage.core.errors import InputError
@@ -82,7 +82,7 @@ def test_corrupt_zstd_is_an_input_error(tmp_path, tail):
 def test_truncated_zstd_through_the_cli_exits_2(tmp_path):
     path = tmp_path / "cut.csv.zst"
     path.write_bytes(_two_frames(LONG)[:-40])
-    res = subprocess.run([sys.executable, "-c", "from triage.cli.app import main; main()",
+    res = subprocess.run([*warm_triage(),
                           "summary", "--data", str(path), "--format", "json"], capture_output=True, text=True)
     assert res.returncode == 2, res.stderr
     assert "cut.csv.zst: cannot decompress (zstd): truncated" in res.stderr and "internal error" not in res.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import Kernel
+from warm_start import warm_triage
 
 from triage.sampling import KERNELS, Brownian, HistoryGP, find_culprit
 
@@ -208,15 +209,12 @@ def test_cli_culprit_interactive_reads_values_from_the_prompt(tmp_path):
 
 def test_cli_bad_partial_history_is_a_located_error(tmp_path):
     import subprocess
-    import sys
 
     bad = tmp_path / "bad.csv"
     bad.write_text("commit,value\nc1,1.0\nc2,abc\n")
     res = subprocess.run(
         [
-            sys.executable,
-            "-c",
-            "from triage.cli.app import main; main()",
+            *warm_triage(),
             "sample",
             "--data",
             str(bad),

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 from test_batch_label import _matrix, trained_model
 from typer.testing import CliRunner
+from warm_start import warm_triage
 
 from triage.batch_label import label_candidates
 from triage.candidate_files import read_candidates, resolve
@@ -336,7 +336,7 @@ def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(data_file, model
     cand = _write(tmp_path, "series_id,index\nnope,3\n")
     out = tmp_path / "scores.csv"
     proc = subprocess.run(
-        [sys.executable, "-m", "triage.cli.app", "score", "--data", str(data_file), "--candidates", str(cand),
+        [*warm_triage(), "score", "--data", str(data_file), "--candidates", str(cand),
          "--model", str(model_dir), "--out", str(out)],
         capture_output=True, text=True, timeout=120,
     )

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
+from warm_start import warm_triage
 
 from triage.cli.app import app
 from triage.core.errors import InputError
@@ -94,7 +95,7 @@ def test_out_dev_stdout_in_a_pipe_holds_only_the_csv(tmp_path, command):
             }
         ).to_csv(long, index=False)
         args = ["convert", "--data", str(long), "--out", "/dev/stdout", "--trim-warmup", "kbkssd"]
-    done = subprocess.run([str(TRIAGE), *args], capture_output=True, timeout=120, cwd=tmp_path)
+    done = subprocess.run([*warm_triage(str(TRIAGE)), *args], capture_output=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr.decode()
     text = done.stdout.decode()
     header = text.splitlines()[0]

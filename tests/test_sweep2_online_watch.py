@@ -1,6 +1,7 @@
 """``triage watch`` in production: ids a state file cannot hold, and an interrupted watcher's exit status.
 
-JSON lines on standard input go through the installed script: only a real pipe (a file
+JSON lines on standard input go to a process of its own (forked from the tests' warm server,
+:mod:`warm_start`; Ctrl-C's test starts the installed script): only a real pipe (a file
 descriptor) is read in batches, and the good line before a bad one *in the same batch* is
 what those tests pin (in this interpreter, standard input has no descriptor: batches of one
 line). So do Ctrl-C, a followed file rotated under the watcher, and raw bytes with a BOM.
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from helpers_cli import watch_apart as watch
+from warm_start import warm_triage
 
 TRIAGE = Path(sys.executable).parent / "triage"
 
@@ -47,7 +49,7 @@ def test_a_lone_surrogate_escape_in_an_id_is_refused_naming_the_line(tmp_path, f
     bad[field] = bad[field] + "\ud800"
     stdin = json.dumps({"series_id": "s1", "commit": "c1", "value": 1.0}) + "\n" + json.dumps(bad) + "\n"
     done = subprocess.run(
-        [str(TRIAGE), "watch", "--state", str(state), *FAST], input=stdin, capture_output=True, text=True,
+        [*warm_triage(str(TRIAGE)), "watch", "--state", str(state), *FAST], input=stdin, capture_output=True, text=True,
         timeout=300,
     )
     assert done.returncode == 2, done.stderr
@@ -94,7 +96,7 @@ def test_an_integer_too_long_for_python_is_refused_naming_the_line(tmp_path):
         + '{"series_id": "s1", "commit": "c2", "value": 1' + "0" * 5000 + "}\n"
     )
     done = subprocess.run(
-        [str(TRIAGE), "watch", "--state", str(state), *FAST], input=stdin, capture_output=True, text=True,
+        [*warm_triage(str(TRIAGE)), "watch", "--state", str(state), *FAST], input=stdin, capture_output=True, text=True,
         timeout=300,
     )
     assert done.returncode == 2, done.stderr
@@ -107,7 +109,7 @@ def test_a_byte_order_mark_before_the_first_json_line_is_skipped(tmp_path):
     # As --csv skips it (PowerShell's Out-File and some editors write one).
     stdin = "\ufeff" + json.dumps({"series_id": "s1", "commit": "c1", "value": 1.0}) + "\n"
     done = subprocess.run(
-        [str(TRIAGE), "watch", *FAST], input=stdin.encode(), capture_output=True, timeout=300,
+        [*warm_triage(str(TRIAGE)), "watch", *FAST], input=stdin.encode(), capture_output=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr.decode()
     assert [json.loads(x)["commit"] for x in done.stdout.decode().splitlines()] == ["c1"]
@@ -132,7 +134,7 @@ def test_a_followed_csv_that_is_truncated_or_replaced_stops_the_watcher_with_an_
     data = tmp_path / "r.csv"
     data.write_text("series_id,commit,value\ns1,c1,1.0\n")
     proc = subprocess.Popen(
-        [str(TRIAGE), "watch", "--csv", str(data), "--follow", "--poll", "0.05", *FAST],
+        [*warm_triage(str(TRIAGE)), "watch", "--csv", str(data), "--follow", "--poll", "0.05", *FAST],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

@@ -1,6 +1,7 @@
 """A reader that goes away (``triage ... | head -1``): exit 141 quietly, nothing half-written.
 
-Real processes and real pipes: the ``triage`` script beside this Python writes
+Real processes and real pipes: ``triage`` (``main()`` in a process forked from the tests' warm
+server, :mod:`warm_start`; a fresh interpreter where the environment differs) writes
 into a pipe whose read end is already closed (every write fails with EPIPE),
 or into one read by a process that takes the first line and leaves, as
 ``head -1`` does.
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from warm_start import warm_triage
 
 from triage.synthetic import generate, preset_config
 
@@ -41,7 +43,7 @@ def run_into_closed_pipe(args: list[str], cwd: Path, tmpdir: Path) -> subprocess
     os.close(read_end)
     try:
         return subprocess.run(
-            [str(TRIAGE), *args],
+            [*warm_triage(str(TRIAGE)), *args],
             stdout=write_end,
             stderr=subprocess.PIPE,
             cwd=cwd,
@@ -107,7 +109,7 @@ def test_head_dash_1_reads_one_line_and_the_writer_stops_quietly(history, tmp_pa
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     writer = subprocess.Popen(
-        [str(TRIAGE), "convert", "--data", str(big), "--out", "-"],
+        [*warm_triage(str(TRIAGE)), "convert", "--data", str(big), "--out", "-"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=tmp_path,
@@ -145,7 +147,7 @@ def test_watch_into_a_closed_pipe_keeps_its_state_and_replays_on_the_next_run(tm
     os.close(read_end)
     try:
         done = subprocess.run(
-            [str(TRIAGE), "watch", "--state", str(state)],
+            [*warm_triage(str(TRIAGE)), "watch", "--state", str(state)],
             input=lines.encode(),
             stdout=write_end,
             stderr=subprocess.PIPE,
@@ -156,7 +158,7 @@ def test_watch_into_a_closed_pipe_keeps_its_state_and_replays_on_the_next_run(tm
     assert done.returncode == BROKEN_PIPE_EXIT, done.stderr.decode()
     assert done.stderr == b""
     again = subprocess.run(
-        [str(TRIAGE), "watch", "--state", str(state)],
+        [*warm_triage(str(TRIAGE)), "watch", "--state", str(state)],
         input=lines.encode(),
         capture_output=True,
         timeout=300,

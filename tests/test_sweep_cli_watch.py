@@ -4,7 +4,7 @@ They used to be replaced by U+FFFD, so two different commit ids (``\\xff`` and
 ``\\xfe``) became the same one, and the second result was taken for a
 re-delivery of the first and silently dropped.
 
-Those bytes go through the installed script and a real pipe. A store built with
+Those bytes go through a real pipe to a process of its own (:mod:`warm_start`). A store built with
 other loop settings and a --csv that is a pipe or a device are refused in this
 interpreter (:func:`watch`: stdout and stderr apart), as no process matters there.
 """
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from helpers_cli import watch_apart as watch
+from warm_start import warm_triage
 
 TRIAGE = Path(sys.executable).parent / "triage"
 
@@ -55,7 +56,7 @@ def test_a_line_that_is_not_utf8_is_refused_and_the_lines_before_it_are_stored(t
     state = tmp_path / "state.db"
     stdin = line(b"c1", 100.0) + line(b"c2", 101.0) + line(b"c\xff", 102.0) + line(b"c\xfe", 103.0)
     done = subprocess.run(
-        [str(TRIAGE), "watch", "--state", str(state), "--confirm-after", "0", "--min-pre", "0"],
+        [*warm_triage(str(TRIAGE)), "watch", "--state", str(state), "--confirm-after", "0", "--min-pre", "0"],
         input=stdin,
         capture_output=True,
         timeout=300,
@@ -76,7 +77,7 @@ def test_a_line_that_is_not_utf8_is_refused_and_the_lines_before_it_are_stored(t
 def test_valid_utf8_commit_ids_pass_unchanged(tmp_path):
     stdin = line("é-1".encode(), 100.0) + line("漢".encode(), 101.0)
     done = subprocess.run(
-        [str(TRIAGE), "watch", "--confirm-after", "0", "--min-pre", "0"],
+        [*warm_triage(str(TRIAGE)), "watch", "--confirm-after", "0", "--min-pre", "0"],
         input=stdin,
         capture_output=True,
         timeout=300,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 from helpers_cli import flat, invoke
+from warm_start import warm_triage
 
 RESULTS = [
     {
@@ -35,7 +35,7 @@ def test_convert_of_jmh_on_stdin_is_refused_saying_how_to_name_the_commit(tmp_pa
 def test_jmh_from_dev_stdin_is_refused_too(tmp_path):
     # /dev/stdin is a real file descriptor: only a process of its own has it.
     proc = subprocess.run(
-        [sys.executable, "-m", "triage.cli.app", "convert", "--data", "/dev/stdin", "--out", str(tmp_path / "x.csv")],
+        [*warm_triage(), "convert", "--data", "/dev/stdin", "--out", str(tmp_path / "x.csv")],
         input=json.dumps(RESULTS), capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 2, proc.stderr

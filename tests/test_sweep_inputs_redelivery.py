@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 import warnings
 
 import pytest
 from helpers_online import model_dir, step_series
+from warm_start import warm_triage
 
 from triage.online.loop import OnlineTriage
 from triage.online.records import ConflictingRedelivery
@@ -103,7 +103,7 @@ def test_watch_prints_the_conflict_on_stderr(rf_dir, tmp_path):
     lines = [{"series_id": "s", "commit": f"c{i}", "value": float(v)} for i, v in enumerate(step_series(30))]
     lines.append({"series_id": "s", "commit": "c29", "value": 7.5})
     proc = subprocess.run(
-        [sys.executable, "-m", "triage.cli.app", "watch", "--model", str(rf_dir), "--state", str(tmp_path / "w.db")],
+        [*warm_triage(), "watch", "--model", str(rf_dir), "--state", str(tmp_path / "w.db")],
         input="".join(json.dumps(r) + "\n" for r in lines), capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr

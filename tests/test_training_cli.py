@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 from helpers_training import make_matrix
 from typer.testing import CliRunner
+from warm_start import warm_triage
 
 from triage.cli.app import app
 from triage.training.model_files import load_model
@@ -83,7 +83,7 @@ def test_bad_input_exits_2_with_one_line(matrix_file, tmp_path):
     bad = tmp_path / "untriaged.parquet"
     pd.read_parquet(matrix_file).assign(label="not_triaged").to_parquet(bad)
     proc = subprocess.run(
-        [sys.executable, "-c", "from triage.cli.app import main; main()", "train", "--matrix", str(bad),
+        [*warm_triage(), "train", "--matrix", str(bad),
          "--out", str(tmp_path / "m"), "--no-track"],
         capture_output=True, text=True, timeout=120,
     )

@@ -58,12 +58,12 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 from helpers_cli import flat, invoke
+from warm_start import warm_triage
 
 # ---------------------------------------------------------------- 1. one name per mode across the files
 
@@ -362,7 +362,7 @@ def test_a_local_cluster_of_no_workers_is_refused_naming_the_variable(tmp_path, 
     data.write_text("series_id,commit,value\n" + "".join(f"s,c{k:02d},{1 + k % 2}\n" for k in range(12)))
     try:
         done = subprocess.run(
-            [sys.executable, "-c", "from triage.cli.app import main; main()", "detect", "--data", str(data),
+            [*warm_triage(), "detect", "--data", str(data),
              "--out", str(tmp_path / "found.csv"), "--scheduler", "local"],
             capture_output=True, text=True, timeout=90, env={**os.environ, "TRIAGE_DASK_WORKERS": workers},
         )

@@ -57,6 +57,7 @@ import pandas as pd
 import pytest
 from helpers_cli import flat, invoke
 from typer.testing import CliRunner
+from warm_start import warm_triage
 
 from triage.cli.app import app
 
@@ -220,7 +221,7 @@ def test_report_step_stops_at_a_confirmed_change(history):
 
 def test_out_dash_is_named_standard_output(history, tmp_path):
     """Defect 7: the closing line of label / score --out -."""
-    res = subprocess.run([TRIAGE, "label", "--data", str(history), "--out", "-", "--show", "0"],
+    res = subprocess.run([*warm_triage(TRIAGE), "label", "--data", str(history), "--out", "-", "--show", "0"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("series_id,commit,label,p_false,p_true")

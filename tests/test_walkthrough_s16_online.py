@@ -68,6 +68,7 @@ from pathlib import Path
 
 import pytest
 from helpers_cli import flat, invoke, make_unwritable, run_triage
+from warm_start import warm_triage
 
 from triage.online.state_store import StateStore
 
@@ -263,14 +264,11 @@ def test_option_that_needs_another_is_a_usage_error(rhai_lines, args, needs):
 
 
 def test_full_disk_under_stdout_is_named(rhai_lines, tmp_path):
-    import sys
-
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full here")
     db = tmp_path / "state.db"
     with open("/dev/full", "w") as full:
-        got = subprocess.run([sys.executable, "-c", "from triage.cli.app import main; main()", "watch",
-                              "--state", str(db)], input=_stdin(rhai_lines[:30]), stdout=full,
+        got = subprocess.run([*warm_triage(), "watch", "--state", str(db)], input=_stdin(rhai_lines[:30]), stdout=full,
                              stderr=subprocess.PIPE, text=True, timeout=300)
     assert got.returncode == 2, got.stderr
     assert got.stderr.startswith("error: <stdout>: cannot write the decisions (No space left on device)"), got.stderr

@@ -119,6 +119,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers_cli import flat, invoke
+from warm_start import warm_triage
 
 from triage.core.errors import InputError
 from triage.loaders import load, long_csv_parts
@@ -598,14 +599,11 @@ def test_a_file_of_empty_rows_only_has_no_data_rows(tmp_path):
 
 def test_parquet_on_standard_input_is_read(tmp_path):
     import subprocess
-    import sys
 
     path = _parquet(tmp_path / "h.parquet")
     res = subprocess.run(
         [
-            sys.executable,
-            "-c",
-            "from triage.cli.app import main; main()",
+            *warm_triage(),
             "convert",
             "--data",
             "-",
