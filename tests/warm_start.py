@@ -42,6 +42,7 @@ import json
 import os
 import resource
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -67,7 +68,7 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signa
 _servers: dict[frozenset, tuple[subprocess.Popen, str]] = {}
 #: Servers kept at once per test process: each holds its imports (about 300 MB); the oldest is stopped.
 MAX_SERVERS = 2
-_retired: list[subprocess.Popen] = []
+_retired: list[tuple[subprocess.Popen, str]] = []
 
 
 def warm_triage(argv0: str = "-c") -> list[str]:
@@ -87,8 +88,8 @@ def warm_triage(argv0: str = "-c") -> list[str]:
         while len(_servers) >= MAX_SERVERS:
             # Told to stop, not waited for: it ends once the commands it started have (one may be
             # a test's watcher still running); this process waits for it at exit.
-            server = _servers.pop(next(iter(_servers)))[0]
-            _retired.append(server)
+            server, old = _servers.pop(next(iter(_servers)))
+            _retired.append((server, old))
             assert server.stdin is not None
             server.stdin.close()
         folder = tempfile.mkdtemp(prefix="triage-warm-")
@@ -123,16 +124,18 @@ def _inherited_environment() -> dict[str, str]:
 
 
 def _stop() -> None:
-    """Stop every server: each ends once the commands it started have ended."""
-    servers = [server for server, _ in _servers.values()] + _retired
-    for server in servers:
+    """Stop every server (each ends once the commands it started have ended) and remove its folder."""
+    servers = [*_servers.values(), *_retired]
+    for server, _ in servers:
         if server.stdin is not None and not server.stdin.closed:
             server.stdin.close()  # the server's signal to end: EOF on its standard input
-    for server in servers:
+    for server, address in servers:
         try:
             server.wait(timeout=600)
         except subprocess.TimeoutExpired:
             server.kill()
+            server.wait()
+        shutil.rmtree(os.path.dirname(address), ignore_errors=True)
 
 
 def _limits() -> dict[str, list[int]]:
