@@ -29,9 +29,15 @@ forked. The stub runs the fresh interpreter itself (``exec``) when:
   workers too);
 * the server cannot be reached.
 
-Tests of start-up itself, of a kill -9 (the child outlives a killed stub by
-the moment it takes to see the socket close) and of the installed wheel
-keep starting fresh interpreters directly.
+The child ends as the interpreter's own exit does (threads joined, atexit
+functions, stdout and stderr flushed) but skips tearing down the imported
+modules, which would write to every page it shares with the server.
+
+Tests of start-up itself, of signals (a forwarded signal arrives a moment
+after the stub's: a test that signals and then closes the command's input
+races with it), of a kill -9 (the child outlives a killed stub by the moment
+it takes to see the socket close), of resource limits and of the installed
+wheel keep starting fresh interpreters directly.
 """
 
 from __future__ import annotations
@@ -124,14 +130,15 @@ def _inherited_environment() -> dict[str, str]:
 
 
 def _stop() -> None:
-    """Stop every server (each ends once the commands it started have ended) and remove its folder."""
+    """Stop every server (each ends once the commands it started have ended, or after 10 s) and remove its folder."""
     servers = [*_servers.values(), *_retired]
     for server, _ in servers:
         if server.stdin is not None and not server.stdin.closed:
             server.stdin.close()  # the server's signal to end: EOF on its standard input
     for server, address in servers:
         try:
-            server.wait(timeout=600)
+            # Not longer: a command a test left running (a --follow watcher) must not hold up the run's end.
+            server.wait(timeout=10)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
