@@ -93,6 +93,7 @@ from pathlib import Path
 
 import pytest
 from helpers_cli import flat, invoke, run_triage
+from warm_start import warm_triage
 
 from triage.online.state_store import StateStore
 
@@ -121,7 +122,10 @@ def _run_limited(
     env: dict[str, str] | None = None,
     append: bool = False,
 ) -> subprocess.CompletedProcess:
-    """``triage ARGS`` in a fresh interpreter, standard output into ``stdout``, at most ``fsize`` bytes a file.
+    """``triage ARGS`` in a process of its own, standard output into ``stdout``, at most ``fsize`` bytes a file.
+
+    (Forked from the tests' warm server, :mod:`warm_start`, which sets the limit in the child before
+    the command runs; a fresh interpreter when ``env`` changes the environment.)
 
     (The checkout's revision is read under the same limit: ``triage.core.versions`` asks git for
     no optional locks, so git writes nothing there; these runs once left ``.git/index.lock``.)
@@ -133,7 +137,7 @@ def _run_limited(
 
     with open(stdout, "ab" if append else "wb") as out:
         return subprocess.run(
-            [sys.executable, "-c", "from triage.cli.app import main; main()", *map(str, args)],
+            [*warm_triage(), *map(str, args)],
             input=stdin.encode(),
             stdout=out,
             stderr=subprocess.PIPE,

@@ -91,3 +91,21 @@ def test_a_stub_killed_by_sigkill_takes_its_command_with_it(tmp_path):
     while _children_of_servers() & child and time.time() < deadline:
         time.sleep(0.05)
     assert not _children_of_servers() & child
+
+
+def test_a_file_size_limit_holds_in_the_forked_command_as_in_a_fresh_one(tmp_path):
+    import resource
+
+    data = tmp_path / "h.csv"
+    data.write_text("series_id,commit,value\n" + "".join(f"s{k},c{i},{1 + (i >= 30)}\n" for k in range(40)
+                                                         for i in range(60)))
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
+
+    before = _forked()
+    args = ["convert", "--data", str(data), "--out", "x.csv"]
+    warm, fresh = _both(args, cwd=tmp_path, preexec_fn=limit)
+    assert _forked() - before == 1
+    assert warm.returncode == fresh.returncode == 2, warm.stderr
+    assert warm.stderr == fresh.stderr and "File too large" in warm.stderr

@@ -23,7 +23,10 @@ forked. The stub runs the fresh interpreter itself (``exec``) when:
 * an environment variable differs from the server's (imports read them once:
   the locale, ``PYTHON*``, numba's, rich's ``COLUMNS``, ...), except the ones
   in :data:`READ_AT_RUN_TIME`, which the commands read when they run;
-* a resource limit differs (a limit set for the test applies from the start);
+* a resource limit differs (a limit set for the test applies from the start),
+  except the file-size limit, which the child sets before the command runs:
+  the imports write no file, and what the command writes (and the processes
+  it starts) is held to it as in a fresh interpreter;
 * one of the standard streams is closed, or the stub leads its own process
   group or session (a signal to the group must reach the command's own
   workers too);
@@ -156,7 +159,7 @@ def _differences(env: dict[str, str], limits: dict[str, list[int]]) -> list[str]
     # process made the same imports before it started the command.
     why = [f"environment {k}={env.get(k)!r} (server {_START_ENV.get(k)!r})" for k in sorted(keys)
            if env.get(k) != _START_ENV.get(k) and not (k not in _START_ENV and env.get(k) == _IMPORT_SET.get(k))]
-    return why + [f"limit {k}" for k, v in limits.items() if v != _START_LIMITS.get(k)]
+    return why + [f"limit {k}" for k, v in limits.items() if v != _START_LIMITS.get(k) and k != "RLIMIT_FSIZE"]
 
 
 # ---- the server ---------------------------------------------------------------------------------------
@@ -284,6 +287,7 @@ def _child(conn, fds, request, children, server_fds) -> None:
         os.close(fd)
     os.chdir(request["cwd"])
     os.umask(request["umask"])
+    resource.setrlimit(resource.RLIMIT_FSIZE, tuple(request["limits"]["RLIMIT_FSIZE"]))
     for key in READ_AT_RUN_TIME:
         if key in request["env"]:
             os.environ[key] = request["env"][key]
