@@ -241,11 +241,16 @@ def _reap(children: dict[int, socket.socket]) -> None:
             message = f"signal {os.WTERMSIG(status)}"
         else:
             message = f"exit {os.waitstatus_to_exitcode(status)}"
-        try:
-            conn.send(message.encode())
-        except OSError:
-            pass  # the stub is gone (killed): nobody to tell
+        _tell(conn, message.encode())
         conn.close()
+
+
+def _tell(conn: socket.socket, message: bytes) -> None:
+    """Send ``message`` to a stub; one that is gone (killed) has nobody to tell, and the server goes on."""
+    try:
+        conn.send(message)
+    except OSError:
+        pass
 
 
 def _start(conn: socket.socket, children: dict[int, socket.socket], server_fds: tuple) -> None:
@@ -260,7 +265,7 @@ def _start(conn: socket.socket, children: dict[int, socket.socket], server_fds: 
         print(f"exec {request['args'][:1]}: {', '.join(why)}", file=sys.stderr, flush=True)
         for fd in fds:
             os.close(fd)
-        conn.send(b"exec")
+        _tell(conn, b"exec")
         conn.close()
         return
     pid = os.fork()
@@ -269,7 +274,7 @@ def _start(conn: socket.socket, children: dict[int, socket.socket], server_fds: 
     for fd in fds:
         os.close(fd)
     children[pid] = conn
-    conn.send(b"forked")
+    _tell(conn, b"forked")  # a stub gone meanwhile: its child sees the socket close and ends
 
 
 def _child(conn, fds, request, children, server_fds) -> None:
