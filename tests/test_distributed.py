@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import numpy as np
 import pandas as pd
 import pytest
 from warm_start import warm_triage
 
-from triage.distributed import joblib_on, map_frames, map_series, partition_of, split
+from triage.distributed import (
+    STOPS,
+    _stops_held,
+    joblib_on,
+    map_frames,
+    map_series,
+    partition_of,
+    split,
+)
 from triage.synthetic import generate
 
 
@@ -100,3 +111,24 @@ def test_an_unreachable_scheduler_is_a_usage_error_naming_it(tmp_path, dataset, 
     assert code == 2, output
     assert f"--scheduler: cannot reach a dask scheduler at '{address}'" in flat(output)
     assert not out.exists()
+
+
+def test_stops_held_while_a_cluster_starts_arrive_once_delivered():
+    """A SIGTERM while held is neither lost nor acted on before ``deliver``; the handlers and the
+    signal mask are as before once the block ends."""
+    seen: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        with _stops_held() as held:
+            assert STOPS <= signal.pthread_sigmask(signal.SIG_BLOCK, [])
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)  # a standard signal pends once
+        assert seen == [] and held.pending == [signal.SIGTERM]
+        assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
+        held.deliver()
+        assert seen == [signal.SIGTERM] and held.pending == []
+        held.deliver()
+        assert seen == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, before)

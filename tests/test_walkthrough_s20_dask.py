@@ -269,12 +269,20 @@ def _group(pgid: int) -> list[str]:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="process groups and ps as on Linux")
-@pytest.mark.parametrize(("stop", "exit_code"), [("ctrl-c", 130), ("sigterm", 143)])
-def test_ctrl_c_during_a_local_cluster_run_stops_it_quietly(tmp_path, real_frame, stop, exit_code):
+@pytest.mark.parametrize(
+    ("stop", "exit_code", "when"),
+    [("ctrl-c", 130, "starting"), ("sigterm", 143, "starting"), ("ctrl-c", 130, "running")],
+)
+def test_ctrl_c_during_a_local_cluster_run_stops_it_quietly(tmp_path, real_frame, stop, exit_code, when):
     """Ctrl-C reaches the whole process group; SIGTERM (systemd's stop, ``kill``) only the command.
     Either way nothing of dask's is said: its workers' and nannies' shutdown warnings (a cancelled
     instruction, "still alive after 4.0 seconds, killing", now and then a heartbeat traceback)
-    were printed on every such stop, and the traceback failed this test 1 run in 10."""
+    were printed on every such stop, and the traceback failed this test 1 run in 10.
+
+    While the worker was still starting, both stops ended in dask's exit hook printing
+    ``AssertionError: Status.init`` (CI failed on it when its worker took over 2 s to start),
+    and Ctrl-C also in the worker's own KeyboardInterrupt traceback from its imports and
+    "the local dask cluster did not start"."""
     data = tmp_path / "h.csv"
     real_frame.to_csv(data, index=False)  # all 372 series: long enough a run to interrupt
     out = tmp_path / "d.csv"
@@ -291,7 +299,8 @@ def test_ctrl_c_during_a_local_cluster_run_stops_it_quietly(tmp_path, real_frame
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not any("spawn_main" in p for p in _group(proc.pid)):
             time.sleep(0.2)
-        time.sleep(2.0)  # the worker has its parts
+        if when == "running":
+            time.sleep(2.0)  # the worker has its parts
         assert proc.poll() is None, "the run ended before Ctrl-C"
         if stop == "ctrl-c":
             os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends it: to the whole group

@@ -32,6 +32,7 @@ into its new store (states are rebuilt by replay, never shared by two writers).
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import zlib
 from collections.abc import Callable, Iterator
@@ -76,16 +77,23 @@ def client(scheduler: str | None) -> Iterator[Any]:
     if scheduler == LOCAL:
         _refuse_while_spawning()
         workers = _local_workers()
-        try:
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   # a port of its own: two runs at once warned "Port 8787 is already in use"
-                                   dashboard_address="127.0.0.1:0",
-                                   preload=[__name__])  # dask_setup below: the workers leave Ctrl-C to us
-        except Exception as exc:  # noqa: BLE001 (dask says only "Nanny failed to start.")
-            raise _local_cluster_failed(exc) from None
-        with _quiet_when_interrupted(cluster) as interrupted, cluster, Client(cluster) as c:
+        failed: Exception | None = None
+        with _stops_held() as held:
             try:
-                yield c
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                       # a port of its own: two runs at once warned "Port 8787 is already in use"
+                                       dashboard_address="127.0.0.1:0",
+                                       preload=[__name__])  # dask_setup below: the workers leave Ctrl-C to us
+            except Exception as exc:  # noqa: BLE001 (dask says only "Nanny failed to start.")
+                failed = exc
+        if failed is not None:
+            held.deliver()  # asked to stop meanwhile: that, not the failure, is what the user meant
+            raise _local_cluster_failed(failed) from None
+        with _quiet_when_interrupted(cluster) as interrupted, cluster:
+            try:
+                held.deliver()  # a stop asked for while the cluster started acts now that it can be closed
+                with Client(cluster) as c:
+                    yield c
             except KeyboardInterrupt:
                 interrupted()
                 raise
@@ -123,6 +131,74 @@ def client(scheduler: str | None) -> Iterator[Any]:
                 raise _connection_lost(scheduler, exc) from None
 
 
+#: The signals that stop a command: Ctrl-C's, and systemd's / ``kill``'s.
+STOPS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+class _HeldStops:
+    """The stop signals that arrived while held, to deliver once it is safe."""
+
+    def __init__(self) -> None:
+        self.pending: list[int] = []
+        self.previous: dict[int, Any] = {}
+        self.blocked = False
+
+    def hold(self, signum: int, frame: Any) -> None:
+        if signum not in self.pending:
+            self.pending.append(signum)
+
+    def release(self) -> None:
+        if self.blocked:
+            # Taken from the kernel's pending set, not unblocked into the old handlers: they would
+            # raise KeyboardInterrupt here, before the caller is where the cluster can be closed.
+            while (info := signal.sigtimedwait(STOPS, 0)) is not None:
+                self.hold(info.si_signo, None)
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        self.previous.clear()
+        if self.blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+            self.blocked = False
+
+    def deliver(self) -> None:
+        """Raise the held signals through their own handlers (Ctrl-C's KeyboardInterrupt, ...)."""
+        pending, self.pending = self.pending, []
+        for signum in pending:
+            signal.raise_signal(signum)
+
+
+@contextmanager
+def _stops_held() -> Iterator[_HeldStops]:
+    """Hold Ctrl-C and SIGTERM while a ``LocalCluster`` starts; the caller delivers them after.
+
+    Interrupted while a worker was still starting, the cluster was never
+    assigned, so nothing here closed it: dask's exit hook did, and printed an
+    ``AssertionError: Status.init`` traceback (a worker not yet running cannot
+    be closed as a running one). The signals are blocked, not only handled:
+    the threads and worker processes started meanwhile inherit the mask, so a
+    terminal's Ctrl-C (sent to the whole process group) does not end a worker
+    in the middle of its imports with a traceback of its own; :func:`dask_setup`
+    unblocks them in each worker once it can take them quietly (as Python's
+    multiprocessing does for its resource tracker). Only the main thread sets
+    handlers: elsewhere nothing is held.
+    """
+    held = _HeldStops()
+    if threading.current_thread() is threading.main_thread():
+        from multiprocessing import resource_tracker
+
+        # Started by the cluster's first queue, the tracker would unblock both signals in the
+        # thread that started it (the cluster's event loop), and from there in the workers.
+        resource_tracker.ensure_running()
+        for signum in STOPS:
+            held.previous[signum] = signal.signal(signum, held.hold)  # a thread started earlier may take one
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        held.blocked = True
+    try:
+        yield held
+    finally:
+        held.release()
+
+
 def dask_setup(worker: Any) -> None:
     """Set up a worker of the local cluster (a dask preload): SIGINT only silences its logging.
 
@@ -135,10 +211,10 @@ def dask_setup(worker: Any) -> None:
     task (a cancelled instruction, a heartbeat to a scheduler already gone,
     with its traceback) is noise to the user who asked it to stop.
     """
-    import signal
-
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _silence_logging)
+    # started while the command held them (see _stops_held): a stop that came meanwhile arrives now
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
 
 
 def _silence_logging(signum: int, frame: Any) -> None:
@@ -158,7 +234,6 @@ def _quiet_when_interrupted(cluster: Any) -> Iterator[Callable[[], None]]:
     in a task. Logging is as before once the block has ended.
     """
     import logging
-    import signal
 
     before = logging.root.manager.disable
     silenced = False
