@@ -132,3 +132,20 @@ def test_stops_held_while_a_cluster_starts_arrive_once_delivered():
         assert seen == [signal.SIGTERM]
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_a_local_cluster_whose_workers_do_not_start_in_time_is_a_usage_error(tmp_path, dataset, monkeypatch):
+    """dask waited for a starting worker for ever (and a stop is held while it starts); past the
+    limit the command ends with an error that says so, not dask's bare "Status.starting"."""
+    from helpers_cli import flat, invoke
+
+    import triage.distributed as distributed
+    from triage.loaders import write_long
+
+    monkeypatch.setattr(distributed, "WORKER_TIMEOUT", 0.01)
+    data = write_long(dataset.subset(dataset.series_ids[:2]), tmp_path / "h.csv")
+    out = tmp_path / "c.csv"
+    code, output = invoke(["candidates", "--data", data, "--detector", "binseg", "--out", out, "--scheduler", "local"])
+    assert code == 2, output
+    assert "--scheduler: local: the local dask cluster's workers did not start within 0.01 s" in flat(output)
+    assert not out.exists()

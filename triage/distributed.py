@@ -50,6 +50,7 @@ LOCAL = "local"
 CONNECT_TIMEOUT = 10.0
 #: Seconds to wait for a connected scheduler's first worker before saying it has none: long
 #: enough for an autoscaled cluster's first worker to start, short of looking like a hang.
+#: Also how long a local cluster's workers may take to start.
 WORKER_TIMEOUT = 120.0
 
 
@@ -83,6 +84,8 @@ def client(scheduler: str | None) -> Iterator[Any]:
                 cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                        # a port of its own: two runs at once warned "Port 8787 is already in use"
                                        dashboard_address="127.0.0.1:0",
+                                       # dask waits for a starting worker for ever; a stop is held meanwhile
+                                       death_timeout=WORKER_TIMEOUT,
                                        preload=[__name__])  # dask_setup below: the workers leave Ctrl-C to us
             except Exception as exc:  # noqa: BLE001 (dask says only "Nanny failed to start.")
                 failed = exc
@@ -279,6 +282,16 @@ def _local_cluster_failed(exc: BaseException) -> InputError:
     """The error for a ``LocalCluster`` that did not start, with what to do about it."""
     import multiprocessing
 
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in chain:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    if any(isinstance(e, TimeoutError) for e in chain):
+        # dask then says only "Status.starting" (an assertion in its clean-up)
+        return InputError("--scheduler", None, f"local: the local dask cluster's workers did not start within "
+                          f"{WORKER_TIMEOUT:g} s (a machine this busy, or a worker stuck in its imports); try again, "
+                          "or give the address of a running dask scheduler, or no --scheduler")
     try:
         multiprocessing.get_context("spawn").Lock()
     except OSError as lock:  # a sandbox without a writable /dev/shm: no process can be started
