@@ -497,15 +497,14 @@ def _scheduler_without_workers():
     pytest.skip("the dask scheduler did not start within 15 s")
 
 
-def _candidates_in_thread(args: list, wait: float, meanwhile=None) -> list[tuple[int, str]]:
-    """``invoke(args)`` in a daemon thread; ``meanwhile()`` after 3 s; the result, if any, after ``wait`` s."""
-    import time
-
+def _candidates_in_thread(args: list, wait: float, meanwhile=None, waiting=None) -> list[tuple[int, str]]:
+    """``invoke(args)`` in a daemon thread; ``meanwhile()`` once ``waiting`` (an Event) is set; the
+    result, if any, after ``wait`` s."""
     result: list[tuple[int, str]] = []
     worker = threading.Thread(target=lambda: result.append(invoke(args)), daemon=True)
     worker.start()
     if meanwhile is not None:
-        time.sleep(3)
+        assert waiting is not None and waiting.wait(60), "the command never reached the point to interrupt"
         meanwhile()
     worker.join(wait)
     return result
@@ -542,10 +541,22 @@ def test_scheduler_lost_during_the_run_is_a_clear_error(tmp_path, real_frame, mo
     try:
         # Dask's reconnect gives up after the client's timeout: 2 s rather than 10.
         monkeypatch.setattr(distributed, "CONNECT_TIMEOUT", 2.0)
+        # Stopped once the command waits for a worker (connected): a fixed 3 s could fall before
+        # the connection on a busy machine, which is the other error.
+        import distributed as dask_distributed
+
+        waiting = threading.Event()
+        wait_for_workers = dask_distributed.Client.wait_for_workers
+
+        def waits(self, *a, **kw):
+            waiting.set()
+            return wait_for_workers(self, *a, **kw)
+
+        monkeypatch.setattr(dask_distributed.Client, "wait_for_workers", waits)
         data = _extract(real_frame, tmp_path / "h.csv", *real_frame["series_id"].drop_duplicates()[:2])
         out = tmp_path / "c.csv"
         args = ["candidates", "--data", data, "--detector", "binseg", "--out", out, "--scheduler", address]
-        result = _candidates_in_thread(args, 12, meanwhile=sched.terminate)  # stopped while the command waits
+        result = _candidates_in_thread(args, 12, meanwhile=sched.terminate, waiting=waiting)
     finally:
         sched.terminate()
         sched.wait(10)
