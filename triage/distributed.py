@@ -143,25 +143,23 @@ class _HeldStops:
 
     def __init__(self) -> None:
         self.pending: list[int] = []
-        self.previous: dict[int, Any] = {}
-        self.blocked = False
+        self.previous: dict[int, Any] = {}  # the handlers replaced (and signals blocked) while held
 
     def hold(self, signum: int, frame: Any) -> None:
         if signum not in self.pending:
             self.pending.append(signum)
 
     def release(self) -> None:
-        if self.blocked:
-            # Taken from the kernel's pending set, not unblocked into the old handlers: they would
-            # raise KeyboardInterrupt here, before the caller is where the cluster can be closed.
-            while (info := signal.sigtimedwait(STOPS, 0)) is not None:
-                self.hold(info.si_signo, None)
+        if not self.previous:
+            return
+        # Taken from the kernel's pending set, not unblocked into the old handlers: they would
+        # raise KeyboardInterrupt here, before the caller is where the cluster can be closed.
+        while (info := signal.sigtimedwait(STOPS, 0)) is not None:
+            self.hold(info.si_signo, None)
         for signum, handler in self.previous.items():
             signal.signal(signum, handler)
         self.previous.clear()
-        if self.blocked:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
-            self.blocked = False
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
 
     def deliver(self) -> None:
         """Raise the held signals through their own handlers (Ctrl-C's KeyboardInterrupt, ...)."""
@@ -195,7 +193,6 @@ def _stops_held() -> Iterator[_HeldStops]:
         for signum in STOPS:
             held.previous[signum] = signal.signal(signum, held.hold)  # a thread started earlier may take one
         signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
-        held.blocked = True
     try:
         yield held
     finally:
