@@ -118,7 +118,7 @@ def _inherited_environment() -> dict[str, str]:
     """The environment a process started now inherits: the C library's, not only ``os.environ``.
 
     They differ once a library calls setenv() itself: ``import readline`` sets COLUMNS and LINES,
-    which rich reads when the CLI's consoles are made. pytest's per-test marker is left out.
+    which rich reads when the CLI's consoles are made.
     """
     libc = ctypes.CDLL(None)
     entries = ctypes.POINTER(ctypes.c_char_p).in_dll(libc, "environ")
@@ -128,7 +128,6 @@ def _inherited_environment() -> dict[str, str]:
         key, _, value = os.fsdecode(entries[i]).partition("=")
         env[key] = value
         i += 1
-    env.pop("PYTEST_CURRENT_TEST", None)
     return env
 
 
