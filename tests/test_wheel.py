@@ -7,8 +7,11 @@ through a ``.pth`` line naming this interpreter's site-packages (a ``.pth``
 there is not processed in turn, so the checkout's editable install stays
 invisible). Every command then runs from a directory outside the checkout;
 the last ones as a CI job or a container runs them: a fresh HOME, TMPDIR
-naming no folder, the C locale, ``python -I``. (The sdist, the build's output
-and the metadata: tests/test_walkthrough_s18_install.py.)
+naming no folder, the C locale, ``python -I``. The installed copy starts with
+the feature kernels the checkout compiled in its cache folder, as a user whose
+cache already holds them (numba checks them against the sources' bytes), and
+compiles the model kernels itself. (The sdist, the build's output and the
+metadata: tests/test_walkthrough_s18_install.py.)
 """
 
 from __future__ import annotations
@@ -51,6 +54,34 @@ def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 120,
     return done
 
 
+#: The checkout's folder of compiled feature kernels (numba's choice for a checkout: beside the sources).
+CHECKOUT_KERNELS = ROOT / "features" / "__pycache__"
+
+
+def _kernel_cache_folder(cache: Path, package_dir: Path) -> Path:
+    """Where numba keeps the kernels of the modules in ``package_dir`` under ``NUMBA_CACHE_DIR=cache``."""
+    from numba.core.caching import UserProvidedCacheLocator
+
+    return cache / UserProvidedCacheLocator.get_suitable_cache_subpath(str(package_dir / "module.py"))
+
+
+def _seed_kernel_cache(package: Path, cache: Path) -> None:
+    """Give the installed copy the feature kernels the checkout compiled (``make kernels``), as a warm cache.
+
+    numba stamps a cached kernel with a hash of its source file's bytes, which the
+    wheel keeps, so the installed copy loads them instead of compiling them again
+    (compiling every kernel cold, the demo-and-tour test took 129 s of a suite
+    run; seeded, 49 s while another run shared the cores). Only
+    ``training/compiled.py``'s kernels are left out: the installed copy compiles
+    those itself, into the user's cache folder (checked after the demo). A
+    checkout without compiled kernels seeds nothing; the demo then compiles all.
+    """
+    target = _kernel_cache_folder(cache, package / "features")
+    target.mkdir(parents=True)
+    for f in CHECKOUT_KERNELS.glob("*.nb[ic]") if CHECKOUT_KERNELS.is_dir() else ():
+        shutil.copy2(f, target / f.name)
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[Path, dict[str, str], Path]:
     """(bin directory of the fresh virtualenv, its environment, a working directory outside the checkout)."""
@@ -70,6 +101,7 @@ def installed(tmp_path_factory) -> tuple[Path, dict[str, str], Path]:
     (site / "project-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     _run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps",
           "--no-index", str(wheel)], cwd=base, env=env, timeout=300)
+    _seed_kernel_cache(site / "triage", base / "cache" / "changepoint-triage" / "numba")
     work = base / "work"
     work.mkdir()
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
@@ -96,6 +128,13 @@ def test_demo_and_tour_run_from_the_installed_wheel(installed):
     assert "changepoint-triage" in _run([triage, "--version"], cwd=work, env=env).stdout
     _run([triage, "demo", "--out", "demo"], cwd=work, env=env, timeout=300)
     assert (work / "demo" / "report" / "index.html").is_file()
+    # The kernels it compiled went to the user's cache folder, next to the seeded ones; none to site-packages.
+    package = next((bindir.parent / "lib").glob("python3*/site-packages")) / "triage"
+    cache = Path(env["XDG_CACHE_HOME"]) / "changepoint-triage" / "numba"
+    folders = {_kernel_cache_folder(cache, package / "features"), _kernel_cache_folder(cache, package / "training")}
+    assert set(cache.iterdir()) == folders
+    assert any((_kernel_cache_folder(cache, package / "training")).glob("compiled.*.nbi"))
+    assert not list(package.rglob("*.nb[ic]"))
     # The tour, CI-sized: data from the demo, every model found by name, outputs through '-'.
     data = str(work / "demo" / "data")
     _run([triage, "summary", "--data", data], cwd=work, env=env)
