@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import typer.main
+import typer.testing
 from hypothesis import settings
 
 # `make test` draws the same examples in every run: a random draw that meets a rare edge case failed
@@ -17,6 +19,31 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _built_once(get_command):
+    """``get_command`` remembering the click command it built for each Typer app.
+
+    typer builds the whole click command tree from the functions' signatures at
+    every ``CliRunner().invoke(app, ...)`` (0.07-0.08 s for ``triage``'s 22
+    commands, about 1,400 times a suite run); a ``triage`` process builds it once.
+    The tree holds no state of a run: a context is made per invocation.
+    """
+    built: dict[int, tuple[object, object]] = {}
+
+    def cached(typer_instance):
+        app, command = built.get(id(typer_instance), (None, None))
+        if app is not typer_instance:
+            command = get_command(typer_instance)
+            built[id(typer_instance)] = (typer_instance, command)
+        return command
+
+    return cached
+
+
+typer.main.get_command = _built_once(typer.main.get_command)
+if hasattr(typer.testing, "_get_command"):  # the name CliRunner.invoke calls (typer 0.12-0.x)
+    typer.testing._get_command = typer.main.get_command
 
 
 @pytest.fixture
