@@ -57,6 +57,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import subprocess
@@ -339,7 +340,8 @@ def _store_with_version(path: Path, version: str) -> Path:
 
     code, text = invoke(["watch", "--state", path], stdin='{"series_id":"s1","commit":"c7","value":1}\n')
     assert code == 0, text
-    with sqlite3.connect(path) as db:
+    # closed here, not when the garbage collector gets to it: an open reader keeps `watch` out
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
         db.execute("UPDATE meta SET value = ? WHERE key = 'format_version'", (version,))
     return path
 
@@ -347,7 +349,7 @@ def _store_with_version(path: Path, version: str) -> Path:
 def _rows(store: Path) -> list[tuple]:
     import sqlite3
 
-    with sqlite3.connect(store) as db:
+    with contextlib.closing(sqlite3.connect(store)) as db:
         return [row for table in ("meta", "decisions", "series")
                 for row in db.execute(f"SELECT * FROM {table} ORDER BY 1")]  # noqa: S608 (our table names)
 
