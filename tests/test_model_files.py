@@ -53,6 +53,21 @@ def test_round_trip_gives_identical_probabilities(model, fitted, matrix, tmp_pat
     assert not any(n.endswith(".pkl") or n.endswith(".pickle") for n in names)
 
 
+def test_loading_runs_no_git(fitted, tmp_path, monkeypatch):
+    # The compatibility check needs the installed libraries' versions only; it ran `git rev-parse`
+    # and `git status` on every load (the code revision goes into the manifests written).
+    import subprocess
+
+    path = save_model(fitted["xgb"], tmp_path / "m")
+    assert "changepoint-triage-revision" in load_model(path).manifest_["libraries"]
+
+    def no_git(*args, **kwargs):
+        raise AssertionError(f"a load started {args[0] if args else kwargs}")
+
+    monkeypatch.setattr(subprocess, "run", no_git)
+    assert load_model(path).manifest_["n_features"] == fitted["xgb"].n_features_in_
+
+
 def test_tampered_file_is_refused(fitted, tmp_path):
     path = save_model(fitted["rf"], tmp_path / "m")
     with open(path / "model.skops", "ab") as fh:

@@ -423,9 +423,12 @@ def _manifest(clf, files, window, metrics, feature_set_file, extra) -> dict[str,
     }
 
 
-def library_versions() -> dict[str, str | None]:
-    """Versions of the libraries a saved model depends on, and the code's revision (:mod:`triage.core.versions`)."""
-    out = distribution_versions(("scikit-learn", "xgboost", "skops", "numpy", "changepoint-triage"))
+def library_versions(revision: bool = True) -> dict[str, str | None]:
+    """Versions of the libraries a saved model depends on, and the code's revision (:mod:`triage.core.versions`).
+
+    ``revision=False``: without the revision (two git commands), as a load's compatibility check needs.
+    """
+    out = distribution_versions(("scikit-learn", "xgboost", "skops", "numpy", "changepoint-triage"), revision)
     if out.get("xgboost") is None:
         try:
             out["xgboost"] = metadata.version("xgboost-cpu")
@@ -689,7 +692,7 @@ def check_compatible(manifest: object, path: str | Path = "<manifest>") -> None:
     saved = manifest["libraries"]
     if not isinstance(saved, dict) or not isinstance(manifest["files"], dict):
         raise ModelFileError(path, "manifest 'libraries' and 'files' must be objects")
-    here = library_versions()
+    here = library_versions(revision=False)
     kind = KINDS[manifest["model"]]
     if kind.native_file is None or manifest["files"].get("calibrator"):
         # skops files hold scikit-learn internals, whose layout may change with

@@ -50,13 +50,18 @@ def file_sha256(file: Path) -> str:
     return h.hexdigest()
 
 
-def distribution_versions(names: Iterable[str]) -> dict[str, str | None]:
-    """Python's version, each distribution's (None: not installed) and the checkout's revision (:data:`REVISION`)."""
+def distribution_versions(names: Iterable[str], revision: bool = True) -> dict[str, str | None]:
+    """Python's version, each distribution's (None: not installed) and the checkout's revision (:data:`REVISION`).
+
+    ``revision=False`` leaves the revision out: it runs git twice, which a check
+    of what is installed does not need.
+    """
     out: dict[str, str | None] = {"python": platform.python_version()}
     for dist in names:
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[dist] = None
-    out[REVISION] = code_revision()
+    if revision:
+        out[REVISION] = code_revision()
     return out
