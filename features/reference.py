@@ -16,11 +16,15 @@ without the fast version's algebraic shortcuts.
 
 Importing ``tsfeatures`` replaces ``warnings.warn`` with a no-op and changes
 ``numpy``'s error state for the whole process; :func:`_tsfeatures` undoes both.
+It also imports ``antropy``, whose numba functions are compiled at import from
+their declared signatures and not cached (12-15 s of every first import);
+:func:`_tsfeatures` has numba cache them, as this package's own kernels are.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
@@ -33,15 +37,48 @@ from triage.features import catalogue
 @functools.cache
 def _tsfeatures() -> tuple[ModuleType, ModuleType]:
     """Import ``tsfeatures`` once, restoring the global state its import changes."""
+    import numba
+
     warn, showwarning, err = warnings.warn, warnings.showwarning, np.geterr()
+    jit, njit = numba.jit, numba.njit
+    # antropy does `from numba import jit` while it is imported: the functions it compiles then
+    # are cached on disk (a function's source file stamps its cache entry).
+    numba.jit, numba.njit = _cached(jit), _cached(njit)
     try:
         import tsfeatures
         import tsfeatures.utils as ts_utils
     finally:
+        numba.jit, numba.njit = jit, njit
         warnings.warn = warn
         warnings.showwarning = showwarning
         np.seterr(**err)
     return tsfeatures, ts_utils
+
+
+def _cached(decorator):
+    """numba's ``jit`` / ``njit`` with ``cache=True`` unless the caller says otherwise.
+
+    Where numba finds no folder to cache in (its "cannot cache function"
+    RuntimeError), the function is compiled as the caller asked, uncached.
+    """
+
+    def compiled(func, args, kwargs):
+        try:
+            return decorator(*args, cache=True, **kwargs)(func)
+        except RuntimeError as exc:
+            if "cannot cache" not in str(exc):
+                raise
+            return decorator(*args, **kwargs)(func)
+
+    @functools.wraps(decorator)
+    def with_cache(*args, **kwargs):
+        if "cache" in kwargs:
+            return decorator(*args, **kwargs)
+        if len(args) == 1 and not kwargs and inspect.isfunction(args[0]):  # @jit without arguments
+            return compiled(args[0], (), {})
+        return lambda func: compiled(func, args, kwargs)
+
+    return with_cache
 
 
 def max_level_shift(x: np.ndarray, width: int) -> float:

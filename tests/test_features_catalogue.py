@@ -172,3 +172,38 @@ def test_max_kl_shift_periodic_is_zero_and_short_is_zero():
     x = np.array([0.0, 1.0] * 6)  # every width-2 window holds {0, 1}
     assert reference.max_kl_shift(x, 2) == pytest.approx(0.0, abs=1e-12)
     assert reference.max_kl_shift(np.arange(4.0), 2) == 0.0  # n <= 2 * width (R: NA)
+
+
+def test_the_reference_has_numba_cache_what_tsfeatures_imports_and_compiles(tmp_path, monkeypatch):
+    # antropy (imported by tsfeatures) compiles its functions at import, uncached: 12-15 s each time.
+    import numba
+
+    seen: list[dict] = []
+
+    def fake_jit(*args, **kwargs):
+        seen.append(dict(kwargs))
+        if kwargs.get("cache") and "nowhere" in args:
+            raise RuntimeError("cannot cache function 'f': no locator available for file 'x.py'")
+        return lambda func: func
+
+    jit = reference._cached(fake_jit)
+
+    def f(x):
+        return x
+
+    assert jit(f) is f and jit("f8(f8)", nopython=True)(f) is f and jit("f8(f8)", cache=False)(f) is f
+    assert seen == [{"cache": True}, {"cache": True, "nopython": True}, {"cache": False}]
+    seen.clear()
+    assert jit("nowhere", nopython=True)(f) is f  # no folder to cache in: compiled uncached
+    assert seen == [{"cache": True, "nopython": True}, {"nopython": True}]
+    with pytest.raises(RuntimeError, match="other"):
+        reference._cached(lambda *a, **k: (_ for _ in ()).throw(RuntimeError("other")))("sig")(f)
+
+    # and the real import: antropy's functions cached, numba's decorators given back afterwards
+    before = (numba.jit, numba.njit)
+    reference._tsfeatures()
+    import antropy.utils
+
+    assert (numba.jit, numba.njit) == before
+    # (the suite imports tsfeatures only through reference._tsfeatures)
+    assert type(antropy.utils._linear_regression._cache).__name__ == "FunctionCache"
