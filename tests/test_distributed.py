@@ -12,7 +12,9 @@ from warm_start import warm_triage
 
 from triage.distributed import (
     STOPS,
+    _KeptStop,
     _stops_held,
+    _stops_kept,
     joblib_on,
     map_frames,
     map_series,
@@ -132,6 +134,55 @@ def test_stops_held_while_a_cluster_starts_arrive_once_delivered():
         assert seen == [signal.SIGTERM]
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+@pytest.mark.parametrize("where", ["gc callback", "__del__", "weakref callback"])
+def test_a_stop_that_lands_where_python_drops_exceptions_is_sent_again(capfd, where):
+    """Python runs a signal's handler wherever the main thread is; raised inside a gc callback (dask's
+    GCDiagnosis, in any process running a scheduler or worker), a weakref callback (a WeakSet's, in
+    CI's run) or a ``__del__``, Ctrl-C's KeyboardInterrupt was printed as "Exception ignored" and
+    lost: the command went on."""
+    import gc
+    import time
+    import weakref
+
+    class Dropping:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)  # its handler runs here, before __del__ returns
+            sum(range(10))
+
+    class Target:
+        pass
+
+    fired: list[int] = []
+
+    def callback(phase, info):
+        if phase == "start" and not fired:
+            fired.append(1)
+            signal.raise_signal(signal.SIGINT)
+            sum(range(10))
+
+    with _stops_kept():
+        assert isinstance(signal.getsignal(signal.SIGINT), _KeptStop)
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            if where == "gc callback":
+                gc.callbacks.append(callback)
+                try:
+                    gc.collect()
+                finally:
+                    gc.callbacks.remove(callback)
+            elif where == "__del__":
+                Dropping()
+            else:
+                target = Target()
+                refs = [weakref.ref(target, lambda r: (signal.raise_signal(signal.SIGINT), sum(range(10))))]
+                del target  # the callback runs here
+                assert refs[0]() is None
+            time.sleep(5)  # the stop, sent again, ends this
+        assert time.monotonic() - started < 2
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert "Exception ignored" not in capfd.readouterr().err
 
 
 def test_a_local_cluster_whose_workers_do_not_start_in_time_is_a_usage_error(tmp_path, dataset, monkeypatch):

@@ -73,6 +73,13 @@ def client(scheduler: str | None) -> Iterator[Any]:
     if scheduler is None:
         yield None
         return
+    with _stops_kept():
+        with _client(scheduler) as c:
+            yield c
+
+
+@contextmanager
+def _client(scheduler: str) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     if scheduler == LOCAL:
@@ -136,6 +143,81 @@ def client(scheduler: str | None) -> Iterator[Any]:
 
 #: The signals that stop a command: Ctrl-C's, and systemd's / ``kill``'s.
 STOPS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+#: Seconds after which a stop whose exception Python dropped is sent again.
+REDELIVER = 0.05
+
+
+class _KeptStop:
+    """A stop signal's handler whose exception, if Python drops it, is raised again.
+
+    Python runs a signal's handler in the main thread wherever that thread is,
+    also inside a garbage-collector callback, a weakref callback or a
+    ``__del__``; an exception raised there is printed ("Exception ignored in:
+    ...", with a traceback) and dropped. dask's scheduler and workers register
+    such callbacks in the process that runs them (``distributed.gc.GCDiagnosis``,
+    weak sets), so a Ctrl-C during a ``--scheduler local`` run was now and then
+    printed as ignored and lost: the command went on (CI: a test waited 30 s
+    for it to end). :func:`_stops_kept` sees the drop (``sys.unraisablehook``),
+    says nothing of it, and sends the signal to the main thread again
+    :data:`REDELIVER` seconds later.
+    """
+
+    def __init__(self, handler: Callable[[int, Any], Any]) -> None:
+        self.handler = handler
+        self.raised: dict[int, tuple[BaseException, int]] = {}  # id -> (what the handler raised, its signal)
+
+    def __call__(self, signum: int, frame: Any) -> Any:
+        try:
+            return self.handler(signum, frame)
+        except BaseException as exc:
+            self.raised[id(exc)] = (exc, signum)
+            raise
+
+    def dropped(self, exc: BaseException | None) -> int | None:
+        """The signal whose handler raised ``exc``, or None when it is not one of ours."""
+        got = self.raised.pop(id(exc), None)
+        return got[1] if got is not None and got[0] is exc else None
+
+
+@contextmanager
+def _stops_kept() -> Iterator[None]:
+    """Within the block, Ctrl-C and SIGTERM are never lost where Python drops exceptions (:class:`_KeptStop`).
+
+    Only the main thread sets handlers, and only a handler that is a Python
+    callable is wrapped; the handlers and ``sys.unraisablehook`` are put back
+    when the block ends. Other dropped exceptions go to the hook as before.
+    """
+    import sys
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    main = threading.get_ident()
+    kept: dict[int, _KeptStop] = {}
+    previous: dict[int, Any] = {}
+    for signum in STOPS:
+        handler = signal.getsignal(signum)
+        if callable(handler) and not isinstance(handler, _KeptStop):
+            kept[signum] = _KeptStop(handler)
+            previous[signum] = signal.signal(signum, kept[signum])
+    hook = sys.unraisablehook
+
+    def unraisable(info: Any) -> None:
+        for stop in kept.values():
+            if (signum := stop.dropped(info.exc_value)) is not None:
+                threading.Timer(REDELIVER, signal.pthread_kill, (main, signum)).start()
+                return
+        hook(info)
+
+    sys.unraisablehook = unraisable
+    try:
+        yield
+    finally:
+        sys.unraisablehook = hook
+        for stop, before in previous.items():
+            signal.signal(stop, before)
 
 
 class _HeldStops:
@@ -564,8 +646,10 @@ def _workers_watched(c: Any, scheduler: str) -> Iterator[None]:
     import threading
     import time
 
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    handler = signal.getsignal(signal.SIGINT)
+    if isinstance(handler, _KeptStop):
+        handler = handler.handler
+    if threading.current_thread() is not threading.main_thread() or handler is not signal.default_int_handler:
         yield  # the signal would land elsewhere (another thread, a handler of the caller's)
         return
     main = threading.get_ident()
