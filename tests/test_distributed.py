@@ -136,8 +136,17 @@ def test_stops_held_while_a_cluster_starts_arrive_once_delivered():
         signal.signal(signal.SIGTERM, before)
 
 
+@pytest.fixture
+def python_sigint():
+    """Python's own Ctrl-C handler for the test, whatever this process inherited (a CI job started
+    in the background of a script ignores Ctrl-C)."""
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, inherited)
+
+
 @pytest.mark.parametrize("where", ["gc callback", "__del__", "weakref callback"])
-def test_a_stop_that_lands_where_python_drops_exceptions_is_sent_again(capfd, where):
+def test_a_stop_that_lands_where_python_drops_exceptions_is_sent_again(capfd, python_sigint, where):
     """Python runs a signal's handler wherever the main thread is; raised inside a gc callback (dask's
     GCDiagnosis, in any process running a scheduler or worker), a weakref callback (a WeakSet's, in
     CI's run) or a ``__del__``, Ctrl-C's KeyboardInterrupt was printed as "Exception ignored" and

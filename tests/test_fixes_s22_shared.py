@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import gzip
+import signal
 import threading
 import time
 import warnings
@@ -52,7 +53,10 @@ def _slow(seconds: float) -> float:
     return seconds
 
 
-def test_joblib_on_a_cluster_that_loses_every_worker_ends_with_an_error(monkeypatch):
+@pytest.mark.parametrize("ctrl_c", ["python's", "ignored"])
+def test_joblib_on_a_cluster_that_loses_every_worker_ends_with_an_error(monkeypatch, ctrl_c):
+    """Also when the process started with Ctrl-C ignored (``nohup triage train ... &`` in a script; a CI
+    job run so failed here): the watch was off then; this test waited out its tasks, a run for ever."""
     import joblib
     from distributed import Client, LocalCluster
 
@@ -60,6 +64,16 @@ def test_joblib_on_a_cluster_that_loses_every_worker_ends_with_an_error(monkeypa
     from triage.core.errors import InputError
 
     monkeypatch.setattr(distributed, "WORKER_TIMEOUT", 2.0)
+    wanted = signal.default_int_handler if ctrl_c == "python's" else signal.SIG_IGN
+    inherited = signal.signal(signal.SIGINT, wanted)
+    try:
+        _lose_every_worker(joblib, Client, LocalCluster, distributed, InputError)
+        assert signal.getsignal(signal.SIGINT) is wanted  # as it was: Ctrl-C still ignored
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
+def _lose_every_worker(joblib, Client, LocalCluster, distributed, InputError) -> None:
     with (
         LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as cluster,
         Client(cluster) as c,

@@ -640,7 +640,9 @@ def _workers_watched(c: Any, scheduler: str) -> Iterator[None]:
     ours can look at the workers: when every worker died, ``train`` and
     ``evaluate`` with ``--scheduler`` waited for ever. A thread looks instead
     and interrupts the main thread (a real SIGINT: a simulated one waits until
-    joblib's wait returns), whose KeyboardInterrupt becomes the error.
+    joblib's wait returns), whose KeyboardInterrupt becomes the error. A
+    process started with Ctrl-C ignored (``nohup triage train ... &`` from a
+    script) keeps ignoring it: only the watch's own interrupt is taken then.
     """
     import signal
     import threading
@@ -649,13 +651,21 @@ def _workers_watched(c: Any, scheduler: str) -> Iterator[None]:
     handler = signal.getsignal(signal.SIGINT)
     if isinstance(handler, _KeptStop):
         handler = handler.handler
-    if threading.current_thread() is not threading.main_thread() or handler is not signal.default_int_handler:
+    if threading.current_thread() is not threading.main_thread() or \
+            handler not in (signal.default_int_handler, signal.SIG_IGN):
         yield  # the signal would land elsewhere (another thread, a handler of the caller's)
         return
     main = threading.get_ident()
     done = threading.Event()
     lost = threading.Event()
+    ending = threading.Event()  # the block's own error is being raised: no interrupt from here on
     lock = threading.Lock()  # the block's end and the interrupt never cross
+    ignored = handler is signal.SIG_IGN
+
+    def only_when_lost(signum: int, frame: Any) -> None:
+        # started with Ctrl-C ignored (`nohup cmd &` in a script): it stays ignored; only the watch interrupts
+        if lost.is_set() and not ending.is_set():
+            raise KeyboardInterrupt
 
     def look() -> None:
         workerless = _Workerless()
@@ -665,21 +675,31 @@ def _workers_watched(c: Any, scheduler: str) -> Iterator[None]:
             except Exception:  # noqa: BLE001 (the scheduler gone: the block's own error says so)
                 return
             if lost_them:
-                with lock:
-                    if not done.is_set():
-                        lost.set()
+                lost.set()
+                # Python's own handler is protected from being dropped by _stops_kept; the one
+                # put in for an ignored Ctrl-C is not, so it is sent again each second until the end.
+                while True:
+                    with lock:
+                        if done.is_set():
+                            return
                         signal.pthread_kill(main, signal.SIGINT)
-                return
+                    if not ignored or done.wait(1.0):
+                        return
 
+    before = signal.signal(signal.SIGINT, only_when_lost) if ignored else None
     watcher = threading.Thread(target=look, name="triage-workers-watch", daemon=True)
     watcher.start()
     try:
         yield
     except KeyboardInterrupt:
+        ending.set()
         if not lost.is_set():
             raise
         raise _every_worker_lost(scheduler) from None
     finally:
+        ending.set()
         with lock:
             done.set()
         watcher.join()
+        if ignored:
+            signal.signal(signal.SIGINT, before)
