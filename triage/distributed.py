@@ -675,13 +675,13 @@ def _workers_watched(c: Any, scheduler: str) -> Iterator[None]:
             except Exception:  # noqa: BLE001 (the scheduler gone: the block's own error says so)
                 return
             if lost_them:
-                lost.set()
                 # Python's own handler is protected from being dropped by _stops_kept; the one
                 # put in for an ignored Ctrl-C is not, so it is sent again each second until the end.
                 while True:
                     with lock:
                         if done.is_set():
                             return
+                        lost.set()
                         signal.pthread_kill(main, signal.SIGINT)
                     if not ignored or done.wait(1.0):
                         return
