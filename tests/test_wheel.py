@@ -131,9 +131,9 @@ def test_demo_and_tour_run_from_the_installed_wheel(installed):
     # The kernels it compiled went to the user's cache folder, next to the seeded ones; none to site-packages.
     package = next((bindir.parent / "lib").glob("python3*/site-packages")) / "triage"
     cache = Path(env["XDG_CACHE_HOME"]) / "changepoint-triage" / "numba"
-    folders = {_kernel_cache_folder(cache, package / "features"), _kernel_cache_folder(cache, package / "training")}
-    assert set(cache.iterdir()) == folders
-    assert any((_kernel_cache_folder(cache, package / "training")).glob("compiled.*.nbi"))
+    training = _kernel_cache_folder(cache, package / "training")
+    assert set(cache.iterdir()) == {_kernel_cache_folder(cache, package / "features"), training}
+    assert any(training.glob("compiled.*.nbi"))
     assert not list(package.rglob("*.nb[ic]"))
     # The tour, CI-sized: data from the demo, every model found by name, outputs through '-'.
     data = str(work / "demo" / "data")

@@ -166,19 +166,18 @@ class _KeptStop:
 
     def __init__(self, handler: Callable[[int, Any], Any]) -> None:
         self.handler = handler
-        self.raised: dict[int, tuple[BaseException, int]] = {}  # id -> (what the handler raised, its signal)
+        self.raised: list[tuple[BaseException, int]] = []  # what the handler raised, and for which signal
 
     def __call__(self, signum: int, frame: Any) -> Any:
         try:
             return self.handler(signum, frame)
         except BaseException as exc:
-            self.raised[id(exc)] = (exc, signum)
+            self.raised.append((exc, signum))
             raise
 
     def dropped(self, exc: BaseException | None) -> int | None:
         """The signal whose handler raised ``exc``, or None when it is not one of ours."""
-        got = self.raised.pop(id(exc), None)
-        return got[1] if got is not None and got[0] is exc else None
+        return next((signum for raised, signum in self.raised if raised is exc), None)
 
 
 @contextmanager
