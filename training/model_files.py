@@ -740,18 +740,20 @@ def _major_minor(version: object) -> tuple[int | None, int | None]:
 
 def _load_skops(path: Path, name: str) -> object:
     import skops.io as sio
+    from skops.io.exceptions import UntrustedTypesFoundException
 
     file = path / name
     try:
-        untrusted = sio.get_untrusted_types(file=file)
+        # skops audits every type against the allowlist before it constructs
+        # anything; asking for the untrusted types first read and audited the
+        # file twice (a third of a forest's load time).
+        return sio.load(file, trusted=sorted(TRUSTED_TYPES))
+    except UntrustedTypesFoundException:
+        pass  # refused below, naming the types
     except Exception as exc:  # a zip that is no skops file, etc.
         raise ModelFileError(path, f"cannot read {name}: {exc}") from None
-    if refused := sorted(set(untrusted) - TRUSTED_TYPES):
-        raise ModelFileError(path, f"{name} holds types outside the allowlist: {', '.join(refused)}")
-    try:
-        return sio.load(file, trusted=list(untrusted))
-    except Exception as exc:
-        raise ModelFileError(path, f"cannot load {name}: {exc}") from None
+    refused = sorted(set(sio.get_untrusted_types(file=file)) - TRUSTED_TYPES)
+    raise ModelFileError(path, f"{name} holds types outside the allowlist: {', '.join(refused)}")
 
 
 # ---------------------------------------------------------------------- low-level IO
