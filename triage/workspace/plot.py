@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from triage.core.history import History
-from triage.plotting import fit_title, scale_values, value_label
+from triage.plotting import fit_title, scale_values, tight_layout, value_label
 
 # Status word -> (colour, marker): sheriff-true reads red, false grey, open orange.
 STATUS_STYLE: dict[str, tuple[str, str]] = {
@@ -145,5 +145,5 @@ def series_figure(history: History, points: Sequence[tuple[int, str, float | Non
     # (both of a series whose alerts sit in its first third).
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0.0)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
+    tight_layout(fig)
     return fig
