@@ -371,7 +371,7 @@ def plot_series(
     # nothing of its series. parse_math=False: a '$' of a JMH name is a character, not TeX.
     # Measured with the canvas's renderer, not after a draw: each full draw of a plot took a fifth
     # of its time, and the PNG's own draw is the only one needed.
-    pad = legend.get_window_extent(fig.canvas.get_renderer()).height * 72 / fig.dpi + 6
+    pad = legend.get_window_extent().height * 72 / fig.dpi + 6
     fit_title(fig, ax.set_title(history.series_id, fontsize=9, parse_math=False, pad=pad))
     tight_layout(fig)
     _offset_into_label(fig, ax)
