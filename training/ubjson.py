@@ -109,37 +109,32 @@ def _array(buf: bytes, pos: int) -> tuple[object, int]:
         if end > len(buf):
             raise IndexError(end)
         return np.frombuffer(buf, dtype, count, pos), end
-    items: list[object] = []
-    if count is not None:
-        for _ in range(count):
-            item, pos = _value(buf, pos, kind)
-            items.append(item)
-        return items, pos
-    while True:
-        marker = buf[pos]
-        if marker == _ARRAY_END:
-            return items, pos + 1
-        if marker == _NOOP:
-            pos += 1
-            continue
-        item, pos = _value(buf, pos + 1, marker)
-        items.append(item)
+    return _entries(buf, pos, kind, count, _ARRAY_END, keyed=False)
 
 
 def _object(buf: bytes, pos: int) -> tuple[dict[str, object], int]:
     kind, count, pos = _container_header(buf, pos)
-    out: dict[str, object] = {}
-    if count is not None:
-        for _ in range(count):
+    pairs, end = _entries(buf, pos, kind, count, _OBJECT_END, keyed=True)
+    return dict(pairs), end
+
+
+def _entries(buf: bytes, pos: int, kind: int | None, count: int | None, end: int, keyed: bool) -> tuple[list, int]:
+    """A container's values (``(key, value)`` pairs where ``keyed``) and where the container ends.
+
+    ``count`` entries each of type ``kind`` when the header gave them; else entries up to the
+    ``end`` marker, past any no-op padding.
+    """
+    items: list = []
+    while count is None or len(items) < count:
+        if count is None:
+            marker = buf[pos]
+            if marker == end:
+                return items, pos + 1
+            if marker == _NOOP:
+                pos += 1
+                continue
+        if keyed:
             key, pos = _string(buf, pos)
-            out[key], pos = _value(buf, pos, kind)
-        return out, pos
-    while True:
-        marker = buf[pos]
-        if marker == _OBJECT_END:
-            return out, pos + 1
-        if marker == _NOOP:
-            pos += 1
-            continue
-        key, pos = _string(buf, pos)
-        out[key], pos = _value(buf, pos, None)
+        value, pos = _value(buf, pos, kind)
+        items.append((key, value) if keyed else value)
+    return items, pos
