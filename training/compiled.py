@@ -105,8 +105,8 @@ def flatten_sklearn_forest(forest) -> FlatForest:
 
 def flatten_xgboost(booster) -> tuple[FlatForest, np.float32]:
     """Node arrays and the float32 base margin of a ``binary:logistic`` booster."""
-    # UBJSON, not JSON: its node arrays are read as numpy arrays (0.2 s -> about 0.05 s per load of
-    # a 400-tree model).
+    # UBJSON, not JSON: its node arrays are read as numpy arrays (0.13-0.19 s -> 0.04-0.07 s per
+    # load of a bundled model, BENCHMARKS.md "Test suite", twenty-ninth session).
     model = ubjson.loads(bytes(booster.save_raw(raw_format="ubj")))
     learner = model["learner"]  # type: ignore[index]
     objective = learner["objective"]["name"]
