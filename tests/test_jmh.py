@@ -171,7 +171,7 @@ def test_cli_steady_reads_a_json_array_of_runs_and_writes_each_runs_start(tmp_pa
     res = CliRunner().invoke(app, ["steady", str(path), "--out", str(out), "--starts", str(starts)])
     assert res.exit_code == 0, res.output
     table = pd.read_csv(starts)
-    assert list(table.columns) == ["series_id", "commit", "fork", "iterations", "steady_start"]
+    assert list(table.columns) == ["series_id", "commit", "fork", "iterations", "steady_start", "cut"]
     # The percentile filter replaces the chunk's top 2 % (the last warm-up
     # iterations of a chunk mostly steady), so a start may come a few early.
     assert np.all(np.abs(table["steady_start"].to_numpy() - [120, 200]) <= 6), table

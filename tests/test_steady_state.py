@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from triage.steady_state import CPSSD, KBKSSD, KernelStepSSD, make, steady_mask
+from triage.steady_state import CPSSD, KBKSSD, KernelStepSSD, cuts, make, steady_mask
 from triage.steady_state.curves import make_run
 from triage.steady_state.kbkssd import (
     drop_positions,
@@ -182,6 +182,33 @@ def test_steady_mask_drops_each_runs_warmup_only():
         np.flatnonzero(~keep[:300]).max() + 1 == 60
     )  # the flat run b: see the published-KB-KSSD test
     assert steady_mask(values, run_id, make("none")).all()
+
+
+def test_a_never_steady_run_is_cut_at_the_median_start_of_its_series_steady_runs():
+    lengths = np.array([60, 60, 60, 60, 60, 10, 60, 1])
+    starts = [10, 20, 40, None, None, None, None, None]
+    groups = np.array([0, 0, 0, 0, 1, 0, 2, 0])
+    # Run 3: its series' steady runs started at 10, 20, 40 -> 20. Run 5: 10 iterations, fewer than
+    # that: kept whole. Runs 4 and 6: no steady run in their series. Run 7: one iteration.
+    assert cuts(lengths, starts, groups).tolist() == [10, 20, 40, 20, 0, 0, 0, 0]
+    assert cuts(lengths, starts).tolist() == [10, 20, 40, 0, 0, 0, 0, 0]  # series unknown: kept whole
+    with pytest.raises(ValueError, match="one group per run"):
+        cuts(lengths, starts, groups[:3])
+    # steady_mask applies the same cuts.
+    x = np.arange(120.0)
+    keep = steady_mask(x, np.r_[np.zeros(60, int), np.ones(60, int)], _Fixed([12, None]), groups=np.array([5, 5]))
+    assert keep.tolist() == [False] * 12 + [True] * 48 + [False] * 12 + [True] * 48
+
+
+class _Fixed:
+    """A steady-state detector answering the given starts in turn."""
+
+    def __init__(self, starts):
+        self.starts, self.start_ = list(starts), None
+
+    def fit(self, x):
+        self.start_ = self.starts.pop(0)
+        return self
 
 
 def test_never_steady_run_keeps_all_measurements_and_bad_names_are_refused():

@@ -285,16 +285,43 @@ def _drifting_history(path: Path) -> Path:
 
 def test_trim_warmup_counts_runs_that_never_became_steady(tmp_path):
     data = _drifting_history(tmp_path / "runs.csv")
-    with pytest.warns(UserWarning, match=r"1 of 6 runs .* never steady by kbkssd .* kept whole"):
+    with pytest.warns(UserWarning, match=r"1 of 6 runs .* never steady by kbkssd .*: 1 cut where the steady runs "
+                                         r"of their series became steady \(the median of their starts\)"):
         ds = load(data, trim_warmup="kbkssd")
     frame = pd.read_csv(data)
+    starts = {
+        (commit, fork): steady_state.make("kbkssd").fit(grp["value"].to_numpy()).start_
+        for (commit, fork), grp in frame.groupby(["commit", "fork"])
+    }
+    assert starts.pop(("c1", 2)) is None and None not in starts.values()
+    # Cut where the series' five steady forks became steady (the median of their starts), not kept
+    # whole: whole, its first iterations were in c1's value and in no other commit's.
+    at = int(np.median(list(starts.values())))
+    assert 0 < at < 40
     drift = frame[(frame.commit == "c1") & (frame.fork == 2)]["value"].to_numpy()
-    # Kept whole: all 40 of its iterations are in c1's value.
-    kept = [drift]
+    kept = [drift[at:]]
     for fork in (0, 1):
         x = frame[(frame.commit == "c1") & (frame.fork == fork)]["value"].to_numpy()
-        kept.append(x[steady_state.make("kbkssd").fit(x).start_ :])
+        kept.append(x[starts[("c1", fork)] :])
     assert ds["get"].values[1] == pytest.approx(np.mean(np.concatenate(kept)), rel=1e-12)
+
+
+def test_a_fork_never_steady_is_kept_whole_when_no_fork_of_its_series_is_steady(tmp_path):
+    """Nothing to cut it at: the series' other forks give no start (one series drifts in every fork)."""
+    rng = np.random.default_rng(3)
+    t = np.arange(40)
+    rows = ["series_id,commit,fork,value"]
+    for commit in ("c0", "c1"):
+        for fork in range(2):
+            rows += [f"drift,{commit},{fork},{v}" for v in 50 + 0.5 * t + 0.3 * rng.standard_normal(40)]
+        rows += [f"calm,{commit},0,{v}" for v in _warm(50.0, 40, rng)]
+    (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
+    with pytest.warns(UserWarning, match=r"4 of 6 runs .* never steady by kbkssd .*: kept whole"):
+        ds = load(tmp_path / "runs.csv", trim_warmup="kbkssd")
+    frame = pd.read_csv(tmp_path / "runs.csv")
+    for k, commit in enumerate(("c0", "c1")):
+        assert ds["drift"].values[k] == pytest.approx(
+            frame[(frame.series_id == "drift") & (frame.commit == commit)]["value"].mean(), rel=1e-12)
 
 
 def test_a_jmh_file_read_with_trim_warmup_names_itself_and_its_never_steady_forks(tmp_path):
@@ -338,11 +365,21 @@ def test_steady_names_the_fork_and_commit_never_steady(tmp_path):
             )
         )
     _exits_saying(
-        ["steady", tmp_path / "c0.json", tmp_path / "c1.json", "--out", tmp_path / "s.csv"],
+        ["steady", tmp_path / "c0.json", tmp_path / "c1.json", "--out", tmp_path / "s.csv",
+         "--trim-warmup", "kbkssd", "--starts", tmp_path / "starts.csv"],
         0,
-        "never steady by kbkssd (still moving, or too short to tell), kept whole (every iteration "
-        "in its commit's value): org.acme.CacheBench.get[entries=100000] commit c1 fork 2 (40 iterations)",
+        "never steady by kbkssd (still moving, or too short to tell), cut where the steady forks of its "
+        "series became steady (the median of their starts): org.acme.CacheBench.get[entries=100000] "
+        "commit c1 fork 2 (40 iterations, first 6 cut)",
     )
+    starts = pd.read_csv(tmp_path / "starts.csv")
+    steady = starts.dropna(subset=["steady_start"])
+    assert len(steady) == 5 and (steady["cut"] == steady["steady_start"]).all()
+    assert int(np.median(steady["steady_start"])) == 6
+    drift = starts[starts["steady_start"].isna()]
+    assert drift[["commit", "fork", "cut"]].values.tolist() == [["c1", 2, 6]]
+    written = pd.read_csv(tmp_path / "s.csv")
+    assert ((written.commit == "c1") & (written.fork == 2)).sum() == 34
 
 
 def _exits_saying(args: list, code: int, message: str) -> None:

@@ -51,7 +51,7 @@ def steady(
         None,
         "--starts",
         parser=output_file,
-        help="CSV to write: series_id, commit, fork, iterations, steady_start (empty: never steady) per run.",
+        help="CSV to write: series_id, commit, fork, iterations, steady_start (empty: never steady), cut (iterations left out: the steady start; for a fork never steady the median start of its series' steady forks, 0 if none) per run.",
     ),
     series: str = typer.Option(
         None,
@@ -125,7 +125,7 @@ def steady(
     # One row per benchmark: 2,000 benchmarks wrote a 2,007-line table into the CI log.
     for series, grp in groups[:STEADY_ROWS]:
         s = grp["steady_start"]
-        kept = int((grp["iterations"] - s.fillna(0)).sum())
+        kept = int((grp["iterations"] - grp["cut"]).sum())
         table.add_row(
             # Text, not markup: JMH names its series Bench.parse[size=1024].
             Text(str(series)),
@@ -156,19 +156,25 @@ def steady(
             highlight=False,
         )
     never = starts[starts["steady_start"].isna() & (starts["iterations"] > 1)]
-    if len(never):
-        # The table counts them per series; which fork of which commit, and what became of it,
-        # took --starts and a look at the long file.
+    # The table counts them per series; which fork of which commit, and what became of it,
+    # took --starts and a look at the long file.
+    for fate, these in (
+        ("cut where the steady forks of its series became steady (the median of their starts)",
+         never[never["cut"] > 0]),
+        ("kept whole (every iteration in its commit's value; no fork of its series steady)", never[never["cut"] == 0]),
+    ):
+        if not len(these):
+            continue
         shown = "; ".join(
-            f"{row.series_id} commit {row.commit} fork {row.fork} ({row.iterations} iterations)"
-            for row in never.head(NEVER_ROWS).itertuples()
+            f"{row.series_id} commit {row.commit} fork {row.fork} ({row.iterations} iterations"
+            + (f", first {row.cut} cut)" if row.cut else ")")
+            for row in these.head(NEVER_ROWS).itertuples()
         )
-        more = len(never) - NEVER_ROWS
+        more = len(these) - NEVER_ROWS
         say.print(
-            f"never steady by {method} (still moving, or too short to tell), kept whole "
-            f"(every iteration in its commit's value): {shown}"
+            f"never steady by {method} (still moving, or too short to tell), {fate}: {shown}"
             + (f"; ... and {more:,} more (--starts FILE lists every fork)" if more > 0 else "")
-            + too_short_note(method, never["iterations"].to_numpy(), getattr(make(method), "min_run", None)),
+            + too_short_note(method, these["iterations"].to_numpy(), getattr(make(method), "min_run", None)),
             markup=False,
             highlight=False,
             soft_wrap=True,

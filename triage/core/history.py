@@ -38,9 +38,10 @@ AGGREGATES: dict[str, Callable[[pd.core.groupby.SeriesGroupBy], pd.Series]] = {
 }
 
 
-#: A warm-up trim: ``trim(values, run_id, rising)`` -> mask of the measurements to aggregate;
-#: ``rising[r]``: run r's series is higher-is-better (a rate, whose warm-up rises).
-Trim = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None
+#: A warm-up trim: ``trim(values, run_id, rising, series)`` -> mask of the measurements to aggregate;
+#: ``rising[r]``: run r's series is higher-is-better (a rate, whose warm-up rises); ``series[r]``:
+#: the code of run r's series (a run never steady is cut where its series' steady runs became steady).
+Trim = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None
 
 
 class UnsortedTimestampsWarning(UserWarning):
@@ -401,10 +402,11 @@ def dataset_from_long(
     With a ``fork`` column, ``trim`` cuts each (series, commit, fork) on its
     own: each fork (a JMH fork, a CI re-run) has its own warm-up.
     ``higher_is_better`` maps series ids to their direction (default unknown).
-    ``trim(values, run_id, rising)`` -> mask of the measurements to aggregate
+    ``trim(values, run_id, rising, series)`` -> mask of the measurements to aggregate
     (the steady parts, :func:`triage.steady_state.steady_mask`; ``rising``
-    per run: its series is higher-is-better, a rate whose warm-up rises); it
-    must keep at least one measurement of every run.
+    per run: its series is higher-is-better, a rate whose warm-up rises;
+    ``series`` per run: its series' code); it must keep at least one
+    measurement of every run.
     """
     # A decompressed copy's warnings name the file the user gave (errors are renamed by the reader too).
     path = Path(display_name(path))
@@ -480,11 +482,12 @@ def dataset_from_long(
             else (higher_is_better or {}).get(str(series_order[k]))
             for k in range(len(series_order))
         ]
-        rising = np.array([series_higher[k] is True for k in series_codes[first_idx]], dtype=bool)
+        run_series = series_codes[first_idx]
+        rising = np.array([series_higher[k] is True for k in run_series], dtype=bool)
         if FORK in frame.columns:
-            keep = _trim_each_fork(trim, frame[FORK], rows, path, order, values, run_id, rising)
+            keep = _trim_each_fork(trim, frame[FORK], rows, path, order, values, run_id, rising, run_series)
         else:
-            keep = trim(values[order], run_id, rising)
+            keep = trim(values[order], run_id, rising, run_series)
     else:
         keep = np.ones(n, dtype=bool)
     agg_values = AGGREGATES[aggregate](pd.Series(values[order][keep]).groupby(run_id[keep])).to_numpy(dtype=np.float64)
@@ -570,7 +573,7 @@ def dataset_from_long(
 
 
 def _trim_each_fork(
-    trim: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    trim: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray],
     forks: pd.Series,
     rows: np.ndarray,
     path: Path,
@@ -578,6 +581,7 @@ def _trim_each_fork(
     values: np.ndarray,
     run_id: np.ndarray,
     rising: np.ndarray,
+    run_series: np.ndarray,
 ) -> np.ndarray:
     """``trim``'s mask (in ``order``) with each (series, commit, fork) cut as a run of its own.
 
@@ -591,7 +595,7 @@ def _trim_each_fork(
     starts = np.ones(len(by_fork), dtype=bool)
     starts[1:] = (f_run[1:] != f_run[:-1]) | (f_fork[1:] != f_fork[:-1])
     fork_id = np.cumsum(starts) - 1
-    keep_by_fork = trim(values[order][by_fork], fork_id, rising[f_run[starts]])
+    keep_by_fork = trim(values[order][by_fork], fork_id, rising[f_run[starts]], run_series[f_run[starts]])
     keep = np.empty(len(by_fork), dtype=bool)
     keep[by_fork] = keep_by_fork
     return keep

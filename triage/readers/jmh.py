@@ -300,9 +300,11 @@ def steady_long(
     :func:`triage.loaders.load` reads and aggregates; the direction from the
     JMH mode, blank for arrays of runs, and the column left out when every
     file is one); ``starts`` has one row per (series, commit, fork) with
-    ``iterations``, ``steady_start`` (None: never steady, every iteration
-    kept). ``commits`` defaults to the file stems (``c1`` for ``c1.json.gz``).
-    For rates (``thrpt``) KB-KSSD looks for a rising warm-up, for times a
+    ``iterations``, ``steady_start`` (None: never steady) and ``cut``, the
+    iterations left out from its start: the steady start, or for a fork never
+    steady the median start of its series' steady forks (0, kept whole, when
+    none is steady; :func:`triage.steady_state.base.cuts`). ``commits``
+    defaults to the file stems (``c1`` for ``c1.json.gz``). For rates (``thrpt``) KB-KSSD looks for a rising warm-up, for times a
     falling one. A series' values are in the unit of its first file (a
     build with another ``@OutputTimeUnit`` is converted). Files may be gzip or
     zstd compressed. A file that is a
@@ -365,27 +367,30 @@ def steady_long(
         warnings.warn(f"{skipped.source}: {EMPTY_RUN}: left out, no commit of it is written", stacklevel=2)
     _same_name_in_every_file(frames)
     _one_unit_per_series(frames, shown)
-    long_parts, starts = [], []
+    runs, starts = [], []
     for commit, frame in frames:
         for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
             values = grp["value"].to_numpy()
             # A time's warm-up falls, a rate's rises: KB-KSSD looks one way.
             fitter = rate_detector if grp["mode"].iloc[0] in RATE_MODES else detector
             start = 0 if fitter is None else fitter.fit(values).start_
-            kept = values if start is None else values[start:]
             starts.append((series, commit, fork, len(values), start))
             # The direction travels in the long layout, so `steady --out` keeps it for what reads the file.
-            direction = {True: "true", False: "false", None: ""}[higher_is_better(grp["mode"].iloc[0])]
-            long_parts.append(pd.DataFrame(
-                {"series_id": series, "commit": commit, "fork": fork, "value": kept,
-                 "higher_is_better": direction}
-            ))
-    long = pd.concat(long_parts, ignore_index=True)
-    if (long["higher_is_better"] == "").all():
-        long = long.drop(columns="higher_is_better")  # arrays of runs only: nothing to say
+            runs.append((values, {True: "true", False: "false", None: ""}[higher_is_better(grp["mode"].iloc[0])]))
     table = pd.DataFrame(
         starts, columns=["series_id", "commit", "fork", "iterations", "steady_start"]
     )
+    # A fork never steady: cut where its series' steady forks became steady (kept whole if none did).
+    table["cut"] = steady_state.cuts(table["iterations"].to_numpy(), [start for *_, start in starts],
+                                     pd.factorize(table["series_id"])[0])
+    long = pd.concat(
+        [pd.DataFrame({"series_id": row.series_id, "commit": row.commit, "fork": row.fork,
+                       "value": values[row.cut:], "higher_is_better": direction})
+         for row, (values, direction) in zip(table.itertuples(), runs, strict=True)],
+        ignore_index=True,
+    )
+    if (long["higher_is_better"] == "").all():
+        long = long.drop(columns="higher_is_better")  # arrays of runs only: nothing to say
     return long, table
 
 
@@ -532,6 +537,7 @@ def read_jmh_dataset(
             [None if pd.isna(v) else int(v) for v in starts["steady_start"]],
             runs="forks",
             min_run=getattr(make(trim_warmup), "min_run", None),
+            cut=starts["cut"].to_numpy(),
         )
         if message is not None:
             warnings.warn(f"{display_name(source or path)}: {message}", stacklevel=2)

@@ -6,7 +6,8 @@ configuration), :class:`CPSSD` (Traini et al., change-point based, its
 baseline) and :class:`KernelStepSSD` (``kstep``, this project's kernel step
 detector with a windowed Welch test). The names
 users type are in :data:`METHODS`; :func:`make` builds one, and
-:func:`steady_mask` cuts the runs of a measurement table to their steady parts.
+:func:`steady_mask` cuts the runs of a measurement table to their steady parts (a run never
+steady where the steady runs of its series became steady: :func:`cuts`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import warnings
 from triage.steady_state.base import (
     NONE,
     SteadyStateDetector,
+    cuts,
     steady_mask,
     steady_mask_starts,
     steady_starts,
@@ -50,13 +52,15 @@ def make(name: str, *, rates: bool = False) -> SteadyStateDetector | None:
 def trim_for(name: str):
     """The warm-up trim of :func:`triage.core.history.dataset_from_long` for method ``name``; None for ``none``.
 
-    ``trim(values, run_id, rising)``: each run cut by ``make(name)``, a run of
+    ``trim(values, run_id, rising, series)``: each run cut by ``make(name)``, a run of
     a higher-is-better series (a rate, whose warm-up rises) by ``make(name,
-    rates=True)``; a series of unknown direction is read as times. It warns
+    rates=True)``; a series of unknown direction is read as times; a run never
+    steady at the median start of its series' steady runs (``series[run]``,
+    :func:`~triage.steady_state.base.cuts`). It warns
     (:func:`~triage.steady_state.base.trim_report`) when every run is one
     measurement (nothing to trim: the option did nothing, silently) and when
-    runs never became steady (kept whole, which summary, convert and
-    candidates never said).
+    runs never became steady (cut at their series' median start or kept whole,
+    which summary, convert and candidates never said).
     """
     detector = make(name)
     if detector is None:
@@ -64,9 +68,9 @@ def trim_for(name: str):
     rate_detector = make(name, rates=True)
     method = name.strip().lower()
 
-    def trim(values, run_id, rising):
-        keep, lengths, starts = steady_mask_starts(values, run_id, detector, rising, rate_detector)
-        message = trim_report(method, lengths, starts, min_run=getattr(detector, "min_run", None))
+    def trim(values, run_id, rising, series):
+        keep, lengths, starts, cut = steady_mask_starts(values, run_id, detector, rising, rate_detector, series)
+        message = trim_report(method, lengths, starts, min_run=getattr(detector, "min_run", None), cut=cut)
         if message is not None:
             warnings.warn(message, stacklevel=2)
         return keep
@@ -83,6 +87,7 @@ __all__ = [
     "KernelStepSSD",
     "NONE",
     "SteadyStateDetector",
+    "cuts",
     "make",
     "steady_mask",
     "steady_starts",

@@ -115,23 +115,62 @@ def steady_starts(
     return np.diff(bounds), starts
 
 
+def cuts(lengths: np.ndarray, starts: list[int | None], groups: np.ndarray | None = None) -> np.ndarray:
+    """How many iterations to drop from the start of each run: its steady start, or a fallback.
+
+    ``lengths[r]`` and ``starts[r]`` are run ``r``'s length and steady start
+    (:func:`steady_starts`; ``None``: never steady). ``groups[r]`` names the
+    series run ``r`` belongs to (its other forks and commits). A never-steady
+    run of several iterations is cut where the steady runs of its series
+    became steady (the median of their starts) when that leaves some of it,
+    and kept whole when no run of its series is steady (or ``groups`` is None).
+
+    Why: kept whole beside its trimmed siblings, a never-steady fork carried
+    its warm-up into its commit's value alone, so whether a commit rose or
+    fell depended on a per-fork verdict. JMH histories of 40 commits, 3 forks
+    of 60 iterations with a large exponential warm-up: KB-KSSD called 51 of
+    120 forks never steady and the commit values spread 6 % where the level
+    was flat, which hid a real 3 % change from ``perfherder`` (a walkthrough,
+    thirtieth session; ``benchmarks/bench_steady_histories.py``).
+    """
+    lengths = np.asarray(lengths, dtype=int)
+    out = np.array([0 if s is None else s for s in starts], dtype=int)
+    never = np.array([s is None for s in starts], dtype=bool) & (lengths > 1)
+    if groups is None or not never.any():
+        return out
+    groups = np.asarray(groups)
+    if len(groups) != len(lengths):
+        raise ValueError(f"one group per run: {len(lengths)} runs, {len(groups)} groups")
+    judged = ~np.array([s is None for s in starts], dtype=bool) & (lengths > 1)
+    for g in np.unique(groups[never]):
+        steady = out[judged & (groups == g)]
+        if len(steady) == 0:
+            continue
+        at = int(np.median(steady))
+        mine = never & (groups == g) & (lengths > at)
+        out[mine] = at
+    return out
+
+
 def steady_mask(
     values: np.ndarray,
     run_id: np.ndarray,
     detector: SteadyStateDetector | None,
     rising: np.ndarray | None = None,
     rising_detector: SteadyStateDetector | None = None,
+    groups: np.ndarray | None = None,
 ) -> np.ndarray:
     """Which measurements to keep when each run is cut to its steady part.
 
     ``values[i]`` belongs to run ``run_id[i]`` (runs are contiguous, in
-    iteration order, numbered 0, 1, ...). A run that never becomes steady keeps all its
-    measurements: nothing in it is known to be steadier than the rest, and
-    dropping the commit would hide it from the detectors altogether. A run
+    iteration order, numbered 0, 1, ...). A run that never becomes steady is
+    cut where the steady runs of its series (``groups[run]``) became steady,
+    and kept whole when none of them did (:func:`cuts`): dropping the commit
+    would hide it from the detectors altogether. A run
     whose ``rising[run]`` is true (a rate, higher is better) is cut by
     ``rising_detector`` when one is given.
     """
-    return steady_mask_starts(values, run_id, detector, rising, rising_detector)[0]
+    return steady_mask_starts(values, run_id, detector, rising, rising_detector, groups)[0]
 
 
 def steady_mask_starts(
@@ -140,19 +179,22 @@ def steady_mask_starts(
     detector: SteadyStateDetector | None,
     rising: np.ndarray | None,
     rising_detector: SteadyStateDetector | None,
-) -> tuple[np.ndarray, np.ndarray, list[int | None]]:
-    """:func:`steady_mask` with the runs' lengths and starts (:func:`steady_starts`; none without a detector)."""
+    groups: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[int | None], np.ndarray]:
+    """:func:`steady_mask` with the runs' lengths, starts (:func:`steady_starts`; none without a
+    detector) and cuts (:func:`cuts`: the iterations dropped from each)."""
     if len(run_id) != len(values):
         raise ValueError(f"values and run_id must be as long: {len(values)} and {len(run_id)}")
     keep = np.ones(len(values), dtype=bool)
     if detector is None or len(values) == 0:
-        return keep, np.zeros(0, dtype=int), []
+        return keep, np.zeros(0, dtype=int), [], np.zeros(0, dtype=int)
     lengths, starts = steady_starts(values, run_id, detector, rising, rising_detector)
+    cut = cuts(lengths, starts, groups)
     first = np.r_[0, np.cumsum(lengths)[:-1]]
-    for a, start in zip(first, starts, strict=True):
-        if start:
-            keep[a : a + start] = False
-    return keep, lengths, starts
+    for a, drop in zip(first, cut, strict=True):
+        if drop:
+            keep[a : a + drop] = False
+    return keep, lengths, starts, cut
 
 
 def too_short_note(method: str, lengths: np.ndarray, min_run: int | None) -> str:
@@ -175,13 +217,15 @@ def trim_report(
     starts: list[int | None],
     runs: str = "runs (a commit's measurements; each fork's apart with a fork column)",
     min_run: int | None = None,
+    cut: np.ndarray | None = None,
 ) -> str | None:
     """What a user of ``--trim-warmup METHOD`` must be told about these runs, or ``None``.
 
     Two things the values alone do not show: the data was one value per commit
     already (every run one measurement: nothing can be cut, the option did
-    nothing), and runs that never became steady, which are kept whole (every
-    measurement of them is in their commit's value), with how many of them
+    nothing), and runs that never became steady: how many were cut at their
+    series' median steady start and how many kept whole (``cut``, from
+    :func:`cuts`; all kept whole without it), with how many of them
     were too short for the method to judge (``min_run``: its fewest
     iterations, KB-KSSD's :attr:`~triage.steady_state.kbkssd.KBKSSD.min_run`).
     ``runs`` names what a run is for the reader (``forks`` for JMH results).
@@ -196,14 +240,21 @@ def trim_report(
             f"--trim-warmup {method}: every {one} holds a single measurement (the data is "
             "one value per commit already, or single-shot forks): there is no warm-up to cut, nothing was trimmed"
         )
-    never = [int(n) for n, s in zip(lengths, starts, strict=True) if n > 1 and s is None]
+    cut = np.zeros(len(lengths), dtype=int) if cut is None else np.asarray(cut)
+    never = [(int(n), int(c)) for n, s, c in zip(lengths, starts, cut, strict=True) if n > 1 and s is None]
     if not never:
         return None
     single = int((~several).sum())
+    whole = sum(c == 0 for _, c in never)
+    if whole == len(never):
+        fate = "kept whole, every measurement of them in their commit's value"
+    else:
+        fate = (f"{len(never) - whole:,} cut where the steady {one}s of their series became steady (the median "
+                f"of their starts)" + (f", {whole:,} kept whole (no {one} of their series steady)" if whole else ""))
     return (
         f"--trim-warmup {method}: {len(never):,} of {int(several.sum()):,} {runs} never steady by {method} "
-        "(still moving, or too short to tell): kept whole, every measurement of them in their commit's value"
-        + too_short_note(method, np.array(never), min_run)
+        f"(still moving, or too short to tell): {fate}"
+        + too_short_note(method, np.array([n for n, _ in never]), min_run)
         + (f" ({single:,} more {'holds' if single == 1 else 'hold'} a single measurement: nothing to cut)"
            if single else "")
     )
