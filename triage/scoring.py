@@ -352,6 +352,7 @@ def score_candidates(
     n_jobs: int = 1,
     newest: NewestRoute | None | Literal["manifest"] = "manifest",
     newest_threshold: float | None = None,
+    radius: int | None = None,
 ) -> pd.DataFrame:
     """P(true change) and a decision for every candidate of ``table``.
 
@@ -371,13 +372,17 @@ def score_candidates(
     (module docstring, "The newest candidates"); ``"manifest"`` (default):
     the one ``classifier``'s manifest names (:func:`newest_route`), None:
     none. ``newest_threshold``: its cut (default: its own for the file's
-    detector, :func:`default_threshold`).
+    detector, :func:`default_threshold`). ``radius``: of the true calls within
+    this many commits of each other only the strongest stays true (default:
+    the model's, :func:`suppress_radius`; 0 keeps them all).
     """
     series, index = resolve(dataset, table)
     matrix = model_rows(dataset, classifier, series, index, table=table, n_jobs=n_jobs)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
     cut = float(classifier.threshold_ if threshold is None else threshold)
-    radius = suppress_radius(classifier)
+    radius = suppress_radius(classifier) if radius is None else radius
+    if radius < 0:
+        raise ValueError(f"the suppression radius must be 0 or more commits, not {radius}")
     suppress = radius > 0 and cut > 0 and len(decided) > 0
     if suppress:
         decided = _one_alert_per_change(decided, series, index, radius)

@@ -152,13 +152,15 @@ def score(
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first (0: no table, the summary line only).")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
+    suppress: Annotated[int | None, typer.Option("--suppress-radius", help="Of the candidates called true within this many commits of each other, only the strongest stays true, the others are marked duplicates (one alert per change). Default: the model's (default-scoring: 10, chosen on validation data); 0 keeps every true call (two regressions a few commits apart).")] = None,
     newest_model: Annotated[str | None, typer.Option("--newest-model", help="Model for the candidates fewer than 13 commits from their series' end (a model directory or bundled name; none: --model scores them too). Default: the one --model's manifest names, if any (default-scoring names none; the bundled scoring-newest is trained for them). --threshold applies to it too; otherwise its own per-detector threshold.")] = None,
 ) -> None:
     """Score detector candidates with P(true change) and a decision.
 
     With the bundled scoring model, of several candidates called true within
-    5 commits of each other only the strongest stays true; the others are
-    marked as duplicates (one alert per change).
+    10 commits of each other (its suppression radius; --suppress-radius)
+    only the strongest stays true; the others are marked as duplicates (one
+    alert per change).
     """
     from triage.cli.validation import check_int, check_n_jobs, check_number, check_output_not_input
 
@@ -166,6 +168,7 @@ def score(
     check_n_jobs(n_jobs)
     check_int("--explain", explain_top, low=0)
     check_int("--show", show, low=0)
+    check_int("--suppress-radius", suppress, low=0)
     check_number("--threshold", threshold, low=0, high=1)
     check_number("--target-recall", target_recall, low=0, high=1, low_open=True)
     import pandas as pd
@@ -215,7 +218,7 @@ def score(
     source = "" if table.layout == "candidates" else f" ({table.layout} file)"
     with console.status(f"scoring {len(table):,} candidates{source}"), joblib_on(scheduler, n_jobs) as jobs:
         scored = score_candidates(dataset, table, clf, threshold=cut, explain_top=explain_top, n_jobs=jobs,
-                                  newest=route, newest_threshold=threshold)
+                                  newest=route, newest_threshold=threshold, radius=suppress)
     n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
     # Ours for the table, where the detector's file had a column of the same name (its own p_true):
     # renamed beside it, the table's sort met two columns called p_true (an internal error).

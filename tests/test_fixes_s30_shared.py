@@ -1,0 +1,55 @@
+"""Defects found by the thirtieth session's walkthroughs, fixed there.
+
+1. Two real regressions a few commits apart, scored with the bundled scoring
+   model: the weaker was called a duplicate of the stronger (its suppression
+   radius is 10 commits) while ``score --help`` said 5, and nothing could
+   keep both. ``score --suppress-radius N`` now sets the radius (0 keeps every
+   true call) and the help names the model's 10.
+(The warm-up trimming's defect, a never-steady fork kept whole beside its
+trimmed siblings: ``tests/test_walkthrough_s21_warmup.py`` and
+``tests/test_steady_state.py``.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from helpers_cli import flat, invoke
+
+
+def _two_steps(tmp_path, gap: int):
+    """One series, 100 -> 130 at commit 40 -> 160 at 40 + gap (noise sd 1), and a candidate at each step."""
+    rng = np.random.default_rng(7)
+    x = 100 + rng.standard_normal(100) + 30 * (np.arange(100) >= 40) + 30 * (np.arange(100) >= 40 + gap)
+    data = tmp_path / "h.csv"
+    pd.DataFrame({"series_id": "s1", "commit": [f"c{i:03d}" for i in range(100)], "value": x}).to_csv(data, index=False)
+    cands = tmp_path / "c.csv"
+    cands.write_text("series_id,commit,index,detector\n" + "".join(f"s1,c{i:03d},{i},pelt\n" for i in (40, 40 + gap)))
+    return data, cands
+
+
+def test_two_regressions_six_commits_apart_are_both_kept_with_suppress_radius_0(tmp_path):
+    data, cands = _two_steps(tmp_path, 6)
+    calls = {}
+    for radius in (None, 3, 0):
+        out = tmp_path / f"s{radius}.csv"
+        code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", out, "--show", "0",
+                             *(() if radius is None else ("--suppress-radius", str(radius)))])
+        assert code == 0, text
+        scored = pd.read_csv(out)
+        calls[radius] = scored["classification"].tolist()
+        if radius is None:  # the model's radius, 10: the weaker step is the duplicate
+            assert scored["explanation"][calls[None].index("false_positive")].startswith(
+                "duplicate: a stronger candidate is within 10 commits")
+    assert sorted(calls[None]) == ["false_positive", "true_positive"]
+    assert calls[3] == calls[0] == ["true_positive", "true_positive"]
+
+
+def test_suppress_radius_is_checked_and_the_help_names_the_models(tmp_path):
+    data, cands = _two_steps(tmp_path, 6)
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--suppress-radius", "-1"])
+    assert code == 2 and "Invalid value for --suppress-radius: must be >= 0, got -1" in flat(text), text
+    code, text = invoke(["score", "--help"])
+    assert code == 0
+    assert "10 commits of each other (its suppression radius; --suppress-radius)" in flat(text), text
+    assert "within 5 commits" not in flat(text)
