@@ -53,3 +53,25 @@ def test_suppress_radius_is_checked_and_the_help_names_the_models(tmp_path):
     assert code == 0
     assert "10 commits of each other (its suppression radius; --suppress-radius)" in flat(text), text
     assert "within 5 commits" not in flat(text)
+
+
+def test_train_refuses_a_window_the_online_loop_cannot_run(tmp_path):
+    """``train --window 1000`` trained (held-out AUC 1.000: an After window as long as the series) a
+    model that watch and detect then refused: over the loop's largest confirmation delay."""
+    from triage.online.loop import MAX_CONFIRM
+
+    data, _ = _two_steps(tmp_path, 6)
+    code, text = invoke(["train", "--data", data, "--out", tmp_path / "m", "--no-track", "--window",
+                         str(MAX_CONFIRM + 1)])
+    assert code == 2, text
+    assert f"Invalid value for --window: must be in [0, {MAX_CONFIRM}], got {MAX_CONFIRM + 1}" in flat(text), text
+    assert not (tmp_path / "m").exists()
+
+
+def test_the_confirm_after_help_gives_its_whole_range():
+    from triage.online.loop import MAX_CONFIRM
+
+    for command in ("watch", "detect"):
+        code, text = invoke([command, "--help"])
+        assert code == 0
+        assert f"0 to {MAX_CONFIRM}." in flat(text) and "x>=0" not in flat(text), text

@@ -76,7 +76,7 @@ CONFIRM_HELP = (
     "Confirmation delay K: decide commit p when the K-th commit after it arrives "
     "(After = p and those K). Default: the model's window, the After its rows were built with "
     "(another K gives it windows it never saw: online-w4 with K = 0 finds nothing); "
-    "0 = the paper's loop, with a window-0 model (default-w0)."
+    "0 = the paper's loop, with a window-0 model (default-w0). 0 to 20."
 )
 MIN_PRE_HELP = (
     "Commits Pre must hold before a change point can be declared (0 = the paper's loop as is; "
@@ -434,7 +434,7 @@ def watch(
         "positive", help="Which decisions get top_features: positive, all, none."
     ),
     min_pre: int = typer.Option(None, "--min-pre", help=MIN_PRE_HELP),
-    confirm_after: int = typer.Option(None, "--confirm-after", min=0, help=CONFIRM_HELP),
+    confirm_after: int = typer.Option(None, "--confirm-after", help=CONFIRM_HELP),
     durable: bool = typer.Option(
         False, "--durable", help="fsync every decision (survives power loss, slower)."
     ),
@@ -755,7 +755,7 @@ def detect(
     fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines)."),
     layout: str = typer.Option("auto", help="Input layout (see `triage summary --help`)."),
     min_pre: int = typer.Option(None, "--min-pre", help=MIN_PRE_HELP),
-    confirm_after: int = typer.Option(None, "--confirm-after", min=0, help=CONFIRM_HELP),
+    confirm_after: int = typer.Option(None, "--confirm-after", help=CONFIRM_HELP),
     batch_series: int = typer.Option(
         4096, "--batch-series", help="Series replayed side by side per batch."
     ),

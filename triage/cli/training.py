@@ -203,6 +203,13 @@ def train(
 
     # Every option is checked before any reading, extraction or training.
     w = parse_window(window)
+    if isinstance(w, int):
+        from triage.online.loop import MAX_CONFIRM
+
+        # A model of window K is run by the online loop deciding K commits later; a K it refuses
+        # (watch / detect: "over the loop's largest confirmation delay") was trained for nothing,
+        # and with an After window as long as the series its held-out AUC read 1.000.
+        check_int("--window", w, low=0, high=MAX_CONFIRM)
     check_choice("--model", model, MODELS)
     check_number("--target-recall", target_recall, low=0.0, high=1.0, low_open=True)
     if threshold is not None:
