@@ -193,7 +193,7 @@ def test_kbkssd_does_not_call_20_iteration_forks_steady_from_0_and_says_they_are
         assert ds[series].values[0] == pytest.approx(
             _hand_value(files[0], series, "none"), rel=1e-12
         )
-    code, text = invoke(["steady", *files, "--out", tmp_path / "s.csv"])
+    code, text = invoke(["steady", *files, "--out", tmp_path / "s.csv", "--trim-warmup", "kbkssd"])
     assert code == 0, text
     assert (
         "12 of them shorter than the 30 iterations kbkssd needs (not judged; cpssd judges short runs)"
@@ -396,7 +396,7 @@ def test_steady_says_its_output_is_cut_already(tmp_path):
     code, text = invoke(["steady", path, "--out", tmp_path / "s.csv"])
     assert code == 0, text
     assert "steady iterations -> " in flat(text)
-    assert "(cut by kbkssd already: read it without --trim-warmup)" in flat(text), text
+    assert "(cut by cpssd already: read it without --trim-warmup)" in flat(text), text  # the default
     code, text = invoke(["steady", path, "--out", tmp_path / "all.csv", "--trim-warmup", "none"])
     assert code == 0, text
     assert "iterations (none cut) -> " in flat(text) and "already" not in text, text

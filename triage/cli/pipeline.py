@@ -43,7 +43,13 @@ def steady(
     out: Path = typer.Option(
         ..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write."
     ),
-    method: str = typer.Option("kbkssd", "--trim-warmup", help="kbkssd, cpssd, kstep or none."),
+    # cpssd by default: on generated JMH-like histories its commit values spread least and
+    # perfherder finds the most changes in them (BENCHMARKS.md, "Warm-up trimming for the detectors").
+    method: str = typer.Option(
+        "cpssd", "--trim-warmup",
+        help="cpssd (Traini et al.; the default: the steadiest commit values in this project's benchmark), "
+             "kbkssd (Beseda et al.), kstep or none.",
+    ),
     commits: str = typer.Option(
         None, "--commits", help="Comma-separated commit ids (default: the file names' stems)."
     ),

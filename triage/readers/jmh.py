@@ -290,7 +290,7 @@ def _histogram_mean(pairs: object, path: Path, pos: int, name: str) -> float:
 def steady_long(
     files: Sequence[str | Path],
     commits: Sequence[str] | None = None,
-    trim_warmup: str = "kbkssd",
+    trim_warmup: str = "cpssd",
     runs_series: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The steady iterations of JMH result files, one file per commit, in history order.
