@@ -75,3 +75,29 @@ def test_the_confirm_after_help_gives_its_whole_range():
         code, text = invoke([command, "--help"])
         assert code == 0
         assert f"0 to {MAX_CONFIRM}." in flat(text) and "x>=0" not in flat(text), text
+
+
+def test_an_ensemble_naming_a_member_twice_is_refused_before_any_series(tmp_path):
+    """It was reported as the detector failing on the first series, which it named."""
+    data, _ = _two_steps(tmp_path, 6)
+    code, text = invoke(["candidates", "--data", data, "--detector", "ensemble", "--param", "members=pelt,pelt",
+                         "--param", "min_votes=2", "--out", tmp_path / "out.csv"])
+    assert code == 2, text
+    assert ("Invalid value for --param: parameter members=('pelt', 'pelt') of detector 'ensemble' must name "
+            "distinct detectors; 'pelt' is named twice") in flat(text), text
+    assert "failed on series" not in flat(text) and not (tmp_path / "out.csv").exists()
+
+
+def test_the_defaults_triage_detectors_lists_are_what_param_reads_back():
+    """``members=('perfherder', ...)`` as listed was refused by ``--param``: quotes and brackets."""
+    from triage.detectors import defaults, names, parse_params
+
+    code, text = invoke(["detectors"])
+    assert code == 0
+    assert "members=perfherder,hybrid_welch,hybrid_ks,edivisive," in text.replace("\n", "").replace("│", "").replace(" ", "")
+    from triage.core.params import as_text
+
+    for name in names():
+        given = defaults(name)
+        back = parse_params(name, [f"{k}={as_text(v)}" for k, v in given.items()])
+        assert back == given, name

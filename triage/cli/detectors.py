@@ -128,6 +128,7 @@ def candidates(
 
 def list_detectors() -> None:
     """List the detectors and their default parameters."""
+    from triage.core.params import as_text
     from triage.detectors import defaults, names
 
     # Folded, never cut: at COLUMNS=40 "min_back_window=12," read "min_back_window…" (the value lost)
@@ -136,7 +137,8 @@ def list_detectors() -> None:
     table.add_column("detector", overflow="fold")
     table.add_column("default parameters", overflow="fold")
     for name in names():
-        table.add_row(name, ", ".join(f"{k}={v}" for k, v in defaults(name).items()))
+        # Written as --param takes them: members=perfherder,hybrid_welch,... (always= : none).
+        table.add_row(name, "; ".join(f"{k}={as_text(v)}" for k, v in defaults(name).items()))
     console.print(table)
 
 

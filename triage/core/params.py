@@ -74,6 +74,17 @@ def typed_value(text: str, default: Any) -> Any:
     return text
 
 
+def as_text(value: Any) -> str:
+    """``value`` written as :func:`typed_value` reads it back: a tuple as its comma-separated names.
+
+    ``triage detectors`` showed ``members=('perfherder', 'hybrid_welch', ...)``, which ``--param``
+    then read as names with quotes and brackets in them and refused.
+    """
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(str, value))
+    return str(value)
+
+
 def infer_value(text: str) -> object:
     """``text`` as an int, a float, True / False / None, or itself (see the module docstring)."""
     for cast in (int, float):

@@ -80,6 +80,13 @@ def _check_members(name: str, params: dict[str, Any]) -> None:
             f"parameter members={tuple(given)!r} of detector {name!r}: {', '.join(map(repr, unknown))} "
             f"{'is' if len(unknown) == 1 else 'are'} not a detector (use names from {', '.join(REGISTRY)})"
         )
+    twice = sorted({m for m in given if given.count(m) > 1})
+    if twice:
+        # The ensemble's own check came on the first series, named as that series' failure.
+        raise ValueError(
+            f"parameter members={tuple(given)!r} of detector {name!r} must name distinct detectors; "
+            f"{', '.join(map(repr, twice))} {'is' if len(twice) == 1 else 'are'} named twice"
+        )
     strangers = [a for a in params.get("always", ()) if a not in given]
     if strangers:
         raise ValueError(
