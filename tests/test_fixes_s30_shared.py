@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from helpers_cli import flat, invoke
 
 
@@ -101,3 +102,21 @@ def test_the_defaults_triage_detectors_lists_are_what_param_reads_back():
         given = defaults(name)
         back = parse_params(name, [f"{k}={as_text(v)}" for k, v in given.items()])
         assert back == given, name
+
+
+@pytest.mark.parametrize("command", ["summary", "score"])
+def test_a_quote_never_closed_is_named_at_its_own_line(tmp_path, command):
+    """pandas' "EOF inside string starting at row 30" counts lines from 0: the user went to line 30."""
+    good = tmp_path / "h.csv"
+    good.write_text("series_id,commit,value\n" + "".join(f"a,c{i},{i % 3}\n" for i in range(10)))
+    broken = tmp_path / "b.csv"
+    if command == "summary":
+        broken.write_text("series_id,commit,value\na,c1,1\na,c2,2\na,\"c3,3\na,c4,4\n")
+        args = ["summary", "--data", broken]
+    else:
+        broken.write_text("series_id,commit,index\na,c1,1\na,\"c2,2\n")
+        args = ["score", "--data", good, "--candidates", broken, "--out", tmp_path / "s.csv"]
+    code, text = invoke(args)
+    assert code == 2, text
+    row = 4 if command == "summary" else 3
+    assert f"{broken}, row {row}: a quote (\") opened in this row is never closed" in flat(text), text

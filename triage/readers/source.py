@@ -337,15 +337,18 @@ def not_utf8(path: str | Path, shown: str | Path | None = None) -> InputError:
 
 #: pandas' words for a row of more cells than the header, with the line inside them.
 _RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+#: pandas' words for a quote never closed, with the line counted from 0 (the header's is 0).
+_OPEN_QUOTE = re.compile(r"EOF inside string starting at row (\d+)")
 
 
 @contextmanager
 def csv_errors(path: str | Path, shown: str | Path | None = None) -> Iterator[None]:
     """pandas' CSV reading errors inside the block as :class:`InputError` naming ``shown`` (default ``path``).
 
-    A row of more cells than the header is named by its line, as every error
-    of the project names it (pandas put the line inside its own message:
-    "Error tokenizing data. C error: Expected 3 fields in line 4, saw 4").
+    A row of more cells than the header, and a quote never closed, are named by
+    their line, as every error of the project names it (pandas put the line
+    inside its own message: "Error tokenizing data. C error: Expected 3 fields
+    in line 4, saw 4"; "EOF inside string starting at row 2", counting from 0).
     """
     name = path if shown is None else shown
     try:
@@ -356,6 +359,10 @@ def csv_errors(path: str | Path, shown: str | Path | None = None) -> Iterator[No
         if ragged := _RAGGED.search(str(exc)):
             want, line, saw = ragged.groups()
             raise InputError(name, int(line), f"{saw} cells where the header has {want}") from None
+        if quote := _OPEN_QUOTE.search(str(exc)):
+            # pandas' "row 30" is the file's line 31: the user went to a line that was fine.
+            raise InputError(name, int(quote.group(1)) + 1, 'a quote (") opened in this row is never '
+                             "closed: the rest of the file would be one cell") from None
         raise InputError(name, None, f"not a valid CSV file: {exc}") from None
     except UnicodeDecodeError:
         raise not_utf8(path, shown) from None
