@@ -172,6 +172,8 @@ def test_cli_models_list_shows_agreement_with_the_sheriffs(store, trained, tmp_p
     assert any("default" in line and "1.000" in line for line in lines)
     missing = runner.invoke(app, ["models", "list", "--tracking-uri", uri, "--labels", str(tmp_path / "none")])
     assert isinstance(missing.exception, InputError) and "no such labels store" in str(missing.exception)
+    # Refused before the registry's table is printed: a script reading stdout got a whole table.
+    assert "Registered models" not in missing.output and "triage-test" not in missing.output
 
 
 # ---------------------------------------------------------------------- registry items of issue 12

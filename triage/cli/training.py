@@ -581,6 +581,9 @@ def models_list(
     from triage.training.tracking import list_models, resolve_tracking_uri
 
     rows = list_models(tracking_uri)
+    # Read before anything is printed: a store that is none failed after the whole registry table
+    # was on stdout, which a script reading it took for the command's output.
+    agreement = None if labels is None else _sheriff_agreement_table(labels, rows)
     # pad_edge=False: the two edge spaces let a bundled kind's name (triage-svm-adaptive) and an
     # @champion fit 80 columns without the window folded mid-word ("adaptiv" / "e").
     table = Table(title=Text(f"Registered models ({resolve_tracking_uri(tracking_uri)})"), pad_edge=False)
@@ -599,8 +602,8 @@ def models_list(
             str(r.get("data_hash") or "")[:7], str(r["run_id"] or "")[:7],
         )
     console.print(table if rows else "no registered models")
-    if labels is not None:
-        console.print(_sheriff_agreement_table(labels, rows))
+    if agreement is not None:
+        console.print(agreement)
 
 
 def _sheriff_agreement_table(path: Path, rows: list[dict[str, object]]) -> Table | Text:
