@@ -120,3 +120,40 @@ def test_a_quote_never_closed_is_named_at_its_own_line(tmp_path, command):
     assert code == 2, text
     row = 4 if command == "summary" else 3
     assert f"{broken}, row {row}: a quote (\") opened in this row is never closed" in flat(text), text
+
+
+def test_watch_csv_on_a_gzip_file_gives_the_pipe_that_reads_it(tmp_path):
+    """The hint said "pipe it as JSON lines", missing `zcat FILE | triage watch --csv -`, which works."""
+    import gzip
+
+    path = tmp_path / "h.csv.gz"
+    path.write_bytes(gzip.compress(b"series_id,commit,value\ns,a,1\ns,b,2\n", mtime=0))
+    code, text = invoke(["watch", "--csv", path])
+    assert code == 2, text
+    assert f"is gzip-compressed; --csv reads plain text, which it can follow: pipe it decompressed (zcat {path} | " \
+           "triage watch --csv -), or decompress it first" in flat(text), text
+
+
+def test_train_window_k_without_a_confirmed_change_says_so(tmp_path):
+    """It said "only false_positive candidates" of a file with no labelled alert at all: the
+    ordinary commits it adds itself were the only rows."""
+    data = tmp_path / "h.csv"
+    rng = np.random.default_rng(0)
+    data.write_text("series_id,commit,value\n" + "".join(
+        f"s{s},c{i},{100 + rng.standard_normal():.3f}\n" for s in range(3) for i in range(60)))
+    code, text = invoke(["train", "--data", data, "--window", "4", "--out", tmp_path / "m", "--no-track"])
+    assert code == 2, text
+    assert ("no confirmed change point (label true_positive) to learn from: the ordinary commits added with a "
+            "fixed --window are negatives only") in flat(text), text
+    assert "only false_positive" not in flat(text)
+
+
+def test_ordinary_per_series_is_refused_where_nothing_adds_ordinary_commits(tmp_path):
+    """With --window adaptive it was taken and ignored, silently."""
+    data, _ = _two_steps(tmp_path, 6)
+    code, text = invoke(["train", "--data", data, "--out", tmp_path / "m", "--no-track",
+                         "--ordinary-per-series", "5"])
+    assert code == 2, text
+    assert ("Invalid value for --ordinary-per-series: adds ordinary commits to the rows a fixed --window K "
+            "builds from --data or --preset") in flat(text), text
+    assert not (tmp_path / "m").exists()

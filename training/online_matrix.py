@@ -113,6 +113,12 @@ def online_matrix(
             positives[h.series_id] = pos
     if not picks:
         raise ValueError("no confirmed change points or false alerts to learn from")
+    if not any(p.size for p in positives.values()):
+        # Else the ordinary commits added as negatives reached the one-class check, which said
+        # "only false_positive candidates" of a file that had no labelled alert at all.
+        what = "true change" if use_truth else "confirmed change point (label true_positive)"
+        raise ValueError(f"no {what} to learn from: the ordinary commits added with a fixed --window "
+                         "are negatives only")
     matrix = extract_features(dataset, candidates=picks, window=window, change_points=positives, n_jobs=n_jobs)
     is_positive = np.zeros(len(matrix), dtype=bool)
     for sid, group in matrix.groupby("series_id", sort=False).groups.items():

@@ -392,8 +392,9 @@ def _check_csv_file(path: Path) -> None:
 
     kind = compression(path)
     if kind is not None:  # a growing plain-text file is what --csv follows
-        raise InputError(path, None, f"is {kind}-compressed; --csv reads plain text (decompress it first, "
-                         "or pipe it as JSON lines)")
+        tool = {"gzip": "zcat", "zstd": "zstdcat"}.get(kind, f"{kind} -dc")
+        raise InputError(path, None, f"is {kind}-compressed; --csv reads plain text, which it can follow: "
+                         f"pipe it decompressed ({tool} {path} | triage watch --csv -), or decompress it first")
     with open(path, "rb") as fh:
         head = fh.read(16)
     # Binary files were "line 1: not UTF-8 text (invalid start byte at byte 103 of the line)".

@@ -189,7 +189,7 @@ def train(
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri", help=TRACKING_HELP, envvar="MLFLOW_TRACKING_URI")] = None,
     no_track: Annotated[bool, typer.Option("--no-track", help="Do not log to MLflow.")] = False,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction and model threads.")] = 1,
-    ordinary_per_series: Annotated[int, typer.Option("--ordinary-per-series", min=0, help="With a fixed --window K (0, 1, ...; an online model deciding K commits later): unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper).")] = 10,
+    ordinary_per_series: Annotated[int | None, typer.Option("--ordinary-per-series", min=0, help="With a fixed --window K (0, 1, ...; an online model deciding K commits later): unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper). Default 10; refused with --window adaptive or --matrix, which add none.")] = None,
     labels: Annotated[Path | None, typer.Option("--labels", help="Labels store of `triage serve`: the sheriffs' decisions replace the data's labels where there is one.")] = None,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run feature extraction on a dask cluster, partitioned by series: local or a scheduler address (tcp://host:8786).")] = None,
     candidate_windows: Annotated[bool, typer.Option("--candidate-windows", help=f"A scoring model: Pre/After bounded by the neighbouring candidates ({CANDIDATE_MAX_LEN} commits at most) plus the pair_* and ctx_* features (the candidate among its neighbours), the windows `triage score` gives fresh candidates.")] = False,
@@ -233,7 +233,12 @@ def train(
         # with '@' it registers, but no --model models:/NAME@ALIAS or /VERSION can name it.
         raise typer.BadParameter(f"a registered name cannot hold '/', ':' or '@' (models:/NAME@ALIAS and "
                                  f"models:/NAME/VERSION name it), got {register!r}", param_hint="--register")
-    online_rows = ordinary_per_series if isinstance(w, int) and matrix is None else 0
+    if ordinary_per_series is not None and (not isinstance(w, int) or matrix is not None):
+        # Taken and ignored, silently: the user believed the model had seen ordinary commits.
+        raise typer.BadParameter("adds ordinary commits to the rows a fixed --window K builds from --data or "
+                                 "--preset; leave it out with --window adaptive or --matrix",
+                                 param_hint="--ordinary-per-series")
+    online_rows = (10 if ordinary_per_series is None else ordinary_per_series) if isinstance(w, int) and matrix is None else 0
     if candidate_windows and (w != "adaptive" or matrix is not None or labels is not None):
         raise typer.BadParameter("--candidate-windows builds its own windows from --data or --preset: leave --window adaptive, without --matrix or --labels")
     if shift_measures and (w != "adaptive" or matrix is not None or candidate_windows):
