@@ -157,3 +157,16 @@ def test_ordinary_per_series_is_refused_where_nothing_adds_ordinary_commits(tmp_
     assert ("Invalid value for --ordinary-per-series: adds ordinary commits to the rows a fixed --window K "
             "builds from --data or --preset") in flat(text), text
     assert not (tmp_path / "m").exists()
+
+
+def test_a_broken_jmh_file_is_named_at_its_line_and_column(tmp_path):
+    """JMH writes one long line: "row 1: ... Unterminated string starting at" said neither where nor what."""
+    path = tmp_path / "c1.json"
+    text = ('[{"benchmark": "org.acme.T.run", "mode": "thrpt", "primaryMetric": {"rawData": [[1.0, 2.0]]}}, '
+            '{"benchmark": "org.acme.T.cut')
+    path.write_text(text)
+    column = text.index('"org.acme.T.cut') + 1
+    code, said = invoke(["steady", path, "--out", tmp_path / "s.csv"])
+    assert code == 2, said
+    assert (f"{path}, row 1: not JMH JSON results: not valid JSON: Unterminated string starting at "
+            f"(line 1, column {column})") in flat(said), said

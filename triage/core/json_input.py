@@ -49,7 +49,9 @@ def read_json(path: str | Path, what: str = "JSON") -> object:
         return json.loads(text, object_pairs_hook=_no_repeated_keys)
     except json.JSONDecodeError as exc:
         prefix = "not valid JSON" if what == "JSON" else f"not {what}: not valid JSON"
-        raise InputError(path, exc.lineno, f"{prefix}: {exc.msg}") from None
+        # exc.msg alone ended mid-phrase ("Unterminated string starting at"), and JMH writes a file
+        # on one long line: the column says where; "line" says what the row counts here.
+        raise InputError(path, exc.lineno, f"{prefix}: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     except RepeatedKey as exc:
         raise InputError(path, None, f"not usable {what}: {exc}") from None
     except ValueError:  # an integer of more digits than Python converts
