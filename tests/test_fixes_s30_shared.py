@@ -170,3 +170,29 @@ def test_a_broken_jmh_file_is_named_at_its_line_and_column(tmp_path):
     assert code == 2, said
     assert (f"{path}, row 1: not JMH JSON results: not valid JSON: Unterminated string starting at "
             f"(line 1, column {column})") in flat(said), said
+
+
+def test_google_benchmark_names_a_missing_time_and_a_failed_benchmark_once(tmp_path):
+    import json
+    import warnings
+
+    from triage.readers.gbench import gbench_frame
+
+    run = {"context": {"date": "2026-11-30"}, "benchmarks": [
+        {"name": "BM_ok", "run_type": "iteration", "repetition_index": 0, "real_time": 10.0, "cpu_time": 10.0,
+         "time_unit": "ns", "iterations": 100},
+        *({"name": "BM_fail", "run_type": "iteration", "repetition_index": r, "error_occurred": True,
+           "error_message": "boom"} for r in range(2)),
+    ]}
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(run))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gbench_frame(run, path)
+    said = " ".join(str(w.message) for w in caught)
+    assert "1 benchmark(s) failed in this run and have no measurement: BM_fail (boom)" in said, said
+    del run["benchmarks"][0]["real_time"]
+    path.write_text(json.dumps(run))
+    code, text = invoke(["steady", path, "--out", tmp_path / "s.csv"])
+    assert code == 2, text
+    assert f"{path}, row 1: BM_ok: no real_time (a Google Benchmark result has one)" in flat(text), text

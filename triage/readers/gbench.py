@@ -115,7 +115,9 @@ def gbench_frame(payload: dict, path: str | Path, metric: str = "real_time") -> 
         # benchmarks of it are refused below, not averaged into one series.
         name = name.strip()
         if item.get("error_occurred"):
-            failed.append(f"{name} ({item.get('error_message') or 'no message'})")
+            why = f"{name} ({item.get('error_message') or 'no message'})"
+            if why not in failed:  # each repetition of a failed benchmark says the same
+                failed.append(why)
             continue
         old = None if "run_type" in item else _old_aggregate(name, names)
         if old is not None:
@@ -160,6 +162,8 @@ def gbench_frame(payload: dict, path: str | Path, metric: str = "real_time") -> 
                 # Two runs of one name with one index: two benchmarks registered under one name.
                 raise InputError(path, pos, f"{name}: repetition {index} again (first in row {seen[index]})")
             seen[index] = pos
+            if metric not in item:
+                raise InputError(path, pos, f"{name}: no {metric} (a Google Benchmark result has one)")
             value = item.get(metric)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise InputError(path, pos, f"{name}: {metric} is {json.dumps(value)[:40]}, not a number")
