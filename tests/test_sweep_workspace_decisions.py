@@ -160,3 +160,20 @@ def test_a_form_from_before_a_restart_links_back_instead_of_saying_reload(client
     assert '<a href="/?status=untriaged">back to the page</a>' in r.text
     assert "reload" not in r.text.lower()
     assert len(ws.store.history()) == 0
+
+
+def test_a_field_given_twice_with_different_values_is_a_400_and_records_nothing(client, ws):
+    """decision=true&decision=false was recorded as the last one (a walkthrough, thirtieth session)."""
+    from urllib.parse import urlencode
+
+    form = _form(client, "/decide")
+    body = urlencode([*form.items(), ("decision", "true"), ("decision", "false")])
+    r = client.post("/decide", content=body, headers={"content-type": "application/x-www-form-urlencoded"},
+                    follow_redirects=False)
+    assert r.status_code == 400 and "&#39;decision&#39; is given twice with different values" in r.text, r.text
+    assert ws.store.history() == []
+    # The same value twice is one value.
+    body = urlencode([*form.items(), ("decision", "true"), ("decision", "true")])
+    r = client.post("/decide", content=body, headers={"content-type": "application/x-www-form-urlencoded"},
+                    follow_redirects=False)
+    assert r.status_code == 303 and len(ws.store.history()) == 1

@@ -29,7 +29,9 @@ Safety:
   read the CSRF token;
 * every form carries the decision its page showed (``seen``, ``decision_id``):
   a repeated click is recorded once, a decision or undo from a stale page
-  (another tab decided meanwhile) is refused with 409 naming the current one;
+  (another tab decided meanwhile) is refused with 409 naming the current one
+  (a client that sends neither, a script, decides regardless); a field given
+  twice with different values is a 400;
 * bad requests get a 4xx page with one clear sentence; a labels store moved,
   replaced or damaged under the server a 503 naming it; an unexpected error
   a 500 page without a traceback (logged on the server).
@@ -324,6 +326,10 @@ async def _form(request: Request) -> dict[str, str]:
         parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False, errors="strict")
     except UnicodeDecodeError:
         raise BadRequest("the form is not UTF-8") from None
+    twice = [k for k, v in parsed.items() if len(set(v)) > 1]
+    if twice:
+        # decision=true&decision=false was recorded as the last one: which was meant cannot be told.
+        raise BadRequest(f"{twice[0][:40]!r} is given twice with different values")
     form = {k: v[-1] for k, v in parsed.items()}
     for name, value in form.items():
         if any(ord(c) < 32 and c not in "\t\n\r" for c in value) or "\x7f" in value:
