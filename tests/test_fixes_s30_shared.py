@@ -196,3 +196,19 @@ def test_google_benchmark_names_a_missing_time_and_a_failed_benchmark_once(tmp_p
     code, text = invoke(["steady", path, "--out", tmp_path / "s.csv"])
     assert code == 2, text
     assert f"{path}, row 1: BM_ok: no real_time (a Google Benchmark result has one)" in flat(text), text
+
+
+def test_sample_of_a_history_measured_everywhere_answers_without_a_fit(tmp_path, monkeypatch):
+    """A real series of 1,640 measured commits took 29 CPU-s (the fit) to print an empty table."""
+    import triage.sampling.partial as partial
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted")
+
+    monkeypatch.setattr(partial, "sample_plan", no_fit)
+    every = tmp_path / "every.csv"
+    every.write_text("commit,value\na,1\nb,1.5\nc,2\n")
+    code, text = invoke(["sample", "--data", every, "--budget", "2"])
+    assert code == 0, text
+    assert "3 commits, every commit is measured: nothing left to measure (--out FILE writes the estimated " \
+           "history)" in flat(text), text
