@@ -12,6 +12,8 @@ trimmed siblings: ``tests/test_walkthrough_s21_warmup.py`` and
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -212,3 +214,33 @@ def test_sample_of_a_history_measured_everywhere_answers_without_a_fit(tmp_path,
     assert code == 0, text
     assert "3 commits, every commit is measured: nothing left to measure (--out FILE writes the estimated " \
            "history)" in flat(text), text
+
+
+def test_an_output_folder_that_refuses_files_is_named_before_any_work(tmp_path, monkeypatch):
+    """A folder refusing new files (chattr +i, /sys, read-only) was found out after the whole run, in
+    an error naming the hidden temporary file (.c.csv.i2g7u8y0.tmp)."""
+    import tempfile
+
+    import triage.core.atomic as atomic
+
+    data, _ = _two_steps(tmp_path, 6)
+    shut = tmp_path / "shut"
+    shut.mkdir()
+    real = tempfile.mkstemp
+
+    def refuse(*args, dir=None, **kwargs):  # what an immutable folder answers, even to root
+        if dir is not None and Path(dir) == shut:
+            raise PermissionError(1, "Operation not permitted")
+        return real(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", refuse)
+    ran = []
+    monkeypatch.setattr("triage.detectors.registry.make", lambda *a, **k: ran.append(1))
+    for out in (shut / "c.csv", shut / "new" / "c.csv"):
+        code, text = invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", out])
+        assert code == 2, text
+        # Without blanks: a long path is folded in the error box, and the fold reads as a blank.
+        said = f"Invalid value for '--out': {out}: cannot write here: the folder {shut}: Operation not permitted"
+        assert said.replace(" ", "") in flat(text).replace(" ", ""), text
+        assert ".tmp" not in text and ran == []
+    assert list(shut.iterdir()) == []

@@ -72,7 +72,9 @@ def destination(path: str | Path) -> tuple[str, Path | None]:
         # not exist as a file (/dev/stdout -> /proc/self/fd/1 -> pipe:[n]).
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        return "file", _new_file(path)
+        real = _new_file(path)
+        _check_folder_writable(path, real.parent)
+        return "file", real
     except NotADirectoryError:
         raise InputError(path, None, "cannot write here: a parent of this path is a file, not a directory") from None
     except OSError as exc:  # ELOOP, EACCES: a clear error, not a traceback
@@ -82,8 +84,29 @@ def destination(path: str | Path) -> tuple[str, Path | None]:
     if stat.S_ISREG(mode):
         # Follow links (also in the parent chain), so a link is written through
         # and the temporary file sits beside the file it replaces.
-        return "file", Path(os.path.realpath(path))
+        real = Path(os.path.realpath(path))
+        _check_folder_writable(path, real.parent)
+        return "file", real
     return "special", path
+
+
+def _check_folder_writable(path: Path, folder: Path) -> None:
+    """Refuse ``path`` now when no file can be made in ``folder`` (or its nearest existing ancestor).
+
+    The output is written to a temporary file beside it: a folder that refuses one (read-only,
+    ``chattr +i``, ``/sys``) was found out after the whole run, in an error naming the hidden
+    temporary file. A file is made and removed to tell: permissions alone do not say it for root.
+    """
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return  # _new_file named a parent that is a file
+    try:
+        fd, name = tempfile.mkstemp(prefix=".triage-probe.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise InputError(path, None, f"cannot write here: the folder {folder}: {exc.strerror}") from None
+    os.close(fd)
+    os.unlink(name)
 
 
 def _new_file(path: Path) -> Path:
@@ -142,8 +165,11 @@ def atomic_write(path: str | Path, write: Callable[[Path], None], *, fsync: bool
             tmp.unlink(missing_ok=True)
         return Path(path)
     path = real
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # the folder changed since destination() looked: name the user's path, not ours
+        raise InputError(path, None, f"cannot write here: {exc.strerror}") from None
     os.close(fd)
     tmp = Path(name)
     try:
