@@ -64,6 +64,11 @@ def test_training_run_logs_params_metrics_and_artifacts(store, trained):
     assert {"roc.png", "confusion.png", "feature_set.json"} <= artifacts
     # artifacts live beside the database, not in the working directory
     assert (root / "mlartifacts").is_dir()
+    # The model directory is stored under a stable name: it was the hidden temporary folder training
+    # writes before the swap (.model-a.tmp-6648-c5amblnd), in the store, the cache and messages.
+    logged = [p.relative_to(root) for p in (root / "mlartifacts").rglob("manifest.json")]
+    assert len(logged) == 2 and all(p.parent.name == tracking.MODEL_ARTIFACT for p in logged), logged
+    assert not any(".tmp" in part for p in logged for part in p.parts), logged
 
 
 def test_logged_model_has_a_signature_and_predicts(store, trained, matrix):

@@ -453,17 +453,44 @@ def log_training_run(
             # An input example would make MLflow load and run the model once
             # more just to validate it; the signature already says the columns.
             warnings.filterwarnings("ignore", message=".*input example was not provided.*")
-            info = mlflow.pyfunc.log_model(
-                name="model",
-                python_model=str(Path(__file__).with_name("mlflow_model.py")),
-                artifacts={MODEL_ARTIFACT: str(model_dir)},
-                signature=signature,
-                pip_requirements=PIP_REQUIREMENTS,
-                registered_model_name=register_as,
-            )
+            with _stable_name(model_dir) as logged:
+                info = mlflow.pyfunc.log_model(
+                    name="model",
+                    python_model=str(Path(__file__).with_name("mlflow_model.py")),
+                    artifacts={MODEL_ARTIFACT: str(logged)},
+                    signature=signature,
+                    pip_requirements=PIP_REQUIREMENTS,
+                    registered_model_name=register_as,
+                )
     version = getattr(info, "registered_model_version", None)
     return {"run_id": run.info.run_id, "model_uri": info.model_uri, "registered": register_as,
             "version": str(version) if version is not None else None, "tracking_uri": uri}
+
+
+@contextlib.contextmanager
+def _stable_name(model_dir: Path) -> Iterator[Path]:
+    """``model_dir``'s files under the name :data:`MODEL_ARTIFACT`, for MLflow to log by that name.
+
+    MLflow names the artifact after the folder it copies, and training logs the model before
+    swapping it into place (all-or-nothing): every registered version was stored, cached and named
+    in messages as a hidden ``.med-rf.tmp-6648-c5amblnd``. Staged in the temporary folder (a
+    process killed meanwhile leaves nothing beside the user's model): hard links where it is on
+    the model's file system, copies elsewhere.
+    """
+    if model_dir.name == MODEL_ARTIFACT:
+        yield model_dir
+        return
+    with tempfile.TemporaryDirectory(prefix="triage-log-") as tmp:
+        staged = Path(tmp) / MODEL_ARTIFACT
+
+        def link(src: str, dst: str) -> None:
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+
+        shutil.copytree(model_dir, staged, copy_function=link)
+        yield staged
 
 
 @contextlib.contextmanager
