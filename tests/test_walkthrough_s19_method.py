@@ -141,6 +141,24 @@ def test_twins_are_rows_of_other_series_only():
     assert cross_series_twins(X, groups, np.array([0, 2, 4]), np.array([1, 3])).tolist() == [1]
 
 
+def test_a_row_of_constants_shared_by_unrelated_series_is_no_twin():
+    """Windows of one or two commits give rows of constants that unrelated series share: a window-0
+    training on 200 distinct histories was warned of "the same history under two series ids"."""
+    rng = np.random.default_rng(5)
+    degenerate = np.array([0.0, 0.5, 4.0])
+    groups, rows = [], []
+    for s in range(6):
+        for k in range(5):
+            groups.append(f"s{s}")
+            rows.append(degenerate if k == 0 else rng.standard_normal(3))
+    X, groups = np.array(rows), np.array(groups)
+    seen, test = np.flatnonzero(np.isin(groups, ["s0", "s1", "s2"])), np.flatnonzero(np.isin(groups, ["s3", "s4", "s5"]))
+    assert cross_series_twins(X, groups, seen, test).tolist() == []
+    # A copy still is: half or more of its held-out rows repeat one series.
+    X[groups == "s5"] = X[groups == "s1"]
+    assert cross_series_twins(X, groups, seen, test).tolist() == np.flatnonzero(groups == "s5").tolist()
+
+
 # 2 ------------------------------------------------------------------ bootstrap over series
 
 
