@@ -428,6 +428,15 @@ def select_features(
         raise ValueError("every feature column is constant over the triaged rows")
     constant = [c for c, v in zip(columns, varying, strict=True) if not v]
     selector.fit(X[:, varying], y, groups, [c for c, v in zip(columns, varying, strict=True) if v], callback=callback)
+    majority = float(max(y.mean(), 1.0 - y.mean()))
+    if selector.metric == "accuracy" and selector.fitness_ <= majority:
+        # 0.7778 on 9 alerts, 7 of them true, read as a result; it is what calling every alert true scores.
+        warnings.warn(
+            f"the chosen subset's accuracy {selector.fitness_:.4f} is no better than calling every alert "
+            f"{'true' if y.mean() >= 0.5 else 'false'} ({majority:.4f} of the {len(y)} triaged alerts): the "
+            "features were chosen on noise; give more triaged series (or --metric auc)",
+            stacklevel=2,
+        )
     return FeatureSet(
         names=selector.names_,
         fitness=selector.fitness_,
@@ -445,7 +454,7 @@ def select_features(
             "n_splits": len(grouped_splits(y, groups, selector.n_splits, selector.seed)),
             "n_estimators": selector.n_estimators,
             "n_rows": int(len(y)),
-            "n_candidates": len(columns),
+            "n_columns": len(columns),  # the feature columns the GA chose from
             "constant_columns": constant,
             "history": selector.history_,
         },

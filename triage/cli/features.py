@@ -85,7 +85,7 @@ def select_features_command(
     save_feature_set(feature_set, out)
     where = "standard output" if writes_stdout(out) else str(out)
     console.print(
-        f"{len(feature_set.names)} of {feature_set.extra['n_candidates']} columns, "
+        f"{len(feature_set.names)} of {feature_set.extra['n_columns']} columns, "
         f"{feature_set.metric} {feature_set.fitness:.4f} after {feature_set.generations} "
         f"generation{'' if feature_set.generations == 1 else 's'} "
         f"({feature_set.n_evaluated} subsets evaluated) -> {where}",
