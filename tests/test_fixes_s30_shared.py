@@ -244,3 +244,29 @@ def test_an_output_folder_that_refuses_files_is_named_before_any_work(tmp_path, 
         assert said.replace(" ", "") in flat(text).replace(" ", ""), text
         assert ".tmp" not in text and ran == []
     assert list(shut.iterdir()) == []
+
+
+def test_candidates_found_with_a_commit_order_are_scored_and_reported_with_it(tmp_path):
+    """score and report had no --commit-order: the candidates' own file was refused ("index 40 disagrees
+    with commit 'c040', which is at index 41")."""
+    rng = np.random.default_rng(3)
+    rows = [("s1", f"c{i:03d}", 100 + rng.standard_normal() + 20 * (i >= 40)) for i in range(80)]
+    rows.insert(5, ("s1", "c060", 120 + rng.standard_normal()))  # c060 re-measured early: first seen at row 6
+    data = tmp_path / "h.csv"
+    data.write_text("series_id,commit,value\n" + "".join(f"{s},{c},{v:.3f}\n" for s, c, v in rows))
+    order = tmp_path / "order.txt"
+    order.write_text("".join(f"c{i:03d}\n" for i in range(80)))
+    cands, scored = tmp_path / "c.csv", tmp_path / "s.csv"
+    code, text = invoke(["candidates", "--data", data, "--commit-order", order, "--detector", "pelt", "--out", cands])
+    assert code == 0, text
+    assert "s1,c040,40," in cands.read_text()
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", scored, "--show", "0"])
+    assert code == 2 and "(candidates found with --commit-order: give the same file here too)" in flat(text), text
+    code, text = invoke(["score", "--data", data, "--candidates", cands, "--out", scored, "--show", "0",
+                         "--commit-order", order])
+    assert code == 0, text
+    assert pd.read_csv(scored)[["commit", "index"]].values.tolist() == [["c040", 40]]
+    code, text = invoke(["report", "--data", data, "--decisions", scored, "--candidates", cands, "--out",
+                         tmp_path / "rep", "--commit-order", order])
+    assert code == 0, text
+    assert (tmp_path / "rep" / "index.html").is_file()

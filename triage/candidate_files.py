@@ -494,6 +494,7 @@ def resolve(dataset: Dataset, table: CandidateTable) -> tuple[list[str], np.ndar
             if idx is not None and idx != pos and table.layout == "candidates":
                 raise InputError(
                     table.source, row, f"index {idx} disagrees with commit {commit!r}, which is at index {pos} of {sid!r}"
+                    " (candidates found with --commit-order: give the same file here too)"
                 )
         else:
             if idx is None:  # every reader gives a commit or an index; a hand-built table may not
