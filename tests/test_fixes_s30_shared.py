@@ -270,3 +270,30 @@ def test_candidates_found_with_a_commit_order_are_scored_and_reported_with_it(tm
                          tmp_path / "rep", "--commit-order", order])
     assert code == 0, text
     assert (tmp_path / "rep" / "index.html").is_file()
+
+
+def test_a_finished_command_runs_its_exit_functions_and_ignores_a_late_ctrl_c(tmp_path):
+    """A Ctrl-C in the 1.6 s a finished `train` spent tearing down its modules made it exit 130, its
+    model written and registered. Now the end skips the teardown (atexit functions still run) and
+    a Ctrl-C from then on is ignored."""
+    import subprocess
+    import sys
+
+    data, _ = _two_steps(tmp_path, 6)
+    ran = tmp_path / "atexit-ran"
+    script = (
+        "import atexit, os, signal, sys, time\n"
+        "from pathlib import Path\n"
+        "from triage.cli.app import main\n"
+        "def late():\n"
+        "    os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, as the command ends\n"
+        "    time.sleep(0.2)\n"
+        f"    Path({str(ran)!r}).write_text('ran')\n"
+        "atexit.register(late)\n"
+        f"sys.argv = ['triage', 'summary', '--data', {str(data)!r}]\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "KeyboardInterrupt" not in done.stderr and done.stderr == "", done.stderr
+    assert "series" in done.stdout and ran.read_text() == "ran"

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import warnings
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -208,7 +209,9 @@ def main() -> None:
         if terminated.received:
             sys.exit(TERMINATED_EXIT)
         if not _is_broken_pipe(exc):
-            raise
+            if exc.code is not None and not isinstance(exc.code, int):
+                raise  # sys.exit("message"): the interpreter prints it
+            _end(exc.code or 0)
         code = BROKEN_PIPE_EXIT
     except KeyboardInterrupt:
         if terminated.received:
@@ -223,7 +226,33 @@ def main() -> None:
             code = BROKEN_PIPE_EXIT
     if code == BROKEN_PIPE_EXIT:
         _silence_standard_streams()
-    sys.exit(code)
+    _end(code)
+
+
+def _end(code: int) -> NoReturn:
+    """Exit with ``code`` as the interpreter's exit does, without tearing down the imported modules.
+
+    The interpreter's steps before the teardown are taken as they are: wait for the threads, run
+    the atexit functions (MLflow's, joblib's, temporary folders' finalizers, logging's flush),
+    flush stdout and stderr. The teardown itself, freeing every module of pandas, scikit-learn and
+    MLflow one object at a time, wrote nothing and took 0.1 s of a 0.5 s `summary` and 1.6 s of a
+    6.4 s `train`. During those 1.6 s a Ctrl-C made a finished `train`, its model written and
+    registered, exit 130 (a walkthrough, thirtieth session): the work is done, so from here Ctrl-C
+    is ignored. A flush that fails takes the interpreter's exit, which reports it as it does.
+    """
+    import atexit
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx calls first
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and not stream.closed:
+            try:
+                stream.flush()
+            except Exception:
+                sys.exit(code)
+    os._exit(code)
 
 
 if __name__ == "__main__":
