@@ -647,3 +647,25 @@ def test_scheduler_is_not_ignored_with_labels_or_candidate_windows(labelled, tmp
     assert code == 2, text
     assert "cannot reach a dask scheduler" in flat(text)
     assert not (tmp_path / "m").exists()
+
+
+# ---------------------------------------------------------------- (thirtieth session) a scoring model from the sheriffs
+
+
+def test_a_scoring_model_trains_on_the_sheriffs_decisions(labelled, tmp_path):
+    """``--candidate-windows --labels`` was refused: the model `score` and `serve` use could not be
+    retrained from the workspace's decisions without exporting them first."""
+    import json
+
+    from triage.workspace.store import LabelsStore
+
+    commit = pd.read_csv(labelled, nrows=30)["commit"].iloc[20]
+    store = LabelsStore(tmp_path / "labels.sqlite")
+    store.record(SERIES[0], commit, "true", who="ann")
+    store.close()
+    code, text = invoke(["train", "--data", labelled, "--labels", tmp_path / "labels.sqlite", "--candidate-windows",
+                         "--no-track", "--out", tmp_path / "m"])
+    assert code == 0, text
+    assert "1 sheriff decision from" in flat(text) and "overlaid on the data's labels" in flat(text)
+    manifest = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    assert manifest["extra"]["windows"] == "candidates"

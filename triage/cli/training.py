@@ -190,7 +190,7 @@ def train(
     no_track: Annotated[bool, typer.Option("--no-track", help="Do not log to MLflow.")] = False,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction and model threads.")] = 1,
     ordinary_per_series: Annotated[int | None, typer.Option("--ordinary-per-series", min=0, help="With a fixed --window K (0, 1, ...; an online model deciding K commits later): unflagged commits per series added as negatives, because the online loop asks about every commit (0 = triaged candidates only, as in the paper). Default 10; refused with --window adaptive or --matrix, which add none.")] = None,
-    labels: Annotated[Path | None, typer.Option("--labels", help="Labels store of `triage serve`: the sheriffs' decisions replace the data's labels where there is one.")] = None,
+    labels: Annotated[Path | None, typer.Option("--labels", help="Labels store of `triage serve`: the sheriffs' decisions replace the data's labels where there is one (any --window, and --candidate-windows: the scoring model the workspace shows).")] = None,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run feature extraction on a dask cluster, partitioned by series: local or a scheduler address (tcp://host:8786).")] = None,
     candidate_windows: Annotated[bool, typer.Option("--candidate-windows", help=f"A scoring model: Pre/After bounded by the neighbouring candidates ({CANDIDATE_MAX_LEN} commits at most) plus the pair_* and ctx_* features (the candidate among its neighbours), the windows `triage score` gives fresh candidates.")] = False,
     shift_measures: Annotated[bool, typer.Option("--shift-measures", help="A labelling model (--window adaptive): add the scale-free level-shift measures (pair_*: the shift in units of Pre's noise, relative change, Welch t) of the same windows to the paper's characteristics; `triage label` then computes them too.")] = False,
@@ -239,8 +239,8 @@ def train(
                                  "--preset; leave it out with --window adaptive or --matrix",
                                  param_hint="--ordinary-per-series")
     online_rows = (10 if ordinary_per_series is None else ordinary_per_series) if isinstance(w, int) and matrix is None else 0
-    if candidate_windows and (w != "adaptive" or matrix is not None or labels is not None):
-        raise typer.BadParameter("--candidate-windows builds its own windows from --data or --preset: leave --window adaptive, without --matrix or --labels")
+    if candidate_windows and (w != "adaptive" or matrix is not None):
+        raise typer.BadParameter("--candidate-windows builds its own windows from --data or --preset: leave --window adaptive, without --matrix")
     if shift_measures and (w != "adaptive" or matrix is not None or candidate_windows):
         raise typer.BadParameter("--shift-measures adds columns to the adaptive windows built from --data or --preset: "
                                  "leave --window adaptive, without --matrix (--candidate-windows has them already)")
@@ -259,25 +259,29 @@ def train(
         # series), not a stream where ~1 % of commits are changes: replaying fresh series,
         # F-beta on validation rows doubled precision for a few points of recall.
         policy = "fbeta:1" if online_rows else "0.5"
-    if labels is not None:  # the workspace's decisions overlaid on the history's labels
-        from triage.workspace.store import LabelsStore, overlay
+    if labels is not None or candidate_windows:
+        if labels is not None:  # the workspace's decisions overlaid on the history's labels
+            from triage.workspace.store import LabelsStore, overlay
 
-        if matrix is not None:
-            raise typer.BadParameter("--labels needs --data or --preset (a feature matrix has no commits to label)")
-        dataset, n_decided = overlay(dataset_of(data, preset, seed), LabelsStore(labels, create=False))
-        console.print(f"{n_decided:,} sheriff decisions from {escape(str(labels))} overlaid on the data's labels")
+            if matrix is not None:
+                raise typer.BadParameter("--labels needs --data or --preset (a feature matrix has no commits to label)")
+            dataset, n_decided = overlay(dataset_of(data, preset, seed), LabelsStore(labels, create=False))
+            console.print(f"{n_decided:,} sheriff decision{'' if n_decided == 1 else 's'} from {escape(str(labels))} "
+                          "overlaid on the data's labels")
+        else:
+            dataset = dataset_of(data, preset, seed)
         # --scheduler holds here too: it was silently left unused (a scheduler that
         # cannot be reached went unnoticed, the extraction ran on this machine).
-        with joblib_on(scheduler, n_jobs) as jobs, \
-                console.status(f"extracting features (window {w}) from {len(dataset):,} series"):
-            fm = build_matrix(dataset, w, jobs, online_rows, pair=shift_measures, seed=seed)
-    elif candidate_windows:
-        from triage.features.extract import extract_features
+        if candidate_windows:  # with --labels too: the scoring model `serve` shows, from the sheriffs' decisions
+            from triage.features.extract import extract_features
 
-        dataset = dataset_of(data, preset, seed)
-        with joblib_on(scheduler, n_jobs) as jobs, \
-                console.status(f"extracting features (candidate-bounded windows) from {len(dataset):,} series"):
-            fm = extract_features(dataset, candidate_windows=True, pair=True, context=True, n_jobs=jobs)
+            with joblib_on(scheduler, n_jobs) as jobs, \
+                    console.status(f"extracting features (candidate-bounded windows) from {len(dataset):,} series"):
+                fm = extract_features(dataset, candidate_windows=True, pair=True, context=True, n_jobs=jobs)
+        else:
+            with joblib_on(scheduler, n_jobs) as jobs, \
+                    console.status(f"extracting features (window {w}) from {len(dataset):,} series"):
+                fm = build_matrix(dataset, w, jobs, online_rows, pair=shift_measures, seed=seed)
     else:
         with joblib_on(scheduler, n_jobs) as jobs:
             fm = matrix_of(data, preset, matrix, w, seed, jobs, online_rows, pair=shift_measures)
