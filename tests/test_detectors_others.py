@@ -97,19 +97,32 @@ def test_refine_l2_moves_breakpoints_to_least_squares_split():
 def test_vote_groups_within_margin_and_needs_min_votes():
     dets = [(100, "a"), (102, "b"), (104, "c"), (130, "a"), (131, "b"), (200, "c")]
     out = vote(dets, margin=5, min_votes=2)
-    assert [(c.index, c.fields["votes"]) for c in out] == [(102, 3), (131, 2)]  # 130.5 rounds half up
+    # each commit flagged once: the one nearest the members' mean; 130 and 131 tie (130.5): the earlier
+    assert [(c.index, c.fields["votes"]) for c in out] == [(102, 3), (130, 2)]
     assert out[0].fields["methods"] == "a+b+c"
     assert [c.index for c in vote(dets, margin=5, min_votes=3)] == [102]
-    assert vote(dets, margin=1, min_votes=2) == [ChangePoint(131, 2.0)]
+    assert vote(dets, margin=1, min_votes=2) == [ChangePoint(130, 2.0)]
 
 
 def test_vote_counts_a_method_once_and_anchors_events():
-    # one method twice in an event counts once; its detections are averaged first
+    # one method twice in an event counts once; its detections are averaged (11) for the members'
+    # mean (12.5), and the event is placed at a flagged commit nearest it, never at 13, which none flagged
     out = vote([(10, "a"), (12, "a"), (14, "b")], margin=5, min_votes=2)
-    assert [(c.index, c.fields["votes"]) for c in out] == [(13, 2)]
+    assert [(c.index, c.fields["votes"]) for c in out] == [(12, 2)]
     # events are anchored on their first detection: no chaining along 0, 4, 8, 12
     chain = [(0, "a"), (4, "b"), (8, "c"), (12, "d")]
     assert [c.fields["votes"] for c in vote(chain, margin=5, min_votes=1)] == [2, 2]
+
+
+def test_an_event_is_placed_at_the_commit_most_members_flagged():
+    """The mean named a commit no member flagged: all eight at 359, two also at 361 and 363 -> 360
+    (rhai's bench_engine_new, the clearest step of the real histories)."""
+    members = ["perfherder", "hybrid_welch", "hybrid_ks", "edivisive", "cusum", "bocpd", "pelt", "binseg"]
+    dets = sorted([(359, m) for m in members] + [(361, "hybrid_ks"), (363, "hybrid_ks"), (363, "edivisive")])
+    assert [c.index for c in vote(dets, margin=5, min_votes=3)] == [359]
+    # two commits flagged by as many members: the one nearer the members' mean
+    dets = sorted([(50, "a"), (50, "b"), (53, "c"), (53, "d"), (54, "e")])
+    assert [c.index for c in vote(dets, margin=5, min_votes=3)] == [53]
 
 
 def test_always_members_vote_yes_alone_at_their_own_index():
