@@ -297,3 +297,16 @@ def test_a_finished_command_runs_its_exit_functions_and_ignores_a_late_ctrl_c(tm
     assert done.returncode == 0, done.stderr
     assert "KeyboardInterrupt" not in done.stderr and done.stderr == "", done.stderr
     assert "series" in done.stdout and ran.read_text() == "ran"
+
+
+def test_one_is_one_iteration_and_one_decision(tmp_path):
+    """"1 steady iterations ->", "1 decisions written to", "(1 decisions)"."""
+    import json
+
+    path = tmp_path / "c1.json"
+    path.write_text(json.dumps([{"benchmark": "org.acme.T.run", "mode": "avgt",
+                                 "primaryMetric": {"scoreUnit": "ns/op", "rawData": [[5.0]]}}]))
+    code, text = invoke(["steady", path, "--out", tmp_path / "s.csv"])
+    assert code == 0 and "1 steady iteration -> " in flat(text), text
+    code, text = invoke(["steady", path, "--out", tmp_path / "n.csv", "--trim-warmup", "none"])
+    assert code == 0 and "1 iteration (none cut) -> " in flat(text), text

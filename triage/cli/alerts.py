@@ -386,7 +386,8 @@ def report(
         page = build_report(dataset, frame, out, candidates=points, title=title, max_plots=max_plots,
                             progress=progress.advance,
                             inputs=[(what, "<stdin>" if str(f) == "-" else str(f)) for what, f in named])
-    console.print(f"report written to [bold]{escape(str(page))}[/] ({len(frame):,} decisions)", soft_wrap=True)
+    console.print(f"report written to [bold]{escape(str(page))}[/] ({len(frame):,} decision{'' if len(frame) == 1 else 's'})",
+                  soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

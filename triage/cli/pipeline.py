@@ -187,7 +187,8 @@ def steady(
         )
     # soft_wrap: a long --out path stays one line (a CI log is 80 columns).
     say.print(
-        f"{len(long)} {'iterations (none cut)' if method == NONE else 'steady iterations'} -> {_where(out)}"
+        f"{len(long):,} {'' if method == NONE else 'steady '}{'iteration' if len(long) == 1 else 'iterations'}"
+        f"{' (none cut)' if method == NONE else ''} -> {_where(out)}"
         # Its fork column invites --trim-warmup on it later: a second cut of the steady parts moved
         # every commit's value (0.3-5 % on JMH forks of 10-40 iterations), without a word.
         + ("" if method == NONE else f" (cut by {method} already: read it without --trim-warmup)"),

@@ -206,7 +206,7 @@ def labels_export(
         atomic_write(out, lambda tmp: frame.to_parquet(tmp, index=False))
     else:
         write_csv_atomic(frame, out)
-    say.print(f"{len(frame):,} decisions written to [bold]{where}[/]", soft_wrap=True)
+    say.print(f"{len(frame):,} decision{'' if len(frame) == 1 else 's'} written to [bold]{where}[/]", soft_wrap=True)
 
 
 @labels_app.command("agreement")
