@@ -310,3 +310,19 @@ def test_one_is_one_iteration_and_one_decision(tmp_path):
     assert code == 0 and "1 steady iteration -> " in flat(text), text
     code, text = invoke(["steady", path, "--out", tmp_path / "n.csv", "--trim-warmup", "none"])
     assert code == 0 and "1 iteration (none cut) -> " in flat(text), text
+
+
+def test_a_model_fitted_on_a_handful_of_alerts_is_warned_about(tmp_path):
+    """With --test-size 0 only "no hold-out" was said of an SVM fitted on 6 rows, 2 of them false."""
+    rng = np.random.default_rng(4)
+    rows = ["series_id,commit,value,label"]
+    for s in range(4):
+        for i in range(60):
+            label = "true_positive" if i == 30 else "false_positive" if i == 12 and s < 2 else ""
+            rows.append(f"s{s},c{i:03d},{100 + rng.standard_normal() + 8 * (i >= 30):.3f},{label}")
+    data = tmp_path / "h.csv"
+    data.write_text("\n".join(rows) + "\n")
+    code, text = invoke(["train", "--data", data, "--out", tmp_path / "m", "--no-track", "--test-size", "0"])
+    assert code == 0, text
+    assert ("the model was fitted on 4 true and 2 false alerts (fewer than 10 of a class): it has seen too few "
+            "to tell them apart") in flat(text), text

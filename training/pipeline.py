@@ -63,6 +63,8 @@ if TYPE_CHECKING:
 
 #: Fewer held-out candidates of a class than this and the metrics are anecdotes.
 MIN_HELDOUT_PER_CLASS = 30
+#: Fewest alerts of a class the final model should be fitted on before it is called a model.
+MIN_FIT_PER_CLASS = 10
 #: An AUC interval wider than this does not tell a useful model from chance.
 MAX_AUC_INTERVAL = 0.2
 #: Fewer held-out series than this and resampling them gives no interval worth printing
@@ -103,15 +105,24 @@ def data_warnings(
     twins: int = 0,
     selected_here: str | None = None,
     learned_threshold: tuple[str, float, int] | None = None,
+    fitted: tuple[int, int] | None = None,
 ) -> list[str]:
     """Plain-words warnings when the held-out figures cannot mean much (see the module docstring).
 
     ``twins``: held-out candidates whose feature row a training candidate of another series repeats.
     ``selected_here``: the feature-set file, when it was chosen on these same candidates.
     ``learned_threshold``: (policy, threshold, true alerts in the validation part it was chosen
-    on) when the threshold was learned, not given.
+    on) when the threshold was learned, not given. ``fitted``: (true, false) alerts the final
+    model was fitted on.
     """
     out = []
+    if fitted is not None and min(fitted) < MIN_FIT_PER_CLASS:
+        # With --test-size 0 nothing else said it: an SVM fitted on 6 rows, 2 of them false, then
+        # called 81 of 82 alerts true.
+        out.append(
+            f"the model was fitted on {fitted[0]} true and {fitted[1]} false alerts (fewer than "
+            f"{MIN_FIT_PER_CLASS} of a class): it has seen too few to tell them apart; train on more triaged series"
+        )
     if learned_threshold is not None and learned_threshold[2] < MIN_THRESHOLD_POSITIVES:
         policy, value, n_pos = learned_threshold
         out.append(
@@ -308,8 +319,9 @@ def train(
     learned = None
     if clf.n_train_.get("validation_positives") is not None and parse_policy(clf.threshold_policy_).needs_validation:
         learned = (clf.threshold_policy_, float(clf.threshold_), int(clf.n_train_["validation_positives"]))
+    n_true = int(np.sum(td.y))
     warnings = data_warnings(metrics, test, twins=twins, selected_here=_selected_on(features, matrix),
-                             learned_threshold=learned)
+                             learned_threshold=learned, fitted=(n_true, int(len(td.y)) - n_true))
     if not track:
         model_dir = save_model(clf, out, **manifest_args)
         return TrainResult(classifier=clf, model_dir=model_dir, metrics=metrics, test=test, run=None,
