@@ -326,3 +326,30 @@ def test_a_model_fitted_on_a_handful_of_alerts_is_warned_about(tmp_path):
     assert code == 0, text
     assert ("the model was fitted on 4 true and 2 false alerts (fewer than 10 of a class): it has seen too few "
             "to tell them apart") in flat(text), text
+
+
+def test_scoring_without_a_threshold_takes_the_detectors_own(tmp_path):
+    """The demo scored perfherder's alerts at the model's general threshold (0.0175, hybrid_ks's), so
+    alerts at P(true) 0.12 and 0.26 were called true where `triage score` (perfherder's 0.269) did not."""
+    from triage.candidate_files import read_candidates
+    from triage.cli.demo import DEMO_SEED, unlabelled
+    from triage.detectors import make
+    from triage.inference import load_classifier
+    from triage.model_lookup import resolve_model
+    from triage.scoring import default_threshold, score_candidates
+    from triage.synthetic import generate
+
+    dataset = generate("small", seed=DEMO_SEED)
+    clf = load_classifier(resolve_model("default", "scoring"))
+    rows = [(h.series_id, h.commits[c.index], c.index, "perfherder") for h in dataset
+            for c in make("perfherder").detect(h.values)]
+    pd.DataFrame(rows, columns=["series_id", "commit", "index", "detector"]).to_csv(tmp_path / "c.csv", index=False)
+    table = read_candidates(tmp_path / "c.csv")
+    cut, how = default_threshold(clf, table)
+    assert "perfherder" in how and cut > clf.threshold_
+    plain = unlabelled(dataset)
+    scored = score_candidates(plain, table, clf)
+    between = (scored["p_true"] >= clf.threshold_) & (scored["p_true"] < cut)
+    assert between.any()  # alerts the general threshold would call true
+    assert (scored.loc[between, "classification"] == "false_positive").all()
+    assert scored.equals(score_candidates(plain, table, clf, threshold=cut))

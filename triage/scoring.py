@@ -363,7 +363,8 @@ def score_candidates(
     detector run) and at confirmed change points (``true_positive`` labels),
     at most ``max_len`` commits each; no confirmed change point is needed.
     Any other model gets its training window, bounded by the confirmed change
-    points. The detector's ``score`` column, when the file has one, becomes
+    points. ``threshold`` (default: :func:`default_threshold`, the model's
+    threshold for the file's detector) cuts P(true). The detector's ``score`` column, when the file has one, becomes
     ``det_score_rank`` (its rank among the file's scores; missing otherwise).
     Returns the detector's fields plus the columns of the module docstring,
     in input order. ``n_jobs``: processes for feature extraction.
@@ -376,10 +377,14 @@ def score_candidates(
     this many commits of each other only the strongest stays true (default:
     the model's, :func:`suppress_radius`; 0 keeps them all).
     """
+    if threshold is None:
+        # The file's detector's own threshold, as `triage score` takes it: the model's general
+        # one (the bundle's: hybrid_ks's 0.0175) called the demo's perfherder alerts at P 0.12 true.
+        threshold, _ = default_threshold(classifier, table)
     series, index = resolve(dataset, table)
     matrix = model_rows(dataset, classifier, series, index, table=table, n_jobs=n_jobs)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
-    cut = float(classifier.threshold_ if threshold is None else threshold)
+    cut = float(threshold)
     radius = suppress_radius(classifier) if radius is None else radius
     if radius < 0:
         raise ValueError(f"the suppression radius must be 0 or more commits, not {radius}")
