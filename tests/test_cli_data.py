@@ -80,6 +80,10 @@ def test_demo_runs_every_job_end_to_end(tmp_path):
         "real-data figures",  # the manifests' figures are on each model's own data
     ):
         assert step in proc.stdout, step
+    # online-w4's row: the loop's threshold (0.98; its fit's 0.68 was shown) and every row it trained
+    # on, as its model card counts them (64,739; its fit part's 58,259 was shown).
+    row = " ".join(line for line in proc.stdout.splitlines() if "online-w4" in line or "loop's" in line)
+    assert "64,739" in row and "0.98 (the" in row and "0.68" not in row, row
     # Perfherder's fresh candidates are scored as `triage score` scores them: with the scoring model.
     from triage.candidate_files import read_candidates
     from triage.cli.demo import unlabelled
