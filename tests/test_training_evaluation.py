@@ -115,3 +115,17 @@ def test_unknown_model_or_split_is_rejected(td):
         evaluate(td, models=["lstm"], n_splits=1, progress=False)
     with pytest.raises(ValueError, match="unknown split"):
         evaluate(td, splits=["sideways"], n_splits=1, progress=False)
+
+
+def test_the_progress_bar_goes_to_stderr_and_names_the_window(capsys):
+    """evaluate's and window-study's bars went to stdout, into a file the tables were redirected to,
+    and window-study printed one identical line per window."""
+    from triage.training.evaluation import window_study
+
+    matrix = make_matrix(60, 3, seed=2)
+    window_study(lambda w: matrix, windows=[0, "adaptive"], n_splits=2, progress=True,
+                 model_params={"n_estimators": 5})
+    out, err = capsys.readouterr()
+    assert "evaluating" not in out
+    assert "window 0: evaluating 1 model(s) x 1 split(s) x 2" in err
+    assert "window adaptive: evaluating" in err

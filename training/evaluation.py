@@ -41,7 +41,7 @@ given a function that builds the feature matrix for a window, e.g.
 ``lambda w: features.extract.extract_features(dataset, window=w)``.
 
 Runs are parallel (joblib processes, one model thread each) with a rich
-progress bar.
+progress bar on stderr (``label`` names what it counts: the window-study's window).
 """
 
 from __future__ import annotations
@@ -357,6 +357,7 @@ def evaluate(
     n_jobs: int = 1,
     progress: bool = True,
     model_params: dict[str, dict[str, object]] | None = None,
+    label: str = "",
 ) -> EvaluationResult:
     """Run ``n_splits`` repetitions of each split kind for each model.
 
@@ -394,7 +395,7 @@ def evaluate(
                    test_size, val_size),
         n_jobs=n_jobs,
         progress=progress,
-        description=f"evaluating {len(models)} model(s) x {len(splits)} split(s) x {n_splits}",
+        description=f"{label}evaluating {len(models)} model(s) x {len(splits)} split(s) x {n_splits}",
     )
     records = pd.DataFrame(records).sort_values(["split", "model", "rep"], kind="stable").reset_index(drop=True)
     settings = {
@@ -419,6 +420,7 @@ def evaluate(
 
 def _parallel(tasks, args_of, *, n_jobs: int, progress: bool, description: str) -> list[dict]:
     from joblib import Parallel, delayed
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -439,6 +441,8 @@ def _parallel(tasks, args_of, *, n_jobs: int, progress: bool, description: str) 
         TimeRemainingColumn(),
         disable=not progress,
         transient=False,
+        # stderr: stdout carries the tables (and a file it is redirected to got the bars)
+        console=Console(stderr=True),
     ) as bar:
         task = bar.add_task(description, total=len(tasks))
         for rec in runner(jobs):
@@ -482,6 +486,7 @@ def window_study(
             n_jobs=n_jobs,
             progress=progress,
             model_params={model: model_params or {}},
+            label=f"window {w}: ",
         )
         row = result.summary().iloc[0].to_dict()
         row.update({"window": str(w), "n_candidates": result.settings["n_candidates"]})
