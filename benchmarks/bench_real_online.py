@@ -77,7 +77,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks import real_data
+try:
+    from benchmarks import real_data
+except ImportError:  # run as a script (benchmarks/bench_real_online.py --help), as the other benchmarks are
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks import real_data
 from triage.core.history import Dataset
 from triage.core.metrics import f_measure
 from triage.core.noise import diff_noise

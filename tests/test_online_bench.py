@@ -116,3 +116,16 @@ def test_the_bundled_window4_model_brings_its_k_and_rule_and_finds_a_clear_step(
     ])
     found = [(d.series, d.index) for d in loop.replay(data)]
     assert len(found) == 1 and found[0][0] == "step" and abs(found[0][1] - 100) <= 2, found
+
+
+def test_the_benchmark_runs_as_a_script_too():
+    """README: `.venv/bin/python benchmarks/bench_<name>.py --help`; this one alone failed with
+    "No module named 'benchmarks'" (it imported its sibling as a package)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_real_online.py"
+    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120,
+                          cwd=script.parents[2])
+    assert done.returncode == 0 and "usage: bench_real_online.py" in done.stdout, done.stderr
