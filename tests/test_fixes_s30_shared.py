@@ -353,3 +353,24 @@ def test_scoring_without_a_threshold_takes_the_detectors_own(tmp_path):
     assert between.any()  # alerts the general threshold would call true
     assert (scored.loc[between, "classification"] == "false_positive").all()
     assert scored.equals(score_candidates(plain, table, clf, threshold=cut))
+
+
+def test_whole_number_parameters_given_as_floats_work_as_their_ints():
+    """make("perfherder", min_back_window=12.0) passed the range check and failed in the search:
+    "slice indices must be integers" (JSON and DataFrame rows give 12.0)."""
+    from triage.detectors import defaults, make, names
+    from triage.steady_state import CPSSD, KBKSSD
+
+    rng = np.random.default_rng(0)
+    x = np.r_[rng.standard_normal(100), rng.standard_normal(100) + 5]
+    for name in names():
+        floats = {k: float(v) for k, v in defaults(name).items() if isinstance(v, int) and not isinstance(v, bool)}
+        assert floats, name
+        detector = make(name, **floats)
+        assert [c.index for c in detector.detect(x)] == [c.index for c in make(name).detect(x)], name
+        assert all(type(getattr(detector, k)) is int for k in floats), name
+    run = np.r_[np.linspace(10, 1, 40), np.ones(200)] + rng.standard_normal(240) * 0.1
+    assert CPSSD(n_boot=10.0).fit(run).start_ == CPSSD(n_boot=10).fit(run).start_
+    assert KBKSSD(short_kernel=15.0).fit(run).start_ == KBKSSD(short_kernel=15).fit(run).start_
+    with pytest.raises(ValueError, match=r"min_back_window=12.5 of detector 'perfherder' must be a whole number"):
+        make("perfherder", min_back_window=12.5)

@@ -67,6 +67,19 @@ def check_ranges(
             raise ValueError(f"parameter {key}={params[key]!r} of detector {owner!r} must be one of {', '.join(allowed)}")
 
 
+def whole_numbers_as_ints(owner: object, ranges: dict[str, Range]) -> None:
+    """Set each whole-number parameter of ``owner`` given as a float (``12.0``) to that int, in place.
+
+    The range check takes 12.0 as a whole number (JSON and a DataFrame row give them so), and the
+    searches then failed on it: "slice indices must be integers" (``min_back_window=12.0``), an
+    IndexError (``lag=20.0``). The value is the same; only its type changes.
+    """
+    for key, rng in ranges.items():
+        value = getattr(owner, key, None)
+        if rng[0] == "int" and isinstance(value, float) and value.is_integer():
+            setattr(owner, key, int(value))
+
+
 @dataclass(frozen=True)
 class ChangePoint:
     """One detected change.
@@ -127,6 +140,7 @@ class Detector:
         """
         # The text parameters (``choices``) each detector checks itself, in its own words.
         check_ranges(self.name, self.get_params(), self.ranges, {})
+        whole_numbers_as_ints(self, self.ranges)
 
     def fit(self, values: Any) -> Detector:
         """Run the detector on ``values`` (shape (n,)); sets ``change_points_``."""

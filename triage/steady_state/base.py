@@ -14,7 +14,13 @@ from typing import Protocol
 
 import numpy as np
 
-from triage.detectors.base import Range, describe_range, in_range, robust_sigma
+from triage.detectors.base import (
+    Range,
+    describe_range,
+    in_range,
+    robust_sigma,
+    whole_numbers_as_ints,
+)
 
 #: Parameter ranges of the steady-state detectors (see :data:`triage.detectors.base.Range`).
 COUNT: Range = ("int", 1, None, True, False)
@@ -40,6 +46,7 @@ def check_params(method: str, detector: object, ranges: dict[str, Range]) -> Non
             raise ValueError(
                 f"parameter {key}={value!r} of steady-state method {method!r} must be {describe_range(rng)}"
             )
+    whole_numbers_as_ints(detector, ranges)  # CPSSD(n_boot=10.0) failed in numpy
 
 # The names users type (``--trim-warmup``); ``none`` keeps every iteration.
 NONE = "none"
