@@ -374,3 +374,21 @@ def test_whole_number_parameters_given_as_floats_work_as_their_ints():
     assert KBKSSD(short_kernel=15.0).fit(run).start_ == KBKSSD(short_kernel=15).fit(run).start_
     with pytest.raises(ValueError, match=r"min_back_window=12.5 of detector 'perfherder' must be a whole number"):
         make("perfherder", min_back_window=12.5)
+
+
+def test_an_online_loop_of_a_classifier_without_a_manifest_says_it_decides_on_arrival():
+    """A classifier fitted in Python on window-4 rows ran at K = 0 without a word."""
+    import warnings
+
+    from helpers_training import make_matrix
+
+    from triage.online.loop import OnlineTriage
+    from triage.training.classifier import TriageClassifier
+
+    clf = TriageClassifier(model="rf", n_estimators=5).fit(make_matrix(30, 3, seed=1))
+    with pytest.warns(UserWarning, match=r"the classifier records no window .* give confirm_after=K for a model "
+                                         r"fitted on window-K rows"):
+        assert OnlineTriage(clf).confirm_after == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert OnlineTriage(clf, confirm_after=4).confirm_after == 4

@@ -395,6 +395,15 @@ class OnlineTriage:
         manifest = getattr(classifier, "manifest_", None) or {}
         rule = (manifest.get("extra") or {}).get("online") or {}
         if confirm_after is None:
+            if "window" not in manifest:
+                # A classifier fitted in Python has no manifest: one fitted on window-4 rows was fed
+                # After windows of one commit, without a word (a walkthrough, thirtieth session).
+                warnings.warn(
+                    "the classifier records no window (no manifest: fitted in Python, not saved by "
+                    "`triage train`): each commit is decided on arrival (confirm_after=0); give "
+                    "confirm_after=K for a model fitted on window-K rows",
+                    stacklevel=2,
+                )
             confirm_after = _model_window(manifest.get("window", 0))
         confirm_after = _as_int(confirm_after)
         if isinstance(confirm_after, bool) or not isinstance(confirm_after, int) or not 0 <= confirm_after <= MAX_CONFIRM:
