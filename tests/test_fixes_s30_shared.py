@@ -380,12 +380,13 @@ def test_an_online_loop_of_a_classifier_without_a_manifest_says_it_decides_on_ar
     """A classifier fitted in Python on window-4 rows ran at K = 0 without a word."""
     import warnings
 
-    from helpers_training import make_matrix
-
+    from triage.features.extract import extract_features
     from triage.online.loop import OnlineTriage
+    from triage.synthetic import generate
     from triage.training.classifier import TriageClassifier
 
-    clf = TriageClassifier(model="rf", n_estimators=5).fit(make_matrix(30, 3, seed=1))
+    dataset = generate("small", seed=3)
+    clf = TriageClassifier(model="rf", n_estimators=5).fit(extract_features(dataset, window=4))
     with pytest.warns(UserWarning, match=r"the classifier records no window .* give confirm_after=K for a model "
                                          r"fitted on window-K rows"):
         assert OnlineTriage(clf).confirm_after == 0
