@@ -32,9 +32,10 @@ forked. The stub runs the fresh interpreter itself (``exec``) when:
   workers too);
 * the server cannot be reached.
 
-The child ends as the interpreter's own exit does (threads joined, atexit
-functions, stdout and stderr flushed) but skips tearing down the imported
-modules, which would write to every page it shares with the server.
+The child ends as the ``triage`` command does (:func:`triage.cli.app.finish`:
+threads joined, atexit functions, stdout and stderr flushed, the imported
+modules not torn down, which would write to every page it shares with the
+server).
 
 Tests of start-up itself, of signals (a forwarded signal arrives a moment
 after the stub's: a test that signals and then closes the command's input
@@ -299,35 +300,19 @@ def _child(conn, fds, request, children, server_fds) -> None:
             os.environ.pop(key, None)
     sys.argv = [request["argv0"], *request["args"]]
     threading.Thread(target=_relay, args=(conn,), daemon=True).start()
-    from triage.cli.app import main
+    from triage.cli.app import finish, main
 
     try:
-        main()
+        main()  # ends with finish() itself, as a fresh interpreter's `triage` does
         code = 0
     except SystemExit as exc:
         if exc.code is not None and not isinstance(exc.code, int):
             raise
         code = exc.code or 0
-    _exit_quickly(code)
-
-
-def _exit_quickly(code: int) -> None:
-    """End the child as the interpreter's exit does, without tearing down what the server imported.
-
-    That teardown writes to every page the fork shares with the server (0.6-0.8 s of CPU for a
-    command whose own work took 0.06 s). The steps before it are the interpreter's own: wait for
-    the threads, run the atexit functions, flush stdout and stderr. Anything off the plain path
-    (a failed flush, an exception other than an exit code) takes the interpreter's exit as it is.
-    """
-    threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx calls first
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None and not stream.closed:
-            try:
-                stream.flush()
-            except Exception:
-                sys.exit(code)  # the interpreter's exit reports it as it does (exit status 120)
-    os._exit(code)
+    # The child ends as the CLI does, without tearing down what the server imported: that teardown
+    # writes to every page the fork shares with the server (0.6-0.8 s of CPU for a command whose
+    # own work took 0.06 s).
+    finish(code)
 
 
 def _relay(conn: socket.socket) -> None:

@@ -211,7 +211,7 @@ def main() -> None:
         if not _is_broken_pipe(exc):
             if exc.code is not None and not isinstance(exc.code, int):
                 raise  # sys.exit("message"): the interpreter prints it
-            _end(exc.code or 0)
+            finish(exc.code or 0)
         code = BROKEN_PIPE_EXIT
     except KeyboardInterrupt:
         if terminated.received:
@@ -226,10 +226,10 @@ def main() -> None:
             code = BROKEN_PIPE_EXIT
     if code == BROKEN_PIPE_EXIT:
         _silence_standard_streams()
-    _end(code)
+    finish(code)
 
 
-def _end(code: int) -> NoReturn:
+def finish(code: int) -> NoReturn:
     """Exit with ``code`` as the interpreter's exit does, without tearing down the imported modules.
 
     The interpreter's steps before the teardown are taken as they are: wait for the threads, run
