@@ -304,8 +304,8 @@ def steady_long(
     iterations left out from its start: the steady start, or for a fork never
     steady the median start of its series' steady forks (0, kept whole, when
     none is steady; :func:`triage.steady_state.base.cuts`). ``commits``
-    defaults to the file stems (``c1`` for ``c1.json.gz``). For rates (``thrpt``) KB-KSSD looks for a rising warm-up, for times a
-    falling one. A series' values are in the unit of its first file (a
+    defaults to the file stems (``c1`` for ``c1.json.gz``). For rates
+    (``thrpt``) KB-KSSD looks for a rising warm-up, for times a falling one. A series' values are in the unit of its first file (a
     build with another ``@OutputTimeUnit`` is converted). Files may be gzip or
     zstd compressed. A file that is a
     plain array of runs is the series ``runs_series`` (default: its stem; name

@@ -55,7 +55,7 @@ def trim_for(name: str):
     ``trim(values, run_id, rising, series)``: each run cut by ``make(name)``, a run of
     a higher-is-better series (a rate, whose warm-up rises) by ``make(name,
     rates=True)``; a series of unknown direction is read as times; a run never
-    steady at the median start of its series' steady runs (``series[run]``,
+    steady is cut at the median start of its series' steady runs (``series[run]``,
     :func:`~triage.steady_state.base.cuts`). It warns
     (:func:`~triage.steady_state.base.trim_report`) when every run is one
     measurement (nothing to trim: the option did nothing, silently) and when
