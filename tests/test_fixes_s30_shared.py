@@ -395,7 +395,7 @@ def test_an_online_loop_of_a_classifier_without_a_manifest_says_it_decides_on_ar
         assert OnlineTriage(clf, confirm_after=4).confirm_after == 4
 
 
-def test_a_misspelt_xgboost_parameter_is_refused_and_its_own_are_taken():
+def test_a_misspelt_xgboost_parameter_is_refused_and_its_own_are_taken(tmp_path):
     """`train --model xgb --param n_estimator=10` trained the default 400 trees, XGBoost only printing
     'Parameters: { "n_estimator" } are not used.' (rf and svm refuse a misspelt name themselves)."""
     from triage.training.classifier import TriageClassifier
@@ -405,6 +405,6 @@ def test_a_misspelt_xgboost_parameter_is_refused_and_its_own_are_taken():
     with pytest.raises(TypeError, match=r"unknown parameter 'n_estimator' for XGBoost \(did you mean 'n_estimators'\?\)"):
         TriageClassifier(model="xgb", n_estimator=10).fit(X, y)
     TriageClassifier(model="xgb", n_estimators=5, gamma=0.1, max_bin=64).fit(X, y)  # the booster's own names pass
-    code, text = invoke(["train", "--preset", "small", "--out", "m", "--no-track", "--model", "xgb",
+    code, text = invoke(["train", "--preset", "small", "--out", tmp_path / "m", "--no-track", "--model", "xgb",
                          "--param", "n_estimator=10"])
     assert code == 2 and "Invalid value for --param: xgb: unknown parameter 'n_estimator'" in flat(text), text
