@@ -408,3 +408,15 @@ def test_a_misspelt_xgboost_parameter_is_refused_and_its_own_are_taken(tmp_path)
     code, text = invoke(["train", "--preset", "small", "--out", tmp_path / "m", "--no-track", "--model", "xgb",
                          "--param", "n_estimator=10"])
     assert code == 2 and "Invalid value for --param: xgb: unknown parameter 'n_estimator'" in flat(text), text
+
+
+def test_one_evaluation_split_shows_no_interval(tmp_path):
+    """`evaluate --splits 1` printed "0.700–0.700", an interval known exactly, from one split."""
+    from triage.loaders import write_long
+    from triage.synthetic import generate
+
+    data = write_long(generate("small", seed=3), tmp_path / "h.csv")
+    code, text = invoke(["evaluate", "--data", data, "--splits", "1", "--models", "rf", "--out", tmp_path / "ev",
+                         "--no-track"])
+    assert code == 0, text
+    assert "no interval from one split" in flat(text) and "–" not in text, text

@@ -336,7 +336,8 @@ def evaluation_table(result) -> Table:
     summary = result.summary()
     s = result.settings
     table = Table(title=(f"{s['n_splits']} split{'' if s['n_splits'] == 1 else 's'}, {s['n_candidates']:,} candidates "
-                         f"({s['n_positive']:,} true) in {s['n_series']:,} series: mean, 95 % interval below"),
+                         f"({s['n_positive']:,} true) in {s['n_series']:,} series: mean, "
+                         + ("95 % interval below" if s["n_splits"] > 1 else "no interval from one split")),
                   box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     metrics = [m for m in ("auc", "accuracy", "sensitivity", "specificity") if f"{m}_mean" in summary]
     timings = [(c, h) for c, h in (("fit_seconds_mean", "fit s"), ("cpu_seconds_mean", "cpu s")) if c in summary]
@@ -346,10 +347,13 @@ def evaluation_table(result) -> Table:
         table.add_column(m, justify="right", no_wrap=True)
     for _, h in timings:
         table.add_column(h, justify="right", no_wrap=True)
+    # One split has no spread: "0.700–0.700" read as an interval known exactly.
+    spread = s["n_splits"] > 1
     for _, r in summary.iterrows():
         table.add_row(
             str(r["split"]), str(r["model"]),
-            *[f"{r[f'{m}_mean']:.3f}\n{r[f'{m}_ci_low']:.3f}–{r[f'{m}_ci_high']:.3f}" for m in metrics],
+            *[f"{r[f'{m}_mean']:.3f}\n" + (f"{r[f'{m}_ci_low']:.3f}–{r[f'{m}_ci_high']:.3f}" if spread else "-")
+              for m in metrics],
             *[f"{r[c]:.2f}" for c, _ in timings],
         )
     return table
