@@ -420,3 +420,15 @@ def test_one_evaluation_split_shows_no_interval(tmp_path):
                          "--no-track"])
     assert code == 0, text
     assert "no interval from one split" in flat(text) and "–" not in text, text
+
+
+def test_the_online_loop_loads_a_bundled_model_by_its_name(tmp_path, monkeypatch):
+    """`--model online-w4` works on the command line; from Python it was "no such model directory"."""
+    from triage.online.loop import OnlineTriage
+
+    monkeypatch.chdir(tmp_path)
+    loop = OnlineTriage.from_model_dir("online-w4")
+    assert (loop.confirm_after, loop.threshold) == (4, 0.98)
+    (tmp_path / "online-w4").mkdir()  # a folder of that name here is what the name means
+    with pytest.raises(Exception, match="online-w4"):
+        OnlineTriage.from_model_dir("online-w4")

@@ -483,7 +483,8 @@ class OnlineTriage:
 
     @classmethod
     def from_model_dir(cls, path: str | Path, **kwargs) -> OnlineTriage:
-        """Load a model directory (verified, see :mod:`triage.training.model_files`).
+        """Load a model directory (verified, see :mod:`triage.training.model_files`), or a bundled
+        model by its name (``"online-w4"``) when no folder of that name is here.
 
         The model must have a fixed window K (``triage train --window K``);
         the loop's confirmation delay is that K unless ``confirm_after`` is
@@ -493,6 +494,12 @@ class OnlineTriage:
         from triage.training.model_files import MANIFEST, load_model
 
         path = Path(path)
+        if not path.exists() and len(path.parts) == 1:
+            from triage.model_lookup import bundled_models_dir
+
+            # A bundled model by its name, as `--model online-w4` takes it (a folder of that name here wins).
+            if (bundled_models_dir() / path / MANIFEST).is_file():
+                path = bundled_models_dir() / path
         for _ in range(3):
             clf = load_model(path)
             # The model's identity in a state store: the manifest the classifier came with. Read
