@@ -432,3 +432,12 @@ def test_the_online_loop_loads_a_bundled_model_by_its_name(tmp_path, monkeypatch
     (tmp_path / "online-w4").mkdir()  # a folder of that name here is what the name means
     with pytest.raises(Exception, match="online-w4"):
         OnlineTriage.from_model_dir("online-w4")
+
+
+def test_an_ensembles_members_may_be_one_comma_separated_string():
+    """make("ensemble", members="perfherder") read its letters as nine unknown detectors."""
+    from triage.detectors import make
+
+    assert make("ensemble", members="perfherder, pelt,binseg", min_votes=2).members == ("perfherder", "pelt", "binseg")
+    with pytest.raises(ValueError, match=r"'nope' is not a detector"):
+        make("ensemble", members="perfherder,nope")

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from triage.core import params
+from triage.core.params import typed_value
 from triage.detectors.base import Detector, Range, check_ranges
 from triage.detectors.bocpd import Bocpd
 from triage.detectors.cusum import Cusum
@@ -128,6 +129,10 @@ def make(name: str, **params: Any) -> Detector:
             f"unknown parameter(s) {', '.join(sorted(unknown))} for detector {name!r} "
             f"(known: {', '.join(full)})"
         )
+    # A list of names given as one string, as --param spells it ("perfherder,pelt"): its letters
+    # were read as nine unknown detectors ('p', 'e', 'r', ...).
+    params = {k: typed_value(v, full[k]) if isinstance(v, str) and isinstance(full[k], tuple) else v
+              for k, v in params.items()}
     for key, value in _entry(name)[1].items():
         # The name labels the output (the candidate file's `detector` column, which picks the scoring
         # model's threshold): hybrid_ks run with test=welch would be Welch candidates called KS ones.
