@@ -441,3 +441,13 @@ def test_an_ensembles_members_may_be_one_comma_separated_string():
     assert make("ensemble", members="perfherder, pelt,binseg", min_votes=2).members == ("perfherder", "pelt", "binseg")
     with pytest.raises(ValueError, match=r"'nope' is not a detector"):
         make("ensemble", members="perfherder,nope")
+
+
+@pytest.mark.parametrize("given", ['{"s": {}}', [1, 2]])
+def test_a_state_that_is_no_mapping_is_a_value_error(given):
+    """load_state_dict promises ValueError; a JSON string or a list met "'str' object has no attribute 'items'"."""
+    from triage.online.loop import OnlineTriage
+
+    loop = OnlineTriage.from_model_dir("online-w4")
+    with pytest.raises(ValueError, match="a state is a mapping of series id to series state"):
+        loop.load_state_dict(given)

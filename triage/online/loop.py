@@ -116,7 +116,7 @@ import queue
 import signal
 import typing
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -567,6 +567,10 @@ class OnlineTriage:
         are not this loop's K; such a state decided nothing, ever); the states
         in memory are then left as they were.
         """
+        if not isinstance(data, Mapping):
+            # A JSON string not yet parsed, a list: "'str' object has no attribute 'items'".
+            raise ValueError(f"a state is a mapping of series id to series state (what state_dict() returns), "
+                             f"got {type(data).__name__}" + (": parse the JSON first" if isinstance(data, str | bytes) else ""))
         states: dict[str, SeriesState] = {}
         for sid, d in data.items():
             try:
