@@ -451,3 +451,12 @@ def test_a_state_that_is_no_mapping_is_a_value_error(given):
     loop = OnlineTriage.from_model_dir("online-w4")
     with pytest.raises(ValueError, match="a state is a mapping of series id to series state"):
         loop.load_state_dict(given)
+
+
+@pytest.mark.parametrize("seed", [1.5, -1, True])
+def test_a_synthetic_seed_that_is_no_whole_number_is_named(seed):
+    """numpy's "SeedSequence expects int or sequence of ints" named no argument."""
+    from triage.synthetic import generate
+
+    with pytest.raises(ValueError, match=rf"seed must be a whole number >= 0, got {seed!r}"):
+        generate("small", seed=seed)

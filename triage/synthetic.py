@@ -500,6 +500,9 @@ def generate_frame(config: SyntheticConfig | str = "small", seed: int = 0) -> pd
     if isinstance(config, str):
         config = preset_config(config)
     config.validate()
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        # numpy's "SeedSequence expects int or sequence of ints" named no argument
+        raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
     root = np.random.SeedSequence(seed)
     timeline_seed, series_seed = root.spawn(2)
     ids, stamps = _timeline(config, np.random.default_rng(timeline_seed))
