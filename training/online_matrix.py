@@ -53,11 +53,14 @@ from triage.features.incremental import online_pair_features
 from triage.features.level_shift import PAIR_COLUMNS
 from triage.features.windows import window_bounds
 
+#: Unflagged commits per series added as negatives unless told otherwise (``train --ordinary-per-series``).
+ORDINARY_PER_SERIES = 10
+
 
 def online_matrix(
     dataset: Dataset,
     *,
-    ordinary_per_series: int = 10,
+    ordinary_per_series: int = ORDINARY_PER_SERIES,
     window: int = 0,
     pairs: bool | None = None,
     use_truth: bool = False,

@@ -238,7 +238,11 @@ def train(
         raise typer.BadParameter("adds ordinary commits to the rows a fixed --window K builds from --data or "
                                  "--preset; leave it out with --window adaptive or --matrix",
                                  param_hint="--ordinary-per-series")
-    online_rows = (10 if ordinary_per_series is None else ordinary_per_series) if isinstance(w, int) and matrix is None else 0
+    online_rows = 0
+    if isinstance(w, int) and matrix is None:
+        from triage.training.online_matrix import ORDINARY_PER_SERIES
+
+        online_rows = ORDINARY_PER_SERIES if ordinary_per_series is None else ordinary_per_series
     if candidate_windows and (w != "adaptive" or matrix is not None):
         raise typer.BadParameter("--candidate-windows builds its own windows from --data or --preset: leave --window adaptive, without --matrix")
     if shift_measures and (w != "adaptive" or matrix is not None or candidate_windows):

@@ -220,14 +220,14 @@ def output_file(value: str) -> Path:
     if value != "-" and value.endswith(("/", os.sep)):
         raise typer.BadParameter(f"{value!r} ends with a path separator, so it names a directory: give a file name")
     check_not_in_model_dir("--out", Path(value))
-    from triage.core.atomic import destination
+    from triage.core.atomic import check_folder_writable
     from triage.core.errors import InputError
 
-    # A directory, or a parent that is a file: refused now, not when the result
-    # of minutes of work is about to be written. A BadParameter, not the InputError
+    # A directory, a parent that is a file, a folder that takes no new file: refused now, not when
+    # the result of minutes of work is about to be written. A BadParameter, not the InputError
     # itself: typer would wrap a ValueError's text as "Value error, <message>".
     try:
-        destination(value)
+        check_folder_writable(value)
     except InputError as exc:
         raise typer.BadParameter(str(exc)) from None
     _refuse_a_store(Path(value))

@@ -72,9 +72,7 @@ def destination(path: str | Path) -> tuple[str, Path | None]:
         # not exist as a file (/dev/stdout -> /proc/self/fd/1 -> pipe:[n]).
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        real = _new_file(path)
-        _check_folder_writable(path, real.parent)
-        return "file", real
+        return "file", _new_file(path)
     except NotADirectoryError:
         raise InputError(path, None, "cannot write here: a parent of this path is a file, not a directory") from None
     except OSError as exc:  # ELOOP, EACCES: a clear error, not a traceback
@@ -84,19 +82,22 @@ def destination(path: str | Path) -> tuple[str, Path | None]:
     if stat.S_ISREG(mode):
         # Follow links (also in the parent chain), so a link is written through
         # and the temporary file sits beside the file it replaces.
-        real = Path(os.path.realpath(path))
-        _check_folder_writable(path, real.parent)
-        return "file", real
+        return "file", Path(os.path.realpath(path))
     return "special", path
 
 
-def _check_folder_writable(path: Path, folder: Path) -> None:
-    """Refuse ``path`` now when no file can be made in ``folder`` (or its nearest existing ancestor).
+def check_folder_writable(path: str | Path) -> None:
+    """Refuse ``path`` now when no file can be made in its folder (or its nearest existing ancestor).
 
-    The output is written to a temporary file beside it: a folder that refuses one (read-only,
-    ``chattr +i``, ``/sys``) was found out after the whole run, in an error naming the hidden
-    temporary file. A file is made and removed to tell: permissions alone do not say it for root.
+    For an output named before any work (``--out``): the output is written to a temporary file
+    beside it, and a folder that refuses one (read-only, ``chattr +i``, ``/sys``) was found out
+    after the whole run, in an error naming the hidden temporary file. A file is made and removed
+    to tell: permissions alone do not say it for root. Standard output and devices pass.
     """
+    kind, real = destination(path)
+    if kind != "file" or real is None:
+        return
+    path, folder = Path(path), real.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir():
