@@ -82,3 +82,26 @@ def test_watch_says_why_a_commit_above_the_threshold_raised_no_alarm(tmp_path):
     assert records["c0"]["top_features"][0] == "held back by the stream rule: 0 commits before it, fewer than min_pre 5"
     assert records["c1"]["top_features"][0].startswith("held back by the stream rule: 1 commit before it")
     assert not any(f.startswith("held back by the stream rule") for f in records["c20"]["top_features"])
+    # The model is not asked about a held-back commit: no probability (it had printed 0.69 for c0, the
+    # model's view of an empty Pre), and no model reasons beside the rule's.
+    assert records["c0"]["probability"] is None and records["c0"]["top_features"] == records["c0"]["top_features"][:1]
+    assert records["c4"]["probability"] is None and records["c5"]["probability"] is not None
+
+
+def test_a_held_back_commit_has_no_probability_in_the_store_either(tmp_path):
+    """The null probability of a commit the stream rule held back survives the state store: re-sent, it is
+    replayed as null (SQLite keeps it as NULL, read back as None), and the series' memory copy the same."""
+    import json
+
+    lines = "".join(json.dumps({"series_id": "s", "commit": f"c{i}", "value": 100.0 + i % 3}) + "\n"
+                    for i in range(12))
+    state = tmp_path / "state.db"
+    code, first = invoke(["watch", "--state", state], stdin=lines)
+    assert code == 0, first
+    code, again = invoke(["watch", "--state", state], stdin=lines)
+    assert code == 0, again
+    recs = [json.loads(t) for t in first.splitlines() if t.startswith("{")]
+    replayed = [json.loads(t) for t in again.splitlines() if t.startswith("{")]
+    assert [r["probability"] is None for r in recs] == [True] * 5 + [False] * (len(recs) - 5)
+    assert [r["probability"] for r in replayed] == [r["probability"] for r in recs]
+    assert all(r["replayed"] for r in replayed)

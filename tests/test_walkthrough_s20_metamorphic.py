@@ -548,7 +548,10 @@ def test_watch_in_two_parts_with_state_equals_one_go_and_detect(
     # After values sits on a decile edge of ``flat_spots`` (pandas.cut's bins), which rounding moves
     kb = watch(["--state", work / "w_kb.db"], jsonl(stream.assign(value=stream.value * 1e-3)))
     assert [x[:5] for x in lines_of(one)] == [x[:5] for x in lines_of(kb)]
-    moved = np.abs(np.array([x[5] for x in lines_of(one)]) - np.array([x[5] for x in lines_of(kb)]))
+    # (None: a commit held back by the stream rule, the model not asked: the same commits both ways)
+    moved = np.abs(np.array([x[5] for x in lines_of(one)], dtype=float)
+                   - np.array([x[5] for x in lines_of(kb)], dtype=float))
+    moved = moved[~np.isnan(moved)]
     assert moved.max() < 0.01
     # the series interleaved, fed in 8 runs of the command, one series' state cached at a time
     k = stream.groupby("series_id", sort=False).cumcount()

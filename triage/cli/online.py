@@ -19,7 +19,8 @@ for K, the refractory period and the re-check).
 Output: one JSON line per decided commit on stdout, ``{"series_id", "commit",
 "probability", "decision", "top_features"}`` (``series_id`` as in the input;
 an input record may also name its series ``series``), plus ``"decided_at"``
-(the commit whose arrival completed the decision, K > 0) and
+(the commit whose arrival completed the decision, K > 0; ``probability`` is
+null where the stream rule held the commit back without asking the model) and
 ``"replayed": true`` when the commit had been decided before (re-delivery
 after a restart). With K > 0 the first K commits of a series print nothing
 when they arrive. A re-check that takes an alarm back prints its own line,

@@ -889,6 +889,12 @@ class OnlineTriage:
         else:
             X = np.array(rows) if rows else np.empty((0, len(self.feature_names)))
             proba = self._predict(X) if rows else np.empty(0)
+            if not all(allowed):
+                # The stream rule decided these, not the model: a probability computed from an
+                # empty or too short Pre (0.69 for a series' first commit) read as the model's
+                # view of a commit it was never asked about. The decision carries none.
+                proba = proba.astype(np.float64, copy=True)
+                proba[~np.array(allowed, dtype=bool)] = np.nan
         ruled: dict[int, tuple[int, int]] = {}
         if K + 1 >= noise_free.MIN_AFTER:
             for row, at in enumerate(due):
@@ -921,7 +927,7 @@ class OnlineTriage:
                 why = (f"held back by the stream rule: {n_pre} commit{'' if n_pre == 1 else 's'} before it, "
                        f"fewer than min_pre {min_pre}" if n_pre < min_pre else
                        "held back by the stream rule: an alarm of this series awaits its re-check")
-                explained[row] = [why, *explained.get(row, [])]
+                explained[row] = [why]  # no model reasons: the model was not asked
         for row, (kind, n_pre) in ruled.items():
             if self.explain == "all" or (self.explain == "positive" and positive[row]):
                 explained[row] = [noise_free.reason(kind, n_pre, K + 1)]
@@ -952,6 +958,8 @@ class OnlineTriage:
                 p_index = st.n - K
                 p_commit, p_value = (commit, value) if K == 0 else st.pending[0]
                 prob = probs[r]
+                if prob != prob:  # NaN: held back by the stream rule, the model not asked
+                    prob = None
                 hit = hits[r]
                 if not lean or hit or withdrawal is not None:
                     decision = Decision(

@@ -108,7 +108,10 @@ class Decision:
     """The loop's verdict on one commit.
 
     ``index`` is the commit's 0-based position in its series as the loop saw
-    it; ``probability`` is P(true alert) in [0, 1]; ``decision`` is True for a
+    it; ``probability`` is P(true alert) in [0, 1], None for a commit the
+    stream rule held back without asking the model (fewer than ``min_pre``
+    commits before it, or an alarm of its series awaiting its re-check: JSON
+    ``null``); ``decision`` is True for a
     change point; ``top_features`` holds up to three plain-words reasons
     (empty when not explained, see :mod:`triage.online.loop`); ``replayed`` is
     True when the commit had been decided before and this is the stored
@@ -122,7 +125,7 @@ class Decision:
     series: str
     commit: str
     index: int
-    probability: float
+    probability: float | None
     decision: bool
     top_features: list[str] = field(default_factory=list)
     replayed: bool = False
@@ -184,7 +187,7 @@ def decision_from_dict(series: str, data: dict[str, object] | None, *, replayed:
         series,
         str(data["commit"]),
         int(data["index"]),  # type: ignore[call-overload]
-        float(data["probability"]),  # type: ignore[arg-type]
+        None if data["probability"] is None else float(data["probability"]),  # type: ignore[arg-type]
         bool(data["decision"]),
         [str(t) for t in data.get("top_features") or []],  # type: ignore[attr-defined]
         replayed,
