@@ -104,6 +104,15 @@ def label(
                 f"{int(shared[commit])} series here" + (f" ({more:,} more commit{' is' if more == 1 else 's are'} too)" if more else "") +
                 ": their rows could not be told apart; use --format csv (series_id first) or label one series "
                 "at a time", param_hint="--format")
+    if out is not None:
+        # Written before anything is printed: a reader of the table that goes away (`| head -1`)
+        # ends the command (exit 141), and the file asked for must not be lost with it.
+        if fmt == "json":
+            frame = decisions[list(OUTPUT_COLUMNS)].copy()
+            frame[["p_false", "p_true"]] = frame[["p_false", "p_true"]].round(4)
+            write_frame(frame, out, "json")
+        else:
+            write_decisions(decisions, out, fmt=fmt)
     cut = clf.threshold_ if threshold is None else threshold
     n_true = int((decisions["classification"] == "true_positive").sum())
     if len(decisions):
@@ -129,14 +138,7 @@ def label(
                           f"sensitivity {stats['sensitivity']:.3f}, specificity {stats['specificity']:.3f}",
                           soft_wrap=True)
     if out is not None:
-        if fmt == "json":
-            frame = decisions[list(OUTPUT_COLUMNS)].copy()
-            frame[["p_false", "p_true"]] = frame[["p_false", "p_true"]].round(4)
-            write_frame(frame, out, "json")
-        else:
-            write_decisions(decisions, out, fmt=fmt)
-        where = output_name(out)
-        console.print(f"decisions written to [bold]{where}[/]", soft_wrap=True)
+        console.print(f"decisions written to [bold]{output_name(out)}[/]", soft_wrap=True)
 
 
 def score(
@@ -227,6 +229,18 @@ def score(
     # renamed beside it, the table's sort met two columns called p_true (an internal error).
     ours = {f"triage_{c}": c for c in ("p_true", "classification", "explanation") if f"triage_{c}" in scored}
     view = scored.drop(columns=list(ours.values())).rename(columns=ours)
+    if out is not None:
+        # Written before anything is printed: a reader of the table that goes away (`| head -1`)
+        # ends the command (exit 141), and the file asked for must not be lost with it.
+        written = scored
+        if fmt == "json":  # candidate files are read as text; JSON should carry their numbers as numbers
+            written = scored.copy()
+            for col in written.columns.difference(["series_id", "commit", "explanation", "classification"]):
+                if written[col].dtype == object or pd.api.types.is_string_dtype(written[col]):
+                    numbers = pd.to_numeric(written[col], errors="coerce")
+                    if numbers.notna().sum() == (written[col].astype(str) != "").sum():
+                        written[col] = numbers
+        write_frame(written, out, fmt)
     if show:  # --show 0: the summary line only, as for label
         console.print(decision_table(view, f"{len(scored):,} candidates{source}", show, extra=("index",),
                                      wide=console.width >= 110, width=console.width))
@@ -235,17 +249,7 @@ def score(
     _recent_note(console, dataset, clf, scored, route,
                  None if route is None else route_threshold(route, table, threshold))
     if out is not None:
-        # Candidate files are read as text; JSON should carry their numbers as numbers.
-        if fmt == "json":
-            scored = scored.copy()
-            for col in scored.columns.difference(["series_id", "commit", "explanation", "classification"]):
-                if scored[col].dtype == object or pd.api.types.is_string_dtype(scored[col]):
-                    numbers = pd.to_numeric(scored[col], errors="coerce")
-                    if numbers.notna().sum() == (scored[col].astype(str) != "").sum():
-                        scored[col] = numbers
-        write_frame(scored, out, fmt)
-        where = output_name(out)
-        console.print(f"scores written to [bold]{where}[/]", soft_wrap=True)
+        console.print(f"scores written to [bold]{output_name(out)}[/]", soft_wrap=True)
 
 
 def check_out_suffix(out: Path | None, fmt: str) -> None:

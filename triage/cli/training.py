@@ -477,6 +477,16 @@ def evaluate(
         if isinstance(exc, InputError):
             raise
         raise typer.BadParameter(str(exc)) from None
+    # Saved and logged before anything is printed: a reader of the tables that goes away
+    # (`| head`) ends the command (exit 141), and the results must not be lost with it.
+    paths = run_id = None
+    if out is not None:
+        result.settings.update(window=w, source=_source_record(data, preset, matrix, None, seed))
+        paths = result.save(out)
+    if not no_track:
+        from triage.training.tracking import log_evaluation_run
+
+        run_id = log_evaluation_run(result, params={"window": w}, tracking_uri=tracking_uri)
     console.print(evaluation_table(result))
     console.print(differences_table(result))
     twins, total = result.settings.get("twin_candidates", 0), result.settings.get("n_candidates", 0)
@@ -485,14 +495,9 @@ def evaluate(
                           "feature for feature, a candidate of another series (a series copied under two names?): "
                           "the grouped split keeps series apart, not such copies, and its figures may be optimistic "
                           "(test_twins per split in the results)", markup=False, highlight=False)
-    if out is not None:
-        result.settings.update(window=w, source=_source_record(data, preset, matrix, None, seed))
-        paths = result.save(out)
+    if paths is not None:
         console.print(f"results written to [bold]{escape(str(paths['markdown'].parent))}[/]")
-    if not no_track:
-        from triage.training.tracking import log_evaluation_run
-
-        run_id = log_evaluation_run(result, params={"window": w}, tracking_uri=tracking_uri)
+    if run_id is not None:
         console.print(f"MLflow run {run_id}")
 
 
