@@ -105,3 +105,6 @@ def test_a_held_back_commit_has_no_probability_in_the_store_either(tmp_path):
     assert [r["probability"] is None for r in recs] == [True] * 5 + [False] * (len(recs) - 5)
     assert [r["probability"] for r in replayed] == [r["probability"] for r in recs]
     assert all(r["replayed"] for r in replayed)
+    # The rule's reason is given under the default --explain positive too (the model gives none here).
+    assert recs[0]["top_features"] == ["held back by the stream rule: 0 commits before it, fewer than min_pre 5"]
+    assert recs[5]["top_features"] == []

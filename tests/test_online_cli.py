@@ -46,9 +46,13 @@ def test_watch_json_lines_one_decision_per_commit(rf_dir, tmp_path):
     assert {"series_id", "commit", "probability", "decision", "top_features"} <= set(out[0])
     hits = [o for o in out if o["decision"]]
     assert any(o["commit"] == "c40" for o in hits)
+    # Reasons for the alarms, none for the model's other decisions; a commit the stream rule held back
+    # (probability null: the model was not asked) gives the rule.
     assert all(o["top_features"] for o in hits) and all(
-        not o["top_features"] for o in out if not o["decision"]
+        not o["top_features"] for o in out if not o["decision"] and o["probability"] is not None
     )
+    assert all(o["top_features"][0].startswith("held back by the stream rule")
+               for o in out if o["probability"] is None)
     memory = OnlineTriage.from_model_dir(rf_dir, explain="none")
     assert [o["probability"] for o in out] == [
         memory.process_one("perf/q1", f"c{i}", v).probability for i, v in enumerate(values)

@@ -433,7 +433,7 @@ def watch(
         False, "--reset-state", help="Forget the state file's series and decisions first."
     ),
     explain: str = typer.Option(
-        "positive", help="Which decisions get top_features: positive, all, none."
+        "positive", help="Which decisions get the model's top_features: positive, all, none (a commit the stream rule held back gets the rule's reason unless none)."
     ),
     min_pre: int = typer.Option(None, "--min-pre", help=MIN_PRE_HELP),
     confirm_after: int = typer.Option(None, "--confirm-after", help=CONFIRM_HELP),

@@ -920,8 +920,9 @@ class OnlineTriage:
                     positive[row] = False
                     held.add(row)
         explained = self._explain(X, positive)
-        if self.explain == "all":
-            # the probability may clear the threshold and its reasons lean toward true: say why no alarm
+        if self.explain != "none":
+            # The rule's decision, not the model's (its probability is null): say why, whatever
+            # --explain asks of the model's decisions (it costs no model call).
             for row in np.flatnonzero(~np.array(allowed, dtype=bool)).tolist():
                 n_pre = int(pres[due[row]].n)  # type: ignore[attr-defined]
                 why = (f"held back by the stream rule: {n_pre} commit{'' if n_pre == 1 else 's'} before it, "
