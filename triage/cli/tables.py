@@ -111,6 +111,8 @@ def dataset_summary(dataset: Dataset, title: str | None = None) -> Table:
 SERIES_WIDTH, SERIES_MIN_WIDTH = 28, 8
 #: Widest an identifier cell (commit, label, index) gets; the least room the reasons need.
 CELL_WIDTH, WHY_MIN_WIDTH = 14, 30
+#: The room a wide terminal keeps for the reasons before it gives the rest to the series ids.
+WHY_WIDE = 60
 
 
 def distinct_numbers(values: Iterable[float], digits: int = 4) -> list[str]:
@@ -255,7 +257,14 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
         if with_why and room(True) < SERIES_MIN_WIDTH:
             with_why = False
         if room(with_why) >= SERIES_MIN_WIDTH:
-            series_width, min_widths = min(SERIES_WIDTH, room(with_why)), dict(needs)
+            # A wide terminal gives the series ids more than SERIES_WIDTH where the reasons
+            # leave it: at 180 columns two otel-java series read "o…01Thread/otel-bench-runner"
+            # and "o…t:1000})/otel-bench-runner" while the reasons had 100 columns to spare.
+            longest = max((len(str(v)) for v in top["series_id"]), default=0)
+            why_need = min(WHY_WIDE, max((len(_first_reason(r)) for r in top.get("explanation", [])), default=0))
+            spare = room(with_why) + (WHY_MIN_WIDTH - max(WHY_MIN_WIDTH, why_need) if with_why else 0)
+            series_width = min(room(with_why), max(SERIES_WIDTH, min(longest, spare)))
+            min_widths = dict(needs)
         else:
             # Too narrow even so (COLUMNS=40): rich shared the width out evenly and cut P(true)
             # to "0.…" and the call to nothing, the two cells the table is read for. The cells
@@ -288,7 +297,7 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
     for rec in top.to_dict("records"):
         is_true = rec["classification"] == "true_positive"
         p_true = float(rec["p_true"])
-        why = str(rec.get("explanation", "") or "").split("; ")[0]
+        why = _first_reason(rec.get("explanation", ""))
         # Text, not str: a JMH series is named like Bench.parse[size=1024], which as
         # markup would be swallowed as a style, and "[/]" would be an error.
         cells = [
@@ -302,6 +311,11 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
         ]
         table.add_row(*cells, *([Text(why)] if with_why else []))
     return table
+
+
+def _first_reason(explanation: object) -> str:
+    """The reason a decision table shows: the first of an ``explanation`` cell's ``; ``-separated ones."""
+    return str(explanation or "").split("; ")[0]
 
 
 def _fill(needs: dict[str, int], room: int) -> dict[str, int]:
