@@ -1,0 +1,75 @@
+"""Defects found by the thirty-first session's walkthroughs, fixed there.
+
+1. ``triage score`` at 180 columns cut two otel-java series ids to
+   "o…01Thread/otel-bench-runner" and "o…t:1000})/otel-bench-runner" (the
+   series column stopped at 28 characters) while the reasons' column had
+   about 100 to spare. A wide terminal now gives the ids what the reasons
+   leave beyond 60 columns.
+2. ``triage report``'s step column gave a false alert "change +14.6%" beside
+   a reason saying the median moved 0.1 %: it took means, and one spike in
+   the window carried them. It now takes medians, as the reasons do.
+(The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
+a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
+commit's probability.)
+"""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+from rich.console import Console
+
+from triage.cli.tables import SERIES_WIDTH, decision_table
+
+OTEL = "otel-java/io.opentelemetry.sdk.trace.SpanBenchmark.simpleSpanStartAddEventEnd_{}/otel-bench-runner"
+
+
+def _render(table, width: int) -> str:
+    console = Console(width=width, file=io.StringIO(), color_system=None)
+    console.print(table)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def _frame() -> pd.DataFrame:
+    return pd.DataFrame({
+        "series_id": [OTEL.format("01Thread"), OTEL.format("05Threads"), "rhai/bench_parse_full/gha-ubuntu-latest"],
+        "commit": ["3f2a9c1d0e", "3f2a9c1d0e", "77ab01ce99"],
+        "index": [1071, 1071, 526],
+        "p_true": [0.97, 0.91, 0.12],
+        "classification": ["true_positive", "true_positive", "false_positive"],
+        "explanation": ["after median 15.3% off pre median (+0.86 toward true); more"] * 3,
+    })
+
+
+def test_a_wide_terminal_gives_the_series_ids_what_the_reasons_leave():
+    text = _render(decision_table(_frame(), "3 candidates", 20, extra=("index",), wide=True, width=180), 180)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 180
+    assert "rhai/bench_parse_full/gha-ubuntu-latest" in text  # whole
+    # the otel ids (99 characters) keep 80 beside the reason: their head and where they differ
+    assert "otel-java/io.opentelemetry.sdk.trace.Spa" in text and "AddEventEnd_05Threads/otel-bench-runner" in text
+    assert "after median 15.3% off pre median (+0.86 toward true)" in text  # the reason on one line
+
+
+def test_an_80_column_terminal_cuts_the_ids_and_keeps_the_table_inside():
+    text = _render(decision_table(_frame(), "3 candidates", 20, extra=("index",), wide=False, width=80), 80)
+    lines = [line for line in text.splitlines() if line.startswith("│")]
+    assert lines and max(len(line) for line in text.splitlines()) <= 80
+    cells = [line.split("│")[1].strip() for line in lines]
+    assert "…" in cells[0] and SERIES_WIDTH <= len(cells[0]) < len(OTEL)
+    assert cells[0] != cells[1] and "0.970" in lines[0] and "0.120" in lines[2]
+
+
+def test_the_report_step_of_a_spike_is_the_medians_not_the_spikes():
+    import numpy as np
+
+    from triage.core.history import History
+    from triage.report import step_text
+
+    values = np.r_[np.full(10, 100.0), [100.1, 190.0, 100.2, 99.9, 100.1, 100.1, 100.2, 99.8, 100.1, 100.1]]
+    h = History("t", [str(i) for i in range(20)], values, None, higher_is_better=False)
+    assert step_text(h, 10) == "regression +0.1%"  # the means said +9.1 %
+    step = History("t", [str(i) for i in range(20)], np.r_[np.full(10, 100.0), np.full(10, 120.0)], None,
+                   higher_is_better=False)
+    assert step_text(step, 10) == "regression +20.0%"
