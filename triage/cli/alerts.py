@@ -45,7 +45,7 @@ def label(
     threshold: Annotated[float | None, typer.Option("--threshold", help="Override the model's decision threshold on P(true).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="csv (series_id, commit, label, p_false, p_true, classification, explanation), json (the same as JSON lines) or published (the ICPE 2022 replication package's ;-separated layout; it has no series column, so a commit alerted in several series is refused).")] = "csv",
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
-    show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first (0: no table, the summary line only).")] = 20,
+    show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first (0: no table; the summary lines still print).")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
 ) -> None:
@@ -151,7 +151,7 @@ def score(
     threshold: Annotated[float | None, typer.Option("--threshold", help="Fixed threshold on P(true) (default: the model's).")] = None,
     layout: Annotated[str, typer.Option("--layout", help="Candidate layout: auto, candidates, candidates-json, otava-json, otava-csv, perfherder-json, perfherder-csv.")] = "auto",
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
-    show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first (0: no table, the summary line only).")] = 20,
+    show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first (0: no table; the summary lines still print).")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
     commit_order: Annotated[Path | None, typer.Option("--commit-order", help=COMMIT_ORDER_HELP + " The same file `triage candidates --commit-order` was given: its candidates' indices count in that order.")] = None,
