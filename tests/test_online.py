@@ -279,7 +279,10 @@ def test_top_features_for_positive_decisions_only(rf_dir):
         1 <= len(d.top_features) <= 3 and all(isinstance(t, str) for t in d.top_features)
         for d in positives
     )
-    assert all(d.top_features == [] for d in decisions if not d.decision)
+    # The model's other decisions give none; a commit the stream rule held back (no probability) the rule's.
+    assert all(d.top_features == [] for d in decisions if not d.decision and d.probability is not None)
+    assert all(d.top_features[0].startswith("held back by the stream rule")
+               for d in decisions if d.probability is None)
     assert set(positives[0].to_dict()) == {
         "series",
         "commit",
