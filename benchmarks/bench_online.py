@@ -264,10 +264,11 @@ def _child_run(cmd: list[str], stdin_bytes: bytes | None = None) -> dict[str, fl
     return {
         "wall_s": wall,
         "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-        # ru_maxrss of RUSAGE_CHILDREN: the largest child's peak, in KiB on
-        # Linux; it includes a child's RSS inherited from this process before
-        # its exec, so this process should be small when it starts the command
-        "peak_mb": after.ru_maxrss / 1024,
+        # The largest process's own peak (VmHWM) where the sampler read it. Not ru_maxrss
+        # of RUSAGE_CHILDREN alone: that is the largest of *every* child this benchmark
+        # waited for so far (a docs walkthrough read "largest process 1160 MB, all together
+        # 520 MB" after an earlier step's child); it stays the fallback without psutil.
+        "peak_mb": max(peaks.values()) if peaks else after.ru_maxrss / 1024,
         "total_peak_mb": total_peak[0],
         # the command's own process first, then its workers, largest first
         "peaks_mb": [peaks.get(proc.pid, 0.0)] + sorted((v for k, v in peaks.items() if k != proc.pid), reverse=True),
@@ -329,7 +330,7 @@ def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bo
             f"(f) triage detect --jobs {jobs} --workers {workers}{'' if screen else ' --no-screen'}, preset {preset} "
             f"({n_commits:,} commits; {found} change points -> {work / 'found.csv'}): {r['wall_s']:.0f} s wall, "
             f"{r['cpu_s']:.0f} CPU-seconds (all processes, loading included), peak RSS of the largest "
-            f"process {r['peak_mb']:.0f} MB (ru_maxrss), of all its processes together {r['total_peak_mb']:.0f} MB "
+            f"process {r['peak_mb']:.0f} MB (VmHWM), of all its processes together {r['total_peak_mb']:.0f} MB "
             f"(sampled every 0.2 s); peak RSS (VmHWM) of the reading process, then of each other process: "
             f"{', '.join(f'{mb:.0f}' for mb in r['peaks_mb'])} MB; CPU-seconds of the reading process, then of "
             f"each other process (sampled every 0.2 s): {', '.join(f'{c:.1f}' for c in r['cpus_s'])}; "
