@@ -8,6 +8,9 @@
 2. ``triage report``'s step column gave a false alert "change +14.6%" beside
    a reason saying the median moved 0.1 %: it took means, and one spike in
    the window carried them. It now takes medians, as the reasons do.
+3. `synth --out` deleted a history the user had put in a folder synth wrote
+   before, and replaced an edited one: it now checks the digest dataset.json
+   records.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -73,3 +76,24 @@ def test_the_report_step_of_a_spike_is_the_medians_not_the_spikes():
     step = History("t", [str(i) for i in range(20)], np.r_[np.full(10, 100.0), np.full(10, 120.0)], None,
                    higher_is_better=False)
     assert step_text(step, 10) == "regression +20.0%"
+
+
+def test_synth_refuses_a_history_it_did_not_write_in_its_own_folder(tmp_path):
+    """3. A history.csv copied into a folder `synth` had written (parquet) was deleted by the next
+    `synth --out` of that folder, and an edited history.csv of synth's overwritten."""
+    from helpers_cli import flat, invoke
+
+    out = tmp_path / "sy"
+    assert invoke(["synth", "--out", out])[0] == 0
+    mine = "series_id,commit,value\ns,c1,1.0\n"
+    (out / "history.csv").write_text(mine)
+    code, text = invoke(["synth", "--out", out, "--seed", "3"])
+    assert code == 2 and "is not the history `triage synth` wrote there" in flat(text), text
+    assert (out / "history.csv").read_text() == mine  # kept
+    (out / "history.csv").unlink()
+    assert invoke(["synth", "--out", out, "--seed", "3", "--format", "csv"])[0] == 0  # synth's own: replaced
+    assert not (out / "history.parquet").exists()
+    with open(out / "history.csv", "a") as fh:  # edited since
+        fh.write("s,c9,1.0\n")
+    code, text = invoke(["synth", "--out", out])
+    assert code == 2 and "changed since" in flat(text), text

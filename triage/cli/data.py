@@ -64,6 +64,22 @@ def _check_synth_folder(out: Path) -> None:
             "give a new or empty folder, or one synth wrote",
             param_hint="--out",
         )
+    # A synth folder may still hold a history synth did not write: the user's own file copied
+    # in beside synth's, or synth's edited since. dataset.json records the digest of the one
+    # it wrote; any other would be replaced or deleted (a walkthrough lost a copied-in
+    # history.csv to the next `synth --out` of the folder).
+    digest = meta.get("history_sha256")
+    if isinstance(digest, str):
+        from triage.core.versions import file_sha256
+
+        for name in names[:2]:
+            path = out / name
+            if path.is_file() and file_sha256(path) != digest:
+                raise typer.BadParameter(
+                    f"{path} is not the history `triage synth` wrote there (its digest differs from the one "
+                    "dataset.json records: another file, or changed since); move it, or give another folder",
+                    param_hint="--out",
+                )
 
 
 def _check_not_a_model_dir(out: Path) -> None:
