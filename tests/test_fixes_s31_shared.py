@@ -11,6 +11,8 @@
 3. `synth --out` deleted a history the user had put in a folder synth wrote
    before, and replaced an edited one: it now checks the digest dataset.json
    records.
+4. `report --out` over an earlier report deleted files of the user's kept in
+   it; it now refuses, naming them, as `train --out` does.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -97,3 +99,23 @@ def test_synth_refuses_a_history_it_did_not_write_in_its_own_folder(tmp_path):
         fh.write("s,c9,1.0\n")
     code, text = invoke(["synth", "--out", out])
     assert code == 2 and "changed since" in flat(text), text
+
+
+def test_report_refuses_to_replace_a_report_folder_holding_files_of_the_users(tmp_path):
+    """4. `report --out rep` over an earlier report deleted the user's notes and a copy of the decisions
+    kept in rep/ (`train --out` refuses the same); a report folder holding only the report is replaced."""
+    from helpers_cli import flat, invoke
+
+    data = tmp_path / "small"
+    assert invoke(["synth", "--out", data])[0] == 0
+    cands, scored, rep = tmp_path / "c.csv", tmp_path / "s.csv", tmp_path / "rep"
+    assert invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", cands])[0] == 0
+    assert invoke(["score", "--data", data, "--candidates", cands, "--out", scored])[0] == 0
+    args = ["report", "--data", data, "--decisions", scored, "--candidates", cands, "--out", rep, "--max-plots", "2"]
+    assert invoke(args)[0] == 0
+    assert invoke(args)[0] == 0  # its own report: replaced
+    (rep / "notes.txt").write_text("mine\n")
+    (rep / "plots" / "keep.csv").write_text("x\n")
+    code, text = invoke(args)
+    assert code == 2 and "plots/keep.csv" in flat(text) and "notes.txt" in flat(text), text
+    assert (rep / "notes.txt").read_text() == "mine\n" and (rep / "plots" / "keep.csv").exists()

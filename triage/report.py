@@ -658,6 +658,17 @@ def check_replaceable(out: Path) -> None:
             f"exists and is not a report directory (no {REPORT_MARKER} marker); refusing to replace it "
             "and delete what it holds: give a new or empty directory",
         )
+    # A report directory holding files the report did not write (notes, a copy of the decisions
+    # kept beside it) would lose them with the old report; `train --out` refuses the same.
+    extra = _not_report_files(out)
+    if extra:
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5:,} more" if len(extra) > 5 else "")
+        raise InputError(
+            out, None,
+            f"holds {shown}, which `triage report` did not write; replacing the report would delete "
+            f"{'it' if len(extra) == 1 else 'them'}: move {'it' if len(extra) == 1 else 'them'} out, or give "
+            "another directory",
+        )
 
 
 def check_inputs_outside(out: str | Path, inputs: dict[str, str | Path | None]) -> None:
@@ -678,6 +689,20 @@ def check_inputs_outside(out: str | Path, inputs: dict[str, str | Path | None]) 
         if target in source.parents:
             raise InputError(given, None, f"({option}) is inside the report directory {out}, which --out "
                              "replaces whole; it would be deleted with the old report: move it out first")
+
+
+def _not_report_files(out: Path) -> list[str]:
+    """What ``out`` holds beyond a report's own files (index.html, plots/*.png, the marker), as relative paths."""
+    extra: list[str] = []
+    for p in sorted(out.iterdir()):
+        if p.name in ("index.html", REPORT_MARKER) and p.is_file() and not p.is_symlink():
+            continue
+        if p.name == "plots" and p.is_dir() and not p.is_symlink():
+            extra += [f"plots/{q.name}" for q in sorted(p.iterdir())
+                      if not (q.suffix == ".png" and q.is_file() and not q.is_symlink())]
+            continue
+        extra.append(p.name)
+    return extra
 
 
 def _written_before_the_marker(out: Path) -> bool:
