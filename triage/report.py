@@ -8,7 +8,8 @@
     plots/*.png     one PNG per series: values, detector candidates, model
                     decisions with P(true), confirmed (human) labels
     .triage-report  the marker that says "a report lives here": only a
-                    directory holding it (or an empty or new one) is replaced
+                    directory holding it and nothing but a report's files
+                    (or an empty or new one) is replaced
 
 The decisions come from ``triage label`` or ``triage score`` (any CSV with
 ``series_id``, ``commit`` or ``index``, ``p_true`` and ``classification``;
@@ -642,7 +643,7 @@ def _data_name(source: object) -> str:
 
 
 def check_replaceable(out: Path) -> None:
-    """Raise :class:`InputError` unless ``out`` is absent, an empty directory or a report directory.
+    """Raise :class:`InputError` unless ``out`` is absent, an empty directory or a report directory holding only a report.
 
     A report directory is one holding :data:`REPORT_MARKER`, which only
     :func:`build_report` writes; replacing a directory deletes everything in
