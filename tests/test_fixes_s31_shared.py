@@ -13,6 +13,9 @@
    records.
 4. `report --out` over an earlier report deleted files of the user's kept in
    it; it now refuses, naming them, as `train --out` does.
+5. A full disk: the error named no file for `candidates`, `convert`, `report`
+   and `synth` (pandas, gzip, pyarrow and matplotlib name none), and `synth`
+   left an empty folder. The output is named; the folder removed.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -119,3 +122,34 @@ def test_report_refuses_to_replace_a_report_folder_holding_files_of_the_users(tm
     code, text = invoke(args)
     assert code == 2 and "plots/keep.csv" in flat(text) and "notes.txt" in flat(text), text
     assert (rep / "notes.txt").read_text() == "mine\n" and (rep / "plots" / "keep.csv").exists()
+
+
+def test_a_full_disk_names_the_output_and_leaves_no_empty_folder(tmp_path, monkeypatch):
+    """5. On a full disk `candidates`, `convert`, `report` and `synth` said only "error: No space left
+    on device" (pandas, gzip, pyarrow and matplotlib name no file), and `synth` left an empty folder."""
+    import errno
+
+    import pytest
+
+    from triage import report, synthetic
+    from triage.core.atomic import atomic_write
+
+    def full(_tmp):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError) as info:
+        atomic_write(tmp_path / "c.csv", full)
+    assert info.value.filename == str(tmp_path / "c.csv") and not list(tmp_path.iterdir())
+
+    monkeypatch.setattr(synthetic, "atomic_write", lambda path, write: full(path))
+    with pytest.raises(OSError):
+        synthetic.write_synthetic(tmp_path / "syn" / "inner", "small", 0)
+    assert not (tmp_path / "syn" / "inner").exists()
+
+    data = synthetic.generate(synthetic.preset_config("small", n_series=2), seed=0)
+    frame = pd.DataFrame({"series_id": [h.series_id for h in data], "index": [5, 5], "p_true": [0.9, 0.1],
+                          "classification": ["true_positive", "false_positive"]})
+    monkeypatch.setattr(report, "plot_series", lambda *a, **k: full(None))
+    with pytest.raises(OSError) as info:
+        report.build_report(data, frame, tmp_path / "rep")
+    assert info.value.filename == str(tmp_path / "rep")

@@ -776,6 +776,12 @@ def build_report(
         (tmp / REPORT_MARKER).write_text(MARKER_TEXT, encoding="utf-8")
         check_replaceable(out)  # again: the plots took a while, someone may have filled it since
         replace_dir(tmp, out)  # the old report, now in tmp, goes with it below
+    except OSError as exc:
+        # A full disk while matplotlib or the page wrote into the hidden folder beside --out:
+        # the error named no file ("error: No space left on device"); name the report's folder.
+        if exc.errno is not None and (exc.filename is None or str(tmp) in str(exc.filename)):
+            exc.filename = str(out)
+        raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out / "index.html"

@@ -42,6 +42,7 @@ series has its own child seed, so changing ``n_series`` keeps the first series.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -560,13 +561,20 @@ def write_synthetic(
     if fmt not in ("parquet", "csv"):
         raise ValueError("fmt must be parquet or csv")
     out_dir = Path(out_dir)
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     frame = generate_frame(config, seed)
     path = out_dir / f"history.{fmt}"
-    if fmt == "parquet":
-        atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
-    else:
-        write_csv_atomic(frame, path, date_format="%Y-%m-%dT%H:%M:%S")
+    try:
+        if fmt == "parquet":
+            atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+        else:
+            write_csv_atomic(frame, path, date_format="%Y-%m-%dT%H:%M:%S")
+    except BaseException:
+        if created:  # a full disk or a Ctrl-C left an empty folder behind, read as an output
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
+        raise
     for other in ("parquet", "csv"):  # a stale file of the other format would shadow this one
         if other != fmt and (out_dir / f"history.{other}").exists():
             (out_dir / f"history.{other}").unlink()

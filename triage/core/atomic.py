@@ -180,6 +180,12 @@ def atomic_write(path: str | Path, write: Callable[[Path], None], *, fsync: bool
                 os.fsync(fh.fileno())
         os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
+    except OSError as exc:
+        # A full disk (ENOSPC) or EIO while pandas, gzip or pyarrow wrote: the error named no
+        # file, or our hidden temporary one ("error: No space left on device"); name the user's.
+        if exc.errno is not None and (exc.filename is None or str(exc.filename) == str(tmp)):
+            exc.filename = str(path)  # (an errno-less OSError keeps its own text: a name would replace it)
+        raise
     finally:
         tmp.unlink(missing_ok=True)
     return path
