@@ -537,3 +537,23 @@ def test_a_note_that_is_not_text_is_refused(client, ws, note, message):
                     follow_redirects=False)
     assert r.status_code == 400 and message in r.text
     assert len(ws.store) == before
+
+
+def test_a_row_edited_outside_the_workspace_is_named_not_used(ws, tmp_path):
+    """(thirty-first session's walkthrough) `sqlite3 labels.sqlite "update decisions set label='bogus'"`:
+    `labels export` wrote the row and `train --labels` trained on it without a word. Reading the store
+    now names the row; the workspace answers 503 naming it, not a 500."""
+    import sqlite3
+
+    from helpers_cli import flat, invoke
+
+    a = ws.alerts[0]
+    ws.store.record(a.series_id, a.commit, "true", who="ann")
+    ws.store.record(a.series_id, a.commit, "false", who="ann")
+    with sqlite3.connect(ws.store.path) as con:
+        con.execute("UPDATE decisions SET label = 'bogus' WHERE id = 2")
+    code, text = invoke(["labels", "export", "--labels", ws.store.path, "--out", tmp_path / "ex.csv"])
+    assert code == 2 and "row 2: label 'bogus' is none of" in flat(text), text
+    assert not (tmp_path / "ex.csv").exists()
+    r = TestClient(create_app(ws), raise_server_exceptions=False).get("/")
+    assert r.status_code == 503 and "label &#39;bogus&#39; is none of" in r.text

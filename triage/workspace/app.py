@@ -75,6 +75,7 @@ from triage.workspace.plot import series_png
 from triage.workspace.store import (
     DECISIONS,
     MAX_NOTE,
+    BadRow,
     Conflict,
     Decision,
     LabelsStore,
@@ -704,7 +705,7 @@ async def store_error(request: Request, exc: Exception) -> Response:
     """503 naming the labels store and its problem (changed on disk, damaged, full, locked)."""
     ws: Workspace = request.app.state.ws
     log.error("labels store: %s", exc)
-    if isinstance(exc, StoreChanged):
+    if isinstance(exc, (StoreChanged, BadRow)):
         problem = str(exc)
     else:
         problem = f"{ws.store.path}: the labels store cannot be used (SQLite says: {exc})"
@@ -827,7 +828,8 @@ def create_app(ws: Workspace) -> Starlette:
     app = Starlette(
         routes=routes,
         middleware=[Middleware(Guard)],
-        exception_handlers={HTTPException: http_error, StoreChanged: store_error, sqlite3.Error: store_error,
+        exception_handlers={HTTPException: http_error, StoreChanged: store_error, BadRow: store_error,
+                            sqlite3.Error: store_error,
                             Exception: server_error},
     )
     app.state.ws = ws

@@ -136,6 +136,10 @@ def check_path(path: str | Path, *, must_exist: bool = False) -> Path:
     return path
 
 
+class BadRow(InputError):
+    """A decision row holding a value :meth:`LabelsStore.record` never writes (edited outside the workspace)."""
+
+
 class StoreChanged(InputError):
     """The labels file is no longer the file this store opened (moved, replaced, deleted, made a link)."""
 
@@ -380,7 +384,25 @@ class LabelsStore:
             f"SELECT {_COLUMNS} FROM decisions {where} ORDER BY id",
             args,
         )
-        return [Decision(*row) for row in cur.fetchall()]
+        return [self._checked(Decision(*row)) for row in cur.fetchall()]
+
+    def _checked(self, d: Decision) -> Decision:
+        """``d`` when its values are ones :meth:`record` writes, else an InputError naming the row.
+
+        The open checks the tables and columns only: a row edited outside the
+        workspace (a label ``bogus``) was exported and trained on without a word.
+        """
+        problem = None
+        if d.label not in WORDS:
+            problem = f"label {d.label!r} is none of {', '.join(sorted(WORDS))}"
+        elif not isinstance(d.series_id, str) or not isinstance(d.commit, str):
+            problem = "series_id and commit_id must be text"
+        elif d.p_true is not None and not (isinstance(d.p_true, (int, float)) and 0.0 <= float(d.p_true) <= 1.0):
+            problem = f"p_true {d.p_true!r} is not a probability"
+        if problem is not None:
+            raise BadRow(self.path, d.id, f"{problem}: the row was not written by `triage serve`; correct or "
+                             "delete it (decisions.id in the SQLite file), or restore a backup")
+        return d
 
     def get(self, rid: int) -> Decision | None:
         rows = self._rows("WHERE id = ?", (rid,))
