@@ -113,6 +113,10 @@ def test_an_unreachable_scheduler_is_a_usage_error_naming_it(tmp_path, dataset, 
     assert code == 2, output
     assert f"--scheduler: cannot reach a dask scheduler at '{address}'" in flat(output)
     assert not out.exists()
+    if address.startswith("tcp://"):
+        # refused at once, said as such (it had waited out the handshake's deadline, then asked
+        # whether the port was the dashboard's)
+        assert "nothing listens at 127.0.0.1:1: connection refused" in flat(output)
 
 
 def test_stops_held_while_a_cluster_starts_arrive_once_delivered():

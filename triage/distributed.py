@@ -423,7 +423,7 @@ class _NotAScheduler(Exception):
 
 
 def _resolve(address: str) -> None:
-    """Raise OSError at once when the address's host name does not resolve.
+    """Raise OSError at once when the address's host name does not resolve, or its port refuses.
 
     dask's ``connect`` retried such a name for its whole timeout (13 s) and the
     error then asked whether the port was the dashboard's.
@@ -440,6 +440,14 @@ def _resolve(address: str) -> None:
         socket.getaddrinfo(host, port)
     except socket.gaierror as exc:
         raise OSError(f"the host name {host!r} does not resolve: {exc.strerror or exc}") from None
+    # A refused connection is known at once, but dask's connect retries it for its whole
+    # timeout, and the error then asked whether the port was the dashboard's.
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
+    except ConnectionRefusedError:
+        raise OSError(f"nothing listens at {host}:{port}: connection refused") from None
+    except OSError:
+        pass  # unreachable or slow: dask's own connect says so, within its deadline
 
 
 def _probe(address: str, timeout: float) -> None:
