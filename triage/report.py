@@ -470,7 +470,7 @@ def _slug(series_id: str, used: set[str]) -> str:
     return slug
 
 
-#: Commits on each side of a candidate whose means give the size of its step.
+#: Commits on each side of a candidate whose medians give the size of its step.
 STEP_WINDOW = 10
 
 
@@ -483,9 +483,10 @@ def step_text(history: History, index: int, window: int = STEP_WINDOW, *, confir
 
     The step is the median of up to ``window`` commits from ``index`` on against
     the median of up to ``window`` commits before it (medians, as the model's
-    reasons and the workspace measure it: a one-commit spike in a window had
-    made a false alert read "change +14.6%" beside a reason saying the median
-    moved 0.1 %); whether up is better comes
+    reasons are worded: a one-commit spike in a window had made a false alert
+    read "change +14.6%" beside a reason saying the median moved 0.1 %; the
+    workspace's reason, :func:`triage.workspace.alerts.change_at`, takes up to
+    30 commits and does not stop at confirmed changes); whether up is better comes
     from the history's unit (:attr:`History.higher_is_better`). Neither side
     reaches over a confirmed change point (``true_positive``) of the history:
     that step is another alert's (the new level starts at the confirmed commit).
