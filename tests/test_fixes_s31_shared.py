@@ -16,6 +16,7 @@
 5. A full disk: the error named no file for `candidates`, `convert`, `report`
    and `synth` (pandas, gzip, pyarrow and matplotlib name none), and `synth`
    left an empty folder. The output is named; the folder removed.
+6. A feature matrix's bad label after a blank line was named a line too early.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -153,3 +154,14 @@ def test_a_full_disk_names_the_output_and_leaves_no_empty_folder(tmp_path, monke
     with pytest.raises(OSError) as info:
         report.build_report(data, frame, tmp_path / "rep")
     assert info.value.filename == str(tmp_path / "rep")
+
+
+def test_a_bad_label_in_a_feature_matrix_names_its_file_line(tmp_path):
+    """6. (architecture review) `train --matrix m.csv` named a bad label after a blank line one line too
+    early: it counted records, where every other CSV reader names the file's line."""
+    from helpers_cli import flat, invoke
+
+    m = tmp_path / "m.csv"
+    m.write_text("series_id,label,pre_mean\ns1,true_positive,1.0\n\ns2,false_positive,2.0\ns3,tp,3.0\n")
+    code, text = invoke(["train", "--matrix", m, "--window", "0", "--out", tmp_path / "model", "--no-track"])
+    assert code == 2 and "m.csv, row 5: unknown label 'tp'" in flat(text), text

@@ -69,16 +69,23 @@ def read_matrix(path: Path):
         matrix = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     except Exception as exc:  # pyarrow / parser errors: one readable line
         raise InputError(path, None, f"cannot read the feature matrix: {exc}") from None
-    _check_matrix_cells(matrix, path, first_row=1 if path.suffix == ".parquet" else 2)
+    if path.suffix == ".parquet":
+        _check_matrix_cells(matrix, path, lambda k: k + 1)
+    else:
+        from triage.core.csv_lines import file_line
+
+        # The file's line, as every CSV reader names it: pandas skips blank lines, so
+        # "record + 2" named a bad label after a blank line a line too early.
+        _check_matrix_cells(matrix, path, lambda k: file_line(path, k + 2))
     return matrix
 
 
-def _check_matrix_cells(matrix, path: Path, first_row: int) -> None:
+def _check_matrix_cells(matrix, path: Path, row_of) -> None:
     """Labels the training reads and numeric features, or an error naming the first bad cell's row.
 
     Training keeps the rows labelled exactly true_positive / false_positive: any
     other spelling ("True_Positive", "tp") would silently drop the row as untriaged.
-    ``first_row``: the row number of the matrix's first row (CSV: 2, below the header).
+    ``row_of(k)``: the row (a CSV's file line) of the matrix's ``k``-th record (0-based).
     """
     import numpy as np
     import pandas as pd
@@ -91,7 +98,7 @@ def _check_matrix_cells(matrix, path: Path, first_row: int) -> None:
         empty = matrix["label"].isna() | text.str.lower().isin(("", "nan", "none"))
         bad = np.flatnonzero(~empty.to_numpy() & ~text.isin(labels.CANONICAL).to_numpy())
         if bad.size:
-            raise InputError(path, int(bad[0]) + first_row, f"unknown label {text.iloc[bad[0]]!r} (a feature matrix "
+            raise InputError(path, row_of(int(bad[0])), f"unknown label {text.iloc[bad[0]]!r} (a feature matrix "
                              f"holds {', '.join(c for c in labels.CANONICAL if c)} or nothing)")
     for column in feature_columns(matrix):
         values = matrix[column]
@@ -100,7 +107,7 @@ def _check_matrix_cells(matrix, path: Path, first_row: int) -> None:
         numbers = pd.to_numeric(values, errors="coerce")
         bad = np.flatnonzero((numbers.isna() & values.notna()).to_numpy())
         if bad.size:
-            raise InputError(path, int(bad[0]) + first_row, f"{column} {values.iloc[bad[0]]!r} is not a number")
+            raise InputError(path, row_of(int(bad[0])), f"{column} {values.iloc[bad[0]]!r} is not a number")
 
 
 def dataset_of(data: Path | None, preset: str | None, seed: int) -> Dataset:
