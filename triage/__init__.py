@@ -5,13 +5,12 @@ Layers (``triage.core``; ``triage.detectors`` and ``triage.features``;
 from the layers before it: ARCHITECTURE.md draws them and lists every module.
 """
 
-__version__ = "0.1.0"
-
 import os as _os
 from pathlib import Path as _Path
 
 from triage.core.compile_cache import cache_dir as _cache_dir
 from triage.core.compile_cache import matplotlib_dir as _matplotlib_dir
+from triage.core.versions import VERSION as __version__  # noqa: F401 (the package's version, one home)
 
 # before numba is first imported: it reads NUMBA_CACHE_DIR once, at import
 if (_folder := _cache_dir(_Path(__file__).resolve().parent)) is not None:

@@ -82,12 +82,6 @@ def resolve_model(spec: str | Path | None, job: str = "alerts") -> Path:
 
 def _from_registry(uri: str) -> Path:
     """Delegate ``models:/...`` to the tracking module (MLflow is imported only here)."""
-    from triage.training import tracking
+    from triage.training.tracking import resolve_registry_uri
 
-    resolver = getattr(tracking, "resolve_registry_uri", None)
-    if resolver is None:
-        raise InputError(
-            uri, None,
-            "this version cannot resolve models:/ URIs yet; give a model directory or a bundled name",
-        )
-    return Path(resolver(uri))
+    return Path(resolve_registry_uri(uri))

@@ -33,14 +33,9 @@ app = typer.Typer(
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from triage.core.versions import package_version
 
-    try:
-        return version("changepoint-triage")
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        import triage
-
-        return getattr(triage, "__version__", "unknown")
+    return package_version()
 
 
 def _print_version(value: bool) -> None:

@@ -329,12 +329,9 @@ def exit_code_for(exc: BaseException, print_line) -> int:
 
 
 def version() -> str:
-    from importlib import metadata
+    from triage.core.versions import package_version
 
-    try:
-        return metadata.version("changepoint-triage")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return package_version()
 
 
 def _first_line(exc: BaseException) -> str:

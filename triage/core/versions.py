@@ -14,8 +14,23 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
+#: The package's version as pyproject.toml states it (``triage.__version__``), for a checkout never installed.
+VERSION = "0.1.0"
+
 #: The key :func:`distribution_versions` gives the checkout's revision under.
 REVISION = "changepoint-triage-revision"
+
+
+def package_version() -> str:
+    """The installed distribution's version; from a checkout never installed, :data:`VERSION`.
+
+    The one lookup: ``--version`` and the crash log's line had each their own
+    (one fell back to ``__version__``, the other to "unknown").
+    """
+    try:
+        return metadata.version("changepoint-triage")
+    except metadata.PackageNotFoundError:
+        return VERSION
 
 
 def code_revision(root: Path | None = None) -> str | None:
