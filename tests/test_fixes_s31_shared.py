@@ -17,6 +17,8 @@
    and `synth` (pandas, gzip, pyarrow and matplotlib name none), and `synth`
    left an empty folder. The output is named; the folder removed.
 6. A feature matrix's bad label after a blank line was named a line too early.
+7. `train --target-recall R --threshold T` took R without a word (`score`
+   refuses the pair); it is refused.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -27,6 +29,7 @@ from __future__ import annotations
 import io
 
 import pandas as pd
+import pytest
 from rich.console import Console
 
 from triage.cli.tables import SERIES_WIDTH, decision_table
@@ -165,3 +168,15 @@ def test_a_bad_label_in_a_feature_matrix_names_its_file_line(tmp_path):
     m.write_text("series_id,label,pre_mean\ns1,true_positive,1.0\n\ns2,false_positive,2.0\ns3,tp,3.0\n")
     code, text = invoke(["train", "--matrix", m, "--window", "0", "--out", tmp_path / "model", "--no-track"])
     assert code == 2 and "m.csv, row 5: unknown label 'tp'" in flat(text), text
+
+
+@pytest.mark.parametrize("args", [["--target-recall", "0.9", "--threshold", "0.5"], ["--threshold", "nan"],
+                                  ["--threshold", "recall:1.5"]])
+def test_train_threshold_options_are_checked_as_score_checks_them(tmp_path, args):
+    """7. (architecture review) `train` let --target-recall win over --threshold without a word where
+    `score` refuses the pair; the policy's ranges are checked once, by parse_policy."""
+    from helpers_cli import flat, invoke
+
+    code, text = invoke(["train", "--preset", "small", "--out", tmp_path / "m", "--no-track", *args])
+    assert code == 2 and "Invalid value for --threshold" in flat(text), text
+    assert not (tmp_path / "m").exists()

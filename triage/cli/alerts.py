@@ -198,10 +198,6 @@ def score(
         raise typer.BadParameter("--data and --candidates cannot both be - (one standard input)")
     if target_recall is not None and threshold is not None:
         raise typer.BadParameter("give --target-recall or --threshold, not both")
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise typer.BadParameter("--threshold must be in [0, 1]")
-    if target_recall is not None and not 0.0 < target_recall <= 1.0:
-        raise typer.BadParameter("--target-recall must be in (0, 1]")
     check_option_applies("--commit-order", data, "auto", commit_order, ("long", "jsonl"),
                          "the long layout and JSON lines")
     clf = load_classifier(resolve_model(model, "scoring"))

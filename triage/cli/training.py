@@ -189,7 +189,7 @@ def train(
     features: Annotated[Path | None, typer.Option("--features", help="Feature-set JSON (triage select-features); default all columns.")] = None,
     window: Annotated[str, typer.Option("--window", help=WINDOW_HELP)] = "adaptive",
     target_recall: Annotated[float | None, typer.Option("--target-recall", help="Choose the threshold on validation data to reach this recall of true alerts.")] = None,
-    threshold: Annotated[str | None, typer.Option("--threshold", help="Threshold policy: a number, recall:R or fbeta:B (--target-recall wins). Default 0.5; fbeta:1 for an online model (a fixed --window with ordinary commits), whose training rows hold far more changes than a stream does.")] = None,
+    threshold: Annotated[str | None, typer.Option("--threshold", help="Threshold policy: a number, recall:R or fbeta:B (not with --target-recall). Default 0.5; fbeta:1 for an online model (a fixed --window with ordinary commits), whose training rows hold far more changes than a stream does.")] = None,
     test_size: Annotated[float, typer.Option("--test-size", help="Fraction of series held out to measure the model (0 = none).")] = 0.2,
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
     register: Annotated[str | None, typer.Option("--register", help="Registered model name (default triage-<model>-<window>, e.g. triage-rf-adaptive, triage-xgb-w4; with --candidate-windows triage-<model>-scoring).")] = None,
@@ -219,6 +219,9 @@ def train(
         check_int("--window", w, low=0, high=MAX_CONFIRM)
     check_choice("--model", model, MODELS)
     check_number("--target-recall", target_recall, low=0.0, high=1.0, low_open=True)
+    if target_recall is not None and threshold is not None:
+        # one rule with `score`'s: the two choose the same thing (--target-recall had won silently)
+        raise typer.BadParameter("give --target-recall or --threshold, not both", param_hint="--threshold")
     if threshold is not None:
         check_threshold_policy("--threshold", threshold)
     check_number("--test-size", test_size, low=0.0, high=1.0, high_open=True)
