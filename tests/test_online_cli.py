@@ -131,6 +131,8 @@ def test_watch_follow_decides_lines_appended_later(rf_dir, tmp_path):
         "--follow",
         "--poll",
         "0.05",
+        "--state",
+        str(tmp_path / "s.db"),
     ]
     proc = subprocess.Popen(
         cmd,
@@ -153,6 +155,12 @@ def test_watch_follow_decides_lines_appended_later(rf_dir, tmp_path):
         proc.kill()
         proc.wait(timeout=30)
     assert (first["commit"], second["commit"]) == ("c0", "c1")
+    # ... with the whole line's value: a reader that took the half-written "1." read 1.0
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "s.db") as con:
+        values = dict(con.execute("SELECT commit_id, value FROM decisions"))
+    assert values == {"c0": 1.0, "c1": 1.01}
 
 
 def test_detect_writes_change_points_of_whole_histories(rf_dir, tmp_path, small_dataset):
