@@ -174,7 +174,11 @@ def test_report_reads_compressed_decisions_by_their_bytes_and_names_a_truncated_
 
 
 def test_json_lines_decisions_with_a_null_index_are_placed_by_their_commit(work, tmp_path):
+    from triage.loaders import load
+    from triage.report import read_decisions
+
     frame = pd.read_csv(work["scored"])
+    where = frame["index"].tolist()
     frame["index"] = None
     lines = tmp_path / "d.jsonl"
     frame.to_json(lines, orient="records", lines=True)
@@ -182,6 +186,10 @@ def test_json_lines_decisions_with_a_null_index_are_placed_by_their_commit(work,
         ["report", "--data", work["history"], "--decisions", lines, "--out", tmp_path / "r"]
     )
     assert code == 0, output
+    # each at its commit's position (the test had checked the exit code only)
+    placed = read_decisions(lines, load(work["history"]))
+    assert sorted(zip(placed["commit"].astype(str), placed["index"], strict=True)) == sorted(
+        zip(frame["commit"].astype(str), where, strict=True))
 
 
 def test_a_bad_json_lines_decision_is_named_by_its_line(work, tmp_path):
