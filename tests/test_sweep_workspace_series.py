@@ -132,15 +132,17 @@ def test_the_queue_filters_changes_of_unknown_direction(tmp_path):
 
 
 def test_p_true_labels_of_close_candidates_do_not_overlap():
-    from triage.workspace.plot import LABEL_GAP, label_rows
+    from triage.workspace.plot import LABEL_GAP, MAX_LABEL_ROWS, label_rows
 
-    # Two candidates a few commits apart in 132 (as on a demo series), one far away.
+    # Two candidates a few commits apart in 132 (as on a demo series), one far away: all three drawn,
+    # the close two on different rows (a dropped label, None, had passed for a placed one).
     positions = [70 / 132, 72 / 132, 120 / 132]
     rows = label_rows(positions)
-    assert rows[0] != rows[1] and rows[2] == 0
-    # However many crowd together, no two labels closer than the gap share a row.
+    assert None not in rows and rows[0] != rows[1] and rows[2] == 0
+    # However many crowd together, no two labels closer than the gap share a row, and every row is used.
     crowd = [0.5 + 0.004 * k for k in range(8)]
     rows = label_rows(crowd)
+    assert sum(r is not None for r in rows) >= MAX_LABEL_ROWS
     for i in range(len(crowd)):
         for j in range(i):
             if rows[i] is not None and rows[j] is not None:  # (None: not drawn)
