@@ -23,7 +23,6 @@ import os
 import sqlite3
 import subprocess
 import time
-from collections import Counter
 from contextlib import closing
 from pathlib import Path
 
@@ -39,7 +38,6 @@ from triage.cli.validation import exit_code_for
 from triage.core.errors import InputError
 from triage.core.values import MAX_ABS, MIN_ABS, check_values, value_problem
 
-OUTCOMES: Counter = Counter()
 # ---------------------------------------------------------------------- fixtures
 
 
@@ -306,15 +304,12 @@ def test_hostile_case(case, args, stdin, code, fragment, ws, tampered_models, mo
     monkeypatch.setenv("TRIAGE_ERROR_LOG", str(tmp_path / "errors.log"))
     monkeypatch.chdir(tmp_path)  # a case that writes by default writes here
     got, output = invoke(_fill(ws, args), stdin)
-    OUTCOMES[{0: "accepted", 2: "clear error"}.get(got, "internal error")] += 1
     assert "Traceback" not in output
     assert got == code, output[-3000:]
     flat = " ".join(output.translate(BOX).split())  # rich wraps long lines inside a box
     assert " ".join(fragment.split()) in flat, output[-3000:]
-
-
-def test_inputs_survive_every_refused_write(ws):
-    """No case above changed an input: the data file is what the fixture wrote."""
+    # No case changes an input: checked after each one (a test after them all checked nothing when
+    # run alone, or on an xdist worker that had run few of them).
     assert (ws / "data.csv").read_text().startswith("series_id,commit,value,label\nperf/a,perf/a@0,")
     assert (ws / "link.csv").is_symlink()
     assert (ws / "cands.csv").read_text() == "series_id,commit,index\nperf/a,perf/a@30,30\n"
@@ -438,8 +433,3 @@ def test_two_watch_processes_on_one_store_one_refuses_and_the_store_stays_intact
         assert store.n_decisions() == 6 - k
         assert store.series_ids() == ["s"]
 
-
-def test_zz_outcome_counts_are_reported():
-    """Not a check: prints the sweep's counts by outcome (pytest -s, or -rA)."""
-    total = sum(OUTCOMES.values())
-    print(f"\nhostile table: {len(CASES)} cases; outcomes this run: {dict(OUTCOMES)} (of {total} run)")
