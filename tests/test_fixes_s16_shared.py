@@ -51,6 +51,10 @@ def test_zeros_written_any_way_are_still_zeros(tmp_path: Path) -> None:
     path.write_text("series_id,commit,value\nx,c1,0\nx,c2,0.000\nx,c3,-0.0\nx,c4,0e5\nx,c5,.0\nx,c6,1\n")
     code, out = invoke(["summary", "--data", path])
     assert code == 0, out
+    from triage.loaders import load
+
+    # read as zeros (the test had checked the exit code only)
+    assert load(path)["x"].values.tolist() == [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
 
 
 def test_a_state_store_or_an_unnamed_parquet_given_as_data_is_named_for_what_it_is(tmp_path: Path) -> None:
