@@ -83,4 +83,5 @@ def _lose_every_worker(joblib, Client, LocalCluster, distributed, InputError) ->
         with pytest.raises(InputError, match="lost every worker during the run"), \
                 distributed.joblib_on(c.scheduler.address, 1) as jobs:
             joblib.Parallel(n_jobs=jobs)(joblib.delayed(_slow)(10.0) for _ in range(4))
-        assert time.monotonic() - started < 9.0  # not the 40 s of the tasks, nor for ever
+        # not the 40 s of the tasks, nor for ever: a hang guard with room for a loaded CI machine
+        assert time.monotonic() - started < 30.0

@@ -153,6 +153,7 @@ def test_perfherder_constant_windows_score_1000_and_keep_the_infinite_t(tmp_path
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="perfherder is detect_changes over the whole history; a Perfherder server scans only the results "
     "after the latest alert, so a step 6 commits after an alert is not raised there (windowed.py docstring)",
 )
@@ -162,6 +163,7 @@ def test_perfherder_raises_what_the_server_loop_raises_on_two_close_steps():
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="Perfherder's amount_pct divides by the signed prev_value, so negative series never alert there; "
     "ours divides by |before| (windowed.py docstring)",
 )
@@ -241,6 +243,7 @@ def test_penalised_jump_1_is_the_exact_search(detector):
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="the jump=5 grid gives 5, 10, 15; the merge makes 5 and 10 one change at 6, but 15 is not refined "
     "again against its new neighbour (one more refine_l2 pass would find 12)",
 )
@@ -259,6 +262,7 @@ QUANTISED = [
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="HybridTest keeps only the last of adjacent equal p-values; the study's scripts and treeherder's "
     "BaseDetector keep every one (24 and 25 here)",
 )

@@ -250,10 +250,12 @@ def test_a_cluster_that_loses_every_worker_ends_with_an_error(monkeypatch, small
                     _slow,
                     small_dataset.subset(small_dataset.series_ids[:4]),
                     address,
-                    8.0,
+                    120.0,
                     n_partitions=2,
                 )
-            assert time.monotonic() - started < 8.0  # not waiting for the parts (or a worker) for ever
+            # Not waiting for the parts (120 s each, released below): a hang guard with room for a loaded
+            # CI machine, not a speed goal (the error comes after WORKER_TIMEOUT, 2 s).
+            assert time.monotonic() - started < 60.0
         finally:
             _RELEASE.set()
 
