@@ -56,15 +56,19 @@ def in_range(value: Any, rng: Range) -> bool:
 
 
 def check_ranges(
-    owner: str, params: dict[str, Any], ranges: dict[str, Range], choices: dict[str, tuple[str, ...]]
+    owner: str, params: dict[str, Any], ranges: dict[str, Range], choices: dict[str, tuple[str, ...]],
+    what: str = "detector",
 ) -> None:
-    """Raise ``ValueError`` naming the first parameter of ``params`` outside its range or choices."""
+    """Raise ``ValueError`` naming the first parameter of ``params`` outside its range or choices.
+
+    ``what`` names the kind of ``owner`` in the message (the steady-state methods use it too).
+    """
     for key, rng in ranges.items():
         if key in params and not in_range(params[key], rng):
-            raise ValueError(f"parameter {key}={params[key]!r} of detector {owner!r} must be {describe_range(rng)}")
+            raise ValueError(f"parameter {key}={params[key]!r} of {what} {owner!r} must be {describe_range(rng)}")
     for key, allowed in choices.items():
         if key in params and params[key] not in allowed:
-            raise ValueError(f"parameter {key}={params[key]!r} of detector {owner!r} must be one of {', '.join(allowed)}")
+            raise ValueError(f"parameter {key}={params[key]!r} of {what} {owner!r} must be one of {', '.join(allowed)}")
 
 
 def whole_numbers_as_ints(owner: object, ranges: dict[str, Range]) -> None:

@@ -14,21 +14,20 @@ from typing import Protocol
 
 import numpy as np
 
-from triage.detectors.base import (
+# The detectors' parameter ranges and their check, shared (one home: triage.detectors.base).
+from triage.detectors.base import (  # noqa: F401 (COUNT .. PROBABILITY re-exported for the methods)
+    COUNT,
+    NONNEG,
+    NONNEG_INT,
+    POSITIVE,
+    PROBABILITY,
     Range,
-    describe_range,
-    in_range,
+    check_ranges,
     robust_sigma,
     whole_numbers_as_ints,
 )
 
-#: Parameter ranges of the steady-state detectors (see :data:`triage.detectors.base.Range`).
-COUNT: Range = ("int", 1, None, True, False)
-NONNEG_INT: Range = ("int", 0, None, True, False)
-NONNEG: Range = ("float", 0, None, True, False)
-POSITIVE: Range = ("float", 0, None, False, False)
-PROBABILITY: Range = ("float", 0, 1, False, False)
-SHARE: Range = ("float", 0, 1, True, True)
+#: A percentile, 0 to 100 (the steady-state methods' own range; see :data:`triage.detectors.base.Range`).
 PERCENTILE: Range = ("float", 0, 100, True, True)
 
 
@@ -40,12 +39,7 @@ def check_params(method: str, detector: object, ranges: dict[str, Range]) -> Non
     ``n_boot=0`` "index -1 is out of bounds") or was taken and answered
     nonsense (``kelly_window=0``: never steady; ``t_crit=-1``, ``alpha=nan``).
     """
-    for key, rng in ranges.items():
-        value = getattr(detector, key)
-        if not in_range(value, rng):
-            raise ValueError(
-                f"parameter {key}={value!r} of steady-state method {method!r} must be {describe_range(rng)}"
-            )
+    check_ranges(method, {key: getattr(detector, key) for key in ranges}, ranges, {}, what="steady-state method")
     whole_numbers_as_ints(detector, ranges)  # CPSSD(n_boot=10.0) failed in numpy
 
 # The names users type (``--trim-warmup``); ``none`` keeps every iteration.
