@@ -19,6 +19,8 @@
 6. A feature matrix's bad label after a blank line was named a line too early.
 7. `train --target-recall R --threshold T` took R without a word (`score`
    refuses the pair); it is refused.
+8. `report` refused JSON-lines decisions opening with a blank line or a
+   byte-order mark; one JSON-lines reader (`candidate_files.json_lines_table`).
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -180,3 +182,25 @@ def test_train_threshold_options_are_checked_as_score_checks_them(tmp_path, args
     code, text = invoke(["train", "--preset", "small", "--out", tmp_path / "m", "--no-track", *args])
     assert code == 2 and "Invalid value for --threshold" in flat(text), text
     assert not (tmp_path / "m").exists()
+
+
+def test_json_lines_decisions_after_a_blank_line_or_a_byte_order_mark_are_read(tmp_path):
+    """8. (architecture review) `report` took a decisions file for JSON lines only when its first byte
+    was "{": one opening with a blank line or a byte-order mark was read as a CSV and refused ("needs
+    series_id ..."), while `score` read the same candidates file. One JSON-lines reader now."""
+    from helpers_cli import invoke
+
+    from triage.loaders import load
+    from triage.report import read_decisions
+
+    data = tmp_path / "small"
+    assert invoke(["synth", "--out", data])[0] == 0
+    cands, scored = tmp_path / "c.csv", tmp_path / "s.jsonl"
+    assert invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", cands])[0] == 0
+    assert invoke(["score", "--data", data, "--candidates", cands, "--out", scored, "--format", "json"])[0] == 0
+    plain = read_decisions(scored, load(data))
+    for prefix in (b"\n", b"\xef\xbb\xbf", b"\xef\xbb\xbf\n \n"):
+        odd = tmp_path / "odd.jsonl"
+        odd.write_bytes(prefix + scored.read_bytes())
+        got = read_decisions(odd, load(data))
+        assert got[["series_id", "commit", "index"]].equals(plain[["series_id", "commit", "index"]]), prefix

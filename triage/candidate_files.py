@@ -155,7 +155,7 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
         else:
             layout = candidate_layout(path)
     if layout == "candidates-json":
-        return _refuse_repeats(_candidates_csv(*_json_lines(path)))
+        return _refuse_repeats(_candidates_csv(*json_lines_table(path)))
     if layout.endswith("json"):
         payload = _read_json(path) if payload is None else payload
         if layout == "otava-json":
@@ -214,12 +214,15 @@ def _starts_with_a_candidate_object(path: Path) -> bool:
     return isinstance(record, dict) and "series_id" in record
 
 
-def _json_lines(path: Path) -> tuple[pd.DataFrame, Path, list[int]]:
+def json_lines_table(path: Path) -> tuple[pd.DataFrame, Path, list[int]]:
     """One JSON object a line as a table of text cells, as a CSV is read (None: an empty cell);
-    the path and each record's line number (blank lines are skipped)."""
+    the path and each record's line number (blank lines are skipped). The one JSON-lines reader of
+    the candidate and decision files (a byte-order mark is read past)."""
     records, numbers = [], []
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
+            if number == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark, then perhaps a blank line
             if not raw.strip():
                 continue
             try:
@@ -229,7 +232,7 @@ def _json_lines(path: Path) -> tuple[pd.DataFrame, Path, list[int]]:
             except ValueError as exc:
                 raise InputError(path, number, f"not a JSON object: {getattr(exc, 'msg', exc)}") from None
             except RecursionError:
-                raise InputError(path, number, "not a candidate: JSON nested too deeply") from None
+                raise InputError(path, number, "not a record: JSON nested too deeply") from None
             if not isinstance(record, dict):
                 raise InputError(path, number, "expected a JSON object with series_id and commit or index")
             records.append({k: "" if v is None else str(v) for k, v in record.items()})

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from triage.batch_label import PUBLISHED_HEADER
-from triage.candidate_files import is_blank, read_candidates, resolve
+from triage.candidate_files import is_blank, json_lines_table, read_candidates, resolve
 from triage.core import labels
 from triage.core.atomic import current_umask, directory_target, replace_dir
 from triage.core.csv_lines import csv_record_lines
@@ -123,13 +123,18 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype=dtypes.get(c, object))
                              for c in (*REQUIRED_DECISION_COLUMNS, "commit", "index", "label")})
     with open(path, "rb") as fh:
-        is_json_lines = fh.read(1) == b"{"
+        # `--format json` output of label / score: its first record after any blank line or
+        # byte-order mark (such a file had been read as a CSV and refused)
+        is_json_lines = fh.read(1 << 16).lstrip(b"\xef\xbb\xbf").lstrip()[:1] == b"{"
+    json_numbers: list[int] = []
     try:
-        if is_json_lines:  # `--format json` output of label / score
-            frame = pd.read_json(path, lines=True, dtype=False).astype(str)
+        if is_json_lines:
+            frame, _, json_numbers = json_lines_table(path)
         else:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, ValueError) as exc:
+        if isinstance(exc, InputError):
+            raise
         raise InputError(path, None, f"not a decisions CSV or JSON-lines file: {exc}") from None
     # `score` writes its own as triage_<name> beside a detector's column of that name (the detector's
     # own p_true): the report shows the model's, not the detector's beside the model's call.
@@ -156,7 +161,7 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
     first: dict[tuple[str, int], tuple[int, int]] = {}  # (series, index) -> (its row in the file, its record)
     repeated: list[int] = []
     # Each record's line in the file: blank lines (which both readers skip) are counted.
-    numbers = _json_line_numbers(path) if is_json_lines else csv_record_lines(path, len(frame))
+    numbers = np.asarray(json_numbers) if is_json_lines else csv_record_lines(path, len(frame))
     if len(numbers) != len(frame):
         numbers = np.arange(1, len(frame) + 1) + (0 if is_json_lines else 1)
     human = frame["label"].tolist() if "label" in frame.columns else None
@@ -252,12 +257,6 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         # Detector scores carry no human label; the data may have one at that commit.
         frame["label"] = [dataset[s].labels[i] for s, i in zip(frame["series_id"], frame["index"], strict=True)]
     return frame
-
-
-def _json_line_numbers(path: Path) -> np.ndarray:
-    """The line (1-based) of each non-blank line of a JSON-lines file: the records pandas reads."""
-    with open(path, "rb") as fh:
-        return np.asarray([n for n, line in enumerate(fh, start=1) if line.strip()], dtype=np.int64)
 
 
 def _whole_number(text: object, path: Path, row: int) -> int | None:
