@@ -927,10 +927,12 @@ def _write_found(found, out: Path, fmt: str) -> None:
     except BrokenPipeError:
         raise  # the reader went away: the command's SIGPIPE exit (141)
     except OSError as exc:
-        if exc.filename is not None:
-            raise  # the error names its file: the boundary prints it so
+        import os
+
+        if exc.filename is not None and os.path.realpath(exc.filename) != os.path.realpath(out):
+            raise  # the error names another file: the boundary prints it so
         # A file-size limit or a full disk met while the table was written: it was "error: File too large",
-        # naming no file and not saying what became of --out.
+        # naming no file (or only --out) and not saying what became of --out.
         from triage.cli.tables import writes_stdout
 
         raise InputError("<stdout>" if writes_stdout(out) else out, None, f"cannot write the change points "
