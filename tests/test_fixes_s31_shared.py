@@ -21,6 +21,8 @@
    refuses the pair); it is refused.
 8. `report` refused JSON-lines decisions opening with a blank line or a
    byte-order mark; one JSON-lines reader (`candidate_files.json_lines_table`).
+9. The workspace's reason read over a confirmed change after the alert ("came
+   straight back (a spike)" for a level that held until it); it stops there.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -204,3 +206,25 @@ def test_json_lines_decisions_after_a_blank_line_or_a_byte_order_mark_are_read(t
         odd.write_bytes(prefix + scored.read_bytes())
         got = read_decisions(odd, load(data))
         assert got[["series_id", "commit", "index"]].equals(plain[["series_id", "commit", "index"]]), prefix
+
+
+def test_the_workspace_reason_stops_at_a_confirmed_change_as_the_report_does():
+    """9. (architecture review) A step to 110 with a confirmed one to 130 twelve commits later: the
+    workspace said "median rose 29% ... and came straight back (a spike)" (its 30 commits after the
+    alert reached into the next level), the report "+11.3%"."""
+    import numpy as np
+
+    from triage.core import labels as L
+    from triage.core.history import History
+    from triage.report import step_text
+    from triage.workspace.alerts import reason
+
+    rng = np.random.default_rng(0)
+    values = np.r_[np.full(40, 100.0), np.full(12, 110.0), np.full(40, 130.0)] + rng.normal(0, 0.5, 92)
+    lab = np.full(92, L.NONE, dtype=object)
+    lab[40], lab[52] = L.NOT_TRIAGED, L.TRUE_POSITIVE
+    h = History("s", [f"c{i}" for i in range(92)], values, lab, higher_is_better=False)
+    why, pct, direction = reason(h, 40)
+    assert "rose 10" in why and "stayed up until the next confirmed change (12 commits)" in why, why
+    assert direction == "regression" and abs(pct - 10.0) < 1.0
+    assert step_text(h, 40).startswith("regression +10.")

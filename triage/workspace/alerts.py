@@ -86,18 +86,30 @@ def settle_medians(values: np.ndarray) -> np.ndarray:
 
 
 def change_at(
-    history: History, i: int, window: int = REASON_WINDOW, *, settled: np.ndarray | None = None
+    history: History, i: int, window: int = REASON_WINDOW, *, settled: np.ndarray | None = None,
+    confirmed: np.ndarray | None = None,
 ) -> tuple[float, float, float, int, bool]:
     """(median before, median after, noise sd, commits the new level lasted, lasted to the end).
 
-    ``settled``: :func:`settle_medians` of the history's values, when the
-    caller has it (one computation for all the alerts of a series).
+    Neither side reaches over a confirmed change point (``true_positive``) of
+    the history, as the report's step does: a step to 110 followed 12 commits
+    later by a confirmed one to 130 read "came straight back (a spike)" (the
+    30 commits after it had their median at 130). The new level then lasts at
+    most to the next confirmed change. ``settled``: :func:`settle_medians` of
+    the history's values, ``confirmed``: ``history.confirmed()``, when the
+    caller has them (one computation for all the alerts of a series).
     """
     v = history.values
+    n = len(v)
+    if confirmed is None:
+        confirmed = history.confirmed()
+    earlier, later = confirmed[confirmed < i], confirmed[confirmed > i]
+    start = max(0, i - window, int(earlier[-1]) if len(earlier) else 0)
+    stop = int(later[0]) if len(later) else n  # the next level's first commit
     # Missing values (a failed run) are left out of the medians, not allowed to make them NaN.
-    pre = v[max(0, i - window): i]
+    pre = v[start: i]
     pre = pre[np.isfinite(pre)]
-    post = v[i: i + window]
+    post = v[i: min(i + window, stop)]
     post = post[np.isfinite(post)]
     if len(pre) == 0 or len(post) == 0:
         return float("nan"), float("nan"), float("nan"), 0, False
@@ -105,19 +117,20 @@ def change_at(
     sd = _noise_sd(pre if len(pre) >= 3 else np.concatenate([pre, post]))
     mid = (before + after) / 2.0
     up = after >= before
-    # The change lasts while the rolling median of SETTLE commits stays past the midpoint.
-    n = len(v)
-    lasted = n - i
+    # The change lasts while the rolling median of SETTLE commits stays past the midpoint, up to
+    # the next confirmed change (runs that reach into it belong to the next level).
+    lasted = stop - i
     if settled is None:
         settled = settle_medians(v)
-    ahead = settled[i:]  # runs starting at i .. n - SETTLE; NaN (no finite value) compares False: skipped
+    ahead = settled[i: max(i, stop - SETTLE + 1)]  # NaN (no finite value) compares False: skipped
     back = np.flatnonzero(ahead < mid if up else ahead > mid)
     if back.size:
         lasted = int(back[0])
     return before, after, sd, lasted, i + lasted >= n
 
 
-def reason(history: History, i: int, *, settled: np.ndarray | None = None) -> tuple[str, float, str]:
+def reason(history: History, i: int, *, settled: np.ndarray | None = None,
+           confirmed: np.ndarray | None = None) -> tuple[str, float, str]:
     """Plain words for the change at ``i``, its % change and direction.
 
     Returns (reason, % change of the median, "regression" | "improvement" | "change" | "none"):
@@ -125,7 +138,7 @@ def reason(history: History, i: int, *, settled: np.ndarray | None = None) -> tu
     None, e.g. a long-layout file), rather than guessing and calling a drop
     in ops/s an improvement.
     """
-    before, after, sd, lasted, to_end = change_at(history, i, settled=settled)
+    before, after, sd, lasted, to_end = change_at(history, i, settled=settled, confirmed=confirmed)
     if not np.isfinite(before) or not np.isfinite(after):
         n = len(history)
         where = ("the first commit of the history" if i == 0 else "the last commit of the history" if i == n - 1
@@ -140,8 +153,12 @@ def reason(history: History, i: int, *, settled: np.ndarray | None = None) -> tu
     size = f"{abs(pct):.3g}%" if np.isfinite(pct) else f"from {before:.4g} to {after:.4g}"
     noise = f" ({abs(after - before) / sd:.1f} noise sd)" if sd > 0 else " (noise-free series)"
     side = "up" if rose else "down"
+    following = confirmed if confirmed is not None else history.confirmed()
+    nxt = following[following > i]
     if to_end:
         stay = f"stayed {side} to the end of the history ({lasted} commit{'' if lasted == 1 else 's'})"
+    elif len(nxt) and i + lasted >= int(nxt[0]) and lasted > 1:
+        stay = f"stayed {side} until the next confirmed change ({lasted} commits)"
     elif lasted <= 1:
         stay = "came straight back (a spike)"
     else:
@@ -229,6 +246,7 @@ def build_alerts(
         calls = [str(c) for c in scored[ccol]]
     alerts: dict[tuple[str, str], Alert] = {}
     settled: dict[str, np.ndarray] = {}  # each series' settle_medians, computed once for all its alerts
+    confirmed: dict[str, np.ndarray] = {}  # and its confirmed change points
     for k, (sid, i) in enumerate(zip(series, index.tolist(), strict=True)):
         h = dataset[sid]
         commit = str(h.commits[i])
@@ -237,7 +255,8 @@ def build_alerts(
             continue
         if sid not in settled:
             settled[sid] = settle_medians(h.values)
-        why, pct, direction = reason(h, i, settled=settled[sid])
+            confirmed[sid] = h.confirmed()
+        why, pct, direction = reason(h, i, settled=settled[sid], confirmed=confirmed[sid])
         date = None
         if h.timestamps is not None and not pd.isna(h.timestamps[i]):
             date = pd.Timestamp(h.timestamps[i])
