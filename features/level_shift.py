@@ -62,6 +62,7 @@ import math
 import numba
 import numpy as np
 
+from triage.core.noise import MAD_SCALE as _MAD_SCALE  # the one constant (a copy of it lived here)
 from triage.features.kernel_arrays import kernel_array
 from triage.features.pairwise_sum import pairwise_leaf
 
@@ -88,7 +89,6 @@ SHIFT_SIZE_COLUMNS: tuple[str, ...] = (
     "pair_after_consistency",
 )
 PREFIX = "pair_"
-_MAD_SCALE = 1.4826
 #: Longest window the compiled kernel takes (numpy's pairwise sum is one
 #: leaf up to 128 values; longer windows, only with ``cap=0``, use the reference).
 KERNEL_MAX = 128

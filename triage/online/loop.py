@@ -125,6 +125,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from triage.core import timestamps
+from triage.core.noise import robust_sd
 from triage.core.values import value_problem
 from triage.features import catalogue, level_shift, noise_free
 from triage.features.incremental import PrePool, PreState
@@ -221,7 +222,7 @@ def _robust(x: np.ndarray) -> tuple[float, float]:
     if x.size == 0:
         return 0.0, 0.0
     med = float(np.median(x))
-    scale = 1.4826 * float(np.median(np.abs(x - med)))
+    scale = robust_sd(x)
     if scale <= 0 and x.size > 1:
         scale = float(np.std(x, ddof=1))
     return med, scale

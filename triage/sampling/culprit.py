@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from triage.core.noise import MAD_SCALE
+
 STRATEGIES = ("bisect", "bayes")
 #: The posterior mass near one position at which the ``bayes`` search stops (its default ``confidence``).
 CONFIDENCE = 0.95
@@ -86,7 +88,7 @@ def neighbour_spread(left, right) -> float:
     """
     left, right = np.asarray(left, dtype=float), np.asarray(right, dtype=float)
     resid = np.r_[left - np.median(left), right - np.median(right)]
-    return float(np.median(np.abs(resid)) * 1.4826)
+    return float(np.median(np.abs(resid)) * MAD_SCALE)
 
 
 @dataclass
