@@ -23,6 +23,8 @@
    byte-order mark; one JSON-lines reader (`candidate_files.json_lines_table`).
 9. The workspace's reason read over a confirmed change after the alert ("came
    straight back (a spike)" for a level that held until it); it stops there.
+10. dask's "Failed to reconnect to scheduler" log line came before our own
+   error when a scheduler died mid-run; it is filtered while a remote scheduler is in use.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -228,3 +230,20 @@ def test_the_workspace_reason_stops_at_a_confirmed_change_as_the_report_does():
     assert "rose 10" in why and "stayed up until the next confirmed change (12 commits)" in why, why
     assert direction == "regression" and abs(pct - 10.0) < 1.0
     assert step_text(h, 40).startswith("regression +10.")
+
+
+def test_dasks_reconnect_note_is_left_to_our_own_error(caplog):
+    """10. A scheduler killed mid-run: dask's client logged "Failed to reconnect to scheduler after 10.00
+    seconds, closing client" to stderr before the command's own line saying the same."""
+    import logging
+
+    from triage.distributed import _without_reconnect_note
+
+    logger = logging.getLogger("distributed.client")
+    with caplog.at_level(logging.ERROR, logger="distributed.client"):
+        with _without_reconnect_note():
+            logger.error("Failed to reconnect to scheduler after 10.00 seconds, closing client")
+            logger.error("another error")
+        logger.error("Failed to reconnect to scheduler after 1.00 seconds, closing client")  # outside: kept
+    assert [r.getMessage() for r in caplog.records] == [
+        "another error", "Failed to reconnect to scheduler after 1.00 seconds, closing client"]

@@ -117,7 +117,7 @@ def _client(scheduler: str) -> Iterator[Any]:
         except (OSError, TimeoutError, ValueError, _NotAScheduler) as exc:  # refused, timed out, not an address
             raise InputError("--scheduler", None, f"cannot reach a dask scheduler at {scheduler!r} "
                              f"({_first_line(exc)}); start one (`dask scheduler`) or give --scheduler local") from None
-        with remote as c:
+        with remote as c, _without_reconnect_note():
             try:
                 # Tasks sent to a scheduler without workers wait for one for ever: the command
                 # hung without a word (a scheduler started, its workers not yet, or gone).
@@ -139,6 +139,31 @@ def _client(scheduler: str) -> Iterator[Any]:
                 if not _lost(c, exc):
                     raise
                 raise _connection_lost(scheduler, exc) from None
+
+
+class _ReconnectNote:
+    """A logging filter dropping dask's "Failed to reconnect to scheduler" line (our own error says it)."""
+
+    def filter(self, record: Any) -> bool:
+        return not str(record.getMessage()).startswith("Failed to reconnect to scheduler")
+
+
+@contextmanager
+def _without_reconnect_note() -> Iterator[None]:
+    """While a remote scheduler is in use, dask's client does not log its lost connection.
+
+    A scheduler killed mid-run printed "... distributed.client - ERROR - Failed
+    to reconnect to scheduler after 10.00 seconds, closing client" before the
+    command's own line saying the same (:func:`_connection_lost`).
+    """
+    import logging
+
+    logger, note = logging.getLogger("distributed.client"), _ReconnectNote()
+    logger.addFilter(note)
+    try:
+        yield
+    finally:
+        logger.removeFilter(note)
 
 
 #: The signals that stop a command: Ctrl-C's, and systemd's / ``kill``'s.
