@@ -25,6 +25,8 @@
    straight back (a spike)" for a level that held until it); it stops there.
 10. dask's "Failed to reconnect to scheduler" log line came before our own
    error when a scheduler died mid-run; it is filtered while a remote scheduler is in use.
+11. `labels export --data` (and `train --labels`) lost each decided series'
+   direction (higher_is_better); the overlay keeps every field but the labels.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -247,3 +249,22 @@ def test_dasks_reconnect_note_is_left_to_our_own_error(caplog):
         logger.error("Failed to reconnect to scheduler after 1.00 seconds, closing client")  # outside: kept
     assert [r.getMessage() for r in caplog.records] == [
         "another error", "Failed to reconnect to scheduler after 1.00 seconds, closing client"]
+
+
+def test_labels_export_with_data_keeps_each_series_direction(tmp_path):
+    """11. (sheriff walkthrough) `labels export --data` wrote every decided series without its direction
+    (16 of 23 "direction unknown"): the overlay rebuilt each History field by field and lost
+    higher_is_better, so the report then said "change -85.1%" for an improvement."""
+    import numpy as np
+
+    from triage.core import labels as L
+    from triage.core.history import Dataset, History
+    from triage.workspace.store import LabelsStore, overlay
+
+    h = History("ops", [f"c{i}" for i in range(20)], np.r_[np.full(10, 100.0), np.full(10, 80.0)],
+                np.full(20, L.NONE, dtype=object), higher_is_better=True)
+    store = LabelsStore(tmp_path / "l.sqlite")
+    store.record("ops", "c10", "true", who="ann")
+    out, n = overlay(Dataset([h], source="<t>"), store)
+    assert n == 1 and out["ops"].higher_is_better is True and out["ops"].labels[10] == L.TRUE_POSITIVE
+    assert out["ops"].index_of("c10") == 10

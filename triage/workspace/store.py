@@ -32,7 +32,7 @@ import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -465,8 +465,9 @@ def overlay(dataset: Dataset, store: LabelsStore) -> tuple[Dataset, int]:
                                  "which the data does not have") from None
             new_labels[i] = d.label
             n += 1
-        histories.append(History(h.series_id, h.commits, h.values, new_labels, h.timestamps, h.true_change,
-                                 h.truth_label, h.n_measurements))
+        # Every field kept but the labels: a History rebuilt field by field had lost
+        # higher_is_better, so an exported series' changes read "change", not "regression".
+        histories.append(replace(h, labels=new_labels, _index=None))
     if by_series:
         sid, ds = next(iter(by_series.items()))
         raise InputError(store.path, ds[0].id, f"decision on series {sid!r}, which the data does not have "
