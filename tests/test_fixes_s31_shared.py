@@ -27,6 +27,8 @@
    error when a scheduler died mid-run; it is filtered while a remote scheduler is in use.
 11. `labels export --data` (and `train --labels`) lost each decided series'
    direction (higher_is_better); the overlay keeps every field but the labels.
+12. A labels store copied with `cp` while `serve` ran lost its latest
+   decisions (in the -wal file only); each decision is checkpointed into the file.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -268,3 +270,20 @@ def test_labels_export_with_data_keeps_each_series_direction(tmp_path):
     out, n = overlay(Dataset([h], source="<t>"), store)
     assert n == 1 and out["ops"].higher_is_better is True and out["ops"].labels[10] == L.TRUE_POSITIVE
     assert out["ops"].index_of("c10") == 10
+
+
+def test_a_labels_store_copied_while_open_holds_every_decision(tmp_path):
+    """12. (sheriff walkthrough) `cp labels.sqlite copy.sqlite` while `serve` ran kept 42 of 44 decisions:
+    the last two were in the -wal file only, and `train --labels copy.sqlite` used an older decision."""
+    import shutil
+
+    from triage.workspace.store import LabelsStore
+
+    store = LabelsStore(tmp_path / "l.sqlite")
+    for k in range(5):
+        store.record("s", f"c{k}", "true", who="ann")
+    store.record("s", "c4", "false", who="bob")
+    shutil.copyfile(tmp_path / "l.sqlite", tmp_path / "copy.sqlite")  # the main file alone, store still open
+    copy = LabelsStore(tmp_path / "copy.sqlite", create=False)
+    assert len(copy) == 6 and copy.current()[("s", "c4")].label == "false_positive"
+    store.close()

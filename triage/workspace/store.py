@@ -285,6 +285,9 @@ class LabelsStore:
             raise
         else:
             con.execute("COMMIT")
+            # Into the main file at once (decisions come one click at a time): a store copied with
+            # `cp` while `serve` ran had lost its latest decisions, which sat in the -wal file only.
+            con.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def close(self) -> None:
         con = getattr(self._local, "con", None)
