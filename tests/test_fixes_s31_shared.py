@@ -29,6 +29,8 @@
    direction (higher_is_better); the overlay keeps every field but the labels.
 12. A labels store copied with `cp` while `serve` ran lost its latest
    decisions (in the -wal file only); each decision is checkpointed into the file.
+13. A queue built from another candidates file hid the decided alerts it did not
+   list; they are listed as "decided earlier (not a candidate here)".
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -287,3 +289,26 @@ def test_a_labels_store_copied_while_open_holds_every_decision(tmp_path):
     copy = LabelsStore(tmp_path / "copy.sqlite", create=False)
     assert len(copy) == 6 and copy.current()[("s", "c4")].label == "false_positive"
     store.close()
+
+
+def test_a_decided_alert_stays_in_the_queue_built_from_another_candidates_file(tmp_path):
+    """13. (sheriff walkthrough) `serve --candidates cands_binseg.csv` over a store of decisions made on
+    perfherder's candidates: 9 of the 40 decided alerts were in no page, without a word, and binseg's
+    neighbouring commit showed the same change untriaged."""
+    import numpy as np
+
+    from triage.core import labels as L
+    from triage.core.history import Dataset, History
+    from triage.workspace.alerts import DECIDED_EARLIER, build_alerts
+
+    values = np.r_[np.full(30, 100.0), np.full(30, 120.0)] + np.random.default_rng(1).normal(0, 0.5, 60)
+    h = History("s", [f"c{i:02d}" for i in range(60)], values, np.full(60, L.NONE, dtype=object),
+                higher_is_better=False)
+    data = Dataset([h], source="<t>")
+    cands = tmp_path / "c.csv"
+    cands.write_text("series_id,commit,index,detector\ns,c31,31,binseg\n")
+    alerts = build_alerts(data, cands, decided=[("s", "c30"), ("s", "c31"), ("gone", "x"), ("s", "nope")])
+    by_commit = {a.commit: a for a in alerts}
+    assert sorted(by_commit) == ["c30", "c31"]  # a decision on data this queue lacks is no alert
+    assert by_commit["c30"].detector == DECIDED_EARLIER and by_commit["c30"].p_true is None
+    assert "rose 20" in by_commit["c30"].reason and by_commit["c31"].detector == "binseg"

@@ -165,8 +165,15 @@ def build_workspace(data: Path, labels: Path, candidates: Path | None, model: st
 
             route = newest_route(clf, newest_model)
     dataset = load(data)
+    # The store's decided alerts stay in the queue when this candidates file lacks them (read
+    # from an existing store only: a new one is created below, once the alerts are built).
+    decided: list[tuple[str, str]] = []
+    if labels.exists():
+        earlier = LabelsStore(labels, create=False)
+        decided = list(earlier.current())
+        earlier.close()
     with console.status(f"building the alerts of {len(dataset):,} series"):
-        alerts = build_alerts(dataset, candidates, clf, newest=route)
+        alerts = build_alerts(dataset, candidates, clf, newest=route, decided=decided)
     store = LabelsStore(labels)
     return Workspace(dataset=dataset, alerts=alerts, store=store,
                          model_name=str(model) if model is not None else None,

@@ -13,6 +13,7 @@ stayed up for 30 commits".
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from triage.readers.source import display_name, plain_file
 
 #: Commits on each side of a candidate used for the medians of the reason.
 REASON_WINDOW = 30
+#: The detector column of a decided alert that is no candidate of the queue's file.
+DECIDED_EARLIER = "decided earlier (not a candidate here)"
 #: Consecutive commits whose median must fall back for the change to end.
 SETTLE = 5
 
@@ -195,6 +198,14 @@ def _detectors(table: CandidateTable) -> list[str]:
     return [name] * len(table)
 
 
+def _has(history: History, commit: str) -> bool:
+    try:
+        history.index_of(commit)
+    except KeyError:
+        return False
+    return True
+
+
 def build_alerts(
     dataset: Dataset,
     candidates: str | Path | None = None,
@@ -202,6 +213,7 @@ def build_alerts(
     newest="manifest",
     *,
     model_name: str | None = None,
+    decided: Iterable[tuple[str, str]] = (),
 ) -> list[Alert]:
     """Every alert of the workspace.
 
@@ -212,6 +224,12 @@ def build_alerts(
     score`` uses: :func:`triage.scoring.default_threshold`); ``newest``: the
     model for the candidates near their series' end, as ``triage score
     --newest-model`` gives it (:func:`triage.scoring.score_candidates`).
+    ``decided``: (series, commit) of the labels store's decided alerts; one
+    that is no candidate here (another detector's file, another run) is
+    listed too, after the others' order, without P(true) (scoring it would
+    change the windows of its neighbours), as "decided earlier": a queue built
+    from another candidates file had hidden 9 of 40 decisions without a word,
+    and showed the same change untriaged a commit away.
     """
     if candidates is not None:
         # Compressed (told by its bytes) or `-`, as `triage score` reads the same file; errors
@@ -227,9 +245,10 @@ def build_alerts(
         table = CandidateTable.from_points(sids, idx, source=str(dataset.source))
         names = [None] * len(table)
         detectors = ["labelled in the data"] * len(table)
-    if len(table) == 0:
+    decided = [(sid, commit) for sid, commit in decided if sid in dataset and _has(dataset[sid], commit)]
+    if len(table) == 0 and not decided:
         return []
-    series, index = resolve(dataset, table)
+    series, index = resolve(dataset, table) if len(table) else ([], np.empty(0, dtype=np.int64))
     p_true: list[float | None] = [None] * len(table)
     calls: list[str | None] = [None] * len(table)
     if classifier is not None:
@@ -264,6 +283,20 @@ def build_alerts(
             series_id=sid, name=names[k] or sid, commit=commit, index=int(i), date=date, change_pct=pct,
             direction=direction, detector=detectors[k] or "unknown", data_label=str(h.labels[i]), reason=why,
             p_true=p_true[k], model_call=calls[k],
+        )
+    for sid, commit in decided:
+        if (sid, commit) in alerts:
+            continue
+        h = dataset[sid]
+        i = h.index_of(commit)
+        if sid not in settled:
+            settled[sid] = settle_medians(h.values)
+            confirmed[sid] = h.confirmed()
+        why, pct, direction = reason(h, i, settled=settled[sid], confirmed=confirmed[sid])
+        date = pd.Timestamp(h.timestamps[i]) if h.timestamps is not None and not pd.isna(h.timestamps[i]) else None
+        alerts[(sid, commit)] = Alert(
+            series_id=sid, name=sid, commit=commit, index=int(i), date=date, change_pct=pct, direction=direction,
+            detector=DECIDED_EARLIER, data_label=str(h.labels[i]), reason=why,
         )
     return list(alerts.values())
 
