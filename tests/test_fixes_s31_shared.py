@@ -31,6 +31,8 @@
    decisions (in the -wal file only); each decision is checkpointed into the file.
 13. A queue built from another candidates file hid the decided alerts it did not
    list; they are listed as "decided earlier (not a candidate here)".
+14. A Perfherder export's t_value was ignored, so its alerts got other P(true)
+   than the same candidates as a CSV; it stands for the score now.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -312,3 +314,30 @@ def test_a_decided_alert_stays_in_the_queue_built_from_another_candidates_file(t
     assert sorted(by_commit) == ["c30", "c31"]  # a decision on data this queue lacks is no alert
     assert by_commit["c30"].detector == DECIDED_EARLIER and by_commit["c30"].p_true is None
     assert "rose 20" in by_commit["c30"].reason and by_commit["c31"].detector == "binseg"
+
+
+def test_a_perfherder_export_is_scored_as_the_same_candidates_file(tmp_path):
+    """14. (sheriff walkthrough) The same alerts as `triage candidates --detector perfherder` output and as a
+    Perfherder alert-summary export got other P(true) (4 of 40 calls flipped): the export's own t_value
+    was ignored where the CSV's score (the same t) ranks the candidates. t_value now stands for score."""
+    import json
+
+    from helpers_cli import invoke
+
+    data, cands = tmp_path / "small", tmp_path / "c.csv"
+    assert invoke(["synth", "--out", data])[0] == 0
+    assert invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", cands])[0] == 0
+    found = pd.read_csv(cands, dtype={"commit": str})
+    assert len(found) > 5
+    export = {"results": [
+        {"id": 4000 + k, "revision": rec["commit"], "alerts": [
+            {"id": 90000 + k, "status": 0, "t_value": rec["score"], "series_signature": {"signature_hash": rec["series_id"]}}]}
+        for k, rec in enumerate(found.to_dict("records"))]}
+    alerts = tmp_path / "alerts.json"
+    alerts.write_text(json.dumps(export))
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    assert invoke(["score", "--data", data, "--candidates", cands, "--out", a])[0] == 0
+    assert invoke(["score", "--data", data, "--candidates", alerts, "--out", b])[0] == 0
+    pa, pb = pd.read_csv(a, dtype={"commit": str}), pd.read_csv(b, dtype={"revision": str})
+    assert pa["p_true"].round(6).fillna(-1).tolist() == pb["p_true"].round(6).fillna(-1).tolist()
+    assert pa["classification"].tolist() == pb["classification"].tolist()

@@ -443,7 +443,25 @@ def _perfherder_json(payload: object, path: Path) -> CandidateTable:
             keys.append(sig_keys)
             commits.append(revision)
             rows.append(n)
-    return CandidateTable(pd.DataFrame(records), keys, commits, [None] * n, rows, "perfherder-json", str(path))
+    return CandidateTable(_t_as_score(pd.DataFrame(records)), keys, commits, [None] * n, rows, "perfherder-json",
+                          str(path))
+
+
+def _t_as_score(fields: pd.DataFrame) -> pd.DataFrame:
+    """A Perfherder export's ``t_value`` as the ``score`` column (capped as Perfherder stores it), when it has none.
+
+    The model ranks a file's candidates by their detector's score
+    (:func:`triage.scoring.detector_score_rank`); `triage candidates
+    --detector perfherder` writes t there, an export carries it as
+    ``t_value``, which was ignored: the same alerts got other P(true) and 4 of
+    40 calls flipped between the two files.
+    """
+    if "score" in fields.columns or "t_value" not in fields.columns:
+        return fields
+    from triage.detectors.windowed import T_CAP
+
+    t = pd.to_numeric(fields["t_value"], errors="coerce").clip(upper=T_CAP)
+    return fields.assign(score=t)
 
 
 def _perfherder_csv(frame: pd.DataFrame, path: Path, numbers: list[int]) -> CandidateTable:
@@ -464,7 +482,7 @@ def _perfherder_csv(frame: pd.DataFrame, path: Path, numbers: list[int]) -> Cand
         keys.append(k)
         commits.append(revision)
         rows.append(row)
-    return CandidateTable(frame, keys, commits, [None] * len(frame), rows, "perfherder-csv", str(path))
+    return CandidateTable(_t_as_score(frame), keys, commits, [None] * len(frame), rows, "perfherder-csv", str(path))
 
 
 # --------------------------------------------------------------------------- placing
