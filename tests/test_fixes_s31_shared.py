@@ -33,6 +33,8 @@
    list; they are listed as "decided earlier (not a candidate here)".
 14. A Perfherder export's t_value was ignored, so its alerts got other P(true)
    than the same candidates as a CSV; it stands for the score now.
+15. A Perfherder alert in two summaries was counted twice in `score`'s summary;
+   a line gives the distinct alerts.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -341,3 +343,29 @@ def test_a_perfherder_export_is_scored_as_the_same_candidates_file(tmp_path):
     pa, pb = pd.read_csv(a, dtype={"commit": str}), pd.read_csv(b, dtype={"revision": str})
     assert pa["p_true"].round(6).fillna(-1).tolist() == pb["p_true"].round(6).fillna(-1).tolist()
     assert pa["classification"].tolist() == pb["classification"].tolist()
+
+
+def test_score_counts_an_alert_in_two_summaries_once(tmp_path):
+    """15. (sheriff walkthrough) A Perfherder alert repeated in a second summary was scored and counted
+    twice ("38 of 42 called true" for 40 alerts); the rows stay, and a line gives the distinct count."""
+    import json
+
+    from helpers_cli import flat, invoke
+
+    data, cands = tmp_path / "small", tmp_path / "c.csv"
+    assert invoke(["synth", "--out", data])[0] == 0
+    assert invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", cands])[0] == 0
+    found = pd.read_csv(cands, dtype={"commit": str})
+    summaries = [{"id": 4000 + k, "revision": r["commit"], "alerts": [
+        {"id": 90000 + k, "status": 0, "t_value": r["score"], "series_signature": {"signature_hash": r["series_id"]}}]}
+        for k, r in enumerate(found.to_dict("records"))]
+    alerts = tmp_path / "alerts.json"
+    alerts.write_text(json.dumps({"results": [*summaries, dict(summaries[-1], id=5999)]}))
+    out = tmp_path / "s.csv"
+    code, text = invoke(["score", "--data", data, "--candidates", alerts, "--out", out, "--show", "0"])
+    assert code == 0, text
+    scored = pd.read_csv(out)
+    assert len(scored) == len(found) + 1
+    n_true = int((scored["classification"].iloc[:-1] == "true_positive").sum())
+    assert "1 row repeats an alert of an earlier row" in flat(text)
+    assert f"{len(found):,} distinct alerts, {n_true:,} called true" in flat(text)

@@ -434,7 +434,7 @@ def test_candidate_window_model_scores_fresh_candidates_on_their_own_windows(dat
     got = expect.loc[list(zip(scored["series_id"], scored["index"].astype(int), strict=True))].to_numpy()
     assert np.allclose(scored["p_true"].to_numpy(float), got)
     # the file names one detector the model has a validation threshold for
-    assert default_threshold(loaded, table) == (0.25, "the model's for perfherder (chosen on fit and validation data; 0 = triage off)")
+    assert default_threshold(loaded, table) == (0.25, "the model's for perfherder, chosen on fit and validation data")
 
 
 def test_scoring_model_with_context_suppresses_duplicates(dataset, tmp_path):

@@ -124,7 +124,9 @@ def default_threshold(classifier, table: CandidateTable) -> tuple[float, str]:
 
     named = table.detectors()
     if len(named) == 1 and (cut := detector_threshold(classifier, str(named[0]))) is not None:
-        return cut, f"the model's for {named[0]} (chosen on fit and validation data; 0 = triage off)"
+        # (in the summary's brackets: no brackets of its own; "triage off" only where it is)
+        off = ": 0, triage off" if cut == 0 else ""
+        return cut, f"the model's for {named[0]}, chosen on fit and validation data{off}"
     extra = (getattr(classifier, "manifest_", None) or {}).get("extra") or {}
     if extra.get("detector_thresholds"):
         # The policy text of such a model describes its per-detector thresholds ("per detector;
@@ -133,7 +135,7 @@ def default_threshold(classifier, table: CandidateTable) -> tuple[float, str]:
                else f"none for a file of several detectors ({', '.join(named[:4])}{', ...' if len(named) > 4 else ''})"
                if named else "the file names no detector")
         return float(classifier.threshold_), f"the model's general threshold; of its per-detector ones, {why}"
-    return float(classifier.threshold_), f"the model's ({classifier.threshold_policy_})"
+    return float(classifier.threshold_), f"the model's, policy {classifier.threshold_policy_}"
 
 
 def detector_score_rank(table: CandidateTable) -> np.ndarray:

@@ -242,10 +242,30 @@ def score(
                                      wide=console.width >= 110, width=console.width))
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})"
                   f"{_not_scorable_note(scored['triage_p_true' if 'triage_p_true' in scored else 'p_true'], cut)}", soft_wrap=True)
+    _repeats_note(console, scored)
     _recent_note(console, dataset, clf, scored, route,
                  None if route is None else route_threshold(route, table, threshold))
     if out is not None:
         console.print(f"scores written to [bold]{output_name(out)}[/]", soft_wrap=True)
+
+
+def _repeats_note(console, scored) -> None:
+    """Say how many distinct alerts there are when rows repeat one (a Perfherder alert in two summaries).
+
+    Such a file is read row for row (each row keeps its summary), and "38 of 42
+    called true" counted the repeated alerts twice.
+    """
+    if not {"series_id", "index"} <= set(scored.columns):
+        return
+    repeat = scored.duplicated(["series_id", "index"]).to_numpy()
+    if not repeat.any():
+        return
+    call = scored["triage_classification" if "triage_classification" in scored else "classification"]
+    n_true = int((call[~repeat] == "true_positive").sum())
+    n = int(repeat.sum())
+    console.print(f"{n:,} row{'s repeat' if n > 1 else ' repeats'} an alert of an earlier row (the same commit of "
+                  f"the same series: an alert in two summaries): {int((~repeat).sum()):,} distinct alerts, "
+                  f"{n_true:,} called true", soft_wrap=True)
 
 
 def check_out_suffix(out: Path | None, fmt: str) -> None:
