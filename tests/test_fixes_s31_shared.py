@@ -35,6 +35,8 @@
    than the same candidates as a CSV; it stands for the score now.
 15. A Perfherder alert in two summaries was counted twice in `score`'s summary;
    a line gives the distinct alerts.
+16. `--layout perfherder-csv` on a JSON export named columns the file has; it
+   names the layout to give.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -369,3 +371,16 @@ def test_score_counts_an_alert_in_two_summaries_once(tmp_path):
     n_true = int((scored["classification"].iloc[:-1] == "true_positive").sum())
     assert "1 row repeats an alert of an earlier row" in flat(text)
     assert f"{len(found):,} distinct alerts, {n_true:,} called true" in flat(text)
+
+
+def test_a_csv_layout_named_for_a_json_file_names_the_layout(tmp_path):
+    """16. (sheriff walkthrough) `score --layout perfherder-csv` on the alert-summary JSON said "a Perfherder
+    export needs a signature column (...) and 'revision'", columns the file has; it now names the layout."""
+    from helpers_cli import flat, invoke
+
+    data = tmp_path / "small"
+    assert invoke(["synth", "--out", data])[0] == 0
+    alerts = tmp_path / "alerts.json"
+    alerts.write_text('{"results": [{"revision": "r1", "alerts": [{"series_signature": {"signature_hash": "s"}}]}]}')
+    code, text = invoke(["score", "--data", data, "--candidates", alerts, "--layout", "perfherder-csv"])
+    assert code == 2 and "is JSON, not a CSV as --layout perfherder-csv reads: give --layout perfherder-json" in flat(text)

@@ -161,6 +161,12 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
         if layout == "otava-json":
             return _refuse_repeats(_otava_json(payload, path))
         return _perfherder_json(payload, path)
+    if starts_like_json(path):
+        # A CSV layout named for a JSON file: the CSV reader's "needs a signature column and
+        # 'revision'" named columns the file has (in JSON) and not the layout at fault.
+        json_twin = {"perfherder-csv": "perfherder-json", "otava-csv": "otava-json", "candidates": "candidates-json"}
+        raise InputError(path, None, f"is JSON, not a CSV as --layout {layout} reads: give --layout "
+                         f"{json_twin.get(layout, 'auto')} (or auto)")
     # Separated by , ; tab or | as a data CSV may be (the header tells which).
     sep = csv_delimiter(path)
     frame = read_csv_text(path, sep=sep, require_rows=False)
