@@ -229,7 +229,15 @@ def test_the_page_after_a_decision_says_what_was_recorded(ws):
     (d,) = ws.store.history()
     page = client.post("/undo", data={**form, "decision_id": str(d.id), "next": f"/series?id={quote(LONG)}"})
     assert page.url.path == "/series" and _title(page.text).startswith("Undone - ")
-    assert f"Undone: the false decision on commit {a.commit[:12]} of {LONG}." in page.text
+    assert f"Undone: the false decision on commit {a.commit[:12]} of {LONG}. It is now undecided." in page.text
+    # An undo that brings back an earlier decision names it (thirty-first session's sheriff walkthrough).
+    first = client.post("/decide", data={**form, "decision": "true", "next": "/"})
+    assert first.status_code == 200
+    (_, d_true) = ws.store.history()
+    client.post("/decide", data={**form, "seen": str(d_true.id), "decision": "unsure", "next": "/"})
+    d_unsure = ws.store.history()[-1]
+    page = client.post("/undo", data={**form, "decision_id": str(d_unsure.id), "next": "/"})
+    assert f"Undone: the unsure decision on commit {a.commit[:12]} of {LONG}. It is now true, by ann." in page.text
     # A cookie naming no decision says nothing.
     client.cookies.set("triage_done", "999")
     assert 'class="done"' not in client.get("/").text

@@ -250,7 +250,11 @@ async def _done(request: Request, ws: Workspace) -> dict[str, str] | None:
     alert = ws.by_key.get((d.series_id, d.commit))
     which = f"commit {d.commit[:12]} of {alert.name if alert else d.series_id}"
     if undone:
-        return {"short": "Undone", "text": f"Undone: the {d.word} decision on {which}."}
+        # Say what the alert's decision is now: an undo brings back the one before it, which
+        # training then uses ("Undone: the unsure decision" left "true by alice" unsaid).
+        now = (await run_in_threadpool(ws.store.current, d.series_id)).get((d.series_id, d.commit))
+        after = f" It is now {now.word}, by {now.who}." if now is not None else " It is now undecided."
+        return {"short": "Undone", "text": f"Undone: the {d.word} decision on {which}.{after}"}
     return {"short": f"Recorded {d.word}", "text": f"Recorded: {d.word} on {which}, by {d.who}."}
 
 
