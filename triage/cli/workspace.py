@@ -184,7 +184,7 @@ def build_workspace(data: Path, labels: Path, candidates: Path | None, model: st
 def labels_export(
     labels: Annotated[Path, typer.Option("--labels", help="SQLite labels store written by `triage serve`.")],
     out: Annotated[Path, typer.Option("--out", parser=output_file, help="CSV (.csv, .csv.gz, .csv.zst; - = stdout) or .parquet to write (atomically).")],
-    data: Annotated[Path | None, typer.Option("--data", help="With the data: the whole dataset in the long layout with the decisions as its labels (what `triage train --data` reads). Without: one row per decided alert.")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="With the data: the whole dataset in the long layout with the decisions as its labels (what `triage train --data` reads; re-runs of a commit merged into their mean, as every command reads the data). Without: one row per decided alert.")] = None,
 ) -> None:
     """Export the sheriffs' current decisions in the long layout."""
     from triage.cli.tables import console_for, output_name
