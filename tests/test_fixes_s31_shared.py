@@ -37,6 +37,7 @@
    a line gives the distinct alerts.
 16. `--layout perfherder-csv` on a JSON export named columns the file has; it
    names the layout to give.
+17. `models list --labels` squeezed its headers at 80 columns; the figures keep theirs.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -384,3 +385,27 @@ def test_a_csv_layout_named_for_a_json_file_names_the_layout(tmp_path):
     alerts.write_text('{"results": [{"revision": "r1", "alerts": [{"series_signature": {"signature_hash": "s"}}]}]}')
     code, text = invoke(["score", "--data", data, "--candidates", alerts, "--layout", "perfherder-csv"])
     assert code == 2 and "is JSON, not a CSV as --layout perfherder-csv reads: give --layout perfherder-json" in flat(text)
+
+
+def test_models_list_labels_keeps_its_headers_at_80_columns(tmp_path):
+    """17. (sheriff walkthrough) `models list --labels` at 80 columns squeezed "precision" to "n" under a
+    long model URI; the figures' headers keep their width, the names fold."""
+    import io
+
+    from rich.console import Console
+
+    from triage.cli.training import _sheriff_agreement_table
+    from triage.workspace.store import LabelsStore
+
+    store = LabelsStore(tmp_path / "l.sqlite")
+    model = "models:/triage-rf-scoring-with-a-rather-long-name@champion"
+    for k in range(4):
+        store.record("s", f"c{k}", "true" if k % 2 else "false", who="ann", p_true=0.7, model_call="true_positive",
+                     model=model)
+    store.close()
+    rows = [{"name": "triage-rf-scoring-with-a-rather-long-name", "version": "12", "aliases": ["champion"]}]
+    console = Console(width=80, file=io.StringIO(), color_system=None)
+    console.print(_sheriff_agreement_table(tmp_path / "l.sqlite", rows))
+    text = console.file.getvalue()
+    assert all(h in text for h in ("decisions", "precision", "recall", "agreement", "registered")), text
+    assert "0.500" in text  # precision of 4 true calls, 2 of them true

@@ -657,8 +657,11 @@ def _sheriff_agreement_table(path: Path, rows: list[dict[str, object]]) -> Table
                     "`triage serve --model ...`): no agreement to show")
     table = Table(title=Text(f"Against the sheriffs' decisions ({path})"))
     for col in ("model", "registered", "decisions", "precision", "recall", "agreement", "weeks"):
-        table.add_column(col, justify="right" if col in ("decisions", "precision", "recall", "agreement") else "left",
-                         overflow="fold")
+        numeric = col in ("decisions", "precision", "recall", "agreement")
+        # The figures and their headers keep their width; the names fold (at 80 columns a long
+        # model URI had squeezed "precision" to "precisio" over "n").
+        table.add_column(col, justify="right" if numeric else "left", overflow="fold",
+                         min_width=len(col) if col != "model" else None, no_wrap=numeric)
     for a in agreement.to_dict("records"):
         table.add_row(
             str(a["model"]) or "(unnamed)", names.get(str(a["model"]), ""), f"{a['decisions']:,}",
