@@ -38,6 +38,7 @@
 16. `--layout perfherder-csv` on a JSON export named columns the file has; it
    names the layout to give.
 17. `models list --labels` squeezed its headers at 80 columns; the figures keep theirs.
+18. Plurals: "1 candidates from perfherder", "2 seriess"; one helper.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -409,3 +410,19 @@ def test_models_list_labels_keeps_its_headers_at_80_columns(tmp_path):
     text = console.file.getvalue()
     assert all(h in text for h in ("decisions", "precision", "recall", "agreement", "registered")), text
     assert "0.500" in text  # precision of 4 true calls, 2 of them true
+
+
+def test_summary_lines_say_one_candidate_and_one_series(tmp_path):
+    """18. (CLI review) "1 candidates from perfherder on 1 series", "1 series, 40 commits" from convert's
+    neighbour, "2 seriess" in steady: one plural helper (`triage.cli.tables.count`)."""
+    from helpers_cli import flat, invoke, step_history
+
+    from triage.cli.tables import count
+
+    assert (count(1, "candidate"), count(2, "candidate"), count(2, "series", "series")) == (
+        "1 candidate", "2 candidates", "2 series")
+    data = step_history(tmp_path / "h.csv")
+    code, text = invoke(["candidates", "--data", data, "--detector", "perfherder", "--out", tmp_path / "c.csv"])
+    assert code == 0 and "1 candidate from perfherder on 1 series ->" in flat(text), text
+    code, text = invoke(["convert", "--data", data, "--out", tmp_path / "h2.csv"])
+    assert code == 0 and "1 series, 40 commits ->" in flat(text), text

@@ -822,7 +822,7 @@ def promote(name: str, version: str | int, alias: str = "champion", tracking_uri
             client.get_model_version(name, str(version))
     except (MlflowException, TrackingError):
         known = [str(r["version"]) for r in list_models(tracking_uri) if r["name"] == name]
-        what = f"versions {', '.join(known)}" if known else "no such registered model"
+        what = f"version{'s' if len(known) > 1 else ''} {', '.join(known)}" if known else "no such registered model"
         raise TrackingError(f"model {name!r} has no version {version} ({what})", uri) from None
     with store_errors(uri):
         try:

@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from triage.cli.options import COMMIT_ORDER_HELP, DATA_HELP, read_commit_order
 from triage.cli.progress import JobProgress, chunks
-from triage.cli.tables import check_format, console_for, decision_table, output_name
+from triage.cli.tables import check_format, console_for, count, decision_table, output_name
 from triage.cli.validation import check_option_applies, output_file
 
 console = Console()
@@ -72,7 +72,7 @@ def label(
     from triage.model_lookup import resolve_model
 
     if which not in SELECTIONS:
-        raise typer.BadParameter(f"--which must be one of {', '.join(SELECTIONS)}")
+        raise typer.BadParameter(f"must be one of {', '.join(SELECTIONS)}, got {which!r}", param_hint="--which")
     check_format(fmt, ("csv", "json", "published"))
     check_out_suffix(out, fmt)
     console = console_for(out)
@@ -117,7 +117,7 @@ def label(
     n_true = int((decisions["classification"] == "true_positive").sum())
     if len(decisions):
         if show:  # --show 0 in a script: the summary line only (it printed a table of headers and no row)
-            console.print(decision_table(decisions, f"{len(decisions):,} {which} candidates", show, extra=("label",),
+            console.print(decision_table(decisions, count(len(decisions), {"untriaged": "untriaged candidate", "triaged": "triaged candidate", "all": "candidate"}[which]), show, extra=("label",),
                                          wide=console.width >= 110, width=console.width))
         console.print(f"{n_true:,} of {len(decisions):,} called true at threshold {cut:.3f}"
                       f"{_not_scorable_note(decisions['p_true'], cut)}", soft_wrap=True)
@@ -238,7 +238,7 @@ def score(
                         written[col] = numbers
         write_frame(written, out, fmt)
     if show:  # --show 0: the summary line only, as for label
-        console.print(decision_table(view, f"{len(scored):,} candidates{source}", show, extra=("index",),
+        console.print(decision_table(view, f"{count(len(scored), 'candidate')}{source}", show, extra=("index",),
                                      wide=console.width >= 110, width=console.width))
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})"
                   f"{_not_scorable_note(scored['triage_p_true' if 'triage_p_true' in scored else 'p_true'], cut)}", soft_wrap=True)

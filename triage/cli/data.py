@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from triage.cli.options import COMMIT_ORDER_HELP, TRIM_WARMUP_HELP, read_commit_order
-from triage.cli.tables import console_for, dataset_summary, dataset_summary_rows, output_name
+from triage.cli.tables import console_for, count, dataset_summary, dataset_summary_rows, output_name
 from triage.cli.validation import check_table_suffix, output_file
 from triage.core.errors import InputError
 from triage.loaders import LAYOUTS, load
@@ -229,7 +229,7 @@ def convert(
     )
     written = write_long(dataset, out)
     console_for(out).print(
-        f"{len(dataset):,} series, {dataset.n_commits():,} commits -> {output_name(written)}",
+        f"{count(len(dataset), 'series', 'series')}, {count(dataset.n_commits(), 'commit')} -> {output_name(written)}",
         highlight=False,
     )
 

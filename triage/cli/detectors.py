@@ -18,7 +18,7 @@ from triage.cli.options import (
     refuse_repeated_keys,
 )
 from triage.cli.progress import JobProgress
-from triage.cli.tables import check_format, console_for, output_name
+from triage.cli.tables import check_format, console_for, count, output_name
 from triage.cli.validation import check_option_applies, output_file
 from triage.core.atomic import write_frame
 from triage.core.history import Dataset
@@ -122,7 +122,7 @@ def candidates(
         raise typer.BadParameter(str(exc), param_hint="--param") from None
     write_frame(frame, out, fmt)
     # soft_wrap: rich would break a long --out path at 80 columns, and a log reader could not copy it.
-    say.print(f"{len(frame)} candidates from {detector} on {len(dataset)} series -> {output_name(out)}",
+    say.print(f"{count(len(frame), 'candidate')} from {detector} on {count(len(dataset), 'series', 'series')} -> {output_name(out)}",
               highlight=False, soft_wrap=True)
 
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from triage.cli.tables import console_for, distinct_numbers, writes_stdout
+from triage.cli.tables import console_for, count, distinct_numbers, writes_stdout
 from triage.cli.validation import check_choice, check_output_not_input, output_file
 from triage.core.atomic import destination, is_stdio, write_csv_atomic
 from triage.core.errors import InputError
@@ -153,7 +153,7 @@ def steady(
         # been seen to drift: one iteration holds no warm-up to find, and nothing of it is cut.
         unjudged = int(single["steady_start"].isna().sum())
         say.print(
-            f"{_count(len(single), 'fork')} of {_count(single['series_id'].nunique(), 'series')} "
+            f"{count(len(single), 'fork')} of {count(single['series_id'].nunique(), 'series', 'series')} "
             f"{'has' if len(single) == 1 else 'have'} one iteration (single-shot): no warm-up can be "
             "found within one iteration; kept whole"
             + (f" (the 'never steady' column counts {'it' if unjudged == 1 else f'these {unjudged}'})"
@@ -224,7 +224,7 @@ def sample(
     if out is None and len(history.measured) == len(history.commits):
         # Nothing to choose and no estimate asked for: the fit took 29 CPU-s on a real series of
         # 1,640 commits (its cost grows with the measured commits) to print an empty table.
-        say.print(f"{history.series_id}: {_count(len(history.commits), 'commit')}, every commit is measured: "
+        say.print(f"{history.series_id}: {count(len(history.commits), 'commit')}, every commit is measured: "
                   "nothing left to measure (--out FILE writes the estimated history)", markup=False, highlight=False)
         return
     try:
@@ -234,7 +234,7 @@ def sample(
     if out is not None:
         write_csv_atomic(plan, out)
     chosen = plan[plan["next"].notna()].sort_values("next")
-    title = f"{history.series_id}: {len(history.measured)} of {_count(len(plan), 'commit')} measured; measure next"
+    title = f"{history.series_id}: {len(history.measured)} of {count(len(plan), 'commit')} measured; measure next"
     table = Table(title=Text(title), min_width=min(len(title), say.width))
     for col in ("rank", "commit", "position", "estimate", "95% band"):
         # The whole commit id (folded if need be): it is what the user goes and measures.
@@ -256,7 +256,7 @@ def sample(
             f"{'is' if unmeasured == 1 else 'are'} not measured (--budget {budget})"
         )
     if out is not None:
-        say.print(f"estimated history of {_count(len(plan), 'commit')} -> {_where(out)}", markup=False, highlight=False,
+        say.print(f"estimated history of {count(len(plan), 'commit')} -> {_where(out)}", markup=False, highlight=False,
                   soft_wrap=True)
 
 
@@ -416,8 +416,8 @@ def culprit(
         table.add_row(str(r.step), Text(str(r.commit)), str(r.position), value, r.nearer)
     say.print(table)
     assert search.culprit is not None
-    within = f", within {_count(tolerance, 'commit')}" if tolerance and strategy == "bayes" else ""
-    made_for = f"{_count(len(search.measured), 'measurement')} for {_count(b - a - 1 - len(inside), 'unmeasured commit')}"
+    within = f", within {count(tolerance, 'commit')}" if tolerance and strategy == "bayes" else ""
+    made_for = f"{count(len(search.measured), 'measurement')} for {count(b - a - 1 - len(inside), 'unmeasured commit')}"
     say.print(
         f"culprit: {history.commits[search.culprit]} (position {search.culprit}{within}), "
         f"confidence {search.confidence:.2f}, {made_for}"
@@ -474,9 +474,6 @@ def _where(out: Path) -> str:
     return "standard output" if writes_stdout(out) else str(out)
 
 
-def _count(n: int, noun: str) -> str:
-    """``1 measurement``, ``2 measurements``: the culprit line read "1 measurements for 1 unmeasured commits"."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _ask(commit: str, pos: int, say: Console) -> float:

@@ -49,6 +49,14 @@ def output_name(path: str | Path) -> str:
     return "standard output" if writes_stdout(path) else escape(str(path))
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 candidate``, ``2 candidates``, ``1,000 series``: a number and its noun, the plural where it is one.
+
+    The one home: summary lines read "1 candidates from cusum" and "1 series, 1 commits".
+    """
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def console_for(out: str | Path | None) -> Console:
     """Where a command's human-readable lines go: stderr when its data goes to stdout (``--out -``, ``/dev/stdout``)."""
     return Console(stderr=True) if writes_stdout(out) else Console()
