@@ -59,6 +59,7 @@ import typer
 from rich.console import Console
 
 from triage.cli.options import DATA_HELP
+from triage.cli.tables import count
 from triage.cli.validation import output_file
 from triage.core.errors import InputError
 from triage.core.json_input import json_record
@@ -823,7 +824,7 @@ def detect(
             found, n_series, n, seconds = streamed
             _write_found(found, out, fmt)
             err_console.print(
-                f"{_count(len(found), 'change point')} in {n_series:,} series ({_count(n, 'commit')}, "
+                f"{count(len(found), 'change point')} in {n_series:,} series ({count(n, 'commit')}, "
                 f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {'standard output' if writes_stdout(out) else out}",
                 markup=False,
                 highlight=False,
@@ -886,7 +887,7 @@ def detect(
                          "and run detect again"))
     n = dataset.n_commits()
     err_console.print(
-        f"{_count(len(found), 'change point')} in {len(dataset):,} series ({_count(n, 'commit')}, "
+        f"{count(len(found), 'change point')} in {len(dataset):,} series ({count(n, 'commit')}, "
         f"{n / max(seconds, 1e-9):,.0f} commits/s) -> {'standard output' if writes_stdout(out) else out}",
         markup=False,
         highlight=False,
@@ -909,9 +910,6 @@ def _too_many_files(exc: OSError, data: Path, jobs: int, workers: str) -> InputE
                       "detect again")
 
 
-def _count(n: int, noun: str) -> str:
-    """``1 change point``, ``2 change points``: the summary line read "1 change points"."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _write_found(found, out: Path, fmt: str) -> None:
