@@ -39,6 +39,7 @@
    names the layout to give.
 17. `models list --labels` squeezed its headers at 80 columns; the figures keep theirs.
 18. Plurals: "1 candidates from perfherder", "2 seriess"; one helper.
+19. MLflow's INFO lines came between `train`'s own; its logger is set to warnings.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -426,3 +427,22 @@ def test_summary_lines_say_one_candidate_and_one_series(tmp_path):
     assert code == 0 and "1 candidate from perfherder on 1 series ->" in flat(text), text
     code, text = invoke(["convert", "--data", data, "--out", tmp_path / "h2.csv"])
     assert code == 0 and "1 series, 40 commits ->" in flat(text), text
+
+
+def test_mlflow_info_lines_stay_out_of_a_commands_output(tmp_path, monkeypatch):
+    """19. (CLI review) `train` with a new store printed MLflow's "INFO mlflow.store.db.utils: Creating
+    initial MLflow database tables..." between its own lines; MLflow's warnings still show, and
+    MLFLOW_LOGGING_LEVEL, when given, decides."""
+    import logging
+
+    from triage.training import tracking
+
+    monkeypatch.delenv("MLFLOW_LOGGING_LEVEL", raising=False)
+    logger = logging.getLogger("mlflow")
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    tracking._client(f"sqlite:///{tmp_path / 'ml.db'}")
+    assert logger.level == logging.WARNING
+    monkeypatch.setenv("MLFLOW_LOGGING_LEVEL", "DEBUG")
+    logger.setLevel(logging.DEBUG)
+    tracking._client(f"sqlite:///{tmp_path / 'ml.db'}")
+    assert logger.level == logging.DEBUG

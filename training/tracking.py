@@ -215,9 +215,16 @@ def _client(uri: str | None, existing: bool = False):
     on a new ``mlruns.db``) both failed and left the file half-migrated, so
     that every later command refused it.
     """
+    import logging
+
     import mlflow
     from mlflow.tracking import MlflowClient
 
+    # MLflow's INFO lines ("Creating initial MLflow database tables...", "Updating database
+    # tables") came between the command's own; its warnings and errors still show.
+    # (MLFLOW_LOGGING_LEVEL, MLflow's own setting, is left to decide when given.)
+    if "MLFLOW_LOGGING_LEVEL" not in os.environ:
+        logging.getLogger("mlflow").setLevel(logging.WARNING)
     uri = resolve_tracking_uri(uri)
     first = uri.startswith("sqlite:///") and uri not in _OPENED
     with _creation_lock(uri):
