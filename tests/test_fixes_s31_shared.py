@@ -40,6 +40,7 @@
 17. `models list --labels` squeezed its headers at 80 columns; the figures keep theirs.
 18. Plurals: "1 candidates from perfherder", "2 seriess"; one helper.
 19. MLflow's INFO lines came between `train`'s own; its logger is set to warnings.
+20. `report --decisions` leaked Python's codec message for a file not in UTF-8.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -446,3 +447,16 @@ def test_mlflow_info_lines_stay_out_of_a_commands_output(tmp_path, monkeypatch):
     logger.setLevel(logging.DEBUG)
     tracking._client(f"sqlite:///{tmp_path / 'ml.db'}")
     assert logger.level == logging.DEBUG
+
+
+def test_a_decisions_file_not_in_utf8_is_named_as_the_other_inputs_name_it(tmp_path):
+    """20. (CLI review) `report --decisions` of a Latin-1 file leaked Python's "'utf-8' codec can't decode
+    byte ..." where every other input says what the file is and how to convert it."""
+    from helpers_cli import flat, invoke
+
+    data = tmp_path / "small"
+    assert invoke(["synth", "--out", data])[0] == 0
+    latin = tmp_path / "d.csv"
+    latin.write_bytes("series_id,commit,p_true,classification\nsérie,c1,0.5,true_positive\n".encode("latin-1"))
+    code, text = invoke(["report", "--data", data, "--decisions", latin, "--out", tmp_path / "r"])
+    assert code == 2 and "d.csv, row 2: not a UTF-8 text file" in flat(text) and "codec" not in text, text

@@ -60,6 +60,7 @@ from triage.core.history import Dataset, History
 from triage.features.windows import adaptive_bounds
 from triage.inference import NOT_SCORABLE, NOT_SCORABLE_WHY
 from triage.plotting import fit_title, scale_values, tight_layout, value_label
+from triage.readers.source import csv_errors
 
 #: The file that marks a directory as a report this module wrote (and may replace).
 REPORT_MARKER = ".triage-report"
@@ -131,7 +132,10 @@ def read_decisions(path: str | Path, dataset: Dataset) -> pd.DataFrame:
         if is_json_lines:
             frame, _, json_numbers = json_lines_table(path)
         else:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+            # The CSV readers' located errors: a file not in UTF-8 had leaked "'utf-8' codec can't
+            # decode byte 0x9c" where the other inputs say what it is and how to convert it.
+            with csv_errors(path):
+                frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, ValueError) as exc:
         if isinstance(exc, InputError):
             raise
