@@ -370,7 +370,7 @@ def _recent_note(console, dataset, clf, scored, route=None, route_cut: float | N
 
 def report(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
-    decisions: Annotated[Path, typer.Option("--decisions", help="Decisions CSV from `triage label` or `triage score`.")],
+    decisions: Annotated[Path, typer.Option("--decisions", help="Decisions from `triage label` or `triage score`: CSV or JSON lines, compressed or not (- = stdin).")],
     out: Annotated[Path, typer.Option("--out", help="Report directory (index.html + plots/): a new or empty directory, or an earlier report (marked by its .triage-report file), replaced atomically.")],
     candidates: Annotated[Path | None, typer.Option("--candidates", help="Detector candidates to draw (any layout `triage score` reads).")] = None,
     title: Annotated[str, typer.Option("--title", help="Page title.")] = "Change-point triage report",

@@ -82,7 +82,7 @@ def candidates(
     aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
     trim_warmup: str = typer.Option("none", "--trim-warmup", help=TRIM_WARMUP_HELP),
     fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines, one candidate per line)."),
-    branch: str = typer.Option(None, "--branch", help="Otava CSVs with a branch column: only this branch."),
+    branch: str = typer.Option(None, "--branch", help="Otava CSVs with a branch column: only this branch (default: every branch, series <metric>@<branch>)."),
     commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),
     scheduler: str = typer.Option(None, "--scheduler", help="Run on a dask cluster, partitioned by series: local (a LocalCluster on this machine) or a scheduler address (tcp://host:8786)."),
 ) -> None:

@@ -21,7 +21,7 @@ from triage.loaders import load
 
 def select_features_command(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
-    out: Annotated[Path, typer.Option("--out", parser=output_file, help="Feature-set JSON file to write.")],
+    out: Annotated[Path, typer.Option("--out", parser=output_file, help="Feature-set JSON file to write (- = stdout).")],
     window: Annotated[str, typer.Option(help="Pre/After window: 'adaptive' or a number of commits.")] = "adaptive",
     metric: Annotated[str, typer.Option(help="Fitness: accuracy or auc (grouped cross-validation).")] = "accuracy",
     population: Annotated[int, typer.Option(min=2, help="Individuals per generation.")] = 200,

@@ -41,7 +41,7 @@ def steady(
         help="JMH or Google Benchmark JSON result files (or JSON arrays of runs: arrays of iteration values; gzip/zstd compressed or not), one per commit, in history order.",
     ),
     out: Path = typer.Option(
-        ..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write."
+        ..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write (- = stdout)."
     ),
     # cpssd by default: on generated JMH-like histories its commit values spread least and
     # perfherder finds the most changes in them (BENCHMARKS.md, "Warm-up trimming for the detectors").
@@ -207,7 +207,7 @@ def sample(
         None,
         "--out",
         parser=output_file,
-        help="CSV to write: every commit with estimate, 95% band (where a reading of the commit would fall, its noise included) and the next-measurement rank.",
+        help="CSV to write (- = stdout): every commit with estimate, 95% band (where a reading of the commit would fall, its noise included) and the next-measurement rank.",
     ),
 ) -> None:
     """The next commits to measure (those removing the most uncertainty over the whole history), with the estimated history and its band."""
@@ -294,7 +294,7 @@ def culprit(
         help="bayes: stop when the culprit is known within this many commits (0 = exactly).",
     ),
     out: Path = typer.Option(
-        None, "--out", parser=output_file, help="CSV of the measurements made, in order."
+        None, "--out", parser=output_file, help="CSV of the measurements made, in order (- = stdout)."
     ),
 ) -> None:
     """The sequence of commits to measure that localises a change between two measured commits."""
