@@ -41,6 +41,7 @@
 18. Plurals: "1 candidates from perfherder", "2 seriess"; one helper.
 19. MLflow's INFO lines came between `train`'s own; its logger is set to warnings.
 20. `report --decisions` leaked Python's codec message for a file not in UTF-8.
+21. `culprit` between adjacent commits printed a table with no row.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -460,3 +461,16 @@ def test_a_decisions_file_not_in_utf8_is_named_as_the_other_inputs_name_it(tmp_p
     latin.write_bytes("series_id,commit,p_true,classification\nsérie,c1,0.5,true_positive\n".encode("latin-1"))
     code, text = invoke(["report", "--data", data, "--decisions", latin, "--out", tmp_path / "r"])
     assert code == 2 and "d.csv, row 2: not a UTF-8 text file" in flat(text) and "codec" not in text, text
+
+
+def test_culprit_between_adjacent_commits_prints_no_empty_table(tmp_path):
+    """21. (CLI review) `culprit --before c029 --after c030` printed a table of headers and no row."""
+    from helpers_cli import flat, invoke
+
+    data = tmp_path / "full.csv"
+    data.write_text("series_id,commit,value\n" + "".join(
+        f"a,c{i:03d},{100 + (5 if i >= 30 else 0) + 0.1 * (i % 3)}\n" for i in range(60)))
+    code, text = invoke(["culprit", "--data", data, "--before", "c029", "--after", "c030"], stdin="")
+    assert code == 0, text
+    assert "nothing to measure between them" in flat(text) and "┏" not in text
+    assert "culprit: c030 (position 30)" in flat(text)

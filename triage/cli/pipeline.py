@@ -414,7 +414,10 @@ def culprit(
                          overflow="fold" if col == "commit" else "ellipsis")
     for r, value in zip(made.itertuples(), values, strict=True):
         table.add_row(str(r.step), Text(str(r.commit)), str(r.position), value, r.nearer)
-    say.print(table)
+    if len(made):
+        say.print(table)
+    else:  # headers over no row read as a search that found nothing
+        say.print(Text(f"{title}: nothing to measure between them"))
     assert search.culprit is not None
     within = f", within {count(tolerance, 'commit')}" if tolerance and strategy == "bayes" else ""
     made_for = f"{count(len(search.measured), 'measurement')} for {count(b - a - 1 - len(inside), 'unmeasured commit')}"
