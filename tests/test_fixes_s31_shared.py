@@ -42,6 +42,7 @@
 19. MLflow's INFO lines came between `train`'s own; its logger is set to warnings.
 20. `report --decisions` leaked Python's codec message for a file not in UTF-8.
 21. `culprit` between adjacent commits printed a table with no row.
+22. A model refused after `$TRIAGE_MODEL` chose it did not name the variable.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -474,3 +475,22 @@ def test_culprit_between_adjacent_commits_prints_no_empty_table(tmp_path):
     assert code == 0, text
     assert "nothing to measure between them" in flat(text) and "┏" not in text
     assert "culprit: c030 (position 30)" in flat(text)
+
+
+def test_a_refused_model_chosen_by_the_environment_says_so(monkeypatch):
+    """22. (CLI review) `TRIAGE_MODEL=online-w4 triage score ...` was refused naming the bundled path only:
+    the variable that chose it (and feeds every command loading a model) was not named."""
+    import sys
+
+    from triage.cli.app import _model_from_environment
+    from triage.core.errors import InputError
+    from triage.model_lookup import bundled_model
+
+    refused = InputError(bundled_model("online-w4"), None, "this model needs features ...")
+    monkeypatch.setenv("TRIAGE_MODEL", "online-w4")
+    monkeypatch.setattr(sys, "argv", ["triage", "score", "--data", "d", "--candidates", "c.csv"])
+    assert "$TRIAGE_MODEL=online-w4" in (_model_from_environment(refused) or "")
+    monkeypatch.setattr(sys, "argv", ["triage", "score", "--model", "online-w4"])
+    assert _model_from_environment(refused) is None  # given on the command line
+    monkeypatch.setattr(sys, "argv", ["triage", "score"])
+    assert _model_from_environment(InputError("d.csv", 3, "bad value")) is None  # not a model's error

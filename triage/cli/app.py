@@ -113,6 +113,8 @@ def _report(exc: Exception) -> int:
     """One line on stderr for an exception that escaped a command; the exit code."""
     if isinstance(exc, InputError):
         err_console.print(error_line(exc), highlight=False, soft_wrap=True)
+        if (note := _model_from_environment(exc)) is not None:
+            err_console.print(note, markup=False, highlight=False, soft_wrap=True)
         return 2
     # OS errors: one line, exit 2; our bugs: internal error, exit 1
     from triage.cli.validation import exit_code_for
@@ -121,6 +123,21 @@ def _report(exc: Exception) -> int:
         err_console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     return exit_code_for(exc, say)
+
+
+def _model_from_environment(exc: InputError) -> str | None:
+    """A note when the model refused came from ``$TRIAGE_MODEL``, not from ``--model`` on the command line.
+
+    One variable feeds every command that loads a model, and an online model
+    (``watch``, ``detect``) is no scoring model (``score``, ``label``): the
+    refusal named a bundled path and not the variable that chose it.
+    """
+    chosen = os.environ.get("TRIAGE_MODEL")
+    given = any(a == "--model" or a.startswith("--model=") for a in sys.argv[1:])
+    if not chosen or given or not os.path.isfile(os.path.join(exc.source, "manifest.json")):
+        return None
+    return (f"note: the model came from $TRIAGE_MODEL={chosen}, which every command that loads a model reads; "
+            "give --model, or unset it")
 
 
 def _hold_closed_output_streams() -> bool:
