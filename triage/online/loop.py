@@ -894,7 +894,10 @@ class OnlineTriage:
                 # The stream rule decided these, not the model: a probability computed from an
                 # empty or too short Pre (0.69 for a series' first commit) read as the model's
                 # view of a commit it was never asked about. The decision carries none.
-                proba = proba.astype(np.float64, copy=True)
+                # (in the predictor's own dtype: float32 for XGBoost is compared with the threshold
+                # as the replay compares it; a float64 copy compares differently at a threshold
+                # that float32 rounds down)
+                proba = proba.copy()
                 proba[~np.array(allowed, dtype=bool)] = np.nan
         ruled: dict[int, tuple[int, int]] = {}
         if K + 1 >= noise_free.MIN_AFTER:
