@@ -409,10 +409,17 @@ def test_two_watch_processes_on_one_store_one_refuses_and_the_store_stays_intact
     try:
         first.stdin.write(json.dumps({"series_id": "s", "commit": "c0", "value": 1.0}) + "\n")
         first.stdin.flush()
+        # Until the first holds the store's lock (a read is refused), not a guess of 0.5 s after the
+        # file appears: on a loaded machine the second could open it first.
         deadline = time.time() + 120
-        while not db.exists() and time.time() < deadline:
+        while time.time() < deadline:
+            try:
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0) as probe:
+                    probe.execute("SELECT COUNT(*) FROM meta").fetchone()
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    break
             time.sleep(0.1)
-        time.sleep(0.5)
         second = subprocess.run(cmd, input=json.dumps({"series_id": "s", "commit": "c1", "value": 2.0}) + "\n",
                                 capture_output=True, text=True, timeout=180)
         assert second.returncode == 2, second.stderr
