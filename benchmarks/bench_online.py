@@ -330,7 +330,7 @@ def detect_replay(model: Path, preset: str, data: Path | None = None, screen: bo
             f"(f) triage detect --jobs {jobs} --workers {workers}{'' if screen else ' --no-screen'}, preset {preset} "
             f"({n_commits:,} commits; {found} change points -> {work / 'found.csv'}): {r['wall_s']:.0f} s wall, "
             f"{r['cpu_s']:.0f} CPU-seconds (all processes, loading included), peak RSS of the largest "
-            f"process {r['peak_mb']:.0f} MB (VmHWM), of all its processes together {r['total_peak_mb']:.0f} MB "
+            f"process {r['peak_mb']:.0f} MB ({'VmHWM' if r['peaks_mb'][0] else 'ru_maxrss'}), of all its processes together {r['total_peak_mb']:.0f} MB "
             f"(sampled every 0.2 s); peak RSS (VmHWM) of the reading process, then of each other process: "
             f"{', '.join(f'{mb:.0f}' for mb in r['peaks_mb'])} MB; CPU-seconds of the reading process, then of "
             f"each other process (sampled every 0.2 s): {', '.join(f'{c:.1f}' for c in r['cpus_s'])}; "
@@ -479,7 +479,7 @@ def real_decisions(model: Path, out: Path, commits_per_batch: int = 16) -> None:
                     if d is None:
                         continue
                     withdrawn = "" if d.withdrawal is None else d.withdrawal.commit
-                    w.writerow([name, d.series, d.commit, d.index, repr(d.probability), int(d.decision), withdrawn])
+                    w.writerow([name, d.series, d.commit, d.index, _exact(d.probability), int(d.decision), withdrawn])
                     n_rows += 1
     print(
         f"(g) {n_rows:,} decisions over {len(real)} real histories and {len(sets['injected'])} injected stretches "
@@ -522,7 +522,7 @@ def real_replay(model: Path, out: Path, screen: bool = True) -> None:
             found = loop.replay(data, keep_states=False, screen=screen)
             cpu += time.process_time() - c0
             for d in found:
-                w.writerow([name, d.series, d.commit, d.index, repr(d.probability), int(d.decision), ""])
+                w.writerow([name, d.series, d.commit, d.index, _exact(d.probability), int(d.decision), ""])
                 n_rows += 1
     n = sum(h.values.size for data in sets.values() for h in data)
     print(
@@ -560,20 +560,29 @@ def compare_decisions(old: Path, new: Path, positives_only: bool = False) -> Non
     both = a.merge(b, on=keys, how="outer", suffixes=("_old", "_new"), indicator=True)
     unmatched = int((both["_merge"] != "both").sum())
     both = both[both["_merge"] == "both"]
-    p_old, p_new = both["probability_old"].to_numpy(float), both["probability_new"].to_numpy(float)
-    rel = np.abs(p_new - p_old) / np.maximum(np.abs(p_old), np.finfo(float).tiny)
+    # An empty cell: no probability (a commit the stream rule held back, the model not asked).
+    p_old = pd.to_numeric(both["probability_old"], errors="coerce").to_numpy(float)
+    p_new = pd.to_numeric(both["probability_new"], errors="coerce").to_numpy(float)
+    none_old, none_new = np.isnan(p_old), np.isnan(p_new)
+    rel = np.abs(p_new - p_old)[~(none_old | none_new)] / np.maximum(
+        np.abs(p_old[~(none_old | none_new)]), np.finfo(float).tiny)
     same_decision = (both["decision_old"] == both["decision_new"]) & (
         both["withdrawn_commit_old"] == both["withdrawn_commit_new"]
-    )
+    ) & (none_old == none_new)
     print(
         f"(g) {len(a):,} / {len(b):,} decisions ({int(a['decision'].sum())} / {int(b['decision'].sum())} positive, "
         f"{int((a['withdrawn_commit'] != '').sum())} / {int((b['withdrawn_commit'] != '').sum())} withdrawals); "
         f"in one file only: {unmatched}; decisions or withdrawals differing: {int((~same_decision).sum())}; "
-        f"probabilities bit-identical: {int((p_old == p_new).sum()):,} of {len(both):,}, "
+        f"probabilities bit-identical: {int(((p_old == p_new) | (none_old & none_new)).sum()):,} of {len(both):,}, "
         f"largest relative difference {rel.max() if len(rel) else 0.0:.3g}"
     )
     if unmatched or not same_decision.all() or (rel > 1e-12).any():
         raise SystemExit(1)
+
+
+def _exact(p: float | None) -> str:
+    """A probability as ``repr`` (every digit), empty for None (held back by the stream rule)."""
+    return "" if p is None else repr(p)
 
 
 def real_windows(out: Path, per_series: int = 60, seed: int = 0) -> None:
