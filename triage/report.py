@@ -489,7 +489,7 @@ def step_text(history: History, index: int, window: int = STEP_WINDOW, *, confir
     reasons are worded: a one-commit spike in a window had made a false alert
     read "change +14.6%" beside a reason saying the median moved 0.1 %; the
     workspace's reason, :func:`triage.workspace.alerts.change_at`, takes up to
-    30 commits and does not stop at confirmed changes); whether up is better comes
+    30 commits, also stopping at confirmed changes); whether up is better comes
     from the history's unit (:attr:`History.higher_is_better`). Neither side
     reaches over a confirmed change point (``true_positive``) of the history:
     that step is another alert's (the new level starts at the confirmed commit).

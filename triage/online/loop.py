@@ -34,8 +34,9 @@ hundred commits, so a threshold chosen on training rows fires far too often):
   call the first commit of a series a change point on an empty Pre, which
   empties Pre again, and so on for every commit (observed: a forest trained
   on the ``small`` preset's candidates called all 200 commits of a step
-  series change points). The probability is still reported; only the
-  decision is held back. ``min_pre=0`` gives the paper's loop unchanged;
+  series change points). Such a commit is not asked of the model: its
+  decision is false with no probability (None; ``watch`` prints null) and
+  the rule as its reason. ``min_pre=0`` gives the paper's loop unchanged;
 * **refractory period and re-check**: an alarm at ``p`` is re-checked when
   commit ``p + K + R`` arrives (``recheck_after`` = R); until then no other
   alarm is raised in the series (one change, one alarm). The re-check
