@@ -43,6 +43,8 @@
 20. `report --decisions` leaked Python's codec message for a file not in UTF-8.
 21. `culprit` between adjacent commits printed a table with no row.
 22. A model refused after `$TRIAGE_MODEL` chose it did not name the variable.
+23. synth stopped before its dataset.json left its folder refused; the old digest
+   is cleared before the history is replaced.
 (The others: ``tests/test_sweep_cli_broken_pipe.py`` for an ``--out`` lost to
 a reader that went away, ``tests/test_fixes_s21_shared.py`` for a held-back
 commit's probability.)
@@ -494,3 +496,33 @@ def test_a_refused_model_chosen_by_the_environment_says_so(monkeypatch):
     assert _model_from_environment(refused) is None  # given on the command line
     monkeypatch.setattr(sys, "argv", ["triage", "score"])
     assert _model_from_environment(InputError("d.csv", 3, "bad value")) is None  # not a model's error
+    # another model folder (a --newest-model, a report --out in a model folder): not the variable's
+    assert _model_from_environment(InputError(bundled_model("default-w0"), None, "refused")) is None
+    monkeypatch.setenv("TRIAGE_MODEL", "default")
+    assert "$TRIAGE_MODEL=default" in (_model_from_environment(refused) or "")
+
+
+def test_synth_stopped_before_its_dataset_json_leaves_its_folder_usable(tmp_path, monkeypatch):
+    """23. (review of the day's diff) Stopped between the new history and its dataset.json (Ctrl-C, a full
+    disk), synth left its own history beside the old digest, and every later `synth --out` was refused."""
+    import pytest
+    from helpers_cli import invoke
+
+    from triage import synthetic
+
+    out = tmp_path / "s3"
+    assert invoke(["synth", "--out", out])[0] == 0
+    real_write = synthetic.write_text_atomic
+
+    def stop_at_dataset_json(text, path, **kw):
+        if "history_sha256" in text and '"history_sha256": null' not in text:
+            raise KeyboardInterrupt
+        return real_write(text, path, **kw)
+
+    monkeypatch.setattr(synthetic, "write_text_atomic", stop_at_dataset_json)
+    with pytest.raises(KeyboardInterrupt):
+        synthetic.write_synthetic(out, "small", seed=1)
+    monkeypatch.setattr(synthetic, "write_text_atomic", real_write)
+    assert invoke(["synth", "--out", out, "--seed", "2"])[0] == 0
+    (out / "history.parquet").write_bytes(b"someone else's")  # a history synth did not write: refused still
+    assert invoke(["synth", "--out", out])[0] == 2

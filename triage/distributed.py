@@ -468,7 +468,9 @@ def _resolve(address: str) -> None:
     # A refused connection is known at once, but dask's connect retries it for its whole
     # timeout, and the error then asked whether the port was the dashboard's.
     try:
-        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
+        # (a short wait: a host dropping the attempt silently is left to dask's connect,
+        # within the handshake's deadline, not made to wait twice)
+        socket.create_connection((host, port), timeout=min(2.0, CONNECT_TIMEOUT)).close()
     except ConnectionRefusedError:
         raise OSError(f"nothing listens at {host}:{port}: connection refused") from None
     except OSError:

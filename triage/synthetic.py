@@ -547,6 +547,21 @@ def _library_versions() -> dict[str, str | None]:
 _sha256 = file_sha256  # the one digest of a file (triage.core.versions)
 
 
+def _digest_pending(meta_path: Path) -> None:
+    """Clear the history digest an earlier ``synth`` recorded, before its history is replaced.
+
+    ``triage synth --out`` refuses a history whose digest is not the recorded one
+    (a file of the user's); stopped between the new history and its
+    ``dataset.json``, synth would otherwise leave its own folder refused for good.
+    """
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(meta, dict) and meta.get("generator") == "triage.synthetic" and meta.get("history_sha256"):
+        write_text_atomic(json.dumps({**meta, "history_sha256": None}, indent=2, default=list) + "\n", meta_path)
+
+
 def write_synthetic(
     out_dir: str | Path, config: SyntheticConfig | str = "small", seed: int = 0, fmt: str = "parquet"
 ) -> Path:
@@ -565,6 +580,7 @@ def write_synthetic(
     out_dir.mkdir(parents=True, exist_ok=True)
     frame = generate_frame(config, seed)
     path = out_dir / f"history.{fmt}"
+    _digest_pending(out_dir / "dataset.json")
     try:
         if fmt == "parquet":
             atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))

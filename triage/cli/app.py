@@ -134,7 +134,19 @@ def _model_from_environment(exc: InputError) -> str | None:
     """
     chosen = os.environ.get("TRIAGE_MODEL")
     given = any(a == "--model" or a.startswith("--model=") for a in sys.argv[1:])
-    if not chosen or given or not os.path.isfile(os.path.join(exc.source, "manifest.json")):
+    if not chosen or given:
+        return None
+    # Only for the model the variable names (not a --newest-model, nor a model folder another
+    # option of a command that loads no model named).
+    named = {os.path.realpath(os.path.expanduser(chosen))}
+    from triage.model_lookup import DEFAULTS, bundled_model
+
+    for name in DEFAULTS.values() if chosen.strip().lower() == "default" else (chosen,):
+        try:
+            named.add(os.path.realpath(bundled_model(name)))
+        except Exception:  # noqa: BLE001 (no bundled model of that name: the path alone)
+            pass
+    if os.path.realpath(exc.source) not in named:
         return None
     return (f"note: the model came from $TRIAGE_MODEL={chosen}, which every command that loads a model reads; "
             "give --model, or unset it")
