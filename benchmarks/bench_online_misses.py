@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import real_data  # noqa: E402
 
+from triage.core.noise import robust_sd  # noqa: E402
 from triage.loaders import load  # noqa: E402
 
 MARGIN = 5
@@ -47,7 +48,7 @@ def large_steps(values: np.ndarray, index: np.ndarray, min_rel: float, min_mads:
         if len(pre) < 3 or len(post) < 3:
             continue
         before, after = float(np.median(pre)), float(np.median(post))
-        mad = 1.4826 * float(np.median(np.abs(pre - before)))
+        mad = robust_sd(pre)
         rel = abs(after / before - 1.0) if before else np.inf
         keep[k] = rel >= min_rel and abs(after - before) >= min_mads * mad
     return keep

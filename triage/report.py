@@ -53,7 +53,7 @@ import pandas as pd
 from triage.batch_label import PUBLISHED_HEADER
 from triage.candidate_files import is_blank, json_lines_table, read_candidates, resolve
 from triage.core import labels
-from triage.core.atomic import current_umask, directory_target, replace_dir
+from triage.core.atomic import current_umask, directory_target, name_the_output, replace_dir
 from triage.core.csv_lines import csv_record_lines
 from triage.core.errors import InputError
 from triage.core.history import Dataset, History
@@ -780,11 +780,8 @@ def build_report(
         (tmp / REPORT_MARKER).write_text(MARKER_TEXT, encoding="utf-8")
         check_replaceable(out)  # again: the plots took a while, someone may have filled it since
         replace_dir(tmp, out)  # the old report, now in tmp, goes with it below
-    except OSError as exc:
-        # A full disk while matplotlib or the page wrote into the hidden folder beside --out:
-        # the error named no file ("error: No space left on device"); name the report's folder.
-        if exc.errno is not None and (exc.filename is None or str(tmp) in str(exc.filename)):
-            exc.filename = str(out)
+    except OSError as exc:  # a full disk while matplotlib or the page wrote the hidden folder
+        name_the_output(exc, out, tmp)
         raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

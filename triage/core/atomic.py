@@ -181,14 +181,23 @@ def atomic_write(path: str | Path, write: Callable[[Path], None], *, fsync: bool
         os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except OSError as exc:
-        # A full disk (ENOSPC) or EIO while pandas, gzip or pyarrow wrote: the error named no
-        # file, or our hidden temporary one ("error: No space left on device"); name the user's.
-        if exc.errno is not None and (exc.filename is None or str(exc.filename) == str(tmp)):
-            exc.filename = str(path)  # (an errno-less OSError keeps its own text: a name would replace it)
+        name_the_output(exc, path, tmp)
         raise
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def name_the_output(exc: OSError, path: str | Path, tmp: str | Path) -> None:
+    """Name ``path`` in ``exc`` when it names no file or only ``tmp`` (or a file inside it), in place.
+
+    A full disk (ENOSPC) or EIO while pandas, gzip, pyarrow or matplotlib wrote
+    the hidden temporary file or folder beside ``path``: the error named no
+    file, or ours ("error: No space left on device"). An errno-less OSError
+    keeps its own text (a name would replace it).
+    """
+    if exc.errno is not None and (exc.filename is None or str(tmp) in str(exc.filename)):
+        exc.filename = str(path)
 
 
 def _mode_for(path: Path) -> int:

@@ -136,13 +136,14 @@ def cuts(lengths: np.ndarray, starts: list[int | None], groups: np.ndarray | Non
     """
     lengths = np.asarray(lengths, dtype=int)
     out = np.array([0 if s is None else s for s in starts], dtype=int)
-    never = np.array([s is None for s in starts], dtype=bool) & (lengths > 1)
+    unknown = np.array([s is None for s in starts], dtype=bool)
+    never = unknown & (lengths > 1)
     if groups is None or not never.any():
         return out
     groups = np.asarray(groups)
     if len(groups) != len(lengths):
         raise ValueError(f"one group per run: {len(lengths)} runs, {len(groups)} groups")
-    judged = ~np.array([s is None for s in starts], dtype=bool) & (lengths > 1)
+    judged = ~unknown & (lengths > 1)
     for g in np.unique(groups[never]):
         steady = out[judged & (groups == g)]
         if len(steady) == 0:
