@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import ruptures as rpt
 
+from triage.core.noise import robust_sigma
 from triage.detectors import BinSeg, Bocpd, Cusum, Detector, Ensemble, Pelt, make
-from triage.detectors.base import ChangePoint, robust_sigma
+from triage.detectors.base import ChangePoint
 from triage.detectors.ensemble import vote
 from triage.detectors.penalised import refine_l2
 

@@ -70,8 +70,8 @@ import pytest
 from helpers_cli import invoke
 from scipy.special import gammaln
 
+from triage.core.noise import robust_sigma
 from triage.detectors import make
-from triage.detectors.base import robust_sigma
 from triage.detectors.bocpd import _student_logpdf
 from triage.detectors.edivisive import qhat_candidate
 from triage.detectors.windowed import perfherder_t

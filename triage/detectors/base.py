@@ -179,21 +179,3 @@ class Detector:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
-
-
-def robust_sigma(x: np.ndarray) -> float:
-    """Noise level of a series with level shifts, in the series' unit.
-
-    The median absolute first difference divided by 0.6745*sqrt(2) estimates
-    the noise standard deviation of Gaussian noise and is barely moved by a
-    few steps, unlike the plain standard deviation (which a step inflates).
-    Falls back to the standard deviation, then to 1, for constant-ish series.
-    """
-    if len(x) < 3:
-        return float(np.std(x)) or 1.0
-    d = np.abs(np.diff(x))
-    s = float(np.median(d)) / (0.6745 * np.sqrt(2.0))
-    if s > 0:
-        return s
-    s = float(np.mean(d)) * np.sqrt(np.pi) / 2.0  # mean |diff| of N(0, 2s^2) is 2s/sqrt(pi)
-    return s if s > 0 else (float(np.std(x)) or 1.0)

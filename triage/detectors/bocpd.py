@@ -31,6 +31,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from triage.core.noise import robust_sigma
 from triage.detectors.base import (
     NONNEG,
     NONNEG_INT,
@@ -39,7 +40,6 @@ from triage.detectors.base import (
     ChangePoint,
     Detector,
     Range,
-    robust_sigma,
 )
 
 

@@ -7,7 +7,7 @@ module only picks a scale-free default penalty and scores the result.
 
 Default penalty: ``penalty * sigma^2 * log(n)`` for the L2 (mean-shift) cost,
 with ``sigma`` the noise level estimated from first differences
-(:func:`~triage.detectors.base.robust_sigma`), i.e. a BIC-style penalty
+(:func:`~triage.core.noise.robust_sigma`), i.e. a BIC-style penalty
 inflated by ``penalty / 2`` to keep flat noisy series free of false alarms.
 
 Speed: ruptures' PELT is pure Python and takes about a second on 500 points
@@ -36,7 +36,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from triage.detectors.base import COUNT, NONNEG, ChangePoint, Detector, Range, robust_sigma
+from triage.core.noise import robust_sigma
+from triage.detectors.base import COUNT, NONNEG, ChangePoint, Detector, Range
 from triage.detectors.costs import CostL2
 
 

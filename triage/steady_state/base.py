@@ -14,6 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
+from triage.core.noise import robust_sigma
+
 # The detectors' parameter ranges and their check, shared (one home: triage.detectors.base).
 from triage.detectors.base import (  # noqa: F401 (COUNT .. PROBABILITY re-exported for the methods)
     COUNT,
@@ -23,7 +25,6 @@ from triage.detectors.base import (  # noqa: F401 (COUNT .. PROBABILITY re-expor
     PROBABILITY,
     Range,
     check_ranges,
-    robust_sigma,
     whole_numbers_as_ints,
 )
 
@@ -76,7 +77,7 @@ def noise_level(x: np.ndarray) -> float:
 
     First differences cancel the slow warm-up trend and a step moves only one
     of them, so their median absolute value is a robust noise estimate
-    (:func:`triage.detectors.base.robust_sigma`); it is floored at a tiny share
+    (:func:`triage.core.noise.robust_sigma`); it is floored at a tiny share
     of the level so that a constant run does not divide by zero. The floor is
     relative at every scale (a run in seconds per operation is ~1e-8): an
     absolute floor would swamp the noise of small values.
