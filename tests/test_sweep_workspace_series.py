@@ -132,16 +132,17 @@ def test_the_queue_filters_changes_of_unknown_direction(tmp_path):
 
 
 def test_p_true_labels_of_close_candidates_do_not_overlap():
-    from triage.workspace.plot import LABEL_GAP, MAX_LABEL_ROWS, label_rows
+    from triage.plotting import label_rows
+    from triage.workspace.plot import LABEL_GAP, MAX_LABEL_ROWS
 
     # Two candidates a few commits apart in 132 (as on a demo series), one far away: all three drawn,
     # the close two on different rows (a dropped label, None, had passed for a placed one).
     positions = [70 / 132, 72 / 132, 120 / 132]
-    rows = label_rows(positions)
+    rows = label_rows(positions, gap=LABEL_GAP, max_rows=MAX_LABEL_ROWS)
     assert None not in rows and rows[0] != rows[1] and rows[2] == 0
     # However many crowd together, no two labels closer than the gap share a row, and every row is used.
     crowd = [0.5 + 0.004 * k for k in range(8)]
-    rows = label_rows(crowd)
+    rows = label_rows(crowd, gap=LABEL_GAP, max_rows=MAX_LABEL_ROWS)
     assert sum(r is not None for r in rows) >= MAX_LABEL_ROWS
     for i in range(len(crowd)):
         for j in range(i):
@@ -152,9 +153,10 @@ def test_p_true_labels_of_close_candidates_do_not_overlap():
 def test_a_crowd_of_candidates_keeps_a_few_label_rows_and_still_plots(tmp_path):
     """A detector firing every 10th commit of 20,000: labels beyond a few rows are left out, not stacked
     into hundreds of rows that squash the plot into a line."""
-    from triage.workspace.plot import MAX_LABEL_ROWS, label_rows
+    from triage.plotting import label_rows
+    from triage.workspace.plot import LABEL_GAP, MAX_LABEL_ROWS
 
-    rows = label_rows([k / 2000 for k in range(2000)])
+    rows = label_rows([k / 2000 for k in range(2000)], gap=LABEL_GAP, max_rows=MAX_LABEL_ROWS)
     assert max(r for r in rows if r is not None) < MAX_LABEL_ROWS
     assert rows.count(None) > 0 and rows[0] == 0
     n = 20_000
@@ -166,3 +168,18 @@ def test_a_crowd_of_candidates_keeps_a_few_label_rows_and_still_plots(tmp_path):
     )
     png = TestClient(create_app(ws)).get("/plot.png", params={"id": "busy"})
     assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_report_labels_the_most_likely_of_close_decisions_in_one_row():
+    """The report's order (most likely true first, one row): of two decisions closer than the gap the
+    likelier is written even when it lies to the right; a full row stops the placing."""
+    from triage.plotting import label_rows
+
+    positions = [0.50, 0.51, 0.90]
+    assert label_rows(positions, gap=0.03, max_rows=1, order=[1, 2, 0]) == [None, 0, 0]
+    assert label_rows(positions, gap=0.03, max_rows=1, order=[0, 2]) == [0, None, 0]  # 1 left out
+    every = [k / 999 for k in range(1000)]
+    rows = label_rows(every, gap=0.03, max_rows=1, order=range(999, -1, -1))
+    placed = [every[k] for k, r in enumerate(rows) if r == 0]
+    assert len(placed) == int(1 / 0.03) + 1 and placed[-1] == 1.0
+    assert float(np.diff(placed).min()) >= 0.03

@@ -59,7 +59,7 @@ from triage.core.errors import InputError
 from triage.core.history import Dataset, History
 from triage.features.windows import adaptive_bounds
 from triage.inference import NOT_SCORABLE, NOT_SCORABLE_WHY
-from triage.plotting import fit_title, scale_values, tight_layout, value_label
+from triage.plotting import fit_title, label_rows, scale_values, tight_layout, value_label
 from triage.readers.source import csv_errors
 
 #: The file that marks a directory as a report this module wrote (and may replace).
@@ -413,28 +413,15 @@ LABEL_GAP = 0.03
 
 
 def _annotated(index: np.ndarray, p_true: np.ndarray, n: int, gap: float = LABEL_GAP) -> list[int]:
-    """The decisions whose P(true) a plot writes: the most likely first, each where no other is written.
+    """The decisions (positions in ``index``, shape (k,)) whose P(true) a plot of ``n`` commits writes.
 
-    Every P(true) is in the table; on the plot, labels closer than ``gap`` of
-    its width overlap into an unreadable smear, and each costs a text artist
-    drawn three times (2,500 decisions on one 100,000-commit series: 6 s a
-    plot). So at most about ``1 / gap`` are written, the most likely true
-    first. Not scorable decisions (NaN) have none.
+    One row of labels (:func:`triage.plotting.label_rows`), the most likely
+    true first, each where no other is written: at most about ``1 / gap``.
+    Every P(true) is in the table; not scorable decisions (NaN) have none.
     """
-    order = np.argsort(-np.nan_to_num(p_true, nan=-1.0), kind="stable")
-    width = max(n - 1, 1)
-    placed: list[float] = []
-    chosen: list[int] = []
-    for k in order.tolist():
-        if np.isnan(p_true[k]):
-            break  # sorted last: the rest have no P(true) either
-        at = float(index[k]) / width
-        if all(abs(at - q) >= gap for q in placed):
-            placed.append(at)
-            chosen.append(k)
-            if len(placed) >= int(1 / gap) + 1:
-                break  # no room is left anywhere
-    return chosen
+    shares = (np.asarray(index, dtype=float) / max(n - 1, 1)).tolist()
+    likely = [int(k) for k in np.argsort(-np.nan_to_num(p_true, nan=-1.0), kind="stable") if not np.isnan(p_true[k])]
+    return [k for k, row in enumerate(label_rows(shares, gap=gap, max_rows=1, order=likely)) if row is not None]
 
 
 def _offset_into_label(fig, ax) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from triage.core.history import History
-from triage.plotting import fit_title, scale_values, tight_layout, value_label
+from triage.plotting import fit_title, label_rows, scale_values, tight_layout, value_label
 
 # Status word -> (colour, marker): sheriff-true reads red, false grey, open orange.
 STATUS_STYLE: dict[str, tuple[str, str]] = {
@@ -23,35 +23,13 @@ STATUS_STYLE: dict[str, tuple[str, str]] = {
 }
 
 
-#: Width of a P(true) label ("0.57" at 7 pt) as a share of the axes' width: closer labels share no row.
+#: Width of a P(true) label ("0.57" at 7 pt) as a share of the axes' width: closer labels share no row
+#: (:func:`triage.plotting.label_rows`).
 LABEL_GAP = 0.035
 #: Height of a row of labels, in points.
 LABEL_ROW = 8
 #: Rows of labels at most: beyond, a label is left out (the table below the plot has every P(true)).
 MAX_LABEL_ROWS = 3
-
-
-def label_rows(positions: Sequence[float], gap: float = LABEL_GAP, max_rows: int = MAX_LABEL_ROWS) -> list[int | None]:
-    """The row (0 = lowest) of each label at ``positions`` (shares of the axes' width), so none overlap.
-
-    Candidates a few commits apart would otherwise print their P(true) on top
-    of each other, unreadable ("0.57" over "1.00"). A label that fits in none
-    of ``max_rows`` rows gets None (not drawn): a crowd of candidates would
-    otherwise stack hundreds of rows and squash the plot.
-    """
-    rows: list[int | None] = [None] * len(positions)
-    last: list[float] = []  # the right-most position placed in each row
-    for k in sorted(range(len(positions)), key=lambda k: positions[k]):
-        pos = positions[k]
-        row = next((r for r, end in enumerate(last) if pos - end >= gap), len(last))
-        if row == len(last):
-            if row == max_rows:
-                continue
-            last.append(pos)
-        else:
-            last[row] = pos
-        rows[k] = row
-    return rows
 
 
 def _shares(x: np.ndarray, indices: Sequence[int]) -> list[float]:
@@ -112,7 +90,7 @@ def series_figure(history: History, points: Sequence[tuple[int, str, float | Non
             ax.scatter(x[mine], shown[mine], color=colour, marker=marker, s=55, zorder=3, clip_on=False,
                        label=f"candidate: {status}")
     labelled = [(index, p_true, call) for index, _, p_true, call in points if p_true is not None]
-    rows = label_rows(_shares(x, [index for index, _, _ in labelled]))
+    rows = label_rows(_shares(x, [index for index, _, _ in labelled]), gap=LABEL_GAP, max_rows=MAX_LABEL_ROWS)
     for (index, p_true, call), row in zip(labelled, rows, strict=True):
         if row is None:
             continue
