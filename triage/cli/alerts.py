@@ -20,7 +20,14 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from triage.cli.options import COMMIT_ORDER_HELP, DATA_HELP, read_commit_order
+from triage.cli.options import (
+    COMMIT_ORDER_HELP,
+    DATA_HELP,
+    Aggregate,
+    Branch,
+    TrimWarmup,
+    read_commit_order,
+)
 from triage.cli.progress import JobProgress, chunks
 from triage.cli.tables import check_format, console_for, count, decision_table, output_name
 from triage.cli.validation import check_option_applies, output_file
@@ -48,11 +55,21 @@ def label(
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first (0: no table; the summary lines still print).")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help=SCHEDULER_HELP)] = None,
+    aggregate: Aggregate = "mean",
+    trim_warmup: TrimWarmup = "none",
+    branch: Branch = None,
 ) -> None:
     """Classify untriaged candidates (not_triaged, under_investigation) with a trained model."""
-    from triage.cli.validation import check_int, check_n_jobs, check_number, check_output_not_input
+    from triage.cli.validation import (
+        check_aggregation,
+        check_int,
+        check_n_jobs,
+        check_number,
+        check_output_not_input,
+    )
 
     check_output_not_input(out, data)
+    check_aggregation(aggregate, trim_warmup)
     check_n_jobs(n_jobs)
     check_int("--explain", explain_top, low=0)
     check_int("--show", show, low=0)
@@ -79,7 +96,7 @@ def label(
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise typer.BadParameter("--threshold must be in [0, 1]")
     clf = load_classifier(resolve_model(model, "alerts"))
-    dataset = load(data)
+    dataset = load(data, aggregate=aggregate, trim_warmup=trim_warmup, branch=branch)
     # Series are labelled independently: in about ten parts, each a progress step.
     ids = dataset.series_ids
     parts = []
@@ -157,6 +174,9 @@ def score(
     commit_order: Annotated[Path | None, typer.Option("--commit-order", help=COMMIT_ORDER_HELP + " The same file `triage candidates --commit-order` was given: its candidates' indices count in that order.")] = None,
     suppress: Annotated[int | None, typer.Option("--suppress-radius", help="Of the candidates called true within this many commits of each other, only the strongest stays true, the others are marked duplicates (one alert per change). Default: the model's (default-scoring: 10, chosen on validation data); 0 keeps every true call (two regressions a few commits apart).")] = None,
     newest_model: Annotated[str | None, typer.Option("--newest-model", help="Model for the candidates fewer than 13 commits from their series' end (a model directory or bundled name; none: --model scores them too). Default: the one --model's manifest names, if any (default-scoring names none; the bundled scoring-newest is trained for them). --threshold applies to it too; otherwise its own per-detector threshold.")] = None,
+    aggregate: Aggregate = "mean",
+    trim_warmup: TrimWarmup = "none",
+    branch: Branch = None,
 ) -> None:
     """Score detector candidates with P(true change) and a decision.
 
@@ -165,9 +185,16 @@ def score(
     only the strongest stays true; the others are marked as duplicates (one
     alert per change).
     """
-    from triage.cli.validation import check_int, check_n_jobs, check_number, check_output_not_input
+    from triage.cli.validation import (
+        check_aggregation,
+        check_int,
+        check_n_jobs,
+        check_number,
+        check_output_not_input,
+    )
 
     check_output_not_input(out, data, candidates, commit_order)
+    check_aggregation(aggregate, trim_warmup)
     check_n_jobs(n_jobs)
     check_int("--explain", explain_top, low=0)
     check_int("--show", show, low=0)
@@ -203,7 +230,8 @@ def score(
     clf = load_classifier(resolve_model(model, "scoring"))
     _check_scoring_features(clf)
     route = newest_route(clf, newest_model)
-    dataset = load(data, commit_order=read_commit_order(commit_order))
+    dataset = load(data, commit_order=read_commit_order(commit_order), aggregate=aggregate, trim_warmup=trim_warmup,
+                   branch=branch)
     with plain_file(candidates, directory_ok=False) as plain:
         table = read_candidates(plain, layout)
     # Placing the candidates comes later and names table.source: the user's file,
@@ -376,11 +404,20 @@ def report(
     title: Annotated[str, typer.Option("--title", help="Page title.")] = "Change-point triage report",
     max_plots: Annotated[int, typer.Option("--max-plots", help="Plot at most this many series (most likely true alerts first).")] = 100,
     commit_order: Annotated[Path | None, typer.Option("--commit-order", help=COMMIT_ORDER_HELP + " The same file the candidates were found with.")] = None,
+    aggregate: Aggregate = "mean",
+    trim_warmup: TrimWarmup = "none",
+    branch: Branch = None,
 ) -> None:
     """Write a static HTML report: a summary table (most likely true first) and a plot per series."""
-    from triage.cli.validation import check_folder_not_stdout, check_int, check_not_in_model_dir
+    from triage.cli.validation import (
+        check_aggregation,
+        check_folder_not_stdout,
+        check_int,
+        check_not_in_model_dir,
+    )
     from triage.loaders import load
 
+    check_aggregation(aggregate, trim_warmup)
     check_int("--max-plots", max_plots, low=0)
     check_folder_not_stdout("--out", out)  # a file in the way is named below, with what it is
     check_not_in_model_dir("--out", out)
@@ -392,7 +429,8 @@ def report(
     check_inputs_outside(out, {"--data": data, "--decisions": decisions, "--candidates": candidates})
     check_option_applies("--commit-order", data, "auto", commit_order, ("long", "jsonl"),
                          "the long layout and JSON lines")
-    dataset = load(data, commit_order=read_commit_order(commit_order))
+    dataset = load(data, commit_order=read_commit_order(commit_order), aggregate=aggregate, trim_warmup=trim_warmup,
+                   branch=branch)
     # Compressed by their bytes, like every input; errors name the file given.
     with plain_file(decisions, directory_ok=False) as plain:
         frame = read_decisions(plain, dataset)

@@ -11,7 +11,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from triage.cli.options import COMMIT_ORDER_HELP, TRIM_WARMUP_HELP, read_commit_order
+from triage.cli.options import (
+    AGGREGATE_HELP,
+    BRANCH_HELP,
+    COMMIT_ORDER_HELP,
+    TRIM_WARMUP_HELP,
+    read_commit_order,
+)
 from triage.cli.tables import console_for, count, dataset_summary, dataset_summary_rows, output_name
 from triage.cli.validation import check_table_suffix, output_file
 from triage.core.errors import InputError
@@ -24,7 +30,6 @@ DATA_HELP = (
     "directory, github-action-benchmark data.js, Perfherder performance JSON, JMH / Google Benchmark JSON results, JSON list; "
     "gzip/zstd compressed or - for stdin (README: Input formats)."
 )
-BRANCH_HELP = "Otava CSVs with a branch column: only this branch (default: every branch, series <metric>@<branch>)."
 ALERTS_HELP = "Perfherder alerts export (JSON) labelling Perfherder performance data."
 # Every command that loads timestamped rows takes it: the loader's error advises it.
 SORT_HELP = ("Sort rows by timestamp (with a warning) instead of failing; a commit measured more than once "
@@ -147,9 +152,7 @@ def _print_summary(dataset, title: str | None = None) -> None:
 def summary(
     data: Path = typer.Option(..., "--data", help=DATA_HELP),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
-    aggregate: str = typer.Option(
-        "mean", help="Statistic for several measurements per commit: mean, median, p90."
-    ),
+    aggregate: str = typer.Option("mean", help=AGGREGATE_HELP),
     sort_timestamps: bool = typer.Option(False, "--sort-timestamps", help=SORT_HELP),
     trim_warmup: str = typer.Option(
         "none",
@@ -195,9 +198,7 @@ def convert(
         help="Long-layout file to write: .csv (.csv.gz, .csv.zst compressed), .parquet or - (CSV on stdout).",
     ),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
-    aggregate: str = typer.Option(
-        "mean", help="Statistic for several measurements per commit: mean, median, p90."
-    ),
+    aggregate: str = typer.Option("mean", help=AGGREGATE_HELP),
     trim_warmup: str = typer.Option(
         "none",
         "--trim-warmup",

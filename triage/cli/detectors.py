@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from triage.cli.options import (
+    AGGREGATE_HELP,
+    BRANCH_HELP,
     COMMIT_ORDER_HELP,
     DATA_HELP,
     TRIM_WARMUP_HELP,
@@ -79,10 +81,10 @@ def candidates(
     ),
     out: Path = typer.Option(..., "--out", parser=output_file, help="Candidate file to write (- = stdout)."),
     layout: str = typer.Option("auto", help=f"One of {', '.join(LAYOUTS)}."),
-    aggregate: str = typer.Option("mean", help="Statistic for several measurements per commit: mean, median, p90."),
+    aggregate: str = typer.Option("mean", help=AGGREGATE_HELP),
     trim_warmup: str = typer.Option("none", "--trim-warmup", help=TRIM_WARMUP_HELP),
     fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines, one candidate per line)."),
-    branch: str = typer.Option(None, "--branch", help="Otava CSVs with a branch column: only this branch (default: every branch, series <metric>@<branch>)."),
+    branch: str = typer.Option(None, "--branch", help=BRANCH_HELP),
     commit_order: Path = typer.Option(None, "--commit-order", help=COMMIT_ORDER_HELP),
     scheduler: str = typer.Option(None, "--scheduler", help="Run on a dask cluster, partitioned by series: local (a LocalCluster on this machine) or a scheduler address (tcp://host:8786)."),
 ) -> None:

@@ -8,6 +8,8 @@ for the Pre/After window).
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from triage.core import params
@@ -83,6 +85,15 @@ TRIM_WARMUP_HELP = (
     "cpssd, kstep or none. A higher-is-better series is a rate, whose warm-up rises; any other is read as "
     "times, whose warm-up falls."
 )
+AGGREGATE_HELP = "Statistic for several measurements per commit: mean, median, p90."
+BRANCH_HELP = "Otava CSVs with a branch column: only this branch (default: every branch, series <metric>@<branch>)."
+
+# How --data becomes one value per commit. `candidates` takes them, and so does every command that
+# reads its candidates back with the data (score, report, serve) or labels alerts on it (label):
+# read differently, they would judge other values than the detector saw.
+Aggregate = Annotated[str, typer.Option("--aggregate", help=AGGREGATE_HELP)]
+TrimWarmup = Annotated[str, typer.Option("--trim-warmup", help=TRIM_WARMUP_HELP)]
+Branch = Annotated[str | None, typer.Option("--branch", help=BRANCH_HELP)]
 COMMIT_ORDER_HELP = (
     "Text file of commit ids in history order, one a line (long layout): re-measured commits (retriggers) "
     "are placed by it instead of by their first appearance."

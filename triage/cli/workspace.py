@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from triage.cli.options import DATA_HELP
+from triage.cli.options import DATA_HELP, Aggregate, Branch, TrimWarmup
 from triage.cli.validation import check_table_suffix, output_file
 
 console = Console()
@@ -50,8 +50,12 @@ def serve(
     commit_url: Annotated[str | None, typer.Option("--commit-url", help="Commit link template, e.g. https://github.com/o/r/commit/{commit}.")] = None,
     sheriff: Annotated[str | None, typer.Option("--sheriff", help="Name recorded with decisions when the page gives none (default: your user name).")] = None,
     newest_model: Annotated[str | None, typer.Option("--newest-model", help="Model for the alerts fewer than 13 commits from their series' end, as `triage score --newest-model` (e.g. scoring-newest; none: --model scores them too). Default: the one --model's manifest names, if any.")] = None,
+    aggregate: Aggregate = "mean",
+    trim_warmup: TrimWarmup = "none",
+    branch: Branch = None,
 ) -> None:
     """Serve the triage workspace: the alert queue, series plots, one-click decisions, agreement by week."""
+    from triage.cli.validation import check_aggregation
     from triage.core.atomic import is_stdio
     from triage.workspace.app import (
         LOOPBACK_NAMES,
@@ -61,6 +65,7 @@ def serve(
         is_loopback,
     )
 
+    check_aggregation(aggregate, trim_warmup)
     try:
         check_host(host, token)
         check_commit_url(commit_url)
@@ -74,7 +79,8 @@ def serve(
     sock = _listening_socket(host, port)
     try:
         ws = build_workspace(data, labels, candidates, model, commit_url=commit_url,
-                             sheriff=sheriff or _default_sheriff(), token=token, newest_model=newest_model)
+                             sheriff=sheriff or _default_sheriff(), token=token, newest_model=newest_model,
+                             reading={"aggregate": aggregate, "trim_warmup": trim_warmup, "branch": branch})
     except BaseException:
         sock.close()
         raise
@@ -135,8 +141,13 @@ def _listening_socket(host: str, port: int):
 
 
 def build_workspace(data: Path, labels: Path, candidates: Path | None, model: str | Path | None, *,
-                    commit_url: str | None, sheriff: str, token: str | None, newest_model: str | None = None):
-    """Load the data, score the alerts, open the store: everything ``serve`` needs before listening."""
+                    commit_url: str | None, sheriff: str, token: str | None, newest_model: str | None = None,
+                    reading: dict[str, object] | None = None):
+    """Load the data, score the alerts, open the store: everything ``serve`` needs before listening.
+
+    ``reading``: how the data becomes one value per commit (``aggregate``, ``trim_warmup``,
+    ``branch`` of :func:`triage.loaders.load`), as the candidates were found on it.
+    """
     from triage.inference import load_classifier
     from triage.loaders import load
     from triage.model_lookup import resolve_model
@@ -164,7 +175,7 @@ def build_workspace(data: Path, labels: Path, candidates: Path | None, model: st
             from triage.scoring import newest_route
 
             route = newest_route(clf, newest_model)
-    dataset = load(data)
+    dataset = load(data, **(reading or {}))  # type: ignore[arg-type]
     # The store's decided alerts stay in the queue when this candidates file lacks them (read
     # from an existing store only: a new one is created below, once the alerts are built).
     decided: list[tuple[str, str]] = []
@@ -184,15 +195,19 @@ def build_workspace(data: Path, labels: Path, candidates: Path | None, model: st
 def labels_export(
     labels: Annotated[Path, typer.Option("--labels", help="SQLite labels store written by `triage serve`.")],
     out: Annotated[Path, typer.Option("--out", parser=output_file, help="CSV (.csv, .csv.gz, .csv.zst; - = stdout) or .parquet to write (atomically).")],
-    data: Annotated[Path | None, typer.Option("--data", help="With the data: the whole dataset in the long layout with the decisions as its labels (what `triage train --data` reads; re-runs of a commit merged into their mean, as every command reads the data). Without: one row per decided alert.")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="With the data: the whole dataset in the long layout with the decisions as its labels (what `triage train --data` reads; re-runs of a commit merged as --aggregate and --trim-warmup say, as `serve` read them). Without: one row per decided alert.")] = None,
+    aggregate: Aggregate = "mean",
+    trim_warmup: TrimWarmup = "none",
+    branch: Branch = None,
 ) -> None:
     """Export the sheriffs' current decisions in the long layout."""
     from triage.cli.tables import console_for, output_name
-    from triage.cli.validation import check_output_not_input
+    from triage.cli.validation import check_aggregation, check_output_not_input
     from triage.core.atomic import write_csv_atomic
     from triage.workspace.store import LabelsStore, export_long
 
     check_output_not_input(out, labels, data)
+    check_aggregation(aggregate, trim_warmup)
     check_table_suffix(out, "labels export writes CSV")
     store = LabelsStore(labels, create=False)
     # --out - writes the CSV to stdout: the summary line goes to stderr, not into the CSV.
@@ -202,7 +217,7 @@ def labels_export(
         from triage.loaders import load, write_long
         from triage.workspace.store import overlay
 
-        merged, n = overlay(load(data), store)
+        merged, n = overlay(load(data, aggregate=aggregate, trim_warmup=trim_warmup, branch=branch), store)
         write_long(merged, out)
         say.print(f"{len(merged):,} series with {n:,} decisions as labels written to [bold]{where}[/]", soft_wrap=True)
         return
