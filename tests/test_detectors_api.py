@@ -188,14 +188,24 @@ def test_one_param_grammar_typed_by_defaults_or_inferred():
         parse_text(["x=abc"], {"x": 1.0})
 
 
-def test_an_ensemble_built_directly_needs_detectors_or_a_factory():
+def test_an_ensemble_built_directly_resolves_names_with_the_registry_or_its_own_factory():
     from triage.detectors import Ensemble
 
+    direct = Ensemble(members=("pelt", "binseg"), min_votes=2)
+    assert direct.detect(step_series()) == make("ensemble", members=("pelt", "binseg"), min_votes=2).detect(step_series())
+    built: list[str] = []  # a factory of one's own still builds the members
+
+    def factory(name: str):
+        built.append(name)
+        return make(name, penalty=1e9) if name == "pelt" else make(name)
+
+    own = Ensemble(members=("pelt", "binseg"), min_votes=2)
+    own.factory = factory
+    assert own.detect(step_series()) == [] and built == ["pelt", "binseg"]
+    unresolved = Ensemble(members=("pelt", "binseg"), min_votes=2)
+    unresolved.factory = None
     with pytest.raises(ValueError, match="names, not detectors"):
-        Ensemble(members=("pelt", "binseg"), min_votes=2).fit(flat_series())
-    ens = Ensemble(members=("pelt", "binseg"), min_votes=2)
-    ens.factory = make
-    assert ens.detect(step_series()) == make("ensemble", members=("pelt", "binseg"), min_votes=2).detect(step_series())
+        unresolved.fit(flat_series())
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,21 @@
    the mean of every measurement: they judged other values than the detector
    saw. They take the same three options; read with them, the data is the file
    ``triage convert`` writes with them.
+2. The detectors, called directly (not through a loader), took values beyond
+   1e100 or below 1e-100 and returned no change, or a burst of them, with
+   only numpy's overflow warning; they refuse them with the loaders' message.
+3. ``Ensemble()`` and a clone of a registry ensemble from ``get_params``
+   failed ("members are names, not detectors"); they resolve member names as
+   ``make("ensemble")`` does.
+4. ``TriageClassifier.set_params`` stored any name (``n_estimatorz``,
+   ``threshold_`` over the fitted threshold) until fit; it refuses names that
+   are neither the classifier's nor its model kind's, as scikit-learn does.
+5. ``TriageClassifier.fit(DataFrame, y)`` with one contract column
+   (``pre_mean``) silently dropped every other column; it is refused, naming
+   them (the matrix's metadata columns are still left out).
+6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
+   change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
+   'values'"; both are refused with what was wrong.
 """
 
 from __future__ import annotations
@@ -73,3 +88,79 @@ def test_label_report_and_labels_export_take_the_reading_options(runs, tmp_path)
         assert code == 2 and "--aggregate" in text and "p50" in text, text
         code, text = invoke([*command, "--trim-warmup", "bogus"])
         assert code == 2 and "--trim-warmup" in text, text
+
+
+def _step(scale: float = 1.0) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    return np.r_[100 + rng.normal(size=60), 110 + rng.normal(size=60)] * scale
+
+
+@pytest.mark.parametrize("scale", [1e198, 1e-202])
+def test_detectors_refuse_values_the_loaders_refuse(scale):
+    from triage.detectors import make, names
+
+    for name in names():
+        with pytest.raises(ValueError, match="outside the usable range"):
+            make(name).detect(_step(scale))
+    # In range, far from 1: the step is found as at scale 1.
+    assert [c.index for c in make("perfherder").detect(_step(1e90))] == [60]
+
+
+def test_an_ensemble_built_directly_or_cloned_resolves_its_member_names():
+    from triage.detectors import Ensemble, make
+
+    assert [c.index for c in Ensemble().detect(_step())] == [60]
+    registry_built = make("mozilla_or_ensemble")
+    clone = type(registry_built)(**registry_built.get_params())
+    assert [c.index for c in clone.detect(_step())] == [c.index for c in registry_built.detect(_step())] == [60]
+
+
+def test_set_params_refuses_names_neither_the_classifier_nor_its_model_takes():
+    from sklearn.model_selection import GridSearchCV
+
+    from triage.training.classifier import TriageClassifier
+
+    for bad, words in (({"n_estimatorz": 5}, "did you mean 'n_estimators'"),
+                       ({"threshold_": 0.9}, "fitted state"),
+                       ({"estimator__max_depth": 3}, "nested"),
+                       ({"model": "svm", "n_estimators": 3}, "for model 'svm'"),
+                       ({"model": "xgb", "n_estimator": 3}, "did you mean 'n_estimators'")):
+        with pytest.raises(ValueError, match=words):
+            TriageClassifier().set_params(**bad)
+    clf = TriageClassifier().set_params(n_estimators=5, max_depth=3, threshold="0.4")
+    assert clf.get_params()["max_depth"] == 3 and clf.threshold == "0.4"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 2] > 0).astype(int)
+    search = GridSearchCV(TriageClassifier(n_estimators=5), {"max_depth": [2, 3]}, cv=2).fit(X, y)
+    assert search.best_params_["max_depth"] in (2, 3)
+
+
+def test_fit_on_a_frame_refuses_to_drop_columns_that_are_not_contract_features():
+    from triage.training.classifier import TriageClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 2] > 0).astype(int)
+    with pytest.raises(ValueError, match=r"2 other column\(s\) \(x1, signal\)"):
+        TriageClassifier(n_estimators=10).fit(pd.DataFrame(X, columns=["pre_mean", "x1", "signal"]), y)
+    chosen = TriageClassifier(n_estimators=10, features=["pre_mean", "signal"])
+    assert chosen.fit(pd.DataFrame(X, columns=["pre_mean", "x1", "signal"]), y).n_features_in_ == 2
+    with_metadata = pd.DataFrame(X, columns=["pre_mean", "pre_sd", "after_mean"]).assign(series_id="s", commit="c")
+    assert TriageClassifier(n_estimators=10).fit(with_metadata, y).feature_names_ == ["pre_mean", "pre_sd", "after_mean"]
+
+
+def test_replay_refuses_what_it_cannot_replay():
+    from pathlib import Path
+
+    from triage.online.loop import OnlineTriage
+    from triage.synthetic import generate
+
+    loop = OnlineTriage.from_model_dir(Path(__file__).parents[1] / "models" / "online-w4", explain="none")
+    data = generate("small", seed=0)
+    for bad in ({"batch_series": -1}, {"batch_series": 0}, {"commits_per_batch": "a"}, {"batch_series": True}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            loop.replay(data, **bad)
+    with pytest.raises(TypeError, match="item 0 is int"):
+        loop.replay([1, 2, 3])
+    assert len(loop.replay(data, batch_series=3)) > 0

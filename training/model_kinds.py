@@ -57,6 +57,21 @@ class ModelKind:
         """Extra keywords of ``estimator.fit`` for targets ``y`` (n,)."""
         return {}
 
+    def estimator_params(self) -> dict[str, object]:
+        """The parameters the kind's estimator takes, with their defaults (its ``get_params``)."""
+        raise NotImplementedError
+
+    def check_param_name(self, name: str) -> None:
+        """``ValueError`` for a parameter name the kind's estimator does not take (as scikit-learn's
+        ``set_params`` refuses one), with the nearest known name when there is one."""
+        import difflib
+
+        known = self.estimator_params()
+        if name not in known:
+            near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+            hint = f" (did you mean {near[0]!r}?)" if near else f"; it takes {', '.join(sorted(known))}"
+            raise ValueError(f"Invalid parameter {name!r} for model {self.name!r}{hint}")
+
     def raw_score(self, estimator, X: np.ndarray) -> np.ndarray:
         """The fitted estimator's score for the positive class, shape (n,)."""
         return estimator.predict_proba(X)[:, 1]
@@ -82,6 +97,11 @@ class RandomForest(ModelKind):
         "max_depth": [None, 12, 20],
     }
 
+    def estimator_params(self):
+        from sklearn.ensemble import RandomForestClassifier
+
+        return RandomForestClassifier().get_params()
+
     def build(self, params, *, class_weight, random_state, n_jobs):
         from sklearn.ensemble import RandomForestClassifier
 
@@ -106,6 +126,11 @@ class SupportVectorMachine(ModelKind):
     search_space = {"C": [0.3, 1.0, 3.0, 10.0, 30.0], "gamma": ["scale", 0.003, 0.01, 0.03, 0.1]}
     search_prefix = "svc__"
     margin_score = True
+
+    def estimator_params(self):
+        from sklearn.svm import SVC
+
+        return SVC().get_params()
 
     def build(self, params, *, class_weight, random_state, n_jobs):
         from sklearn.impute import SimpleImputer
@@ -161,10 +186,23 @@ class XGBoost(ModelKind):
     native_file = "model.ubj"
     native_library = "xgboost"
 
-    def build(self, params, *, class_weight, random_state, n_jobs):
+    def estimator_params(self):
         from xgboost import XGBClassifier
 
-        _refuse_near_misses(params, XGBClassifier().get_params())
+        return XGBClassifier().get_params()
+
+    def check_param_name(self, name: str) -> None:
+        # XGBoost takes any keyword (its booster has more parameters than its estimator lists):
+        # only a near miss of a listed one is refused, as at build.
+        try:
+            _refuse_near_misses({name: None}, self.estimator_params())
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+
+    def build(self, params, *, class_weight, random_state, n_jobs):
+        _refuse_near_misses(params, self.estimator_params())
+        from xgboost import XGBClassifier
+
         return XGBClassifier(
             objective="binary:logistic",
             eval_metric="logloss",

@@ -20,6 +20,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from triage.core.values import unusable, value_problem
+
 #: Allowed range of a numeric parameter: (kind, low, high, low inclusive, high inclusive);
 #: kind "int" wants a whole number, "float" a finite number. ``None`` = unbounded on that side.
 Range = tuple[str, float | None, float | None, bool, bool]
@@ -107,12 +109,22 @@ class ChangePoint:
 
 
 def as_series(values: Any) -> np.ndarray:
-    """``values`` as a finite float64 vector, shape (n,); ``ValueError`` otherwise."""
+    """``values`` as a float64 vector, shape (n,), that the detectors can compute with; ``ValueError`` otherwise.
+
+    The range is the loaders' (:mod:`triage.core.values`): called directly on
+    values beyond 1e100 (or below 1e-100) the detectors' sums of squares
+    overflowed (or underflowed), and they returned no change, or a burst of
+    them, with only numpy's warning.
+    """
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError(f"expected a 1-d series, got shape {x.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError("series has NaN or infinite values")
+    bad = unusable(x)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"series value at position {i}: {value_problem(x[i])}")
     return x
 
 

@@ -61,9 +61,10 @@ class Ensemble(Detector):
         self.min_votes = min_votes
         self.always = always
 
-    #: Builds a member from its registry name. :func:`triage.detectors.registry.make`
-    #: sets it on the ensembles it builds (as it sets ``name``); an ensemble
-    #: constructed directly takes :class:`Detector` members, or a factory here.
+    #: Builds a member from its registry name: :func:`triage.detectors.registry.make`,
+    #: which the registry sets here once it is defined (importing :mod:`triage.detectors`
+    #: imports the registry), so that ``Ensemble()`` and a clone from :meth:`get_params`
+    #: resolve names as ``make("ensemble")`` does.
     factory: Callable[[str], Detector] | None = None
 
     def _member_names(self) -> list[str]:

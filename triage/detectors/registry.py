@@ -152,9 +152,14 @@ def make(name: str, **params: Any) -> Detector:
     det = cls(**full)
     det.name = name  # the registry name, e.g. "hybrid_ks", labels its output
     if isinstance(det, Ensemble):
-        det.factory = make  # members given by name are built here, with their defaults
         det.check_params()  # its rules across parameters (min_votes against the members), before any work
     return det
+
+
+# An ensemble's members given by name are built by make, with their defaults, also in an ensemble
+# constructed directly or cloned from get_params (which failed: "names, not detectors"). Set here
+# because the ensemble module cannot import the registry, which imports it.
+Ensemble.factory = staticmethod(make)
 
 
 def _same(a: Any, b: Any) -> bool:

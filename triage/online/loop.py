@@ -126,6 +126,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from triage.core import timestamps
+from triage.core.history import History
 from triage.core.noise import robust_sd
 from triage.core.values import value_problem
 from triage.features import catalogue, level_shift, noise_free
@@ -1185,8 +1186,11 @@ class OnlineTriage:
         instead. :meth:`process_one`, :meth:`process_many` and ``triage
         watch`` never screen.
         """
-        if commits_per_batch < 1:
-            raise ValueError(f"commits_per_batch must be >= 1, got {commits_per_batch!r}")
+        # A negative batch_series replayed nothing (range() with a negative step) and
+        # returned no change point, a wrong answer without an error.
+        for name, value in (("batch_series", batch_series), ("commits_per_batch", commits_per_batch)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         self._screen = self._screen_for(screen)
         # Only the positive decisions and withdrawals leave a replay; with
         # states dropped and no store nothing else sees a negative decision.
@@ -1211,6 +1215,12 @@ class OnlineTriage:
                     found.append(d)
 
         histories = list(dataset)
+        for k, h in enumerate(histories):
+            if not isinstance(h, History):  # replay([1, 2, 3]) failed on "'int' object has no attribute"
+                raise TypeError(
+                    f"replay() takes a Dataset (or other iterable) of History objects; item {k} is "
+                    f"{type(h).__name__} {h!r:.60}"
+                )
         for start in range(0, len(histories), batch_series):
             group = histories[start : start + batch_series]
             for h in group:
