@@ -53,7 +53,8 @@ Protocol
    out project's candidates; the pooled out-of-project predictions give one
    AUC per detector (``perfherder``, ``edivisive``, ``binseg``).
 8. **Alarm rate**: every detector on the untouched real histories (all 372,
-   or 1 in ``--every``): alarms per 100 commits, alone and + triage.
+   or 1 in ``--every``): alarms per 100 commits, alone and + triage
+   (``--alarm-rates MODEL``: this step alone, for a saved scoring model).
 9. **Feature choice** (``--dev-loso``, a separate run): leave one
    *development* project (fit and validation parts) out, with and without
    the series-relative ``ctx_*`` columns; the test part is not read. It is
@@ -877,12 +878,7 @@ def run(mode: str, seed: int, every: int, n_jobs: int, loso: bool, save_model: P
     for d in SELECTED:
         cands = candidate_rows(untouched, found_u[d], d)
         p = proba_of(clf, cands)
-        n_kept = sum(len(v) for v in kept(cands, p, thresholds[d], radius).values())
-        alarm_rows.append({
-            "detector": d,
-            "alone": 100.0 * len(cands) / n_commits,
-            "triage": 100.0 * float(n_kept) / n_commits,
-        })
+        alarm_rows.append(alarm_rate_row(d, cands, p, thresholds[d], radius, n_commits))
         if nclf is not None:
             n_routed = sum(len(v) for v in kept_routed(cands, p, thresholds[d], proba_of(nclf, cands), nthresholds[d],
                                                        near_end(untouched, cands), radius).values())
@@ -1025,6 +1021,34 @@ def dev_loso_markdown(rows: list[dict], seed: int, every: int, train_seeds: Sequ
 
 
 BY_SIZE_DETECTORS = ("perfherder", "ensemble", "pelt")
+
+
+def alarm_rate_row(detector: str, cands: pd.DataFrame, proba: np.ndarray, threshold: float, radius: int,
+                   n_commits: int) -> dict[str, object]:
+    """Alarms per 100 commits of one detector's candidates ``cands``, alone and kept by triage."""
+    n_kept = sum(len(v) for v in kept(cands, proba, threshold, radius).values())
+    return {"detector": detector, "alone": 100.0 * len(cands) / n_commits, "triage": 100.0 * float(n_kept) / n_commits}
+
+
+def alarm_rates(model: Path, every: int, n_jobs: int, log=print) -> str:
+    """Markdown: a saved scoring model's alarms per 100 commits on the untouched real histories
+    (``--alarm-rates``; the main run's table, without training a model)."""
+    from triage.training.model_files import load_model
+
+    clf = load_model(model)
+    extra = clf.manifest_.get("extra") or {}
+    thresholds, radius = extra["detector_thresholds"], int(extra.get("suppress_radius", 0))
+    untouched = real_data.subsample(real_data.load_real(), every)
+    found = cached_detections(untouched, f"untouched_e{every}", n_jobs, log)
+    n_commits = sum(len(h) for h in untouched)
+    lines = [f"`{model}`: alarms per 100 commits on {len(untouched)} untouched real histories ({n_commits:,} commits; "
+             f"thresholds and suppression radius {radius} of the model):", "",
+             "| detector | alone | + triage |", "| --- | ---: | ---: |"]
+    for d in SELECTED:
+        cands = candidate_rows(untouched, found[d], d)
+        r = alarm_rate_row(d, cands, proba_of(clf, cands), float(thresholds[d]), radius, n_commits)
+        lines.append(f"| {d} | {r['alone']:.2f} | {r['triage']:.2f} |")
+    return "\n".join(lines) + "\n"
 
 
 def by_size(model: Path, mode: str, seed: int, every: int, n_jobs: int, log=print, part: str = "test",
@@ -1289,6 +1313,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--by-size", type=Path, default=None, metavar="MODEL",
                     help="only a diagnostic of a saved scoring model on the test part: F1 of perfherder, ensemble and "
                          "pelt alone and + triage, and the changes found by shift size")
+    ap.add_argument("--alarm-rates", type=Path, default=None, metavar="MODEL",
+                    help="only a saved scoring model's alarms per 100 commits on the untouched real histories, every "
+                         "detector alone and + triage (no injection, no training)")
     ap.add_argument("--part", choices=real_data.PARTS[1:], default="test",
                     help="with --by-size: the part it reads (default test)")
     ap.add_argument("--ramp", type=int, default=0,
@@ -1306,6 +1333,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.by_size is None and (args.part != "test" or args.ramp):
         ap.error("--part and --ramp go with --by-size")
+    if args.alarm_rates is not None:
+        _publish(alarm_rates(args.alarm_rates, args.every, args.n_jobs), f"bench_real_alarms_e{args.every}.md")
+        return
     if args.by_size is not None:
         tag = ("" if args.part == "test" else f"_{args.part}") + (f"_r{args.ramp}" if args.ramp > 1 else "")
         _publish(by_size(args.by_size, args.mode, args.seed, args.every, args.n_jobs, part=args.part, ramp=args.ramp),

@@ -18,7 +18,7 @@ Protocol
    is triaged with probability ``--triaged`` (seeded): its truth is its label
    (``true_positive`` / ``false_positive``); the others are ``not_triaged``.
 4. **`triage label`'s path**: :func:`triage.batch_label.label_candidates` with
-   the bundled ``default-adaptive`` (synthetic ``default`` preset; adaptive
+   the bundled ``default-adaptive`` (synthetic ``realnoise`` preset; adaptive
    windows bounded by the *triaged* true alerts, the paper's setting) decides
    the untriaged alerts at its threshold.
 5. **`triage score`'s path**, for comparison on the very same untriaged
