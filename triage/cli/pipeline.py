@@ -18,8 +18,13 @@ from rich.table import Table
 from rich.text import Text
 
 from triage.cli.tables import console_for, count, distinct_numbers, writes_stdout
-from triage.cli.validation import check_choice, check_output_not_input, output_file
-from triage.core.atomic import destination, is_stdio, write_csv_atomic
+from triage.cli.validation import (
+    check_choice,
+    check_output_not_input,
+    check_table_suffix,
+    output_file,
+)
+from triage.core.atomic import destination, is_stdio, write_csv_atomic, write_table_atomic
 from triage.core.errors import InputError
 from triage.core.values import value_problem
 
@@ -41,7 +46,7 @@ def steady(
         help="JMH or Google Benchmark JSON result files (or JSON arrays of runs: arrays of iteration values; gzip/zstd compressed or not), one per commit, in history order.",
     ),
     out: Path = typer.Option(
-        ..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write (- = stdout)."
+        ..., "--out", parser=output_file, help="Long-layout CSV of the steady iterations to write (Parquet for a .parquet name; - = stdout)."
     ),
     # cpssd by default: on generated JMH-like histories its commit values spread least and
     # perfherder finds the most changes in them (BENCHMARKS.md, "Warm-up trimming for the detectors").
@@ -57,7 +62,7 @@ def steady(
         None,
         "--starts",
         parser=output_file,
-        help="CSV to write: series_id, commit, fork, iterations, steady_start (empty: never steady), cut (iterations left out: the steady start; for a fork never steady the median start of its series' steady forks, 0 if none) per run.",
+        help="CSV (Parquet for a .parquet name) to write: series_id, commit, fork, iterations, steady_start (empty: never steady), cut (iterations left out: the steady start; for a fork never steady the median start of its series' steady forks, 0 if none) per run.",
     ),
     series: str = typer.Option(
         None,
@@ -74,6 +79,10 @@ def steady(
     method = check_choice("--trim-warmup", method.strip().lower(), CHOICES)
     check_output_not_input(out, *files)
     check_output_not_input(starts_out, *files, option="--starts")
+    # It wrote CSV text under any name: st.parquet and st.json were files no reader took.
+    check_table_suffix(out, "steady writes a long CSV")
+    if starts_out is not None:
+        check_table_suffix(starts_out, "--starts writes a CSV", option="--starts")
     if starts_out is not None and (
         (writes_stdout(out) and writes_stdout(starts_out))
         or (str(starts_out) != "-" and Path(starts_out).resolve() == Path(out).resolve())
@@ -114,9 +123,9 @@ def steady(
         raise typer.BadParameter(
             f"{exc} (name each file's commit with --commits)", param_hint="FILES"
         ) from None
-    write_csv_atomic(long, out)
+    write_table_atomic(long, out)
     if starts_out is not None:
-        write_csv_atomic(starts.astype({"steady_start": "Int64"}), starts_out)
+        write_table_atomic(starts.astype({"steady_start": "Int64"}), starts_out)
     # The CSV on stdout (--out - or /dev/stdout): the table goes to stderr, out of the data.
     say = Console(stderr=True) if writes_stdout(out) or writes_stdout(starts_out) else console
     table = Table(title=f"Steady-state starts ({method})")

@@ -158,8 +158,9 @@ def check_input_path(option: str, path: Path | None, *, directory_ok: bool = Tru
     return path
 
 
-def check_table_suffix(out: Path, writer: str) -> None:
-    """Refuse an ``--out`` whose name the readers take for another layout (``convert``, ``labels export``).
+def check_table_suffix(out: Path, writer: str, option: str = "--out") -> None:
+    """Refuse an ``--out`` whose name the readers take for another layout (``convert``, ``labels export``,
+    ``steady``; ``option`` names the option, e.g. ``--starts``).
 
     The writers write Parquet for ``.parquet`` and CSV for anything else
     (compressed by ``.gz`` / ``.zst``): ``x.parquet.gz`` became a gzipped CSV
@@ -174,7 +175,7 @@ def check_table_suffix(out: Path, writer: str) -> None:
     kind = (suffixes[-2] if len(suffixes) >= 2 else "") if compressed else (suffixes[-1] if suffixes else "")
     if (compressed and kind == ".parquet") or kind in (".json", ".jsonl", ".ndjson", ".js", ".yaml", ".yml"):
         raise typer.BadParameter(f"{out.name}: {writer} (.csv, .csv.gz, .csv.zst) or an uncompressed .parquet",
-                                 param_hint="--out")
+                                 param_hint=option)
 
 
 def check_folder_not_stdout(option: str, path: Path) -> None:

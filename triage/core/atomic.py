@@ -267,6 +267,17 @@ def write_csv_atomic(frame: pd.DataFrame, path: str | Path, **to_csv: object) ->
     return atomic_write(path, write)
 
 
+def write_table_atomic(frame: pd.DataFrame, path: str | Path, **to_csv: object) -> Path:
+    """``frame`` as Parquet for a ``.parquet`` name, else as :func:`write_csv_atomic` writes it, atomically.
+
+    A table the readers take by its suffix: CSV text under a ``.parquet`` name
+    was refused by every reader ("not a readable Parquet file").
+    """
+    if not is_stdio(path) and Path(str(path)).suffix.lower() == ".parquet":
+        return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    return write_csv_atomic(frame, path, **to_csv)
+
+
 def _json_cell(value: object) -> object:
     """One cell as JSON: missing -> null, NumPy scalars as Python's, timestamps ISO 8601 (pandas' form)."""
     if isinstance(value, pd.Timestamp):  # NaT is no Timestamp: it is missing, below

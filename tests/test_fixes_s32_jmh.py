@@ -1,0 +1,68 @@
+"""Defects of the JMH path found by the thirty-second session's walkthrough, fixed there.
+
+1. ``triage steady a.json b.json --out st.parquet`` (or ``--starts
+   starts.parquet``, or ``--out st.json``) wrote CSV text under that name,
+   which every reader of the project then refused ("not a readable Parquet
+   file"). ``steady`` now writes Parquet for a ``.parquet`` name (as
+   ``convert`` does) and refuses the names ``convert`` refuses (``.json``,
+   ``.jsonl``, ``.parquet.gz``, ...) before any work, naming the option.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+from helpers_cli import flat, invoke
+
+from triage.loaders import load
+
+
+def _entry(benchmark, forks, mode="thrpt", unit="ops/s"):
+    """One element of JMH's ``-rf json`` output, with the fields this project reads."""
+    entry = {"jmhVersion": "1.37", "benchmark": benchmark, "primaryMetric": {
+        "scoreUnit": unit, "rawData": [list(map(float, f)) for f in forks]}}
+    if mode is not None:
+        entry["mode"] = mode
+    return entry
+
+
+def _forks(rng, level, n_forks=2, n=30):
+    return [level + rng.standard_normal(n) * level * 0.005 for _ in range(n_forks)]
+
+
+def _history(folder, levels, mode="thrpt", units=None, name="org.acme.Bench.parse"):
+    """One JMH file per commit, ``c00.json``, ``c01.json``, ...: the paths, in history order."""
+    rng = np.random.default_rng(5)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for k, level in enumerate(levels):
+        unit = units[k] if units else "ops/s"
+        path = folder / f"c{k:02d}.json"
+        path.write_text(json.dumps([_entry(name, _forks(rng, level), mode, unit)]))
+        files.append(path)
+    return files
+
+
+# ------------------------------------------------------------------ 1. steady --out by its suffix
+
+
+def test_steady_writes_parquet_for_a_parquet_name_and_refuses_a_json_name(tmp_path):
+    files = _history(tmp_path / "h", [1000.0, 1000.0, 900.0])
+    out, starts = tmp_path / "st.parquet", tmp_path / "starts.parquet"
+    code, text = invoke(["steady", *files, "--out", out, "--starts", starts])
+    assert code == 0, text
+    assert out.read_bytes()[:4] == b"PAR1" and starts.read_bytes()[:4] == b"PAR1"
+    assert list(pd.read_parquet(starts).columns[:3]) == ["series_id", "commit", "fork"]
+    csv = tmp_path / "st.csv"
+    assert invoke(["steady", *files, "--out", csv])[0] == 0
+    # The Parquet file reads back as the CSV does, direction included.
+    by_parquet, by_csv = load(out), load(csv)
+    assert np.allclose(by_parquet["org.acme.Bench.parse"].values, by_csv["org.acme.Bench.parse"].values)
+    assert by_parquet["org.acme.Bench.parse"].higher_is_better is True
+    for option, name in (("--out", "st.json"), ("--out", "st.parquet.gz"), ("--starts", "starts.jsonl")):
+        targets = {"--out": tmp_path / "o.csv", option: tmp_path / name}
+        code, text = invoke(["steady", *files, *(x for pair in targets.items() for x in pair)])
+        assert code == 2 and option in flat(text) and name in flat(text), text
+        assert not (tmp_path / name).exists() and not (tmp_path / "o.csv").exists()
