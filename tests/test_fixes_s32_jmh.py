@@ -6,6 +6,14 @@
    file"). ``steady`` now writes Parquet for a ``.parquet`` name (as
    ``convert`` does) and refuses the names ``convert`` refuses (``.json``,
    ``.jsonl``, ``.parquet.gz``, ...) before any work, naming the option.
+
+2. A JMH benchmark whose unit changed to one that cannot be converted
+   (``ops/s`` in c00-c19, then ``B/op``) was joined into one series with a
+   warning per file; the report then called the change of unit a -99.9 %
+   regression and a true alert. It is now an error (exit 2) at the first
+   file in the new unit, naming the benchmark, both units and the commits
+   and files on each side. Time units still convert (``ops/s`` -> ``ops/ms``,
+   ``us/op`` -> ``ms/op``); a file without ``scoreUnit`` is still warned about.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from helpers_cli import flat, invoke
 
 from triage.loaders import load
@@ -66,3 +75,25 @@ def test_steady_writes_parquet_for_a_parquet_name_and_refuses_a_json_name(tmp_pa
         code, text = invoke(["steady", *files, *(x for pair in targets.items() for x in pair)])
         assert code == 2 and option in flat(text) and name in flat(text), text
         assert not (tmp_path / name).exists() and not (tmp_path / "o.csv").exists()
+
+
+# ------------------------------------------------------------------ 2. a unit that cannot be converted
+
+
+def test_a_unit_that_cannot_be_converted_is_an_error_naming_both_units_and_where(tmp_path):
+    units = ["ops/s"] * 4 + ["B/op"] * 2
+    files = _history(tmp_path / "h", [1000.0] * 4 + [24.0] * 2, units=units)
+    out = tmp_path / "st.csv"
+    code, text = invoke(["steady", *files, "--out", out])
+    assert code == 2, text
+    line = flat(text)
+    assert "c04.json, row 1: org.acme.Bench.parse is in B/op from commit c04 on, in ops/s in commits c00" in line
+    assert "c03 (" in line and "c03.json" in line and not out.exists()
+    # Time units still convert: ops/s then ops/ms, us/op then ms/op.
+    for folder, mode, pair, levels in (("r", "thrpt", ["ops/s", "ops/ms"], [2.0e6, 2.0e3]),
+                                       ("t", "avgt", ["us/op", "ms/op"], [250.0, 0.25])):
+        files = _history(tmp_path / folder, levels, mode=mode, units=pair)
+        code, text = invoke(["steady", *files, "--out", out, "--trim-warmup", "none"])
+        assert code == 0, text
+        means = pd.read_csv(out).groupby("commit")["value"].mean().to_numpy()
+        assert means == pytest.approx([levels[0]] * 2, rel=0.02)

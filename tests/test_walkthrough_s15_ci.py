@@ -318,7 +318,7 @@ def test_steady_writes_a_series_in_one_unit_when_a_build_changes_the_time_unit(t
     assert means.to_numpy() == pytest.approx([2.0e6] * 4, rel=0.02)
 
 
-def test_steady_converts_a_time_per_operation_and_warns_about_a_unit_it_cannot_convert(tmp_path):
+def test_steady_converts_a_time_per_operation_and_refuses_a_unit_it_cannot_convert(tmp_path):
     files = _unit_builds(tmp_path, "avgt", [("us/op", 250.0), ("ns/op", 250_000.0)])
     out = tmp_path / "steady.csv"
     code, output = invoke(["steady", *files, "--out", out, "--trim-warmup", "none"])
@@ -326,9 +326,9 @@ def test_steady_converts_a_time_per_operation_and_warns_about_a_unit_it_cannot_c
     assert pd.read_csv(out).groupby("commit")["value"].mean().to_numpy() == pytest.approx([250.0, 250.0], rel=0.02)
     (tmp_path / "odd").mkdir()
     odd = _unit_builds(tmp_path / "odd", "thrpt", [("ops/s", 10.0), ("msgs/s", 10.0)])
-    with pytest.warns(UserWarning, match=r"c2.json: .* is in msgs/s, .*c1.json has it in ops/s: .*not comparable"):
-        code, output = invoke(["steady", *odd, "--out", tmp_path / "odd.csv", "--trim-warmup", "none"])
-    assert code == 0, output
+    # Was a warning, and the history joined across the change (session 32: an error).
+    code, output = invoke(["steady", *odd, "--out", tmp_path / "odd.csv", "--trim-warmup", "none"])
+    assert code == 2 and "is in msgs/s from commit c2 on, in ops/s in commit c1" in flat(output), output
 
 
 # ------------------------------------------------ 7. culprit's heading over a narrow table (gap measured)

@@ -95,11 +95,19 @@ def read_jmh(
 
     Forks and iterations are numbered from 0 in file order.
     """
+    return _read_jmh(path, runs_series, runs_need_series=runs_need_series)[0]
+
+
+def _read_jmh(
+    path: str | Path, runs_series: str | None = None, *, runs_need_series: bool = False
+) -> tuple[pd.DataFrame, dict[str, int]]:
+    """:func:`read_jmh`'s frame and each JMH benchmark's position in the file (its ``row``; empty for
+    Google Benchmark and arrays of runs), for problems found across files to be told at their row."""
     path = Path(path)
     payload = read_json(path, "JMH JSON results")
     if is_gbench(payload):
         # One build's run too, in its own shape: the same rows, so steady, trimming and loading take it.
-        return gbench_frame(payload, path)
+        return gbench_frame(payload, path), {}
     if payload == []:
         raise NoResults(
             path,
@@ -152,7 +160,7 @@ def read_jmh(
                 None,
                 "an array of runs has no file name to name its series: give it (--series)",
             )
-        return _plain_runs(payload, path, runs_series or path.stem)
+        return _plain_runs(payload, path, runs_series or path.stem), {}
     entries = []
     for pos, item in enumerate(payload, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("benchmark"), str):
@@ -203,7 +211,7 @@ def read_jmh(
         for f, scores in enumerate(forks):
             for i, v in enumerate(scores):
                 rows.append((name, mode, unit, f, i, v))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=COLUMNS), seen
 
 
 def _plain_runs(payload: list, path: Path, series: str) -> pd.DataFrame:
@@ -333,13 +341,14 @@ def steady_long(
     detector = steady_state.make(trim_warmup)
     rate_detector = steady_state.make(trim_warmup, rates=True)
     frames, shown = [], []
+    positions: list[dict[str, int]] = []
     empty: list[NoResults] = []
     for path, commit in zip(files, commits, strict=True):
         with plain_file(path, directory_ok=False) as plain:
             try:
                 # Standard input has no stem to name a series of runs after.
                 stdin = is_stdio(path)
-                frame = read_jmh(
+                frame, rows = _read_jmh(
                     plain, runs_series or (None if stdin else stem(path)), runs_need_series=stdin
                 )
             except NoResults as exc:
@@ -361,12 +370,15 @@ def steady_long(
             )
         frames.append((commit, frame))
         shown.append(display_name(path))
+        positions.append(rows)
     if not frames:
         raise empty[0]
     for skipped in empty:
         warnings.warn(f"{skipped.source}: {EMPTY_RUN}: left out, no commit of it is written", stacklevel=2)
-    _same_name_in_every_file(frames)
-    _one_unit_per_series(frames, shown)
+    for rows, rename in zip(positions, _same_name_in_every_file(frames), strict=True):
+        for name, renamed in rename.items():
+            rows[renamed] = rows.pop(name)
+    _one_unit_per_series(frames, shown, positions)
     runs, starts = [], []
     for commit, frame in frames:
         for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
@@ -394,7 +406,7 @@ def steady_long(
     return long, table
 
 
-def _same_name_in_every_file(frames: list[tuple[str, pd.DataFrame]]) -> None:
+def _same_name_in_every_file(frames: list[tuple[str, pd.DataFrame]]) -> list[dict[str, str]]:
     """Name a benchmark ``<name>:<mode>`` in every file once the files hold it in several modes.
 
     :func:`read_jmh` names a series within one file: the plain name when the
@@ -403,7 +415,7 @@ def _same_name_in_every_file(frames: list[tuple[str, pd.DataFrame]]) -> None:
     mode it kept into two series at that commit, and one whose mode changed
     would mix rates and times in one series. A name ending in ``:<its mode>``
     is one :func:`read_jmh` suffixed: a JMH benchmark name holds no ``:``
-    (parameters sit inside brackets).
+    (parameters sit inside brackets). Returns each frame's renaming (old name -> new).
     """
 
     def base(name: str, mode: str) -> str:
@@ -413,6 +425,7 @@ def _same_name_in_every_file(frames: list[tuple[str, pd.DataFrame]]) -> None:
     modes: dict[str, set[str]] = {}
     for name, mode in set().union(*pairs):
         modes.setdefault(base(name, mode), set()).add(mode)
+    renames = []
     for (_, frame), named in zip(frames, pairs, strict=True):
         rename = {
             name: f"{base(name, mode)}:{mode}"
@@ -421,6 +434,8 @@ def _same_name_in_every_file(frames: list[tuple[str, pd.DataFrame]]) -> None:
         }
         if rename:
             frame["series_id"] = frame["series_id"].replace(rename)
+        renames.append(rename)
+    return renames
 
 
 #: Nanoseconds in each time unit JMH writes in a score unit (``ops/ms``, ``us/op``).
@@ -437,32 +452,54 @@ def _time_unit(unit: str) -> tuple[str, int] | None:
     return None
 
 
-def _one_unit_per_series(frames: list[tuple[str, pd.DataFrame]], shown: list[str]) -> None:
+def _one_unit_per_series(
+    frames: list[tuple[str, pd.DataFrame]], shown: list[str], positions: list[dict[str, int]]
+) -> None:
     """Each series' values in the unit of its first file.
 
     A build that changes a benchmark's ``@OutputTimeUnit`` writes ``ops/ms``
     where the earlier ones wrote ``ops/s``: written as they are, the values
     jumped a thousandfold at that commit, a change point made by the unit.
-    JMH's time units convert exactly; other units that differ are warned about.
+    JMH's time units convert exactly. Two other units that differ (``ops/s``,
+    then ``B/op``) are an :class:`InputError` naming the benchmark, both units
+    and where it changes: joined with a warning, the report called the change
+    of unit a -99.9 % regression and a true alert. A file without a unit
+    (no ``scoreUnit``) cannot tell whether it changed: warned about.
     """
-    first: dict[str, tuple[str, str]] = {}
-    for (_, frame), name in zip(frames, shown, strict=True):
+    first: dict[str, tuple[str, str, str]] = {}
+    # The last file (and commit) of each series in its first unit: where the other unit begins.
+    last: dict[str, tuple[str, str]] = {}
+    for (commit, frame), name, rows in zip(frames, shown, positions, strict=True):
         for series, unit in frame.groupby("series_id", sort=False)["unit"].first().items():
-            was, where = first.setdefault(series, (unit, name))
+            was, where, since = first.setdefault(series, (unit, name, commit))
             if unit == was:
+                last[series] = (name, commit)
                 continue
             old, new = _time_unit(was), _time_unit(unit)
             if old is None or new is None or old[0] != new[0]:
+                if unit and was:
+                    before, until = last[series]
+                    span = f"commit {since} ({where})" if until == since else (
+                        f"commits {since} ({where}) to {until} ({before})")
+                    raise InputError(
+                        name,
+                        rows.get(series),
+                        f"{series} is in {unit} from commit {commit} on, in {was} in {span}: only a change "
+                        "of time unit converts (ops/s to ops/ms, us/op to ms/op), so its values are not "
+                        "comparable across the change (a detector would report it as a change of "
+                        "performance); give the files before and after it to two runs of triage steady",
+                    )
                 warnings.warn(
                     f"{name}: {series} is {_in_unit(unit)}, {where} has it {_in_unit(was)}: "
-                    "its values are not comparable across these commits",
+                    "its values may not be comparable across these commits",
                     stacklevel=3,
                 )
                 continue
+            last[series] = (name, commit)
             # x ops per new-unit = x * old/new ops per old-unit; x new-units per op = x * new/old old-units.
             factor = old[1] / new[1] if old[0] == "rate" else new[1] / old[1]
-            rows = frame["series_id"] == series
-            converted = frame.loc[rows, "value"] * factor
+            in_series = frame["series_id"] == series
+            converted = frame.loc[in_series, "value"] * factor
             # Converted values can leave the usable range the file's own values were checked
             # against: written as they came, the output was refused by every reader of it.
             bad = unusable(converted.to_numpy(dtype=float))
@@ -471,8 +508,8 @@ def _one_unit_per_series(frames: list[tuple[str, pd.DataFrame]], shown: list[str
                 raise InputError(
                     name, None, f"{series} in {unit}, converted to {was} (the unit of {where}): {problem}"
                 )
-            frame.loc[rows, "value"] = converted
-            frame.loc[rows, "unit"] = was
+            frame.loc[in_series, "value"] = converted
+            frame.loc[in_series, "unit"] = was
 
 
 def _in_unit(unit: str) -> str:
