@@ -14,6 +14,16 @@
    file in the new unit, naming the benchmark, both units and the commits
    and files on each side. Time units still convert (``ops/s`` -> ``ops/ms``,
    ``us/op`` -> ``ms/op``); a file without ``scoreUnit`` is still warned about.
+
+3. Several CI runs of one commit could not be pooled: ``triage steady c04.json
+   c05.json c05b.json --commits c04,c05,c05`` failed "commit ids must be
+   distinct", and two ``steady`` outputs concatenated numbered both runs' forks
+   0, 1, ..., so a later ``--trim-warmup`` cut two JVMs as one run with a
+   warm-up in its middle. A commit id given to several files in a row now
+   pools them as re-runs, the forks of each later file numbered on after the
+   earlier ones'. A commit's files apart (c04, c05, c04), one file given twice
+   to a commit, and two files of one stem without ``--commits`` are refused,
+   the last saying how re-runs are pooled.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import pytest
 from helpers_cli import flat, invoke
 
 from triage.loaders import load
+from triage.readers.jmh import steady_long
 
 
 def _entry(benchmark, forks, mode="thrpt", unit="ops/s"):
@@ -97,3 +108,39 @@ def test_a_unit_that_cannot_be_converted_is_an_error_naming_both_units_and_where
         assert code == 0, text
         means = pd.read_csv(out).groupby("commit")["value"].mean().to_numpy()
         assert means == pytest.approx([levels[0]] * 2, rel=0.02)
+
+
+# ------------------------------------------------------------------ 3. re-runs of one commit pooled
+
+
+def test_steady_pools_the_files_of_a_repeated_commit_id_as_re_runs_with_forks_of_their_own(tmp_path):
+    c04, c05 = _history(tmp_path / "h", [1000.0, 1000.0])
+    (tmp_path / "rerun").mkdir()
+    c05b = _history(tmp_path / "rerun", [990.0])[0]  # c00.json of its own folder: the re-run of c05
+    out, starts = tmp_path / "st.csv", tmp_path / "starts.csv"
+    code, text = invoke(["steady", c04, c05, c05b, "--commits", "c04,c05,c05", "--out", out, "--starts", starts,
+                         "--trim-warmup", "none"])
+    assert code == 0, text
+    long = pd.read_csv(out)
+    assert long.groupby("commit")["fork"].unique().map(list).to_dict() == {"c04": [0, 1], "c05": [0, 1, 2, 3]}
+    values = json.loads(c05.read_text())[0]["primaryMetric"]["rawData"] + json.loads(c05b.read_text())[0][
+        "primaryMetric"]["rawData"]
+    assert np.allclose(long.loc[long.commit == "c05", "value"], np.concatenate(values))
+    assert list(pd.read_csv(starts).loc[lambda t: t.commit == "c05", "fork"]) == [0, 1, 2, 3]
+    # Each pooled fork is its own run for a later trim: four runs of 30 iterations, not two of 60.
+    assert long.groupby(["commit", "fork"]).size().eq(30).all()
+    failed = tmp_path / "failed.json"
+    failed.write_text("[]")  # a re-run whose every benchmark failed: the commit keeps its other file
+    with pytest.warns(UserWarning, match="failed.json: .*left out, commit c05 is its other files"):
+        long, _ = steady_long([c04, c05, failed], ["c04", "c05", "c05"], trim_warmup="none")
+    assert sorted(long.commit.unique()) == ["c04", "c05"]
+    apart = tmp_path / "apart.csv"
+    code, text = invoke(["steady", c04, c05, c05b, "--commits", "c05,c04,c05", "--out", apart])
+    assert code == 2 and "next to each other" in flat(text) and not apart.exists(), text
+    code, text = invoke(["steady", c05, c05, "--commits", "c05,c05", "--out", apart])
+    assert code == 2 and "given twice" in flat(text), text
+    same_stem = tmp_path / "h2" / "c01.json"
+    same_stem.parent.mkdir()
+    same_stem.write_text(c05.read_text())
+    code, text = invoke(["steady", c05, same_stem, "--out", apart])
+    assert code == 2 and "both commit 'c01'" in flat(text) and "pooled" in flat(text) and "--commits" in flat(text)

@@ -56,7 +56,8 @@ def steady(
              "kbkssd (Beseda et al.), kstep or none.",
     ),
     commits: str = typer.Option(
-        None, "--commits", help="Comma-separated commit ids (default: the file names' stems)."
+        None, "--commits", help="Comma-separated commit ids (default: the file names' stems); one id given to "
+        "several files in a row pools them as re-runs of that commit."
     ),
     starts_out: Path = typer.Option(
         None,
@@ -72,7 +73,7 @@ def steady(
 ) -> None:
     """Cut each JMH fork (each Google Benchmark run, each run of a JSON array of runs) to its steady state and write the long layout."""
     from triage.cli.tables import writes_stdout
-    from triage.readers.jmh import steady_long
+    from triage.readers.jmh import SameStem, steady_long
     from triage.steady_state import CHOICES, NONE, make, too_short_note
 
     # Any case, as convert and summary take it (steady_state.make lowers it too).
@@ -121,7 +122,8 @@ def steady(
             raise typer.BadParameter(str(exc), param_hint="--commits") from None
         # Without --commits the ids are the file names' stems: the files clash.
         raise typer.BadParameter(
-            f"{exc} (name each file's commit with --commits)", param_hint="FILES"
+            f"{exc} (name each file's commit with --commits)" if isinstance(exc, SameStem) else str(exc),
+            param_hint="FILES",
         ) from None
     write_table_atomic(long, out)
     if starts_out is not None:

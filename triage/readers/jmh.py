@@ -64,6 +64,10 @@ class NoResults(InputError):
     """A result file that is an empty list: JMH writes ``[]`` when every benchmark of the run failed."""
 
 
+class SameStem(ValueError):
+    """Two files of one stem, their default commit id: only commit ids given pool files as re-runs."""
+
+
 #: Characters that separate a name's parameters: a key or value holding one is written quoted.
 _PARAM_SEPARATORS = frozenset(',="[]')
 
@@ -312,7 +316,11 @@ def steady_long(
     iterations left out from its start: the steady start, or for a fork never
     steady the median start of its series' steady forks (0, kept whole, when
     none is steady; :func:`triage.steady_state.base.cuts`). ``commits``
-    defaults to the file stems (``c1`` for ``c1.json.gz``). For rates
+    defaults to the file stems (``c1`` for ``c1.json.gz``); files given one
+    commit id (next to each other) are re-runs of it, pooled: their forks are
+    numbered on after the earlier files' (fork 0 twice would be read as one
+    run with a warm-up in its middle). Stems are never pooled: two files of
+    one stem are refused. For rates
     (``thrpt``) KB-KSSD looks for a rising warm-up, for times a falling one. A series' values are in the unit of its first file (a
     build with another ``@OutputTimeUnit`` is converted). Files may be gzip or
     zstd compressed. A file that is a
@@ -321,19 +329,8 @@ def steady_long(
     """
     if runs_series is not None and not runs_series.strip():
         raise ValueError("the series id for arrays of runs is empty")
+    _check_commits(files, commits)
     commits = [stem(f) for f in files] if commits is None else list(commits)
-    if len(commits) != len(files):
-        raise ValueError(f"{len(files)} files but {len(commits)} commit ids")
-    first: dict[str, str | Path] = {}
-    for path, commit in zip(files, commits, strict=True):
-        if not commit:
-            raise ValueError(f"the commit id of {path} is empty")
-        if commit in first:
-            raise ValueError(
-                f"{first[commit]} and {path} are both commit {commit!r}: "
-                "each file is one commit, so commit ids must be distinct"
-            )
-        first[commit] = path
     # Imported here: it brings the detectors and scipy.stats, which reading a
     # file without --trim-warmup never needs (about 0.9 CPU-s of every CLI start).
     from triage import steady_state
@@ -342,7 +339,7 @@ def steady_long(
     rate_detector = steady_state.make(trim_warmup, rates=True)
     frames, shown = [], []
     positions: list[dict[str, int]] = []
-    empty: list[NoResults] = []
+    empty: list[tuple[NoResults, str]] = []
     for path, commit in zip(files, commits, strict=True):
         with plain_file(path, directory_ok=False) as plain:
             try:
@@ -354,7 +351,7 @@ def steady_long(
             except NoResults as exc:
                 # A build whose every benchmark failed is a commit without measurements, as a
                 # failed benchmark is absent from its build's file; it stopped the whole history.
-                empty.append(NoResults(display_name(path), None, exc.problem))
+                empty.append((NoResults(display_name(path), None, exc.problem), commit))
                 continue
             except InputError as exc:
                 if plain == Path(path):
@@ -372,9 +369,12 @@ def steady_long(
         shown.append(display_name(path))
         positions.append(rows)
     if not frames:
-        raise empty[0]
-    for skipped in empty:
-        warnings.warn(f"{skipped.source}: {EMPTY_RUN}: left out, no commit of it is written", stacklevel=2)
+        raise empty[0][0]
+    written = {commit for commit, _ in frames}
+    for skipped, commit in empty:
+        fate = f"commit {commit} is its other files" if commit in written else "no commit of it is written"
+        warnings.warn(f"{skipped.source}: {EMPTY_RUN}: left out, {fate}", stacklevel=2)
+    _number_reruns(frames)
     for rows, rename in zip(positions, _same_name_in_every_file(frames), strict=True):
         for name, renamed in rename.items():
             rows[renamed] = rows.pop(name)
@@ -404,6 +404,57 @@ def steady_long(
     if (long["higher_is_better"] == "").all():
         long = long.drop(columns="higher_is_better")  # arrays of runs only: nothing to say
     return long, table
+
+
+def _check_commits(files: Sequence[str | Path], commits: Sequence[str] | None) -> None:
+    """``ValueError`` for commit ids that cannot name ``files``: a count that differs, an empty id, a
+    stem shared by two files (``commits`` None), one file given twice to a commit, or the files of
+    one commit (its re-runs) not next to each other, which leaves the commit's place in the history
+    unsaid."""
+    ids = [stem(f) for f in files] if commits is None else list(commits)
+    if len(ids) != len(files):
+        raise ValueError(f"{len(files)} files but {len(ids)} commit ids")
+    first: dict[str, int] = {}
+    for k, (path, commit) in enumerate(zip(files, ids, strict=True)):
+        if not commit:
+            raise ValueError(f"the commit id of {path} is empty")
+        if commit not in first:
+            first[commit] = k
+            continue
+        earlier = files[first[commit]]
+        if not is_stdio(path) and any(
+            ids[j] == commit and Path(files[j]).resolve() == Path(path).resolve() for j in range(first[commit], k)
+        ):
+            raise ValueError(f"{path} is given twice (both commit {commit!r}): its forks would count twice")
+        if commits is None:
+            # Two histories' c05.json globbed together look like re-runs: only ids given pool files.
+            raise SameStem(
+                f"{earlier} and {path} are both commit {commit!r} by their names; the files of a commit's "
+                "re-runs are pooled when given that commit id, next to each other"
+            )
+        if ids[k - 1] != commit:
+            raise ValueError(
+                f"commit {commit!r} is given to {earlier} and {path} with commit {ids[k - 1]!r} between them: "
+                "the files of one commit (its re-runs) go next to each other, in history order"
+            )
+
+
+def _number_reruns(frames: list[tuple[str, pd.DataFrame]]) -> None:
+    """Number the forks of a commit's later files (its re-runs) on after its earlier files' forks.
+
+    Each file numbers its forks from 0: pooled as they were, a fork of each
+    re-run was one run of the long layout, and ``--trim-warmup`` on it cut a
+    warm-up in the middle of two JVMs' iterations.
+    """
+    if len({commit for commit, _ in frames}) == len(frames):
+        return
+    following: dict[str, dict[str, int]] = {}  # commit -> series -> its next free fork
+    for commit, frame in frames:
+        free = following.setdefault(commit, {})
+        if free:
+            frame["fork"] = frame["fork"] + frame["series_id"].map(free).fillna(0).astype(int).to_numpy()
+        for series, top in frame.groupby("series_id", sort=False)["fork"].max().items():
+            free[series] = int(top) + 1
 
 
 def _same_name_in_every_file(frames: list[tuple[str, pd.DataFrame]]) -> list[dict[str, str]]:
