@@ -24,6 +24,13 @@
    earlier ones'. A commit's files apart (c04, c05, c04), one file given twice
    to a commit, and two files of one stem without ``--commits`` are refused,
    the last saying how re-runs are pooled.
+
+4. A damaged JMH file whose first entry had lost ``primaryMetric`` was
+   sniffed as a plain JSON list of numbers (``triage summary --data bad.json``:
+   'row 1: value "{...}" is not a number'): the sniffer looked at the first
+   entry only and wanted both keys. A list holding any object with a
+   ``benchmark`` is now JMH, and the JMH reader says what is missing ("row 1:
+   ...: no 'primaryMetric'").
 """
 
 from __future__ import annotations
@@ -144,3 +151,16 @@ def test_steady_pools_the_files_of_a_repeated_commit_id_as_re_runs_with_forks_of
     same_stem.write_text(c05.read_text())
     code, text = invoke(["steady", c05, same_stem, "--out", apart])
     assert code == 2 and "both commit 'c01'" in flat(text) and "pooled" in flat(text) and "--commits" in flat(text)
+
+
+# ------------------------------------------------------------------ 4. a damaged JMH file sniffed as JMH
+
+
+def test_a_jmh_file_whose_first_entry_lost_its_primary_metric_is_read_as_jmh(tmp_path):
+    rng = np.random.default_rng(1)
+    entries = [_entry("org.acme.A.first", _forks(rng, 10.0)), _entry("org.acme.A.second", _forks(rng, 10.0))]
+    del entries[0]["primaryMetric"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(entries))
+    code, text = invoke(["summary", "--data", bad])
+    assert code == 2 and "bad.json, row 1: org.acme.A.first: no 'primaryMetric'" in flat(text), text

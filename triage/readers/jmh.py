@@ -581,14 +581,14 @@ def higher_is_better(mode: str) -> bool | None:
 
 
 def is_jmh(payload: object) -> bool:
-    """A parsed JSON document that looks like JMH's ``-rf json`` output."""
-    return (
-        isinstance(payload, list)
-        and bool(payload)
-        and isinstance(payload[0], dict)
-        and "benchmark" in payload[0]
-        and "primaryMetric" in payload[0]
-    )
+    """A parsed JSON document that looks like JMH's ``-rf json`` output: a list holding an object with
+    a ``benchmark``.
+
+    Any entry, and that key alone: a damaged file whose first entry had lost
+    ``primaryMetric`` was read as a plain list of numbers ('row 1: value
+    "{...}" is not a number'), where :func:`read_jmh` names what is missing.
+    """
+    return isinstance(payload, list) and any(isinstance(item, dict) and "benchmark" in item for item in payload)
 
 
 def read_jmh_dataset(
