@@ -31,6 +31,13 @@
    entry only and wanted both keys. A list holding any object with a
    ``benchmark`` is now JMH, and the JMH reader says what is missing ("row 1:
    ...: no 'primaryMetric'").
+
+5. A truncated JSON file was not called truncated: "not valid JSON:
+   Expecting ',' delimiter (line 1, column 5535)", column 5535 being the end
+   of the file. When the decoder stops at the end of the text (or only
+   whitespace follows), or at a string never closed, the message now says
+   the file ends before the JSON is complete (truncated?), line and column
+   kept.
 """
 
 from __future__ import annotations
@@ -164,3 +171,26 @@ def test_a_jmh_file_whose_first_entry_lost_its_primary_metric_is_read_as_jmh(tmp
     bad.write_text(json.dumps(entries))
     code, text = invoke(["summary", "--data", bad])
     assert code == 2 and "bad.json, row 1: org.acme.A.first: no 'primaryMetric'" in flat(text), text
+
+
+# ------------------------------------------------------------------ 5. a truncated JSON file
+
+
+def test_a_truncated_json_file_is_called_truncated_with_its_line_and_column(tmp_path):
+    rng = np.random.default_rng(2)
+    whole = json.dumps([_entry("org.acme.A.run", _forks(rng, 10.0))])
+    # Whitespace after the cut: the decoder stops at the end of it (line 3, column 1).
+    for name, text, row in (("cut.json", whole[:-20], 1), ("cut_nl.json", whole[:-20] + "\n  \n", 3),
+                            ("in_string.json", whole[: whole.index("org.acme") + 4], 1)):
+        path = tmp_path / name
+        path.write_text(text)
+        for command in (["summary", "--data", path], ["steady", path, "--out", tmp_path / "o.csv"]):
+            code, said = invoke(command)
+            line = flat(said)
+            assert code == 2 and f"{name}, row {row}: " in line, said
+            assert "the file ends before the JSON is complete (truncated?)" in line and f"(line {row}, column" in line
+    # A JSON error in the middle of a file is not a truncation.
+    middle = tmp_path / "middle.json"
+    middle.write_text(whole.replace('"rawData"', '"rawData" 1', 1))
+    code, said = invoke(["steady", middle, "--out", tmp_path / "o.csv"])
+    assert code == 2 and "not valid JSON" in flat(said) and "(truncated?)" not in flat(said), said

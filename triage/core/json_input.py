@@ -49,15 +49,26 @@ def read_json(path: str | Path, what: str = "JSON") -> object:
         return json.loads(text, object_pairs_hook=_no_repeated_keys)
     except json.JSONDecodeError as exc:
         prefix = "not valid JSON" if what == "JSON" else f"not {what}: not valid JSON"
+        # "Expecting ',' delimiter (line 1, column 5535)" at the last byte of a file cut short (a
+        # killed run, a full disk, a partial copy) sent the user looking for a comma.
+        cut = ": the file ends before the JSON is complete (truncated?)" if _ends_early(text, exc) else ""
         # exc.msg alone ended mid-phrase ("Unterminated string starting at"), and JMH writes a file
         # on one long line: the column says where; "line" says what the row counts here.
-        raise InputError(path, exc.lineno, f"{prefix}: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        raise InputError(
+            path, exc.lineno, f"{prefix}: {exc.msg} (line {exc.lineno}, column {exc.colno}){cut}"
+        ) from None
     except RepeatedKey as exc:
         raise InputError(path, None, f"not usable {what}: {exc}") from None
     except ValueError:  # an integer of more digits than Python converts
         raise overlong_integer(path, text) from None
     except RecursionError:
         raise InputError(path, None, f"JSON nested too deeply to be {what}") from None
+
+
+def _ends_early(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether ``exc`` is the decoder running out of ``text``: its position at the end (or only
+    whitespace after it), or a string never closed (the decoder names where that string began)."""
+    return not text[exc.pos:].strip() or exc.msg.startswith("Unterminated string")
 
 
 def json_record(line: str) -> dict:
