@@ -38,6 +38,11 @@
    whitespace follows), or at a string never closed, the message now says
    the file ends before the JSON is complete (truncated?), line and column
    kept.
+
+6. ``triage summary --format json`` left out the count of series whose
+   direction is unknown, which the table shows ("direction unknown 1"): the
+   two direction counts did not add up to the series. It now has
+   ``direction_unknown_series``.
 """
 
 from __future__ import annotations
@@ -194,3 +199,19 @@ def test_a_truncated_json_file_is_called_truncated_with_its_line_and_column(tmp_
     middle.write_text(whole.replace('"rawData"', '"rawData" 1', 1))
     code, said = invoke(["steady", middle, "--out", tmp_path / "o.csv"])
     assert code == 2 and "not valid JSON" in flat(said) and "(truncated?)" not in flat(said), said
+
+
+# ------------------------------------------------------------------ 6. summary --format json
+
+
+def test_summary_json_counts_the_series_of_unknown_direction_as_the_table_does(tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("series_id,commit,value,higher_is_better\n" + "".join(
+        f"{s},c{c},{10 + c % 3},{hib}\n" for s, hib in (("a", "true"), ("b", "false"), ("c", ""))
+        for c in range(5)))
+    code, text = invoke(["summary", "--data", data, "--format", "json"])
+    assert code == 0, text
+    summary = json.loads(text.strip().splitlines()[-1])
+    assert (summary["higher_is_better_series"], summary["lower_is_better_series"],
+            summary["direction_unknown_series"]) == (1, 1, 1)
+    assert "direction unknown 1" in flat(invoke(["summary", "--data", data])[1])

@@ -89,6 +89,8 @@ def dataset_summary_rows(dataset: Dataset) -> dict[str, int]:
     directions = [h.higher_is_better for h in dataset]
     rows["higher_is_better_series"] = sum(d is True for d in directions)
     rows["lower_is_better_series"] = sum(d is False for d in directions)
+    # The table's "direction unknown" row: a script saw two counts that did not add up to the series.
+    rows["direction_unknown_series"] = sum(d is None for d in directions)
     return rows
 
 
