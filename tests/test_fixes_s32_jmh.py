@@ -43,6 +43,12 @@
    direction is unknown, which the table shows ("direction unknown 1"): the
    two direction counts did not add up to the series. It now has
    ``direction_unknown_series``.
+
+7. A JMH benchmark without ``mode`` had an unknown direction even when its
+   ``scoreUnit`` said it (``ops/s`` a rate, higher is better; ``us/op`` a
+   time, lower is better). The direction now falls back on the unit; with
+   neither, it is unknown as before. Which way KB-KSSD looks for a warm-up is
+   still told by the mode alone, so the steady parts are cut as before.
 """
 
 from __future__ import annotations
@@ -215,3 +221,23 @@ def test_summary_json_counts_the_series_of_unknown_direction_as_the_table_does(t
     assert (summary["higher_is_better_series"], summary["lower_is_better_series"],
             summary["direction_unknown_series"]) == (1, 1, 1)
     assert "direction unknown 1" in flat(invoke(["summary", "--data", data])[1])
+
+
+# ------------------------------------------------------------------ 7. the direction from the unit
+
+
+def test_a_jmh_benchmark_without_a_mode_takes_its_direction_from_its_unit(tmp_path):
+    rng = np.random.default_rng(4)
+    path = tmp_path / "c1.json"
+    path.write_text(json.dumps([_entry("org.acme.A.rate", _forks(rng, 10.0), mode=None, unit="ops/ms"),
+                                _entry("org.acme.A.time", _forks(rng, 10.0), mode=None, unit="us/op"),
+                                _entry("org.acme.A.bytes", _forks(rng, 10.0), mode=None, unit="B/op"),
+                                _entry("org.acme.A.mode", _forks(rng, 10.0), mode="avgt", unit="ops/s")]))
+    dataset = load(path)
+    assert {h.series_id: h.higher_is_better for h in dataset} == {
+        "org.acme.A.rate": True, "org.acme.A.time": False, "org.acme.A.bytes": None, "org.acme.A.mode": False}
+    out = tmp_path / "st.csv"
+    assert invoke(["steady", path, "--out", out])[0] == 0
+    said = pd.read_csv(out, dtype=str, keep_default_na=False).groupby("series_id")["higher_is_better"].first()
+    assert said.to_dict() == {"org.acme.A.rate": "true", "org.acme.A.time": "false", "org.acme.A.bytes": "",
+                              "org.acme.A.mode": "false"}

@@ -310,8 +310,8 @@ def steady_long(
     Returns ``(long, starts)``: ``long`` has ``series_id, commit, fork, value,
     higher_is_better`` (one row per kept iteration, the long layout
     :func:`triage.loaders.load` reads and aggregates; the direction from the
-    JMH mode, blank for arrays of runs, and the column left out when every
-    file is one); ``starts`` has one row per (series, commit, fork) with
+    JMH mode, without one from the score unit (:func:`higher_is_better`),
+    blank for arrays of runs, and the column left out when every file is one); ``starts`` has one row per (series, commit, fork) with
     ``iterations``, ``steady_start`` (None: never steady) and ``cut``, the
     iterations left out from its start: the steady start, or for a fork never
     steady the median start of its series' steady forks (0, kept whole, when
@@ -388,7 +388,8 @@ def steady_long(
             start = 0 if fitter is None else fitter.fit(values).start_
             starts.append((series, commit, fork, len(values), start))
             # The direction travels in the long layout, so `steady --out` keeps it for what reads the file.
-            runs.append((values, {True: "true", False: "false", None: ""}[higher_is_better(grp["mode"].iloc[0])]))
+            better = higher_is_better(grp["mode"].iloc[0], grp["unit"].iloc[0])
+            runs.append((values, {True: "true", False: "false", None: ""}[better]))
     table = pd.DataFrame(
         starts, columns=["series_id", "commit", "fork", "iterations", "steady_start"]
     )
@@ -575,9 +576,17 @@ RATE_MODES = ("thrpt",)
 TIME_MODES = ("avgt", "sample", "ss")
 
 
-def higher_is_better(mode: str) -> bool | None:
-    """A JMH mode's direction; None for a plain array of runs (no mode) or a mode JMH does not have."""
-    return True if mode in RATE_MODES else False if mode in TIME_MODES else None
+def higher_is_better(mode: str, unit: str = "") -> bool | None:
+    """A JMH mode's direction, else its score unit's (``ops/<time>`` a rate, ``<time>/op`` a time);
+    None for a plain array of runs (neither) or a mode JMH does not have with a unit of neither kind.
+
+    The unit: a result without ``mode`` had an unknown direction while its ``ops/s`` said which
+    way is better, and the report called its regressions changes.
+    """
+    if mode in RATE_MODES or mode in TIME_MODES:
+        return mode in RATE_MODES
+    kind = _time_unit(unit)
+    return None if kind is None else kind[0] == "rate"
 
 
 def is_jmh(payload: object) -> bool:
