@@ -49,6 +49,14 @@
    time, lower is better). The direction now falls back on the unit; with
    neither, it is unknown as before. Which way KB-KSSD looks for a warm-up is
    still told by the mode alone, so the steady parts are cut as before.
+
+8. ``triage summary --data FOLDER`` of JMH (or Google Benchmark) result files
+   listed the folders it reads (asv, pytest-benchmark, Otava, synth) without
+   a word on what reads such a folder, and ``triage steady FOLDER`` said only
+   "is a directory; expected a file". Both now say to run ``triage steady
+   FOLDER/*.json --out long.csv`` (the pattern of the files found, e.g.
+   ``*.json.gz``), one file per commit in history order; summary names the
+   kind of results it found, and its list of folders ends with the same line.
 """
 
 from __future__ import annotations
@@ -241,3 +249,30 @@ def test_a_jmh_benchmark_without_a_mode_takes_its_direction_from_its_unit(tmp_pa
     said = pd.read_csv(out, dtype=str, keep_default_na=False).groupby("series_id")["higher_is_better"].first()
     assert said.to_dict() == {"org.acme.A.rate": "true", "org.acme.A.time": "false", "org.acme.A.bytes": "",
                               "org.acme.A.mode": "false"}
+
+
+# ------------------------------------------------------------------ 8. a folder of result files
+
+
+def test_a_folder_of_result_files_is_told_to_go_through_steady(tmp_path):
+    jmh = tmp_path / "jmh"
+    _history(jmh, [1000.0, 1000.0])
+    gbench = tmp_path / "gbench"
+    gbench.mkdir()
+    (gbench / "c1.json").write_text(json.dumps({"context": {"date": "2024-01-01"}, "benchmarks": [
+        {"name": "BM_a", "run_name": "BM_a", "run_type": "iteration", "repetition_index": k,
+         "real_time": 10.0 + k, "cpu_time": 10.0, "time_unit": "ns", "iterations": 100} for k in range(3)]}))
+    for folder, kind in ((jmh, "JMH"), (gbench, "Google Benchmark")):
+        code, text = invoke(["summary", "--data", folder])
+        line = flat(text)
+        assert code == 2 and f"a directory of {kind} result files" in line, text
+        assert f"`triage steady {folder}/*.json --out long.csv`" in line, text
+    code, text = invoke(["steady", jmh, "--out", tmp_path / "o.csv"])
+    line = flat(text)
+    assert code == 2 and "is a directory; expected a file" in line, text
+    assert f"`triage steady {jmh}/*.json --out long.csv`" in line and "history order" in line, text
+    # Any other folder: the list of folders read, then the same line.
+    other = tmp_path / "other"
+    other.mkdir()
+    code, text = invoke(["summary", "--data", other])
+    assert code == 2 and f"`triage steady {other}/*.json --out long.csv` first" in flat(text), text

@@ -34,7 +34,7 @@ from triage.core.json_input import overlong_integer
 from triage.readers.asv import is_asv_results
 from triage.readers.gab import is_gab
 from triage.readers.gbench import is_gbench
-from triage.readers.jmh import is_jmh
+from triage.readers.jmh import is_jmh, result_files, steady_command
 from triage.readers.otava import CSV_SUFFIXES, sniff_delimiter
 from triage.readers.perfherder import is_perfherder_data
 from triage.readers.pytest_benchmark import is_pytest_benchmark, is_pytest_benchmark_dir
@@ -122,9 +122,16 @@ def data_layout(path: Path) -> str:
             return "pytest-benchmark"
         if any(p.name.lower().endswith(CSV_SUFFIXES) for p in path.iterdir()):
             return "otava-dir"
+        builds = result_files(path)
+        if builds is not None:
+            # Each file is one build (one commit): the list of layouts named none of them, nor what reads them.
+            raise InputError(path, None, f"a directory of {builds[0]} result files, one build each: cut them into "
+                             f"a history with {steady_command(path, builds[1])} (one file per commit, in history order), "
+                             "then give --data long.csv")
         raise InputError(path, None, "cannot tell the layout of this directory; expected an asv results "
                          "directory, pytest-benchmark's .benchmarks (or one machine folder of it), "
-                         "a directory of Otava CSVs or one written by `triage synth` (history.parquet or history.csv)")
+                         "a directory of Otava CSVs or one written by `triage synth` (history.parquet or history.csv); "
+                         f"JMH or Google Benchmark result files, one per build, go through {steady_command(path, '*.json')} first")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         return "long"

@@ -341,6 +341,10 @@ def steady_long(
     positions: list[dict[str, int]] = []
     empty: list[tuple[NoResults, str]] = []
     for path, commit in zip(files, commits, strict=True):
+        if not is_stdio(path) and Path(path).is_dir():
+            # "is a directory; expected a file" left the user to find that the files go one by one.
+            raise InputError(display_name(path), None, "is a directory; expected a file: give its result files, "
+                             f"one per commit in history order, e.g. {steady_command(path)}")
         with plain_file(path, directory_ok=False) as plain:
             try:
                 # Standard input has no stem to name a series of runs after.
@@ -598,6 +602,36 @@ def is_jmh(payload: object) -> bool:
     "{...}" is not a number'), where :func:`read_jmh` names what is missing.
     """
     return isinstance(payload, list) and any(isinstance(item, dict) and "benchmark" in item for item in payload)
+
+
+#: Result files a folder's hint looks into: enough to find one among a few damaged or foreign ones.
+SNIFFED_FILES = 5
+
+
+def result_files(folder: Path) -> tuple[str, str] | None:
+    """``(kind, pattern)`` when ``folder`` holds JMH or Google Benchmark result files: ``("JMH",
+    "*.json")``, ``("Google Benchmark", "*.json.gz")``; None when none of the first few JSON files is
+    one. For the hint that a folder of builds is cut into a history by ``triage steady``."""
+    names = sorted(p.name for p in folder.iterdir() if p.is_file() and ".json" in p.name.lower())
+    for name in names[:SNIFFED_FILES]:
+        try:
+            with plain_file(folder / name, directory_ok=False) as plain:
+                payload = json.loads(plain.read_text(encoding="utf-8-sig"))
+        except (InputError, OSError, UnicodeDecodeError, ValueError, RecursionError):
+            continue  # a damaged or foreign file: the next one may tell
+        kind = "JMH" if is_jmh(payload) else "Google Benchmark" if is_gbench(payload) else None
+        if kind is not None:
+            return kind, "*" + name[len(stem(name)):]
+    return None
+
+
+def steady_command(folder: str | Path, pattern: str | None = None) -> str:
+    """The ``triage steady`` line that cuts a folder of result files (one per build) into a history:
+    its files named by ``pattern`` (default: as :func:`result_files` finds them, else ``*.json``)."""
+    if pattern is None:
+        found = result_files(Path(folder))
+        pattern = found[1] if found else "*.json"
+    return f"`triage steady {Path(folder) / pattern} --out long.csv`"
 
 
 def read_jmh_dataset(
