@@ -47,8 +47,8 @@
 7. A JMH benchmark without ``mode`` had an unknown direction even when its
    ``scoreUnit`` said it (``ops/s`` a rate, higher is better; ``us/op`` a
    time, lower is better). The direction now falls back on the unit; with
-   neither, it is unknown as before. Which way KB-KSSD looks for a warm-up is
-   still told by the mode alone, so the steady parts are cut as before.
+   neither, it is unknown as before. KB-KSSD looks for a warm-up the same
+   way (rising for such a rate, as for ``thrpt``).
 
 8. ``triage summary --data FOLDER`` of JMH (or Google Benchmark) result files
    listed the folders it reads (asv, pytest-benchmark, Otava, synth) without
@@ -249,6 +249,21 @@ def test_a_jmh_benchmark_without_a_mode_takes_its_direction_from_its_unit(tmp_pa
     said = pd.read_csv(out, dtype=str, keep_default_na=False).groupby("series_id")["higher_is_better"].first()
     assert said.to_dict() == {"org.acme.A.rate": "true", "org.acme.A.time": "false", "org.acme.A.bytes": "",
                               "org.acme.A.mode": "false"}
+
+
+def test_kbkssd_cuts_a_rate_without_a_mode_as_it_cuts_thrpt(tmp_path):
+    """The warm-up direction follows the file's direction: a mode-less ``ops/ms`` result rises to its
+    level as a ``thrpt`` one does (it was cut as a time, looking for a fall)."""
+    rng = np.random.default_rng(6)
+    warm = [np.r_[np.linspace(400.0, 1000.0, 20), 1000.0 + rng.standard_normal(60) * 3.0] for _ in range(2)]
+    cut = {}
+    for mode in ("thrpt", None):
+        path = tmp_path / f"{mode}" / "c1.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps([_entry("org.acme.A.rate", warm, mode=mode, unit="ops/ms")]))
+        _, starts = steady_long([path], trim_warmup="kbkssd")
+        cut[mode] = starts["cut"].tolist()
+    assert cut[None] == cut["thrpt"] and min(cut["thrpt"]) >= 15
 
 
 # ------------------------------------------------------------------ 8. a folder of result files

@@ -321,7 +321,8 @@ def steady_long(
     numbered on after the earlier files' (fork 0 twice would be read as one
     run with a warm-up in its middle). Stems are never pooled: two files of
     one stem are refused. For rates
-    (``thrpt``) KB-KSSD looks for a rising warm-up, for times a falling one. A series' values are in the unit of its first file (a
+    (``thrpt``, or no mode and an ``ops/<time>`` unit) KB-KSSD looks for a
+    rising warm-up, for times a falling one. A series' values are in the unit of its first file (a
     build with another ``@OutputTimeUnit`` is converted). Files may be gzip or
     zstd compressed. A file that is a
     plain array of runs is the series ``runs_series`` (default: its stem; name
@@ -387,12 +388,13 @@ def steady_long(
     for commit, frame in frames:
         for (series, fork), grp in frame.groupby(["series_id", "fork"], sort=False):
             values = grp["value"].to_numpy()
-            # A time's warm-up falls, a rate's rises: KB-KSSD looks one way.
-            fitter = rate_detector if grp["mode"].iloc[0] in RATE_MODES else detector
-            start = 0 if fitter is None else fitter.fit(values).start_
-            starts.append((series, commit, fork, len(values), start))
             # The direction travels in the long layout, so `steady --out` keeps it for what reads the file.
             better = higher_is_better(grp["mode"].iloc[0], grp["unit"].iloc[0])
+            # A time's warm-up falls, a rate's rises: KB-KSSD looks one way (the same direction as the
+            # file's, also for a result without a mode whose unit says it is a rate).
+            fitter = rate_detector if better else detector
+            start = 0 if fitter is None else fitter.fit(values).start_
+            starts.append((series, commit, fork, len(values), start))
             runs.append((values, {True: "true", False: "false", None: ""}[better]))
     table = pd.DataFrame(
         starts, columns=["series_id", "commit", "fork", "iterations", "steady_start"]
