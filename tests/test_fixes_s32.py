@@ -18,6 +18,11 @@
 5. ``TriageClassifier.fit(DataFrame, y)`` with one contract column
    (``pre_mean``) silently dropped every other column; it is refused, naming
    them (the matrix's metadata columns are still left out).
+7. ``triage watch`` stopped every series at a failed run's result (a NaN,
+   Infinity or null value, an empty CSV cell; README promised the series
+   alone would be set aside), and a restart on the same feed stopped at the
+   same line again. Such a commit is skipped with a warning naming the line;
+   its series goes on.
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
@@ -164,3 +169,28 @@ def test_replay_refuses_what_it_cannot_replay():
     with pytest.raises(TypeError, match="item 0 is int"):
         loop.replay([1, 2, 3])
     assert len(loop.replay(data, batch_series=3)) > 0
+
+
+def test_watch_skips_a_failed_runs_result_and_goes_on_also_after_a_restart(tmp_path):
+    import json
+
+    from helpers_cli import watch_apart
+
+    from triage.synthetic import generate
+
+    data = generate("small", seed=0)
+    lines = [json.dumps({"series_id": h.series_id, "commit": str(c), "value": float(v)})
+             for h in list(data)[:3] for c, v in zip(h.commits, h.values, strict=True)]
+    sid = list(data)[0].series_id
+    failed = [json.dumps({"series_id": sid, "commit": "failed-run", "value": v}) for v in ("NaN", None, "Infinity")]
+    feed = lines[:40] + [failed[0].replace('"NaN"', "NaN"), failed[1]] + lines[40:90] + [
+        failed[2].replace('"Infinity"', "Infinity")] + lines[90:]
+    code, clean_out, _ = watch_apart(["--state", tmp_path / "clean.db"], "\n".join(lines) + "\n")
+    assert code == 0
+    code, out, err = watch_apart(["--state", tmp_path / "s.db"], "\n".join(feed) + "\n")
+    assert code == 0, err
+    assert out == clean_out and len(out.splitlines()) > 0  # the series went on as if the lines were not there
+    for number in (41, 42, 93):
+        assert f"skipped a commit without a value (<stdin>, line {number})" in err, err
+    code, again, err = watch_apart(["--state", tmp_path / "s.db"], "\n".join(feed) + "\n")
+    assert code == 0 and '"replayed": true' in again, err

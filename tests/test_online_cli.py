@@ -64,7 +64,6 @@ def test_watch_json_lines_one_decision_per_commit(rf_dir, tmp_path):
     [
         ("{not json", "not a JSON object"),
         ('{"series_id": "perf/q1", "commit": "x"}', "missing key(s) value"),
-        ('{"series_id": "perf/q1", "commit": "x", "value": NaN}', "not a finite number"),
         ('{"series_id": "perf/q1", "commit": "x", "value": "fast"}', "is not a number"),
         ("[1, 2, 3]", "expected a JSON object"),
     ],
@@ -84,6 +83,19 @@ def test_watch_bad_line_names_the_line_and_leaves_the_store_intact(
         assert store.load_series("perf/q1")["n"] == 3
 
 
+def test_watch_skips_a_failed_runs_value_and_goes_on(rf_dir, tmp_path):
+    db = tmp_path / "w.db"
+    good = _jsonl([1.0, 1.01, 0.99])
+    stdin = good + "\n" + '{"series_id": "perf/q1", "commit": "x", "value": NaN}' + "\n" + _jsonl([1.0], series="later")
+    result = runner.invoke(app, ["watch", "--model", str(rf_dir), "--state", str(db)], input=stdin)
+    assert result.exit_code == 0, result.stderr
+    assert "<stdin>, line 5" in result.stderr and "not a finite number" in result.stderr
+    assert len(result.stdout.splitlines()) == 4
+    with StateStore(db) as store:
+        assert store.n_decisions() == 4 and store.series_ids() == ["later", "perf/q1"]
+        assert store.load_series("perf/q1")["n"] == 3
+
+
 def test_watch_refuses_a_store_of_another_model_unless_reset(rf_dir, tmp_path):
     db = tmp_path / "w.db"
     with StateStore(db) as store:
@@ -93,6 +105,10 @@ def test_watch_refuses_a_store_of_another_model_unless_reset(rf_dir, tmp_path):
     assert refused.exit_code == 2 and "--reset-state" in refused.stderr
     accepted = runner.invoke(app, [*args, "--reset-state"], input=_jsonl([1.0]))
     assert accepted.exit_code == 0, accepted.stderr
+    assert "forgot" not in accepted.stderr  # nothing to forget: no word
+    again = runner.invoke(app, [*args, "--reset-state"], input=_jsonl([1.0]))
+    # A healthy store wiped is said (a --reset-state left in a service's unit wiped it at every restart).
+    assert again.exit_code == 0 and "--reset-state:" in again.stderr and "forgot 1 series and 1 commit" in again.stderr
 
 
 def test_watch_csv_file(rf_dir, tmp_path):

@@ -362,15 +362,15 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
         if len(fields) != len(columns):
             raise _bad(path, number, f"{len(fields)} fields, the header has {len(columns)}")
         row = dict(zip(columns, fields, strict=True))
+        value: float | None
         try:
-            value = _text_number(row["value"])
+            # An empty cell is a failed run's result, as JSON's null: the loop says so and watch skips it.
+            value = _text_number(row["value"]) if row["value"].strip() else None
         except ValueError:
-            why = "value is missing (an empty cell)" if not row["value"].strip() else (
-                locale_number(row["value"]) or f"value {row['value']!r} is not a number")
-            raise _bad(path, number, why) from None
+            raise _bad(path, number, locale_number(row["value"]) or f"value {row['value']!r} is not a number") from None
         # Ids as every long-layout reader takes them (`s1, c00` is commit `c00`, not ` c00`).
         record = {"series_id": row["series_id"].strip(), "commit": row["commit"].strip(), "value": value}
-        if (value == 0.0 or math.isinf(value)) and (problem := beyond_float(row["value"])) is not None:
+        if value is not None and (value == 0.0 or math.isinf(value)) and (problem := beyond_float(row["value"])) is not None:
             record[UNUSABLE] = problem
         if row.get("timestamp", "").strip():
             record["timestamp"] = row["timestamp"]
@@ -458,7 +458,7 @@ def watch(
     check_int("--cache-series", cache_series, low=1)
     from triage.core.values import out_of_range
     from triage.online.loop import OnlineTriage, RejectedCommit
-    from triage.online.records import LateCommit
+    from triage.online.records import LateCommit, MissingValue
     from triage.online.state_store import StateStore
     from triage.online.store_checks import set_aside_if_damaged
 
@@ -488,7 +488,13 @@ def watch(
                 print(f"damaged state file kept as {kept}; starting a new one", file=sys.stderr)
             store = StateStore(state, durable=durable)
             if reset_state:
+                # Said, not silent: a --reset-state left in a service's unit wiped the state at every restart.
+                forgotten = (len(store.series_ids()), store.n_arrivals())
                 store.reset()
+                if forgotten != (0, 0):
+                    err_console.print(f"--reset-state: {state} forgot {count(forgotten[0], 'series', 'series')} "
+                                      f"and {count(forgotten[1], 'commit')} it had received; the loop starts afresh",
+                                      markup=False, highlight=False, soft_wrap=True)
         loop = OnlineTriage.from_model_dir(
             resolve_model(model, "online"),
             store=store,
@@ -553,6 +559,12 @@ def watch(
                             # series, and a restart on the same feed stopped at this line again.
                             err_console.print(f"skipped a late commit ({source}, line {number}): {exc}; "
                                               "it is not decided (its series has moved past it)",
+                                              markup=False, highlight=False, soft_wrap=True)
+                            continue
+                        if isinstance(exc, MissingValue):
+                            # A failed run (null, NaN, an empty cell): the same, for one result.
+                            err_console.print(f"skipped a commit without a value ({source}, line {number}): {exc}; "
+                                              "it is not decided, its series goes on",
                                               markup=False, highlight=False, soft_wrap=True)
                             continue
                         _write(out, decisions)

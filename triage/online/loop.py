@@ -136,6 +136,7 @@ from triage.online.records import (
     ConflictingRedelivery,
     Decision,
     LateCommit,
+    MissingValue,
     ModelMismatch,
     RejectedCommit,
     Withdrawal,
@@ -270,10 +271,12 @@ def _check(series_id: object, commit: object, value: object) -> tuple[str, str, 
         raise RejectedCommit(series_id, str(commit), _id_problem("commit id", commit))
     commit = str(commit)
     if value is None:  # JSON's null (a failed run's result): it read "value None is not a number"
-        raise RejectedCommit(series_id, commit, "value is missing (null): send the commit once it is measured")
+        raise MissingValue(series_id, commit, "value is missing (null or an empty cell): send the commit once it is measured")
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise RejectedCommit(series_id, commit, f"value {value!r} is not a number")
     if (problem := value_problem(value)) is not None:  # NaN, inf, 10**400, |x| near 1e308 or 1e-308
+        if isinstance(value, float | np.floating) and not math.isfinite(value):  # NaN, Infinity: a failed run, as null
+            raise MissingValue(series_id, commit, f"{problem}: send the commit once it is measured")
         raise RejectedCommit(series_id, commit, problem)
     return series_id, commit, float(value)
 

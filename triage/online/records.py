@@ -36,6 +36,16 @@ class LateCommit(RejectedCommit):
     """
 
 
+class MissingValue(RejectedCommit):
+    """A commit whose value is missing (JSON null, an empty cell) or not finite (NaN, Infinity).
+
+    A failed benchmark run reports so: one result missing, not a garbled
+    stream, so ``triage watch`` skips the commit with a warning (send it again
+    once it is measured) rather than stopping every series, and a restart on
+    the same feed stopping at this line again.
+    """
+
+
 class ModelMismatch(InputError):
     """The model cannot drive the online loop, or is not the one a state store was built with."""
 
