@@ -212,7 +212,8 @@ def test_steady_shows_at_most_forty_series_and_counts_the_rest(tmp_path):
     assert "... and 5 more series" in flat(out)
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+# SIGHUP (a closed terminal) since the thirty-second session: it ended the process at once too.
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
 def test_a_stop_by_signal_cleans_up_as_ctrl_c_does(tmp_path, sig, code):
     # SIGTERM (systemd's stop, `kill`) ended the process at once: no `finally` ran, and the copy of
     # standard input stayed in $TMPDIR (40 MB per stop for the real histories).
@@ -222,7 +223,7 @@ def test_a_stop_by_signal_cleans_up_as_ctrl_c_does(tmp_path, sig, code):
         [sys.executable, "-c", "from triage.cli.app import main; main()", "summary", "--data", "-"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**os.environ, "TMPDIR": str(tmp)},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGHUP)],
     )
     proc.stdin.write(b"series_id,commit,value\n" + b"".join(b"s,c%d,1.0\n" for i in range(5000)))
     proc.stdin.flush()
@@ -236,6 +237,22 @@ def test_a_stop_by_signal_cleans_up_as_ctrl_c_does(tmp_path, sig, code):
     assert proc.returncode == code, err
     assert list(tmp.iterdir()) == []
     assert b"Traceback" not in err
+
+
+def test_a_hangup_is_left_alone_under_nohup(tmp_path):
+    """nohup ignores SIGHUP so that a command outlives its terminal: the handler is not put in its place."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from triage.cli.app import main; main()", "summary", "--data", "-"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )
+    proc.stdin.write(b"series_id,commit,value\n" + b"".join(b"s,c%d,1.0\n" for i in range(500)))
+    proc.stdin.flush()
+    time.sleep(1.0)  # the command has started and read some input
+    proc.send_signal(signal.SIGHUP)
+    out, err = proc.communicate(timeout=60)  # closes standard input: the summary comes out
+    assert proc.returncode == 0, err
+    assert b"Dataset <stdin>" in out
 
 
 def test_a_replaced_output_keeps_its_mode(tmp_path):

@@ -23,6 +23,12 @@
    alone would be set aside), and a restart on the same feed stopped at the
    same line again. Such a commit is skipped with a warning naming the line;
    its series goes on.
+8. ``triage culprit`` named a commit of the gap with confidence 0.98 when
+   ``--before``'s own reading was already at the new level (the change lay
+   before the gap); and said the step was too small only after asking for
+   every reading (19 by hand on a step of 0.6 noise scales). Both are said
+   before the first reading. SIGHUP (a closed terminal) is handled as
+   SIGTERM: the readings typed so far are kept (tests/test_fixes_s17_shared.py).
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
@@ -33,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from helpers_cli import invoke
+from helpers_cli import flat, invoke
 
 from triage.loaders import load
 
@@ -194,3 +200,37 @@ def test_watch_skips_a_failed_runs_result_and_goes_on_also_after_a_restart(tmp_p
         assert f"skipped a commit without a value (<stdin>, line {number})" in err, err
     code, again, err = watch_apart(["--state", tmp_path / "s.db"], "\n".join(feed) + "\n")
     assert code == 0 and '"replayed": true' in again, err
+
+
+def _partial(tmp_path, step_at: int, measured: list[int], size: float = 11.0, sd: float = 1.0):
+    rng = np.random.default_rng(7)
+    values = 100.0 + size * (np.arange(120) >= step_at) + rng.normal(0, sd, 120)
+    full = pd.DataFrame({"commit": [f"c{i:03d}" for i in range(120)], "value": values})
+    part = full.copy()
+    part.loc[~part.index.isin(measured), "value"] = np.nan
+    full.to_csv(tmp_path / "full.csv", index=False)
+    part.to_csv(tmp_path / "part.csv", index=False)
+    return tmp_path / "part.csv", tmp_path / "full.csv"
+
+
+def test_culprit_warns_when_an_end_reads_at_the_other_level_before_any_reading(tmp_path):
+    every_tenth = list(range(0, 120, 10))
+    part, full = _partial(tmp_path, 53, [*every_tenth, 54])
+    code, text = invoke(["culprit", "--data", part, "--before", "c054", "--after", "c060", "--oracle", full])
+    line = flat(text)
+    assert code == 0, text
+    assert "warning: --before c054 reads" in line and "nearer the new level" in line, text
+    assert line.index("warning: --before") < line.index("c054 (level")  # before the readings' table
+    # The ends where they belong: no word.
+    part, full = _partial(tmp_path, 53, every_tenth)
+    code, text = invoke(["culprit", "--data", part, "--before", "c050", "--after", "c060", "--oracle", full])
+    assert code == 0 and "warning" not in text and "culprit: c053" in flat(text), text
+
+
+def test_culprit_says_a_small_step_is_small_before_it_asks_for_readings(tmp_path):
+    part, full = _partial(tmp_path, 55, list(range(0, 120, 10)), size=0.5)
+    code, text = invoke(["culprit", "--data", part, "--before", "c050", "--after", "c060", "--oracle", full])
+    line = flat(text)
+    assert code == 0, text
+    assert "warning: the step between the levels is" in line and "noise scales; below 3" in line, text
+    assert line.index("warning: the step") < line.index("c050 (level")

@@ -177,33 +177,40 @@ def _hold_closed_output_streams() -> bool:
     return stdout_closed
 
 
-#: Exit status after SIGTERM (systemd's stop, ``kill``), as a shell reports a process it ended.
-TERMINATED_EXIT = 128 + signal.SIGTERM
-
 
 class _Terminated:
-    """SIGTERM handled as Ctrl-C is: the signal's default action ended the process at once, so no
-    ``finally`` ran, and a stop left a copy of the input in $TMPDIR (40 MB for the real
-    histories), a half-written ``.<out>.tmp`` beside ``--out`` and a ``.report.tmp-*`` folder."""
+    """SIGTERM (and SIGHUP) handled as Ctrl-C is: the signal's default action ended the process at
+    once, so no ``finally`` ran, and a stop left a copy of the input in $TMPDIR (40 MB for the real
+    histories), a half-written ``.<out>.tmp`` beside ``--out`` and a ``.report.tmp-*`` folder; a
+    closed terminal (an ssh session dropped during an hours-long ``culprit`` backfill) lost the
+    readings typed so far, which Ctrl-C and SIGTERM keep in ``--out``."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.received = False
+        self.signum = signal.SIGTERM
 
     def __call__(self, signum, frame) -> None:
         if os.getpid() != self.pid:
             # A forked worker (a pool's terminate() sends SIGTERM): the default action, as before.
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
             return
         self.received = True
+        self.signum = signum
         raise KeyboardInterrupt
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's status for the signal: 143 for SIGTERM, 129 for SIGHUP."""
+        return 128 + int(self.signum)
 
 
 def main() -> None:
     """Console entry point: bad input exits 2 with one readable line, not a traceback; a reader
     that went away (stdout's, or stderr's too) exits :data:`BROKEN_PIPE_EXIT` with nothing printed;
-    SIGTERM ends a command as Ctrl-C does (cleanup runs), with exit status :data:`TERMINATED_EXIT`."""
+    SIGTERM (and SIGHUP, unless ignored as nohup does) ends a command as Ctrl-C does (cleanup runs), with
+    exit status 128 + the signal (143, 129)."""
     warnings.showwarning = _warning_line
     # The commands tell their user things by UserWarning (alerts left unscored, re-runs merged):
     # messages, not faults, so PYTHONWARNINGS=error turned them into "internal error" exits.
@@ -217,6 +224,8 @@ def main() -> None:
             pass
     terminated = _Terminated()
     signal.signal(signal.SIGTERM, terminated)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:  # not under nohup, which ignores it on purpose
+        signal.signal(signal.SIGHUP, terminated)
     if _hold_closed_output_streams():
         # as coreutils do (`ls >&-`: "write error: Bad file descriptor"): the output asked for cannot be written
         err_console.print("error: standard output is closed (>&-): nothing can be written to it; redirect it to a "
@@ -231,7 +240,7 @@ def main() -> None:
             sys.stdout.flush()
     except SystemExit as exc:
         if terminated.received:
-            sys.exit(TERMINATED_EXIT)
+            sys.exit(terminated.exit_code)
         if not _is_broken_pipe(exc):
             if exc.code is not None and not isinstance(exc.code, int):
                 raise  # sys.exit("message"): the interpreter prints it
@@ -239,7 +248,7 @@ def main() -> None:
         code = BROKEN_PIPE_EXIT
     except KeyboardInterrupt:
         if terminated.received:
-            sys.exit(TERMINATED_EXIT)
+            sys.exit(terminated.exit_code)
         raise
     except Exception as exc:
         try:

@@ -342,6 +342,19 @@ def culprit(
     # Commits of the gap measured already: evidence from the start, never asked for again.
     inside = {p: float(history.values[p]) for p in sorted(measured) if a < p < b}
     old, new, sigma = levels_around(history.values[left], history.values[right])
+    _check_ends(say, history, a, b, old, new)
+    ratio = abs(new - old) / sigma if sigma > 0 else float("inf")
+    spread = neighbour_spread(history.values[left], history.values[right])
+    if spread > 0 and ratio < 3:
+        # Said before any reading, not only after the search: on a step of 0.6 noise scales the
+        # search had asked for 19 readings by hand before it said the step was too small.
+        say.print(
+            f"warning: the step between the levels is {ratio:.1f} noise scales; below 3 a reading in the gap "
+            "is often nearer the wrong level, so the search may ask for many readings and end with a lead, "
+            "not a culprit (--max-measurements caps them)",
+            markup=False,
+            highlight=False,
+        )
     answers = None
     if oracle is not None:
         # A file of many series (the whole export the readings come from) answers for the
@@ -461,8 +474,7 @@ def culprit(
         )
     # The step in noise scales is what decides whether any search can succeed (BENCHMARKS.md,
     # "Culprit search": success by shift / noise); say so when it is small.
-    ratio = abs(new - old) / sigma if sigma > 0 else float("inf")
-    if neighbour_spread(history.values[left], history.values[right]) == 0:
+    if spread == 0:
         # levels_around's stand-in (a tenth of the step) would read as "10 noise scales".
         say.print(
             f"noise unknown: the {len(left) + len(right)} neighbours have no spread, so the search "
@@ -481,6 +493,31 @@ def culprit(
         )
     if out is not None:
         write_csv_atomic(made, out)
+
+
+def _check_ends(say: Console, history, a: int, b: int, old: float, new: float) -> None:
+    """Warn when ``--before``'s own reading is nearer the new level, or ``--after``'s the old.
+
+    The levels are the medians of the measured neighbours on each side; an end
+    at the other level says the change is not between the two commits (one
+    before --before, or one after --after), where the search would still name
+    a commit of the gap with a high confidence (c055 at 0.98 for a --before
+    already at the new level; a real rhai drop 20 commits past --after).
+    """
+    for name, pos, own, other, own_word, other_word in (
+        ("--before", a, old, new, "old", "new"),
+        ("--after", b, new, old, "new", "old"),
+    ):
+        value = float(history.values[pos])
+        if abs(value - other) < abs(value - own):
+            shown_value, shown_other, shown_own = distinct_numbers([value, other, own])
+            say.print(
+                f"warning: {name} {history.commits[pos]} reads {shown_value}, nearer the {other_word} level "
+                f"({shown_other}) than the {own_word} ({shown_own}): the change may not lie between --before "
+                "and --after (the search assumes it does); check the ends, or widen the gap",
+                markup=False,
+                highlight=False,
+            )
 
 
 def _where(out: Path) -> str:
