@@ -35,6 +35,10 @@ its measurements are averaged) and measures:
       them and for those the ``perfherder`` detector flags within 5 commits
       of the gap (an alert needs a culprit only when a detector alerted).
 
+   ``--neighbours-every K`` runs (b) on the history a CI measuring one
+   commit in K sees: the gap is the K commits between two measured ones, the
+   neighbours K apart (:func:`real_cases`).
+
    Searches: ``bisect``, the Bayesian search (probabilistic bisection)
    answering within 1 commit or one exact commit, and ``scan``, a reference
    outside the budget (the whole gap measured, the same posterior's answer).
@@ -189,6 +193,7 @@ class Case:
     shift: float  # the injected shift in the series' units (real mode: at the old level, the median of 5 before the gap)
     source: str  # the source project (the series id's prefix)
     flagged: bool | None = None  # real mode: perfherder alerts at the gap (see culprit_real_study)
+    every: int = 1  # the history measured at every k-th commit only (--neighbours-every): neighbours k apart
 
 
 def _gap(rng: np.random.Generator, n: int) -> tuple[int, int, int]:
@@ -213,7 +218,13 @@ def _source(sid: str) -> str:
     return sid.split("/", 1)[0]
 
 
-def real_cases(series, trials: int, seed: int, margin: int = 5) -> list[Case]:
+def _sparse_gap(rng: np.random.Generator, n: int, every: int) -> tuple[int, int, int]:
+    """A gap of ``every`` commits between two measured ones, with room for 5 measured neighbours a side."""
+    a = int(rng.integers(4 * every, n - 5 * every))
+    return a, a + every, int(rng.integers(a + 1, a + every + 1))
+
+
+def real_cases(series, trials: int, seed: int, margin: int = 5, every: int = 1) -> list[Case]:
     """Multiplicative shifts drawn as ``benchmarks/real_data.py`` injects them, with perfherder's verdict.
 
     Size log-uniform on [2 %, 30 %] (:class:`real_data.InjectionConfig`), up or
@@ -223,6 +234,12 @@ def real_cases(series, trials: int, seed: int, margin: int = 5) -> list[Case]:
     defaults), run on the history as the sheriff sees it (every commit
     measured except the gap's interior), reports a change within ``margin``
     measured commits of the gap's right end ``b``.
+
+    ``every`` > 1: the history as a CI that measures one commit in ``every``
+    sees it (the sheriff's usual case): the gap is the ``every`` commits
+    between two measured ones, the levels come from the measured commits
+    ``every`` apart on each side, and ``perfherder`` runs on those measured
+    commits only. Draws then differ from ``every`` = 1's.
     """
     cfg = InjectionConfig()
     det = make("perfherder")
@@ -230,15 +247,22 @@ def real_cases(series, trials: int, seed: int, margin: int = 5) -> list[Case]:
     for sid, y in series:
         rng = np.random.default_rng([seed, zlib.crc32(sid.encode())])
         n = len(y)
+        if every > 1 and n < 10 * every + 1:
+            continue  # too short for 5 measured commits a side and a gap
         for _ in range(trials):
-            a, b, c = _gap(rng, n)
+            a, b, c = _gap(rng, n) if every == 1 else _sparse_gap(rng, n, every)
             size = float(np.exp(rng.uniform(np.log(cfg.min_size), np.log(cfg.max_size))))
             factor = 1.0 + size if rng.random() < 0.5 else 1.0 / (1.0 + size)
             z = y * np.where(np.arange(n) >= c, factor, 1.0)
-            seen = np.delete(z, np.arange(a + 1, b))  # b sits at a + 1 here
+            if every == 1:
+                seen, at_b = np.delete(z, np.arange(a + 1, b)), a + 1  # b sits at a + 1 here
+            else:
+                seen, at_b = z[a % every :: every], (b - a % every) // every
             idx = np.asarray(det.fit(seen).indices_)
-            shift = abs(factor - 1.0) * abs(float(np.median(y[a - 4 : a + 1])))
-            out.append(Case(z, a, b, c, size, shift, _source(sid), bool(np.any(np.abs(idx - (a + 1)) <= margin))))
+            before = y[a - 4 * every : a + 1 : every]
+            shift = abs(factor - 1.0) * abs(float(np.median(before)))
+            out.append(Case(z, a, b, c, size, shift, _source(sid), bool(np.any(np.abs(idx - at_b) <= margin)),
+                            every=every))
     return out
 
 
@@ -278,9 +302,9 @@ SNR_BINS = (0.0, 1.0, 2.0, 3.0, 5.0, 8.0, np.inf)
 
 
 def case_levels(case: Case, levels: int = 5) -> tuple[float, float, float]:
-    """(old, new, noise scale) from the ``levels`` measured commits on each side of the gap."""
-    z, a, b = case.z, case.a, case.b
-    return levels_around(z[max(0, a - levels + 1) : a + 1], z[b : b + levels])
+    """(old, new, noise scale) from the ``levels`` measured commits on each side of the gap (``every`` apart)."""
+    z, a, b, k = case.z, case.a, case.b, case.every
+    return levels_around(z[max(a % k, a - k * (levels - 1)) : a + 1 : k], z[b : b + k * levels : k])
 
 
 def shift_to_noise(case: Case) -> float:
@@ -354,11 +378,12 @@ def culprit_study(series, steps, trials, rng, dev_sources: str = "") -> None:
     snr_table("2a, all steps pooled", pooled, dev_sources)
 
 
-def culprit_real_study(series, trials, seed, dev_sources: str = "") -> None:
-    cases = real_cases(series, trials, seed)
+def culprit_real_study(series, trials, seed, dev_sources: str = "", every: int = 1) -> None:
+    cases = real_cases(series, trials, seed, every=every)
     flagged = [c for c in cases if c.flagged]
+    sparse = f"; the history measured at every {every}th commit only, the gap {every} commits" if every > 1 else ""
     print(f"\n2b. Culprit search, shifts as real_data.py injects them (2-30 %, log-uniform, both signs): "
-          f"{trials} per series, {len(cases)} cases, {len(flagged)} flagged by perfherder within 5 commits")
+          f"{trials} per series, {len(cases)} cases, {len(flagged)} flagged by perfherder within 5 commits{sparse}")
     print(f"{'cases':>26} {'strategy':>9} {'found':>8} {'mean meas.':>11} {'mean budget':>12} {'cases':>6}")
     groups = [("all", cases), ("flagged by perfherder", flagged)]
     for lo, hi in ((0.02, 0.05), (0.05, 0.10), (0.10, 0.30)):
@@ -409,6 +434,9 @@ def main() -> None:
     ap.add_argument("--culprit", default="sd,real",
                     help="which culprit runs: sd (2a), real (2b), variants (2c: the Bayesian search's variants), comma-separated")
     ap.add_argument("--trials", type=int, default=10, help="injected steps per series")
+    ap.add_argument("--neighbours-every", type=int, default=1, metavar="K",
+                    help="2b on a history measured at every K-th commit only (the gap K commits, the neighbours "
+                         "K apart; default 1: every commit but the gap's)")
     ap.add_argument("--skip-history", action="store_true")
     ap.add_argument("--skip-culprit", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
@@ -440,7 +468,7 @@ def main() -> None:
         if "sd" in args.culprit.split(","):
             culprit_study(series, steps, args.trials, rng, args.dev_sources)
         if "real" in args.culprit.split(","):
-            culprit_real_study(series, args.trials, args.seed, args.dev_sources)
+            culprit_real_study(series, args.trials, args.seed, args.dev_sources, every=args.neighbours_every)
         if "variants" in args.culprit.split(","):
             culprit_variants(series, steps, args.trials, args.seed, rng)
     print(f"\n{time.perf_counter() - t0:.0f} s")
