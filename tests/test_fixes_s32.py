@@ -29,6 +29,10 @@
    every reading (19 by hand on a step of 0.6 noise scales). Both are said
    before the first reading. SIGHUP (a closed terminal) is handled as
    SIGTERM: the readings typed so far are kept (tests/test_fixes_s17_shared.py).
+9. ``triage culprit`` had no way to ask for one reading and stop (a backfill
+   takes hours): ``--next`` prints the next commit alone on stdout and exits
+   0; the readings go into ``--data``; run after run it asks for the commits
+   the ``--oracle`` search measures, in the same order, to the same culprit.
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
@@ -234,3 +238,33 @@ def test_culprit_says_a_small_step_is_small_before_it_asks_for_readings(tmp_path
     assert code == 0, text
     assert "warning: the step between the levels is" in line and "noise scales; below 3" in line, text
     assert line.index("warning: the step") < line.index("c050 (level")
+
+
+def test_culprit_next_asks_one_reading_at_a_time_as_the_oracle_search_does(tmp_path):
+    import re
+
+    from helpers_cli import invoke_apart
+
+    part, full = _partial(tmp_path, 57, list(range(0, 120, 10)))
+    code, text = invoke(["culprit", "--data", part, "--before", "c050", "--after", "c060", "--oracle", full])
+    assert code == 0, text
+    oracle_order = re.findall(r"│\s+\d+\s+│\s+(c\d{3})", text)
+    culprit = re.search(r"culprit: (c\d{3})", text).group(1)
+    truth = pd.read_csv(full).set_index("commit")["value"]
+    asked = []
+    for _ in range(20):
+        done = invoke_apart("culprit", "--data", part, "--before", "c050", "--after", "c060", "--next")
+        assert done.returncode == 0, done.stderr
+        if not done.stdout:
+            break
+        commit = done.stdout.strip()
+        assert done.stdout == commit + "\n" and f"add the row {commit},<value>" in flat(done.stderr)
+        asked.append(commit)
+        table = pd.read_csv(part)
+        table.loc[table.commit == commit, "value"] = truth[commit]
+        table.to_csv(part, index=False)
+    assert asked == oracle_order and len(asked) >= 2
+    assert f"culprit: {culprit}" in flat(done.stderr)
+    code, text = invoke(["culprit", "--data", part, "--before", "c050", "--after", "c060", "--next",
+                         "--oracle", full])
+    assert code == 2 and "--next" in text

@@ -307,6 +307,13 @@ def culprit(
     out: Path = typer.Option(
         None, "--out", parser=output_file, help="CSV of the measurements made, in order (- = stdout)."
     ),
+    next_only: bool = typer.Option(
+        False,
+        "--next",
+        help="Print only the next commit to measure (its id on stdout) and exit 0, for readings that take hours "
+        "(a backfill): add the reading to --data as a row commit,value and run again; once the search needs "
+        "no more, the culprit is printed as without --next.",
+    ),
 ) -> None:
     """The sequence of commits to measure that localises a change between two measured commits."""
     import pandas as pd
@@ -316,6 +323,13 @@ def culprit(
     from triage.sampling.partial import read_partial
 
     check_choice("--strategy", strategy, STRATEGIES)
+    if next_only and (oracle is not None or out is not None):
+        raise typer.BadParameter("--next asks for one reading at a time: its readings go into --data, not "
+                                 "--oracle or --out", param_hint="--next")
+    if next_only and max_measurements is not None:
+        # Each run would count only its own readings: the cap would never bind.
+        raise typer.BadParameter("--next goes without --max-measurements (the readings so far are in --data)",
+                                 param_hint="--next")
     if is_stdio(data) and is_stdio(oracle):
         # The oracle read an exhausted standard input: "<stdin>: file is empty".
         raise typer.BadParameter("- (standard input) can be read only once: it is --data", param_hint="--oracle")
@@ -324,7 +338,7 @@ def culprit(
         # Refused now, not after the search: typed-in readings would be lost.
         destination(out)
     # The CSV on stdout (--out - or /dev/stdout): tables, lines and prompts go to stderr.
-    say = console_for(out)
+    say = Console(stderr=True) if next_only else console_for(out)  # --next: stdout holds the commit alone
     history = read_partial(data, series)
     a, b = history.position(before, data), history.position(after, data)
     if b <= a:
@@ -367,6 +381,8 @@ def culprit(
 
     def measure(pos: int) -> float:
         commit = str(history.commits[pos])
+        if next_only:
+            raise _NextReading(pos)
         if answers is None and is_stdio(data):
             # The prompt read the standard input that --data had emptied: "the input ended
             # before commit ... was measured", as if the user had typed ^D.
@@ -413,6 +429,15 @@ def culprit(
             tolerance=tolerance,
             known=inside,
         )
+    except _NextReading as wanted:
+        commit = str(history.commits[wanted.position])
+        typer.echo(commit)  # alone on stdout, for a script that orders the backfill
+        say.print(
+            f"next: measure {commit} (position {wanted.position}; {count(len(inside), 'reading')} of the gap "
+            f"so far), add the row {commit},<value> to {data} and run again",
+            markup=False, highlight=False, soft_wrap=True,
+        )
+        return
     except InputError as exc:
         if out is None or not readings:
             raise
@@ -493,6 +518,14 @@ def culprit(
         )
     if out is not None:
         write_csv_atomic(made, out)
+
+
+class _NextReading(Exception):
+    """The search's next reading, asked for under ``--next``: the command prints it and stops."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(position)
+        self.position = position
 
 
 def _check_ends(say: Console, history, a: int, b: int, old: float, new: float) -> None:
