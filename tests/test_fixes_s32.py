@@ -33,6 +33,11 @@
    takes hours): ``--next`` prints the next commit alone on stdout and exits
    0; the readings go into ``--data``; run after run it asks for the commits
    the ``--oracle`` search measures, in the same order, to the same culprit.
+10. ``triage watch`` said nothing at the end of its input: an operator could
+   tell neither how far the stream had come nor what it had raised without
+   opening the store. A line on stderr counts the lines read, the decisions
+   printed (replayed ones apart), new alarms and withdrawals, lines skipped,
+   series quarantined and series held.
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
@@ -202,8 +207,14 @@ def test_watch_skips_a_failed_runs_result_and_goes_on_also_after_a_restart(tmp_p
     assert out == clean_out and len(out.splitlines()) > 0  # the series went on as if the lines were not there
     for number in (41, 42, 93):
         assert f"skipped a commit without a value (<stdin>, line {number})" in err, err
+    n_out = len(out.splitlines())
+    assert (f"end of input: {len(feed):,} lines read; {n_out:,} decisions printed, " in err
+            and "3 lines skipped; 3 series in memory" in err), err
+    alarms = sum('"decision": true' in line for line in out.splitlines())
+    assert f"{alarms} new alarm" in err
     code, again, err = watch_apart(["--state", tmp_path / "s.db"], "\n".join(feed) + "\n")
     assert code == 0 and '"replayed": true' in again, err
+    assert f"{n_out:,} decisions printed ({n_out:,} replayed: their commits sent again), 0 new alarms" in err, err
 
 
 def _partial(tmp_path, step_at: int, measured: list[int], size: float = 11.0, sd: float = 1.0):

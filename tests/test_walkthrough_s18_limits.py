@@ -161,7 +161,7 @@ def test_watch_output_cut_by_a_file_size_limit_is_an_error(tmp_path, unbuffered)
     )
     assert code == 0, whole_text
     whole = whole_text.encode()
-    assert whole.count(b"\n") == 56 and len(whole) > 6000
+    assert whole.count(b"\n") == 57 and len(whole) > 6000  # 56 decisions and the end-of-input line (stderr)
 
     # An output appended to (a service's log) 6,000 bytes short of the limit: the store fits, the decisions do not.
     limit = 2**20
@@ -468,7 +468,7 @@ def test_watch_input_cut_in_the_middle_of_a_line_says_so(tmp_path):
     code, out = invoke(["watch", "--explain", "none"], stdin="\n".join(lines[:29]) + "\n" + cut)
     assert code == 2 and "the input ended in the middle of this line" in flat(out), flat(out)
     code, out = invoke(["watch", "--explain", "none"], stdin="\n".join(lines))
-    assert code == 0 and out.count("\n") == 26, out
+    assert code == 0 and out.count("\n") == 27, out  # 26 decisions and the end-of-input line (stderr)
     code, out = invoke(
         ["watch", "--explain", "none"], stdin=lines[0] + "\n" + cut + "\n" + lines[1] + "\n"
     )

@@ -527,7 +527,11 @@ def watch(
                               markup=False, highlight=False, soft_wrap=True)
 
         alike = _AlikeIds(store.series_ids() if store is not None else ())
+        # For the end-of-input line: an operator could tell neither how far the stream had come nor
+        # what it had raised without opening the store.
+        tally = _Tally()
         for batch in batches:
+            tally.lines += len(batch)
             alike.check(batch, source)
             if any(UNUSABLE in r for _, r in batch):
                 usable: list[tuple[int, dict]] = []
@@ -557,12 +561,14 @@ def watch(
                         if isinstance(exc, LateCommit):
                             # One build finished after a later one: stopping here stopped every
                             # series, and a restart on the same feed stopped at this line again.
+                            tally.skipped += 1
                             err_console.print(f"skipped a late commit ({source}, line {number}): {exc}; "
                                               "it is not decided (its series has moved past it)",
                                               markup=False, highlight=False, soft_wrap=True)
                             continue
                         if isinstance(exc, MissingValue):
                             # A failed run (null, NaN, an empty cell): the same, for one result.
+                            tally.skipped += 1
                             err_console.print(f"skipped a commit without a value ({source}, line {number}): {exc}; "
                                               "it is not decided, its series goes on",
                                               markup=False, highlight=False, soft_wrap=True)
@@ -570,6 +576,10 @@ def watch(
                         _write(out, decisions)
                         raise _bad(source, number, str(exc)) from None
             _write(out, decisions)
+            tally.add(decisions)
+        if csv_file is None or not follow:
+            err_console.print(tally.line(len(quarantined), loop), markup=False, highlight=False,
+                              soft_wrap=True)
     except (InputError, ValueError) as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -698,6 +708,34 @@ def _series_of(record) -> str:
 
 def _value_of(record) -> object:
     return record.get("value") if isinstance(record, dict) else record[2]
+
+
+class _Tally:
+    """What a ``watch`` run read and printed, for its line at the end of the input."""
+
+    def __init__(self) -> None:
+        self.lines = self.decided = self.alarms = self.withdrawn = self.replayed = self.skipped = 0
+
+    def add(self, decisions) -> None:
+        for d in decisions:
+            if d is None:
+                continue
+            self.decided += 1
+            self.replayed += d.replayed
+            self.alarms += bool(d.decision) and not d.replayed
+            self.withdrawn += d.withdrawal is not None and not d.replayed
+
+    def line(self, quarantined: int, loop) -> str:
+        held = len(loop.states) if loop is not None else 0
+        replayed = f" ({self.replayed:,} replayed: their commits sent again)" if self.replayed else ""
+        parts = [f"{count(self.decided, 'decision')} printed{replayed}",
+                 f"{count(self.alarms, 'new alarm')}", f"{count(self.withdrawn, 'new withdrawal')}"]
+        if self.skipped:
+            parts.append(f"{count(self.skipped, 'line')} skipped")
+        if quarantined:
+            parts.append(f"{count(quarantined, 'series', 'series')} quarantined")
+        return (f"end of input: {count(self.lines, 'line')} read; " + ", ".join(parts)
+                + f"; {count(held, 'series', 'series')} in memory")
 
 
 def _write(out, decisions) -> None:
