@@ -38,6 +38,9 @@
    opening the store. A line on stderr counts the lines read, the decisions
    printed (replayed ones apart), new alarms and withdrawals, lines skipped,
    series quarantined and series held.
+11. ``triage watch --state S --model <a typo> --reset-state`` wiped the state
+   and then failed on the model; a refused model without ``--reset-state``
+   left a new empty store behind. The model is checked first.
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
@@ -279,3 +282,24 @@ def test_culprit_next_asks_one_reading_at_a_time_as_the_oracle_search_does(tmp_p
     code, text = invoke(["culprit", "--data", part, "--before", "c050", "--after", "c060", "--next",
                          "--oracle", full])
     assert code == 2 and "--next" in text
+
+
+def test_watch_checks_the_model_before_it_touches_the_store(tmp_path):
+    from helpers_cli import watch_apart
+
+    from triage.online.state_store import StateStore
+
+    feed = "".join(f'{{"series_id": "s", "commit": "c{i}", "value": {100 + (i % 3)}}}\n' for i in range(30))
+    db = tmp_path / "w.db"
+    assert watch_apart(["--state", db], feed)[0] == 0
+    with StateStore(db) as store:
+        before = (store.series_ids(), store.n_arrivals())
+    assert before == (["s"], 30)
+    for model in ("no-such-model", "default-scoring"):  # a typo; a model the loop refuses
+        code, _, err = watch_apart(["--state", db, "--model", model, "--reset-state"], feed)
+        assert code == 2 and "forgot" not in err, err
+        with StateStore(db) as store:
+            assert (store.series_ids(), store.n_arrivals()) == before
+        fresh = tmp_path / f"new-{model}.db"
+        assert watch_apart(["--state", fresh, "--model", model], feed)[0] == 2
+        assert not fresh.exists()

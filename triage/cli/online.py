@@ -483,7 +483,13 @@ def watch(
     # A finaliser's MemoryError on the way out printed "Exception ignored in: " and then ran out itself.
     sys.unraisablehook = lambda u: None if isinstance(u.exc_value, MemoryError) else unraisable_hook(u)
     try:
+        model_dir = resolve_model(model, "online")
         if state is not None:
+            # The model is checked before the store is opened: a mistyped or refused --model with
+            # --reset-state wiped the state and then failed, and without it left a new empty store.
+            # (Uncompiled: only the model's fitness for the loop is checked here.)
+            OnlineTriage.from_model_dir(model_dir, explain="none", compiled=False, min_pre=min_pre,
+                                        confirm_after=confirm_after)
             if reset_state and (kept := set_aside_if_damaged(state)) is not None:
                 print(f"damaged state file kept as {kept}; starting a new one", file=sys.stderr)
             store = StateStore(state, durable=durable)
@@ -496,7 +502,7 @@ def watch(
                                       f"and {count(forgotten[1], 'commit')} it had received; the loop starts afresh",
                                       markup=False, highlight=False, soft_wrap=True)
         loop = OnlineTriage.from_model_dir(
-            resolve_model(model, "online"),
+            model_dir,
             store=store,
             explain=explain,
             min_pre=min_pre,
