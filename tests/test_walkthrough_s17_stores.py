@@ -189,6 +189,12 @@ def test_read_only_tracking_store_is_refused_before_training(tmp_path: Path, req
     assert not out.exists() and db.read_bytes() == before
     code, text = invoke(["models", "list", "--tracking-uri", uri])  # reading it still works
     assert code == 0, flat(text)
+    # promote writes an alias: refused the same way (SQLAlchemy's 80-line traceback came first;
+    # thirty-second session)
+    code, text = invoke(["models", "promote", "some-model", "1", "--tracking-uri", uri])
+    text = flat(text)
+    assert code == 2 and "mlruns.db is read-only for this user: the alias is written into it" in text, text
+    assert "Traceback" not in text and db.read_bytes() == before
 
 
 def test_new_tracking_store_in_a_read_only_folder_is_refused_naming_the_folder(tmp_path: Path, request) -> None:

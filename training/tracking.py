@@ -344,12 +344,12 @@ def check_store(tracking_uri: str | None = None, *, write: bool = True) -> str:
     return uri
 
 
-def _check_writable(db: Path, uri: str) -> None:
+def _check_writable(db: Path, uri: str, *, writes: str = "runs are logged into it",
+                    advice: str = "give another --tracking-uri, or --no-track") -> None:
     """Refuse a SQLite store, or the folder it is in or will be made in, that this user may not write."""
     real = Path(os.path.realpath(db))
-    advice = "give another --tracking-uri, or --no-track"
     if real.is_file() and not os.access(real, os.W_OK):
-        raise TrackingError(f"{db} is read-only for this user: runs are logged into it; make it writable, "
+        raise TrackingError(f"{db} is read-only for this user: {writes}; make it writable, "
                             f"{advice}", uri)
     folder = real.parent
     if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
@@ -823,6 +823,11 @@ def promote(name: str, version: str | int, alias: str = "champion", tracking_uri
     """Point ``alias`` of registered model ``name`` at ``version`` (moving it if set elsewhere)."""
     from mlflow.exceptions import MlflowException
 
+    given = resolve_tracking_uri(tracking_uri)
+    if given.startswith("sqlite:///"):
+        # Checked as train checks it: on a read-only store SQLAlchemy's traceback (80 lines) came first.
+        _check_writable(Path(given.removeprefix("sqlite:///")), given, writes="the alias is written into it",
+                        advice="or give another --tracking-uri")
     _, client, uri = _client(tracking_uri, existing=True)
     try:
         with store_errors(uri):
