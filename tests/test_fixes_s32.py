@@ -41,12 +41,18 @@
 11. ``triage watch --state S --model <a typo> --reset-state`` wiped the state
    and then failed on the model; a refused model without ``--reset-state``
    left a new empty store behind. The model is checked first.
+12. ``triage train`` replaced a model in ``--out`` with only "model written
+   to" (without tracking the old one is gone), and its table of held-out
+   figures did not say what they were measured on. It names the model it
+   replaces (when, rows, data hash) and the hold-out (series, share, data).
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
@@ -303,3 +309,16 @@ def test_watch_checks_the_model_before_it_touches_the_store(tmp_path):
         fresh = tmp_path / f"new-{model}.db"
         assert watch_apart(["--state", fresh, "--model", model], feed)[0] == 2
         assert not fresh.exists()
+
+
+def test_train_says_what_it_replaces_and_what_it_held_out(tmp_path):
+    out = tmp_path / "m"
+    code, text = invoke(["train", "--preset", "small", "--out", out, "--no-track"])
+    assert code == 0, text
+    line = flat(text)
+    assert "held out: the rows of 7 series (20 % of them) of preset small, never seen by that fit" in line, text
+    assert "replacing" not in line
+    code, text = invoke(["train", "--preset", "small", "--out", out, "--no-track", "--seed", "1"])
+    assert code == 0, text
+    assert re.search(r"model written to \S+ \(replacing the model trained there on \d{4}-\d\d-\d\d \d\d:\d\d, "
+                     r"\d+ rows, data [0-9a-f]{12}\)", flat(text)), text

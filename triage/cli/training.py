@@ -302,6 +302,7 @@ def train(
     source = _source_record(data, preset, matrix, labels, seed)
     if online_rows:
         source["ordinary_per_series"] = online_rows
+    replacing = _model_there(out)
     with console.status(f"training {model}"), _errors_name_the_data(data or matrix or preset), _param_values_checked():
         result = run_train(
             fm,
@@ -340,10 +341,17 @@ def train(
     else:
         table.add_row("threshold", f"{clf.threshold_:.3f} ({_policy_words(clf.threshold_policy_)})", "")
     table.add_row("final fit", f"{clf.fit_seconds_:.1f} s", "")
+    n_held = result.metrics.get("heldout_series")
+    if n_held is not None:
+        # What the column was measured on, said: figures with no hold-out named read as checks of anything.
+        table.caption = (f"held out: the rows of {int(n_held):,} series ({test_size * 100:g} % of them) "
+                         f"of {data or matrix or f'preset {preset}'}, never seen by that fit; the model written is "
+                         "refit on all rows")
     console.print(table)
     for warning in result.warnings:
         err_console.print(f"warning: {warning}", markup=False, highlight=False)
-    console.print(f"model written to [bold]{escape(str(result.model_dir))}[/]", soft_wrap=True)
+    console.print(f"model written to [bold]{escape(str(result.model_dir))}[/]"
+                  + (f" (replacing the model trained there {escape(replacing)})" if replacing else ""), soft_wrap=True)
     if result.run:
         reg = f", registered {result.run['registered']} v{result.run['version']}" if result.run["registered"] else ""
         console.print(f"MLflow run {result.run['run_id']}{escape(reg)} ({escape(str(result.run['tracking_uri']))})")
@@ -367,6 +375,23 @@ def _check_feature_set(path: Path | None, window: str | int) -> None:
 
         resolve_features(path, None)
         check_window(path, window)
+
+
+def _model_there(out: Path) -> str | None:
+    """When ``out`` holds a model already: when and on what it was trained, for the line saying it is replaced.
+
+    Without tracking the old model is gone once replaced, and only "model written to" was said.
+    """
+    import json
+
+    try:
+        manifest = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8"))
+        rows = manifest.get("n_train") or {}
+        size = sum(int(rows.get(k, 0)) for k in ("positives", "negatives"))
+        return (f"on {str(manifest.get('created', '?'))[:16].replace('T', ' ')}, {size:,} rows, "
+                f"data {str(manifest.get('data_hash', '?'))[:12]}")
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
 
 
 def _check_not_a_model_dir(out: Path) -> None:
