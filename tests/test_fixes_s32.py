@@ -45,6 +45,10 @@
    to" (without tracking the old one is gone), and its table of held-out
    figures did not say what they were measured on. It names the model it
    replaces (when, rows, data hash) and the hold-out (series, share, data).
+13. ``triage label --which triaged --model MINE`` on the file MINE was
+   trained on printed "agreement with human labels ... accuracy 0.997" as a
+   check, and ``score --target-recall`` chose a threshold on those rows,
+   without a word; both now say the figures are in-sample.
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
@@ -322,3 +326,14 @@ def test_train_says_what_it_replaces_and_what_it_held_out(tmp_path):
     assert code == 0, text
     assert re.search(r"model written to \S+ \(replacing the model trained there on \d{4}-\d\d-\d\d \d\d:\d\d, "
                      r"\d+ rows, data [0-9a-f]{12}\)", flat(text)), text
+
+
+def test_label_says_when_it_judges_a_model_on_its_own_training_file(tmp_path):
+    data, model = tmp_path / "small", tmp_path / "m"
+    assert invoke(["synth", "--preset", "small", "--out", data])[0] == 0
+    assert invoke(["train", "--data", data, "--out", model, "--no-track"])[0] == 0
+    code, text = invoke(["label", "--data", data, "--model", model, "--which", "triaged", "--show", 0])
+    assert code == 0 and "agreement with human labels" in text, text
+    assert "(in-sample: the model was trained on this file, so this is no check of it" in flat(text), text
+    code, text = invoke(["label", "--data", data, "--which", "triaged", "--show", 0])  # the bundled model
+    assert code == 0 and "agreement with human labels" in text and "in-sample" not in text, text

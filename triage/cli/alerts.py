@@ -152,7 +152,8 @@ def label(
                         if stats["not_scorable"] else "")
             console.print(f"agreement with {name} on {stats['n']:,} candidates{left_out}: "
                           f"accuracy {stats['accuracy']:.3f}, "
-                          f"sensitivity {stats['sensitivity']:.3f}, specificity {stats['specificity']:.3f}",
+                          f"sensitivity {stats['sensitivity']:.3f}, specificity {stats['specificity']:.3f}"
+                          f"{in_sample_note(clf, data)}",
                           soft_wrap=True)
     if out is not None:
         console.print(f"decisions written to [bold]{output_name(out)}[/]", soft_wrap=True)
@@ -240,7 +241,7 @@ def score(
     cut, how = default_threshold(clf, table)
     if target_recall is not None:
         cut, n = threshold_for_recall(dataset, clf, target_recall)
-        how = f"recall {target_recall:g} on {n:,} triaged candidates of --data"
+        how = f"recall {target_recall:g} on {n:,} triaged candidates of --data{in_sample_note(clf, data)}"
     elif threshold is not None:
         cut, how = threshold, "fixed"
     # the file's layout is news only when it is another tool's ("56 candidates (candidates)" read as a stutter)
@@ -294,6 +295,23 @@ def _repeats_note(console, scored) -> None:
     console.print(f"{n:,} row{'s repeat' if n > 1 else ' repeats'} an alert of an earlier row (the same commit of "
                   f"the same series: an alert in two summaries): {int((~repeat).sum()):,} distinct alerts, "
                   f"{n_true:,} called true", soft_wrap=True)
+
+
+def in_sample_note(clf, data: Path) -> str:
+    """" (in-sample: ...)" when ``clf`` was trained on the file ``data`` (its manifest's source), else "".
+
+    Its own training rows judged by it read as a check: 0.997 "agreement with human labels"
+    for a model beside 0.626 for the bundled one, on rows only the first had learned from.
+    """
+    source = ((getattr(clf, "manifest_", None) or {}).get("extra") or {}).get("source") or {}
+    trained_on = [str(v) for k in ("data", "labels") if isinstance(v := source.get(k), str) and v != "-"]
+    if str(data) == "-" or not trained_on:
+        return ""
+    here = Path(data).absolute()
+    if not any(Path(p) == here for p in trained_on):
+        return ""
+    return (" (in-sample: the model was trained on this file, so this is no check of it; judge it on series "
+            "it never saw, as train's held-out figures do)")
 
 
 def check_out_suffix(out: Path | None, fmt: str) -> None:
