@@ -49,6 +49,9 @@
    trained on printed "agreement with human labels ... accuracy 0.997" as a
    check, and ``score --target-recall`` chose a threshold on those rows,
    without a word; both now say the figures are in-sample.
+14. A scoring model given to ``watch`` / ``detect`` was "trained with window
+   'adaptive'", and given to ``label`` was sent to ``detect`` / ``watch``,
+   which refuse it; both now name it a detector-scoring model for ``score``.
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
@@ -337,3 +340,18 @@ def test_label_says_when_it_judges_a_model_on_its_own_training_file(tmp_path):
     assert "(in-sample: the model was trained on this file, so this is no check of it" in flat(text), text
     code, text = invoke(["label", "--data", data, "--which", "triaged", "--show", 0])  # the bundled model
     assert code == 0 and "agreement with human labels" in text and "in-sample" not in text, text
+
+
+def test_a_scoring_model_sent_elsewhere_is_named_and_sent_to_score(tmp_path):
+    from triage.synthetic import generate
+
+    data = tmp_path / "h.csv"
+    from triage.loaders import write_long
+
+    write_long(generate("small", seed=0), data)
+    code, text = invoke(["detect", "--data", data, "--model", "default-scoring", "--out", tmp_path / "d.csv"])
+    assert code == 2 and "is a detector-scoring model (candidate-bounded windows, for `triage score`)" in flat(text)
+    code, text = invoke(["label", "--data", data, "--model", "default-scoring"])
+    line = flat(text)
+    assert code == 2 and "(a detector-scoring model): use `triage score` with detector candidates, or" in line, text
+    assert "triage watch" not in line

@@ -117,11 +117,16 @@ def _check_features(classifier, matrix: pd.DataFrame) -> None:
     if missing:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
         window = model_window(classifier)
-        kind = ("a detector-scoring model" if candidate_windowing(classifier) is not None
+        scoring = candidate_windowing(classifier) is not None
+        kind = ("a detector-scoring model" if scoring
                 else f"an online model (window {window})" if window != ADAPTIVE else "a model for another job")
+        # The command that takes it, not both: a scoring model sent to detect / watch was refused there too.
+        use = ("use `triage score` with detector candidates" if scoring
+               else "use `triage detect` / `triage watch`" if window != ADAPTIVE
+               else "use `triage score` with detector candidates or `triage detect` / `triage watch`")
         raise InputError(source, None, f"this model needs features {shown}, which labelling candidates does "
-                         f"not compute ({kind}): use `triage score` with detector candidates or `triage detect` / "
-                         "`triage watch`, or an alerts model (default, default-w0, a `triage train` directory)")
+                         f"not compute ({kind}): {use}, or an alerts model (default, default-w0, a `triage train` "
+                         "directory)")
 
 
 def agreement(decisions: pd.DataFrame, reference: str = "label") -> dict[str, float]:

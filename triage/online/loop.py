@@ -520,9 +520,13 @@ class OnlineTriage:
         window = clf.manifest_.get("window")
         k = _model_window(window)
         if k is None:
+            # A scoring model's manifest says "adaptive" too: "trained with window 'adaptive'" misnamed it.
+            what = ("is a detector-scoring model (candidate-bounded windows, for `triage score`)"
+                    if (clf.manifest_.get("extra") or {}).get("windows") == "candidates"
+                    else f"was trained with window {window!r}")
             raise ModelMismatch(
                 path,
-                f"the model was trained with window {window!r}; the online loop needs a fixed window K "
+                f"the model {what}; the online loop needs a fixed window K "
                 "(After = the commit and the K after it): train one with --window K (0 for the paper's loop)",
             )
         if k > MAX_CONFIRM and kwargs.get("confirm_after") is None:
