@@ -52,6 +52,10 @@
 14. A scoring model given to ``watch`` / ``detect`` was "trained with window
    'adaptive'", and given to ``label`` was sent to ``detect`` / ``watch``,
    which refuse it; both now name it a detector-scoring model for ``score``.
+15. A fixed-window model trained on alerts alone (``--ordinary-per-series
+   0``) ran in ``detect`` / ``watch`` without a word (7,164 change points
+   where the same model with ordinary commits found 197), and its manifest
+   did not record the 0. It is recorded, and the loop warns once.
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
@@ -343,11 +347,10 @@ def test_label_says_when_it_judges_a_model_on_its_own_training_file(tmp_path):
 
 
 def test_a_scoring_model_sent_elsewhere_is_named_and_sent_to_score(tmp_path):
+    from triage.loaders import write_long
     from triage.synthetic import generate
 
     data = tmp_path / "h.csv"
-    from triage.loaders import write_long
-
     write_long(generate("small", seed=0), data)
     code, text = invoke(["detect", "--data", data, "--model", "default-scoring", "--out", tmp_path / "d.csv"])
     assert code == 2 and "is a detector-scoring model (candidate-bounded windows, for `triage score`)" in flat(text)
@@ -355,3 +358,26 @@ def test_a_scoring_model_sent_elsewhere_is_named_and_sent_to_score(tmp_path):
     line = flat(text)
     assert code == 2 and "(a detector-scoring model): use `triage score` with detector candidates, or" in line, text
     assert "triage watch" not in line
+
+
+def test_an_alerts_only_fixed_window_model_is_recorded_and_warned_about_online(tmp_path):
+    import json
+    import warnings
+
+    from triage.loaders import write_long
+    from triage.online.records import AlertsOnlyModel
+    from triage.synthetic import generate
+
+    data = tmp_path / "h.csv"
+    write_long(generate("small", seed=0), data)
+    for rows in ("0", "10"):
+        model = tmp_path / f"w3-{rows}"
+        assert invoke(["train", "--data", data, "--window", 3, "--ordinary-per-series", rows, "--out", model,
+                       "--no-track"])[0] == 0
+        assert json.loads((model / "manifest.json").read_text())["extra"]["source"]["ordinary_per_series"] == int(rows)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            code, text = invoke(["detect", "--data", data, "--model", model, "--out", tmp_path / f"d{rows}.csv"])
+        assert code == 0, text
+        said = [str(w.message) for w in seen if issubclass(w.category, AlertsOnlyModel)]
+        assert len(said) == (1 if rows == "0" else 0) and all("learned from alerts alone" in m for m in said), said

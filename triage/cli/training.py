@@ -300,7 +300,9 @@ def train(
         with joblib_on(scheduler, n_jobs) as jobs:
             fm = matrix_of(data, preset, matrix, w, seed, jobs, online_rows, pair=shift_measures)
     source = _source_record(data, preset, matrix, labels, seed)
-    if online_rows:
+    if online_rows or (isinstance(w, int) and matrix is None):
+        # Recorded at 0 too: a fixed-window model learned from alerts alone (no ordinary commits)
+        # is one the online loop should not run, and its manifest did not say so.
         source["ordinary_per_series"] = online_rows
     replacing = _model_there(out)
     with console.status(f"training {model}"), _errors_name_the_data(data or matrix or preset), _param_values_checked():

@@ -132,6 +132,7 @@ from triage.core.values import value_problem
 from triage.features import catalogue, level_shift, noise_free
 from triage.features.incremental import PrePool, PreState
 from triage.online.records import (
+    AlertsOnlyModel,
     AlreadyDecided,
     ConflictingRedelivery,
     Decision,
@@ -255,6 +256,10 @@ def _model_name(path: Path) -> str:
         return str(path.resolve())
     except OSError:
         return str(path)
+
+
+#: Model folders whose alerts-only warning this process has given (:class:`AlertsOnlyModel`).
+_WARNED_ALERTS_ONLY: set[str] = set()
 
 
 def _check(series_id: object, commit: object, value: object) -> tuple[str, str, float]:
@@ -533,6 +538,13 @@ class OnlineTriage:
             raise ModelMismatch(path, f"the manifest's window {window!r} is over the loop's largest "
                                 f"confirmation delay ({MAX_CONFIRM}); give --confirm-after")
         _check_online_rule(clf.manifest_, path)
+        alerts_only = ((clf.manifest_.get("extra") or {}).get("source") or {}).get("ordinary_per_series") == 0
+        if alerts_only and str(path) not in _WARNED_ALERTS_ONLY:
+            _WARNED_ALERTS_ONLY.add(str(path))  # once: a command loads its model more than once (a check first)
+            warnings.warn(AlertsOnlyModel(
+                f"{path}: the model learned from alerts alone (--ordinary-per-series 0) and never saw an "
+                "ordinary commit, while the online loop asks it about every commit: expect far more alarms "
+                "than changes; train it with ordinary commits (the default) for watch and detect"), stacklevel=2)
         model_id = hashlib.sha256(raw).hexdigest()
         try:
             return cls(clf, model_id=model_id, model_name=_model_name(path), **kwargs)

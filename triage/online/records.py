@@ -53,6 +53,15 @@ class ModelMismatch(InputError):
         super().__init__(source, None, problem)
 
 
+class AlertsOnlyModel(UserWarning):
+    """A fixed-window model trained on alerts alone (``--ordinary-per-series 0``) run online.
+
+    It never saw an ordinary commit, and the loop asks it about every one: on
+    a walkthrough's history 7,164 change points against 197 for the same
+    model trained with ordinary commits.
+    """
+
+
 class ConflictingRedelivery(UserWarning):
     """A commit re-sent with another value than the one it first came with; the first value stands.
 
