@@ -56,6 +56,9 @@
    0``) ran in ``detect`` / ``watch`` without a word (7,164 change points
    where the same model with ordinary commits found 197), and its manifest
    did not record the 0. It is recorded, and the loop warns once.
+16. ``triage evaluate`` without a random split wrote a 1-byte
+   differences.csv and an empty, broken table in summary.md; the CSV keeps
+   its columns and the Markdown says there is nothing to compare with.
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
@@ -381,3 +384,14 @@ def test_an_alerts_only_fixed_window_model_is_recorded_and_warned_about_online(t
         assert code == 0, text
         said = [str(w.message) for w in seen if issubclass(w.category, AlertsOnlyModel)]
         assert len(said) == (1 if rows == "0" else 0) and all("learned from alerts alone" in m for m in said), said
+
+
+def test_evaluation_without_a_random_split_writes_whole_files(tmp_path):
+    from triage.training.evaluation import METRICS, EvaluationResult
+
+    records = pd.DataFrame([{"split": "grouped", "model": "rf", "repeat": r, **{m: 0.5 + 0.01 * r for m in METRICS},
+                             "fit_seconds": 0.1, "cpu_seconds": 0.1} for r in range(3)])
+    paths = EvaluationResult(records).save(tmp_path / "e")
+    assert list(pd.read_csv(paths["differences"]).columns) == ["split", "model", *METRICS]
+    text = paths["markdown"].read_text()
+    assert "(No differences to the random split: it was not run.)" in text and text.count("| grouped |") == 1

@@ -259,7 +259,8 @@ class EvaluationResult:
                 for m in METRICS:
                     row[m] = s.loc[(kind, model), f"{m}_mean"] - s.loc[("random", model), f"{m}_mean"]
                 rows.append(row)
-        return pd.DataFrame(rows)
+        # With its columns when empty (no random split to compare with): it was a 1-byte CSV.
+        return pd.DataFrame(rows, columns=["split", "model", *METRICS])
 
     def table1(self) -> pd.DataFrame:
         """Table-1 style: ``mean [low, high]`` strings per metric, one row per (split, model)."""
@@ -275,8 +276,11 @@ class EvaluationResult:
         return out
 
     def to_markdown(self) -> str:
-        """Table 1 and the split differences as Markdown tables."""
-        return _markdown(self.table1()) + "\n\n" + _markdown(self.differences().round(4))
+        """Table 1 and the split differences as Markdown tables (the differences only with a random split)."""
+        differences = self.differences()
+        if differences.empty:  # an empty table was a header row with nothing under it, read as broken
+            return _markdown(self.table1()) + "\n\n(No differences to the random split: it was not run.)"
+        return _markdown(self.table1()) + "\n\n" + _markdown(differences.round(4))
 
     def save(self, out: str | Path) -> dict[str, Path]:
         """Write records.csv, summary.csv, differences.csv, summary.md and settings.json into ``out``.
