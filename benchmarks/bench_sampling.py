@@ -441,6 +441,10 @@ def main() -> None:
     ap.add_argument("--skip-culprit", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    if args.neighbours_every < 1:
+        ap.error("--neighbours-every must be >= 1")
+    if args.neighbours_every > 1 and "real" not in args.culprit.split(","):
+        ap.error("--neighbours-every applies to the culprit run 'real' (2b): give --culprit real")
     if not args.data.exists():
         print(f"skipped: {args.data} is absent (the real histories live in ../shared/data/real/)")
         sys.exit(0)

@@ -248,7 +248,18 @@ def test_a_hangup_is_left_alone_under_nohup(tmp_path):
     )
     proc.stdin.write(b"series_id,commit,value\n" + b"".join(b"s,c%d,1.0\n" for i in range(500)))
     proc.stdin.flush()
-    time.sleep(1.0)  # the command has started and read some input
+
+    def caught(status: str, sig: int) -> bool:  # the process's mask of caught signals (/proc)
+        mask = next(int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:"))
+        return bool(mask >> (sig - 1) & 1)
+
+    status = Path(f"/proc/{proc.pid}/status")
+    for _ in range(1200):  # main() has set its handlers once SIGTERM is caught (a hang guard of 60 s)
+        if caught(status.read_text(), signal.SIGTERM):
+            break
+        time.sleep(0.05)
+    text = status.read_text()
+    assert caught(text, signal.SIGTERM) and not caught(text, signal.SIGHUP), text
     proc.send_signal(signal.SIGHUP)
     out, err = proc.communicate(timeout=60)  # closes standard input: the summary comes out
     assert proc.returncode == 0, err

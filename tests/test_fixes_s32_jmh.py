@@ -56,7 +56,9 @@
    "is a directory; expected a file". Both now say to run ``triage steady
    FOLDER/*.json --out long.csv`` (the pattern of the files found, e.g.
    ``*.json.gz``), one file per commit in history order; summary names the
-   kind of results it found, and its list of folders ends with the same line.
+   kind of results it found, and its list of folders ends with the same line
+   (the folder quoted for a shell, and a word that the shell's name order is
+   history order only when the names sort so: git hashes do not).
 """
 
 from __future__ import annotations
@@ -281,13 +283,36 @@ def test_a_folder_of_result_files_is_told_to_go_through_steady(tmp_path):
         code, text = invoke(["summary", "--data", folder])
         line = flat(text)
         assert code == 2 and f"a directory of {kind} result files" in line, text
-        assert f"`triage steady {folder}/*.json --out long.csv`" in line, text
+        assert f"`triage steady {folder}/*.json --out long.csv` (the shell sorts the files by name" in line, text
     code, text = invoke(["steady", jmh, "--out", tmp_path / "o.csv"])
     line = flat(text)
     assert code == 2 and "is a directory; expected a file" in line, text
     assert f"`triage steady {jmh}/*.json --out long.csv`" in line and "history order" in line, text
+    # A folder name with a space is quoted for the shell; the glob's name order is said not to be history order.
+    spaced = tmp_path / "sp ace"
+    _history(spaced, [1000.0, 1000.0])
+    code, text = invoke(["summary", "--data", spaced])
+    assert code == 2 and f"`triage steady '{spaced}'/*.json --out long.csv`" in flat(text), text
+    assert "as git hashes are not, list the files in order" in flat(text), text
     # Any other folder: the list of folders read, then the same line.
     other = tmp_path / "other"
     other.mkdir()
     code, text = invoke(["summary", "--data", other])
-    assert code == 2 and f"`triage steady {other}/*.json --out long.csv` first" in flat(text), text
+    assert code == 2 and f"`triage steady {other}/*.json --out long.csv` (the shell sorts" in flat(text), text
+    assert flat(text).endswith("list the files in order) first"), text
+
+
+def test_steady_takes_a_jmh_file_and_a_google_benchmark_file_of_one_name(tmp_path):
+    """The renaming of a benchmark held in two modes met a Google Benchmark file, which keeps no entry rows:
+    "internal error: KeyError: 'BM_parse'" (the session's re-run pooling had added the lookup)."""
+    rng = np.random.default_rng(8)
+    jmh = tmp_path / "c1.json"
+    jmh.write_text(json.dumps([_entry("BM_parse", _forks(rng, 1000.0))]))
+    gbench = tmp_path / "c2.json"
+    gbench.write_text(json.dumps({"context": {"date": "2024-01-01"}, "benchmarks": [
+        {"name": "BM_parse", "run_name": "BM_parse", "run_type": "iteration", "repetition_index": k,
+         "real_time": 10.0 + 0.1 * k, "cpu_time": 10.0, "time_unit": "ns", "iterations": 100} for k in range(3)]}))
+    out = tmp_path / "o.csv"
+    code, text = invoke(["steady", jmh, gbench, "--out", out, "--trim-warmup", "none"])
+    assert code == 0, text
+    assert sorted(pd.read_csv(out)["series_id"].unique()) == ["BM_parse:avgt", "BM_parse:thrpt"]

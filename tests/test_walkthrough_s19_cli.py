@@ -285,7 +285,7 @@ def test_watch_reads_a_csv_piped_in_as_dash(tmp_path):
     code, piped = invoke(["watch", "--csv", "-"], stdin=feed.read_text())
     assert code == 0, piped
     # K = 4: the last four wait; and the end-of-input line (stderr)
-    assert piped == from_file and len(piped.splitlines()) == 37 and "end of input: 40 lines read" in piped
+    assert piped == from_file and len(piped.splitlines()) == 37 and "end of input: 40 records read" in piped
     code, text = invoke(["watch", "--csv", "-"], stdin="series_id,commit,value\ns1,c0,1\ns1,c1,x\n")
     assert code == 2 and "<stdin>, line 3: value 'x' is not a number" in text, text
     code, text = invoke(["watch", "--csv", "-", "--follow"], stdin="")

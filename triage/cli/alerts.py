@@ -307,8 +307,8 @@ def in_sample_note(clf, data: Path) -> str:
     trained_on = [str(v) for k in ("data", "labels") if isinstance(v := source.get(k), str) and v != "-"]
     if str(data) == "-" or not trained_on:
         return ""
-    here = Path(data).absolute()
-    if not any(Path(p) == here for p in trained_on):
+    here = Path(data).resolve()  # resolved on both sides: x/../data or a symlink is the same file
+    if not any(Path(p).resolve() == here for p in trained_on):
         return ""
     return (" (in-sample: the model was trained on this file, so this is no check of it; judge it on series "
             "it never saw, as train's held-out figures do)")

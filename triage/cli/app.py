@@ -254,9 +254,16 @@ def main() -> None:
         try:
             code = BROKEN_PIPE_EXIT if _is_broken_pipe(exc) else _report(exc)
         except OSError as printing:  # stderr's reader gone as well (``2>&1 | head -1``)
-            if not _is_broken_pipe(printing):
+            if terminated.received:  # a closed terminal (SIGHUP): nowhere to say it
+                code = terminated.exit_code
+            elif not _is_broken_pipe(printing):
                 raise
-            code = BROKEN_PIPE_EXIT
+            else:
+                code = BROKEN_PIPE_EXIT
+        if terminated.received and code != BROKEN_PIPE_EXIT:
+            # The signal turned into the command's own error on its way out (culprit's prompt:
+            # "the input ended", its readings kept): the status still says the signal ended it.
+            code = terminated.exit_code
     if code == BROKEN_PIPE_EXIT:
         _silence_standard_streams()
     finish(code)

@@ -30,10 +30,13 @@ lines already waiting on stdin are decided in one transaction. With
 it is printed, so a killed watcher restarted on the same input continues
 exactly where it stopped. A bad line stops the command with exit status 2 and
 ``error: <source>, line N: <problem>`` on stderr; every line before it is
-decided and stored, the bad one changes nothing. Two kinds of line are
+decided and stored, the bad one changes nothing. Three kinds of line are
 skipped instead, with a line on stderr, and the stream goes on: a value no
-series can compute with quarantines its series, and a late commit (a new
-commit whose timestamp is older than its series' latest) is not decided. Ctrl-C ends it with exit
+series can compute with quarantines its series, a late commit (a new
+commit whose timestamp is older than its series' latest) is not decided, and
+neither is a failed run's result (a value null, "", NaN or Infinity, an empty
+CSV cell). At the end of the input a line on stderr counts what was read and
+printed. Ctrl-C ends it with exit
 status 130 (every printed decision is stored); a followed CSV that is
 truncated or replaced (log rotation) ends it with an error (exit 2) instead
 of a wait for lines that never come.
@@ -128,6 +131,8 @@ def _json_records(stream: io.TextIOBase, source: str, first: int = 1) -> Iterato
         if "\\ud" in line or "\\uD" in line:  # an escaped surrogate: valid JSON, but maybe no Unicode text
             _check_unicode(record, source, number)
         value = record.get("value")
+        if isinstance(value, str) and not value.strip():
+            record["value"] = value = None  # "" is a failed run's result as null is (and a --csv empty cell)
         if isinstance(value, str):
             # A number sent as text ("value": "101.5", as some producers quote every field): the
             # loaders read it so (`detect --data feed.jsonl` replayed the feed), `watch --csv` too,
@@ -740,7 +745,7 @@ class _Tally:
             parts.append(f"{count(self.skipped, 'line')} skipped")
         if quarantined:
             parts.append(f"{count(quarantined, 'series', 'series')} quarantined")
-        return (f"end of input: {count(self.lines, 'line')} read; " + ", ".join(parts)
+        return (f"end of input: {count(self.lines, 'record')} read; " + ", ".join(parts)
                 + f"; {count(held, 'series', 'series')} in memory")
 
 

@@ -203,7 +203,7 @@ def labels_export(
     """Export the sheriffs' current decisions in the long layout."""
     from triage.cli.tables import console_for, output_name
     from triage.cli.validation import check_aggregation, check_output_not_input
-    from triage.core.atomic import write_csv_atomic
+    from triage.core.atomic import write_table_atomic
     from triage.workspace.store import LabelsStore, export_long
 
     check_output_not_input(out, labels, data)
@@ -222,12 +222,7 @@ def labels_export(
         say.print(f"{len(merged):,} series with {n:,} decisions as labels written to [bold]{where}[/]", soft_wrap=True)
         return
     frame = export_long(store)
-    if out.suffix == ".parquet":
-        from triage.core.atomic import atomic_write
-
-        atomic_write(out, lambda tmp: frame.to_parquet(tmp, index=False))
-    else:
-        write_csv_atomic(frame, out)
+    write_table_atomic(frame, out)  # Parquet for a .parquet name (any case), else CSV
     say.print(f"{len(frame):,} decision{'' if len(frame) == 1 else 's'} written to [bold]{where}[/]", soft_wrap=True)
 
 

@@ -382,7 +382,8 @@ def steady_long(
     _number_reruns(frames)
     for rows, rename in zip(positions, _same_name_in_every_file(frames), strict=True):
         for name, renamed in rename.items():
-            rows[renamed] = rows.pop(name)
+            if name in rows:  # Google Benchmark files and arrays of runs keep no entry rows
+                rows[renamed] = rows.pop(name)
     _one_unit_per_series(frames, shown, positions)
     runs, starts = [], []
     for commit, frame in frames:
@@ -630,10 +631,15 @@ def result_files(folder: Path) -> tuple[str, str] | None:
 def steady_command(folder: str | Path, pattern: str | None = None) -> str:
     """The ``triage steady`` line that cuts a folder of result files (one per build) into a history:
     its files named by ``pattern`` (default: as :func:`result_files` finds them, else ``*.json``)."""
+    import shlex
+
     if pattern is None:
         found = result_files(Path(folder))
         pattern = found[1] if found else "*.json"
-    return f"`triage steady {Path(folder) / pattern} --out long.csv`"
+    # The folder quoted for a shell (a space in it split the line); the glob sorts by name, so it is
+    # history order only for names that sort so (build numbers with leading zeros, not git hashes).
+    return (f"`triage steady {shlex.quote(str(folder))}/{pattern} --out long.csv` (the shell sorts the "
+            "files by name: when names are not in history order, as git hashes are not, list the files in order)")
 
 
 def read_jmh_dataset(
