@@ -462,8 +462,8 @@ def watch(
     _check_loop_options(min_pre, confirm_after)
     check_int("--cache-series", cache_series, low=1)
     from triage.core.values import out_of_range
-    from triage.online.loop import OnlineTriage, RejectedCommit
-    from triage.online.records import LateCommit, MissingValue
+    from triage.online.loop import OnlineTriage, RejectedCommit, missing_value
+    from triage.online.records import LateCommit
     from triage.online.state_store import StateStore
     from triage.online.store_checks import set_aside_if_damaged
 
@@ -554,6 +554,17 @@ def watch(
                 batch = usable  # the series' lines before its unusable one are decided
             elif quarantined:
                 batch = [(n, r) for n, r in batch if _series_of(r) not in quarantined]
+            failed = [(n, r, m) for n, r in batch if (m := missing_value(_series_of(r), r.get("commit"), r.get("value")))]
+            if failed:
+                # Set aside before the batch is decided: one failed run in a batch had sent every
+                # line of it through one transaction each (a backlog's speed lost to a null).
+                for number, _, exc in failed:
+                    tally.skipped += 1
+                    err_console.print(f"skipped a commit without a value ({source}, line {number}): {exc}; "
+                                      "it is not decided, its series goes on",
+                                      markup=False, highlight=False, soft_wrap=True)
+                skip = {number for number, _, _ in failed}
+                batch = [(n, r) for n, r in batch if n not in skip]
             try:
                 decisions = loop.process_many([record for _, record in batch])
             except RejectedCommit:
@@ -575,13 +586,6 @@ def watch(
                             tally.skipped += 1
                             err_console.print(f"skipped a late commit ({source}, line {number}): {exc}; "
                                               "it is not decided (its series has moved past it)",
-                                              markup=False, highlight=False, soft_wrap=True)
-                            continue
-                        if isinstance(exc, MissingValue):
-                            # A failed run (null, NaN, an empty cell): the same, for one result.
-                            tally.skipped += 1
-                            err_console.print(f"skipped a commit without a value ({source}, line {number}): {exc}; "
-                                              "it is not decided, its series goes on",
                                               markup=False, highlight=False, soft_wrap=True)
                             continue
                         _write(out, decisions)

@@ -275,15 +275,29 @@ def _check(series_id: object, commit: object, value: object) -> tuple[str, str, 
     if isinstance(commit, bool | np.bool_) or not isinstance(commit, str | int) or commit == "":
         raise RejectedCommit(series_id, str(commit), _id_problem("commit id", commit))
     commit = str(commit)
-    if value is None:  # JSON's null (a failed run's result): it read "value None is not a number"
-        raise MissingValue(series_id, commit, "value is missing (null or an empty cell): send the commit once it is measured")
+    if (missing := missing_value(series_id, commit, value)) is not None:
+        raise missing
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise RejectedCommit(series_id, commit, f"value {value!r} is not a number")
-    if (problem := value_problem(value)) is not None:  # NaN, inf, 10**400, |x| near 1e308 or 1e-308
-        if isinstance(value, float | np.floating) and not math.isfinite(value):  # NaN, Infinity: a failed run, as null
-            raise MissingValue(series_id, commit, f"{problem}: send the commit once it is measured")
+    if (problem := value_problem(value)) is not None:  # 10**400, |x| near 1e308 or 1e-308
         raise RejectedCommit(series_id, commit, problem)
     return series_id, commit, float(value)
+
+
+def missing_value(series_id: object, commit: object, value: object) -> MissingValue | None:
+    """The :class:`MissingValue` a failed run's value raises (None, NaN, Infinity), else None.
+
+    One home for the rule and its words: the loop raises it, and ``triage watch`` sets such
+    lines aside before a batch is decided (one in a batch had made every line of it its own
+    transaction).
+    """
+    if value is None:  # JSON's null (a failed run's result): it read "value None is not a number"
+        return MissingValue(str(series_id), str(commit),
+                            "value is missing (null or an empty cell): send the commit once it is measured")
+    if isinstance(value, float | np.floating) and not math.isfinite(value):
+        return MissingValue(str(series_id), str(commit),
+                            f"{value_problem(value)}: send the commit once it is measured")
+    return None
 
 
 def _id_problem(what: str, value: object) -> str:
