@@ -59,6 +59,9 @@
 16. ``triage evaluate`` without a random split wrote a 1-byte
    differences.csv and an empty, broken table in summary.md; the CSV keeps
    its columns and the Markdown says there is nothing to compare with.
+17. An error about a registry model (``--model models:/name@alias``) named
+   its local copy in a cache folder, not the address given, and the
+   ``$TRIAGE_MODEL`` note was missing for such a model; both fixed.
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
@@ -445,3 +448,27 @@ def test_culprit_keeps_the_readings_typed_when_its_terminal_closes(tmp_path):
     assert os.waitstatus_to_exitcode(status) == 129
     kept = pd.read_csv(out)
     assert kept["value"].tolist() == [100.5] and kept["step"].tolist() == [1]
+
+
+def test_an_error_about_a_registry_models_copy_names_its_address(monkeypatch, tmp_path, capsys):
+    import sys
+
+    from triage import model_lookup
+    from triage.cli import app as cli_app
+    from triage.core.errors import InputError
+    from triage.training import tracking
+
+    copy = tmp_path / "cache" / "triage-x" / "1" / "model_dir"
+    copy.mkdir(parents=True)
+    monkeypatch.setattr(tracking, "resolve_registry_uri", lambda uri: copy, raising=False)
+    monkeypatch.setattr(model_lookup, "REGISTRY_COPIES", {})
+    monkeypatch.setenv("TRIAGE_MODEL", "models:/triage-x@prod")
+    monkeypatch.setattr(sys, "argv", ["triage", "label", "--data", "h.csv"])
+    assert model_lookup.resolve_model("models:/triage-x@prod") == copy
+    assert cli_app._report(InputError(copy / "manifest.json", None, "not a model for this job")) == 2
+    err = flat(capsys.readouterr().err)
+    assert f"error: models:/triage-x@prod (its copy {copy / 'manifest.json'}): not a model for this job" in err, err
+    assert "note: the model came from $TRIAGE_MODEL=models:/triage-x@prod" in err, err
+    # Any other file: as it was.
+    assert cli_app._report(InputError(tmp_path / "h.csv", 3, "bad value")) == 2
+    assert f"error: {tmp_path / 'h.csv'}, row 3: bad value" in flat(capsys.readouterr().err)

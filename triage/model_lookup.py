@@ -80,8 +80,24 @@ def resolve_model(spec: str | Path | None, job: str = "alerts") -> Path:
     return bundled_model(text)
 
 
+#: The registry models this process has resolved: their local copy (real path) -> the ``models:/``
+#: address given, so that an error about the copy names the address (it named a cache folder).
+REGISTRY_COPIES: dict[str, str] = {}
+
+
 def _from_registry(uri: str) -> Path:
     """Delegate ``models:/...`` to the tracking module (MLflow is imported only here)."""
     from triage.training.tracking import resolve_registry_uri
 
-    return Path(resolve_registry_uri(uri))
+    path = Path(resolve_registry_uri(uri))
+    REGISTRY_COPIES[os.path.realpath(path)] = uri
+    return path
+
+
+def registry_address(source: str | Path) -> str | None:
+    """The ``models:/`` address whose local copy holds ``source`` (the copy or a file in it), else None."""
+    real = os.path.realpath(source)
+    for copy, uri in REGISTRY_COPIES.items():
+        if real == copy or real.startswith(copy + os.sep):
+            return uri
+    return None

@@ -112,6 +112,11 @@ def _silence_standard_streams() -> None:
 def _report(exc: Exception) -> int:
     """One line on stderr for an exception that escaped a command; the exit code."""
     if isinstance(exc, InputError):
+        from triage.model_lookup import registry_address
+
+        if (uri := registry_address(exc.source)) is not None:
+            # Named by the address given, the registry's copy beside it (a cache folder alone said nothing).
+            exc = InputError(f"{uri} (its copy {exc.source})", exc.row, exc.problem)
         err_console.print(error_line(exc), highlight=False, soft_wrap=True)
         if (note := _model_from_environment(exc)) is not None:
             err_console.print(note, markup=False, highlight=False, soft_wrap=True)
@@ -146,7 +151,10 @@ def _model_from_environment(exc: InputError) -> str | None:
             named.add(os.path.realpath(bundled_model(name)))
         except Exception:  # noqa: BLE001 (no bundled model of that name: the path alone)
             pass
-    if os.path.realpath(exc.source) not in named:
+    from triage.model_lookup import REGISTRY_PREFIX
+
+    from_registry = chosen.strip().startswith(REGISTRY_PREFIX) and exc.source.startswith(chosen.strip())
+    if os.path.realpath(exc.source) not in named and not from_registry:
         return None
     return (f"note: the model came from $TRIAGE_MODEL={chosen}, which every command that loads a model reads; "
             "give --model, or unset it")
