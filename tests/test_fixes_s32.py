@@ -48,7 +48,9 @@
 13. ``triage label --which triaged --model MINE`` on the file MINE was
    trained on printed "agreement with human labels ... accuracy 0.997" as a
    check, and ``score --target-recall`` chose a threshold on those rows,
-   without a word; both now say the figures are in-sample.
+   without a word; both now say the figures are in-sample. The manifest
+   records the training file's size and SHA-256 (``data_hash`` is of the
+   feature rows, which change with the window), so a copy is known too.
 14. A scoring model given to ``watch`` / ``detect`` was "trained with window
    'adaptive'", and given to ``label`` was sent to ``detect`` / ``watch``,
    which refuse it; both now name it a detector-scoring model for ``score``.
@@ -360,6 +362,21 @@ def test_label_says_when_it_judges_a_model_on_its_own_training_file(tmp_path):
     assert "(in-sample: the model was trained on this file, so this is no check of it" in flat(text), text
     code, text = invoke(["label", "--data", data, "--which", "triaged", "--show", 0])  # the bundled model
     assert code == 0 and "agreement with human labels" in text and "in-sample" not in text, text
+    # A file: its digest is recorded, and a copy under another name is the same data.
+    import json
+    import shutil
+
+    from triage.loaders import load, write_long
+
+    history = tmp_path / "history.csv"
+    write_long(load(data), history)
+    assert invoke(["train", "--data", history, "--out", model, "--no-track"])[0] == 0
+    source = json.loads((model / "manifest.json").read_text())["extra"]["source"]
+    assert source["data_bytes"] == history.stat().st_size and len(source["data_sha256"]) == 64
+    copy = tmp_path / "elsewhere.csv"
+    shutil.copyfile(history, copy)
+    code, text = invoke(["label", "--data", copy, "--model", model, "--which", "triaged", "--show", 0])
+    assert code == 0 and "(in-sample: the model was trained on this file" in flat(text), text
 
 
 def test_a_scoring_model_sent_elsewhere_is_named_and_sent_to_score(tmp_path):

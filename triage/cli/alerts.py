@@ -303,12 +303,19 @@ def in_sample_note(clf, data: Path) -> str:
     Its own training rows judged by it read as a check: 0.997 "agreement with human labels"
     for a model beside 0.626 for the bundled one, on rows only the first had learned from.
     """
+    from triage.core.versions import file_sha256
+
     source = ((getattr(clf, "manifest_", None) or {}).get("extra") or {}).get("source") or {}
     trained_on = [str(v) for k in ("data", "labels") if isinstance(v := source.get(k), str) and v != "-"]
     if str(data) == "-" or not trained_on:
         return ""
     here = Path(data).resolve()  # resolved on both sides: x/../data or a symlink is the same file
-    if not any(Path(p).resolve() == here for p in trained_on):
+    same_path = any(Path(p).resolve() == here for p in trained_on)
+    # A copy under another name is the same data: by the digest the model recorded (the size first,
+    # so that a file of another size is never read twice).
+    same_bytes = (here.is_file() and source.get("data_bytes") == here.stat().st_size
+                  and source.get("data_sha256") == file_sha256(here))
+    if not (same_path or same_bytes):
         return ""
     return (" (in-sample: the model was trained on this file, so this is no check of it; judge it on series "
             "it never saw, as train's held-out figures do)")

@@ -162,6 +162,13 @@ def _source_record(data, preset, matrix, labels, seed: int) -> dict[str, object]
         return "-" if str(path) == "-" else str(Path(path).absolute())
 
     record = {"data": where(data), "preset": preset, "matrix": where(matrix), "labels": where(labels), "seed": seed}
+    if data is not None and str(data) != "-" and Path(data).is_file():
+        from triage.core.versions import file_sha256
+
+        # The file's own digest (data_hash is of the feature rows, which change with the window): what
+        # the model saw, told apart from a file edited since under the same name, or found under another.
+        record["data_bytes"] = Path(data).stat().st_size
+        record["data_sha256"] = file_sha256(Path(data))
     return {k: v for k, v in record.items() if v is not None}
 
 
