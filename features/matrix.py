@@ -207,7 +207,11 @@ def training_data(
     y = (sub["label"].astype(str).to_numpy() == labels.TRUE_POSITIVE).astype(np.int8)
     if y.min() == y.max():
         only = labels.TRUE_POSITIVE if y[0] else labels.FALSE_POSITIVE
-        raise InputError(source, None, f"only {only} candidates: need both true and false alerts to learn from")
+        # A 0/1 label column lands here: its numbers are read as Perfherder's status codes.
+        codes = (" (a label column of 0 and 1 reads as Perfherder's status codes: 0 untriaged, 1 downstream, "
+                 "a true alert; write false_positive / true_positive)" if y[0] else "")
+        raise InputError(source, None, f"only {only} candidates: need both true and false alerts to learn from"
+                                       f"{codes}")
     if "series_id" not in sub.columns:
         raise InputError(source, None, MISSING_SERIES)
     groups = sub["series_id"].astype(str).to_numpy()

@@ -64,6 +64,9 @@
 17. An error about a registry model (``--model models:/name@alias``) named
    its local copy in a cache folder, not the address given, and the
    ``$TRIAGE_MODEL`` note was missing for such a model; both fixed.
+18. A label column of 0 and 1 trained on "only true_positive candidates"
+   without a word on why (its numbers are Perfherder's status codes: 0
+   untriaged, 1 downstream); the refusal says so.
 6. ``OnlineTriage.replay(ds, batch_series=-1)`` replayed nothing and found no
    change, and ``replay([1, 2, 3])`` failed on "'int' object has no attribute
    'values'"; both are refused with what was wrong.
@@ -489,3 +492,18 @@ def test_an_error_about_a_registry_models_copy_names_its_address(monkeypatch, tm
     # Any other file: as it was.
     assert cli_app._report(InputError(tmp_path / "h.csv", 3, "bad value")) == 2
     assert f"error: {tmp_path / 'h.csv'}, row 3: bad value" in flat(capsys.readouterr().err)
+
+
+def test_a_zero_one_label_column_is_explained(tmp_path):
+    from triage.loaders import load
+    from triage.synthetic import generate
+
+    frame = generate("small", seed=0).to_frame()
+    frame["label"] = frame["label"].map({"true_positive": "1", "false_positive": "0"}).fillna("")
+    path = tmp_path / "zeroone.csv"
+    frame.to_csv(path, index=False)
+    assert len(load(path)) > 0
+    code, text = invoke(["train", "--data", path, "--out", tmp_path / "m", "--no-track"])
+    line = flat(text)
+    assert code == 2 and "only true_positive candidates" in line, text
+    assert "reads as Perfherder's status codes: 0 untriaged, 1 downstream" in line, text
