@@ -608,9 +608,9 @@ def watch(
         # while it was printed. The reserve and the states go first, so that the message can be printed.
         # (Out of memory, C code can also fail without setting its MemoryError: "SystemError: error
         # return without exception set", 2 in 4 runs of one backlog under `ulimit -v`.)
+        reserve = None  # first: telling a SystemError's cause reads a file, which itself ran out (a CI run)
         if isinstance(exc, SystemError) and not _near_memory_limit():
             raise
-        reserve = None
         out_of_memory = 0 if loop is None else len(loop.states)
         if loop is not None:
             loop.states.clear()
@@ -647,6 +647,8 @@ def _near_memory_limit(margin: int = 64 << 20) -> bool:
     try:
         with open("/proc/self/status", "rb") as fh:
             size = next(int(line.split()[1]) * 1024 for line in fh if line.startswith(b"VmSize:"))
+    except MemoryError:  # not even a file's few bytes to spare: as near as it gets
+        return True
     except (OSError, StopIteration, ValueError):
         return False
     return size + margin >= limit
