@@ -542,7 +542,7 @@ def watch(
         # what it had raised without opening the store.
         tally = _Tally()
         for batch in batches:
-            tally.lines += len(batch)
+            tally.records += len(batch)
             alike.check(batch, source)
             if any(UNUSABLE in r for _, r in batch):
                 usable: list[tuple[int, dict]] = []
@@ -731,7 +731,7 @@ class _Tally:
     """What a ``watch`` run read and printed, for its line at the end of the input."""
 
     def __init__(self) -> None:
-        self.lines = self.decided = self.alarms = self.withdrawn = self.replayed = self.skipped = 0
+        self.records = self.decided = self.alarms = self.withdrawn = self.replayed = self.skipped = 0
 
     def add(self, decisions) -> None:
         for d in decisions:
@@ -751,7 +751,7 @@ class _Tally:
             parts.append(f"{count(self.skipped, 'line')} skipped")
         if quarantined:
             parts.append(f"{count(quarantined, 'series', 'series')} quarantined")
-        return (f"end of input: {count(self.lines, 'record')} read; " + ", ".join(parts)
+        return (f"end of input: {count(self.records, 'record')} read; " + ", ".join(parts)
                 + f"; {count(held, 'series', 'series')} in memory")
 
 

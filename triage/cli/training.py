@@ -393,8 +393,10 @@ def _model_there(out: Path) -> str | None:
     """
     import json
 
+    from triage.training.model_dirs import MANIFEST
+
     try:
-        manifest = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((Path(out) / MANIFEST).read_text(encoding="utf-8"))
         rows = manifest.get("n_train") or {}
         size = sum(int(rows.get(k, 0)) for k in ("positives", "negatives"))
         return (f"on {str(manifest.get('created', '?'))[:16].replace('T', ' ')}, {size:,} rows, "
