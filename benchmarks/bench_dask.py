@@ -35,14 +35,15 @@ import pandas as pd
 
 from triage.distributed import map_frames
 from triage.model_lookup import resolve_model
-from triage.online.loop import replay_in_processes
+from triage.online.loop import FOUND_COLUMNS, replay_in_processes
 from triage.synthetic import generate
 
+# The digest's columns: those of the earlier runs' digests (the alarm's levels came later).
 COLUMNS = ["series_id", "commit", "index", "probability"]
 
 
 def _replay(part, model_dir):
-    return pd.DataFrame(replay_in_processes(model_dir, part, jobs=1), columns=COLUMNS)
+    return pd.DataFrame(replay_in_processes(model_dir, part, jobs=1), columns=list(FOUND_COLUMNS))[COLUMNS]
 
 
 def _load() -> str:

@@ -289,7 +289,12 @@ def test_top_features_for_positive_decisions_only(rf_dir):
         "probability",
         "decision",
         "top_features",
+        "before",
+        "after",
+        "change_pct",
     }
+    assert all(set(d.to_dict()) == {"series", "commit", "probability", "decision", "top_features"}
+               for d in decisions if not d.decision)
 
 
 def test_both_pre_states_declare_the_one_interface():

@@ -871,7 +871,7 @@ def detect(
     from triage.cli.tables import check_format, writes_stdout
     from triage.distributed import map_frames
     from triage.loaders import load
-    from triage.online.loop import OnlineTriage, RejectedCommit, replay_in_processes
+    from triage.online.loop import FOUND_COLUMNS, OnlineTriage, RejectedCommit, replay_in_processes
 
     check_format(fmt)
     out_of_memory = False
@@ -921,7 +921,7 @@ def detect(
                 ) if scheduler is None else map_frames(
                     lambda d: pd.DataFrame(replay_in_processes(model_dir, d, jobs=1, loop_kwargs=loop_kwargs,
                                                                replay_kwargs=replay_kwargs),
-                                           columns=["series_id", "commit", "index", "probability"]),
+                                           columns=list(FOUND_COLUMNS)),
                     dataset, scheduler)
         except RejectedCommit as exc:
             raise InputError(data, None, str(exc)) from None
@@ -983,8 +983,9 @@ def _write_found(found, out: Path, fmt: str) -> None:
     import pandas as pd
 
     from triage.core.atomic import write_frame
+    from triage.online.loop import FOUND_COLUMNS
 
-    frame = pd.DataFrame(found, columns=["series_id", "commit", "index", "probability"])
+    frame = pd.DataFrame(found, columns=list(FOUND_COLUMNS))
     if fmt == "csv":  # repr() keeps every digit of a probability (the CSV round-trips exactly)
         frame = frame.assign(probability=frame["probability"].map(repr))
     try:

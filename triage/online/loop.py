@@ -141,6 +141,7 @@ from triage.online.records import (
     ModelMismatch,
     RejectedCommit,
     Withdrawal,
+    change_pct,
     decision_from_dict,
     decision_to_dict,
 )
@@ -1001,13 +1002,14 @@ class OnlineTriage:
                 if prob != prob:  # NaN: held back by the stream rule, the model not asked
                     prob = None
                 hit = hits[r]
+                after_values = ([v for _, v in st.pending[:K]] + [value] if K else [value]) if hit else []
                 if not lean or hit or withdrawal is not None:
                     decision = Decision(
                         sid, p_commit, p_index, prob, hit, [HELD_BACK] if r in held else explained.get(r, []),
                         decided_at=commit if K else None, withdrawal=withdrawal,
+                        levels=alarm_levels(pres[pos].tail(HOLD_BACK_PRE), after_values) if hit else None,  # type: ignore[attr-defined]
                     )
                 if hit:
-                    after_values = [v for _, v in st.pending[:K]] + [value] if K else [value]
                     self._raise_alarm(st, p_index, p_commit, prob, after_values)
                 else:
                     st.pre.learn_one(p_value)
@@ -1441,14 +1443,17 @@ class OnlineTriage:
                 p_index = i - K
                 p_commit = str(commits[p_index])
                 prob = float(proba[r])
+                s = int(starts[g])
+                after_values = values[s + p_index : s + i + 1]
+                pre = pool.pres[g] if pool is not None else st.pre
                 out.append(Decision(
                     sids[g], p_commit, p_index, prob, True, explained.get(r, []),
                     decided_at=str(commits[i]) if K else None,
+                    levels=alarm_levels(pre.tail(HOLD_BACK_PRE), after_values),
                 ))
                 if pool is not None:
                     pool.pres[g].index = p_index
-                s = int(starts[g])
-                self._raise_alarm(st, p_index, p_commit, prob, values[s + p_index : s + i + 1].tolist())
+                self._raise_alarm(st, p_index, p_commit, prob, after_values.tolist())
                 if pool is not None:
                     pool.attach(g, typing.cast(PreState, st.pre))  # the reset gave Pre new arrays
                 alarmed.add(g)
@@ -1494,6 +1499,20 @@ def held_back(pre_tail: np.ndarray, after: np.ndarray) -> bool:
         return False
     x = float(after[0])
     return abs(x - float(np.median(pre_tail))) < abs(x - float(np.median(after[1:])))
+
+
+def alarm_levels(pre_tail: np.ndarray, after: Sequence[float] | np.ndarray) -> tuple[float, float] | None:
+    """An alarm's ``(before, after)`` levels: the medians of Pre's last values and of its After window.
+
+    The levels :func:`held_back` compares the commit with (Pre's last
+    :data:`HOLD_BACK_PRE` values for the old level), over the whole After
+    window (the commit and the K after it) for the new one: what the alarm's
+    record reports as ``before``, ``after`` and the change in per cent, in
+    the series' units. None when Pre is empty (no alarm is raised then).
+    """
+    if not len(pre_tail) or not len(after):
+        return None
+    return float(np.median(pre_tail)), float(np.median(np.asarray(after, dtype=np.float64)))
 
 
 class _PoolRows:
@@ -1573,14 +1592,14 @@ def replay_in_processes(
     replay_kwargs: dict[str, object] | None = None,
     on_part=None,
     workers: str = "auto",
-) -> list[tuple[str, str, int, float]]:
+) -> list[tuple]:
     """:meth:`OnlineTriage.replay` with the series partitioned over ``jobs`` workers (threads or processes).
 
     Series are independent, so each worker loads the model once and
     replays whole parts of the dataset (:func:`replay_parts`: each part is
     sent to a worker): ``parts`` are half-open ranges of series positions
-    (default: about 8 per job). Returns ``(series, commit, index,
-    probability)`` of the change points found, in series order then commit
+    (default: about 8 per job). Returns tuples of :data:`FOUND_COLUMNS`
+    (series, commit, index, probability, before, after, change_pct) of the change points found, in series order then commit
     order; ``on_part(n_series)`` is called as each part completes (a progress
     bar). ``jobs=1`` runs in this process; ``workers``: see :func:`replay_parts`.
     """
@@ -1611,7 +1630,7 @@ def _init_worker(model: Path, loop_kwargs: dict, replay_kwargs: dict) -> None:
     _SHARED.update(model=model, loop_kwargs=loop_kwargs, replay_kwargs=replay_kwargs)
 
 
-def _replay_dataset(dataset) -> list[tuple[str, str, int, float]]:
+def _replay_dataset(dataset) -> list[tuple]:
     """One part of :func:`replay_parts` in a worker: its loop is loaded once per process."""
     loop = _SHARED.get("loop")
     if loop is None:
@@ -1639,7 +1658,7 @@ def replay_parts(
     replay_kwargs: dict[str, object] | None = None,
     on_part=None,
     workers: str = "auto",
-) -> list[tuple[str, str, int, float]]:
+) -> list[tuple]:
     """:func:`replay_in_processes` over datasets that arrive one part at a time (a file read in chunks).
 
     Each part (a :class:`~triage.core.history.Dataset` of whole series) is
@@ -1670,7 +1689,7 @@ def replay_parts(
     settings: tuple[Path, dict[str, Any], dict[str, Any]] = (
         Path(model), {"explain": "none", **(loop_kwargs or {})}, dict(replay_kwargs or {})
     )
-    out: list[tuple[str, str, int, float]] = []
+    out: list[tuple] = []
 
     def drain(waiting: deque, keep: int) -> None:
         while len(waiting) > keep or (waiting and waiting[0][1].ready()):
@@ -1699,7 +1718,7 @@ def replay_parts(
             idle: queue.SimpleQueue = queue.SimpleQueue()
             idle.put(first)
 
-            def replay(part) -> list[tuple[str, str, int, float]]:
+            def replay(part) -> list[tuple]:
                 try:
                     loop = idle.get_nowait()
                 except queue.Empty:
@@ -1750,5 +1769,16 @@ class _Done:
         return self.future.result()
 
 
-def _found_tuples(found) -> list[tuple[str, str, int, float]]:
-    return [(d.series, d.commit, d.index, d.probability) for d in found]
+#: The columns of a replay's change points (:func:`replay_parts`; ``triage detect``'s output):
+#: ``before`` / ``after`` / ``change_pct`` are the alarm's levels (:func:`alarm_levels`).
+FOUND_COLUMNS = ("series_id", "commit", "index", "probability", "before", "after", "change_pct")
+
+
+def _found_tuples(found) -> list[tuple]:
+    out: list[tuple] = []
+    for d in found:
+        if d.levels is None:
+            out.append((d.series, d.commit, d.index, d.probability, None, None, None))
+        else:
+            out.append((d.series, d.commit, d.index, d.probability, *d.levels, change_pct(*d.levels)))
+    return out

@@ -138,7 +138,12 @@ class Decision:
     made when the K-th commit after it arrives: ``decided_at`` names that
     commit (None when K = 0, the commit itself). ``withdrawal`` is set when the
     same arrival also completed the re-check of an earlier alarm and took it
-    back (:class:`Withdrawal`, its own output record).
+    back (:class:`Withdrawal`, its own output record). ``levels`` is set on
+    an alarm: ``(before, after)``, the level before the change (median of
+    Pre's last :data:`~triage.online.loop.HOLD_BACK_PRE` values) and after it
+    (median of the commit and the K after it), in the series' own units; its
+    output record gives them with the signed change in per cent of
+    ``before`` (:func:`change_pct`).
     """
 
     series: str
@@ -150,9 +155,10 @@ class Decision:
     replayed: bool = False
     decided_at: str | None = None
     withdrawal: Withdrawal | None = None
+    levels: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, object]:
-        """The JSON-line form: series, commit, probability, decision, top_features (+ decided_at, replayed)."""
+        """The JSON-line form: series, commit, probability, decision, top_features (+ before, after, change_pct, decided_at, replayed)."""
         out: dict[str, object] = {
             "series": self.series,
             "commit": self.commit,
@@ -160,6 +166,9 @@ class Decision:
             "decision": self.decision,
             "top_features": list(self.top_features),
         }
+        if self.levels is not None:
+            before, after = self.levels
+            out.update(before=before, after=after, change_pct=change_pct(before, after))
         if self.decided_at is not None:
             out["decided_at"] = self.decided_at
         if self.replayed:
@@ -177,9 +186,20 @@ class Decision:
         return out
 
 
+def change_pct(before: float, after: float) -> float | None:
+    """The signed change from ``before`` to ``after`` in per cent of ``|before|``, to 0.01; None when ``before`` is 0.
+
+    Signed as the values move (negative: the values fell), whatever the
+    series' direction: the online loop is not told whether lower is better.
+    """
+    if before == 0:
+        return None
+    return round(100.0 * (after - before) / abs(before), 2)
+
+
 def decision_to_dict(d: Decision) -> dict[str, object]:
     """Every field of a decision as plain JSON (the series' ``last_output``, the store's rows)."""
-    return {
+    out: dict[str, object] = {
         "commit": d.commit,
         "index": d.index,
         "probability": d.probability,
@@ -195,6 +215,9 @@ def decision_to_dict(d: Decision) -> dict[str, object]:
             "score": d.withdrawal.score,
         },
     }
+    if d.levels is not None:  # an alarm's; absent from the rest, as from states saved before levels were kept
+        out["levels"] = list(d.levels)
+    return out
 
 
 def decision_from_dict(series: str, data: dict[str, object] | None, *, replayed: bool = False) -> Decision | None:
@@ -202,6 +225,7 @@ def decision_from_dict(series: str, data: dict[str, object] | None, *, replayed:
     if data is None:
         return None
     w = data.get("withdrawal")
+    levels = data.get("levels")
     return Decision(
         series,
         str(data["commit"]),
@@ -212,4 +236,6 @@ def decision_from_dict(series: str, data: dict[str, object] | None, *, replayed:
         replayed,
         None if data.get("decided_at") is None else str(data["decided_at"]),
         None if not isinstance(w, dict) else Withdrawal.from_dict({**w, "series": series}),
+        # Decisions stored before levels were kept have none.
+        None if not isinstance(levels, list) else (float(levels[0]), float(levels[1])),
     )

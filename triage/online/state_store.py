@@ -29,7 +29,7 @@ Tables::
     meta(key PRIMARY KEY, value)                 format, model_id, model_name, loop_settings (JSON)
     series(series_id PRIMARY KEY, state)         SeriesState.to_dict() as JSON
     decisions(rowid, series_id, commit_id, decided_commit, idx, probability,
-              decision, top_features, withdrawal, value)
+              decision, top_features, withdrawal, value, levels)
         one row per *arrival* (commit_id = the commit that arrived),
         UNIQUE (series_id, commit_id); rowid = arrival order. With a
         confirmation delay K the arrival decides the commit K before it
@@ -37,7 +37,9 @@ Tables::
         (the first K commits after a series starts); withdrawal is the JSON of
         an alarm this arrival's re-check took back, else NULL; value is the
         arriving commit's value (NULL in rows written before it was kept), so
-        a re-delivery with another value can be told.
+        a re-delivery with another value can be told; levels is an alarm's
+        ``[before, after]`` (JSON; NULL for other decisions and in rows written
+        before it was kept).
 
 Format 1 (before the confirmation delay: one row per decided commit) is not
 read; ``--reset-state`` starts such a file over in format 2.
@@ -73,22 +75,27 @@ _SCHEMA = (
         top_features TEXT,
         withdrawal TEXT,
         value REAL,
+        levels TEXT,
         UNIQUE (series_id, commit_id)
     )""",
 )
-#: The columns an arrival's row is written to (``value`` was added to format 2
-#: later: a file without it gets it on opening, its older rows hold NULL).
+#: The columns an arrival's row is written to (``value`` and ``levels`` were added to
+#: format 2 later: a file without them gets them on opening, its older rows hold NULL;
+#: an older changepoint-triage names its columns when it writes, so it still writes to
+#: such a file).
 _ARRIVAL_COLUMNS = (
-    "series_id, commit_id, decided_commit, idx, probability, decision, top_features, withdrawal, value"
+    "series_id, commit_id, decided_commit, idx, probability, decision, top_features, withdrawal, value, levels"
 )
+#: Columns added to format 2 after it was first written, with their types.
+_ADDED_COLUMNS = (("value", "REAL"), ("levels", "TEXT"))
 
 
-_DECISION_COLUMNS = "d.decided_commit, d.idx, d.probability, d.decision, d.top_features, d.withdrawal"
+_DECISION_COLUMNS = "d.decided_commit, d.idx, d.probability, d.decision, d.top_features, d.withdrawal, d.levels"
 
 
 def _row(series_id: str, commit: str, d: Decision | None, value: float | None) -> tuple:
     if d is None:
-        return (series_id, commit, None, None, None, None, None, None, value)
+        return (series_id, commit, None, None, None, None, None, None, value, None)
     w = d.withdrawal
     return (
         series_id,
@@ -102,11 +109,12 @@ def _row(series_id: str, commit: str, d: Decision | None, value: float | None) -
         if w is None
         else json.dumps({"commit": w.commit, "index": w.index, "decided_at": w.decided_at, "score": w.score}),
         value,
+        None if d.levels is None else json.dumps(list(d.levels)),
     )
 
 
 def _decision(series_id: str, arrival: str, cols: tuple) -> Decision | None:
-    decided, idx, prob, decision, top, withdrawal = cols
+    decided, idx, prob, decision, top, withdrawal, levels = cols
     if decision is None:
         return None
     return decision_from_dict(
@@ -119,6 +127,7 @@ def _decision(series_id: str, arrival: str, cols: tuple) -> Decision | None:
             "top_features": json.loads(top),
             "decided_at": None if decided == arrival else arrival,
             "withdrawal": None if withdrawal is None else json.loads(withdrawal),
+            "levels": None if levels is None else json.loads(levels),
         },
     )
 
@@ -215,9 +224,10 @@ class StateStore:
                 if int(version) < FORMAT_VERSION:
                     self.old_format = True
             columns = {r[1] for r in self._db.execute("PRAGMA table_info(decisions)")}
-            if not self.old_format and "value" not in columns:
-                # A format-2 file from before arrival values were kept: its older rows hold NULL.
-                self._db.execute("ALTER TABLE decisions ADD COLUMN value REAL")
+            for name, kind in _ADDED_COLUMNS if not self.old_format else ():
+                if name not in columns:
+                    # A format-2 file from before this column was kept: its older rows hold NULL.
+                    self._db.execute(f"ALTER TABLE decisions ADD COLUMN {name} {kind}")
             self._db.execute("COMMIT")
             self._db.execute("PRAGMA busy_timeout=0")  # the lock is ours from here on: no write ever waits
         except sqlite3.OperationalError as exc:
@@ -442,7 +452,7 @@ class StateStore:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany(f"INSERT INTO decisions ({_ARRIVAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany(f"INSERT INTO decisions ({_ARRIVAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
             db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)", state_rows)
             db.execute("COMMIT")
         except sqlite3.IntegrityError:
