@@ -69,7 +69,8 @@ def test_detector_candidates_scored_through_the_cli(dataset, data_file, model_di
     # The detector's own fields are kept, in front, unchanged.
     assert list(scored.columns[: len(cands.columns)]) == list(cands.columns)
     np.testing.assert_allclose(scored["p_value"].astype(float), cands["p_value"].astype(float))
-    assert list(scored.columns[len(cands.columns):]) == ["p_false", "p_true", "classification", "explanation"]
+    assert list(scored.columns[len(cands.columns):]) == ["p_false", "p_true", "classification", "explanation",
+                                                         "change_pct", "change_kind"]
     # A candidate with an empty Pre (index 0, or right after a confirmed change point) is not scorable.
     empty_pre = [i == 0 or dataset[s].labels[i - 1] == labels.TRUE_POSITIVE
                  for s, i in zip(scored["series_id"], scored["index"].astype(int), strict=True)]

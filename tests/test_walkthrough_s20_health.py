@@ -387,6 +387,8 @@ def test_write_decisions_rounds_to_4_in_csv_and_3_in_published(tmp_path):
             "p_false": [0.123456],
             "p_true": [0.876544],
             "classification": ["true_positive"],
+            "change_pct": [12.5],
+            "change_kind": ["regression"],
             "explanation": [""],
         }
     )[list(OUTPUT_COLUMNS)]

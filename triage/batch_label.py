@@ -11,8 +11,11 @@ commit, MongoDB label, Prob. False, Prob. True, Classification), with the
 series id in front because one file holds many series, the classification
 spelled as a canonical label and the decision's top reasons last::
 
-    series_id, commit, label, p_false, p_true, classification, explanation
+    series_id, commit, label, p_false, p_true, classification, change_pct, change_kind, explanation
 
+``change_pct`` / ``change_kind`` size the step at the alert (signed per cent
+of the level before, and regression / improvement / change when the data
+does not say which way is better; :mod:`triage.steps`, the report's step).
 ``--format published`` writes the replication package's exact spelling
 (``;``-separated, ``"Commit Hash";"MongoDB Label";"Prob. False";"Prob. True";
 "Classification"`` with ``TRUE``/``FALSE``) for people comparing with it.
@@ -48,6 +51,7 @@ from triage.inference import (
     model_window,
     shift_measures,
 )
+from triage.steps import step_columns
 
 #: Columns of the batch-labelling output, in file order.
 OUTPUT_COLUMNS: tuple[str, ...] = (
@@ -57,6 +61,8 @@ OUTPUT_COLUMNS: tuple[str, ...] = (
     "p_false",
     "p_true",
     "classification",
+    "change_pct",
+    "change_kind",
     "explanation",
 )
 
@@ -103,6 +109,7 @@ def label_candidates(
     out = pd.concat([matrix[["series_id", "commit", "label"]], decided], axis=1)
     out["index"] = matrix["index"].to_numpy(dtype=np.int64)
     out["truth_label"] = matrix["truth_label"].to_numpy()
+    out["change_pct"], out["change_kind"] = step_columns(dataset, matrix["series_id"], out["index"])
     return out.reset_index(drop=True)
 
 

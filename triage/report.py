@@ -61,6 +61,7 @@ from triage.features.windows import adaptive_bounds
 from triage.inference import NOT_SCORABLE, NOT_SCORABLE_WHY
 from triage.plotting import fit_title, label_rows, scale_values, tight_layout, value_label
 from triage.readers.source import csv_errors
+from triage.steps import STEP_WINDOW, describe, step_at, with_directions
 
 #: The file that marks a directory as a report this module wrote (and may replace).
 REPORT_MARKER = ".triage-report"
@@ -460,52 +461,15 @@ def _slug(series_id: str, used: set[str]) -> str:
     return slug
 
 
-#: Commits on each side of a candidate whose medians give the size of its step.
-STEP_WINDOW = 10
-
-
 def step_text(history: History, index: int, window: int = STEP_WINDOW, *, confirmed: np.ndarray | None = None) -> str:
-    """``regression +12.3%``, ``improvement -8.0%`` or ``change +5.0%`` (direction unknown).
+    """The report's step column: ``regression +12.3%``, ``improvement -8.0%``, ``change +5.0%`` (direction unknown).
 
-    A change under 0.05 % gives its size and share (``regression +16 (+3.2e-06%)``);
-    around a level within its noise (sd of the commits before) of 0, the
-    change alone (``change +5.2 (level near 0)``).
-
-    The step is the median of up to ``window`` commits from ``index`` on against
-    the median of up to ``window`` commits before it (medians, as the model's
-    reasons are worded: a one-commit spike in a window had made a false alert
-    read "change +14.6%" beside a reason saying the median moved 0.1 %; the
-    workspace's reason, :func:`triage.workspace.alerts.change_at`, takes up to
-    30 commits, also stopping at confirmed changes); whether up is better comes
-    from the history's unit (:attr:`History.higher_is_better`). Neither side
-    reaches over a confirmed change point (``true_positive``) of the history:
-    that step is another alert's (the new level starts at the confirmed commit).
-    ``confirmed``: ``history.confirmed()`` when the caller has it (the report
-    reads it once per series, not once per row: a scan of every label of the
-    series each time made a table of 20,000 rows on a 100,000-commit series
-    take 36 s).
+    :func:`triage.steps.describe` of :func:`triage.steps.step_at` (medians of
+    up to ``window`` commits either side, not over a confirmed change point;
+    the rule for a change under 0.05 % and for a level near 0 is there).
+    ``confirmed``: ``history.confirmed()`` when the caller has it.
     """
-    if confirmed is None:
-        confirmed = history.confirmed()
-    earlier, later = confirmed[confirmed < index], confirmed[confirmed > index]
-    start = max(0, index - window, int(earlier[-1]) if len(earlier) else 0)
-    stop = min(index + window, int(later[0]) if len(later) else len(history.values))
-    before = history.values[start:index]
-    after = history.values[index:stop]
-    if not len(before) or not len(after):
-        return ""
-    b, a = float(np.median(before)), float(np.median(after))
-    kind = history.change_kind(b, a)
-    noise = float(np.std(before, ddof=1)) if len(before) > 1 else 0.0
-    if not b or abs(b) <= noise:
-        # a level within its noise of 0 (a delta, a score around 0): a percentage
-        # of it means nothing ("+19196.9%"); the change itself does
-        return f"{kind} {a - b:+.4g} (level near 0)" if a != b else kind
-    pct = 100 * (a - b) / abs(b)
-    if a != b and abs(pct) < 0.05:
-        # 16 bytes on 5e8 read "+0.0%": say the change and enough digits of its share
-        return f"{kind} {a - b:+.4g} ({pct:+.2g}%)"
-    return f"{kind} {pct:+.1f}%"
+    return describe(step_at(history, index, window, confirmed=confirmed))
 
 
 def _summary_rows(decisions: pd.DataFrame, anchors: dict[str, str], dataset: Dataset | None = None) -> list[str]:
@@ -734,6 +698,8 @@ def build_report(
     # A link to a report directory is followed: the directory it names is replaced, the link stays.
     out = directory_target(out)
     check_replaceable(out)  # before minutes of plotting, not after
+    # `score` keeps a Perfherder export's fields: its lower_is_better names the regressions.
+    dataset = with_directions(dataset, decisions, decisions["series_id"])
     ordered = decisions.sort_values(["p_true", "series_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
     series_order = list(dict.fromkeys(ordered["series_id"].astype(str)))
     n_decided = len(series_order)

@@ -5,9 +5,12 @@ the model trained on human triage says how likely each flag is a real change
 and decides under the model's threshold policy, or an override. Every
 decision keeps the detector's own fields and adds::
 
-    series_id, commit, index, p_false, p_true, classification, explanation
+    series_id, commit, index, p_false, p_true, classification, explanation, change_pct, change_kind
 
-(``series_id`` / ``commit`` / ``index`` are added when the input has no such
+(``change_pct`` / ``change_kind``: the step at the candidate, signed per cent
+of the level before and regression / improvement / change, as the report
+gives it: :mod:`triage.steps`;
+``series_id`` / ``commit`` / ``index`` are added when the input has no such
 column, and as ``triage_<name>`` when the input's column says something else,
 e.g. an Otava index that differs from the commit's position; a detector
 column named like one of the others is kept and ours is prefixed
@@ -89,6 +92,7 @@ from triage.inference import (
     probabilities,
     shift_measures,
 )
+from triage.steps import STEP_COLUMNS, step_columns, with_directions
 from triage.training.thresholds import TargetRecall, choose_threshold, suppress_duplicates
 
 #: Columns added to every scored candidate.
@@ -384,6 +388,7 @@ def score_candidates(
         # one (the bundle's: hybrid_ks's 0.0175) called the demo's perfherder alerts at P 0.12 true.
         threshold, _ = default_threshold(classifier, table)
     series, index = resolve(dataset, table)
+    dataset = with_directions(dataset, table.fields, series)
     matrix = model_rows(dataset, classifier, series, index, table=table, n_jobs=n_jobs)
     decided = decide(classifier, matrix, threshold=threshold, explain_top=explain_top)
     cut = float(threshold)
@@ -405,7 +410,8 @@ def score_candidates(
     out = table.fields.reset_index(drop=True).copy()
     if set(SCORE_COLUMNS) <= set(out.columns):
         # Our own earlier output fed back (re-scoring): its scores are replaced, not kept beside the new ones.
-        ours = [c for c in out.columns if c in SCORE_COLUMNS or c.removeprefix("triage_") in SCORE_COLUMNS]
+        ours = [c for c in out.columns
+                if c.removeprefix("triage_") in SCORE_COLUMNS or c.removeprefix("triage_") in STEP_COLUMNS]
         out = out.drop(columns=ours)
     added = {"series_id": matrix["series_id"], "commit": matrix["commit"], "index": matrix["index"]}
     for name, col in added.items():
@@ -417,6 +423,8 @@ def score_candidates(
     for name in SCORE_COLUMNS:
         target = name if name not in out.columns else f"triage_{name}"
         out[target] = decided[name].to_numpy()
+    for name, values in zip(STEP_COLUMNS, step_columns(dataset, series, index), strict=True):
+        out[name if name not in out.columns else f"triage_{name}"] = values
     return out
 
 

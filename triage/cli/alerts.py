@@ -134,7 +134,7 @@ def label(
     n_true = int((decisions["classification"] == "true_positive").sum())
     if len(decisions):
         if show:  # --show 0 in a script: the summary line only (it printed a table of headers and no row)
-            console.print(decision_table(decisions, count(len(decisions), {"untriaged": "untriaged candidate", "triaged": "triaged candidate", "all": "candidate"}[which]), show, extra=("label",),
+            console.print(decision_table(_with_step(decisions), count(len(decisions), {"untriaged": "untriaged candidate", "triaged": "triaged candidate", "all": "candidate"}[which]), show, extra=("label",),
                                          wide=console.width >= 110, width=console.width))
         console.print(f"{n_true:,} of {len(decisions):,} called true at threshold {cut:.3f}"
                       f"{_not_scorable_note(decisions['p_true'], cut)}", soft_wrap=True)
@@ -267,7 +267,7 @@ def score(
                         written[col] = numbers
         write_frame(written, out, fmt)
     if show:  # --show 0: the summary line only, as for label
-        console.print(decision_table(view, f"{count(len(scored), 'candidate')}{source}", show, extra=("index",),
+        console.print(decision_table(_with_step(view), f"{count(len(scored), 'candidate')}{source}", show, extra=("index",),
                                      wide=console.width >= 110, width=console.width))
     console.print(f"{n_true:,} of {len(scored):,} called true at threshold {cut:.3f} ({how})"
                   f"{_not_scorable_note(scored['triage_p_true' if 'triage_p_true' in scored else 'p_true'], cut)}", soft_wrap=True)
@@ -478,3 +478,12 @@ def register(app: typer.Typer) -> None:
     app.command("score")(score)
     app.command("report")(report)
 
+
+def _with_step(frame):
+    """``frame`` with the table's ``step`` cell (``regression +12.3%``) from its change_pct / change_kind columns."""
+    from triage.steps import cell_text
+
+    if "change_kind" not in frame:
+        return frame
+    pcts = frame["change_pct"].astype(object).where(frame["change_pct"].notna(), None)
+    return frame.assign(step=[cell_text(p, str(k)) for p, k in zip(pcts, frame["change_kind"], strict=True)])

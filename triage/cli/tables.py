@@ -241,7 +241,8 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
     runs past the terminal's edge. The reasons are left out when even that
     does not make room for them; on a terminal too narrow for the rest too,
     every column is cut as rich shares the width out.
-    A ``not_scorable`` row (no commit before the alert in its window, no P(true))
+    A ``step`` column (``regression +12.3%``), when the frame has one, leads the
+    reason. A ``not_scorable`` row (no commit before the alert in its window, no P(true))
     comes last, with "—" for P(true) and "not scorable" for the call; the
     caption counts them.
     """
@@ -271,7 +272,10 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
             # leave it: at 180 columns two otel-java series read "o…01Thread/otel-bench-runner"
             # and "o…t:1000})/otel-bench-runner" while the reasons had 100 columns to spare.
             longest = max((len(str(v)) for v in top["series_id"]), default=0)
-            why_need = min(WHY_WIDE, max((len(_first_reason(r)) for r in top.get("explanation", [])), default=0))
+            steps = top["step"] if "step" in top else [""] * len(top)
+            why_need = min(WHY_WIDE, max((len(_first_reason(r)) + len(str(s)) + 2
+                                          for r, s in zip(top.get("explanation", [""] * len(top)), steps, strict=True)),
+                                         default=0))
             spare = room(with_why) + (WHY_MIN_WIDTH - max(WHY_MIN_WIDTH, why_need) if with_why else 0)
             series_width = min(room(with_why), max(SERIES_WIDTH, min(longest, spare)))
             min_widths = dict(needs)
@@ -308,6 +312,8 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
         is_true = rec["classification"] == "true_positive"
         p_true = float(rec["p_true"])
         why = _first_reason(rec.get("explanation", ""))
+        if rec.get("step"):  # the step first (`regression +12.3%`): on a narrow terminal, in the file only
+            why = f"{rec['step']}: {why}" if why else str(rec["step"])
         # Text, not str: a JMH series is named like Bench.parse[size=1024], which as
         # markup would be swallowed as a style, and "[/]" would be an error.
         cells = [

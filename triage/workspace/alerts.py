@@ -25,6 +25,7 @@ from triage.core import labels as L
 from triage.core.history import Dataset, History
 from triage.core.noise import diff_noise
 from triage.readers.source import display_name, plain_file
+from triage.steps import relative_change, with_directions
 
 #: Commits on each side of a candidate used for the medians of the reason.
 REASON_WINDOW = 30
@@ -147,13 +148,16 @@ def reason(history: History, i: int, *, settled: np.ndarray | None = None,
         where = ("the first commit of the history" if i == 0 else "the last commit of the history" if i == n - 1
                  else "values missing around this commit")
         return f"{where}: no values on one side", float("nan"), "none"
-    pct = (after - before) / abs(before) * 100.0 if before != 0 else float("nan")
     if after == before:
         return "median unchanged", 0.0, "none"
+    # The report's rule (triage.steps): no per cent of a level within its noise of 0 (a serve
+    # page said "+3009.4%" where the report said "+5.312 (level near 0)").
+    change = relative_change(before, after, sd)
+    pct = float("nan") if change is None else change
     rose = after > before
     direction = history.change_kind(before, after)
     verb = "rose" if rose else "fell"
-    size = f"{abs(pct):.3g}%" if np.isfinite(pct) else f"from {before:.4g} to {after:.4g}"
+    size = f"{abs(pct):.3g}%" if np.isfinite(pct) else f"from {before:.4g} to {after:.4g} (level near 0)"
     noise = f" ({abs(after - before) / sd:.1f} noise sd)" if sd > 0 else " (noise-free series)"
     side = "up" if rose else "down"
     following = confirmed if confirmed is not None else history.confirmed()
@@ -249,6 +253,7 @@ def build_alerts(
     if len(table) == 0 and not decided:
         return []
     series, index = resolve(dataset, table) if len(table) else ([], np.empty(0, dtype=np.int64))
+    dataset = with_directions(dataset, table.fields, series)  # a Perfherder export's lower_is_better
     p_true: list[float | None] = [None] * len(table)
     calls: list[str | None] = [None] * len(table)
     if classifier is not None:
