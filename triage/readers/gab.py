@@ -19,9 +19,13 @@ The file is one JavaScript assignment::
 appended them; a commit run again later (a re-run) belongs to its commit,
 which keeps its first place. The timestamp is the run's ``date``.
 
-Direction: rates (a unit per time, ``ops/s``, ``ops/ms``, ``MB/s``) are
-higher-is-better, as is the ``customBiggerIsBetter``, ``benchmarkjs`` and
-``pytest`` tools' output (ops/s); everything else (times) lower-is-better.
+Direction (:func:`higher_is_better`): the ``customBiggerIsBetter`` and
+``customSmallerIsBetter`` tools say it; else the unit (:func:`unit_direction`):
+a rate, something per time (``ops/s``, ``MiB/s``, ``items/s``, ``events/sec``,
+``rows per second``, ``it_per_s``), is higher-is-better; a time or a size
+(``ns``, ``ms``, ``B``, ``MiB``), alone or per operation (``ns/iter``,
+``B/op``, ``allocs/op``), lower-is-better; else the ``benchmarkjs`` and
+``pytest`` tools' output (ops/s) higher-is-better; anything else is unknown.
 """
 
 from __future__ import annotations
@@ -40,7 +44,19 @@ from triage.readers.source import not_utf8
 
 PREFIX = re.compile(r"^\s*window\.BENCHMARK_DATA\s*=\s*")
 BIGGER_IS_BETTER_TOOLS = frozenset({"customBiggerIsBetter", "benchmarkjs", "pytest"})
-RATE_UNIT = re.compile(r"(^|[^a-z])(ops|op|iter|iterations|req|requests|b|kb|mb|gb)?\s*/\s*(s|sec|ms|us|ns|min)$", re.I)
+#: Time units, as benchmark tools spell them (lower-cased; both micro signs).
+TIME_UNIT = re.compile(r"^(ns|nsecs?|nanoseconds?|us|µs|μs|usecs?|microseconds?|ms|msecs?|milliseconds?"
+                       r"|s|secs?|seconds?|min|mins|minutes?|h|hrs?|hours?)$")
+#: Sizes: bytes and bits with a decimal or binary prefix (``B``, ``kB``, ``KiB``, ``MB``, ``Gbit``, ``bytes``).
+SIZE_UNIT = re.compile(r"^([kmgtpe]i?)?(b|bytes?|bits?)$")
+#: What a benchmark counts per operation where less is better, besides times and sizes (Go's ``allocs/op``).
+COST_UNIT = re.compile(r"^(allocs?|allocations?)$")
+#: The operation a cost is counted per (``ns/op``, ``ns/iter``, ``B/op``).
+PER_OPERATION = re.compile(r"^(ops?|operations?|iters?|iterations?|it|calls?|runs?|requests?|reqs?)$")
+#: Rates spelled as one word.
+RATE_WORD = re.compile(r"^(fps|qps|rps|tps|iops)$")
+#: "<thing> per <unit>": ``ops/s``, ``ops / s``, ``rows per second``, ``it_per_s``, ``per_s``.
+PER = re.compile(r"\s*/\s*|\s+per\s+|_per_|^per[_\s]+")
 
 
 def is_gab(path: Path) -> bool:
@@ -52,11 +68,40 @@ def is_gab(path: Path) -> bool:
         return False
 
 
-def higher_is_better(unit: str, tool: str) -> bool:
-    """github-action-benchmark's direction for a unit and a tool (see the module docstring)."""
-    if tool == "customSmallerIsBetter":
+def unit_direction(unit: str) -> bool | None:
+    """True for a rate (something per time: ``ops/s``, ``MiB/s``, ``items/s``, ``events/sec``,
+    ``msg/s``, ``rows per second``, ``it_per_s``), False for a time or a size, alone or per
+    operation (``ns``, ``ms``, ``MiB``, ``ns/iter``, ``B/op``, ``allocs/op``), None for any other unit.
+
+    Not guessed: ``MiB/s``, ``items/s`` and ``events/sec`` were read as times, and a throughput's
+    drop was called an improvement.
+    """
+    text = unit.strip().lower()
+    if not text:
+        return None
+    parts = PER.split(text, maxsplit=1) if PER.search(text) else [text]
+    if len(parts) == 1:
+        word = parts[0]
+        if TIME_UNIT.match(word) or SIZE_UNIT.match(word):
+            return False
+        return True if RATE_WORD.match(word) else None
+    thing, per = (p.strip() for p in parts)
+    if TIME_UNIT.match(per):
+        # Something per time is a rate; a time per time (a ratio) says nothing.
+        return None if TIME_UNIT.match(thing) or PER.search(thing) else True
+    if PER_OPERATION.match(per) and (TIME_UNIT.match(thing) or SIZE_UNIT.match(thing) or COST_UNIT.match(thing)):
         return False
-    return tool in BIGGER_IS_BETTER_TOOLS or bool(RATE_UNIT.search(unit.strip()))
+    return None
+
+
+def higher_is_better(unit: str, tool: str) -> bool | None:
+    """github-action-benchmark's direction for a unit and a tool (see the module docstring)."""
+    if tool in ("customSmallerIsBetter", "customBiggerIsBetter"):  # the user's own word
+        return tool == "customBiggerIsBetter"
+    by_unit = unit_direction(unit)
+    if by_unit is not None:
+        return by_unit
+    return True if tool in BIGGER_IS_BETTER_TOOLS else None
 
 
 #: The dates pandas can hold, in ms since the epoch (the format's unit).
