@@ -66,6 +66,8 @@ LONG_COLUMNS: tuple[str, ...] = (
 #: The other spelling of the direction column (Perfherder's signatures, the
 #: real histories' ``series_meta.csv``); read, never written.
 LOWER_IS_BETTER = "lower_is_better"
+#: A third spelling, Otava's: ``1`` higher is better, ``-1`` lower (or ``higher`` / ``lower``); read, never written.
+DIRECTION = "direction"
 REQUIRED_COLUMNS: tuple[str, ...] = ("series_id", "commit", "value")
 #: An optional column naming the run (a JMH fork, a CI re-run) a measurement
 #: of a commit belongs to: each run has its own warm-up, so ``--trim-warmup``
@@ -655,7 +657,7 @@ def _warn_misspelled_columns(columns: Iterable[object], path: Path) -> None:
     the data had no triaged candidates.
     """
     names = {str(c) for c in columns}
-    known = {*LONG_COLUMNS, LOWER_IS_BETTER, FORK}
+    known = {*LONG_COLUMNS, LOWER_IS_BETTER, DIRECTION, FORK}
     for name in sorted(names - known):
         meant = name.strip().lower().replace(" ", "_")
         if meant in known and meant not in names:
@@ -671,39 +673,59 @@ _TRUE_TEXT = ("true", "1", "1.0", "yes")
 _FALSE_TEXT = ("false", "0", "0.0", "no")
 
 
+#: The ``direction`` column's cells: Otava's 1 / -1, or the words.
+_HIGHER_TEXT = ("1", "1.0", "+1", "higher")
+_LOWER_TEXT = ("-1", "-1.0", "lower")
+
+
 def _direction_cells(raw: pd.Series, rows: np.ndarray, path: Path, column: str) -> np.ndarray:
-    """Per row: 1 (the column says yes), 0 (no) or -1 (blank)."""
+    """Per row: 1 (the column says yes: higher is better for ``direction``), 0 (no) or -1 (blank)."""
     codes, stripped = text_codes(raw, strip=True)
     text = pd.Series(stripped, dtype=object).astype(str).str.lower().to_numpy()
     cells = np.full(len(text), -1, dtype=np.int8)
-    cells[np.isin(text, _TRUE_TEXT)] = 1
-    cells[np.isin(text, _FALSE_TEXT)] = 0
+    yes, no = (_HIGHER_TEXT, _LOWER_TEXT) if column == DIRECTION else (_TRUE_TEXT, _FALSE_TEXT)
+    cells[np.isin(text, yes)] = 1
+    cells[np.isin(text, no)] = 0
     bad = (cells < 0) & ~np.isin(text, ["", "nan", "none", "<na>"])
     if bad.any():
         i = _first(bad[codes])
-        raise InputError(path, int(rows[i]), f"{column} {stripped[codes[i]]!r} is not true/false (or 1/0, yes/no, blank)")
+        what = ("is not 1 / -1 (higher / lower is better, as Otava writes it), higher / lower or blank"
+                if column == DIRECTION else "is not true/false (or 1/0, yes/no, blank)")
+        raise InputError(path, int(rows[i]), f"{column} {stripped[codes[i]]!r} {what}")
     return cells[codes]
 
 
 def _parse_directions(
     frame: pd.DataFrame, rows: np.ndarray, path: Path, series_codes: np.ndarray, n_series: int
 ) -> list[bool | None] | None:
-    """Each series' ``higher_is_better`` from the ``higher_is_better`` / ``lower_is_better`` columns.
+    """Each series' ``higher_is_better`` from the ``higher_is_better`` / ``lower_is_better`` /
+    ``direction`` columns.
 
-    None when neither column is there. Blank cells say nothing; the others of
-    one series must agree, as a unit's direction is the series', not the row's.
+    None when none of them is there. Blank cells say nothing; the others of
+    one series must agree, as a unit's direction is the series', not the row's;
+    two columns of one row must agree too. ``direction`` was not read: a file
+    with it had every series' direction unknown without a word.
     """
-    present = [c for c in ("higher_is_better", LOWER_IS_BETTER) if c in frame.columns]
+    present = [c for c in ("higher_is_better", LOWER_IS_BETTER, DIRECTION) if c in frame.columns]
     if not present:
         return None
     higher = np.full(len(frame), -1, dtype=np.int8)
+    said_by = np.full(len(frame), "", dtype=object)  # the column that said each row's direction
     for column in present:
         cells = _direction_cells(frame[column], rows, path, column)
-        said = cells if column == "higher_is_better" else np.where(cells < 0, -1, 1 - cells).astype(np.int8)
+        said = cells if column != LOWER_IS_BETTER else np.where(cells < 0, -1, 1 - cells).astype(np.int8)
         clash = (higher >= 0) & (said >= 0) & (higher != said)
         if clash.any():
             i = _first(clash)
-            raise InputError(path, int(rows[i]), "higher_is_better and lower_is_better say the same")
+            other = str(said_by[i])
+            if {other, column} == {"higher_is_better", LOWER_IS_BETTER}:
+                raise InputError(path, int(rows[i]), "higher_is_better and lower_is_better say the same")
+            raise InputError(
+                path, int(rows[i]),
+                f"{column} {str(frame[column].iloc[i]).strip()!r} and {other} {str(frame[other].iloc[i]).strip()!r} "
+                "disagree about which way is better",
+            )
+        said_by[(higher < 0) & (said >= 0)] = column
         higher = np.where(said >= 0, said, higher).astype(np.int8)
     known = np.flatnonzero(higher >= 0)
     codes, said = series_codes[known].astype(np.int64), higher[known]
