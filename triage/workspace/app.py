@@ -157,12 +157,15 @@ class Workspace:
     by_series: dict[str, list[Alert]] = field(init=False)
     #: Largest POST body accepted (:func:`body_limit` of the alerts).
     max_body: int = field(init=False)
+    #: The series that say which way is better (their changes can be regressions or improvements).
+    directed: frozenset[str] = field(init=False)
     _plot_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
         check_commit_url(self.commit_url)
         self.max_body = body_limit(self.alerts)
         self.by_key = {a.key: a for a in self.alerts}
+        self.directed = frozenset(h.series_id for h in self.dataset if h.higher_is_better is not None)
         self.by_series = {}
         for a in self.alerts:
             self.by_series.setdefault(a.series_id, []).append(a)
@@ -487,6 +490,10 @@ async def queue(request: Request) -> Response:
     statuses = [status_of(a, d.label if (d := current.get(a.key)) is not None else None) for a in ws.alerts]
     needle = _folded(series)
     kept: list[tuple[Alert, str]] = []
+    # Of the alerts the other filters keep, those whose series does not say which way is better, and
+    # the others: a regression / improvement filter can show none of the first ("No alert matches"
+    # was all it said on data without a direction, beside big steps both ways).
+    undirected = directed = 0
     for a, word in zip(ws.alerts, statuses, strict=True):
         if needle and needle not in _folded(a.series_id) and needle not in _folded(a.name):
             continue
@@ -494,11 +501,15 @@ async def queue(request: Request) -> Response:
             continue
         if call and a.model_call != CALLS[call]:
             continue
-        if direction and a.direction != direction:
-            continue
         if since is not None and (a.date is None or _utc(a.date) < since):
             continue
         if until is not None and (a.date is None or _utc(a.date) >= until + pd.Timedelta(days=1)):  # to the end of that day
+            continue
+        if a.series_id in ws.directed:
+            directed += 1
+        else:
+            undirected += 1
+        if direction and a.direction != direction:
             continue
         kept.append((a, word))
     kept.sort(key=lambda pair: _order(*pair))
@@ -512,9 +523,13 @@ async def queue(request: Request) -> Response:
     if len(kept) > limit:
         more = "/?" + urlencode({**{k: v for k, v in filters.items() if v}, "limit": 10_000})
     shown = _rows(ws, [a for a, _ in kept[:limit]], current)
+    undirected_note = None
+    if direction in ("regression", "improvement") and undirected:
+        undirected_note = {"alerts": undirected, "only": not directed,
+                           "link": "/?" + urlencode({**{k: v for k, v in filters.items() if v}, "direction": "change"})}
     return _page(ws, "queue.html", request=request, done=await _done(request, ws), rows=shown, total=len(kept), all_total=len(ws.alerts), filters=filters, more=more,
                  here=here, counts=counts, statuses=STATUSES, has_model=any(a.p_true is not None for a in ws.alerts),
-                 title="Alert queue")
+                 undirected=undirected_note, title="Alert queue")
 
 
 #: Alerts the plot's text alternative describes one by one; the table below the plot has every one.
