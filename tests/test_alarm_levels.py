@@ -145,3 +145,39 @@ def test_a_store_from_before_levels_gets_the_column_and_keeps_its_rows(rf_dir, t
         # An older version names its columns when it writes: it can still add a row to such a file.
         store._db.execute("INSERT INTO decisions (series_id, commit_id, decided_commit, idx, probability, decision, "
                           "top_features, withdrawal, value) VALUES ('t', 'x', 'x', 0, NULL, 0, '[]', NULL, 1.0)")
+
+
+def test_a_format_2_store_is_upgraded_so_an_older_version_refuses_it_by_name(rf_dir, tmp_path):
+    """Format 3: rows an older changepoint-triage cannot read (a held-back commit's NULL probability, levels).
+
+    An upgrade walkthrough sent a commit again to the release of 2026-11-25 after the current one
+    had written the store: "internal error: TypeError: float() argument must be ... not 'NoneType'".
+    Format 2 stores are now marked 3 on opening, which that release refuses as "written by a newer
+    version"; nothing else in the file changes.
+    """
+    from triage.online import state_store
+
+    db = tmp_path / "s.db"
+    values = step_series(40, at=(30,), jump=0.4, seed=0)
+    with StateStore(db) as store:
+        loop = OnlineTriage.from_model_dir(rf_dir, explain="none", store=store)
+        for i, v in enumerate(values[:20]):
+            loop.process_one("s", f"c{i}", float(v))
+    con = sqlite3.connect(db)
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'format_version'")
+    rows = con.execute("SELECT * FROM decisions ORDER BY rowid").fetchall()
+    states = con.execute("SELECT * FROM series").fetchall()
+    con.commit()
+    con.close()
+    with StateStore(db) as store:
+        loop = OnlineTriage.from_model_dir(rf_dir, explain="none", store=store)
+        again = loop.process_one("s", "c3", float(values[3]))  # a re-sent commit: its stored decision
+        assert again is not None and again.replayed
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == (
+        str(state_store.FORMAT_VERSION),)
+    assert con.execute("SELECT * FROM decisions ORDER BY rowid").fetchall() == rows
+    assert con.execute("SELECT * FROM series").fetchall() == states
+    con.close()
+    assert state_store.FORMAT_VERSION == 3
+

@@ -355,7 +355,7 @@ def _rows(store: Path) -> list[tuple]:
 
 
 def test_state_stores_of_a_newer_or_unknown_version(tmp_path):
-    for version, said in (("3", "upgrade changepoint-triage"), ("x", "unknown format version 'x'")):
+    for version, said in (("4", "upgrade changepoint-triage"), ("x", "unknown format version 'x'")):
         store = _store_with_version(tmp_path / f"s{version}.db", version)
         before = _rows(store)
         code, text = invoke(["watch", "--state", store], stdin='{"series_id":"s1","commit":"c8","value":1}\n')

@@ -42,7 +42,14 @@ Tables::
         before it was kept).
 
 Format 1 (before the confirmation delay: one row per decided commit) is not
-read; ``--reset-state`` starts such a file over in format 2.
+read; ``--reset-state`` starts such a file over. Format 3 is format 2 whose
+rows may hold what a format-2 reader cannot: a decision without a
+probability (a commit the stream rule held back; changepoint-triage up to
+2026-11-30 stopped on it with an internal error when such a commit was sent
+again after a downgrade) and an alarm's ``levels``. A format-2 file is
+upgraded in place on opening (its version, and the columns it lacks), so
+an older changepoint-triage then refuses it by name ("written by a newer
+version") instead of failing on a row.
 """
 
 from __future__ import annotations
@@ -58,7 +65,9 @@ from triage.online.records import AlreadyDecided, Decision, decision_from_dict
 from triage.online.store_checks import check_state_file
 
 FORMAT = "changepoint-triage-online-state"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+#: The format whose tables format 3 keeps: upgraded on opening by writing the new version.
+UPGRADED_FORMAT = 2
 #: Seconds a store being opened waits for another process's lock before "in use by another process".
 OPEN_WAIT = 1.0
 
@@ -221,12 +230,15 @@ class StateStore:
                         f"{version}, this one reads up to {FORMAT_VERSION}): upgrade changepoint-triage to "
                         "go on with it; --reset-state would lose its stored decisions"
                     )
-                if int(version) < FORMAT_VERSION:
+                if int(version) == UPGRADED_FORMAT:
+                    self._db.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
+                                     (str(FORMAT_VERSION),))
+                elif int(version) < FORMAT_VERSION:
                     self.old_format = True
             columns = {r[1] for r in self._db.execute("PRAGMA table_info(decisions)")}
             for name, kind in _ADDED_COLUMNS if not self.old_format else ():
                 if name not in columns:
-                    # A format-2 file from before this column was kept: its older rows hold NULL.
+                    # A file from before this column was kept: its older rows hold NULL.
                     self._db.execute(f"ALTER TABLE decisions ADD COLUMN {name} {kind}")
             self._db.execute("COMMIT")
             self._db.execute("PRAGMA busy_timeout=0")  # the lock is ours from here on: no write ever waits

@@ -49,7 +49,9 @@ STATE_TABLES: dict[str, frozenset[str]] = {
 #: The format version whose schema is checked: the one :mod:`triage.online.state_store`
 #: writes (its FORMAT_VERSION; a test holds the two equal). Older formats are
 #: the store's to refuse or reset, with its own message.
-STATE_FORMAT_VERSION = 2
+STATE_FORMAT_VERSION = 3
+#: Older formats with the same tables (format 2: upgraded by the store on opening), checked alike.
+STATE_SAME_TABLES = ("2",)
 #: Keys every stored series state holds (SeriesState.to_dict); without them the loop cannot resume.
 STATE_KEYS = ("n", "pre")
 
@@ -93,7 +95,7 @@ def check_state_file(path: str | Path) -> None:
         "the meta table names no format": "SELECT COUNT(*) = 0 FROM meta WHERE key = 'format'",
     }
     check_sqlite_store(path, STATE_TABLES, consistency, version_query=(
-        "SELECT value FROM meta WHERE key = 'format_version'", str(STATE_FORMAT_VERSION)))
+        "SELECT value FROM meta WHERE key = 'format_version'", (str(STATE_FORMAT_VERSION), *STATE_SAME_TABLES)))
 
 
 def check_writable(path: str | Path) -> None:
@@ -170,13 +172,13 @@ def _other_database(path: str | Path) -> str | None:
 
 def check_sqlite_store(path: str | Path, tables: Mapping[str, frozenset[str]],
                        consistency: Mapping[str, str] | None = None, *, recovery: str = RECOVERY,
-                       version_query: tuple[str, str] | None = None) -> None:
+                       version_query: tuple[str, str | tuple[str, ...]] | None = None) -> None:
     """Refuse a damaged SQLite store: empty, not SQLite, corrupt, tables missing, inconsistent.
 
     A file that has none of ``tables`` yet is a new store and passes (the
     owner creates the schema); once any of them exists, all must. Each
     ``consistency`` query returns one count: non-zero means its problem.
-    ``version_query`` = (query, version): when the query names another
+    ``version_query`` = (query, version or versions): when the query names another
     version, only the integrity check applies (the owner reads or refuses
     older formats itself). An absent file, ``:memory:``, a file that is no SQLite database at all and
     a store locked by another process pass: their owner reports those.
@@ -206,11 +208,12 @@ def check_sqlite_store(path: str | Path, tables: Mapping[str, frozenset[str]],
         if not present & set(tables):
             return  # a new store: its owner creates the schema
         if version_query is not None:
+            checked = (version_query[1],) if isinstance(version_query[1], str) else version_query[1]
             try:
                 row = db.execute(version_query[0]).fetchone()
             except sqlite3.OperationalError:  # no meta table: the table check below names it
-                row = (version_query[1],)
-            if row is not None and str(row[0]) != version_query[1]:
+                row = (checked[0],)
+            if row is not None and str(row[0]) not in checked:
                 return
         for table, columns in tables.items():
             if table not in present:
