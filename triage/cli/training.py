@@ -286,7 +286,8 @@ def train(
 
             if matrix is not None:
                 raise typer.BadParameter("--labels needs --data or --preset (a feature matrix has no commits to label)")
-            dataset, n_decided = overlay(dataset_of(data, preset, seed), LabelsStore(labels, create=False))
+            with LabelsStore(labels, create=False) as store:
+                dataset, n_decided = overlay(dataset_of(data, preset, seed), store)
             console.print(f"{n_decided:,} sheriff decision{'' if n_decided == 1 else 's'} from {escape(str(labels))} "
                           "overlaid on the data's labels")
         else:

@@ -209,19 +209,21 @@ def labels_export(
     check_output_not_input(out, labels, data)
     check_aggregation(aggregate, trim_warmup)
     check_table_suffix(out, "labels export writes CSV")
-    store = LabelsStore(labels, create=False)
     # --out - writes the CSV to stdout: the summary line goes to stderr, not into the CSV.
     say = console_for(out)
     where = output_name(out)
-    if data is not None:
-        from triage.loaders import load, write_long
-        from triage.workspace.store import overlay
+    with LabelsStore(labels, create=False) as store:  # opened (and checked) before the data are read
+        if data is not None:
+            from triage.loaders import load, write_long
+            from triage.workspace.store import overlay
 
-        merged, n = overlay(load(data, aggregate=aggregate, trim_warmup=trim_warmup, branch=branch), store)
+            merged, n = overlay(load(data, aggregate=aggregate, trim_warmup=trim_warmup, branch=branch), store)
+        else:
+            frame = export_long(store)
+    if data is not None:
         write_long(merged, out)
         say.print(f"{len(merged):,} series with {n:,} decisions as labels written to [bold]{where}[/]", soft_wrap=True)
         return
-    frame = export_long(store)
     write_table_atomic(frame, out)  # Parquet for a .parquet name (any case), else CSV
     say.print(f"{len(frame):,} decision{'' if len(frame) == 1 else 's'} written to [bold]{where}[/]", soft_wrap=True)
 
@@ -233,10 +235,11 @@ def labels_agreement(
     """The model's precision and recall against the sheriffs' decisions, by week."""
     from triage.workspace.store import LabelsStore, agreement_by_week
 
-    store = LabelsStore(labels, create=False)
-    frame = agreement_by_week(store)
+    with LabelsStore(labels, create=False) as store:
+        frame = agreement_by_week(store)
+        n_recorded = len(store)
     if frame.empty:
-        console.print(f"no true/false decision with a model call in {labels} ({len(store):,} decisions recorded)",
+        console.print(f"no true/false decision with a model call in {labels} ({n_recorded:,} decisions recorded)",
                       markup=False, highlight=False)
         return
     fmt = lambda v: "n/a" if v != v else f"{v:.3f}"  # noqa: E731  (NaN: nothing to divide by)

@@ -309,6 +309,15 @@ class StateStore:
         stored = self.model_id
         if stored is not None and stored != model_id and not reset:
             was = self._meta("model_name")
+            if was is not None and was == name:
+                # One folder named twice, told apart by hashes alone, read as a typo: the folder's model changed.
+                raise StateStoreError(
+                    self.path,
+                    f"the state was built with the model then in {was} ({stored[:12]}); that folder now holds "
+                    f"another ({model_id[:12]}: trained again or replaced): go on with the model the state was "
+                    "built with (its registered version, models:/NAME/VERSION, or a copy of it), or start over "
+                    "with --reset-state",
+                )
             raise StateStoreError(
                 self.path,
                 f"the state was built with model {_named(was, stored)}, this run's is {_named(name, model_id)}: "

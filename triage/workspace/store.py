@@ -290,10 +290,19 @@ class LabelsStore:
             con.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def close(self) -> None:
+        """Close this thread's connection: the last one closed, SQLite removes its ``-wal`` / ``-shm`` files."""
         con = getattr(self._local, "con", None)
         if con is not None:
             con.close()
             self._local.con = None
+
+    def __enter__(self) -> LabelsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # A command ends with os._exit (triage.cli.app.finish): a store left open left its -wal
+        # and -shm files beside it, which read as an unfinished write to whoever backs it up.
+        self.close()
 
     # ------------------------------------------------------------------ writing
 

@@ -1,0 +1,52 @@
+"""An operator upgrading triage in place (a thirty-third-session walkthrough of the releases of 2026-11-24/25).
+
+Found: a model folder trained again under the same name made `watch` refuse
+its state naming the same folder twice ("built with model m-w4 (072d...),
+this run's is m-w4 (017e...)") and advise only `--reset-state`; the read-only
+`labels` commands left `-wal` / `-shm` files beside the store (a command ends
+with `os._exit`, and the store was never closed). The state-store format
+bump the walkthrough asked for is tested in `tests/test_alarm_levels.py`.
+"""
+
+from __future__ import annotations
+
+from helpers_cli import flat, run_triage
+
+from triage.online.state_store import StateStore, StateStoreError
+from triage.workspace.store import LabelsStore
+
+
+def test_a_model_folder_trained_again_is_named_as_changed(tmp_path):
+    db = tmp_path / "s.db"
+    with StateStore(db) as store:
+        store.bind_model("a" * 64, name="/models/m-w4")
+    with StateStore(db) as store:
+        try:
+            store.bind_model("b" * 64, name="/models/m-w4")
+        except StateStoreError as exc:
+            said = str(exc)
+        else:
+            raise AssertionError("another model's state was taken")
+    assert "the model then in /models/m-w4 (aaaaaaaaaaaa)" in said
+    assert "now holds another (bbbbbbbbbbbb: trained again or replaced)" in said
+    assert "models:/NAME/VERSION" in said and "--reset-state" in said
+    # Another folder is still named as before.
+    with StateStore(db) as store:
+        try:
+            store.bind_model("c" * 64, name="/models/other")
+        except StateStoreError as exc:
+            assert "built with model /models/m-w4 (aaaaaaaaaaaa), this run's is /models/other" in str(exc)
+
+
+def test_read_only_labels_commands_leave_no_journal_files(tmp_path):
+    path = tmp_path / "labels.sqlite"
+    store = LabelsStore(path)
+    store.record("s0", "c030", "true", who="alice", p_true=0.9, model_call="true", model="m")
+    store.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["labels.sqlite"]
+    for args in (["labels", "export", "--labels", path, "--out", tmp_path / "x.csv"],
+                 ["labels", "agreement", "--labels", path]):
+        done = run_triage(*args)
+        assert done.returncode == 0, done.stderr
+        left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("labels.sqlite"))
+        assert left == ["labels.sqlite"], (flat(" ".join(map(str, args))), left)
