@@ -273,7 +273,7 @@ def decision_table(frame, title: str, limit: int, extra: tuple[str, ...] = (), *
             # and "o…t:1000})/otel-bench-runner" while the reasons had 100 columns to spare.
             longest = max((len(str(v)) for v in top["series_id"]), default=0)
             steps = top["step"] if "step" in top else [""] * len(top)
-            why_need = min(WHY_WIDE, max((len(_first_reason(r)) + len(str(s)) + 2
+            why_need = min(WHY_WIDE, max((len(_first_reason(r)) + (len(str(s)) + 2 if s else 0)
                                           for r, s in zip(top.get("explanation", [""] * len(top)), steps, strict=True)),
                                          default=0))
             spare = room(with_why) + (WHY_MIN_WIDTH - max(WHY_MIN_WIDTH, why_need) if with_why else 0)
