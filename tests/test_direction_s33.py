@@ -142,3 +142,14 @@ def test_serve_regression_filter_counts_the_alerts_of_series_without_a_direction
     every = _queue(tmp_path / "all", {"lat": "false", "thr": "true"})
     for page, params in ((every, {"direction": "regression"}), (client, {"direction": "change"}), (client, {})):
         assert "whether higher is better" not in _text(page.get("/", params=params).text)
+
+
+def test_a_parquet_direction_column_of_lists_is_refused_before_reading(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "h.parquet"
+    pq.write_table(pa.table({"series_id": ["s", "s"], "commit": ["a", "b"], "value": [1.0, 2.0],
+                             "direction": pa.array([[1], [1]])}), path)
+    with pytest.raises(InputError, match="column 'direction' holds list"):
+        load(path)

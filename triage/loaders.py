@@ -70,6 +70,7 @@ from triage.core.csv_lines import csv_record_lines, file_line
 from triage.core.errors import InputError
 from triage.core.history import (
     AGGREGATES,
+    DIRECTION,
     FORK,
     LONG_COLUMNS,
     LOWER_IS_BETTER,
@@ -308,7 +309,7 @@ def _refuse_nested_columns(schema, path: Path) -> None:
     of lists failed as "unhashable type" (an internal error), a commit was read as its printed list."""
     import pyarrow as pa
 
-    read = {*LONG_COLUMNS, LOWER_IS_BETTER, FORK}
+    read = {*LONG_COLUMNS, LOWER_IS_BETTER, DIRECTION, FORK}
     for field in schema:
         if str(field.name).strip() in read and pa.types.is_nested(field.type):
             raise InputError(path, None, f"column {str(field.name).strip()!r} holds {field.type} cells,"
