@@ -195,3 +195,23 @@ def test_scoring_our_own_output_again_replaces_the_step_columns(both_directions,
     assert runner.invoke(app, ["score", "--data", str(data), "--candidates", str(first), "--out", str(again)]).exit_code == 0
     header = next(csv.reader(open(again)))
     assert header.count("change_pct") == 1 and not any(h.startswith("triage_change") for h in header)
+
+
+def test_fail_on_ends_a_ci_job_with_exit_3_after_writing(both_directions, tmp_path):
+    from helpers_cli import invoke_apart
+
+    data, cands = both_directions
+    out = tmp_path / "s.csv"
+    done = invoke_apart("score", "--data", data, "--candidates", cands, "--out", out, "--fail-on", "regression")
+    assert done.returncode == 3, done.stderr
+    assert "2 candidates called true with a regression step: exit 3 (--fail-on regression)" in done.stderr
+    assert len(list(csv.DictReader(open(out)))) == 6  # written first
+    improvements = _candidates(tmp_path / "imp.csv", [("lat_ms", "c060"), ("thr_ops", "c060")])
+    done = invoke_apart("score", "--data", data, "--candidates", improvements, "--fail-on", "regression")
+    assert done.returncode == 0, done.stderr
+    done = invoke_apart("score", "--data", data, "--candidates", improvements, "--fail-on", "true")
+    assert done.returncode == 3 and "called true: exit 3 (--fail-on true)" in done.stderr
+    done = invoke_apart("label", "--data", data, "--fail-on", "true")  # no candidate to label: nothing flagged
+    assert done.returncode == 0, done.stderr
+    done = invoke_apart("score", "--data", data, "--candidates", cands, "--fail-on", "sometimes")
+    assert done.returncode == 2 and "--fail-on" in done.stderr

@@ -25,7 +25,10 @@ from triage.cli.options import (
     DATA_HELP,
     Aggregate,
     Branch,
+    FailOn,
     TrimWarmup,
+    check_fail_on,
+    fail_on,
     read_commit_order,
 )
 from triage.cli.progress import JobProgress, chunks
@@ -33,6 +36,7 @@ from triage.cli.tables import check_format, console_for, count, decision_table, 
 from triage.cli.validation import check_option_applies, output_file
 
 console = Console()
+err_console = Console(stderr=True)
 
 SCHEDULER_HELP = "Run on a dask cluster, partitioned by series: local (a LocalCluster on this machine) or a scheduler address (tcp://host:8786)."
 MODEL_HELP = (
@@ -50,7 +54,7 @@ def label(
     out: Annotated[Path | None, typer.Option("--out", parser=output_file, help="File to write (atomically; - = stdout); default: print only.")] = None,
     which: Annotated[str, typer.Option("--which", help="untriaged (default), triaged (check the model reproduces them) or all.")] = "untriaged",
     threshold: Annotated[float | None, typer.Option("--threshold", help="Override the model's decision threshold on P(true).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="csv (series_id, commit, label, p_false, p_true, classification, explanation), json (the same as JSON lines) or published (the ICPE 2022 replication package's ;-separated layout; it has no series column, so a commit alerted in several series is refused).")] = "csv",
+    fmt: Annotated[str, typer.Option("--format", help="csv (series_id, commit, label, p_false, p_true, classification, change_pct, change_kind, explanation), json (the same as JSON lines) or published (the ICPE 2022 replication package's ;-separated layout; it has no series column, so a commit alerted in several series is refused).")] = "csv",
     explain_top: Annotated[int, typer.Option("--explain", help=EXPLAIN_HELP)] = 3,
     show: Annotated[int, typer.Option("--show", help="Rows to print, most likely true first (0: no table; the summary lines still print).")] = 20,
     n_jobs: Annotated[int, typer.Option("--n-jobs", help="Processes for feature extraction (-1 = all cores).")] = 1,
@@ -58,6 +62,7 @@ def label(
     aggregate: Aggregate = "mean",
     trim_warmup: TrimWarmup = "none",
     branch: Branch = None,
+    fail: FailOn = "none",
 ) -> None:
     """Classify untriaged candidates (not_triaged, under_investigation) with a trained model."""
     from triage.cli.validation import (
@@ -70,6 +75,7 @@ def label(
 
     check_output_not_input(out, data)
     check_aggregation(aggregate, trim_warmup)
+    fail = check_fail_on(fail)
     check_n_jobs(n_jobs)
     check_int("--explain", explain_top, low=0)
     check_int("--show", show, low=0)
@@ -157,13 +163,14 @@ def label(
                           soft_wrap=True)
     if out is not None:
         console.print(f"decisions written to [bold]{output_name(out)}[/]", soft_wrap=True)
+    fail_on(fail, decisions["classification"], decisions["change_kind"], err_console)
 
 
 def score(
     data: Annotated[Path, typer.Option("--data", help=DATA_HELP)],
     candidates: Annotated[Path, typer.Option("--candidates", help="Candidates: `triage candidates` CSV or JSON lines, an Otava JSON/CSV report or a Perfherder alerts export (JSON/CSV); - = stdin.")],
     model: Annotated[str, typer.Option("--model", help=MODEL_HELP.replace("the bundled adaptive-window model", "the bundled scoring model, default-scoring: candidate-bounded windows"), envvar=MODEL_ENV)] = "default",
-    out: Annotated[Path | None, typer.Option("--out", parser=output_file, help="File to write (atomically; - = stdout): the detector's fields plus p_false, p_true, classification, explanation.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", parser=output_file, help="File to write (atomically; - = stdout): the detector's fields plus p_false, p_true, classification, explanation, change_pct, change_kind.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="csv or json (JSON lines, one scored candidate per line).")] = "csv",
     target_recall: Annotated[float | None, typer.Option("--target-recall", help="Threshold reaching this recall on the triaged candidates of --data.")] = None,
     threshold: Annotated[float | None, typer.Option("--threshold", help="Fixed threshold on P(true) (default: the model's).")] = None,
@@ -178,6 +185,7 @@ def score(
     aggregate: Aggregate = "mean",
     trim_warmup: TrimWarmup = "none",
     branch: Branch = None,
+    fail: FailOn = "none",
 ) -> None:
     """Score detector candidates with P(true change) and a decision.
 
@@ -196,6 +204,7 @@ def score(
 
     check_output_not_input(out, data, candidates, commit_order)
     check_aggregation(aggregate, trim_warmup)
+    fail = check_fail_on(fail)
     check_n_jobs(n_jobs)
     check_int("--explain", explain_top, low=0)
     check_int("--show", show, low=0)
@@ -276,6 +285,8 @@ def score(
                  None if route is None else route_threshold(route, table, threshold))
     if out is not None:
         console.print(f"scores written to [bold]{output_name(out)}[/]", soft_wrap=True)
+    fail_on(fail, view["classification"], view["change_kind"] if "change_kind" in view else [""] * len(view),
+            err_console)
 
 
 def _repeats_note(console, scored) -> None:

@@ -94,6 +94,13 @@ BRANCH_HELP = "Otava CSVs with a branch column: only this branch (default: every
 Aggregate = Annotated[str, typer.Option("--aggregate", help=AGGREGATE_HELP)]
 TrimWarmup = Annotated[str, typer.Option("--trim-warmup", help=TRIM_WARMUP_HELP)]
 Branch = Annotated[str | None, typer.Option("--branch", help=BRANCH_HELP)]
+#: ``--fail-on`` choices, and the exit code of a command that found what it names.
+FAIL_ON = ("none", "true", "regression")
+EXIT_FLAGGED = 3
+FailOn = Annotated[str, typer.Option("--fail-on", help=(
+    "For a CI job: exit 3 (after --out is written and the table printed) when a candidate is called true "
+    "(true) or called true with a regression step (regression: the data must say which way is better; "
+    "change_kind). none (default): exit 0. Errors stay exit 2."))]
 COMMIT_ORDER_HELP = (
     "Text file of commit ids in history order, one a line (long layout): re-measured commits (retriggers) "
     "are placed by it instead of by their first appearance."
@@ -141,3 +148,34 @@ def read_commit_order(path) -> list[str] | None:
     if not order:
         raise InputError(path, None, "no commit ids (one a line)")
     return order
+
+
+def check_fail_on(value: str) -> str:
+    """``--fail-on``: one of :data:`FAIL_ON` (any case), else a usage error."""
+    text = str(value).strip().lower()
+    if text not in FAIL_ON:
+        raise typer.BadParameter(f"must be one of {', '.join(FAIL_ON)}, got {value!r}", param_hint="--fail-on")
+    return text
+
+
+def fail_on(rule: str, calls, kinds, err_console) -> None:
+    """End with :data:`EXIT_FLAGGED` when ``rule`` finds a flagged decision; a line on stderr says why.
+
+    ``calls``: each decision's classification; ``kinds``: its change_kind.
+    A CI job gating a merge on a new regression read exit 0 whatever the
+    model called (a walkthrough of a team coming from Apache Otava).
+    """
+    if rule == "none":
+        return
+    flagged = [c == "true_positive" and (rule == "true" or k == "regression")
+               for c, k in zip(calls, kinds, strict=True)]
+    n = sum(flagged)
+    if n:
+        what = "called true" if rule == "true" else "called true with a regression step"
+        err_console.print(f"{n:,} candidate{'' if n == 1 else 's'} {what}: exit {EXIT_FLAGGED} (--fail-on {rule})",
+                          markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_FLAGGED)
+    if rule == "regression" and not any(k in ("regression", "improvement") for k in kinds):
+        err_console.print("note: --fail-on regression, but no series here says which way is better "
+                          "(higher_is_better / lower_is_better / direction): no step can be a regression",
+                          markup=False, highlight=False, soft_wrap=True)
