@@ -118,8 +118,18 @@ def test_change_pct_rule():
     assert change_pct(200.0, 150.0) == -25.0
     assert change_pct(-4.0, -2.0) == 50.0  # per cent of |before|: the values rose
     assert change_pct(0.0, 3.0) is None
+    assert change_pct(0.2, 5.0, noise=0.5) is None  # a level within its noise of 0, as score says it
     assert alarm_levels(np.array([]), [1.0]) is None
-    assert alarm_levels(np.array([1.0, 2.0, 9.0]), np.array([5.0, 7.0])) == (2.0, 6.0)
+    assert alarm_levels(np.array([1.0, 2.0, 9.0]), np.array([5.0, 7.0])) == (2.0, 6.0, float(np.std([1, 2, 9], ddof=1)))
+
+
+def test_an_alarm_at_a_level_near_zero_gives_no_per_cent(tmp_path):
+    rng = np.random.default_rng(0)
+    values = np.concatenate([0.5 * rng.standard_normal(60), 8 + 0.5 * rng.standard_normal(60)])
+    result = runner.invoke(app, ["watch", "--model", W4], input=_feed(values))
+    (a,) = _alarms(result.stdout)
+    assert a["commit"] == "c060" and abs(a["before"]) < 0.5 and a["after"] > 7
+    assert a["change_pct"] is None
 
 
 def test_a_store_from_before_levels_gets_the_column_and_keeps_its_rows(rf_dir, tmp_path):

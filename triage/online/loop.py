@@ -1501,18 +1501,23 @@ def held_back(pre_tail: np.ndarray, after: np.ndarray) -> bool:
     return abs(x - float(np.median(pre_tail))) < abs(x - float(np.median(after[1:])))
 
 
-def alarm_levels(pre_tail: np.ndarray, after: Sequence[float] | np.ndarray) -> tuple[float, float] | None:
-    """An alarm's ``(before, after)`` levels: the medians of Pre's last values and of its After window.
+def alarm_levels(pre_tail: np.ndarray, after: Sequence[float] | np.ndarray) -> tuple[float, float, float] | None:
+    """An alarm's ``(before, after, noise)``: the medians of Pre's last values and of its After window, Pre's sd.
 
     The levels :func:`held_back` compares the commit with (Pre's last
     :data:`HOLD_BACK_PRE` values for the old level), over the whole After
     window (the commit and the K after it) for the new one: what the alarm's
     record reports as ``before``, ``after`` and the change in per cent, in
-    the series' units. None when Pre is empty (no alarm is raised then).
+    the series' units; ``noise`` (the sd of those Pre values, 0 for one)
+    withholds the per cent of a level within its noise of 0, as ``score``
+    does (:func:`triage.steps.relative_change`). None when Pre is empty (no
+    alarm is raised then).
     """
     if not len(pre_tail) or not len(after):
         return None
-    return float(np.median(pre_tail)), float(np.median(np.asarray(after, dtype=np.float64)))
+    tail = np.asarray(pre_tail, dtype=np.float64)
+    noise = float(np.std(tail, ddof=1)) if tail.size > 1 else 0.0
+    return float(np.median(tail)), float(np.median(np.asarray(after, dtype=np.float64))), noise
 
 
 class _PoolRows:
@@ -1780,5 +1785,6 @@ def _found_tuples(found) -> list[tuple]:
         if d.levels is None:
             out.append((d.series, d.commit, d.index, d.probability, None, None, None))
         else:
-            out.append((d.series, d.commit, d.index, d.probability, *d.levels, change_pct(*d.levels)))
+            before, after, noise = d.levels
+            out.append((d.series, d.commit, d.index, d.probability, before, after, change_pct(before, after, noise)))
     return out

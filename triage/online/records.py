@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triage.core.errors import InputError
+from triage.steps import relative_change
 
 
 class RejectedCommit(ValueError):
@@ -139,11 +140,11 @@ class Decision:
     commit (None when K = 0, the commit itself). ``withdrawal`` is set when the
     same arrival also completed the re-check of an earlier alarm and took it
     back (:class:`Withdrawal`, its own output record). ``levels`` is set on
-    an alarm: ``(before, after)``, the level before the change (median of
-    Pre's last :data:`~triage.online.loop.HOLD_BACK_PRE` values) and after it
-    (median of the commit and the K after it), in the series' own units; its
-    output record gives them with the signed change in per cent of
-    ``before`` (:func:`change_pct`).
+    an alarm: ``(before, after, noise)``, the level before the change (median
+    of Pre's last :data:`~triage.online.loop.HOLD_BACK_PRE` values), after it
+    (median of the commit and the K after it) and the sd of those Pre
+    values, in the series' own units; its output record gives the two
+    levels and the signed change in per cent of ``before`` (:func:`change_pct`).
     """
 
     series: str
@@ -155,7 +156,7 @@ class Decision:
     replayed: bool = False
     decided_at: str | None = None
     withdrawal: Withdrawal | None = None
-    levels: tuple[float, float] | None = None
+    levels: tuple[float, float, float] | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The JSON-line form: series, commit, probability, decision, top_features (+ before, after, change_pct, decided_at, replayed)."""
@@ -167,8 +168,8 @@ class Decision:
             "top_features": list(self.top_features),
         }
         if self.levels is not None:
-            before, after = self.levels
-            out.update(before=before, after=after, change_pct=change_pct(before, after))
+            before, after, noise = self.levels
+            out.update(before=before, after=after, change_pct=change_pct(before, after, noise))
         if self.decided_at is not None:
             out["decided_at"] = self.decided_at
         if self.replayed:
@@ -186,15 +187,17 @@ class Decision:
         return out
 
 
-def change_pct(before: float, after: float) -> float | None:
-    """The signed change from ``before`` to ``after`` in per cent of ``|before|``, to 0.01; None when ``before`` is 0.
+def change_pct(before: float, after: float, noise: float = 0.0) -> float | None:
+    """The signed change from ``before`` to ``after`` in per cent of ``|before|``, to 0.01.
 
-    Signed as the values move (negative: the values fell), whatever the
-    series' direction: the online loop is not told whether lower is better.
+    The rule of :func:`triage.steps.relative_change`, as ``score`` and
+    ``label`` give it: None when ``before`` is within ``noise`` of 0 (a
+    percentage of a level around 0 means nothing). Signed as the values
+    move, whatever the series' direction: the online loop is not told
+    whether lower is better.
     """
-    if before == 0:
-        return None
-    return round(100.0 * (after - before) / abs(before), 2)
+    pct = relative_change(before, after, noise)
+    return None if pct is None else round(pct, 2)
 
 
 def decision_to_dict(d: Decision) -> dict[str, object]:
@@ -237,5 +240,5 @@ def decision_from_dict(series: str, data: dict[str, object] | None, *, replayed:
         None if data.get("decided_at") is None else str(data["decided_at"]),
         None if not isinstance(w, dict) else Withdrawal.from_dict({**w, "series": series}),
         # Decisions stored before levels were kept have none.
-        None if not isinstance(levels, list) else (float(levels[0]), float(levels[1])),
+        None if not isinstance(levels, list) else (float(levels[0]), float(levels[1]), float(levels[2])),
     )
