@@ -4,7 +4,8 @@ CSV (Otava's ``type: csv`` tests)
     A time column (``time``), optionally a ``commit`` column, then one column
     per metric; each metric becomes a series named after its column. Empty
     cells are skipped (the metric was not measured on that row). The
-    delimiter is sniffed from the header (``,``, ``;``, tab or ``|``).
+    delimiter is sniffed from the header (``,``, ``;``, tab or ``|``, the
+    most frequent outside quotes).
     Without a commit column each row's time is its commit id (Otava itself
     keys rows by time). A ``branch`` column splits every metric by branch:
     series ``<metric>@<branch>`` (a row whose branch cell is empty: ``<metric>``);
@@ -16,7 +17,8 @@ directory
 YAML test config (``otava.yaml``)
     ``tests: {name: {type: csv, file, time_column, metrics, attributes,
     csv_options: {delimiter, quote_char}}}``: each csv test is read with its
-    options, series ``<test>/<metric>``. ``metrics`` is a list of column
+    options (``delimiter`` ``,`` when not given, as Otava reads it), series
+    ``<test>/<metric>``. ``metrics`` is a list of column
     names or a mapping ``name: {column, direction, scale}``; ``direction: 1``
     (higher is better) or ``-1`` (lower is better) is recorded on the
     history. ``file`` is relative to the config's directory (or the working
@@ -26,6 +28,7 @@ YAML test config (``otava.yaml``)
 
 from __future__ import annotations
 
+import csv
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -51,11 +54,27 @@ BRANCH_COLUMN = "branch"
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.zst", ".csv.gzip", ".csv.zstd")
 
 
-def sniff_delimiter(header: str) -> str:
-    """The delimiter of a header line: the most frequent of ``,;<tab>|`` (``,`` when none)."""
-    counts = {d: header.count(d) for d in DELIMITERS}
+def sniff_delimiter(header: str, quotechar: str = '"') -> str:
+    """The delimiter of a header line: the most frequent of ``,;<tab>|`` outside quotes (``,`` on a tie or when none).
+
+    A character inside a quoted name is part of the name: ``"time","commit","solver(False;True;iso;big)"``
+    is comma-separated (counting every character, its three ``;`` won over two ``,``).
+    """
+    counts = dict.fromkeys(DELIMITERS, 0)
+    quoted = False
+    for ch in header:
+        if ch == quotechar:
+            quoted = not quoted  # a doubled quote inside a quoted name toggles twice
+        elif not quoted and ch in counts:
+            counts[ch] += 1
     best = max(DELIMITERS, key=lambda d: counts[d])
     return best if counts[best] else ","
+
+
+def split_header(header: str, sep: str, quotechar: str = '"') -> list[str]:
+    """A header line's column names, split at ``sep`` outside quotes, stripped of blanks and quotes."""
+    cells = next(csv.reader([header.lstrip("\ufeff").rstrip("\r\n")], delimiter=sep, quotechar=quotechar), [])
+    return [c.strip().strip(quotechar).strip() for c in cells]
 
 
 def _header(path: Path) -> str:
@@ -89,18 +108,23 @@ def otava_frame(
     ``time_required``: the time column was named (a config's ``time_column``),
     so a file without it is an error rather than read without timestamps.
     """
-    sep = delimiter or sniff_delimiter(_header(path))
+    header = _header(path)
+    sep = delimiter or sniff_delimiter(header, quotechar)
     frame = read_csv_text(path, sep=sep, quotechar=quotechar)
     has_time = time_column in frame.columns
     has_commit = commit_column in frame.columns
+    sniffed = sniff_delimiter(header, quotechar)
+    hint = (f"; the header looks {sniffed!r}-separated but was read at {sep!r}, the config's csv_options "
+            f"delimiter (Otava's default is ','): set csv_options: {{delimiter: {sniffed!r}}}"
+            if delimiter is not None and sniffed != sep and len(frame.columns) == 1 else "")
     if time_required and not has_time:
         raise InputError(path, 1, f"missing column {time_column!r}, the config's time_column "
-                         f"(found: {', '.join(frame.columns)})")
+                         f"(found: {', '.join(frame.columns)}){hint}")
     if not has_time and not has_commit:
         raise InputError(
             path, 1,
             f"missing column {time_column!r} or {commit_column!r} (found: {', '.join(frame.columns)}); "
-            f"delimiter read as {sep!r}",
+            f"delimiter read as {sep!r}{hint}",
         )
     has_branch = BRANCH_COLUMN in frame.columns
     lines = csv_record_lines(path, len(frame), sep, quotechar)  # header = line 1
@@ -207,8 +231,7 @@ def _refuse_long_layout(path: Path) -> None:
     across series, without a word.
     """
     header = _header(path)
-    sep = sniff_delimiter(header)
-    columns = [c.strip().strip('"').strip() for c in header.lstrip("\ufeff").split(sep)]
+    columns = split_header(header, sniff_delimiter(header))
     if "series_id" in columns:
         raise InputError(path, 1, "a long-layout CSV (it has a series_id column), not an Otava CSV: a directory "
                          "is read as Otava CSVs, one test per file; pass this file on its own as --data")
@@ -263,7 +286,7 @@ def read_otava_config(
                 time_column=str(test.get("time_column", "time")),
                 metrics=metrics,
                 branch=branch,
-                delimiter=options.get("delimiter"),
+                delimiter=options.get("delimiter") or ",",  # Otava's default
                 quotechar=options.get("quote_char", '"'),
                 prefix=f"{name}/",
                 time_required="time_column" in test,
