@@ -7,9 +7,22 @@
    quotes. It now counts only those outside quotes, and a config's test
    without ``csv_options: {delimiter}`` is read at ``,``, Otava's default (a
    header that looks otherwise is refused saying which delimiter to set).
+
+2. Keys of an Otava config were ignored without a word: ``attributes``
+   (``time_column: ts, attributes: [git_sha, version]``: the commit id became
+   the time text and the SHA was lost; ``attributes: [commit, build_number]``
+   without ``metrics``: the build number read as a metric), a metric's
+   ``scale``, ``templates`` with a test's ``inherit``, and ``${VAR}`` in
+   ``file``. Attributes are now never metrics and the first named like a
+   commit id (commit, revision, sha, git_sha, ...) keys the rows, a scale
+   multiplies its metric's values, a test takes its templates' settings
+   under its own, ``${VAR}`` is the environment variable (one not set is an
+   error), and any other key is warned about by name.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 
@@ -51,3 +64,82 @@ def test_a_config_without_a_delimiter_refuses_a_semicolon_file_naming_the_option
         load(config)
     _write(config, "tests:\n  s:\n    file: semi.csv\n    csv_options: {delimiter: ';'}\n")
     assert list(load(config)["s/thr"].values) == [10.0]
+
+
+# ---------------------------------------------------------------- 2. config keys
+
+GAMMA = ("ts,throughput,p99,git_sha,version\n"
+         '2024-03-01 10:00:00 +0000,1505.2,4.076,0000000a,"1.0.0, build 0"\n'
+         '2024-03-02 10:00:00 +0000,1512.3,3.924,0000001a,"1.0.0, build 1"\n')
+
+
+def test_attributes_name_the_commit_column_and_are_never_metrics(tmp_path):
+    _write(tmp_path / "gamma.csv", GAMMA)
+    config = _write(tmp_path / "otava.yaml", "tests:\n  g:\n    type: csv\n    file: gamma.csv\n"
+                    "    time_column: ts\n    attributes: [version, git_sha]\n")
+    ds = load(config)
+    assert sorted(h.series_id for h in ds) == ["g/p99", "g/throughput"]
+    assert list(ds["g/throughput"].commits) == ["0000000a", "0000001a"]
+    _write(tmp_path / "build.csv", "time,commit,build_number,throughput\n2024-03-01 10:00:00 +0000,c0,1000,101.5\n"
+           "2024-03-02 10:00:00 +0000,c1,1001,99.5\n")
+    _write(config, "tests:\n  b:\n    file: build.csv\n    attributes: [commit, build_number]\n")
+    ds = load(config)
+    assert [h.series_id for h in ds] == ["b/throughput"]
+    assert list(ds["b/throughput"].commits) == ["c0", "c1"]
+
+
+def test_a_missing_attribute_column_is_an_error_naming_it(tmp_path):
+    _write(tmp_path / "gamma.csv", GAMMA)
+    config = _write(tmp_path / "otava.yaml", "tests:\n  g:\n    file: gamma.csv\n    time_column: ts\n"
+                    "    attributes: [sha1]\n")
+    with pytest.raises(InputError, match=r"gamma\.csv, row 1: missing column 'sha1', of the config's attributes"):
+        load(config)
+
+
+def test_a_metric_scale_multiplies_its_values(tmp_path):
+    _write(tmp_path / "gamma.csv", GAMMA)
+    config = _write(tmp_path / "otava.yaml", "tests:\n  g:\n    file: gamma.csv\n    time_column: ts\n"
+                    "    attributes: [git_sha, version]\n    metrics:\n      p99_ms: {column: p99, scale: 1000}\n"
+                    "      throughput: {scale: 1e-3}\n")
+    ds = load(config)
+    assert ds["g/p99_ms"].values == pytest.approx([4076.0, 3924.0])
+    assert ds["g/throughput"].values == pytest.approx([1.5052, 1.5123])
+
+
+def test_a_test_inherits_its_templates_settings_under_its_own(tmp_path):
+    _write(tmp_path / "gamma.csv", GAMMA)
+    config = _write(tmp_path / "otava.yaml", "templates:\n  common:\n    type: csv\n    time_column: ts\n"
+                    "    attributes: [git_sha, version]\n    metrics:\n      throughput: {direction: 1}\n"
+                    "      p99: {direction: 1}\n"
+                    "tests:\n  g:\n    inherit: common\n    file: gamma.csv\n    metrics:\n"
+                    "      p99: {direction: -1}\n")
+    ds = load(config)
+    assert list(ds["g/p99"].commits) == ["0000000a", "0000001a"]
+    assert ds["g/throughput"].higher_is_better is True and ds["g/p99"].higher_is_better is False
+    _write(config, "templates: {}\ntests:\n  g:\n    inherit: commn\n    file: gamma.csv\n")
+    with pytest.raises(InputError, match=r"test 'g' inherits template 'commn', which 'templates:' does not define"):
+        load(config)
+
+
+def test_an_environment_variable_in_file_is_expanded(tmp_path, monkeypatch):
+    (tmp_path / "data").mkdir()
+    _write(tmp_path / "data" / "gamma.csv", GAMMA)
+    config = _write(tmp_path / "otava.yaml", "tests:\n  g:\n    file: ${OTAVA_S33_DATA}/gamma.csv\n"
+                    "    time_column: ts\n    attributes: [git_sha]\n")
+    monkeypatch.delenv("OTAVA_S33_DATA", raising=False)
+    with pytest.raises(InputError, match=r"otava\.yaml: test 'g': .*environment variable OTAVA_S33_DATA, which is not set"):
+        load(config)
+    monkeypatch.setenv("OTAVA_S33_DATA", str(tmp_path / "data"))
+    assert list(load(config)["g/throughput"].commits) == ["0000000a", "0000001a"]
+
+
+def test_an_unknown_key_is_warned_about_by_name(tmp_path):
+    _write(tmp_path / "gamma.csv", GAMMA)
+    config = _write(tmp_path / "otava.yaml", "tests:\n  g:\n    file: gamma.csv\n    time_column: ts\n"
+                    "    attribute: [git_sha]\n    metrics:\n      p99: {directon: -1}\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load(config)
+    said = " ".join(str(w.message) for w in caught)
+    assert "test 'g': 'attribute' is not an Otava csv test setting" in said
+    assert "metric 'p99': 'directon' is not a metric setting" in said

@@ -16,19 +16,33 @@ directory
     per file: series ``<file stem>/<metric>``.
 YAML test config (``otava.yaml``)
     ``tests: {name: {type: csv, file, time_column, metrics, attributes,
-    csv_options: {delimiter, quote_char}}}``: each csv test is read with its
-    options (``delimiter`` ``,`` when not given, as Otava reads it), series
-    ``<test>/<metric>``. ``metrics`` is a list of column
-    names or a mapping ``name: {column, direction, scale}``; ``direction: 1``
-    (higher is better) or ``-1`` (lower is better) is recorded on the
-    history. ``file`` is relative to the config's directory (or the working
-    directory). Tests of other types (graphite, postgres, bigquery) read from
-    servers and are skipped with a warning.
+    csv_options: {delimiter, quote_char}, inherit}}``: each csv test is read
+    with its options (``delimiter`` ``,`` when not given, as Otava reads it),
+    series ``<test>/<metric>``. ``metrics`` is a list of column names or a
+    mapping ``name: {column, direction, scale}``; ``direction: 1`` (higher
+    is better) or ``-1`` (lower is better) is recorded on the history;
+    ``scale`` multiplies the metric's values. ``attributes`` lists columns
+    that are no metrics (without ``metrics`` every other numeric column is
+    one); the commit id is the first attribute named ``commit``,
+    ``revision``, ``rev``, ``sha``, ``git_sha``, ``commit_sha``, ``hash``,
+    ``git_hash`` or ``changeset`` (any case), else the ``commit`` column,
+    else the time (an attribute such as ``version`` is shared by many rows:
+    as the key it would merge them). ``inherit`` names a template of the
+    top-level ``templates:`` (or a list, applied in order): its settings,
+    the test's own over them (``metrics`` and ``csv_options`` merged entry
+    by entry). ``${VAR}`` in a setting is the environment variable (one not
+    set is an error). A setting not named here is warned about and ignored.
+    ``file`` is relative to the config's directory (or the working
+    directory). Tests of other types (graphite, postgres, bigquery) read
+    from servers and are skipped with a warning.
 """
 
 from __future__ import annotations
 
 import csv
+import math
+import os
+import re
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -92,6 +106,8 @@ def otava_frame(
     time_column: str = "time",
     commit_column: str = "commit",
     metrics: Mapping[str, str] | list[str] | None = None,
+    attributes: list[str] | None = None,
+    scales: Mapping[str, float] | None = None,
     branch: str | None = None,
     delimiter: str | None = None,
     quotechar: str = '"',
@@ -107,10 +123,20 @@ def otava_frame(
     non-number in a metric column is an error naming its row).
     ``time_required``: the time column was named (a config's ``time_column``),
     so a file without it is an error rather than read without timestamps.
+    ``attributes``: a config's attribute columns, never metrics; the commit id
+    is the first named like one (:data:`COMMIT_ATTRIBUTES`), else the
+    ``commit_column``. ``scales``: metric name -> factor its values are
+    multiplied by (a config's ``scale``).
     """
     header = _header(path)
     sep = delimiter or sniff_delimiter(header, quotechar)
     frame = read_csv_text(path, sep=sep, quotechar=quotechar)
+    if attributes is not None:
+        absent = [a for a in attributes if a not in frame.columns]
+        if absent:
+            raise InputError(path, 1, f"missing column {', '.join(map(repr, absent))}, of the config's attributes "
+                             f"(found: {', '.join(frame.columns)})")
+        commit_column = next((a for a in attributes if a.lower() in COMMIT_ATTRIBUTES), commit_column)
     has_time = time_column in frame.columns
     has_commit = commit_column in frame.columns
     sniffed = sniff_delimiter(header, quotechar)
@@ -136,7 +162,7 @@ def otava_frame(
             known = ", ".join(sorted(set(frame[BRANCH_COLUMN].str.strip())))
             raise InputError(path, None, f"no rows of branch {branch!r} (branches: {known})")
         frame, lines = frame.loc[keep].reset_index(drop=True), lines[keep]
-    reserved = {time_column, commit_column, BRANCH_COLUMN}
+    reserved = {time_column, commit_column, BRANCH_COLUMN, *(attributes or ())}
     if metrics is None:
         # A column without a name is no metric: the row numbers pandas writes first (``df.to_csv()``
         # with its index, header ``,time,commit,...``) became a series 'Unnamed: 0' rising 0, 1, 2...
@@ -159,6 +185,10 @@ def otava_frame(
     for name, column in columns.items():
         col = frame[column].str.strip()
         keep = (col != "").to_numpy()
+        if scales and name in scales:
+            numbers = pd.to_numeric(col, errors="coerce")
+            # A cell that is no number stays as written: the validator refuses it at its row, as unscaled.
+            col = col.where(numbers.isna(), (numbers * scales[name]).map(repr))
         series = f"{prefix}{name}"
         sid: np.ndarray | str
         if split_branches:
@@ -241,7 +271,7 @@ def read_otava_config(
     path: str | Path, *, branch: str | None = None, aggregate: str = "mean", sort_timestamps: bool = False,
     trim: Trim = None,
 ) -> Dataset:
-    """The csv tests of an Otava YAML config, series ``<test>/<metric>``."""
+    """The csv tests of an Otava YAML config, series ``<test>/<metric>`` (the module docstring says what is read)."""
     import yaml
 
     path = Path(path)
@@ -258,14 +288,20 @@ def read_otava_config(
     tests = config.get("tests") if isinstance(config, dict) else None
     if not isinstance(tests, dict) or not tests:
         raise InputError(path, None, "no 'tests:' mapping (expected an Otava config with csv tests)")
+    templates = config.get("templates") or {}
+    if not isinstance(templates, dict):
+        raise InputError(path, None, "'templates:' is not a mapping of template names to test settings")
     histories: list[History] = []
-    for name, test in tests.items():
-        if not isinstance(test, dict):
+    for name, own in tests.items():
+        if not isinstance(own, dict):
             raise InputError(path, None, f"test {name!r} is not a mapping")
+        test = _expand_env(_inherited(own, templates, path, str(name)), path, f"test {name!r}")
+        assert isinstance(test, dict)  # a mapping's expansion is a mapping
         kind = test.get("type", "csv")
         if kind != "csv":
             warnings.warn(f"{display_name(path)}: test {name!r} of type {kind!r} reads a server; skipped", stacklevel=2)
             continue
+        _warn_unknown(test, TEST_KEYS, path, f"test {name!r}", "an Otava csv test setting")
         if "file" not in test:
             raise InputError(path, None, f"test {name!r} has no 'file'")
         file = Path(str(test["file"]))
@@ -273,10 +309,12 @@ def read_otava_config(
             file = path.parent / file
         if file.is_dir():  # read as a file it was "error: .: Is a directory", naming neither config nor test
             raise InputError(path, None, f"test {name!r}: file {str(test['file'])!r} is a directory, not a CSV")
-        metrics, directions = _config_metrics(test.get("metrics"), path, str(name))
+        metrics, directions, scales = _config_metrics(test.get("metrics"), path, str(name))
+        attributes = _config_attributes(test.get("attributes"), path, str(name))
         options = test.get("csv_options") or {}
         if not isinstance(options, dict):
             raise InputError(path, None, f"test {name!r}: csv_options is not a mapping (delimiter, quote_char)")
+        _warn_unknown(options, CSV_OPTION_KEYS, path, f"test {name!r}: csv_options", "a csv option")
         for key in ("delimiter", "quote_char"):
             if options.get(key) is not None and not (isinstance(options[key], str) and len(options[key]) == 1):
                 raise InputError(path, None, f"test {name!r}: csv_options {key} {options[key]!r} is not one character")
@@ -285,6 +323,8 @@ def read_otava_config(
                 plain,
                 time_column=str(test.get("time_column", "time")),
                 metrics=metrics,
+                attributes=attributes,
+                scales=scales,
                 branch=branch,
                 delimiter=options.get("delimiter") or ",",  # Otava's default
                 quotechar=options.get("quote_char", '"'),
@@ -302,21 +342,123 @@ def read_otava_config(
     return Dataset(histories, source=str(path))
 
 
-def _config_metrics(raw: object, path: Path, test: str) -> tuple[dict[str, str] | None, dict[str, bool | None]]:
-    """Metric name -> column, and name -> higher is better, from a test's ``metrics``."""
-    if raw is None:
-        return None, {}
+#: The settings of an Otava csv test that are read; any other is warned about, naming it.
+TEST_KEYS = ("type", "file", "time_column", "attributes", "metrics", "csv_options", "inherit")
+#: The settings of one metric of a csv test.
+METRIC_KEYS = ("column", "direction", "scale")
+CSV_OPTION_KEYS = ("delimiter", "quote_char")
+#: Attribute names (compared lower-case) that hold the commit id; see the module docstring.
+COMMIT_ATTRIBUTES = ("commit", "revision", "rev", "sha", "git_sha", "commit_sha", "hash", "git_hash", "changeset")
+_ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _warn_unknown(settings: Mapping, known: tuple[str, ...], path: Path, where: str, what: str) -> None:
+    for key in settings:
+        if key not in known:
+            warnings.warn(f"{display_name(path)}: {where}: {key!r} is not {what} triage reads ({', '.join(known)}); "
+                          "ignored", stacklevel=3)
+
+
+def _inherited(test: dict, templates: dict, path: Path, name: str) -> dict:
+    """A test's settings over those of the templates it names in ``inherit`` (a name or a list, applied in order).
+
+    The test's own settings win; ``metrics`` and ``csv_options`` are merged
+    entry by entry (a template's metric the test does not name is kept).
+    """
+    names = test.get("inherit")
+    if names is None:
+        return test
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise InputError(path, None, f"test {name!r}: inherit must name a template or a list of templates")
+    merged: dict = {}
+    for layer_name in [*names, None]:
+        if layer_name is None:
+            layer = {k: v for k, v in test.items() if k != "inherit"}
+        elif layer_name not in templates:
+            known = ", ".join(map(repr, templates)) or "none"
+            raise InputError(path, None, f"test {name!r} inherits template {layer_name!r}, which 'templates:' does "
+                             f"not define (templates: {known})")
+        elif not isinstance(templates[layer_name], dict):
+            raise InputError(path, None, f"template {layer_name!r} is not a mapping of test settings")
+        else:
+            layer = templates[layer_name]
+        for key, value in layer.items():
+            if key == "metrics" and "metrics" in merged:
+                merged[key] = {**_metric_mapping(merged[key]), **_metric_mapping(value)}
+            elif key == "csv_options" and isinstance(merged.get(key), dict) and isinstance(value, dict):
+                merged[key] = {**merged[key], **value}
+            else:
+                merged[key] = value
+    return merged
+
+
+def _metric_mapping(raw: object) -> dict:
+    """``metrics`` as a mapping (a list of names: each with no settings), to merge a template's with a test's."""
     if isinstance(raw, list):
-        return {str(m): str(m) for m in raw}, {}
+        return dict.fromkeys(raw)
+    return raw if isinstance(raw, dict) else {}
+
+
+def _expand_env(value: object, path: Path, where: str) -> object:
+    """``${VAR}`` in every text of a test's settings replaced by the environment variable, as Otava's config
+    loader does; a variable that is not set is an error naming it."""
+    if isinstance(value, dict):
+        return {k: _expand_env(v, path, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand_env(v, path, where) for v in value]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def variable(match: re.Match) -> str:
+        if match.group(1) not in os.environ:
+            raise InputError(path, None, f"{where}: {value!r} names the environment variable {match.group(1)}, "
+                             "which is not set")
+        return os.environ[match.group(1)]
+
+    return _ENV_VAR.sub(variable, value)
+
+
+def _config_attributes(raw: object, path: Path, test: str) -> list[str] | None:
+    """A test's ``attributes``: column names; None when not given."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not all(isinstance(a, str | int) for a in raw):
+        raise InputError(path, None, f"test {test!r}: attributes must be a list of column names")
+    return [str(a) for a in raw]
+
+
+def _config_metrics(
+    raw: object, path: Path, test: str
+) -> tuple[dict[str, str] | None, dict[str, bool | None], dict[str, float]]:
+    """Metric name -> column, name -> higher is better, and name -> scale (when not 1), from a test's ``metrics``."""
+    if raw is None:
+        return None, {}, {}
+    if isinstance(raw, list):
+        return {str(m): str(m) for m in raw}, {}, {}
     if not isinstance(raw, dict):
         raise InputError(path, None, f"test {test!r}: metrics must be a list or a mapping")
     columns: dict[str, str] = {}
     directions: dict[str, bool | None] = {}
+    scales: dict[str, float] = {}
     for name, spec in raw.items():
         spec = spec if isinstance(spec, dict) else {}
+        _warn_unknown(spec, METRIC_KEYS, path, f"test {test!r}, metric {name!r}", "a metric setting")
         columns[str(name)] = str(spec.get("column", name))
         direction = spec.get("direction")
         if direction not in (None, 1, -1):
             raise InputError(path, None, f"test {test!r}, metric {name!r}: direction must be 1 or -1")
         directions[str(name)] = None if direction is None else direction == 1
-    return columns, directions
+        scale = spec.get("scale", 1)
+        if isinstance(scale, str):  # YAML 1.1 reads 1e-6 (no point) as text
+            try:
+                scale = float(scale)
+            except ValueError:
+                pass
+        if isinstance(scale, bool) or not isinstance(scale, int | float) or not math.isfinite(scale) or scale == 0:
+            raise InputError(path, None, f"test {test!r}, metric {name!r}: scale {scale!r} is not a non-zero number")
+        if scale != 1:
+            scales[str(name)] = float(scale)
+    return columns, directions, scales
