@@ -18,14 +18,23 @@
    multiplies its metric's values, a test takes its templates' settings
    under its own, ``${VAR}`` is the environment variable (one not set is an
    error), and any other key is warned about by name.
+
+3. An Otava JSON report (``triage score --candidates``) whose changes carry
+   no commit attribute was refused ("change has neither attributes.commit nor
+   index") although the CSV had no commit column either and triage keyed its
+   rows by their time. Such a change is now placed by its group's ``time``
+   (epoch seconds or a date); a commit id under another attribute name
+   (``git_sha``, ...) is taken as the config reader takes it.
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import pytest
 
+from triage.candidate_files import read_candidates, resolve
 from triage.core.errors import InputError
 from triage.loaders import load
 from triage.readers.otava import sniff_delimiter
@@ -143,3 +152,36 @@ def test_an_unknown_key_is_warned_about_by_name(tmp_path):
     said = " ".join(str(w.message) for w in caught)
     assert "test 'g': 'attribute' is not an Otava csv test setting" in said
     assert "metric 'p99': 'directon' is not a metric setting" in said
+
+
+# ---------------------------------------------------------------- 3. a report without a commit attribute
+
+NO_COMMIT = "".join(f"2024-03-{d:02d} 10:00:00 +0000,{v}\n" for d, v in ((1, 10), (2, 11), (3, 20), (4, 21)))
+
+
+def test_a_report_without_a_commit_attribute_places_its_changes_by_time(tmp_path):
+    data = _write(tmp_path / "t.csv", "time,throughput\n" + NO_COMMIT)
+    ds = load(data)
+    report = _write(tmp_path / "report.json", json.dumps({"t": [
+        {"time": 1709460000, "attributes": {}, "changes": [{"metric": "throughput", "pvalue": 0.001}]},
+        {"time": "2024-03-04 10:00:00 +0000", "attributes": {"version": "1.1"},
+         "changes": [{"metric": "throughput", "pvalue": 0.002}]},
+    ]}))
+    series, index = resolve(ds, read_candidates(report))
+    assert series == ["throughput", "throughput"] and list(index) == [2, 3]
+    _write(report, json.dumps({"t": [{"time": 1709546400 + 3600, "changes": [{"metric": "throughput"}]}]}))
+    with pytest.raises(InputError, match=r"report\.json, row 1: the change has no commit, only its time "
+                       r"2024-03-04T11:00:00\+00:00, and series 'throughput' has no commit at that time"):
+        resolve(ds, read_candidates(report))
+
+
+def test_a_report_takes_a_commit_id_under_a_commit_like_attribute(tmp_path):
+    _write(tmp_path / "gamma.csv", GAMMA)
+    config = _write(tmp_path / "otava.yaml", "tests:\n  g:\n    file: gamma.csv\n    time_column: ts\n"
+                    "    attributes: [version, git_sha]\n")
+    report = _write(tmp_path / "report.json", json.dumps({"g": [
+        {"time": 1709373600, "attributes": {"version": "1.0.0, build 1", "git_sha": "0000001a"},
+         "changes": [{"metric": "p99"}]}]}))
+    table = read_candidates(report)
+    assert list(table.commits) == ["0000001a"]
+    assert resolve(load(config), table) == (["g/p99"], [1])

@@ -25,7 +25,11 @@ Otava JSON report
     series is the metric (how :func:`triage.loaders.read_otava_csv` names a
     metric column; ``metric@branch`` when the change's attributes name its
     branch), else ``test.metric``; the commit is
-    ``attributes.commit``, else the change's ``index``. Otava (and Hunter
+    ``attributes.commit`` (or the first attribute named like a commit id,
+    ``git_sha``, ``revision``, ...: the config reader's rule), else the
+    change's ``index``, else the group's ``time`` (epoch seconds or a date),
+    matched with the series' timestamps: a CSV without a commit column is
+    keyed by time, in Otava and here. Otava (and Hunter
     before it) prints no CSV report: its report types are ``log``, ``json``
     and ``regressions_only``; the flat CSV with the same fields, one row per
     change (``time, commit, metric, index, forward_change_percent, ...``), is
@@ -57,12 +61,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from triage.core import timestamps
 from triage.core.csv_lines import csv_record_lines
 from triage.core.errors import InputError
 from triage.core.history import Dataset
 from triage.core.json_input import overlong_integer, read_json
 from triage.core.values import locale_number
 from triage.loaders import read_csv_text
+from triage.readers.otava import COMMIT_ATTRIBUTES
 from triage.sniffing import SIGNATURE_COLUMNS, candidate_layout, csv_delimiter, starts_like_json
 
 #: Input layouts :func:`read_candidates` knows.
@@ -91,6 +97,8 @@ class CandidateTable:
     rows : per row, the row number used in error messages
     layout : which layout was read
     source : the file
+    times : per row, the time (ns since the epoch, UTC) that places a candidate with neither a commit nor
+        an index (an Otava change whose attributes name no commit); None: no row has one
     """
 
     fields: pd.DataFrame
@@ -100,6 +108,7 @@ class CandidateTable:
     rows: Sequence[int]
     layout: str
     source: str
+    times: Sequence[int | None] | None = None
 
     def __len__(self) -> int:
         return len(self.fields)
@@ -334,6 +343,7 @@ def _otava_json(payload: object, path: Path) -> CandidateTable:
     if not isinstance(payload, dict):
         raise InputError(path, None, "expected Otava's JSON report: an object {test: [change point groups]}")
     records, keys, commits, indices, rows = [], [], [], [], []
+    times: list[int | None] = []
     n = 0
     for test, groups in payload.items():
         if not isinstance(groups, list):
@@ -354,12 +364,35 @@ def _otava_json(payload: object, path: Path) -> CandidateTable:
                 rec.update(change)
                 records.append(rec)
                 keys.append(_with_branch((metric, f"{test}.{metric}", f"{test}/{metric}"), attributes.get("branch")))
-                commits.append(_name(attributes.get("commit")))
+                commits.append(_otava_commit(attributes))
                 indices.append(_index(change.get("index"), path, n))
                 rows.append(n)
+                times.append(None)
                 if commits[-1] is None and indices[-1] is None:
-                    raise InputError(path, n, "change has neither attributes.commit nor index")
-    return CandidateTable(pd.DataFrame(records), keys, commits, indices, rows, "otava-json", str(path))
+                    # No commit attribute: the CSV had none either, and its rows are keyed by their time.
+                    times[-1] = _otava_time(group.get("time"), path, n)
+    return CandidateTable(pd.DataFrame(records), keys, commits, indices, rows, "otava-json", str(path),
+                          times if any(t is not None for t in times) else None)
+
+
+def _otava_commit(attributes: dict) -> str | None:
+    """An Otava change's commit id: its first attribute named like one, as the config reader takes it
+    (:data:`triage.readers.otava.COMMIT_ATTRIBUTES`); None when no attribute is."""
+    named = next((k for k in attributes if str(k).lower() in COMMIT_ATTRIBUTES), None)
+    return None if named is None else _name(attributes[named])
+
+
+def _otava_time(value: object, path: Path, row: int) -> int:
+    """A change point group's ``time`` (epoch seconds or a date) in ns, to place a change with no commit by it."""
+    if value is None or isinstance(value, dict | list):
+        raise InputError(path, row, "change has neither a commit attribute, an index nor a time")
+    try:
+        ns = timestamps.to_ns(value)
+    except ValueError as exc:
+        raise InputError(path, row, f"change has no commit attribute nor index, and its time: {exc}") from None
+    if ns is None:
+        raise InputError(path, row, "change has neither a commit attribute, an index nor a time")
+    return ns
 
 
 def _otava_csv(frame: pd.DataFrame, path: Path, numbers: list[int]) -> CandidateTable:
@@ -504,6 +537,7 @@ def resolve(dataset: Dataset, table: CandidateTable) -> tuple[list[str], np.ndar
     series: list[str] = []
     index = np.empty(len(table), dtype=np.int64)
     where = f" of {dataset.source}" if dataset.source else ""
+    times = table.times if table.times is not None else [None] * len(table)
     for i, (keys, commit, idx, row) in enumerate(zip(table.keys, table.commits, table.indices, table.rows, strict=True)):
         sid = next((k for k in keys if k in dataset), None)
         if sid is None:
@@ -523,6 +557,8 @@ def resolve(dataset: Dataset, table: CandidateTable) -> tuple[list[str], np.ndar
                     table.source, row, f"index {idx} disagrees with commit {commit!r}, which is at index {pos} of {sid!r}"
                     " (candidates found with --commit-order: give the same file here too)"
                 )
+        elif idx is None and (time := times[i]) is not None:
+            pos = _position_of_time(h, time, table.source, row)
         else:
             if idx is None:  # every reader gives a commit or an index; a hand-built table may not
                 raise InputError(table.source, row, f"a candidate of {sid!r} with neither a commit nor an index")
@@ -534,6 +570,20 @@ def resolve(dataset: Dataset, table: CandidateTable) -> tuple[list[str], np.ndar
     return series, index
 
 
+def _position_of_time(h, ns: int, source: str, row: int) -> int:
+    """The index of the commit of ``h`` measured at ``ns``: how a change without a commit is placed."""
+    shown = pd.Timestamp(ns, unit="ns", tz="UTC").isoformat()
+    if h.timestamps is None:
+        raise InputError(source, row, f"the change has no commit, only its time {shown}, and series "
+                         f"{h.series_id!r} has no timestamps to find it by")
+    at = np.flatnonzero(h.timestamps.astype("datetime64[ns]").astype(np.int64) == ns)
+    if len(at) != 1:
+        what = "no commit" if not len(at) else f"{len(at)} commits"
+        raise InputError(source, row, f"the change has no commit, only its time {shown}, and series "
+                         f"{h.series_id!r} has {what} at that time")
+    return int(at[0])
+
+
 def _refuse_repeats(table: CandidateTable) -> CandidateTable:
     """A detector's file flags a commit once: a repeated row would be scored against itself.
 
@@ -542,10 +592,12 @@ def _refuse_repeats(table: CandidateTable) -> CandidateTable:
     points given in code (:meth:`CandidateTable.from_points`), which may repeat.
     """
     first: dict[tuple, int] = {}
-    for keys, commit, idx, row in zip(table.keys, table.commits, table.indices, table.rows, strict=True):
-        key = (keys, commit, idx)
+    times = table.times if table.times is not None else [None] * len(table)
+    for keys, commit, idx, row, time in zip(table.keys, table.commits, table.indices, table.rows, times, strict=True):
+        key = (keys, commit, idx, time)
         if key in first:
-            where = f"commit {commit!r}" if commit is not None else f"index {idx}"
+            where = (f"commit {commit!r}" if commit is not None else f"index {idx}" if idx is not None
+                     else f"time {pd.Timestamp(time, unit='ns', tz='UTC').isoformat()}")
             raise InputError(table.source, row, f"repeats the candidate of row {first[key]} "
                              f"(series {keys[0]!r}, {where}); each commit is a candidate once")
         first[key] = row
