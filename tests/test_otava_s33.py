@@ -25,6 +25,11 @@
    rows by their time. Such a change is now placed by its group's ``time``
    (epoch seconds or a date); a commit id under another attribute name
    (``git_sha``, ...) is taken as the config reader takes it.
+
+4. A JSON report of several tests, one JSON object per test one after
+   another as Otava prints them, was refused ("Extra data"). Every object is
+   now read; a damaged later one is refused naming its line and which
+   document it is.
 """
 
 from __future__ import annotations
@@ -185,3 +190,18 @@ def test_a_report_takes_a_commit_id_under_a_commit_like_attribute(tmp_path):
     table = read_candidates(report)
     assert list(table.commits) == ["0000001a"]
     assert resolve(load(config), table) == (["g/p99"], [1])
+
+
+# ---------------------------------------------------------------- 4. one JSON object per test
+
+
+def test_a_report_of_one_object_per_test_reads_every_object(tmp_path):
+    alpha = {"alpha": [{"time": 1, "attributes": {"commit": "a2"}, "changes": [{"metric": "thr"}]}]}
+    beta = {"beta": [{"time": 2, "attributes": {"commit": "b3"}, "changes": [{"metric": "lat"}]}]}
+    report = _write(tmp_path / "report.json", json.dumps(alpha) + "\n" + json.dumps(beta, indent=1) + "\n")
+    table = read_candidates(report)
+    assert list(table.fields["test"]) == ["alpha", "beta"] and list(table.commits) == ["a2", "b3"]
+    assert [k[0] for k in table.keys] == ["thr", "lat"]
+    _write(report, json.dumps(alpha) + "\n" + json.dumps(beta)[:-3] + "\n")
+    with pytest.raises(InputError, match=r"report\.json, row 3: not valid JSON: .* in JSON document 2 of the file: .*truncated"):
+        read_candidates(report)

@@ -29,7 +29,8 @@ Otava JSON report
     ``git_sha``, ``revision``, ...: the config reader's rule), else the
     change's ``index``, else the group's ``time`` (epoch seconds or a date),
     matched with the series' timestamps: a CSV without a commit column is
-    keyed by time, in Otava and here. Otava (and Hunter
+    keyed by time, in Otava and here. A report of several tests printed as one
+    object per test, one after another, is read whole. Otava (and Hunter
     before it) prints no CSV report: its report types are ``log``, ``json``
     and ``regressions_only``; the flat CSV with the same fields, one row per
     change (``time, commit, metric, index, forward_change_percent, ...``), is
@@ -65,7 +66,7 @@ from triage.core import timestamps
 from triage.core.csv_lines import csv_record_lines
 from triage.core.errors import InputError
 from triage.core.history import Dataset
-from triage.core.json_input import overlong_integer, read_json
+from triage.core.json_input import RepeatedKey, _no_repeated_keys, overlong_integer, read_json
 from triage.core.values import locale_number
 from triage.loaders import read_csv_text
 from triage.readers.otava import COMMIT_ATTRIBUTES
@@ -190,13 +191,52 @@ def read_candidates(path: str | Path, layout: str = "auto") -> CandidateTable:
 
 def _read_json(path: Path) -> object:
     """:func:`read_json`, with an integer of more digits than Python converts (a ValueError it lets
-    through, an internal error) refused at its line."""
+    through, an internal error) refused at its line.
+
+    Several JSON objects one after another (Otava's report of several tests:
+    it prints one ``{test: [...]}`` object per test) are read as one object
+    holding every test (a test in two of them: its groups in order).
+    """
     try:
         return read_json(path)
-    except InputError:
-        raise
+    except InputError as exc:
+        if "Extra data" not in exc.problem:
+            raise
+        every = _json_documents(path)
+        documents = [d for d in every if isinstance(d, dict) and not {"results", "alerts"} & d.keys()]
+        if len(documents) < len(every):
+            raise  # not Otava's tests one after another: the first error says where the first document ends
+        merged: dict = {}
+        for document in documents:
+            for test, groups in document.items():
+                if isinstance(merged.get(test), list) and isinstance(groups, list):
+                    merged[test] = merged[test] + groups
+                else:
+                    merged[test] = groups
+        return merged
     except ValueError:
         raise overlong_integer(path, path.read_text(encoding="utf-8-sig")) from None
+
+
+def _json_documents(path: Path) -> list[object]:
+    """Every JSON document of a file that holds several, one after another (blanks between them)."""
+    text = path.read_text(encoding="utf-8-sig")
+    decoder = json.JSONDecoder(object_pairs_hook=_no_repeated_keys)
+    documents: list[object] = []
+    at = 0
+    while (at := len(text) - len(text[at:].lstrip())) < len(text):
+        try:
+            document, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            cut = ": the file ends before it is complete (truncated?)" if not text[exc.pos:].strip() else ""
+            raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg} (line {exc.lineno}, column "
+                             f"{exc.colno}), in JSON document {len(documents) + 1} of the file{cut}") from None
+        except RepeatedKey as exc:
+            raise InputError(path, None, f"not usable JSON: {exc}") from None
+        except RecursionError:
+            raise InputError(path, None, "JSON nested too deeply") from None
+        documents.append(document)
+    return documents
 
 
 
