@@ -30,6 +30,13 @@
    another as Otava prints them, was refused ("Extra data"). Every object is
    now read; a damaged later one is refused naming its line and which
    document it is.
+
+5. ``nan`` cells in an Otava CSV: a column of nothing else vanished without a
+   word; one ``nan`` among numbers refused the whole file ("value 'nan' is
+   not a number"). A ``nan`` (any case) is now a missing value, skipped as
+   an empty cell is (asv's reader skips its NaN so too; the long layout,
+   one value a row, still refuses an empty or nan value), and one warning
+   per file counts them by column and names a column left without a number.
 """
 
 from __future__ import annotations
@@ -205,3 +212,28 @@ def test_a_report_of_one_object_per_test_reads_every_object(tmp_path):
     _write(report, json.dumps(alpha) + "\n" + json.dumps(beta)[:-3] + "\n")
     with pytest.raises(InputError, match=r"report\.json, row 3: not valid JSON: .* in JSON document 2 of the file: .*truncated"):
         read_candidates(report)
+
+
+# ---------------------------------------------------------------- 5. nan cells
+
+
+def test_nan_cells_are_missing_values_counted_in_one_warning(tmp_path):
+    data = _write(tmp_path / "nan.csv", "time,commit,thr,lat,gone\n2024-03-01 10:00:00 +0000,a1,10,nan,nan\n"
+                  "2024-03-02 10:00:00 +0000,a2,11,2,\n2024-03-03 10:00:00 +0000,a3,12,NaN,NAN\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = load(data)
+    assert sorted(h.series_id for h in ds) == ["lat", "thr"]
+    assert list(ds["lat"].commits) == ["a2"] and list(ds["thr"].values) == [10.0, 11.0, 12.0]
+    said = [str(w.message) for w in caught if "'nan'" in str(w.message)]
+    assert len(said) == 1
+    assert "nan.csv: 4 'nan' cells read as missing values" in said[0]
+    assert "'lat': 2, 'gone': 2" in said[0] and "'gone' has no number at all, so no series" in said[0]
+
+
+def test_a_listed_metric_with_nan_cells_reads_through_a_config(tmp_path):
+    _write(tmp_path / "t.csv", "time,commit,lat\n2024-03-01 10:00:00 +0000,a0,nan\n2024-03-02 10:00:00 +0000,a1,1\n"
+           "2024-03-03 10:00:00 +0000,a2,-nan\n")
+    config = _write(tmp_path / "otava.yaml", "tests:\n  t:\n    file: t.csv\n    metrics: [lat]\n")
+    with pytest.warns(UserWarning, match=r"t\.csv: 2 'nan' cells read as missing values"):
+        assert list(load(config)["t/lat"].commits) == ["a1"]

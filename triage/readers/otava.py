@@ -3,7 +3,8 @@
 CSV (Otava's ``type: csv`` tests)
     A time column (``time``), optionally a ``commit`` column, then one column
     per metric; each metric becomes a series named after its column. Empty
-    cells are skipped (the metric was not measured on that row). The
+    and ``nan`` cells are skipped (the metric was not measured on that row;
+    one warning counts the ``nan`` ones and names a column of no number). The
     delimiter is sniffed from the header (``,``, ``;``, tab or ``|``, the
     most frequent outside quotes).
     Without a commit column each row's time is its commit id (Otava itself
@@ -58,6 +59,7 @@ from triage.readers.source import (
     header_names,
     locale_hints,
     looks_numeric,
+    nan_cells,
     not_utf8,
     plain_file,
     read_csv_text,
@@ -163,6 +165,7 @@ def otava_frame(
             raise InputError(path, None, f"no rows of branch {branch!r} (branches: {known})")
         frame, lines = frame.loc[keep].reset_index(drop=True), lines[keep]
     reserved = {time_column, commit_column, BRANCH_COLUMN, *(attributes or ())}
+    only_nan: list[str] = []  # columns of missing values alone, with some nan: left out, but said
     if metrics is None:
         # A column without a name is no metric: the row numbers pandas writes first (``df.to_csv()``
         # with its index, header ``,time,commit,...``) became a series 'Unnamed: 0' rising 0, 1, 2...
@@ -170,6 +173,8 @@ def otava_frame(
         unnamed = {c for c, name in zip(frame.columns, written, strict=False) if not name}
         columns = {c: c for c in frame.columns
                    if c not in reserved and c not in unnamed and looks_numeric(frame[c], sep)}
+        only_nan = [c for c in frame.columns if c not in reserved and c not in unnamed and c not in columns
+                    and _missing(frame[c]).all() and nan_cells(frame[c]).any()]
     elif isinstance(metrics, Mapping):
         columns = dict(metrics)
     else:
@@ -178,13 +183,21 @@ def otava_frame(
     if unknown:
         raise InputError(path, 1, f"missing metric column {', '.join(map(repr, unknown))} (found: {', '.join(frame.columns)})")
     if not columns:
+        if only_nan:
+            raise InputError(path, 1, f"no numeric metric column: {', '.join(map(repr, only_nan))} "
+                             f"{'holds' if len(only_nan) == 1 else 'hold'} only nan and empty cells (missing values)")
         raise InputError(path, 1, "no numeric metric column (expected time, commit, then metric columns)")
     commit = frame[commit_column] if has_commit else frame[time_column]
     split_branches = has_branch and branch is None
     parts = []
+    nans: dict[str, int] = {}  # column -> its nan cells, read as missing values
     for name, column in columns.items():
         col = frame[column].str.strip()
-        keep = (col != "").to_numpy()
+        keep = ~_missing(col)
+        if (nan := int(nan_cells(col).sum())) and column not in nans:
+            nans[column] = nan
+            if not keep.any():
+                only_nan.append(column)
         if scales and name in scales:
             numbers = pd.to_numeric(col, errors="coerce")
             # A cell that is no number stays as written: the validator refuses it at its row, as unscaled.
@@ -209,9 +222,24 @@ def otava_frame(
                 }
             )
         )
+    for column in only_nan:
+        nans.setdefault(column, int(nan_cells(frame[column]).sum()))
+    if nans:
+        total = sum(nans.values())
+        counts = ", ".join(f"{c!r}: {n}" for c, n in nans.items())
+        empty = (f"; {', '.join(map(repr, only_nan))} {'has' if len(only_nan) == 1 else 'have'} no number at all, "
+                 "so no series" if only_nan else "")
+        warnings.warn(f"{display_name(path)}: {total} 'nan' cell{'s' if total != 1 else ''} read as missing values, "
+                      f"skipped as empty cells are (column{'s' if len(nans) > 1 else ''} {counts}){empty}",
+                      stacklevel=3)
     long = pd.concat(parts, ignore_index=True)
     rows = long.pop("_row").to_numpy()
     return long, rows
+
+
+def _missing(col: pd.Series) -> np.ndarray:
+    """Cells that are missing values: empty, or ``nan`` (:func:`~triage.readers.source.nan_cells`)."""
+    return (col.astype(str).str.strip() == "").to_numpy() | nan_cells(col)
 
 
 def read_otava_csv(

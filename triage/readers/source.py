@@ -514,15 +514,27 @@ def check_header(
 _COMMA_THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 
 
+def nan_cells(col: pd.Series) -> np.ndarray:
+    """Which cells of a text column are spelled ``nan`` (any case, a sign allowed): a missing value.
+
+    The one rule of the readers whose cells may be absent (an Otava CSV's
+    empty cell, asv's ``null`` or ``NaN``): such a cell is skipped like an
+    empty one. In the long layout a row is one value, so an empty or ``nan``
+    value is refused at its row there.
+    """
+    return col.astype(str).str.strip().str.fullmatch(r"[+-]?nan", case=False).to_numpy(dtype=bool)
+
+
 def looks_numeric(col: pd.Series, sep: str = ",") -> bool:
     """Mostly numbers: a metric (its odd bad cell is then reported, not hidden).
 
     A number written with a locale's separators (``4,948`` in a ``;``-separated file, ``1.234,5``;
     ``1,234.5`` in any) counts: a column of them is a metric whose cells are refused naming their
-    row (:func:`locale_hints`), not a text attribute left out without a word.
+    row (:func:`locale_hints`), not a text attribute left out without a word. Empty and ``nan``
+    cells (:func:`nan_cells`) are missing values, neither numbers nor text.
     """
     text = col.astype(str).str.strip()
-    text = text[text != ""]
+    text = text[(text != "").to_numpy() & ~nan_cells(text)]
     if not len(text):
         return False
     numbers = pd.to_numeric(text, errors="coerce").notna()
