@@ -37,6 +37,10 @@
    an empty cell is (asv's reader skips its NaN so too; the long layout,
    one value a row, still refuses an empty or nan value), and one warning
    per file counts them by column and names a column left without a number.
+
+6. A data file a config names that does not exist was reported as
+   ``error: tests/missing.csv: no such file``, naming neither the config nor
+   the test; both are named now, and where the file was looked for.
 """
 
 from __future__ import annotations
@@ -237,3 +241,15 @@ def test_a_listed_metric_with_nan_cells_reads_through_a_config(tmp_path):
     config = _write(tmp_path / "otava.yaml", "tests:\n  t:\n    file: t.csv\n    metrics: [lat]\n")
     with pytest.warns(UserWarning, match=r"t\.csv: 2 'nan' cells read as missing values"):
         assert list(load(config)["t/lat"].commits) == ["a1"]
+
+
+# ---------------------------------------------------------------- 6. a missing data file
+
+
+def test_a_missing_data_file_names_the_config_and_the_test(tmp_path):
+    _write(tmp_path / "gamma.csv", GAMMA)
+    config = _write(tmp_path / "otava.yaml", "tests:\n  ok:\n    file: gamma.csv\n    time_column: ts\n"
+                    "  gone:\n    file: tests/missing.csv\n")
+    with pytest.raises(InputError, match=r"otava\.yaml: test 'gone': file 'tests/missing\.csv' does not exist "
+                       r"\(looked for from the working directory and the config's\)"):
+        load(config)

@@ -138,7 +138,7 @@ def test_otava_directory_and_yaml_config(tmp_path):
 def test_otava_config_errors_name_the_test(tmp_path):
     config = tmp_path / "otava.yaml"
     config.write_text("tests:\n  t1:\n    type: csv\n    file: absent.csv\n")
-    with pytest.raises(InputError, match=r"absent\.csv: no such file"):
+    with pytest.raises(InputError, match=r"otava\.yaml: test 't1': file 'absent\.csv' does not exist"):
         load(config)
     config.write_text("tests: [\n")
     with pytest.raises(InputError, match=r"otava\.yaml, row \d+: not valid YAML"):

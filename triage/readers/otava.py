@@ -335,6 +335,10 @@ def read_otava_config(
         file = Path(str(test["file"]))
         if not file.is_absolute() and not file.exists():
             file = path.parent / file
+        if not file.exists():  # plain_file's "tests/missing.csv: no such file" named neither config nor test
+            given = str(test["file"])
+            where = "" if Path(given).is_absolute() else " (looked for from the working directory and the config's)"
+            raise InputError(path, None, f"test {name!r}: file {given!r} does not exist{where}")
         if file.is_dir():  # read as a file it was "error: .: Is a directory", naming neither config nor test
             raise InputError(path, None, f"test {name!r}: file {str(test['file'])!r} is a directory, not a CSV")
         metrics, directions, scales = _config_metrics(test.get("metrics"), path, str(name))
