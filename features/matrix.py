@@ -28,13 +28,20 @@ Target
     against ``label == "false_positive"`` (0). Candidates nobody triaged
     (``not_triaged``, ``under_investigation``) carry no target and are left
     out; they are what a trained model later labels.
+Not scorable
+    A triaged row :func:`not_scorable` (an alert with no commit before it in
+    its window: at its series' first commit or right after a confirmed change
+    point) is left out too: ``triage label`` and ``triage score`` never ask a
+    model about such an alert (:func:`triage.inference.decide`), and its
+    ``pre_*`` / ``norm_*`` columns hold only the catalogue's fill values for an
+    empty window. :attr:`TrainingData.left_out` counts them by label.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +70,11 @@ MISSING_SERIES = (
     "candidates on one side and need it (without it each row would be its own series, and held-out scores "
     "would be overstated); add each candidate's series as 'series_id' (a matrix built from --data has it)"
 )
+
+#: The feature column holding the Pre window's length (commits before the alert in its window).
+PRE_LENGTH = "pre_series_length"
+#: How a count of :func:`not_scorable` alerts is explained ("3 not scorable: ..."), in every command's summary.
+NOT_SCORABLE_WHY = "no commit before the alert in its window"
 
 # ``pre_`` and ``after_``, as the catalogue spells its per-window columns.
 _SIDE_PREFIXES: tuple[str, ...] = tuple(
@@ -139,6 +151,47 @@ def _not_numeric(matrix: pd.DataFrame, columns: Sequence[str]) -> str | None:
     return None
 
 
+def not_scorable(matrix: pd.DataFrame) -> np.ndarray:
+    """Which rows of a feature matrix no model can judge: an alert with an empty Pre window.
+
+    Pre is empty for an alert at its series' first commit and, as Pre starts
+    after the previous confirmed change point (adaptive windows, and the
+    candidate-bounded windows of ``triage score``), for an alert right after
+    a confirmed change point: there is no "before" to compare with, so every
+    ``pre_*`` and ``norm_*`` column holds the catalogue's fill value for an
+    empty window, and a model would answer from those fills alone. Read from
+    the row's ``pre_series_length`` (0: empty); a row at ``index`` 0 is
+    never scorable, and a matrix without the length column is judged on
+    ``index`` alone. Boolean array, shape (len(matrix),); all False for a
+    matrix without either column.
+
+    The one rule: ``triage label`` and ``triage score`` leave such rows
+    unscored (:func:`triage.inference.decide`), and :func:`training_data`
+    leaves them out of every model's training and held-out rows.
+    """
+    empty = np.zeros(len(matrix), dtype=bool)
+    if PRE_LENGTH in matrix.columns:
+        empty |= pd.to_numeric(matrix[PRE_LENGTH], errors="coerce").to_numpy() == 0
+    if "index" in matrix.columns:
+        empty |= pd.to_numeric(matrix["index"], errors="coerce").to_numpy() == 0
+    return empty
+
+
+def left_out_note(left_out: dict[str, int]) -> str | None:
+    """One sentence saying which triaged rows :func:`training_data` left out as not scorable, None when none.
+
+    ``left_out``: :attr:`TrainingData.left_out` (label -> rows). The caller
+    puts the data's name in front.
+    """
+    n = sum(left_out.values())
+    if not n:
+        return None
+    by_label = ", ".join(f"{k:,} {label}" for label, k in sorted(left_out.items()) if k)
+    return (f"{n:,} triaged row{'' if n == 1 else 's'} ({by_label}) left out of training and its held-out "
+            f"figures: not scorable, {NOT_SCORABLE_WHY} (at a series' first commit or right after a confirmed "
+            "change), which triage label and score never judge")
+
+
 @dataclass
 class TrainingData:
     """Triaged rows of a feature matrix as arrays.
@@ -147,7 +200,8 @@ class TrainingData:
     groups : series ids, shape (n,); order : float64 time key, shape (n,) (see
     :func:`time_key`); columns : the p feature names; rows : positions of the
     rows in the original matrix, shape (n,), ordered by series then index
-    (:func:`training_data`).
+    (:func:`training_data`); left_out : triaged rows left out as
+    :func:`not_scorable`, by label (``{}`` when none).
     """
 
     X: np.ndarray
@@ -156,6 +210,7 @@ class TrainingData:
     order: np.ndarray
     columns: list[str]
     rows: np.ndarray
+    left_out: dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.y)
@@ -178,15 +233,18 @@ def training_data(
     *,
     source: str | None = None,
 ) -> TrainingData:
-    """X, y, groups and time order of the triaged rows of a feature matrix.
+    """X, y, groups and time order of the triaged rows of a feature matrix, the not scorable ones left out.
 
-    The rows come ordered by ``series_id``, then ``index`` (ties: the
+    A triaged row :func:`not_scorable` (no commit before the alert in its
+    window) is never judged by ``triage label`` / ``triage score``, so no
+    model learns from it or is measured on it; ``left_out`` counts them. The rows come ordered by ``series_id``, then ``index`` (ties: the
     matrix's order), so the same rows give the same model whatever the order
     of the series in the file; ``rows`` maps them back to the matrix.
     ``features``: the columns (a list, or a feature-set file); default every
     contract feature column. Raises :class:`InputError` when a column is
-    missing or not numeric, no row is triaged, only one class is present
-    (nothing to learn), or there is no ``series_id`` (:data:`MISSING_SERIES`).
+    missing or not numeric, no row is triaged, every triaged row is not
+    scorable, only one class is present (nothing to learn), or there is no
+    ``series_id`` (:data:`MISSING_SERIES`).
     """
     columns = resolve_features(features, matrix)
     if not columns:
@@ -194,6 +252,15 @@ def training_data(
     mask = triaged_mask(matrix)
     if not mask.any():
         raise InputError(source, None, "no triaged candidates (label true_positive or false_positive) to train on")
+    unscorable = mask & not_scorable(matrix)
+    left_out: dict[str, int] = {}
+    if unscorable.any():
+        named, counts = np.unique(matrix["label"].astype(str).to_numpy()[unscorable], return_counts=True)
+        left_out = {str(k): int(c) for k, c in zip(named, counts, strict=True)}
+        mask = mask & ~unscorable
+        if not mask.any():
+            raise InputError(source, None, f"no scorable triaged candidates to train on: {left_out_note(left_out)}; "
+                                           "train on alerts with commits before them in their window")
     rows = np.flatnonzero(mask)
     if "series_id" in matrix.columns:
         # One model for one set of rows, whatever the order of the series in the file: a forest's
@@ -210,12 +277,13 @@ def training_data(
         # A 0/1 label column lands here: its numbers are read as Perfherder's status codes.
         codes = (" (a label column of 0 and 1 reads as Perfherder's status codes: 0 untriaged, 1 downstream, "
                  "a true alert; write false_positive / true_positive)" if y[0] else "")
+        dropped = f" ({left_out_note(left_out)})" if left_out else ""
         raise InputError(source, None, f"only {only} candidates: need both true and false alerts to learn from"
-                                       f"{codes}")
+                                       f"{codes}{dropped}")
     if "series_id" not in sub.columns:
         raise InputError(source, None, MISSING_SERIES)
     groups = sub["series_id"].astype(str).to_numpy()
-    return TrainingData(X=X, y=y, groups=groups, order=time_key(sub), columns=columns, rows=rows)
+    return TrainingData(X=X, y=y, groups=groups, order=time_key(sub), columns=columns, rows=rows, left_out=left_out)
 
 
 def time_key(matrix: pd.DataFrame) -> np.ndarray:

@@ -454,6 +454,8 @@ def select_features(
             "n_splits": len(grouped_splits(y, groups, selector.n_splits, selector.seed)),
             "n_estimators": selector.n_estimators,
             "n_rows": int(len(y)),
+            # triaged rows left out as not scorable (features.matrix.not_scorable), by label
+            "not_scorable_left_out": dict(data.left_out),
             "n_columns": len(columns),  # the feature columns the GA chose from
             "constant_columns": constant,
             "history": selector.history_,

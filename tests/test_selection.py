@@ -50,7 +50,8 @@ def make_matrix(seed: int = 0, n_series: int = 12, per_series: int = 20, n_noise
         {
             "series_id": np.repeat([f"s{i}" for i in range(n_series)], per_series),
             "commit": [f"c{i}" for i in range(n)],
-            "index": np.tile(np.arange(per_series) * 10, n_series),
+            # From commit 10: a candidate at a series' first commit is not scorable and left out of training.
+            "index": np.tile((np.arange(per_series) + 1) * 10, n_series),
             "timestamp": pd.NaT,
             "label": labels,
             "truth_label": "",

@@ -181,6 +181,12 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
     ) -> TriageClassifier:
         """Fit on a feature matrix (``y=None``) or on ``X`` (n_samples, n_features) and ``y``.
 
+        From a feature matrix the triaged rows are learned from, except those
+        :func:`~triage.features.matrix.not_scorable` (no commit before the alert
+        in its window: never judged by ``triage label`` / ``score``), as
+        :func:`~triage.features.matrix.training_data` takes them. Given ``y``,
+        every row given is learned from: the caller chose them.
+
         ``groups`` (series ids, shape (n_samples,)) keeps a series on one side
         of the validation split and the search folds; taken from ``series_id``
         when ``X`` is a feature matrix. ``validation=(X_val, y_val)`` supplies
@@ -473,11 +479,16 @@ class TriageClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[positive.astype(np.int64)]
 
     def score(self, X, y=None, sample_weight=None) -> float:
-        """Accuracy at ``threshold_``; on a feature matrix with ``y=None``, over its triaged rows."""
+        """Accuracy at ``threshold_``; on a feature matrix with ``y=None``, over its triaged rows that are scorable.
+
+        A row :func:`~triage.features.matrix.not_scorable` is left out, as
+        :meth:`fit` leaves it out of a feature matrix and ``triage label``
+        leaves it out of its agreement figures.
+        """
         if isinstance(X, pd.DataFrame) and y is None:
-            mask = matrix.triaged_mask(X)
+            mask = matrix.triaged_mask(X) & ~matrix.not_scorable(X)
             if not mask.any():
-                raise InputError(None, None, "no triaged candidates to score")
+                raise InputError(None, None, "no scorable triaged candidates to score")
             X = X.loc[mask]
             y = X["label"].astype(str).to_numpy()
             if self.classes_.dtype.kind not in "OUS":

@@ -411,6 +411,8 @@ def evaluate(
         "threshold": str(threshold),
         "random_state": random_state,
         "n_candidates": len(td),
+        # Triaged rows no model is asked about (features.matrix.not_scorable), left out, by label.
+        "not_scorable_left_out": dict(td.left_out),
         "n_positive": int(y.sum()),
         "n_series": int(len(np.unique(td.groups))),
         # Candidates another series repeats row for row: each can leak across a grouped split.

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -79,7 +79,11 @@ MIN_THRESHOLD_POSITIVES = 20
 
 @dataclass
 class TrainResult:
-    """What :func:`train` produced. ``test`` is (y_true, proba) of the hold-out, or None."""
+    """What :func:`train` produced. ``test`` is (y_true, proba) of the hold-out, or None.
+
+    ``left_out``: triaged rows left out as not scorable, by label
+    (:attr:`triage.features.matrix.TrainingData.left_out`; ``{}`` when none).
+    """
 
     classifier: TriageClassifier
     model_dir: Path
@@ -87,6 +91,7 @@ class TrainResult:
     test: tuple[np.ndarray, np.ndarray] | None
     run: TrainingRun | None
     warnings: list[str]
+    left_out: dict[str, int] = field(default_factory=dict)
 
 
 class ManifestArgs(TypedDict):
@@ -245,8 +250,10 @@ def train(
 ) -> TrainResult:
     """Fit, measure on a grouped hold-out, refit on all, save to ``out``, log to MLflow.
 
-    ``matrix`` is the feature matrix (contract in ARCHITECTURE.md). Raises
-    :class:`~triage.core.errors.InputError` for a matrix without triaged rows or
+    ``matrix`` is the feature matrix (contract in ARCHITECTURE.md); its triaged
+    rows that no model is asked about (:func:`triage.features.matrix.not_scorable`)
+    are left out of the fit and the hold-out alike, counted in ``left_out``. Raises
+    :class:`~triage.core.errors.InputError` for a matrix without (scorable) triaged rows or
     lacking the requested feature columns; nothing is written then.
     ``monotone_shifts`` (XGBoost only) holds P(true) non-decreasing in the
     shift-size columns (:func:`triage.training.model_kinds.monotone_increasing`),
@@ -325,7 +332,7 @@ def train(
     if not track:
         model_dir = save_model(clf, out, **manifest_args)
         return TrainResult(classifier=clf, model_dir=model_dir, metrics=metrics, test=test, run=None,
-                           warnings=warnings)
+                           warnings=warnings, left_out=td.left_out)
 
     import shutil
 
@@ -340,7 +347,7 @@ def train(
                 metrics=metrics,
                 params={"test_size": test_size, **{k: v for k, v in (extra or {}).items()}},
                 test=test,
-                input_example=matrix.iloc[:5],
+                input_example=matrix.iloc[np.sort(td.rows)[:5]],  # rows the model is asked about
                 register_as=register_as,
                 tracking_uri=tracking_uri,
                 run_id=run_id,
@@ -353,4 +360,5 @@ def train(
         finally:
             # After the swap ``staged`` holds the previous model (or is gone).
             shutil.rmtree(staged, ignore_errors=True)
-    return TrainResult(classifier=clf, model_dir=Path(out), metrics=metrics, test=test, run=run, warnings=warnings)
+    return TrainResult(classifier=clf, model_dir=Path(out), metrics=metrics, test=test, run=run, warnings=warnings,
+                       left_out=td.left_out)

@@ -15,7 +15,9 @@
   (empty Pre: at its series' first commit or right after a confirmed change
   point) is not scored but marked :data:`NOT_SCORABLE`, with a warning naming
   it (:func:`not_scorable`). ``triage label`` and ``triage score`` both decide
-  here.
+  here; the rule itself, :func:`triage.features.matrix.not_scorable`, is
+  imported from the feature-matrix layer, where ``triage train`` /
+  ``evaluate`` apply it too (they leave such alerts out of their rows).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from triage.features import catalogue, noise_free
 from triage.features.candidate_context import CONTEXT_COLUMNS
 from triage.features.extract import extract_features
 from triage.features.level_shift import PAIR_COLUMNS
+from triage.features.matrix import NOT_SCORABLE_WHY as NOT_SCORABLE_WHY
+from triage.features.matrix import PRE_LENGTH as PRE_LENGTH
+from triage.features.matrix import not_scorable as not_scorable
 from triage.features.windows import ADAPTIVE, CANDIDATE_MAX_LEN
 
 #: The detector's own score, ranked (0-1) among the candidates of its file: a
@@ -41,8 +46,6 @@ from triage.features.windows import ADAPTIVE, CANDIDATE_MAX_LEN
 DETECTOR_SCORE_RANK = "det_score_rank"
 #: The feature columns of the default feature matrix (the paper's), in contract order.
 ALL_FEATURES: tuple[str, ...] = tuple(catalogue.feature_columns())
-#: The feature column holding the Pre window's length (commits before the alert in its window).
-PRE_LENGTH = "pre_series_length"
 #: Every feature column a model may name: the default ones, the pair measures
 #: and candidate context of candidate-bounded scoring models, and the detector's score rank.
 KNOWN_FEATURES: frozenset[str] = frozenset((*ALL_FEATURES, *PAIR_COLUMNS, *CONTEXT_COLUMNS, DETECTOR_SCORE_RANK))
@@ -51,8 +54,6 @@ NOT_SCORABLE = "not_scorable"
 #: Its explanation.
 NOT_SCORABLE_REASON = ("not scorable: no commit before it in its window (the first commit of its series or right "
                        "after a confirmed change), nothing to compare with")
-#: How a count of such alerts is explained ("3 not scorable: ..."), in every command's summary.
-NOT_SCORABLE_WHY = "no commit before the alert in its window"
 
 
 class NotScorable(UserWarning):
@@ -290,28 +291,6 @@ def probabilities(classifier, rows: pd.DataFrame, names: list[str] | None = None
     proba[ruled, 1] = (flat[ruled] == noise_free.STEP).astype(np.float64)
     proba[ruled, 0] = 1.0 - proba[ruled, 1]
     return proba, flat
-
-
-def not_scorable(matrix: pd.DataFrame) -> np.ndarray:
-    """Which rows of a feature matrix no model can judge: an alert with an empty Pre window.
-
-    Pre is empty for an alert at its series' first commit and, as Pre starts
-    after the previous confirmed change point (adaptive windows, and the
-    candidate-bounded windows of ``triage score``), for an alert right after
-    a confirmed change point: there is no "before" to compare with, so every
-    ``pre_*`` and ``norm_*`` column holds the catalogue's fill value for an
-    empty window, and a model would answer from those fills alone. Read from
-    the row's ``pre_series_length`` (0: empty); a row at ``index`` 0 is
-    never scorable, and a matrix without the length column is judged on
-    ``index`` alone. Boolean array, shape (len(matrix),); all False for a
-    matrix without either column.
-    """
-    empty = np.zeros(len(matrix), dtype=bool)
-    if PRE_LENGTH in matrix.columns:
-        empty |= pd.to_numeric(matrix[PRE_LENGTH], errors="coerce").to_numpy() == 0
-    if "index" in matrix.columns:
-        empty |= pd.to_numeric(matrix["index"], errors="coerce").to_numpy() == 0
-    return empty
 
 
 def _warn_not_scorable(rows: pd.DataFrame, kept: bool) -> None:

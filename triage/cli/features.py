@@ -82,6 +82,10 @@ def select_features_command(
         except ValueError as exc:
             raise InputError(data, None, str(exc)) from None
     feature_set.extra["window"] = window
+    from triage.features.matrix import left_out_note
+
+    if note := left_out_note(feature_set.extra.get("not_scorable_left_out") or {}):
+        Console(stderr=True).print(f"note: {data}: {note}", markup=False, highlight=False, soft_wrap=True)
     save_feature_set(feature_set, out)
     where = "standard output" if writes_stdout(out) else str(out)
     console.print(

@@ -333,6 +333,7 @@ def train(
                    **({"online": {"confirm_after": w}} if online_rows else {}),
                    **({"windows": "candidates", "max_len": CANDIDATE_MAX_LEN, "pair": True, "context": True} if candidate_windows else {})},
         )
+    _note_left_out(result.left_out, data or matrix or f"preset {preset}")
     clf = result.classifier
     rows = "rows (change points, false alerts, ordinary commits)" if online_rows and matrix is None else "triaged candidates"
     table = Table(title=f"{model} trained on {clf.n_train_['positives'] + clf.n_train_['negatives']:,} {rows}")
@@ -365,6 +366,15 @@ def train(
     if result.run:
         reg = f", registered {result.run['registered']} v{result.run['version']}" if result.run["registered"] else ""
         console.print(f"MLflow run {result.run['run_id']}{escape(reg)} ({escape(str(result.run['tracking_uri']))})")
+
+
+def _note_left_out(left_out: dict[str, int], source: object) -> None:
+    """One line on stderr naming the data and the triaged rows training left out as not scorable (none: nothing)."""
+    from triage.features.matrix import left_out_note
+
+    note = left_out_note(left_out)
+    if note:
+        err_console.print(f"note: {source}: {note}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _policy_words(policy: str) -> str:
@@ -526,6 +536,8 @@ def evaluate(
         raise typer.BadParameter(str(exc)) from None
     # Saved and logged before anything is printed: a reader of the tables that goes away
     # (`| head`) ends the command (exit 141), and the results must not be lost with it.
+    left_out = result.settings.get("not_scorable_left_out")
+    _note_left_out(left_out if isinstance(left_out, dict) else {}, data or matrix or f"preset {preset}")
     paths = run_id = None
     if out is not None:
         result.settings.update(window=w, source=_source_record(data, preset, matrix, None, seed))
