@@ -66,9 +66,10 @@ def test_the_top_contribution_is_clearly_non_zero_near_0_and_1(svm, matrix):
     rows, p = _saturated_rows(svm, matrix)
     top = np.abs(contributions(svm, rows).values).max(axis=1)
     # Measured on P(true) the top contributions of these rows were 0.01-0.18 (the least 0.033 near 0,
-    # 0.011 near 1); on the margin they are 0.26-1.15.
+    # 0.011 near 1); on the margin they are 0.26-1.15 (0.153-1.67 since the model leaves out the
+    # two alerts no model is asked about, thirty-third session: a model of 684 rows, not 686).
     for end in (p < 0.1, p > 0.95):
-        assert top[end].min() > 0.2, top[end]
+        assert top[end].min() > 0.1, top[end]
 
 
 def test_contributions_near_0_and_1_are_the_margin_occlusion(svm, matrix):
