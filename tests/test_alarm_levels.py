@@ -9,6 +9,7 @@ stored with the decision so a replayed alarm gives them again.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import sqlite3
@@ -32,9 +33,9 @@ def rf_dir():
     return model_dir("rf")
 
 
-def _feed(values, series="perf/q1") -> str:
+def _feed(values, series="perf/q1", start=0) -> str:
     return "".join(json.dumps({"series_id": series, "commit": f"c{i:03d}", "value": float(v)}) + "\n"
-                   for i, v in enumerate(values))
+                   for i, v in enumerate(values, start=start))
 
 
 def _alarms(stdout: str) -> list[dict]:
@@ -120,7 +121,7 @@ def test_change_pct_rule():
     assert change_pct(0.0, 3.0) is None
     assert change_pct(0.2, 5.0, noise=0.5) is None  # a level within its noise of 0, as score says it
     assert alarm_levels(np.array([]), [1.0]) is None
-    assert alarm_levels(np.array([1.0, 2.0, 9.0]), np.array([5.0, 7.0])) == (2.0, 6.0, float(np.std([1, 2, 9], ddof=1)))
+    assert alarm_levels(np.array([1.0, 2.0, 9.0]), np.array([5.0, 7.0])) == (2.0, 6.0, 1.4826)  # 1.4826 MAD
 
 
 def test_an_alarm_at_a_level_near_zero_gives_no_per_cent(tmp_path):
@@ -179,15 +180,38 @@ def test_a_format_2_store_is_upgraded_so_an_older_version_refuses_it_by_name(rf_
     states = con.execute("SELECT * FROM series").fetchall()
     con.commit()
     con.close()
+    def version() -> str:
+        with contextlib.closing(sqlite3.connect(db)) as con:
+            return con.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()[0]
+
     with StateStore(db) as store:
         loop = OnlineTriage.from_model_dir(rf_dir, explain="none", store=store)
         again = loop.process_one("s", "c3", float(values[3]))  # a re-sent commit: its stored decision
         assert again is not None and again.replayed
-    con = sqlite3.connect(db)
-    assert con.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == (
-        str(state_store.FORMAT_VERSION),)
-    assert con.execute("SELECT * FROM decisions ORDER BY rowid").fetchall() == rows
-    assert con.execute("SELECT * FROM series").fetchall() == states
-    con.close()
-    assert state_store.FORMAT_VERSION == 3
+    # Nothing new written (a re-sent commit, a run refused after opening, no input): still format 2,
+    # so the release that wrote it can still go on with it (a review found a refused run upgrading it).
+    assert version() == "2"
+    refused = runner.invoke(app, ["watch", "--model", W4, "--state", str(db)], input=_feed([1.0]))
+    assert refused.exit_code == 2 and version() == "2"
+    with StateStore(db) as store:
+        loop = OnlineTriage.from_model_dir(rf_dir, explain="none", store=store)
+        loop.process_one("s", "c20", float(values[20]))
+    assert version() == str(state_store.FORMAT_VERSION) == "3"
+    with contextlib.closing(sqlite3.connect(db)) as con:
+        assert con.execute("SELECT * FROM decisions ORDER BY rowid").fetchall()[: len(rows)] == rows
+        assert len(con.execute("SELECT * FROM decisions").fetchall()) == len(rows) + 1
+    del states
+
+
+def test_a_damaged_levels_cell_loses_the_levels_not_the_decision(tmp_path):
+    values = step_series(120, at=(60,), jump=0.3, seed=1)
+    db = tmp_path / "s.db"
+    assert runner.invoke(app, ["watch", "--model", W4, "--state", str(db)], input=_feed(values)).exit_code == 0
+    for cell in ("[1]", "xx", '["a", 1, 2]'):
+        with contextlib.closing(sqlite3.connect(db)) as con, con:
+            con.execute("UPDATE decisions SET levels = ? WHERE levels IS NOT NULL", (cell,))
+        again = runner.invoke(app, ["watch", "--model", W4, "--state", str(db)], input=_feed(values[60:65], start=60))
+        assert again.exit_code == 0, (cell, again.stderr)
+        (a,) = _alarms(again.stdout)
+        assert a["replayed"] and "before" not in a
 

@@ -179,7 +179,7 @@ def test_step_rules():
     assert relative_change(200.0, 150.0, 1.0) == -25.0
     assert relative_change(0.3, 5.0, 0.5) is None and relative_change(0.0, 1.0, 0.0) is None
     assert cell_text(12.345, "regression") == "regression +12.3%"
-    assert cell_text(None, "change") == "change" and cell_text(None, "") == ""
+    assert cell_text(None, "change") == "change (level near 0)" and cell_text(None, "") == ""
     h = History("s", [f"c{i}" for i in range(4)], [10, np.nan, 12, 12], None)
     step = step_at(h, 2)
     assert (step.before, step.after, step.kind) == (10.0, 12.0, "change")  # a failed run left out
@@ -215,3 +215,90 @@ def test_fail_on_ends_a_ci_job_with_exit_3_after_writing(both_directions, tmp_pa
     assert done.returncode == 0, done.stderr
     done = invoke_apart("score", "--data", data, "--candidates", cands, "--fail-on", "sometimes")
     assert done.returncode == 2 and "--fail-on" in done.stderr
+
+
+# ---------------------------------------------------------------- a review of the above (same session)
+
+
+def test_score_on_a_file_with_its_own_step_columns_uses_ours(both_directions, tmp_path):
+    """detect's output (it has change_pct) fed to score crashed in the table; a detector's change_kind drove
+    the table and --fail-on."""
+    from helpers_cli import invoke_apart
+
+    data, _ = both_directions
+    theirs = tmp_path / "theirs.csv"
+    theirs.write_text("series_id,commit,change_kind,change_pct\nlat_ms,c030,improvement,-5\n"
+                      "thr_ops,c030,improvement,not a number\n")
+    done = invoke_apart("score", "--data", data, "--candidates", theirs, "--fail-on", "regression",
+                        "--out", tmp_path / "s.csv")
+    assert done.returncode == 3, done.stderr
+    assert "2 candidates called true with a regression step" in done.stderr
+    rows = list(csv.DictReader(open(tmp_path / "s.csv")))
+    assert [r["change_kind"] for r in rows] == ["improvement", "improvement"]  # the detector's, kept
+    assert [r["triage_change_kind"] for r in rows] == ["regression", "regression"]
+    detected = tmp_path / "d.csv"
+    assert invoke_apart("detect", "--data", data, "--out", detected).returncode == 0
+    assert "change_pct" in detected.read_text().splitlines()[0]
+    done = invoke_apart("score", "--data", data, "--candidates", detected)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_spike_before_the_step_does_not_make_the_level_near_zero():
+    values = np.r_[np.full(35, 1.0), [50.0], np.full(4, 1.0), np.full(30, 2.0)]
+    h = History("s", [f"c{i:03d}" for i in range(len(values))], values, None, higher_is_better=False)
+    step = step_at(h, 40)
+    assert step.pct == pytest.approx(100.0) and describe(step) == "regression +100.0%"
+
+
+def test_a_change_far_below_a_per_cent_keeps_its_size():
+    values = np.r_[np.full(20, 5e8), np.full(20, 5e8 + 16)]
+    h = History("s", [f"c{i:03d}" for i in range(40)], values, None, higher_is_better=False)
+    pcts, kinds = step_columns(Dataset([h]), ["s"], [20])
+    assert pcts == [3.2e-06] and kinds == ["regression"]
+    assert cell_text(pcts[0], kinds[0]) == "regression +3.2e-06%"
+    assert cell_text(None, "regression") == "regression (level near 0)"
+    assert cell_text(0.0, "none") == "no change"
+
+
+def test_a_not_scorable_row_gets_no_step_in_the_table(tmp_path):
+    values = _levels([100, 120])
+    data = tmp_path / "lab.csv"
+    with open(data, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["series_id", "commit", "value", "label", "higher_is_better"])
+        for i, v in enumerate(values):
+            label = {10: "false_positive", 29: "true_positive", 30: "not_triaged", 45: "false_positive"}.get(i, "")
+            w.writerow(["lat", f"c{i:03d}", repr(float(v)), label, "false"])
+    result = runner.invoke(app, ["label", "--data", str(data)], env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.stderr
+    row = next(line for line in result.stdout.splitlines() if "c030" in line)
+    assert "not scorable" in row and "regression" not in row
+
+
+def test_serve_takes_a_perfherder_exports_direction_for_its_filter_note(tmp_path):
+    import warnings
+
+    from triage.loaders import load
+    from triage.workspace.alerts import build_alerts
+    from triage.workspace.app import Workspace, create_app
+    from triage.workspace.store import LabelsStore
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    data, alerts = _perfherder(tmp_path)
+    dataset = load(data)
+    ws = Workspace(dataset=dataset, alerts=build_alerts(dataset, alerts), store=LabelsStore(tmp_path / "l.sqlite"))
+    assert ws.directed == {"sigL", "sigH"}
+    page = TestClient(create_app(ws)).get("/", params={"direction": "regression"}).text
+    assert "says whether higher is better" not in page and page.count('data-commit="') == 2
+
+
+def test_fail_on_regression_says_nothing_of_directions_the_data_gives(tmp_path):
+    from helpers_cli import invoke_apart
+
+    data = _long_csv(tmp_path / "h.csv", {"const": (np.full(80, 5.0), "false"), "lat": (_levels([100, 100]), "false")})
+    cands = _candidates(tmp_path / "c.csv", [("const", "c040"), ("lat", "c000")])
+    done = invoke_apart("score", "--data", data, "--candidates", cands, "--fail-on", "regression")
+    assert done.returncode == 0 and "says which way is better" not in done.stderr

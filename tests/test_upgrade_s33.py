@@ -30,6 +30,18 @@ def test_a_model_folder_trained_again_is_named_as_changed(tmp_path):
     assert "the model then in /models/m-w4 (aaaaaaaaaaaa)" in said
     assert "now holds another (bbbbbbbbbbbb: trained again or replaced)" in said
     assert "models:/NAME/VERSION" in said and "--reset-state" in said
+    # A bundled model's name: the upgrade brought another model with it.
+    db2 = tmp_path / "b.db"
+    with StateStore(db2) as store:
+        store.bind_model("a" * 64, name="online-w4")
+    with StateStore(db2) as store:
+        try:
+            store.bind_model("b" * 64, name="online-w4")
+        except StateStoreError as exc:
+            assert "the bundled model online-w4 (aaaaaaaaaaaa) of another changepoint-triage release" in str(exc)
+            assert "models:/" not in str(exc)
+        else:
+            raise AssertionError("another model's state was taken")
     # Another folder is still named as before.
     with StateStore(db) as store:
         try:

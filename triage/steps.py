@@ -13,7 +13,9 @@ confirmed change point (``true_positive``) of the history: that step is
 another alert's. Missing values (a failed run) are left out. The size is in
 per cent of ``|before|``, signed as the values move, and not given (None)
 when the level before is within its noise of 0 (a delta, a score around 0:
-"+19196.9%" means nothing, the change itself does). Whether a move is a
+"+19196.9%" means nothing, the change itself does); the noise is robust
+(1.4826 MAD of the commits before), as the levels are medians: one spike
+among them had made a step from 1.2e-7 s to 1.8e-5 s "near 0". Whether a move is a
 regression comes from the history (:meth:`History.change_kind`): "change"
 when the data does not say which way is better.
 """
@@ -25,6 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from triage.core.history import Dataset, History
+from triage.core.noise import robust_sd
 
 #: Commits on each side of a candidate whose medians give the size of its step.
 STEP_WINDOW = 10
@@ -39,12 +42,12 @@ def relative_change(before: float, after: float, noise: float) -> float | None:
 
 @dataclass(frozen=True)
 class Step:
-    """The change at one commit: medians ``before`` / ``after`` (series units), ``noise`` (sd of before), ``kind``."""
+    """The change at one commit: medians ``before`` / ``after`` (series units), ``noise`` (robust sd of before), ``kind``."""
 
     before: float
     after: float
     noise: float
-    kind: str  # "regression", "improvement", "change" (which way is better unknown) or "none" (no move)
+    kind: str  # "regression", "improvement", "change" (which way is better unknown) or "none" (medians equal)
 
     @property
     def pct(self) -> float | None:
@@ -71,7 +74,7 @@ def step_at(history: History, index: int, window: int = STEP_WINDOW, *,
     if not len(before) or not len(after):
         return None
     b, a = float(np.median(before)), float(np.median(after))
-    noise = float(np.std(before, ddof=1)) if len(before) > 1 else 0.0
+    noise = robust_sd(before)
     kind = history.change_kind(b, a) if a != b else "none"
     return Step(b, a, noise, kind)
 
@@ -95,8 +98,13 @@ def describe(step: Step | None) -> str:
     return f"{kind} {pct:+.1f}%"
 
 
+def significant(pct: float) -> float:
+    """``pct`` to 4 significant digits: a column to read, which keeps a change of 3.2e-06 % (16 bytes on 5e8)."""
+    return float(f"{pct:.4g}")
+
+
 def step_columns(dataset: Dataset, series, index) -> tuple[list[float | None], list[str]]:
-    """``change_pct`` (rounded to 0.01, None where not given) and ``change_kind`` of each (series, index) row.
+    """``change_pct`` (4 significant digits, None where not given) and ``change_kind`` of each (series, index) row.
 
     ``change_kind`` is ``""`` where a side has no value (an alert at a
     series' first commit). The series' confirmed change points are read once.
@@ -111,7 +119,7 @@ def step_columns(dataset: Dataset, series, index) -> tuple[list[float | None], l
             confirmed[sid] = history.confirmed()
         step = step_at(history, int(i), confirmed=confirmed[sid])
         pct = None if step is None else step.pct
-        pcts.append(None if pct is None else round(pct, 2))
+        pcts.append(None if pct is None else significant(pct))
         kinds.append("" if step is None else step.kind)
     return pcts, kinds
 
@@ -121,11 +129,21 @@ STEP_COLUMNS: tuple[str, ...] = ("change_pct", "change_kind")
 
 
 def cell_text(pct: float | None, kind: str) -> str:
-    """A table cell from the two columns: ``regression +12.3%``, ``change`` (no per cent), ``""`` (no step)."""
+    """A table cell from the two columns, worded as :func:`describe` words a step.
+
+    ``regression +12.3%``; ``regression +3.2e-06%`` (under 0.05 %);
+    ``regression (level near 0)`` (no per cent); ``no change`` (medians
+    equal); ``""`` (no step).
+    """
     if not kind:
         return ""
-    shown = "change" if kind == "none" else kind
-    return shown if pct is None or pct != pct else f"{shown} {pct:+.1f}%"
+    if kind == "none":
+        return "no change"
+    if pct is None or pct != pct:
+        return f"{kind} (level near 0)"
+    if pct and abs(pct) < 0.05:
+        return f"{kind} {pct:+.2g}%"
+    return f"{kind} {pct:+.1f}%"
 
 
 #: Columns of a candidates (or decisions) file that say a series' direction: Perfherder's

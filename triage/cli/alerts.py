@@ -261,7 +261,8 @@ def score(
     n_true = int((scored["classification" if "triage_classification" not in scored else "triage_classification"] == "true_positive").sum())
     # Ours for the table, where the detector's file had a column of the same name (its own p_true):
     # renamed beside it, the table's sort met two columns called p_true (an internal error).
-    ours = {f"triage_{c}": c for c in ("p_true", "classification", "explanation") if f"triage_{c}" in scored}
+    ours = {f"triage_{c}": c for c in ("p_true", "classification", "explanation", "change_pct", "change_kind")
+            if f"triage_{c}" in scored}
     view = scored.drop(columns=list(ours.values())).rename(columns=ours)
     if out is not None:
         # Written before anything is printed: a reader of the table that goes away (`| head -1`)
@@ -491,10 +492,18 @@ def register(app: typer.Typer) -> None:
 
 
 def _with_step(frame):
-    """``frame`` with the table's ``step`` cell (``regression +12.3%``) from its change_pct / change_kind columns."""
+    """``frame`` with the table's ``step`` cell (``regression +12.3%``) from its change_pct / change_kind columns.
+
+    A not-scorable row gets none: "regression +19.8%: not scorable" read as a verdict.
+    """
+    import pandas as pd
+
+    from triage.inference import NOT_SCORABLE
     from triage.steps import cell_text
 
     if "change_kind" not in frame:
         return frame
-    pcts = frame["change_pct"].astype(object).where(frame["change_pct"].notna(), None)
-    return frame.assign(step=[cell_text(p, str(k)) for p, k in zip(pcts, frame["change_kind"], strict=True)])
+    pcts = pd.to_numeric(frame["change_pct"], errors="coerce")
+    cells = [cell_text(None if p != p else float(p), "" if k is None or k != k else str(k)) if c != NOT_SCORABLE else ""
+             for p, k, c in zip(pcts, frame["change_kind"], frame["classification"], strict=True)]
+    return frame.assign(step=cells)

@@ -820,7 +820,7 @@ def detect(
     ),
     model: str = typer.Option("default", "--model", help=MODEL_HELP, envvar="TRIAGE_MODEL"),
     out: Path = typer.Option(
-        ..., "--out", parser=output_file, help="File to write (- = stdout): series_id, commit, index, probability."
+        ..., "--out", parser=output_file, help="File to write (- = stdout): series_id, commit, index, probability, before, after, change_pct (the alarm's levels and signed change)."
     ),
     fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines)."),
     layout: str = typer.Option("auto", help="Input layout (see `triage summary --help`)."),

@@ -175,7 +175,7 @@ def fail_on(rule: str, calls, kinds, err_console) -> None:
         err_console.print(f"{n:,} candidate{'' if n == 1 else 's'} {what}: exit {EXIT_FLAGGED} (--fail-on {rule})",
                           markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_FLAGGED)
-    if rule == "regression" and not any(k in ("regression", "improvement") for k in kinds):
+    if rule == "regression" and "change" in set(kinds) and not any(k in ("regression", "improvement") for k in kinds):
         err_console.print("note: --fail-on regression, but no series here says which way is better "
                           "(higher_is_better / lower_is_better / direction): no step can be a regression",
                           markup=False, highlight=False, soft_wrap=True)

@@ -1508,15 +1508,15 @@ def alarm_levels(pre_tail: np.ndarray, after: Sequence[float] | np.ndarray) -> t
     :data:`HOLD_BACK_PRE` values for the old level), over the whole After
     window (the commit and the K after it) for the new one: what the alarm's
     record reports as ``before``, ``after`` and the change in per cent, in
-    the series' units; ``noise`` (the sd of those Pre values, 0 for one)
-    withholds the per cent of a level within its noise of 0, as ``score``
+    the series' units; ``noise`` (the robust sd of those Pre values, 1.4826
+    MAD, 0 for one) withholds the per cent of a level within its noise of 0, as ``score``
     does (:func:`triage.steps.relative_change`). None when Pre is empty (no
     alarm is raised then).
     """
     if not len(pre_tail) or not len(after):
         return None
     tail = np.asarray(pre_tail, dtype=np.float64)
-    noise = float(np.std(tail, ddof=1)) if tail.size > 1 else 0.0
+    noise = robust_sd(tail)
     return float(np.median(tail)), float(np.median(np.asarray(after, dtype=np.float64))), noise
 
 

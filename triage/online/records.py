@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triage.core.errors import InputError
-from triage.steps import relative_change
+from triage.steps import relative_change, significant
 
 
 class RejectedCommit(ValueError):
@@ -142,8 +142,8 @@ class Decision:
     back (:class:`Withdrawal`, its own output record). ``levels`` is set on
     an alarm: ``(before, after, noise)``, the level before the change (median
     of Pre's last :data:`~triage.online.loop.HOLD_BACK_PRE` values), after it
-    (median of the commit and the K after it) and the sd of those Pre
-    values, in the series' own units; its output record gives the two
+    (median of the commit and the K after it) and the robust sd (1.4826
+    MAD) of those Pre values, in the series' own units; its output record gives the two
     levels and the signed change in per cent of ``before`` (:func:`change_pct`).
     """
 
@@ -188,7 +188,7 @@ class Decision:
 
 
 def change_pct(before: float, after: float, noise: float = 0.0) -> float | None:
-    """The signed change from ``before`` to ``after`` in per cent of ``|before|``, to 0.01.
+    """The signed change from ``before`` to ``after`` in per cent of ``|before|``, to 4 significant digits.
 
     The rule of :func:`triage.steps.relative_change`, as ``score`` and
     ``label`` give it: None when ``before`` is within ``noise`` of 0 (a
@@ -197,7 +197,7 @@ def change_pct(before: float, after: float, noise: float = 0.0) -> float | None:
     whether lower is better.
     """
     pct = relative_change(before, after, noise)
-    return None if pct is None else round(pct, 2)
+    return None if pct is None else significant(pct)
 
 
 def decision_to_dict(d: Decision) -> dict[str, object]:

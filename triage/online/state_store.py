@@ -47,9 +47,11 @@ rows may hold what a format-2 reader cannot: a decision without a
 probability (a commit the stream rule held back; changepoint-triage up to
 2026-11-30 stopped on it with an internal error when such a commit was sent
 again after a downgrade) and an alarm's ``levels``. A format-2 file is
-upgraded in place on opening (its version, and the columns it lacks), so
+upgraded in place (its version, and the columns it lacks), so
 an older changepoint-triage then refuses it by name ("written by a newer
-version") instead of failing on a row.
+version") instead of failing on a row; it is marked 3 in the transaction
+that writes its first new rows, so a run refused after opening (another
+model) or given no input leaves it as it was.
 """
 
 from __future__ import annotations
@@ -124,6 +126,12 @@ def _row(series_id: str, commit: str, d: Decision | None, value: float | None) -
 
 def _decision(series_id: str, arrival: str, cols: tuple) -> Decision | None:
     decided, idx, prob, decision, top, withdrawal, levels = cols
+    try:  # an alarm's levels say how far the values moved; a damaged cell loses them, not the decision
+        levels = json.loads(levels) if levels is not None else None
+        if not (isinstance(levels, list) and len(levels) == 3 and all(_is_float(v) for v in levels)):
+            levels = None
+    except ValueError:
+        levels = None
     if decision is None:
         return None
     return decision_from_dict(
@@ -136,9 +144,13 @@ def _decision(series_id: str, arrival: str, cols: tuple) -> Decision | None:
             "top_features": json.loads(top),
             "decided_at": None if decided == arrival else arrival,
             "withdrawal": None if withdrawal is None else json.loads(withdrawal),
-            "levels": None if levels is None else json.loads(levels),
+            "levels": levels,
         },
     )
+
+
+def _is_float(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 def _file_size_limit() -> str:
@@ -179,6 +191,7 @@ class StateStore:
     def __init__(self, path: str | Path, *, durable: bool = False):
         self.path = str(path)
         self.old_format = False
+        self._upgrade = False  # a format-2 file: marked 3 in the transaction of the first rows written
         if self.path != ":memory:" and not Path(self.path).parent.is_dir():
             raise StateStoreError(self.path, f"no such folder {Path(self.path).parent} (create it first)")
         if self.path != ":memory:" and Path(self.path).is_symlink() and not Path(self.path).exists():
@@ -231,8 +244,10 @@ class StateStore:
                         "go on with it; --reset-state would lose its stored decisions"
                     )
                 if int(version) == UPGRADED_FORMAT:
-                    self._db.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
-                                     (str(FORMAT_VERSION),))
+                    # Marked 3 with the first rows written (commit): a run refused after opening
+                    # (another model) or given no input had made the file unreadable to the release
+                    # that wrote it, for nothing.
+                    self._upgrade = True
                 elif int(version) < FORMAT_VERSION:
                     self.old_format = True
             columns = {r[1] for r in self._db.execute("PRAGMA table_info(decisions)")}
@@ -309,6 +324,14 @@ class StateStore:
         stored = self.model_id
         if stored is not None and stored != model_id and not reset:
             was = self._meta("model_name")
+            if was is not None and was == name and "/" not in was and "\\" not in was:
+                # A bundled model's name: the upgrade of changepoint-triage brought another model.
+                raise StateStoreError(
+                    self.path,
+                    f"the state was built with the bundled model {was} ({stored[:12]}) of another "
+                    f"changepoint-triage release; this one's is {model_id[:12]}: go on with the earlier model "
+                    "(a copy of its folder as --model) or start over with --reset-state",
+                )
             if was is not None and was == name:
                 # One folder named twice, told apart by hashes alone, read as a typo: the folder's model changed.
                 raise StateStoreError(
@@ -475,7 +498,11 @@ class StateStore:
         try:
             db.executemany(f"INSERT INTO decisions ({_ARRIVAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
             db.executemany("INSERT OR REPLACE INTO series VALUES (?, ?)", state_rows)
+            if self._upgrade and rows:
+                db.execute("UPDATE meta SET value = ? WHERE key = 'format_version'", (str(FORMAT_VERSION),))
             db.execute("COMMIT")
+            if rows:
+                self._upgrade = False
         except sqlite3.IntegrityError:
             self._rollback()
             raise AlreadyDecided() from None

@@ -165,7 +165,10 @@ class Workspace:
         check_commit_url(self.commit_url)
         self.max_body = body_limit(self.alerts)
         self.by_key = {a.key: a for a in self.alerts}
-        self.directed = frozenset(h.series_id for h in self.dataset if h.higher_is_better is not None)
+        # The data's direction, or the candidates file's (a Perfherder export's lower_is_better gave the
+        # alerts their regression / improvement while the page said no series had a direction).
+        self.directed = frozenset({h.series_id for h in self.dataset if h.higher_is_better is not None}
+                                  | {a.series_id for a in self.alerts if a.direction in ("regression", "improvement")})
         self.by_series = {}
         for a in self.alerts:
             self.by_series.setdefault(a.series_id, []).append(a)
