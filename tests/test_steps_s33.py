@@ -302,3 +302,14 @@ def test_fail_on_regression_says_nothing_of_directions_the_data_gives(tmp_path):
     cands = _candidates(tmp_path / "c.csv", [("const", "c040"), ("lat", "c000")])
     done = invoke_apart("score", "--data", data, "--candidates", cands, "--fail-on", "regression")
     assert done.returncode == 0 and "says which way is better" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["label", "score", "candidates", "detect"])
+def test_a_parquet_out_name_is_refused_by_the_commands_that_write_csv(both_directions, tmp_path, command):
+    from helpers_cli import invoke_apart
+
+    data, cands = both_directions
+    extra = {"score": ["--candidates", cands], "candidates": ["--detector", "perfherder"]}.get(command, [])
+    out = tmp_path / "out.parquet"
+    done = invoke_apart(command, "--data", data, *extra, "--out", out)
+    assert done.returncode == 2 and "writes CSV or JSON lines" in done.stderr and not out.exists()

@@ -33,7 +33,7 @@ from triage.cli.options import (
 )
 from triage.cli.progress import JobProgress, chunks
 from triage.cli.tables import check_format, console_for, count, decision_table, output_name
-from triage.cli.validation import check_option_applies, output_file
+from triage.cli.validation import check_option_applies, check_text_table, output_file
 
 console = Console()
 err_console = Console(stderr=True)
@@ -74,6 +74,7 @@ def label(
     )
 
     check_output_not_input(out, data)
+    check_text_table(out, "label")
     check_aggregation(aggregate, trim_warmup)
     fail = check_fail_on(fail)
     check_n_jobs(n_jobs)
@@ -203,6 +204,7 @@ def score(
     )
 
     check_output_not_input(out, data, candidates, commit_order)
+    check_text_table(out, "score")
     check_aggregation(aggregate, trim_warmup)
     fail = check_fail_on(fail)
     check_n_jobs(n_jobs)

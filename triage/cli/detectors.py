@@ -21,7 +21,7 @@ from triage.cli.options import (
 )
 from triage.cli.progress import JobProgress
 from triage.cli.tables import check_format, console_for, count, output_name
-from triage.cli.validation import check_option_applies, output_file
+from triage.cli.validation import check_option_applies, check_text_table, output_file
 from triage.core.atomic import write_frame
 from triage.core.history import Dataset
 from triage.loaders import LAYOUTS, load
@@ -93,6 +93,7 @@ def candidates(
     from triage.cli.validation import check_aggregation, check_output_not_input
 
     check_output_not_input(out, data)
+    check_text_table(out, "candidates")
     check_aggregation(aggregate, trim_warmup)
     refuse_repeated_keys("--param", param)
     # scipy.stats and ruptures take seconds to import: only when a detector runs.

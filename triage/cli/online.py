@@ -63,7 +63,7 @@ from rich.console import Console
 
 from triage.cli.options import DATA_HELP
 from triage.cli.tables import count
-from triage.cli.validation import output_file
+from triage.cli.validation import check_text_table, output_file
 from triage.core.errors import InputError
 from triage.core.json_input import json_record
 from triage.core.values import beyond_float, locale_number
@@ -857,6 +857,7 @@ def detect(
     from triage.online.loop import WORKERS
 
     check_output_not_input(out, data)
+    check_text_table(out, "detect")
     check_choice("--workers", workers, WORKERS)
     _arrow_memory_to_the_system()
     check_int("--batch-series", batch_series, low=1)

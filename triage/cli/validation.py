@@ -178,6 +178,20 @@ def check_table_suffix(out: Path, writer: str, option: str = "--out") -> None:
                                  param_hint=option)
 
 
+def check_text_table(out: Path | None, command: str) -> None:
+    """Refuse a ``--out`` named ``.parquet`` for a command that writes CSV or JSON lines (``--format``).
+
+    ``label --out l.parquet`` wrote CSV text under that name, without a word,
+    and every reader then failed on it ("not a readable Parquet file").
+    """
+    if out is None or str(out) == "-":
+        return
+    suffixes = [s.lower() for s in out.suffixes]
+    if ".parquet" in suffixes[-2:]:
+        raise typer.BadParameter(f"{out.name}: {command} writes CSV or JSON lines (--format), not Parquet; name it "
+                                 ".csv or .jsonl (`triage convert` writes a Parquet file of data)", param_hint="--out")
+
+
 def check_folder_not_stdout(option: str, path: Path) -> None:
     """Refuse ``-`` for a folder: elsewhere it is standard output; here it made a folder named "-"."""
     if str(path) == "-":
