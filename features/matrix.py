@@ -187,9 +187,9 @@ def left_out_note(left_out: dict[str, int]) -> str | None:
     if not n:
         return None
     by_label = ", ".join(f"{k:,} {label}" for label, k in sorted(left_out.items()) if k)
-    return (f"{n:,} triaged row{'' if n == 1 else 's'} ({by_label}) left out of training and its held-out "
-            f"figures: not scorable, {NOT_SCORABLE_WHY} (at a series' first commit or right after a confirmed "
-            "change), which triage label and score never judge")
+    return (f"{n:,} triaged row{'' if n == 1 else 's'} ({by_label}) left out: not scorable, {NOT_SCORABLE_WHY} "
+            "(at a series' first commit or right after a confirmed change), which triage label and score never "
+            "judge")
 
 
 @dataclass
@@ -275,8 +275,10 @@ def training_data(
     if y.min() == y.max():
         only = labels.TRUE_POSITIVE if y[0] else labels.FALSE_POSITIVE
         # A 0/1 label column lands here: its numbers are read as Perfherder's status codes.
+        # (Not when the false ones were all left out as not scorable: that is the cause, said below.)
         codes = (" (a label column of 0 and 1 reads as Perfherder's status codes: 0 untriaged, 1 downstream, "
-                 "a true alert; write false_positive / true_positive)" if y[0] else "")
+                 "a true alert; write false_positive / true_positive)"
+                 if y[0] and not left_out.get(labels.FALSE_POSITIVE) else "")
         dropped = f" ({left_out_note(left_out)})" if left_out else ""
         raise InputError(source, None, f"only {only} candidates: need both true and false alerts to learn from"
                                        f"{codes}{dropped}")

@@ -162,3 +162,55 @@ def test_evaluate_measures_only_scorable_alerts(matrix):
                       model_params={"rf": SMALL})
     assert result.settings["n_candidates"] == 96
     assert result.settings["not_scorable_left_out"] == LEFT_OUT
+
+
+# ---------------------------------------------------------------- a walkthrough of the rule (same session)
+
+
+def test_the_manifest_records_the_rows_left_out(history, tmp_path):
+    done = invoke_apart("train", "--data", history, "--out", tmp_path / "m", "--no-track", "--param", "n_estimators=20")
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    assert manifest["extra"]["not_scorable_left_out"] == LEFT_OUT
+
+
+def test_window_zero_rows_take_no_ordinary_commit_right_after_a_change(history):
+    """The commit after a change point has an empty Pre at K = 0: sampled as an ordinary commit it was left out
+    again and counted as a triaged alert in train's note ("3 triaged rows (3 false_positive)" of unlabelled commits)."""
+    from triage.training.online_matrix import online_matrix
+
+    rows = online_matrix(load(history), ordinary_per_series=60, window=0, seed=0)
+    after_change = rows[(rows["index"] == 61) & ~rows["series_id"].isin(["bench.s04", "bench.s05"])]
+    assert after_change.empty
+    td = training_data(rows)
+    assert td.left_out == LEFT_OUT  # the triaged alerts only
+
+
+def test_a_refusal_caused_by_the_rule_gives_no_status_code_hint(tmp_path):
+    """Every false alert left out: "only true_positive candidates" is said with the rows left out, not with a
+    hint about 0/1 label columns (the labels were words)."""
+    rng = np.random.default_rng(2)
+    rows = []
+    for s in range(6):
+        values = 100 + rng.normal(0, 1, 80)
+        values[40:] += 8
+        for i in range(80):
+            lab = labels.TRUE_POSITIVE if i == 40 else labels.FALSE_POSITIVE if i == 0 else ""
+            rows.append({"series_id": f"s{s}", "commit": f"c{s}{i:03d}", "value": values[i], "label": lab})
+    data = tmp_path / "allfp.csv"
+    pd.DataFrame(rows).to_csv(data, index=False)
+    done = invoke_apart("train", "--data", data, "--out", tmp_path / "m", "--no-track")
+    assert done.returncode == 2
+    message = flat(done.stderr)
+    assert "only true_positive candidates" in message and "6 triaged rows (6 false_positive) left out" in message
+    assert "Perfherder's status codes" not in message
+
+
+def test_window_study_says_what_it_left_out(history, tmp_path):
+    done = invoke_apart("window-study", "--data", history, "--out", tmp_path / "ws", "--windows", "0,adaptive",
+                        "--splits", "2", "--no-track", "--model", "rf")
+    assert done.returncode == 0, done.stderr
+    note = next(line for line in done.stderr.splitlines() if line.startswith("note:"))
+    assert "triaged rows left out as not scorable" in note and "adaptive: 6" in note
+    settings = json.loads((tmp_path / "ws" / "settings.json").read_text())
+    assert settings["not_scorable_left_out"]["adaptive"] == 6

@@ -495,7 +495,9 @@ def window_study(
             label=f"window {w}: ",
         )
         row = result.summary().iloc[0].to_dict()
-        row.update({"window": str(w), "n_candidates": result.settings["n_candidates"]})
+        left_out = result.settings.get("not_scorable_left_out")
+        row.update({"window": str(w), "n_candidates": result.settings["n_candidates"],
+                    "n_not_scorable": int(sum(left_out.values())) if isinstance(left_out, dict) else 0})
         rows.append(row)
     table = pd.DataFrame(rows)
     first = ["window", "model", "split", "n_candidates", "n"]

@@ -107,7 +107,9 @@ def online_matrix(
             pos = np.asarray(h.confirmed(), dtype=np.int64)
         false_alerts = np.flatnonzero(h.labels == labels.FALSE_POSITIVE)
         flagged = np.union1d(pos, h.candidates())
-        near = (pos[:, None] + np.arange(-window, window + 1)[None, :]).ravel() if window else pos
+        # With K = 0 the commit after a change point has an empty Pre: the loop never asks about it
+        # (min_pre), and training left it out as not scorable, counted as a triaged alert.
+        near = (pos[:, None] + np.arange(-window, window + 1)[None, :]).ravel() if window else np.r_[pos, pos + 1]
         unflagged = np.setdiff1d(np.arange(1, len(h)), np.union1d(flagged, near))
         ordinary = rng.choice(unflagged, min(ordinary_per_series, unflagged.size), replace=False)
         rows = np.unique(np.concatenate([pos, false_alerts, ordinary]).astype(np.int64))

@@ -321,7 +321,9 @@ def train(
         metrics={**metrics, "heldout": f"grouped, {test_size * 100:g}% of series" if test_size > 0 else "none",
                  "test_size": float(test_size)},
         feature_set_file=feature_set_file,
-        extra=dict(extra or {}),
+        # Triaged rows left out as not scorable (features.matrix.not_scorable), by label: evaluate's
+        # settings recorded them, the model's manifest did not.
+        extra={**dict(extra or {}), **({"not_scorable_left_out": dict(td.left_out)} if td.left_out else {})},
     )
     learned = None
     if clf.n_train_.get("validation_positives") is not None and parse_policy(clf.threshold_policy_).needs_validation:

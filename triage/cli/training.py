@@ -620,6 +620,8 @@ def window_study(
     from triage.training.model_files import library_versions
 
     settings = {"model": model, "split": split, "n_splits": splits, "windows": windows, "seed": seed,
+                "not_scorable_left_out": ({str(r["window"]): int(r["n_not_scorable"]) for _, r in table.iterrows()}
+                                          if "n_not_scorable" in table else {}),
                 "params": model_params, "source": _source_record(data, preset, None, None, seed),
                 "libraries": library_versions()}
     write_text_atomic(json.dumps(settings, indent=2, sort_keys=True, default=str) + "\n", out / "settings.json")
@@ -630,6 +632,12 @@ def window_study(
         rich_table.add_row(str(r["window"]), f"{r['n_candidates']:,}", f"{r['auc_mean']:.3f}",
                            f"[{r['auc_ci_low']:.3f}, {r['auc_ci_high']:.3f}]")
     console.print(rich_table)
+    if "n_not_scorable" in table and table["n_not_scorable"].any():
+        from triage.features.matrix import NOT_SCORABLE_WHY
+
+        by_window = ", ".join(f"{r['window']}: {int(r['n_not_scorable']):,}" for _, r in table.iterrows())
+        err_console.print(f"note: {data or f'preset {preset}'}: triaged rows left out as not scorable ("
+                          f"{NOT_SCORABLE_WHY}), by window: {by_window}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"written to [bold]{escape(str(out))}[/] (window_study.csv, .md, .png, settings.json)")
     if not no_track:
         import mlflow
