@@ -313,3 +313,51 @@ def test_a_parquet_out_name_is_refused_by_the_commands_that_write_csv(both_direc
     out = tmp_path / "out.parquet"
     done = invoke_apart(command, "--data", data, *extra, "--out", out)
     assert done.returncode == 2 and "writes CSV or JSON lines" in done.stderr and not out.exists()
+
+
+# ---------------------------------------------------------------- a sheriff's walkthrough of the above (same session)
+
+
+def test_fail_on_names_the_flagged_candidates_for_a_ci_log(both_directions, tmp_path):
+    from helpers_cli import invoke_apart
+
+    data, cands = both_directions
+    done = invoke_apart("score", "--data", data, "--candidates", cands, "--fail-on", "regression")
+    assert done.returncode == 3
+    line = next(x for x in done.stderr.splitlines() if "exit 3" in x)
+    assert "lat_ms at c030 (regression +" in line and "thr_ops at c030 (regression -" in line
+
+
+def test_an_export_that_contradicts_the_datas_direction_is_warned_about(tmp_path):
+    from helpers_cli import invoke_apart, run_triage
+
+    data, alerts = _perfherder(tmp_path)
+    flipped = alerts.read_text().replace('"lower_is_better": true', '"lower_is_better": X').replace(
+        '"lower_is_better": false', '"lower_is_better": true').replace('"lower_is_better": X', '"lower_is_better": false')
+    (tmp_path / "flipped.json").write_text(flipped)
+    directed = tmp_path / "directed.csv"
+    assert invoke_apart("convert", "--data", data, "--alerts", alerts, "--out", directed).returncode == 0
+    done = run_triage("score", "--data", directed, "--candidates", tmp_path / "flipped.json", "--out",
+                      tmp_path / "s.csv")  # a process of its own: warnings are printed by main()
+    assert done.returncode == 0, done.stderr
+    assert "2 series ('sigL', 'sigH'): the candidates file's direction contradicts the data's" in flat_text(done.stderr)
+    kinds = {r["series_id"]: r["change_kind"] for r in csv.DictReader(open(tmp_path / "s.csv"))}
+    assert kinds == {"sigL": "regression", "sigH": "regression"}  # the data's direction stands
+
+
+def test_a_report_reads_the_direction_its_decisions_file_was_scored_with(both_directions, tmp_path):
+    import pandas as pd
+
+    data, cands = both_directions
+    scored = tmp_path / "s.csv"
+    assert runner.invoke(app, ["score", "--data", str(data), "--candidates", str(cands), "--out", str(scored)]).exit_code == 0
+    bare = tmp_path / "bare.csv"
+    pd.read_csv(data).drop(columns=["higher_is_better"]).to_csv(bare, index=False)
+    result = runner.invoke(app, ["report", "--data", str(bare), "--decisions", str(scored), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.stderr
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "regression +20.1%" in page and "regression -19.8%" in page  # lat_ms up, thr_ops down
+
+
+def flat_text(text: str) -> str:
+    return " ".join(text.split())

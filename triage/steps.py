@@ -160,6 +160,17 @@ def _truth(cell: object) -> bool | None:
     return None
 
 
+def _lower_from_kind(kind: object, pct: object) -> bool | None:
+    """Whether lower is better, read from a decided step: a regression up or an improvement down says yes."""
+    try:
+        p = float(pct)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if p != p or p == 0 or kind not in ("regression", "improvement"):
+        return None
+    return (p > 0) == (kind == "regression")
+
+
 def with_directions(dataset: Dataset, fields, series) -> Dataset:
     """``dataset`` with the direction a candidates file gives to series whose data does not say it.
 
@@ -171,14 +182,32 @@ def with_directions(dataset: Dataset, fields, series) -> Dataset:
     not). The data's own direction stands where it has one. Returns
     ``dataset`` itself when the file says nothing new.
     """
-    column = next((c for c in DIRECTION_FIELDS if c in getattr(fields, "columns", ())), None)
-    if column is None:
+    columns = getattr(fields, "columns", ())
+    column = next((c for c in DIRECTION_FIELDS if c in columns), None)
+    if column is not None:
+        lowers = [_truth(cell) for cell in fields[column]]
+    elif "change_kind" in columns and "change_pct" in columns:
+        # A decisions file of `score` / `label` on data that said the direction: its kinds say it
+        # (a report of such a file on the same data without the direction read "change +8.0%").
+        lowers = [_lower_from_kind(k, p) for k, p in zip(fields["change_kind"], fields["change_pct"], strict=True)]
+    else:
         return dataset
     said: dict[str, bool] = {}
-    for sid, cell in zip(series, fields[column], strict=True):
-        lower = _truth(cell)
-        if lower is not None and dataset[str(sid)].higher_is_better is None:
+    disagree: list[str] = []
+    for sid, lower in zip(series, lowers, strict=True):
+        known = dataset[str(sid)].higher_is_better
+        if lower is None:
+            continue
+        if known is None:
             said.setdefault(str(sid), not lower)
+        elif known == lower and str(sid) not in disagree:
+            disagree.append(str(sid))
+    if disagree:
+        import warnings
+
+        shown = ", ".join(repr(s) for s in disagree[:3]) + (f" and {len(disagree) - 3} more" if len(disagree) > 3 else "")
+        warnings.warn(f"{len(disagree)} series ({shown}): the candidates file's direction contradicts the data's; "
+                      "the data's stands", stacklevel=2)
     if not said:
         return dataset
     return Dataset((replace(h, higher_is_better=said[h.series_id]) if h.series_id in said else h for h in dataset),

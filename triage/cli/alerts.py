@@ -164,7 +164,7 @@ def label(
                           soft_wrap=True)
     if out is not None:
         console.print(f"decisions written to [bold]{output_name(out)}[/]", soft_wrap=True)
-    fail_on(fail, decisions["classification"], decisions["change_kind"], err_console)
+    fail_on(fail, decisions, err_console)
 
 
 def score(
@@ -288,8 +288,7 @@ def score(
                  None if route is None else route_threshold(route, table, threshold))
     if out is not None:
         console.print(f"scores written to [bold]{output_name(out)}[/]", soft_wrap=True)
-    fail_on(fail, view["classification"], view["change_kind"] if "change_kind" in view else [""] * len(view),
-            err_console)
+    fail_on(fail, view, err_console)
 
 
 def _repeats_note(console, scored) -> None:

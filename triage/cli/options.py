@@ -158,24 +158,43 @@ def check_fail_on(value: str) -> str:
     return text
 
 
-def fail_on(rule: str, calls, kinds, err_console) -> None:
+#: How many flagged decisions the ``--fail-on`` line names.
+FAIL_ON_NAMED = 5
+
+
+def fail_on(rule: str, frame, err_console) -> None:
     """End with :data:`EXIT_FLAGGED` when ``rule`` finds a flagged decision; a line on stderr says why.
 
-    ``calls``: each decision's classification; ``kinds``: its change_kind.
-    A CI job gating a merge on a new regression read exit 0 whatever the
-    model called (a walkthrough of a team coming from Apache Otava).
+    ``frame``: the decisions (``series_id``, ``commit``, ``classification``,
+    ``change_pct``, ``change_kind``). A CI job gating a merge on a new
+    regression read exit 0 whatever the model called (a walkthrough of a
+    team coming from Apache Otava). The line names the first
+    :data:`FAIL_ON_NAMED` flagged ones with their step: on a CI log's 80
+    columns the table has no room for the reasons the step leads.
     """
     if rule == "none":
         return
-    flagged = [c == "true_positive" and (rule == "true" or k == "regression")
-               for c, k in zip(calls, kinds, strict=True)]
-    n = sum(flagged)
-    if n:
+    from triage.steps import cell_text
+
+    calls = frame["classification"].tolist()
+    kinds = [str(k) if isinstance(k, str) else "" for k in frame["change_kind"]] if "change_kind" in frame \
+        else [""] * len(frame)
+    flagged = [i for i, (c, k) in enumerate(zip(calls, kinds, strict=True))
+               if c == "true_positive" and (rule == "true" or k == "regression")]
+    if flagged:
         what = "called true" if rule == "true" else "called true with a regression step"
-        err_console.print(f"{n:,} candidate{'' if n == 1 else 's'} {what}: exit {EXIT_FLAGGED} (--fail-on {rule})",
-                          markup=False, highlight=False, soft_wrap=True)
+        pcts = frame["change_pct"].tolist() if "change_pct" in frame else [None] * len(frame)
+        named = []
+        for i in flagged[:FAIL_ON_NAMED]:
+            pct = pcts[i]
+            step = cell_text(None if pct is None or pct != pct or isinstance(pct, str) else float(pct), kinds[i])
+            named.append(f"{frame['series_id'].iloc[i]} at {frame['commit'].iloc[i]}" + (f" ({step})" if step else ""))
+        more = f" and {len(flagged) - len(named):,} more" if len(flagged) > len(named) else ""
+        n = len(flagged)
+        err_console.print(f"{n:,} candidate{'' if n == 1 else 's'} {what}: exit {EXIT_FLAGGED} (--fail-on {rule}): "
+                          f"{'; '.join(named)}{more}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_FLAGGED)
-    if rule == "regression" and "change" in set(kinds) and not any(k in ("regression", "improvement") for k in kinds):
+    if rule == "regression" and "change" in kinds and not any(k in ("regression", "improvement") for k in kinds):
         err_console.print("note: --fail-on regression, but no series here says which way is better "
                           "(higher_is_better / lower_is_better / direction): no step can be a regression",
                           markup=False, highlight=False, soft_wrap=True)
