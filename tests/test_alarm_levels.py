@@ -38,6 +38,15 @@ def _feed(values, series="perf/q1", start=0) -> str:
                    for i, v in enumerate(values, start=start))
 
 
+def _stored(db, model, values) -> list[Decision]:
+    """``values`` of series ``s`` (commits c0, c1, ...) through a loop with a store at ``db``; its decisions."""
+    with StateStore(db) as store:
+        loop = OnlineTriage.from_model_dir(model, explain="none", store=store)
+        for i, v in enumerate(values):
+            loop.process_one("s", f"c{i}", float(v))
+        return store.decisions()
+
+
 def _alarms(stdout: str) -> list[dict]:
     return [r for r in map(json.loads, stdout.splitlines()) if r.get("decision")]
 
@@ -135,12 +144,7 @@ def test_an_alarm_at_a_level_near_zero_gives_no_per_cent(tmp_path):
 
 def test_a_store_from_before_levels_gets_the_column_and_keeps_its_rows(rf_dir, tmp_path):
     db = tmp_path / "old.db"
-    values = step_series(90, at=(50,), jump=0.4, seed=0)
-    with StateStore(db) as store:
-        loop = OnlineTriage.from_model_dir(rf_dir, explain="none", store=store)
-        for i, v in enumerate(values[:70]):
-            loop.process_one("s", f"c{i}", float(v))
-        before = store.decisions()
+    before = _stored(db, rf_dir, step_series(90, at=(50,), jump=0.4, seed=0)[:70])
     # The file as an older changepoint-triage wrote it: no levels column, no levels in its rows.
     con = sqlite3.connect(db)
     con.execute("ALTER TABLE decisions DROP COLUMN levels")
@@ -170,10 +174,7 @@ def test_a_format_2_store_is_upgraded_so_an_older_version_refuses_it_by_name(rf_
 
     db = tmp_path / "s.db"
     values = step_series(40, at=(30,), jump=0.4, seed=0)
-    with StateStore(db) as store:
-        loop = OnlineTriage.from_model_dir(rf_dir, explain="none", store=store)
-        for i, v in enumerate(values[:20]):
-            loop.process_one("s", f"c{i}", float(v))
+    _stored(db, rf_dir, values[:20])
     con = sqlite3.connect(db)
     con.execute("UPDATE meta SET value = '2' WHERE key = 'format_version'")
     rows = con.execute("SELECT * FROM decisions ORDER BY rowid").fetchall()

@@ -82,15 +82,18 @@ def test_score_writes_the_signed_step_and_its_kind(both_directions, tmp_path):
     assert "regression +20" in result.stdout and "improvement -2" in result.stdout
 
 
-def test_label_writes_the_step_and_the_report_agrees(tmp_path):
-    values = _levels([100, 120])
-    data = tmp_path / "lab.csv"
-    with open(data, "w", newline="") as fh:
+def _labelled(path, values, labels_at: dict[int, str]):
+    """One lower-is-better series ``lat`` with the labels at the given commits."""
+    with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["series_id", "commit", "value", "label", "higher_is_better"])
-        for i, v in enumerate(values):
-            label = {10: "false_positive", 30: "not_triaged", 45: "false_positive"}.get(i, "")
-            w.writerow(["lat", f"c{i:03d}", repr(float(v)), label, "false"])
+        w.writerows(["lat", f"c{i:03d}", repr(float(v)), labels_at.get(i, ""), "false"] for i, v in enumerate(values))
+    return path
+
+
+def test_label_writes_the_step_and_the_report_agrees(tmp_path):
+    values = _levels([100, 120])
+    data = _labelled(tmp_path / "lab.csv", values, {10: "false_positive", 30: "not_triaged", 45: "false_positive"})
     out = tmp_path / "labelled.csv"
     result = runner.invoke(app, ["label", "--data", str(data), "--out", str(out)])
     assert result.exit_code == 0, result.stderr
@@ -261,14 +264,8 @@ def test_a_change_far_below_a_per_cent_keeps_its_size():
 
 
 def test_a_not_scorable_row_gets_no_step_in_the_table(tmp_path):
-    values = _levels([100, 120])
-    data = tmp_path / "lab.csv"
-    with open(data, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["series_id", "commit", "value", "label", "higher_is_better"])
-        for i, v in enumerate(values):
-            label = {10: "false_positive", 29: "true_positive", 30: "not_triaged", 45: "false_positive"}.get(i, "")
-            w.writerow(["lat", f"c{i:03d}", repr(float(v)), label, "false"])
+    data = _labelled(tmp_path / "lab.csv", _levels([100, 120]),
+                     {10: "false_positive", 29: "true_positive", 30: "not_triaged", 45: "false_positive"})
     result = runner.invoke(app, ["label", "--data", str(data)], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.stderr
     row = next(line for line in result.stdout.splitlines() if "c030" in line)

@@ -10,23 +10,24 @@ bump the walkthrough asked for is tested in `tests/test_alarm_levels.py`.
 
 from __future__ import annotations
 
+import pytest
 from helpers_cli import flat, run_triage
 
 from triage.online.state_store import StateStore, StateStoreError
 from triage.workspace.store import LabelsStore
 
 
+def _refusal(db, model_id: str, name: str) -> str:
+    with StateStore(db) as store, pytest.raises(StateStoreError) as refused:
+        store.bind_model(model_id, name=name)
+    return str(refused.value)
+
+
 def test_a_model_folder_trained_again_is_named_as_changed(tmp_path):
     db = tmp_path / "s.db"
     with StateStore(db) as store:
         store.bind_model("a" * 64, name="/models/m-w4")
-    with StateStore(db) as store:
-        try:
-            store.bind_model("b" * 64, name="/models/m-w4")
-        except StateStoreError as exc:
-            said = str(exc)
-        else:
-            raise AssertionError("another model's state was taken")
+    said = _refusal(db, "b" * 64, "/models/m-w4")
     assert "the model then in /models/m-w4 (aaaaaaaaaaaa)" in said
     assert "now holds another (bbbbbbbbbbbb: trained again or replaced)" in said
     assert "models:/NAME/VERSION" in said and "--reset-state" in said
@@ -34,20 +35,12 @@ def test_a_model_folder_trained_again_is_named_as_changed(tmp_path):
     db2 = tmp_path / "b.db"
     with StateStore(db2) as store:
         store.bind_model("a" * 64, name="online-w4")
-    with StateStore(db2) as store:
-        try:
-            store.bind_model("b" * 64, name="online-w4")
-        except StateStoreError as exc:
-            assert "the bundled model online-w4 (aaaaaaaaaaaa) of another changepoint-triage release" in str(exc)
-            assert "models:/" not in str(exc)
-        else:
-            raise AssertionError("another model's state was taken")
+    said = _refusal(db2, "b" * 64, "online-w4")
+    assert "the bundled model online-w4 (aaaaaaaaaaaa) of another changepoint-triage release" in said
+    assert "models:/" not in said
     # Another folder is still named as before.
-    with StateStore(db) as store:
-        try:
-            store.bind_model("c" * 64, name="/models/other")
-        except StateStoreError as exc:
-            assert "built with model /models/m-w4 (aaaaaaaaaaaa), this run's is /models/other" in str(exc)
+    assert "built with model /models/m-w4 (aaaaaaaaaaaa), this run's is /models/other" in _refusal(
+        db, "c" * 64, "/models/other")
 
 
 def test_read_only_labels_commands_leave_no_journal_files(tmp_path):
