@@ -337,7 +337,7 @@ def test_an_export_that_contradicts_the_datas_direction_is_warned_about(tmp_path
     done = run_triage("score", "--data", directed, "--candidates", tmp_path / "flipped.json", "--out",
                       tmp_path / "s.csv")  # a process of its own: warnings are printed by main()
     assert done.returncode == 0, done.stderr
-    assert "2 series ('sigL', 'sigH'): the candidates file's direction contradicts the data's" in flat_text(done.stderr)
+    assert "2 series ('sigL', 'sigH'): the file's direction (signature_lower_is_better) contradicts the data's" in flat_text(done.stderr)
     kinds = {r["series_id"]: r["change_kind"] for r in csv.DictReader(open(tmp_path / "s.csv"))}
     assert kinds == {"sigL": "regression", "sigH": "regression"}  # the data's direction stands
 

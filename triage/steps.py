@@ -88,8 +88,10 @@ def describe(step: Step | None) -> str:
     """
     if step is None:
         return ""
+    if step.kind == "none":
+        return "no change"  # the medians are equal, as the tables say it
     b, a = step.before, step.after
-    kind = step.kind if step.kind != "none" else "change"
+    kind = step.kind
     pct = step.pct
     if pct is None:
         return f"{kind} {a - b:+.4g} (level near 0)" if a != b else kind
@@ -193,21 +195,22 @@ def with_directions(dataset: Dataset, fields, series) -> Dataset:
     else:
         return dataset
     said: dict[str, bool] = {}
-    disagree: list[str] = []
+    disagree: dict[str, None] = {}  # in file order, each series once
     for sid, lower in zip(series, lowers, strict=True):
         known = dataset[str(sid)].higher_is_better
         if lower is None:
             continue
         if known is None:
             said.setdefault(str(sid), not lower)
-        elif known == lower and str(sid) not in disagree:
-            disagree.append(str(sid))
+        elif known == lower:
+            disagree[str(sid)] = None
     if disagree:
         import warnings
 
-        shown = ", ".join(repr(s) for s in disagree[:3]) + (f" and {len(disagree) - 3} more" if len(disagree) > 3 else "")
-        warnings.warn(f"{len(disagree)} series ({shown}): the candidates file's direction contradicts the data's; "
-                      "the data's stands", stacklevel=2)
+        shown = ", ".join(repr(s) for s in list(disagree)[:3]) + (
+            f" and {len(disagree) - 3} more" if len(disagree) > 3 else "")
+        warnings.warn(f"{len(disagree)} series ({shown}): the file's direction ({column or 'change_kind'}) "
+                      "contradicts the data's; the data's stands", stacklevel=2)
     if not said:
         return dataset
     return Dataset((replace(h, higher_is_better=said[h.series_id]) if h.series_id in said else h for h in dataset),
