@@ -38,8 +38,8 @@ Tables::
         an alarm this arrival's re-check took back, else NULL; value is the
         arriving commit's value (NULL in rows written before it was kept), so
         a re-delivery with another value can be told; levels is an alarm's
-        ``[before, after]`` (JSON; NULL for other decisions and in rows written
-        before it was kept).
+        ``[before, after, noise]`` (JSON; NULL for other decisions and in rows
+        written before it was kept).
 
 Format 1 (before the confirmation delay: one row per decided commit) is not
 read; ``--reset-state`` starts such a file over. Format 3 is format 2 whose
@@ -68,7 +68,7 @@ from triage.online.store_checks import check_state_file
 
 FORMAT = "changepoint-triage-online-state"
 FORMAT_VERSION = 3
-#: The format whose tables format 3 keeps: upgraded on opening by writing the new version.
+#: The format whose tables format 3 keeps: marked 3 in the transaction of its first new rows.
 UPGRADED_FORMAT = 2
 #: Seconds a store being opened waits for another process's lock before "in use by another process".
 OPEN_WAIT = 1.0
