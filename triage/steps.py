@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from triage.core.history import Dataset, History
+from triage.core.history import FALSE_TEXT, TRUE_TEXT, Dataset, History
 from triage.core.noise import robust_sd
 
 #: Commits on each side of a candidate whose medians give the size of its step.
@@ -154,12 +154,9 @@ DIRECTION_FIELDS: tuple[str, ...] = ("signature_lower_is_better", "lower_is_bett
 
 
 def _truth(cell: object) -> bool | None:
+    """A yes / no cell as the long layout reads one (:data:`triage.core.history.TRUE_TEXT`); None otherwise."""
     text = str(cell).strip().lower()
-    if text in ("true", "1", "1.0", "yes"):
-        return True
-    if text in ("false", "0", "0.0", "no"):
-        return False
-    return None
+    return True if text in TRUE_TEXT else False if text in FALSE_TEXT else None
 
 
 def _lower_from_kind(kind: object, pct: object) -> bool | None:

@@ -669,8 +669,9 @@ def _warn_misspelled_columns(columns: Iterable[object], path: Path) -> None:
             )
 
 
-_TRUE_TEXT = ("true", "1", "1.0", "yes")
-_FALSE_TEXT = ("false", "0", "0.0", "no")
+#: Cells read as yes / no in the long layout's ``higher_is_better`` / ``lower_is_better`` columns (lower case).
+TRUE_TEXT = ("true", "1", "1.0", "yes")
+FALSE_TEXT = ("false", "0", "0.0", "no")
 
 
 #: The ``direction`` column's cells: Otava's 1 / -1, or the words.
@@ -683,7 +684,7 @@ def _direction_cells(raw: pd.Series, rows: np.ndarray, path: Path, column: str) 
     codes, stripped = text_codes(raw, strip=True)
     text = pd.Series(stripped, dtype=object).astype(str).str.lower().to_numpy()
     cells = np.full(len(text), -1, dtype=np.int8)
-    yes, no = (_HIGHER_TEXT, _LOWER_TEXT) if column == DIRECTION else (_TRUE_TEXT, _FALSE_TEXT)
+    yes, no = (_HIGHER_TEXT, _LOWER_TEXT) if column == DIRECTION else (TRUE_TEXT, FALSE_TEXT)
     cells[np.isin(text, yes)] = 1
     cells[np.isin(text, no)] = 0
     bad = (cells < 0) & ~np.isin(text, ["", "nan", "none", "<na>"])
