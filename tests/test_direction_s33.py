@@ -153,3 +153,10 @@ def test_a_parquet_direction_column_of_lists_is_refused_before_reading(tmp_path)
                              "direction": pa.array([[1], [1]])}), path)
     with pytest.raises(InputError, match="column 'direction' holds list"):
         load(path)
+
+
+def test_a_direction_column_that_changes_within_a_series_is_named(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("series_id,commit,value,direction\na,c1,1,1\na,c2,2,-1\n")
+    with pytest.raises(InputError, match=r"direction '-1' here: lower is better, higher on an earlier row"):
+        load(path)

@@ -738,12 +738,17 @@ def _parse_directions(
     if clash.any():
         i = int(known[_first(clash)])
         code = int(series_codes[i])
+        column = str(said_by[i])
+        # Named by the column the row's direction was read from (it named higher_is_better for a
+        # file of a direction column only).
+        here = (f"higher_is_better {str(bool(higher[i])).lower()} here, {str(bool(first[code])).lower()}"
+                if column == "higher_is_better" else
+                f"{column} {str(frame[column].iloc[i]).strip()!r} here: {'higher' if higher[i] else 'lower'} is "
+                f"better, {'higher' if first[code] else 'lower'}")
         raise InputError(
             path,
             int(rows[i]),
-            f"the direction of series {str(frame['series_id'].iloc[i]).strip()!r} changes "
-            f"(higher_is_better {str(bool(higher[i])).lower()} here, "
-            f"{str(bool(first[code])).lower()} on an earlier row)",
+            f"the direction of series {str(frame['series_id'].iloc[i]).strip()!r} changes ({here} on an earlier row)",
         )
     out: list[bool | None] = [None if f < 0 else bool(f) for f in first]
     return out
