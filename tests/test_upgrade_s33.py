@@ -55,3 +55,45 @@ def test_read_only_labels_commands_leave_no_journal_files(tmp_path):
         assert done.returncode == 0, done.stderr
         left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("labels.sqlite"))
         assert left == ["labels.sqlite"], (flat(" ".join(map(str, args))), left)
+
+
+def test_serve_words_its_reasons_with_the_sheriffs_true_decisions(tmp_path):
+    """A sheriff's walkthrough: a step confirmed in serve still had the next alert's reason reach back over it
+    (the plot drew it confirmed), even after a restart on the same store."""
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    from triage.loaders import load
+    from triage.workspace.alerts import build_alerts
+    from triage.workspace.app import Workspace, create_app
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    rng = np.random.default_rng(0)
+    values = np.r_[np.full(30, 100.0), np.full(15, 80.0), np.full(45, 81.0)] * (1 + 0.001 * rng.standard_normal(90))
+    data = tmp_path / "h.csv"
+    pd.DataFrame({"series_id": "s", "commit": [f"c{i:03d}" for i in range(90)], "value": values}).to_csv(data, index=False)
+    cands = tmp_path / "c.csv"
+    cands.write_text("series_id,commit\ns,c030\ns,c045\n")
+    dataset = load(data)
+
+    def workspace():
+        return Workspace(dataset=dataset, alerts=build_alerts(dataset, cands), store=LabelsStore(tmp_path / "l.sqlite"))
+
+    ws = workspace()
+    later = ws.by_key[("s", "c045")]
+    assert later.reason.startswith("median fell")  # its 30 commits before reach over the step at c030
+    client = TestClient(create_app(ws))
+    form = {"csrf": ws.csrf, "series_id": "s", "commit": "c030", "decision": "true", "who": "ann", "next": "/"}
+    assert client.post("/decide", data=form, follow_redirects=False).status_code == 303
+    assert later.reason.startswith("median rose 1.")  # from the confirmed step's level, 80, to 81
+    assert "rose 1." in client.get("/series", params={"id": "s"}).text
+    restarted = workspace()
+    assert restarted.by_key[("s", "c045")].reason == later.reason
+    undo = {"csrf": ws.csrf, "series_id": "s", "commit": "c030", "who": "ann", "next": "/"}
+    assert client.post("/undo", data=undo, follow_redirects=False).status_code == 303
+    assert later.reason.startswith("median fell")

@@ -306,6 +306,24 @@ def build_alerts(
     return list(alerts.values())
 
 
+def refresh_reasons(alerts: Iterable[Alert], history: History, sheriffs_true: Iterable[str]) -> None:
+    """Word again the reasons of one series' alerts, with the sheriffs' true decisions as confirmed changes.
+
+    ``sheriffs_true``: commits of the series the labels store calls true. A
+    reason's windows stop at confirmed changes; the data's alone were taken,
+    so after a sheriff confirmed a step the next alert's reason still reached
+    back over it ("median fell 10.7% ... and stayed down for 65 commits"
+    where the plot drew the confirmed change), until the store was exported
+    and served again. Called when the workspace starts and after each
+    decision or undo (:mod:`triage.workspace.app`).
+    """
+    extra = [history.index_of(c) for c in sheriffs_true if _has(history, c)]
+    confirmed = np.union1d(history.confirmed(), np.asarray(extra, dtype=np.int64)).astype(np.int64)
+    settled = settle_medians(history.values)
+    for a in alerts:
+        a.reason, a.change_pct, a.direction = reason(history, a.index, settled=settled, confirmed=confirmed)
+
+
 def status_of(alert: Alert, decided: str | None) -> str:
     """The alert's status word: the sheriff's decision, else the data's label, else untriaged."""
     label = decided if decided is not None else alert.data_label

@@ -70,7 +70,7 @@ from starlette.staticfiles import StaticFiles
 from triage.core import labels as L
 from triage.core.history import Dataset, History
 from triage.inference import NOT_SCORABLE
-from triage.workspace.alerts import Alert, status_of
+from triage.workspace.alerts import Alert, refresh_reasons, status_of
 from triage.workspace.plot import series_png
 from triage.workspace.store import (
     DECISIONS,
@@ -172,6 +172,12 @@ class Workspace:
         self.by_series = {}
         for a in self.alerts:
             self.by_series.setdefault(a.series_id, []).append(a)
+        sheriffs_true: dict[str, list[str]] = {}
+        for (sid, commit), d in self.store.current().items():
+            if d.label == L.TRUE_POSITIVE and sid in self.by_series and sid in self.dataset:
+                sheriffs_true.setdefault(sid, []).append(commit)
+        for sid, commits in sheriffs_true.items():
+            refresh_reasons(self.by_series[sid], self.dataset[sid], commits)
 
     def commit_link(self, commit: str) -> str | None:
         if not self.commit_url:
@@ -649,7 +655,15 @@ async def decide(request: Request) -> Response:
         )
     except Conflict as exc:
         raise _conflict(exc, form, alert) from None
+    await run_in_threadpool(_reword, ws, alert.series_id)
     return _done_cookie(RedirectResponse(_next(form, alert), status_code=303), str(recorded.id))
+
+
+def _reword(ws: Workspace, sid: str) -> None:
+    """The series' reasons with its sheriffs' true decisions as they stand now (:func:`refresh_reasons`)."""
+    if sid in ws.by_series and sid in ws.dataset:
+        true = [c for (_, c), d in ws.store.current(sid).items() if d.label == L.TRUE_POSITIVE]
+        refresh_reasons(ws.by_series[sid], ws.dataset[sid], true)
 
 
 async def undo(request: Request) -> Response:
@@ -668,6 +682,7 @@ async def undo(request: Request) -> Response:
         raise BadRequest(f"decision_id: {exc}") from None
     if done is None:
         raise BadRequest("this alert has no decision to undo", 409)
+    await run_in_threadpool(_reword, ws, alert.series_id)
     return _done_cookie(RedirectResponse(_next(form, alert), status_code=303), f"u{done.id}")
 
 
