@@ -97,3 +97,41 @@ def test_serve_words_its_reasons_with_the_sheriffs_true_decisions(tmp_path):
     undo = {"csrf": ws.csrf, "series_id": "s", "commit": "c030", "who": "ann", "next": "/"}
     assert client.post("/undo", data=undo, follow_redirects=False).status_code == 303
     assert later.reason.startswith("median fell")
+
+
+def test_reworded_reasons_keep_the_files_direction_and_a_sheriffs_false_counts(tmp_path):
+    """A review of the above: after a decision the reasons of a series directed by its candidates file
+    (lower_is_better) said 'change'; a sheriff's 'false' on the data's true_positive still bounded them."""
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    from triage.loaders import load
+    from triage.workspace.alerts import build_alerts
+    from triage.workspace.app import Workspace, create_app
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    rng = np.random.default_rng(0)
+    values = np.r_[np.full(30, 100.0), np.full(15, 80.0), np.full(45, 81.0)] * (1 + 0.001 * rng.standard_normal(90))
+    labels = [""] * 90
+    labels[30] = "true_positive"
+    data = tmp_path / "h.csv"
+    pd.DataFrame({"series_id": "s", "commit": [f"c{i:03d}" for i in range(90)], "value": values,
+                  "label": labels}).to_csv(data, index=False)
+    cands = tmp_path / "c.csv"
+    cands.write_text("series_id,commit,lower_is_better\ns,c030,true\ns,c045,true\n")
+    dataset = load(data)
+    ws = Workspace(dataset=dataset, alerts=build_alerts(dataset, cands), store=LabelsStore(tmp_path / "l.sqlite"))
+    later, step = ws.by_key[("s", "c045")], ws.by_key[("s", "c030")]
+    assert (step.direction, later.direction) == ("improvement", "regression")
+    assert later.reason.startswith("median rose 1.")  # the data confirms c030
+    client = TestClient(create_app(ws))
+    form = {"csrf": ws.csrf, "series_id": "s", "commit": "c030", "decision": "false", "who": "ann", "next": "/"}
+    assert client.post("/decide", data=form, follow_redirects=False).status_code == 303
+    assert later.reason.startswith("median fell")  # the sheriff's false stands over the data's label
+    assert (step.direction, later.direction) == ("improvement", "improvement")  # the file's direction kept
+    assert "s" in ws.directed

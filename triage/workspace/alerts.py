@@ -13,7 +13,7 @@ stayed up for 30 commits".
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -306,19 +306,25 @@ def build_alerts(
     return list(alerts.values())
 
 
-def refresh_reasons(alerts: Iterable[Alert], history: History, sheriffs_true: Iterable[str]) -> None:
-    """Word again the reasons of one series' alerts, with the sheriffs' true decisions as confirmed changes.
+def refresh_reasons(alerts: Iterable[Alert], history: History, decided: Mapping[str, str]) -> None:
+    """Word again the reasons of one series' alerts with its sheriffs' decisions as its confirmed changes.
 
-    ``sheriffs_true``: commits of the series the labels store calls true. A
-    reason's windows stop at confirmed changes; the data's alone were taken,
-    so after a sheriff confirmed a step the next alert's reason still reached
-    back over it ("median fell 10.7% ... and stayed down for 65 commits"
-    where the plot drew the confirmed change), until the store was exported
-    and served again. Called when the workspace starts and after each
-    decision or undo (:mod:`triage.workspace.app`).
+    ``decided``: commit -> label of the series' current decisions in the
+    labels store. A reason's windows stop at confirmed changes; the data's
+    labels alone were taken, so after a sheriff confirmed a step the next
+    alert's reason still reached back over it ("median fell 10.7% ... and
+    stayed down for 65 commits" where the plot drew the confirmed change),
+    until the store was exported and served again. A sheriff's decision
+    stands over the data's label, as in the queue's status: "true" makes a
+    confirmed change, "false" or "unsure" takes one back. Called when the
+    workspace starts and after each decision or undo
+    (:mod:`triage.workspace.app`); ``history`` must carry the direction the
+    alerts were built with (:attr:`Workspace.dataset`).
     """
-    extra = [history.index_of(c) for c in sheriffs_true if _has(history, c)]
-    confirmed = np.union1d(history.confirmed(), np.asarray(extra, dtype=np.int64)).astype(np.int64)
+    made = [history.index_of(c) for c, label in decided.items() if label == L.TRUE_POSITIVE and _has(history, c)]
+    taken = [history.index_of(c) for c, label in decided.items() if label != L.TRUE_POSITIVE and _has(history, c)]
+    confirmed = np.setdiff1d(np.union1d(history.confirmed(), np.asarray(made, dtype=np.int64)),
+                             np.asarray(taken, dtype=np.int64)).astype(np.int64)
     settled = settle_medians(history.values)
     for a in alerts:
         a.reason, a.change_pct, a.direction = reason(history, a.index, settled=settled, confirmed=confirmed)

@@ -70,6 +70,7 @@ from starlette.staticfiles import StaticFiles
 from triage.core import labels as L
 from triage.core.history import Dataset, History
 from triage.inference import NOT_SCORABLE
+from triage.steps import with_directions
 from triage.workspace.alerts import Alert, refresh_reasons, status_of
 from triage.workspace.plot import series_png
 from triage.workspace.store import (
@@ -160,24 +161,31 @@ class Workspace:
     #: The series that say which way is better (their changes can be regressions or improvements).
     directed: frozenset[str] = field(init=False)
     _plot_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    #: One re-wording of reasons at a time: each reads the store inside it, so the last one run
+    #: words them as the store stands after every decision made so far (two requests had left a
+    #: reason of a decision already undone).
+    _reword_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
         check_commit_url(self.commit_url)
         self.max_body = body_limit(self.alerts)
         self.by_key = {a.key: a for a in self.alerts}
-        # The data's direction, or the candidates file's (a Perfherder export's lower_is_better gave the
-        # alerts their regression / improvement while the page said no series had a direction).
-        self.directed = frozenset({h.series_id for h in self.dataset if h.higher_is_better is not None}
-                                  | {a.series_id for a in self.alerts if a.direction in ("regression", "improvement")})
+        # The data's direction, or the one the alerts were built with (a Perfherder export's
+        # lower_is_better gave them their regression / improvement while the page said no series had
+        # a direction, and the reasons worded again after a decision lost it).
+        self.dataset = with_directions(self.dataset, pd.DataFrame(
+            {"change_kind": [a.direction for a in self.alerts], "change_pct": [a.change_pct for a in self.alerts]}),
+            [a.series_id for a in self.alerts])
+        self.directed = frozenset(h.series_id for h in self.dataset if h.higher_is_better is not None)
         self.by_series = {}
         for a in self.alerts:
             self.by_series.setdefault(a.series_id, []).append(a)
-        sheriffs_true: dict[str, list[str]] = {}
+        decided: dict[str, dict[str, str]] = {}
         for (sid, commit), d in self.store.current().items():
-            if d.label == L.TRUE_POSITIVE and sid in self.by_series and sid in self.dataset:
-                sheriffs_true.setdefault(sid, []).append(commit)
-        for sid, commits in sheriffs_true.items():
-            refresh_reasons(self.by_series[sid], self.dataset[sid], commits)
+            if sid in self.by_series and sid in self.dataset:
+                decided.setdefault(sid, {})[commit] = d.label
+        for sid, labels in decided.items():
+            refresh_reasons(self.by_series[sid], self.dataset[sid], labels)
 
     def commit_link(self, commit: str) -> str | None:
         if not self.commit_url:
@@ -662,8 +670,9 @@ async def decide(request: Request) -> Response:
 def _reword(ws: Workspace, sid: str) -> None:
     """The series' reasons with its sheriffs' true decisions as they stand now (:func:`refresh_reasons`)."""
     if sid in ws.by_series and sid in ws.dataset:
-        true = [c for (_, c), d in ws.store.current(sid).items() if d.label == L.TRUE_POSITIVE]
-        refresh_reasons(ws.by_series[sid], ws.dataset[sid], true)
+        with ws._reword_lock:
+            decided = {c: d.label for (_, c), d in ws.store.current(sid).items()}
+            refresh_reasons(ws.by_series[sid], ws.dataset[sid], decided)
 
 
 async def undo(request: Request) -> Response:
