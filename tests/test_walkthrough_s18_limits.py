@@ -234,8 +234,13 @@ import resource, sys
 from triage.cli.app import main
 from triage.model_lookup import resolve_model
 from triage.online.loop import OnlineTriage
+from triage.core.history import Dataset, History
 loop = OnlineTriage.from_model_dir(resolve_model("default", "online"))
 loop.process_many([{"series_id": "w", "commit": f"c{i}", "value": 1.0 + i % 3} for i in range(12)])
+# detect's replay kernels too (a lean replay's round kernels): loaded under the limit, LLVM itself ran out
+# once in six full runs ("LLVM ERROR: out of memory", SIGABRT), a crash no handler can turn into a message.
+loop.replay(Dataset([History(f"w{k}", [f"c{i}" for i in range(12)], [1.0 + i % 3 for i in range(12)], None)
+                     for k in range(3)]), keep_states=False)
 del loop
 size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize"))
 resource.setrlimit(resource.RLIMIT_AS, (size + int(sys.argv.pop(1)), resource.RLIM_INFINITY))
