@@ -216,3 +216,46 @@ def test_a_damaged_levels_cell_loses_the_levels_not_the_decision(tmp_path):
         (a,) = _alarms(again.stdout)
         assert a["replayed"] and "before" not in a
 
+
+
+# ---------------------------------------------------------------- regression or improvement (same session)
+
+
+@pytest.mark.parametrize("fields, kind", [({"higher_is_better": True}, "regression"),
+                                          ({"lower_is_better": "yes"}, "improvement"),
+                                          ({"direction": -1}, "improvement"),
+                                          ({"direction": "higher"}, "regression"),
+                                          ({}, "change")])
+def test_a_watch_alarm_says_regression_or_improvement_when_the_records_say_which_way_is_better(fields, kind):
+    values = step_series(120, at=(60,), jump=-0.25, seed=1)  # the values fall by a quarter
+    feed = "".join(json.dumps({"series_id": "q", "commit": f"c{i:03d}", "value": float(v), **fields}) + "\n"
+                   for i, v in enumerate(values))
+    result = runner.invoke(app, ["watch", "--model", W4], input=feed)
+    assert result.exit_code == 0, result.stderr
+    (a,) = _alarms(result.stdout)
+    assert a["change_kind"] == kind and a["change_pct"] < 0
+    assert list(a).index("change_kind") == list(a).index("change_pct") + 1
+
+
+def test_detect_says_regression_or_improvement_by_the_datas_direction(tmp_path):
+    values = step_series(120, at=(60,), jump=-0.3, seed=3)
+    data = tmp_path / "h.csv"
+    with open(data, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["series_id", "commit", "value", "higher_is_better"])
+        w.writerows(("q", f"c{i:03d}", repr(float(v)), "true") for i, v in enumerate(values))
+    out = tmp_path / "cps.csv"
+    assert runner.invoke(app, ["detect", "--data", str(data), "--model", W4, "--out", str(out)]).exit_code == 0
+    (row,) = list(csv.DictReader(open(out, newline="")))
+    assert row["change_kind"] == "regression" and float(row["change_pct"]) < 0
+
+
+def test_watch_csv_reads_the_direction_column(tmp_path):
+    values = step_series(120, at=(60,), jump=-0.25, seed=1)
+    data = tmp_path / "w.csv"
+    data.write_text("series_id,commit,value,lower_is_better\n"
+                    + "".join(f"q,c{i:03d},{float(v)!r},true\n" for i, v in enumerate(values)))
+    result = runner.invoke(app, ["watch", "--model", W4, "--csv", str(data)])
+    assert result.exit_code == 0, result.stderr
+    (a,) = _alarms(result.stdout)
+    assert a["change_kind"] == "improvement"  # a time fell

@@ -191,7 +191,8 @@ def test_detect_writes_change_points_of_whole_histories(rf_dir, tmp_path, small_
     assert result.exit_code == 0, result.stderr
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert list(rows[0]) == ["series_id", "commit", "index", "probability", "before", "after", "change_pct"]
+    assert list(rows[0]) == ["series_id", "commit", "index", "probability", "before", "after", "change_pct",
+                             "change_kind"]
     expected = OnlineTriage.from_model_dir(rf_dir, explain="none").replay(subset)
     assert [(r["series_id"], r["commit"], int(r["index"])) for r in rows] == [
         (d.series, d.commit, d.index) for d in expected

@@ -170,7 +170,8 @@ def test_replay_over_two_workers_equals_one_replay(rf_dir, small_dataset, worker
     one = OnlineTriage.from_model_dir(rf_dir, explain="none", confirm_after=2).replay(data)
     two = replay_in_processes(rf_dir, data, jobs=2, parts=[(0, 5), (5, 9), (9, 12)], loop_kwargs={"confirm_after": 2},
                               workers=workers)
-    assert two == [(d.series, d.commit, d.index, d.probability, *d.levels[:2], change_pct(*d.levels)) for d in one]
+    assert two == [(d.series, d.commit, d.index, d.probability, *d.levels[:2], change_pct(*d.levels),
+                    data[d.series].change_kind(*d.levels[:2])) for d in one]
     assert two, "the small preset has changes to find"
 
 
@@ -185,7 +186,8 @@ def test_replay_over_two_threads_equals_one_replay_for_other_model_kinds(small_d
     one = OnlineTriage.from_model_dir(path, explain="none", threshold=threshold).replay(data)
     two = replay_in_processes(path, data, jobs=2, parts=[(0, 3), (3, 6), (6, 9), (9, 12)],
                               loop_kwargs={"threshold": threshold}, workers="threads")
-    assert two == [(d.series, d.commit, d.index, d.probability, *d.levels[:2], change_pct(*d.levels)) for d in one]
+    assert two == [(d.series, d.commit, d.index, d.probability, *d.levels[:2], change_pct(*d.levels),
+                    data[d.series].change_kind(*d.levels[:2])) for d in one]
     assert two, "alarms to compare"
 
 
@@ -207,7 +209,8 @@ def test_auto_workers_are_threads_for_a_compiled_model_and_processes_for_an_svm(
     monkeypatch.setattr(OnlineTriage, "replay",
                         lambda self, *a, **k: here.append(threading.current_thread().name) or real_replay(self, *a, **k))
     two = replay_in_processes(path, data, jobs=2, parts=[(0, 4), (4, 8), (8, 12)], loop_kwargs={"threshold": threshold})
-    assert two == [(d.series, d.commit, d.index, d.probability, *d.levels[:2], change_pct(*d.levels)) for d in one] and two
+    assert two == [(d.series, d.commit, d.index, d.probability, *d.levels[:2], change_pct(*d.levels),
+                    data[d.series].change_kind(*d.levels[:2])) for d in one] and two
     if in_threads:
         assert len(here) == 3 and all(name.startswith("triage-replay") for name in here)
     else:

@@ -65,6 +65,7 @@ from triage.cli.options import DATA_HELP
 from triage.cli.tables import count
 from triage.cli.validation import check_text_table, output_file
 from triage.core.errors import InputError
+from triage.core.history import change_kind, direction_of
 from triage.core.json_input import json_record
 from triage.core.values import beyond_float, locale_number
 from triage.model_lookup import resolve_model
@@ -379,6 +380,9 @@ def _csv_records(path: Path, follow: bool, poll: float) -> Iterator[tuple[int, d
             record[UNUSABLE] = problem
         if row.get("timestamp", "").strip():
             record["timestamp"] = row["timestamp"]
+        for key in ("higher_is_better", "lower_is_better", "direction"):  # an alarm's change_kind
+            if row.get(key, "").strip():
+                record[key] = row[key]
         yield number, record
     if columns is None and not follow:
         raise InputError(path, None, "is empty: no header line (series_id, commit, value)")
@@ -430,7 +434,7 @@ def watch(
         None, "--state", help="SQLite state file (created if absent); default: in memory."
     ),
     csv_file: Path = typer.Option(
-        None, "--csv", help="Read results from this CSV (series_id, commit, value[, timestamp]; `,` `;` tab or `|`, as its header shows; - = stdin) instead of JSON lines on stdin."
+        None, "--csv", help="Read results from this CSV (series_id, commit, value[, timestamp][, higher_is_better, lower_is_better or direction: an alarm's change_kind]; `,` `;` tab or `|`, as its header shows; - = stdin) instead of JSON lines on stdin."
     ),
     follow: bool = typer.Option(
         False, "--follow", help="With --csv: keep reading as lines are appended."
@@ -541,8 +545,14 @@ def watch(
         # For the end-of-input line: an operator could tell neither how far the stream had come nor
         # what it had raised without opening the store.
         tally = _Tally()
+        # Each series' direction as its records say it (higher_is_better / lower_is_better /
+        # direction fields): an alarm's change_kind. Not stored: every record may carry it.
+        directions: dict[str, bool] = {}
         for batch in batches:
             tally.records += len(batch)
+            for _, r in batch:
+                if isinstance(r, dict) and (said := direction_of(r)) is not None:
+                    directions[_series_of(r)] = said
             alike.check(batch, source)
             if any(UNUSABLE in r for _, r in batch):
                 usable: list[tuple[int, dict]] = []
@@ -588,9 +598,9 @@ def watch(
                                               "it is not decided (its series has moved past it)",
                                               markup=False, highlight=False, soft_wrap=True)
                             continue
-                        _write(out, decisions)
+                        _write(out, decisions, directions)
                         raise _bad(source, number, str(exc)) from None
-            _write(out, decisions)
+            _write(out, decisions, directions)
             tally.add(decisions)
         if csv_file is None or not follow:
             err_console.print(tally.line(len(quarantined), loop), markup=False, highlight=False,
@@ -755,10 +765,14 @@ class _Tally:
                 + f"; {count(held, 'series', 'series')} in memory")
 
 
-def _write(out, decisions) -> None:
-    """Print the output records of committed decisions (None: the arrival decided nothing yet)."""
+def _write(out, decisions, directions: dict[str, bool] | None = None) -> None:
+    """Print the output records of committed decisions (None: the arrival decided nothing yet).
+
+    An alarm's record gets ``change_kind`` from its series' direction in ``directions``
+    (``change`` when unknown), as ``detect``'s rows do.
+    """
     lines = [
-        json.dumps(_output(line)) for d in decisions if d is not None for line in d.records()
+        json.dumps(_output(_with_kind(line, directions))) for d in decisions if d is not None for line in d.records()
     ]
     if lines:
         try:
@@ -769,6 +783,20 @@ def _write(out, decisions) -> None:
             raise InputError("<stdout>", None, f"cannot write the decisions ({exc.strerror or exc}); those "
                              "decided so far are stored when --state is given: run watch again and re-send "
                              "(re-sent commits print their stored decision)") from None
+
+
+def _with_kind(record: dict[str, object], directions: dict[str, bool] | None) -> dict[str, object]:
+    """``record`` with ``change_kind`` after ``change_pct`` when it is an alarm's (it has ``before`` / ``after``)."""
+    if "before" not in record or "after" not in record:
+        return record
+    kind = change_kind(float(record["before"]), float(record["after"]),  # type: ignore[arg-type]
+                       (directions or {}).get(str(record["series"])))
+    out: dict[str, object] = {}
+    for key, value in record.items():
+        out[key] = value
+        if key == "change_pct":
+            out["change_kind"] = kind
+    return out
 
 
 def _write_all(out, text: str) -> None:
@@ -820,7 +848,7 @@ def detect(
     ),
     model: str = typer.Option("default", "--model", help=MODEL_HELP, envvar="TRIAGE_MODEL"),
     out: Path = typer.Option(
-        ..., "--out", parser=output_file, help="File to write (- = stdout): series_id, commit, index, probability, before, after, change_pct (the alarm's levels and signed change)."
+        ..., "--out", parser=output_file, help="File to write (- = stdout): series_id, commit, index, probability, before, after, change_pct, change_kind (the alarm's levels, signed change, and regression / improvement by the data's direction)."
     ),
     fmt: str = typer.Option("csv", "--format", help="csv or json (JSON lines)."),
     layout: str = typer.Option("auto", help="Input layout (see `triage summary --help`)."),

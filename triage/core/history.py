@@ -189,10 +189,7 @@ class History:
 
     def change_kind(self, before: float, after: float) -> str:
         """``regression``, ``improvement`` or ``change`` (direction unknown) for a step before -> after."""
-        if self.higher_is_better is None or after == before:
-            return "change"
-        worse = after < before if self.higher_is_better else after > before
-        return "regression" if worse else "improvement"
+        return change_kind(before, after, self.higher_is_better)
 
 
 class Dataset:
@@ -667,6 +664,31 @@ def _warn_misspelled_columns(columns: Iterable[object], path: Path) -> None:
                 UnreadColumnWarning,
                 stacklevel=3,
             )
+
+
+def change_kind(before: float, after: float, higher_is_better: bool | None) -> str:
+    """``regression``, ``improvement`` or ``change`` (direction unknown, or no move) for a step before -> after."""
+    if higher_is_better is None or after == before:
+        return "change"
+    worse = after < before if higher_is_better else after > before
+    return "regression" if worse else "improvement"
+
+
+def direction_of(record: Mapping[str, object]) -> bool | None:
+    """Whether higher is better, from one record's ``higher_is_better`` / ``lower_is_better`` /
+    ``direction`` field (a watch feed's JSON line), read as the long layout reads those columns;
+    None when none of them says it (absent, blank or another value)."""
+    for key, yes, no in (("higher_is_better", TRUE_TEXT, FALSE_TEXT), (LOWER_IS_BETTER, FALSE_TEXT, TRUE_TEXT),
+                         (DIRECTION, _HIGHER_TEXT, _LOWER_TEXT)):
+        cell = record.get(key)
+        if cell is None:
+            continue
+        text = str(cell).strip().lower()
+        if text in yes:
+            return True
+        if text in no:
+            return False
+    return None
 
 
 #: Cells read as yes / no in the long layout's ``higher_is_better`` / ``lower_is_better`` columns (lower case).

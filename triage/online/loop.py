@@ -126,7 +126,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from triage.core import timestamps
-from triage.core.history import History
+from triage.core.history import History, change_kind
 from triage.core.noise import robust_sd
 from triage.core.values import value_problem
 from triage.features import catalogue, level_shift, noise_free
@@ -1604,7 +1604,7 @@ def replay_in_processes(
     replays whole parts of the dataset (:func:`replay_parts`: each part is
     sent to a worker): ``parts`` are half-open ranges of series positions
     (default: about 8 per job). Returns tuples of :data:`FOUND_COLUMNS`
-    (series, commit, index, probability, before, after, change_pct) of the change points found, in series order then commit
+    (series, commit, index, probability, before, after, change_pct, change_kind) of the change points found, in series order then commit
     order; ``on_part(n_series)`` is called as each part completes (a progress
     bar). ``jobs=1`` runs in this process; ``workers``: see :func:`replay_parts`.
     """
@@ -1641,7 +1641,7 @@ def _replay_dataset(dataset) -> list[tuple]:
     if loop is None:
         loop = OnlineTriage.from_model_dir(_SHARED["model"], **_SHARED["loop_kwargs"])
         _SHARED["loop"] = loop
-    return _found_tuples(loop.replay(dataset, keep_states=False, **_SHARED["replay_kwargs"]))
+    return _found_tuples(loop.replay(dataset, keep_states=False, **_SHARED["replay_kwargs"]), dataset)
 
 
 #: How :func:`replay_parts` runs its ``jobs``: threads of this process (one
@@ -1709,7 +1709,7 @@ def replay_parts(
             # initializer ignores SIGINT for pool workers) and nothing is left in _SHARED.
             loop = OnlineTriage.from_model_dir(settings[0], **settings[1])
             for part in parts:
-                out.extend(_found_tuples(loop.replay(part, keep_states=False, **settings[2])))
+                out.extend(_found_tuples(loop.replay(part, keep_states=False, **settings[2]), part))
                 if on_part is not None:
                     on_part(part)
             return out
@@ -1729,7 +1729,7 @@ def replay_parts(
                 except queue.Empty:
                     loop = OnlineTriage(template.classifier, model_id=template.model_id, **settings[1])
                 try:
-                    return _found_tuples(loop.replay(part, keep_states=False, **settings[2]))
+                    return _found_tuples(loop.replay(part, keep_states=False, **settings[2]), part)
                 finally:
                     idle.put(loop)
 
@@ -1775,16 +1775,19 @@ class _Done:
 
 
 #: The columns of a replay's change points (:func:`replay_parts`; ``triage detect``'s output):
-#: ``before`` / ``after`` / ``change_pct`` are the alarm's levels (:func:`alarm_levels`).
-FOUND_COLUMNS = ("series_id", "commit", "index", "probability", "before", "after", "change_pct")
+#: ``before`` / ``after`` / ``change_pct`` are the alarm's levels (:func:`alarm_levels`),
+#: ``change_kind`` regression / improvement by the series' direction (change when unknown).
+FOUND_COLUMNS = ("series_id", "commit", "index", "probability", "before", "after", "change_pct", "change_kind")
 
 
-def _found_tuples(found) -> list[tuple]:
+def _found_tuples(found, dataset) -> list[tuple]:
     out: list[tuple] = []
     for d in found:
         if d.levels is None:
-            out.append((d.series, d.commit, d.index, d.probability, None, None, None))
+            out.append((d.series, d.commit, d.index, d.probability, None, None, None, None))
         else:
             before, after, noise = d.levels
-            out.append((d.series, d.commit, d.index, d.probability, before, after, change_pct(before, after, noise)))
+            kind = change_kind(before, after, dataset[d.series].higher_is_better)
+            out.append((d.series, d.commit, d.index, d.probability, before, after, change_pct(before, after, noise),
+                        kind))
     return out
