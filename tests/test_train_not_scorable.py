@@ -214,3 +214,10 @@ def test_window_study_says_what_it_left_out(history, tmp_path):
     assert "triaged rows left out as not scorable" in note and "adaptive: 6" in note
     settings = json.loads((tmp_path / "ws" / "settings.json").read_text())
     assert settings["not_scorable_left_out"]["adaptive"] == 6
+
+
+def test_a_matrix_without_index_or_pre_length_is_trained_whole_with_a_warning(matrix, tmp_path):
+    bare = matrix.drop(columns=["index", "pre_series_length"])
+    with pytest.warns(UserWarning, match="cannot be told apart: every triaged row is trained on"):
+        td = training_data(bare)
+    assert len(td) == N_TRIAGED and td.left_out == {}
