@@ -100,9 +100,16 @@ def describe(step: Step | None) -> str:
     return f"{kind} {pct:+.1f}%"
 
 
-def significant(pct: float) -> float:
-    """``pct`` to 4 significant digits: a column to read, which keeps a change of 3.2e-06 % (16 bytes on 5e8)."""
-    return float(f"{pct:.4g}")
+def change_pct(before: float, after: float, noise: float = 0.0) -> float | None:
+    """The ``change_pct`` every output writes: :func:`relative_change` to 4 significant digits.
+
+    Four significant digits, not two decimals: a column to read, which keeps
+    a change of 3.2e-06 % (16 bytes on 5e8). None within ``noise`` of 0.
+    Signed as the values move: the online loop, which writes it too, is not
+    told whether lower is better.
+    """
+    pct = relative_change(before, after, noise)
+    return None if pct is None else float(f"{pct:.4g}")
 
 
 def step_columns(dataset: Dataset, series, index) -> tuple[list[float | None], list[str]]:
@@ -120,8 +127,7 @@ def step_columns(dataset: Dataset, series, index) -> tuple[list[float | None], l
         if sid not in confirmed:
             confirmed[sid] = history.confirmed()
         step = step_at(history, int(i), confirmed=confirmed[sid])
-        pct = None if step is None else step.pct
-        pcts.append(None if pct is None else significant(pct))
+        pcts.append(None if step is None else change_pct(step.before, step.after, step.noise))
         kinds.append("" if step is None else step.kind)
     return pcts, kinds
 
@@ -130,15 +136,19 @@ def step_columns(dataset: Dataset, series, index) -> tuple[list[float | None], l
 STEP_COLUMNS: tuple[str, ...] = ("change_pct", "change_kind")
 
 
-def cell_text(pct: float | None, kind: str) -> str:
-    """A table cell from the two columns, worded as :func:`describe` words a step.
+def cell_text(pct: object, kind: object) -> str:
+    """A table cell from the two columns' cells, worded as :func:`describe` words a step.
 
     ``regression +12.3%``; ``regression +3.2e-06%`` (under 0.05 %);
-    ``regression (level near 0)`` (no per cent); ``no change`` (medians
-    equal); ``""`` (no step).
+    ``regression (level near 0)`` (no per cent: None, NaN or no number);
+    ``no change`` (medians equal); ``""`` (no step: an empty or missing kind).
     """
-    if not kind:
+    if not isinstance(kind, str) or not kind:
         return ""
+    try:
+        pct = float(pct)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        pct = None
     if kind == "none":
         return "no change"
     if pct is None or pct != pct:

@@ -497,14 +497,11 @@ def _with_step(frame):
 
     A not-scorable row gets none: "regression +19.8%: not scorable" read as a verdict.
     """
-    import pandas as pd
-
     from triage.inference import NOT_SCORABLE
     from triage.steps import cell_text
 
     if "change_kind" not in frame:
         return frame
-    pcts = pd.to_numeric(frame["change_pct"], errors="coerce")
-    cells = [cell_text(None if p != p else float(p), "" if k is None or k != k else str(k)) if c != NOT_SCORABLE else ""
-             for p, k, c in zip(pcts, frame["change_kind"], frame["classification"], strict=True)]
+    cells = [cell_text(p, k) if c != NOT_SCORABLE else ""
+             for p, k, c in zip(frame["change_pct"], frame["change_kind"], frame["classification"], strict=True)]
     return frame.assign(step=cells)

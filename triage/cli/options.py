@@ -186,8 +186,7 @@ def fail_on(rule: str, frame, err_console) -> None:
         pcts = frame["change_pct"].tolist() if "change_pct" in frame else [None] * len(frame)
         named = []
         for i in flagged[:FAIL_ON_NAMED]:
-            pct = pcts[i]
-            step = cell_text(None if pct is None or pct != pct or isinstance(pct, str) else float(pct), kinds[i])
+            step = cell_text(pcts[i], kinds[i])
             named.append(f"{frame['series_id'].iloc[i]} at {frame['commit'].iloc[i]}" + (f" ({step})" if step else ""))
         more = f" and {len(flagged) - len(named):,} more" if len(flagged) > len(named) else ""
         n = len(flagged)

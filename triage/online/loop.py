@@ -141,11 +141,11 @@ from triage.online.records import (
     ModelMismatch,
     RejectedCommit,
     Withdrawal,
-    change_pct,
     decision_from_dict,
     decision_to_dict,
 )
 from triage.online.series_state import Alarm, SeriesState
+from triage.steps import change_pct
 
 #: Every feature column the loop can compute, in the feature-matrix order
 #: (``pre_*``, ``after_*``, ``norm_*``; see ARCHITECTURE.md).

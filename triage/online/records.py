@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triage.core.errors import InputError
-from triage.steps import relative_change, significant
+from triage.steps import change_pct
 
 
 class RejectedCommit(ValueError):
@@ -185,19 +185,6 @@ class Decision:
                 w["replayed"] = True
             out.append(w)
         return out
-
-
-def change_pct(before: float, after: float, noise: float = 0.0) -> float | None:
-    """The signed change from ``before`` to ``after`` in per cent of ``|before|``, to 4 significant digits.
-
-    The rule of :func:`triage.steps.relative_change`, as ``score`` and
-    ``label`` give it: None when ``before`` is within ``noise`` of 0 (a
-    percentage of a level around 0 means nothing). Signed as the values
-    move, whatever the series' direction: the online loop is not told
-    whether lower is better.
-    """
-    pct = relative_change(before, after, noise)
-    return None if pct is None else significant(pct)
 
 
 def decision_to_dict(d: Decision) -> dict[str, object]:
